@@ -1,0 +1,228 @@
+// csrun: the Cerebras Model Zoo workflow (validate, compile, train, eval) on any Linux machine.
+// This file only handles arguments: it builds the options and dispatches to modes/.
+
+#include <CLI/CLI.hpp>
+#include <spdlog/version.h>
+
+#include <charconv>
+#include <cstdint>
+#include <functional>
+#include <iostream>
+#include <list>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "config/overrides.hpp"
+#include "csrun/build_info.hpp"
+#include "modes/modes.hpp"
+
+namespace {
+
+using csrun::config::Node;
+using csrun::config::RunconfigOverride;
+using csrun::config::SourceMark;
+
+constexpr int kUsageError = 2;
+
+// A subcommand's options, as parsed. Runconfig flags stay unset unless given: defaults never
+// override the params file.
+struct CommandLine {
+  std::string positional_params;
+  std::string params_flag;
+  std::vector<std::string> assignments;
+  bool json = false;
+  bool fake_data = false;
+  std::string model_dir;
+  std::string target_device;
+  std::string checkpoint_path;
+  std::string logging = "INFO";
+  std::int64_t num_csx = 1;
+  std::int64_t num_workers_per_csx = 1;
+  std::int64_t max_steps = 0;
+  std::int64_t num_steps = 0;
+  std::int64_t eval_steps = 0;
+  std::int64_t seed = 0;
+};
+
+struct RunconfigFlag {
+  std::string key;
+  CLI::Option* option;
+  std::function<Node(const SourceMark&)> value;
+};
+
+const std::map<std::string, csrun::config::Severity>& logging_levels() {
+  using csrun::config::Severity;
+  static const std::map<std::string, Severity> levels = {
+      {"DEBUG", Severity::note}, {"INFO", Severity::note}, {"WARNING", Severity::warning},
+      {"ERROR", Severity::error}, {"CRITICAL", Severity::error}};
+  return levels;
+}
+
+// Integer flags are checked here so a bad value is a usage error with a plain message.
+CLI::Validator at_least(std::int64_t minimum) {
+  return CLI::Validator(
+      [minimum](std::string& text) {
+        std::int64_t value = 0;
+        auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+        if (error != std::errc() || end != text.data() + text.size() || value < minimum) {
+          return "expected an integer >= " + std::to_string(minimum) + ", got '" + text + "'";
+        }
+        return std::string();
+      },
+      "INT>=" + std::to_string(minimum));
+}
+
+std::string uppercase(std::string text) {
+  for (char& c : text) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return text;
+}
+
+class Subcommand {
+ public:
+  Subcommand(CLI::App& parent, const std::string& name, const std::string& description,
+             std::function<int(const csrun::modes::RunOptions&)> run)
+      : app_(parent.add_subcommand(name, description)), run_(std::move(run)) {
+    add_options();
+  }
+
+  bool parsed() const { return app_->parsed(); }
+  CLI::App& app() { return *app_; }
+
+  // Builds the run options; throws CLI::ValidationError for usage errors.
+  csrun::modes::RunOptions options() const {
+    csrun::modes::RunOptions options;
+    if (!line_.positional_params.empty() && !line_.params_flag.empty()) {
+      throw CLI::ValidationError("PARAMS", "give the params file once: as PARAMS or with -p/--params");
+    }
+    options.params_path = line_.positional_params.empty() ? line_.params_flag : line_.positional_params;
+    if (options.params_path.empty()) {
+      throw CLI::RequiredError("PARAMS (the params YAML file, positional or -p/--params)");
+    }
+    for (const std::string& assignment : line_.assignments) {
+      try {
+        options.load.set_overrides.push_back(csrun::config::parse_set_override(assignment));
+      } catch (const std::invalid_argument& error) {
+        throw CLI::ValidationError("--set", error.what());
+      }
+    }
+    for (const RunconfigFlag& flag : flags_) {
+      if (flag.option->count() == 0) continue;
+      SourceMark mark{"command line (" + flag.option->get_name() + " " + flag.option->as<std::string>() + ")"};
+      options.load.runconfig_overrides.push_back(RunconfigOverride{flag.key, flag.value(mark)});
+    }
+    options.fake_data = line_.fake_data;
+    options.json = line_.json;
+    options.shown = logging_levels().at(uppercase(line_.logging));
+    return options;
+  }
+
+  int run() const { return run_(options()); }
+
+ private:
+  template <class T>
+  CLI::Option* runconfig_flag(const std::string& key, const std::string& flag, T& target,
+                              const std::string& help) {
+    CLI::Option* option = app_->add_option(flag, target, help);
+    flags_.push_back(RunconfigFlag{key, option, [&target, key](const SourceMark& mark) {
+                                     Node node;
+                                     if constexpr (std::is_same_v<T, std::string>) {
+                                       node = Node::make_string(target, mark, "runconfig." + key);
+                                     } else {
+                                       node = Node::make_int(target, mark, "runconfig." + key);
+                                     }
+                                     return node;
+                                   }});
+    return option;
+  }
+
+  void add_options() {
+    app_->add_option("PARAMS", line_.positional_params, "The params YAML file (Model Zoo legacy or trainer format)");
+    app_->add_option("-p,--params", line_.params_flag, "The params YAML file (instead of PARAMS)");
+    runconfig_flag("model_dir", "-o,--model_dir", line_.model_dir,
+                   "Directory for checkpoints, logs and compiled plans (overrides model_dir)");
+    runconfig_flag("target_device", "--target_device", line_.target_device,
+                   "Device to run on: CSX, CPU or GPU (overrides the params' device)")
+        ->check(CLI::IsMember({"CSX", "CPU", "GPU"}));
+    runconfig_flag("checkpoint_path", "--checkpoint_path", line_.checkpoint_path,
+                   "Checkpoint to load instead of the latest one in model_dir");
+    runconfig_flag("num_csx", "--num_csx", line_.num_csx, "Number of CS-X systems (data parallel)")
+        ->check(at_least(1));
+    runconfig_flag("num_workers_per_csx", "--num_workers_per_csx", line_.num_workers_per_csx,
+                   "Input workers per CS-X system (0: read in the coordinator)")
+        ->check(at_least(0));
+    runconfig_flag("max_steps", "--max_steps", line_.max_steps,
+                   "Stop training when the global step reaches this")
+        ->check(at_least(1));
+    runconfig_flag("num_steps", "--num_steps", line_.num_steps, "Number of training steps to run")
+        ->check(at_least(1));
+    runconfig_flag("eval_steps", "--eval_steps", line_.eval_steps, "Number of evaluation steps")
+        ->check(at_least(1));
+    runconfig_flag("seed", "--seed", line_.seed, "Random seed (overrides the params' seed)");
+    CLI::Option* logging = app_->add_option("--logging", line_.logging,
+                                            "Log level: DEBUG, INFO, WARNING, ERROR or CRITICAL")
+                               ->transform(CLI::IsMember({"DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"},
+                                                         CLI::ignore_case));
+    flags_.push_back(RunconfigFlag{"logging", logging, [this](const SourceMark& mark) {
+                                     return Node::make_string(uppercase(line_.logging), mark, "runconfig.logging");
+                                   }});
+    app_->add_option("--set", line_.assignments,
+                     "Override any params key: KEY=VALUE with a dotted KEY in the file's layout "
+                     "(repeatable), e.g. --set train_input.batch_size=64")
+        ->expected(1)
+        ->allow_extra_args(false)
+        ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+    app_->add_flag("--fake_data", line_.fake_data,
+                   "Replace every dataset with synthetic samples of the configured shapes");
+    app_->add_flag("--json", line_.json, "Print the result as JSON on stdout");
+  }
+
+  CLI::App* app_;
+  std::function<int(const csrun::modes::RunOptions&)> run_;
+  CommandLine line_;
+  std::vector<RunconfigFlag> flags_;
+};
+
+std::string version_text() {
+  return std::string("csrun ") + csrun::kVersion + "\n" + "built " + csrun::kBuildType + " with " +
+         csrun::kCompiler + "; CLI11 " + CLI11_VERSION + ", spdlog " +
+         std::to_string(SPDLOG_VER_MAJOR) + "." + std::to_string(SPDLOG_VER_MINOR) + "." +
+         std::to_string(SPDLOG_VER_PATCH) + ", yaml-cpp, HDF5, nlohmann_json";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"csrun: the Cerebras Model Zoo workflow (validate, compile, train, eval) on any "
+               "Linux machine or SLURM cluster.\nParams files are Model Zoo YAML, legacy or trainer "
+               "format.",
+               "csrun"};
+  app.set_version_flag("--version", version_text(), "Print the version and exit");
+  app.require_subcommand(1);
+  // Options bind to members of each Subcommand: they must not move, hence the list.
+  std::list<Subcommand> subcommands;
+  subcommands.emplace_back(app, "validate",
+                           "Check a params file, its data and surroundings; print a summary",
+                           csrun::modes::validate);
+  subcommands.emplace_back(app, "compile",
+                           "Validate, then compile the model into a plan for the wafer",
+                           csrun::modes::compile);
+  subcommands.emplace_back(app, "train", "Validate, then train on the wafer simulator",
+                           csrun::modes::train);
+  subcommands.emplace_back(app, "eval", "Validate, then evaluate a checkpoint",
+                           csrun::modes::eval);
+  try {
+    app.parse(argc, argv);
+    for (const Subcommand& subcommand : subcommands) {
+      if (subcommand.parsed()) return subcommand.run();
+    }
+  } catch (const CLI::ParseError& error) {
+    int status = app.exit(error);
+    return status == 0 ? 0 : kUsageError;
+  } catch (const std::exception& error) {
+    std::cerr << "csrun: internal error: " << error.what() << "\n";
+    return 1;
+  }
+  return kUsageError;
+}

@@ -1,0 +1,112 @@
+#include "class_catalog.hpp"
+
+#include <algorithm>
+#include <cctype>
+
+#include "spelling.hpp"
+
+namespace csrun::config {
+
+namespace {
+
+std::string lowercase(std::string_view text) {
+  std::string result(text);
+  std::transform(result.begin(), result.end(), result.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return result;
+}
+
+std::string key_list(const Node& map) {
+  std::string text = "[";
+  for (std::size_t i = 0; i < map.entries().size(); ++i) {
+    if (i > 0) text += ", ";
+    text += "'" + map.entries()[i].key + "'";
+  }
+  return text + "]";
+}
+
+}  // namespace
+
+ClassCatalog::ClassCatalog(std::string kind, std::vector<ClassEntry> entries,
+                           std::string optional_suffix)
+    : kind_(std::move(kind)),
+      entries_(std::move(entries)),
+      optional_suffix_(std::move(optional_suffix)) {}
+
+const ClassEntry* ClassCatalog::find(std::string_view name) const {
+  std::string wanted = lowercase(name);
+  std::string suffix = lowercase(optional_suffix_);
+  for (const ClassEntry& entry : entries_) {
+    std::string candidate = lowercase(entry.name);
+    if (candidate == wanted) return &entry;
+    if (!suffix.empty() && candidate == wanted + suffix) return &entry;
+  }
+  return nullptr;
+}
+
+std::vector<std::string> ClassCatalog::names() const {
+  std::vector<std::string> result;
+  for (const ClassEntry& entry : entries_) result.push_back(entry.name);
+  return result;
+}
+
+std::optional<ClassSpec> ClassCatalog::read(const Node& node, Diagnostics& diagnostics) const {
+  if (!node.is_map()) {
+    diagnostics.error(node.mark(), node.path(),
+                      "Expected " + kind_ + " to be a dict. Got: " + node.render());
+    return std::nullopt;
+  }
+  if (node.entries().size() != 1) {
+    diagnostics.error(node.mark(), node.path(),
+                      "Expected " + kind_ + " to have a single key. Got: " + key_list(node) +
+                          " (write {ClassName: {parameters}})");
+    return std::nullopt;
+  }
+  const Node::Entry& entry = node.entries().front();
+  Node name_node = Node::make_string(entry.key, entry.key_mark, join_path(node.path(), entry.key));
+  return read(entry.key, name_node, entry.value, diagnostics);
+}
+
+std::optional<ClassSpec> ClassCatalog::read(const std::string& name, const Node& name_node,
+                                            const Node& params, Diagnostics& diagnostics) const {
+  const ClassEntry* entry = find(name);
+  if (!entry) {
+    std::vector<std::string> known = names();
+    auto suggestion = closest_match(name, known);
+    diagnostics.error(name_node.mark(), name_node.path(),
+                      "unknown " + kind_ + " '" + name + "'" +
+                          (suggestion ? "; did you mean '" + *suggestion + "'?"
+                                      : "; known " + kind_ + "s: " + quoted_list(known, "and")));
+    return std::nullopt;
+  }
+  ClassSpec spec{entry->name, Node::make_map(params.mark(), params.path()), name_node.mark(),
+                 name_node.path(), {}, false};
+  if (params.is_null()) {
+    spec.disabled = true;
+    return spec;
+  }
+  if (!params.is_map()) {
+    diagnostics.error(params.mark(), params.path(),
+                      "the parameters of " + entry->name + " must be a mapping; found " +
+                          params.describe());
+    return std::nullopt;
+  }
+  if (!entry->no_effect_note.empty()) {
+    diagnostics.warning(name_node.mark(), name_node.path(), entry->no_effect_note);
+  }
+  std::vector<std::string> missing;
+  for (const std::string& key : entry->required) {
+    if (!params.contains(key)) missing.push_back(key);
+  }
+  if (!missing.empty()) {
+    diagnostics.error(params.mark(), params.path(),
+                      "Missing required parameters [" + quoted_list(missing, "and") + "] for " +
+                          entry->name + ". Note, " + entry->name +
+                          " requires the following parameters: [" +
+                          quoted_list(entry->required, "and") + "]");
+  }
+  spec.params = entry->params->check(params, diagnostics);
+  return spec;
+}
+
+}  // namespace csrun::config

@@ -1,0 +1,653 @@
+#include "legacy_format.hpp"
+
+#include <algorithm>
+#include <set>
+
+#include "class_catalog.hpp"
+#include "param_types.hpp"
+#include "schema.hpp"
+#include "spelling.hpp"
+
+namespace csrun::config {
+
+namespace {
+
+using T = ValueType;
+
+// Where a runconfig key goes in the trainer format.
+enum class Route {
+  init,             // init.<target>
+  backend,          // init.backend.<target>
+  cluster,          // init.backend.cluster_config.<target>
+  loop,             // init.loop.<target>
+  checkpoint,       // init.checkpoint.<target>
+  logging,          // init.logging.<target>
+  precision,        // init.precision.<target>
+  checkpoint_path,  // fit.ckpt_path, validate.ckpt_path, validate_all.ckpt_paths
+  global_flag,      // callbacks: GlobalFlags {<target>: value}
+  callback,         // callbacks: <target class> {<key>: value}
+  tensorboard,      // loggers: TensorBoardLogger {<key>: value}
+  check_loss,       // callbacks: CheckLoss, disabled by false
+  mode,             // the subcommand decides; ignored
+  no_effect,        // a key of earlier releases
+  removed,          // refused with the Model Zoo's dedicated message
+};
+
+struct RunconfigKey {
+  std::string key;
+  T type;
+  Route route;
+  std::string target;  // the trainer key or class; the message for no_effect / removed
+};
+
+std::string one_x(const std::string& key) {
+  return key + " is a Model Zoo 1.x runconfig key; it has no effect (the 2.x runconfig schema "
+               "rejects it)";
+}
+
+std::string tf_era(const std::string& key, const std::string& replacement) {
+  return key + " is a TensorFlow-era key; it has no effect" +
+         (replacement.empty() ? "" : " (the equivalent is runconfig." + replacement + ")");
+}
+
+const std::vector<RunconfigKey>& runconfig_keys() {
+  static const std::vector<RunconfigKey> keys = [] {
+    T integer = T::integer().or_null();
+    T flag = T::boolean();
+    T text = T::string();
+    T texts = T::list_of(T::string());
+    T gigabytes = non_negative_number();
+    std::vector<RunconfigKey> k = {
+        {"mode", T::choice({"train", "eval", "train_and_eval", "eval_all"}), Route::mode, ""},
+        {"target_device", text, Route::backend, "backend_type"},
+        {"model_dir", text, Route::init, "model_dir"},
+        {"seed", integer, Route::init, "seed"},
+        {"checkpoint_path", text.or_null(), Route::checkpoint_path, ""},
+        {"checkpoint_steps", T::any(), Route::checkpoint, "steps"},
+        {"max_checkpoints", positive_integer().or_null(), Route::callback, "KeepNCheckpoints.n"},
+        {"save_initial_checkpoint", flag, Route::checkpoint, "save_initial_checkpoint"},
+        {"autoload_last_checkpoint", flag, Route::checkpoint, "autoload_last_checkpoint"},
+        {"disable_strict_checkpoint_loading", flag, Route::checkpoint,
+         "disable_strict_checkpoint_loading"},
+        {"load_checkpoint_states", string_or_strings(), Route::callback,
+         "LoadCheckpointStates.load_checkpoint_states"},
+        {"check_loss_values", flag, Route::check_loss, ""},
+        {"log_steps", T::any(), Route::logging, "log_steps"},
+        {"logging", text, Route::logging, "log_level"},
+        {"wsc_log_level", T::any_of({text, T::mapping()}), Route::logging, "wsc_log_level"},
+        {"enable_act_frequency", flag, Route::logging, "enable_act_frequency"},
+        {"num_steps", T::any(), Route::loop, "num_steps"},
+        {"max_steps", T::any(), Route::loop, "max_steps"},
+        {"num_epochs", T::any(), Route::loop, "num_epochs"},
+        {"steps_per_epoch", T::any(), Route::loop, "steps_per_epoch"},
+        {"eval_steps", T::any(), Route::loop, "eval_steps"},
+        {"eval_frequency", T::any(), Route::loop, "eval_frequency"},
+        {"compile_only", flag, Route::backend, "compile_only"},
+        {"validate_only", flag, Route::backend, "validate_only"},
+        {"compile_dir", text, Route::backend, "compile_dir"},
+        {"num_csx", positive_integer(), Route::cluster, "num_csx"},
+        {"num_workers_per_csx", non_negative_integer(), Route::cluster, "num_workers_per_csx"},
+        {"num_wgt_servers", non_negative_integer(), Route::cluster, "max_wgt_servers"},
+        {"num_act_servers", non_negative_integer(), Route::cluster, "max_act_per_csx"},
+        {"mount_dirs", texts, Route::cluster, "mount_dirs"},
+        {"python_paths", texts, Route::cluster, "python_paths"},
+        {"credentials_path", text, Route::cluster, "credentials_path"},
+        {"mgmt_address", text, Route::cluster, "mgmt_address"},
+        {"mgmt_namespace", text, Route::cluster, "mgmt_namespace"},
+        {"job_labels", texts, Route::cluster, "job_labels"},
+        {"job_priority", T::choice({"p1", "p2", "p3"}), Route::cluster, "job_priority"},
+        {"job_time_sec", positive_integer(), Route::cluster, "job_time_sec"},
+        {"cbcore_image", text, Route::cluster, "cbcore_image"},
+        {"disable_version_check", flag, Route::cluster, "disable_version_check"},
+        {"debug_args_path", text, Route::callback, "DebugArgsPath.path"},
+        {"debug_args", T::mapping(), Route::global_flag, "csx.debug.debug_args"},
+        {"ini", T::mapping(), Route::global_flag, "csx.debug.ini"},
+        {"precision_opt_level", T::integer(0, 2), Route::precision, "precision_opt_level"},
+        {"retrace_every_iteration", flag, Route::global_flag,
+         "csx.debug.retrace_every_iteration"},
+        {"lazy_initialization", flag, Route::global_flag, "csx.debug.lazy_initialization"},
+        {"log_initialization", flag, Route::global_flag, "csx.debug.log_initialization"},
+        {"log_input_summaries", flag, Route::callback, "LogInputSummaries"},
+        {"transfer_processes", positive_integer(), Route::global_flag,
+         "csx.performance.transfer_processes"},
+        {"drop_data", flag, Route::global_flag, "csx.debug.drop_data"},
+        {"dump_activations", flag, Route::callback, "DumpActivations"},
+        {"summary_dir", text, Route::tensorboard, "summary_dir"},
+        {"legacy_event_dirs", flag, Route::tensorboard, "legacy_event_dirs"},
+        {"hf_cache_dir", text, Route::callback, "HFCacheDir.cache_dir"},
+        {"fabric_type_blacklist", texts, Route::global_flag, "csx.debug.fabric_type_blacklist"},
+        {"enable_distributed", flag, Route::backend, "enable_distributed"},
+        {"main_process_id", non_negative_integer(), Route::backend, "main_process_id"},
+        {"dist_addr", text, Route::backend, "dist_addr"},
+        {"dist_backend", T::choice({"nccl", "mpi", "gloo"}), Route::backend, "dist_backend"},
+        {"init_method", text, Route::backend, "init_method"},
+        {"sync_batchnorm", flag, Route::backend, "sync_batchnorm"},
+        {"variant", text, Route::no_effect,
+         "variant selects a Model Zoo config variant; it has no effect in csrun"},
+        {"experimental", T::mapping(), Route::no_effect,
+         "experimental (appliance listeners) has no effect in csrun"},
+        {"op_profiler_config", T::mapping(), Route::no_effect,
+         "op_profiler_config (the appliance op profiler) has no effect in csrun"},
+        {"use_cs_grad_accum", T::any(), Route::removed,
+         "use_cs_grad_accum is no longer a valid option. To control gradient accumulation "
+         "settings on CSX, set micro_batch_size: (\"auto\" | None) in the train_input and/or "
+         "eval_input section of the params yaml file."},
+    };
+    for (const char* memory : {"compile_crd_memory_gi", "execute_crd_memory_gi", "wrk_memory_gi",
+                               "act_memory_gi", "cmd_memory_gi", "wgt_memory_gi",
+                               "chf_memory_gi"}) {
+      k.push_back({memory, gigabytes, Route::global_flag, std::string("csx.debug.") + memory});
+    }
+    for (const char* key : {"cs_ip", "multireplica", "num_replicas", "execution_strategy",
+                            "save_losses", "show_debug_metrics", "save_stream_size",
+                            "enable_summaries", "is_pretrained_checkpoint", "use_appliance_data",
+                            "autogen_policy", "experimental_api", "service_dir",
+                            "fabric_config_file"}) {
+      k.push_back({key, T::any(), Route::no_effect, one_x(key)});
+    }
+    k.push_back({"save_summary_steps", T::any(), Route::no_effect,
+                 tf_era("save_summary_steps", "log_steps")});
+    k.push_back({"save_checkpoints_steps", T::any(), Route::no_effect,
+                 tf_era("save_checkpoints_steps", "checkpoint_steps")});
+    k.push_back({"keep_checkpoint_max", T::any(), Route::no_effect,
+                 tf_era("keep_checkpoint_max", "max_checkpoints")});
+    k.push_back(
+        {"tf_random_seed", T::any(), Route::no_effect, tf_era("tf_random_seed", "seed")});
+    k.push_back({"keep_checkpoint_every_n_hours", T::any(), Route::no_effect,
+                 tf_era("keep_checkpoint_every_n_hours", "")});
+    k.push_back({"log_step_count_steps", T::any(), Route::no_effect,
+                 tf_era("log_step_count_steps", "log_steps")});
+    return k;
+  }();
+  return keys;
+}
+
+const Schema& runconfig_schema() {
+  static const Schema schema = [] {
+    std::vector<Field> fields;
+    for (const RunconfigKey& key : runconfig_keys()) {
+      if (key.route == Route::no_effect) {
+        fields.push_back(no_effect_field(key.key, key.target));
+      } else if (key.route == Route::removed) {
+        fields.push_back(removed_field(key.key, key.target));
+      } else {
+        fields.push_back(optional_field(key.key, key.type));
+      }
+    }
+    return Schema("runconfig", std::move(fields), UnknownKeys::error_jsonschema);
+  }();
+  return schema;
+}
+
+const RunconfigKey* find_runconfig_key(const std::string& key) {
+  for (const RunconfigKey& entry : runconfig_keys()) {
+    if (entry.key == key) return &entry;
+  }
+  return nullptr;
+}
+
+// Model keys that the trainer format keeps in init.precision.
+const std::set<std::string>& model_precision_keys() {
+  static const std::set<std::string> keys = {"mixed_precision", "fp16_type", "use_bfloat16",
+                                             "precision_opt_level"};
+  return keys;
+}
+
+const std::set<std::string>& optimizer_precision_keys() {
+  static const std::set<std::string> keys = {
+      "loss_scaling_factor", "initial_loss_scale", "steps_per_increase", "min_loss_scale",
+      "max_loss_scale",      "max_gradient_norm",  "max_gradient_value"};
+  return keys;
+}
+
+// Legacy LR-schedule keys and their trainer-format names, per schedule.
+std::string rename_scheduler_key(const std::string& scheduler, const std::string& key) {
+  bool step_schedule = scheduler == "StepLR";
+  bool gamma_schedule = step_schedule || scheduler == "MultiStepLR";
+  if (key == "steps" || key == "decay_steps") return step_schedule ? "step_size" : "total_iters";
+  if (key == "learning_rate" || key == "base_lr") {
+    if (scheduler == "ConstantLR") return "learning_rate";
+    if (scheduler == "CyclicLR") return "base_lr";
+    return "initial_learning_rate";
+  }
+  if (key == "initial_learning_rate" && scheduler == "ConstantLR") return "learning_rate";
+  if (key == "gamma" && !gamma_schedule) return "decay_rate";
+  if (key == "decay_rate" && gamma_schedule) return "gamma";
+  if (key == "t_max") return "T_max";
+  if (key == "t_0") return "T_0";
+  if (key == "t_mult") return "T_mult";
+  if (key == "values") return "learning_rates";
+  if (key == "boundaries") return "milestones";
+  return key;
+}
+
+class LegacyConverter {
+ public:
+  explicit LegacyConverter(Diagnostics& diagnostics) : diagnostics_(diagnostics) {}
+
+  Node convert(const Node& params) {
+    trainer_ = Node::make_map(params.mark(), "");
+    static const std::vector<std::string> sections = {
+        "train_input", "eval_input", "model", "optimizer", "runconfig", "sparsity", "csconfig",
+        "wandb"};
+    for (const Node::Entry& entry : params.entries()) {
+      if (std::find(sections.begin(), sections.end(), entry.key) != sections.end()) continue;
+      diagnostics_.error(entry.key_mark, entry.key,
+                         "unknown section of a legacy params file" +
+                             did_you_mean(entry.key, sections) + "; legacy sections are " +
+                             quoted_list(sections, "and"));
+    }
+    convert_inputs(params.find("train_input"), params.find("eval_input"));
+    if (const Node* model = section(params, "model")) convert_model(*model);
+    if (const Node* optimizer = section(params, "optimizer")) convert_optimizer(*optimizer);
+    if (const Node* csconfig = section(params, "csconfig")) convert_csconfig(*csconfig);
+    if (const Node* sparsity = params.find("sparsity")) init().set("sparsity", *sparsity);
+    if (const Node* wandb = section(params, "wandb")) add_class("loggers", "WandbLogger", *wandb) = *wandb;
+    if (const Node* runconfig = section(params, "runconfig")) convert_runconfig(*runconfig);
+    // Legacy training always has a step count in runconfig; an empty loop makes its absence
+    // an error (the trainer format's default of one epoch does not apply).
+    if (trainer_.contains("fit")) {
+      const Node* runconfig = params.find("runconfig");
+      init_section("loop", runconfig && runconfig->is_map() ? *runconfig
+                                                            : Node::make_map(params.mark(), "runconfig"));
+    }
+    return std::move(trainer_);
+  }
+
+  Node convert_runconfig_only(const Node& runconfig) {
+    trainer_ = Node::make_map(runconfig.mark(), "");
+    for (const char* key : {"fit", "validate", "validate_all"}) {
+      trainer_.ensure_map(key, runconfig.mark(), runconfig.path());
+    }
+    convert_runconfig(runconfig);
+    return std::move(trainer_);
+  }
+
+ private:
+  const Node* section(const Node& params, const std::string& key) {
+    const Node* node = params.find(key);
+    if (!node || node->is_null()) return nullptr;
+    if (node->is_map()) return node;
+    diagnostics_.error(node->mark(), key, "expected a mapping; found " + node->describe());
+    return nullptr;
+  }
+
+  Node& init() { return trainer_.ensure_map("init", trainer_.mark(), ""); }
+
+  Node& init_section(const std::string& key, const Node& source) {
+    return init().ensure_map(key, source.mark(), source.path());
+  }
+
+  // The params of the {name: params} entry of init.<list_key> (callbacks or loggers), appended
+  // empty (positioned at `source`) when the class is not listed yet.
+  Node& add_class(const std::string& list_key, const std::string& name, const Node& source) {
+    Node* list = init().find(list_key);
+    if (!list || !list->is_list()) list = &init().set(list_key, Node::make_list(source.mark()));
+    for (Node& item : list->items()) {
+      if (Node* existing = item.find(name); existing && existing->is_map()) return *existing;
+    }
+    Node item = Node::make_map(source.mark(), source.path());
+    item.set(name, Node::make_map(source.mark(), source.path()));
+    list->push_back(std::move(item));
+    return *list->items().back().find(name);
+  }
+
+  void convert_inputs(const Node* train_input, const Node* eval_input) {
+    if (train_input && !train_input->is_null()) {
+      // Moving micro_batch_size adds a callback to init: take the loader before touching fit.
+      Node loader = move_micro_batch(*train_input, "ScopedTrainFlags");
+      trainer_.ensure_map("fit", train_input->mark(), "train_input").set("train_dataloader", loader);
+    }
+    if (!eval_input || eval_input->is_null()) return;
+    Node loader = move_micro_batch(*eval_input, "ScopedValidateFlags");
+    if (Node* fit = trainer_.find("fit")) fit->set("val_dataloader", loader);
+    trainer_.ensure_map("validate", eval_input->mark(), "eval_input").set("val_dataloader", loader);
+    trainer_.ensure_map("validate_all", eval_input->mark(), "eval_input")
+        .set("val_dataloaders", loader);
+  }
+
+  // micro_batch_size moves into a flags callback, as the Model Zoo's conversion does.
+  Node move_micro_batch(const Node& input, const std::string& flags_class) {
+    Node loader = input;
+    if (!loader.is_map()) return loader;
+    if (std::optional<Node> micro = loader.take("micro_batch_size")) {
+      add_class("callbacks", flags_class, input)
+          .set("csx.performance.micro_batch_size", std::move(*micro),
+               loader.mark());
+    }
+    return loader;
+  }
+
+  void convert_model(const Node& model) {
+    Node converted = Node::make_map(model.mark(), model.path());
+    for (const Node::Entry& entry : model.entries()) {
+      if (model_precision_keys().count(entry.key) == 0) {
+        converted.set(entry.key, entry.value, entry.key_mark);
+        continue;
+      }
+      Node& precision = init_section("precision", model);
+      if (entry.key == "mixed_precision") {
+        precision.set("enabled", entry.value, entry.key_mark);
+      } else if (entry.key == "use_bfloat16") {
+        convert_use_bfloat16(entry, precision);
+      } else {
+        if (entry.key == "precision_opt_level") {
+          diagnostics_.warning(entry.key_mark, entry.value.path(),
+                               "model.precision_opt_level is deprecated; set "
+                               "runconfig.precision_opt_level instead");
+        }
+        precision.set(entry.key, entry.value, entry.key_mark);
+      }
+    }
+    init().set("model", std::move(converted), model.mark());
+  }
+
+  void convert_use_bfloat16(const Node::Entry& entry, Node& precision) {
+    if (!entry.value.is_bool()) {
+      diagnostics_.error(entry.value.mark(), entry.value.path(),
+                         "expected a boolean (true or false); found " + entry.value.describe());
+      return;
+    }
+    if (!entry.value.as_bool()) return;
+    if (const Node* other = precision.find("fp16_type");
+        other && other->is_string() && other->as_string() != "bfloat16") {
+      diagnostics_.error(entry.key_mark, entry.value.path(),
+                         "use_bfloat16: true contradicts fp16_type '" + other->as_string() +
+                             "'; keep only fp16_type");
+      return;
+    }
+    precision.set("fp16_type",
+                  Node::make_string("bfloat16", entry.value.mark(), entry.value.path()),
+                  entry.key_mark);
+  }
+
+  void convert_csconfig(const Node& csconfig) {
+    for (const Node::Entry& entry : csconfig.entries()) {
+      std::string path = join_path("csconfig", entry.key);
+      if (entry.key != "use_cbfloat16") {
+        diagnostics_.warning(entry.key_mark, path,
+                             entry.key + " is a Model Zoo 1.x csconfig key; it has no effect");
+        continue;
+      }
+      if (!entry.value.is_bool()) {
+        diagnostics_.error(entry.value.mark(), path,
+                           "expected a boolean (true or false); found " + entry.value.describe());
+        continue;
+      }
+      if (entry.value.as_bool()) {
+        init_section("precision", csconfig)
+            .set("fp16_type", Node::make_string("cbfloat16", entry.value.mark(), path),
+                 entry.key_mark);
+      }
+    }
+  }
+
+  void convert_optimizer(const Node& optimizer) {
+    const Node* type = optimizer.find("optimizer_type");
+    if (!type) {
+      diagnostics_.error(optimizer.mark(), optimizer.path(),
+                         "Field required: 'optimizer_type' (the optimizer's class name, for "
+                         "example SGD or AdamW)");
+      return;
+    }
+    if (!type->is_string()) {
+      diagnostics_.error(type->mark(), type->path(),
+                         "expected the name of an optimizer; found " + type->describe());
+      return;
+    }
+    const ClassEntry* entry = optimizer_catalog().find(type->as_string());
+    std::string name = entry ? entry->name : type->as_string();
+    Node kwargs = Node::make_map(optimizer.mark(), optimizer.path());
+    for (const Node::Entry& item : optimizer.entries()) {
+      convert_optimizer_key(optimizer, item, kwargs);
+    }
+    merge_betas(optimizer, kwargs);
+    Node wrapped = Node::make_map(optimizer.mark(), optimizer.path());
+    wrapped.set(name, std::move(kwargs), type->mark());
+    init().set("optimizer", std::move(wrapped), optimizer.mark());
+  }
+
+  void convert_optimizer_key(const Node& optimizer, const Node::Entry& item, Node& kwargs) {
+    const std::string& key = item.key;
+    if (key == "optimizer_type" || key == "beta1" || key == "beta2") return;
+    if (optimizer_precision_keys().count(key)) {
+      init_section("precision", optimizer).set(key, item.value, item.key_mark);
+    } else if (key == "learning_rate") {
+      convert_learning_rate(item.value, kwargs, item.key_mark);
+    } else if (key == "log_summaries") {
+      init_section("precision", optimizer).set("log_loss_scale", item.value, item.key_mark);
+      if (item.value.is_bool() && item.value.as_bool()) add_class("callbacks", "ComputeNorm", item.value);
+    } else if (key == "grad_accum_steps") {
+      init_section("loop", optimizer).set("grad_accum_steps", item.value, item.key_mark);
+    } else if (key == "weight_decay_rate") {
+      kwargs.set("weight_decay", item.value, item.key_mark);
+    } else if (key == "use_nesterov") {
+      kwargs.set("nesterov", item.value, item.key_mark);
+    } else if (key == "disable_lr_steps_reset") {
+      diagnostics_.warning(item.key_mark, item.value.path(),
+                           "disable_lr_steps_reset is a Model Zoo 1.x optimizer key; it has no "
+                           "effect (schedules are closed forms of the global step)");
+    } else {
+      kwargs.set(key, item.value, item.key_mark);
+    }
+  }
+
+  // 1.x wrote beta1 and beta2; 2.x writes betas: [beta1, beta2].
+  void merge_betas(const Node& optimizer, Node& kwargs) {
+    const Node::Entry* beta1 = optimizer.find_entry("beta1");
+    const Node::Entry* beta2 = optimizer.find_entry("beta2");
+    if (!beta1 && !beta2) return;
+    if (optimizer.contains("betas")) {
+      const Node::Entry* single = beta1 ? beta1 : beta2;
+      diagnostics_.error(single->key_mark, single->value.path(),
+                         "give either betas or beta1/beta2, not both");
+      return;
+    }
+    const Node::Entry* first = beta1 ? beta1 : beta2;
+    Node betas = Node::make_list(first->value.mark(), join_path(optimizer.path(), "betas"));
+    betas.push_back(beta1 ? beta1->value : Node::make_number(0.9, first->value.mark()));
+    betas.push_back(beta2 ? beta2->value : Node::make_number(0.999, first->value.mark()));
+    kwargs.set("betas", std::move(betas), first->key_mark);
+  }
+
+  void convert_learning_rate(const Node& lr, Node& kwargs, const SourceMark& key_mark) {
+    Node schedulers = Node::make_list(lr.mark(), lr.path());
+    if (lr.is_number()) {
+      kwargs.set("learning_rate", lr, key_mark);
+      Node params = Node::make_map(lr.mark(), lr.path());
+      params.set("learning_rate", lr, key_mark);
+      Node constant = Node::make_map(lr.mark(), lr.path());
+      constant.set("ConstantLR", std::move(params), key_mark);
+      schedulers.push_back(std::move(constant));
+    } else if (lr.is_map()) {
+      if (auto scheduler = convert_scheduler(lr, true)) schedulers.push_back(std::move(*scheduler));
+    } else if (lr.is_list() && !lr.items().empty()) {
+      if (auto scheduler = convert_scheduler_list(lr)) schedulers.push_back(std::move(*scheduler));
+    } else {
+      diagnostics_.error(lr.mark(), lr.path(),
+                         "Learning rate must be a float, a dict, or a list of dicts; found " +
+                             lr.describe());
+      return;
+    }
+    init().set("schedulers", std::move(schedulers), key_mark);
+  }
+
+  std::optional<Node> convert_scheduler_list(const Node& list) {
+    Node members = Node::make_list(list.mark(), list.path());
+    std::set<std::string> main_schedulers;
+    for (std::size_t i = 0; i < list.items().size(); ++i) {
+      const Node& item = list.items()[i];
+      if (const Node* main = item.is_map() ? item.find("main_scheduler") : nullptr) {
+        main_schedulers.insert(main->render());
+      }
+      bool final = i + 1 == list.items().size();
+      if (auto scheduler = convert_scheduler(item, final)) members.push_back(std::move(*scheduler));
+    }
+    if (main_schedulers.size() > 1) {
+      std::string values;
+      for (const std::string& value : main_schedulers) values += (values.empty() ? "" : ", ") + value;
+      diagnostics_.error(list.mark(), list.path(),
+                         "Got conflicting `main_scheduler` values: {" + values +
+                             "}. Please make sure to specify the same main scheduler.");
+    }
+    if (members.items().size() == 1) return members.items().front();
+    bool chained = main_schedulers.count("'chained'") > 0;
+    Node params = Node::make_map(list.mark(), list.path());
+    params.set("schedulers", std::move(members));
+    Node wrapped = Node::make_map(list.mark(), list.path());
+    wrapped.set(chained ? "ChainedScheduler" : "SequentialLR", std::move(params), list.mark());
+    return wrapped;
+  }
+
+  // {scheduler: Linear, initial_learning_rate: ..., steps: ...} -> {LinearLR: {...}}
+  std::optional<Node> convert_scheduler(const Node& legacy, bool final) {
+    if (!legacy.is_map()) {
+      diagnostics_.error(legacy.mark(), legacy.path(),
+                         "Learning rate must be a float, a dict, or a list of dicts; found " +
+                             legacy.describe() + " in the list");
+      return std::nullopt;
+    }
+    const Node* name = legacy.find("scheduler");
+    if (!name || !name->is_string()) {
+      diagnostics_.error(name ? name->mark() : legacy.mark(), legacy.path(),
+                         "a learning-rate schedule needs 'scheduler' (its name, for example "
+                         "Linear or CosineDecay)");
+      return std::nullopt;
+    }
+    const ClassEntry* entry = scheduler_catalog().find(name->as_string());
+    if (!entry) {
+      std::vector<std::string> names = scheduler_catalog().names();
+      diagnostics_.error(name->mark(), name->path(),
+                         "Invalid lr_scheduler type. Expected one of [" +
+                             quoted_list(names, "and") + "]. Got: " + name->as_string() +
+                             did_you_mean(name->as_string(), names));
+      return std::nullopt;
+    }
+    bool has_steps = legacy.contains("steps") || legacy.contains("decay_steps") ||
+                     legacy.contains("total_iters");
+    if (!final && !has_steps && entry->name != "ConstantLR") {
+      diagnostics_.error(legacy.mark(), legacy.path(),
+                         "Non final learning rate schedulers must have either the 'steps' or "
+                         "'decay_steps' parameter given.");
+    }
+    Node params = Node::make_map(legacy.mark(), legacy.path());
+    for (const Node::Entry& item : legacy.entries()) {
+      if (item.key == "scheduler" || item.key == "main_scheduler") continue;
+      std::string key = rename_scheduler_key(entry->name, item.key);
+      if (!entry->params->find(key)) {
+        diagnostics_.warning(item.key_mark, item.value.path(),
+                             "'" + item.key + "' is not a parameter of " + entry->name +
+                                 " and has no effect");
+        continue;
+      }
+      if (params.contains(key)) {
+        diagnostics_.error(item.key_mark, item.value.path(),
+                           "'" + item.key + "' sets " + key +
+                               ", which another key of this schedule already sets");
+        continue;
+      }
+      params.set(key, item.value, item.key_mark);
+    }
+    Node wrapped = Node::make_map(legacy.mark(), legacy.path());
+    wrapped.set(entry->name, std::move(params), name->mark());
+    return wrapped;
+  }
+
+  void convert_runconfig(const Node& runconfig) {
+    Node checked = runconfig_schema().check(runconfig, diagnostics_);
+    for (const Node::Entry& entry : checked.entries()) {
+      const RunconfigKey* key = find_runconfig_key(entry.key);
+      if (key) route(*key, entry, runconfig);
+    }
+  }
+
+  void route(const RunconfigKey& key, const Node::Entry& entry, const Node& runconfig) {
+    const Node& value = entry.value;
+    switch (key.route) {
+      case Route::init:
+        init().set(key.target, value, entry.key_mark);
+        return;
+      case Route::backend:
+        init_section("backend", runconfig).set(key.target, value, entry.key_mark);
+        return;
+      case Route::cluster:
+        init_section("backend", runconfig)
+            .ensure_map("cluster_config", runconfig.mark(), runconfig.path())
+            .set(key.target, value, entry.key_mark);
+        return;
+      case Route::loop:
+      case Route::checkpoint:
+      case Route::logging:
+      case Route::precision: {
+        static const char* const names[] = {"loop", "checkpoint", "logging", "precision"};
+        auto index = static_cast<int>(key.route) - static_cast<int>(Route::loop);
+        init_section(names[index], runconfig).set(key.target, value, entry.key_mark);
+        return;
+      }
+      case Route::checkpoint_path:
+        route_checkpoint_path(entry);
+        return;
+      case Route::global_flag:
+        add_class("callbacks", "GlobalFlags", runconfig).set(key.target, value, entry.key_mark);
+        return;
+      case Route::callback:
+        route_callback(key, entry, runconfig);
+        return;
+      case Route::tensorboard:
+        add_class("loggers", "TensorBoardLogger", runconfig).set(key.key, value, entry.key_mark);
+        return;
+      case Route::check_loss:
+        // check_loss_values: false turns the default CheckLoss callback off ({CheckLoss: null}).
+        if (value.is_bool() && !value.as_bool()) {
+          add_class("callbacks", "CheckLoss", runconfig) = Node::make_null(value.mark(), value.path());
+        }
+        return;
+      case Route::mode:
+        diagnostics_.note(entry.key_mark, value.path(),
+                          "runconfig.mode is ignored: the csrun subcommand chooses the mode");
+        return;
+      case Route::no_effect:
+      case Route::removed:
+        return;
+    }
+  }
+
+  void route_callback(const RunconfigKey& key, const Node::Entry& entry, const Node& runconfig) {
+    std::size_t dot = key.target.find('.');
+    std::string name = key.target.substr(0, dot);
+    if (dot == std::string::npos) {
+      if (entry.value.is_bool() && entry.value.as_bool()) add_class("callbacks", name, runconfig);
+      return;
+    }
+    if (entry.value.is_null()) return;
+    add_class("callbacks", name, runconfig).set(key.target.substr(dot + 1), entry.value,
+                                                entry.key_mark);
+  }
+
+  // A null checkpoint_path is the runconfig default (autoload), not a request to start fresh.
+  void route_checkpoint_path(const Node::Entry& entry) {
+    if (entry.value.is_null()) return;
+    if (Node* fit = trainer_.find("fit")) fit->set("ckpt_path", entry.value, entry.key_mark);
+    if (Node* validate = trainer_.find("validate")) {
+      validate->set("ckpt_path", entry.value, entry.key_mark);
+    }
+    if (Node* validate_all = trainer_.find("validate_all")) {
+      validate_all->set("ckpt_paths", entry.value, entry.key_mark);
+    }
+  }
+
+  Diagnostics& diagnostics_;
+  Node trainer_;
+};
+
+}  // namespace
+
+Node convert_legacy_params(const Node& params, Diagnostics& diagnostics) {
+  return LegacyConverter(diagnostics).convert(params);
+}
+
+Node convert_runconfig_keys(const Node& runconfig, Diagnostics& diagnostics) {
+  return LegacyConverter(diagnostics).convert_runconfig_only(runconfig);
+}
+
+}  // namespace csrun::config

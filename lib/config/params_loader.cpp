@@ -1,0 +1,180 @@
+#include "params_loader.hpp"
+
+#include "legacy_format.hpp"
+#include "spelling.hpp"
+#include "trainer_reader.hpp"
+#include "yaml_reader.hpp"
+
+namespace csrun::config {
+
+namespace {
+
+const char* const kLegacySections =
+    "the legacy sections (train_input, eval_input, model, optimizer, runconfig) or a `trainer` key";
+
+void merge_into(Node& target, const Node& source) {
+  for (const Node::Entry& entry : source.entries()) {
+    Node* existing = target.find(entry.key);
+    if (existing && existing->is_map() && entry.value.is_map()) {
+      merge_into(*existing, entry.value);
+    } else {
+      target.set(entry.key, entry.value, entry.key_mark);
+    }
+  }
+}
+
+// Applies CLI runconfig keys to a trainer-format trainer, as the Model Zoo injects them.
+void apply_to_trainer(Node& trainer, Node partial) {
+  if (!trainer.is_map()) return;
+  for (const char* section : {"fit", "validate", "validate_all"}) {
+    std::optional<Node> part = partial.take(section);
+    Node* target = trainer.find(section);
+    if (part && target && target->is_map()) merge_into(*target, *part);
+  }
+  Node* init = trainer.find("init");
+  Node* partial_init = partial.find("init");
+  if (!init || !init->is_map() || !partial_init) return;
+  // A trainer that names its device with `device` gets --target_device there; writing
+  // backend_type next to it would make the two keys contradict each other.
+  if (Node* backend = partial_init->find("backend"); backend && init->contains("device")) {
+    if (std::optional<Node> type = backend->take("backend_type")) init->set("device", *type);
+    if (backend->entries().empty()) partial_init->take("backend");
+  }
+  merge_into(*init, *partial_init);
+}
+
+Node runconfig_from_overrides(const std::vector<RunconfigOverride>& overrides) {
+  Node runconfig = Node::make_map(SourceMark{"command line"}, "runconfig");
+  for (const RunconfigOverride& override_ : overrides) {
+    runconfig.set(override_.key, override_.value, override_.value.mark());
+  }
+  return runconfig;
+}
+
+std::vector<Node> trainer_trees(const Node& root, ParamsFormat& format, Diagnostics& diagnostics) {
+  for (const Node::Entry& entry : root.entries()) {
+    if (entry.key == "trainer") continue;
+    diagnostics.error(entry.key_mark, entry.key,
+                      "unexpected top-level key next to `trainer`: a trainer-format params file "
+                      "holds only the `trainer` key (legacy sections cannot be mixed in)");
+  }
+  const Node& trainer = *root.find("trainer");
+  if (trainer.is_map()) {
+    format = ParamsFormat::trainer;
+    return {trainer};
+  }
+  if (!trainer.is_list()) {
+    diagnostics.error(trainer.mark(), trainer.path(),
+                      "Expected trainer to be a dict, or list of dicts. Got: " + trainer.render());
+    return {};
+  }
+  format = ParamsFormat::trainer_list;
+  std::vector<Node> trees;
+  for (const Node& item : trainer.items()) {
+    if (!item.is_map()) {
+      diagnostics.error(item.mark(), item.path(), "Expected trainer to be a dict. Got: " + item.render());
+      continue;
+    }
+    const Node* inner = item.find("trainer");
+    if (!inner) {
+      diagnostics.error(item.mark(), item.path(),
+                        "Trainer configuration not found in params. Please ensure that the params "
+                        "contain a 'trainer' key.");
+      continue;
+    }
+    for (const Node::Entry& entry : item.entries()) {
+      if (entry.key != "trainer") {
+        diagnostics.error(entry.key_mark, join_path(item.path(), entry.key),
+                          "a trainer list item holds only the key `trainer`");
+      }
+    }
+    trees.push_back(*inner);
+  }
+  if (trainer.items().empty()) {
+    diagnostics.error(trainer.mark(), trainer.path(), "the list of trainers is empty");
+  }
+  return trees;
+}
+
+void describe_backend(const BackendSpec& backend, std::vector<std::pair<std::string, std::string>>& out) {
+  out.emplace_back("compile_dir", backend.compile_dir.value_or("None"));
+  out.emplace_back("compile_only", backend.compile_only ? "True" : "False");
+  out.emplace_back("validate_only", backend.validate_only ? "True" : "False");
+}
+
+// One process holds one backend: every trainer must use the first trainer's device type, and
+// only cluster_config may differ between them.
+void check_backends(const RunSpec& run, Diagnostics& diagnostics) {
+  if (run.trainers.size() < 2) return;
+  const TrainerSpec& first = run.trainers.front();
+  std::vector<std::pair<std::string, std::string>> first_args;
+  describe_backend(first.backend, first_args);
+  for (std::size_t i = 1; i < run.trainers.size(); ++i) {
+    const TrainerSpec& trainer = run.trainers[i];
+    if (trainer.backend.device != first.backend.device) {
+      diagnostics.error(trainer.mark, trainer.tree.path(),
+                        std::string("Cannot instantiate multiple backends. A backend with type ") +
+                            device_name(first.backend.device) + " has already been instantiated.");
+      continue;
+    }
+    std::vector<std::pair<std::string, std::string>> args;
+    describe_backend(trainer.backend, args);
+    std::string mismatches;
+    for (std::size_t k = 0; k < args.size(); ++k) {
+      if (args[k].second == first_args[k].second) continue;
+      mismatches += "\n\t" + args[k].first + ": " + first_args[k].second + " != " + args[k].second;
+    }
+    if (!mismatches.empty()) {
+      diagnostics.error(trainer.mark, trainer.tree.path(),
+                        std::string("Detected mismatching arguments for ") +
+                            device_name(first.backend.device) + " backend:" + mismatches +
+                            "\nCurrently, only cluster_config may be modified across different "
+                            "trainers.");
+    }
+  }
+}
+
+}  // namespace
+
+RunSpec load_params(const std::string& path, const LoadOptions& options, Diagnostics& diagnostics) {
+  RunSpec run;
+  run.params_path = path;
+  Node root = read_yaml_file(path, diagnostics);
+  if (diagnostics.has_errors() && root.is_null()) return run;
+  for (const SetOverride& override_ : options.set_overrides) {
+    apply_set_override(root, override_, diagnostics);
+  }
+  if (root.is_null()) {
+    diagnostics.error(SourceMark{path, 1, 1}, "",
+                      std::string("the params file is empty; it should hold ") + kLegacySections);
+    return run;
+  }
+  if (!root.is_map()) {
+    diagnostics.error(root.mark(), "",
+                      std::string("expected a mapping at the top level of the params file, with ") +
+                          kLegacySections + "; found " + root.describe());
+    return run;
+  }
+  std::vector<Node> trees;
+  Node cli_runconfig = runconfig_from_overrides(options.runconfig_overrides);
+  if (root.contains("trainer")) {
+    trees = trainer_trees(root, run.format, diagnostics);
+    if (!options.runconfig_overrides.empty()) {
+      for (Node& tree : trees) apply_to_trainer(tree, convert_runconfig_keys(cli_runconfig, diagnostics));
+    }
+  } else {
+    run.format = ParamsFormat::legacy;
+    if (!options.runconfig_overrides.empty()) {
+      Node& runconfig = root.ensure_map("runconfig", SourceMark{"command line"}, "runconfig");
+      merge_into(runconfig, cli_runconfig);
+    }
+    trees.push_back(convert_legacy_params(root, diagnostics));
+  }
+  for (std::size_t i = 0; i < trees.size(); ++i) {
+    run.trainers.push_back(read_trainer(trees[i], i, run.format, diagnostics));
+  }
+  check_backends(run, diagnostics);
+  return run;
+}
+
+}  // namespace csrun::config

@@ -1,0 +1,41 @@
+#include "run_spec.hpp"
+
+namespace csrun::config {
+
+const char* format_name(ParamsFormat format) {
+  switch (format) {
+    case ParamsFormat::legacy:
+      return "legacy";
+    case ParamsFormat::trainer:
+      return "trainer";
+    case ParamsFormat::trainer_list:
+      return "trainer list";
+  }
+  return "trainer";
+}
+
+const char* device_name(Device device) {
+  switch (device) {
+    case Device::csx:
+      return "CSX";
+    case Device::cpu:
+      return "CPU";
+    case Device::gpu:
+      return "GPU";
+  }
+  return "CSX";
+}
+
+const char* half_type_name(HalfType type) {
+  switch (type) {
+    case HalfType::float16:
+      return "float16";
+    case HalfType::bfloat16:
+      return "bfloat16";
+    case HalfType::cbfloat16:
+      return "cbfloat16";
+  }
+  return "bfloat16";
+}
+
+}  // namespace csrun::config

@@ -1,0 +1,312 @@
+#include "yaml_reader.hpp"
+
+#include <yaml-cpp/depthguard.h>
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <filesystem>
+#include <cstring>
+#include <fstream>
+#include <set>
+
+#include "plain_scalar.hpp"
+
+namespace csrun::config {
+
+namespace {
+
+constexpr std::string_view kMergeKey = "<<";
+constexpr std::string_view kStandardTagPrefix = "tag:yaml.org,2002:";
+
+SourceMark to_mark(const std::string& origin, const YAML::Mark& mark) {
+  if (mark.is_null() || mark.line < 0) return SourceMark{origin, 1, 1};
+  return SourceMark{origin, mark.line + 1, mark.column + 1};
+}
+
+SourceMark position_of_offset(const std::string& origin, std::string_view text,
+                              std::size_t offset) {
+  int line = 1;
+  int column = 1;
+  for (std::size_t i = 0; i < offset; ++i) {
+    if (text[i] == '\n') {
+      ++line;
+      column = 1;
+    } else {
+      ++column;
+    }
+  }
+  return SourceMark{origin, line, column};
+}
+
+// Length of the UTF-8 sequence starting at text[i], or 0 when it is malformed.
+std::size_t utf8_sequence_length(std::string_view text, std::size_t i) {
+  auto byte = static_cast<unsigned char>(text[i]);
+  std::size_t length = byte < 0x80 ? 1 : (byte >> 5) == 0x6 ? 2 : (byte >> 4) == 0xE ? 3
+                                       : (byte >> 3) == 0x1E ? 4 : 0;
+  if (length == 0 || i + length > text.size()) return 0;
+  for (std::size_t k = 1; k < length; ++k) {
+    if ((static_cast<unsigned char>(text[i + k]) >> 6) != 0x2) return 0;
+  }
+  return length;
+}
+
+// A params file is UTF-8 text; anything else is reported before YAML parsing starts.
+bool check_text(std::string_view text, const std::string& origin, Diagnostics& diagnostics) {
+  for (std::size_t i = 0; i < text.size();) {
+    if (text[i] == '\0') {
+      diagnostics.error(position_of_offset(origin, text, i), "",
+                        "the file holds binary data (a NUL byte); a params file is YAML text");
+      return false;
+    }
+    std::size_t length = utf8_sequence_length(text, i);
+    if (length == 0) {
+      diagnostics.error(position_of_offset(origin, text, i), "",
+                        "the file is not valid UTF-8 text; a params file is YAML text");
+      return false;
+    }
+    i += length;
+  }
+  return true;
+}
+
+class Converter {
+ public:
+  Converter(const std::string& origin, Diagnostics& diagnostics, const YamlLimits& limits)
+      : origin_(origin), diagnostics_(diagnostics), limits_(limits) {}
+
+  Node convert(const YAML::Node& yaml, const std::string& path, int depth,
+               const SourceMark* key_mark) {
+    SourceMark own_mark = to_mark(origin_, yaml.Mark());
+    // Collections and nulls are reported at their key, which is where a reader looks.
+    SourceMark mark = key_mark && (yaml.IsNull() || !yaml.IsScalar()) ? *key_mark : own_mark;
+    if (!within_limits(mark, path, depth)) return Node::make_null(mark, path);
+    switch (yaml.Type()) {
+      case YAML::NodeType::Scalar:
+        return convert_scalar(yaml, std::move(mark), path);
+      case YAML::NodeType::Sequence:
+        return convert_sequence(yaml, std::move(mark), path, depth);
+      case YAML::NodeType::Map:
+        return convert_map(yaml, std::move(mark), path, depth);
+      case YAML::NodeType::Null:
+      case YAML::NodeType::Undefined:
+        return Node::make_null(std::move(mark), path);
+    }
+    return Node::make_null(std::move(mark), path);
+  }
+
+ private:
+  bool within_limits(const SourceMark& mark, const std::string& path, int depth) {
+    if (depth > limits_.max_depth) {
+      report_once(depth_reported_, mark, path,
+                  "values are nested more than " + std::to_string(limits_.max_depth) +
+                      " levels deep; params files are a few levels deep");
+      return false;
+    }
+    if (++values_ > limits_.max_values) {
+      report_once(size_reported_, mark, path,
+                  "the file expands to more than " + std::to_string(limits_.max_values) +
+                      " values (anchors and aliases are expanded); is this an alias bomb?");
+      return false;
+    }
+    return true;
+  }
+
+  void report_once(bool& reported, const SourceMark& mark, const std::string& path,
+                   std::string message) {
+    if (reported) return;
+    reported = true;
+    diagnostics_.error(mark, path, std::move(message));
+  }
+
+  bool check_collection_tag(const YAML::Node& yaml, const SourceMark& mark,
+                            const std::string& path, std::string_view expected) {
+    const std::string& tag = yaml.Tag();
+    if (tag.empty() || tag == "?" || tag == "!" ||
+        tag == std::string(kStandardTagPrefix) + std::string(expected)) {
+      return true;
+    }
+    diagnostics_.error(mark, path, "unsupported YAML tag '" + tag + "'; params files hold plain "
+                                   "mappings, lists and scalars");
+    return false;
+  }
+
+  Node convert_scalar(const YAML::Node& yaml, SourceMark mark, const std::string& path) {
+    const std::string& tag = yaml.Tag();
+    const std::string& text = yaml.Scalar();
+    if (tag == "!") return Node::make_string(text, std::move(mark), path);
+    if (tag == "?" || tag.empty()) return resolve_plain_scalar(text, std::move(mark), path);
+    if (tag.rfind(kStandardTagPrefix, 0) != 0) {
+      diagnostics_.error(mark, path, "unsupported YAML tag '" + tag + "'; params files hold "
+                                     "plain mappings, lists and scalars");
+      return Node::make_string(text, std::move(mark), path);
+    }
+    std::string type = tag.substr(kStandardTagPrefix.size());
+    if (type == "str") return Node::make_string(text, std::move(mark), path);
+    Node resolved = resolve_plain_scalar(text, mark, path);
+    bool matches = (type == "int" && resolved.is_int()) ||
+                   (type == "float" && resolved.is_number()) ||
+                   (type == "bool" && resolved.is_bool()) || (type == "null" && resolved.is_null());
+    if (type == "float" && resolved.is_int()) {
+      return Node::make_number(resolved.as_number(), std::move(mark), path);
+    }
+    if (!matches) {
+      diagnostics_.error(mark, path, "the value '" + text + "' does not fit its tag !!" + type);
+    }
+    return resolved;
+  }
+
+  Node convert_sequence(const YAML::Node& yaml, SourceMark mark, const std::string& path,
+                        int depth) {
+    check_collection_tag(yaml, mark, path, "seq");
+    Node list = Node::make_list(std::move(mark), path);
+    std::size_t index = 0;
+    for (const YAML::Node& item : yaml) {
+      list.push_back(convert(item, join_path(path, std::to_string(index++)), depth + 1, nullptr));
+    }
+    return list;
+  }
+
+  std::string key_text(const YAML::Node& key, const SourceMark& mark, const std::string& path) {
+    if (key.IsScalar()) return key.Scalar();
+    diagnostics_.error(mark, path,
+                       std::string("a mapping key must be a plain name; found ") +
+                           (key.IsMap() ? "a mapping" : key.IsSequence() ? "a list" : "null"));
+    return {};
+  }
+
+  Node convert_map(const YAML::Node& yaml, SourceMark mark, const std::string& path,
+                   int depth) {
+    check_collection_tag(yaml, mark, path, "map");
+    Node map = Node::make_map(std::move(mark), path);
+    std::set<std::string> explicit_keys;
+    for (auto it = yaml.begin(); it != yaml.end(); ++it) {
+      if (it->first.IsScalar() && it->first.Scalar() != kMergeKey) {
+        explicit_keys.insert(it->first.Scalar());
+      }
+    }
+    for (auto it = yaml.begin(); it != yaml.end(); ++it) {
+      SourceMark key_mark = to_mark(origin_, it->first.Mark());
+      std::string key = key_text(it->first, key_mark, path);
+      if (key.empty() && !it->first.IsScalar()) continue;
+      std::string child_path = join_path(path, key);
+      if (key == kMergeKey && it->first.Tag() == "?") {
+        merge_into(map, it->second, key_mark, path, depth, explicit_keys);
+        continue;
+      }
+      // Merged keys never collide here: merging skips keys the mapping writes itself.
+      if (const Node::Entry* first = map.find_entry(key)) {
+        diagnostics_.error(key_mark, child_path,
+                           "Found duplicate YAML key: '" + key + "' (first defined at line " +
+                               std::to_string(first->key_mark.line) + ", column " +
+                               std::to_string(first->key_mark.column) + ")");
+        continue;
+      }
+      Node value = convert(it->second, child_path, depth + 1, &key_mark);
+      map.set(key, std::move(value), key_mark);
+    }
+    return map;
+  }
+
+  // YAML merge key: `<<: *anchor` or `<<: [*a, *b]`. Keys written in the mapping itself win,
+  // and among several merged mappings the earlier one wins.
+  void merge_into(Node& map, const YAML::Node& source, const SourceMark& key_mark,
+                  const std::string& path, int depth, const std::set<std::string>& explicit_keys) {
+    std::vector<YAML::Node> sources;
+    if (source.IsMap()) {
+      sources.push_back(source);
+    } else if (source.IsSequence()) {
+      for (const YAML::Node& item : source) sources.push_back(item);
+    }
+    bool all_maps = !sources.empty() && std::all_of(sources.begin(), sources.end(),
+                                                    [](const YAML::Node& n) { return n.IsMap(); });
+    if (!all_maps) {
+      diagnostics_.error(key_mark, path, "a merge key (<<) takes a mapping or a list of mappings");
+      return;
+    }
+    for (const YAML::Node& item : sources) {
+      Node merged = convert(item, path, depth, &key_mark);
+      for (Node::Entry& entry : merged.entries()) {
+        if (explicit_keys.count(entry.key) || map.contains(entry.key)) continue;
+        map.set(entry.key, std::move(entry.value), entry.key_mark);
+      }
+    }
+  }
+
+  const std::string& origin_;
+  Diagnostics& diagnostics_;
+  const YamlLimits& limits_;
+  std::size_t values_ = 0;
+  bool depth_reported_ = false;
+  bool size_reported_ = false;
+};
+
+std::string too_large_message(const YamlLimits& limits) {
+  return "the file is larger than " + std::to_string(limits.max_bytes) +
+         " bytes; a params file is a few kilobytes of YAML";
+}
+
+std::string describe_parser_error(const YAML::ParserException& error) {
+  if (dynamic_cast<const YAML::DeepRecursion*>(&error)) {
+    return "YAML syntax error: values are nested too deeply (" +
+           std::to_string(dynamic_cast<const YAML::DeepRecursion&>(error).depth()) +
+           " levels); params files are a few levels deep";
+  }
+  return "YAML syntax error: " + error.msg;
+}
+
+}  // namespace
+
+Node read_yaml_text(std::string_view text, const std::string& origin, Diagnostics& diagnostics,
+                    const YamlLimits& limits) {
+  SourceMark start{origin, 1, 1};
+  if (text.size() > limits.max_bytes) {
+    diagnostics.error(start, "", too_large_message(limits));
+    return Node::make_null(start);
+  }
+  if (!check_text(text, origin, diagnostics)) return Node::make_null(start);
+  std::vector<YAML::Node> documents;
+  try {
+    documents = YAML::LoadAll(std::string(text));
+  } catch (const YAML::ParserException& error) {
+    diagnostics.error(to_mark(origin, error.mark), "", describe_parser_error(error));
+    return Node::make_null(start);
+  } catch (const YAML::Exception& error) {
+    diagnostics.error(to_mark(origin, error.mark), "", "YAML error: " + error.msg);
+    return Node::make_null(start);
+  }
+  if (documents.empty()) return Node::make_null(start);
+  if (documents.size() > 1) {
+    diagnostics.error(to_mark(origin, documents[1].Mark()), "",
+                      "expected a single document in the stream; but found another document "
+                      "(a params file holds one YAML document)");
+  }
+  Converter converter(origin, diagnostics, limits);
+  return converter.convert(documents.front(), "", 0, nullptr);
+}
+
+Node read_yaml_file(const std::string& path, Diagnostics& diagnostics, const YamlLimits& limits) {
+  SourceMark origin{path};
+  std::error_code error;
+  if (std::filesystem::is_directory(path, error)) {
+    diagnostics.error(origin, "", "cannot read the params file: it is a directory");
+    return Node::make_null(origin);
+  }
+  std::ifstream file(path, std::ios::binary);
+  if (!file) {
+    diagnostics.error(origin, "", std::string("cannot read the params file: ") + std::strerror(errno));
+    return Node::make_null(origin);
+  }
+  std::string text;
+  char buffer[65536];
+  while (file.read(buffer, sizeof buffer) || file.gcount() > 0) {
+    text.append(buffer, static_cast<std::size_t>(file.gcount()));
+    if (text.size() > limits.max_bytes) {
+      diagnostics.error(SourceMark{path, 1, 1}, "", too_large_message(limits));
+      return Node::make_null(origin);
+    }
+  }
+  return read_yaml_text(text, path, diagnostics, limits);
+}
+
+}  // namespace csrun::config

@@ -1,0 +1,28 @@
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "config/diagnostics.hpp"
+#include "config/node.hpp"
+
+namespace csrun::data {
+
+// A path from a params value with $VAR / ${VAR} expanded (as Python's os.path.expandvars does
+// for Model Zoo configs); an unset variable is reported and gives nothing.
+std::optional<std::string> expand_path(const config::Node& value, config::Diagnostics& diagnostics);
+
+// One or more paths: a string or a list of strings.
+std::vector<std::string> expand_paths(const config::Node& value, config::Diagnostics& diagnostics);
+
+// Files in `directory` whose names end with `suffix`, sorted.
+std::vector<std::string> files_with_suffix(const std::string& directory, const std::string& suffix);
+
+// Reports (at `value`) a path that does not exist or is not a directory / regular file.
+bool require_directory(const std::string& path, const config::Node& value,
+                       config::Diagnostics& diagnostics);
+bool require_file(const std::string& path, const config::Node& value,
+                  config::Diagnostics& diagnostics);
+
+}  // namespace csrun::data

@@ -1,0 +1,48 @@
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "config/diagnostics.hpp"
+#include "config/node.hpp"
+
+namespace csrun::data {
+
+enum class LoaderRole { train, eval };
+
+// A dataloader section after its data processor checked it.
+struct DataloaderSpec {
+  std::string processor;
+  LoaderRole role = LoaderRole::train;
+  std::int64_t batch_size = 0;  // global: split evenly across num_csx systems
+  std::optional<std::int64_t> micro_batch_size;
+  std::string micro_batch_mode;  // "auto", "explore", or empty
+  bool shuffle = true;
+  std::optional<std::int64_t> shuffle_seed;
+  std::int64_t num_workers = 0;
+  bool drop_last = true;
+  std::vector<std::string> data_dirs;  // with $VARS expanded
+  std::optional<std::int64_t> max_sequence_length;
+  bool fake = false;  // synthetic samples of the configured shapes instead of files
+  config::Node params;  // every key in normal form
+  config::SourceMark mark;
+  std::string path;
+};
+
+struct DataloaderContext {
+  LoaderRole role = LoaderRole::train;
+  std::int64_t num_csx = 1;
+  bool fake_data = false;
+  std::vector<std::string> model_processors;  // the processors the model reads (empty: any)
+};
+
+// Checks a dataloader section: its processor (matched to the model), every key, the batch
+// against num_csx and micro_batch_size, and (unless the data is fake) that the files are
+// there in the layout the processor reads.
+std::optional<DataloaderSpec> check_dataloader(const config::Node& loader,
+                                               const DataloaderContext& context,
+                                               config::Diagnostics& diagnostics);
+
+}  // namespace csrun::data

@@ -1,0 +1,193 @@
+#include "processor_registry.hpp"
+
+#include "config/param_types.hpp"
+
+namespace csrun::data {
+
+namespace {
+
+using namespace config;
+using T = ValueType;
+
+std::vector<Field> loader_fields() {
+  return {
+      optional_field("data_processor", T::string()),
+      required_field("batch_size", positive_integer()),
+      optional_field("micro_batch_size", micro_batch_size_type()),
+      default_field("shuffle", T::boolean(), value(true)),
+      optional_field("shuffle_seed", T::integer().or_null()),
+      optional_field("shuffle_buffer", positive_integer().or_null()),
+      default_field("num_workers", non_negative_integer(), value(0)),
+      optional_field("prefetch_factor", positive_integer().or_null()),
+      optional_field("persistent_workers", T::boolean()),
+      optional_field("drop_last", T::boolean()),
+      optional_field("drop_last_batch", T::boolean()),
+      optional_field("to_float16", T::boolean()),
+      optional_field("mixed_precision", T::boolean()),
+      optional_field("fp16_type", T::choice({"float16", "bfloat16", "cbfloat16"})),
+  };
+}
+
+ProcessorDefinition processor(const std::string& name, const std::string& description,
+                              std::vector<Field> own,
+                              std::function<void(const DataloaderSpec&, Diagnostics&)> check_files,
+                              std::string unreadable_format = {}) {
+  std::vector<Field> fields = loader_fields();
+  fields.insert(fields.end(), own.begin(), own.end());
+  return ProcessorDefinition{name, description,
+                             make_schema(name, std::move(fields), UnknownKeys::error_pydantic),
+                             std::move(check_files), std::move(unreadable_format)};
+}
+
+Field data_dir(bool required) {
+  return required ? required_field("data_dir", string_or_strings())
+                  : optional_field("data_dir", string_or_strings());
+}
+
+std::vector<Field> gpt_fields(bool map_style) {
+  std::vector<Field> fields = {
+      data_dir(!map_style),
+      optional_field("max_sequence_length", positive_integer()),
+      optional_field("use_vsl", T::boolean()),
+      optional_field("features_list", T::list_of(T::string())),
+      optional_field("num_samples", positive_integer().or_null()),
+      no_effect_field("vocab_size", "vocab_size is deprecated for GPT HDF5 data (the model's "
+                                    "vocab_size is used); it has no effect"),
+  };
+  if (map_style) {
+    for (Field field : {optional_field("mixture", T::list_of(T::mapping(), 1)),
+                        optional_field("data_subset", T::string().or_null()),
+                        optional_field("sort_files", T::boolean()),
+                        optional_field("pad_last", T::boolean()),
+                        optional_field("use_worker_cache", T::boolean()),
+                        optional_field("dataset_map_fn", T::any())}) {
+      fields.push_back(std::move(field));
+    }
+  }
+  return fields;
+}
+
+std::vector<Field> bert_fields(bool dynamic_mask) {
+  std::vector<Field> fields = {
+      data_dir(true),
+      optional_field("max_sequence_length", positive_integer()),
+      optional_field("max_predictions_per_seq", positive_integer()),
+      optional_field("disable_nsp", T::boolean()),
+      optional_field("gather_mlm_labels", T::boolean()),
+      config::no_effect_field("buckets", "buckets (variable tensor shapes) is a Model Zoo 1.x "
+                                         "pipeline-mode key; it has no effect"),
+  };
+  if (dynamic_mask) {
+    for (Field field : {required_field("vocab_file", T::string()),
+                        optional_field("masked_lm_prob", T::number({0.0, 1.0, false, false})),
+                        optional_field("do_lower", T::boolean()),
+                        optional_field("whole_word_masking", T::boolean()),
+                        optional_field("mask_whole_word", T::boolean()),
+                        optional_field("dynamic_mlm_scale", T::boolean()),
+                        optional_field("exclude_from_masking", T::list_of(T::string()))}) {
+      fields.push_back(std::move(field));
+    }
+  }
+  return fields;
+}
+
+std::vector<Field> tfrecord_fields() {
+  std::vector<Field> fields = bert_fields(true);
+  fields.push_back(config::no_effect_field(
+      "steps", "steps is a TensorFlow-era input key; it has no effect (runconfig sets the steps)"));
+  return fields;
+}
+
+std::vector<Field> seq2seq_fields(bool separate_target) {
+  std::vector<Field> fields = {
+      required_field("src_vocab_file", T::string()),
+      required_field("src_data_dir", T::string()),
+      optional_field("extra_ids", non_negative_integer()),
+      optional_field("src_max_sequence_length", positive_integer()),
+      optional_field("tgt_max_sequence_length", positive_integer()),
+      optional_field("do_lower", T::boolean()),
+      optional_field("dynamic_loss_weight", T::boolean()),
+      config::no_effect_field("buckets", "buckets (variable tensor shapes) is a Model Zoo 1.x "
+                                         "pipeline-mode key; it has no effect"),
+  };
+  if (separate_target) {
+    fields.push_back(optional_field("tgt_vocab_file", T::string()));
+    fields.push_back(optional_field("tgt_data_dir", T::string()));
+  }
+  return fields;
+}
+
+std::vector<Field> image_fields() {
+  return {
+      data_dir(true),
+      optional_field("image_shape", T::list_of(positive_integer(), 3, 3)),
+      optional_field("normalize_data_method",
+                     T::choice({"zero_centered", "zero_one", "standard_score"}).or_null()),
+      optional_field("augment_data", T::boolean()),
+      optional_field("train_test_split", T::number({0.0, 1.0, true, true})),
+      optional_field("num_classes", positive_integer()),
+      optional_field("class_id", non_negative_integer()),
+      optional_field("use_fast_dataloader", T::boolean()),
+      optional_field("use_worker_cache", T::boolean()),
+      optional_field("duplicate_act_worker_data", T::boolean()),
+  };
+}
+
+}  // namespace
+
+const std::vector<ProcessorDefinition>& processor_registry() {
+  static const std::vector<ProcessorDefinition> registry = {
+      processor("MNISTDataProcessor", "MNIST-style digits in IDX files (28x28, labels 0-9)",
+                {default_field("data_dir", T::string(), value("./")),
+                 optional_field("split", T::choice({"train", "val", "test"})),
+                 default_field("use_fake_data", T::boolean(), value(false)),
+                 optional_field("fake_data_seed", T::integer())},
+                check_mnist_files),
+      processor("GptHDF5DataProcessor",
+                "token sequences in HDF5 files: dataset 'data', int32 [n, 3, msl]",
+                gpt_fields(false), check_gpt_hdf5_files),
+      processor("GptHDF5MapDataProcessor",
+                "token sequences in HDF5 files (map-style, resumable): dataset 'data'",
+                gpt_fields(true), check_gpt_hdf5_files),
+      processor("BertCSVDynamicMaskDataProcessor",
+                "BERT pre-training CSV files listed in meta.dat, masked on the fly",
+                bert_fields(true), check_bert_csv_files),
+      processor("BertCSVDataProcessor", "BERT pre-training CSV files with static masks",
+                bert_fields(false), {}, "pre-masked BERT CSV files"),
+      processor("BertHDF5DataProcessor", "BERT pre-training HDF5 files", bert_fields(false), {},
+                "BERT HDF5 files"),
+      processor("BertMlmOnlyTfRecordsDynamicMaskProcessor",
+                "TensorFlow records for masked-LM pre-training", tfrecord_fields(), {},
+                "TensorFlow record files"),
+      processor("BertMlmOnlyTfRecordsStaticMaskProcessor",
+                "TensorFlow records for masked-LM pre-training", tfrecord_fields(), {},
+                "TensorFlow record files"),
+      processor("T5DynamicDataProcessor", "tokenized text for T5 span corruption",
+                seq2seq_fields(false), {}, "T5 tokenized text files"),
+      processor("T5HDF5DataProcessor", "T5 pre-training HDF5 files", {data_dir(true)}, {},
+                "T5 HDF5 files"),
+      processor("TransformerDynamicDataProcessor", "tokenized parallel text for translation",
+                seq2seq_fields(true), {}, "tokenized parallel text files"),
+      processor("SeverstalBinaryClassDataProcessor", "Severstal steel-defect images and masks",
+                image_fields(), {}, "Severstal images"),
+      processor("InriaAerialDataProcessor", "Inria aerial images and masks", image_fields(), {},
+                "Inria aerial images"),
+      processor("SkmDataProcessor", "SKM-TEA MRI volumes", image_fields(), {}, "SKM-TEA volumes"),
+  };
+  return registry;
+}
+
+const ProcessorDefinition* find_processor(std::string_view name) {
+  for (const ProcessorDefinition& definition : processor_registry()) {
+    if (definition.name == name) return &definition;
+  }
+  return nullptr;
+}
+
+std::vector<std::string> processor_names() {
+  std::vector<std::string> names;
+  for (const ProcessorDefinition& definition : processor_registry()) names.push_back(definition.name);
+  return names;
+}
+
+}  // namespace csrun::data

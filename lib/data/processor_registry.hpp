@@ -1,0 +1,33 @@
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "config/schema.hpp"
+#include "dataloader.hpp"
+
+namespace csrun::data {
+
+// A Model Zoo data processor: its keys and, where csrun reads its dataset format, the check
+// that the files on disk are in that format.
+struct ProcessorDefinition {
+  std::string name;
+  std::string description;
+  std::shared_ptr<const config::Schema> schema;  // every key it takes, the common ones included
+  std::function<void(const DataloaderSpec&, config::Diagnostics&)> check_files;
+  std::string unreadable_format;  // when check_files is empty: the format csrun does not read
+};
+
+const std::vector<ProcessorDefinition>& processor_registry();
+const ProcessorDefinition* find_processor(std::string_view name);
+std::vector<std::string> processor_names();
+
+// Checks of the dataset layouts csrun reads (one file each).
+void check_mnist_files(const DataloaderSpec& loader, config::Diagnostics& diagnostics);
+void check_gpt_hdf5_files(const DataloaderSpec& loader, config::Diagnostics& diagnostics);
+void check_bert_csv_files(const DataloaderSpec& loader, config::Diagnostics& diagnostics);
+
+}  // namespace csrun::data

@@ -1,0 +1,227 @@
+#include "config/param_types.hpp"
+#include "layer_params.hpp"
+#include "model_definitions.hpp"
+
+namespace csrun::models {
+
+namespace {
+
+using namespace config;
+using T = ValueType;
+
+// The defaults that distinguish the decoder-only networks built on the Model Zoo's GPT-2 class.
+struct DecoderDefaults {
+  const char* nonlinearity = "gelu";
+  const char* norm = "layernorm";
+  const char* position_embedding = "learned";
+  bool share_embedding_weights = true;
+  bool projection_bias = true;
+  bool ffn_bias = true;
+  std::int64_t max_position_embeddings = 1024;
+};
+
+std::vector<Field> decoder_fields(const DecoderDefaults& d, bool parallel_block) {
+  std::vector<Field> fields = {
+      required_field("vocab_size", positive_integer()),
+      default_field("hidden_size", positive_integer(), value(768)),
+      default_field("num_hidden_layers", positive_integer(), value(12)),
+      default_field("num_heads", positive_integer(), value(12)),
+      default_field("filter_size", positive_integer(), value(3072)),
+      default_field("nonlinearity", activation_type(), value(d.nonlinearity)),
+      default_field("max_position_embeddings", positive_integer(), value(d.max_position_embeddings)),
+      default_field("position_embedding_type", position_embedding_type(), value(d.position_embedding)),
+      optional_field("position_embedding_offset", non_negative_integer()),
+      optional_field("num_relative_attention_buckets", positive_integer()),
+      optional_field("rotary_dim", positive_integer().or_null()),
+      default_field("rope_theta", positive_number(), value(10000.0)),
+      optional_field("fold_rope_consts", T::boolean()),
+      optional_field("pos_scaling_factor", positive_number()),
+      optional_field("pos_scaling_type", T::choice({"linear", "yarn", "llama3", "longrope"}).or_null()),
+      optional_field("pos_scaling_extra_args", T::mapping().or_null()),
+      optional_field("alibi_trainable_slopes", T::boolean()),
+      default_field("share_embedding_weights", T::boolean(), value(d.share_embedding_weights)),
+      default_field("embedding_layer_norm", T::boolean(), value(false)),
+      default_field("dropout_rate", dropout_type(), value(0.1)),
+      optional_field("attention_dropout_rate", dropout_type().or_null()),
+      optional_field("embedding_dropout_rate", dropout_type().or_null()),
+      default_field("layer_norm_epsilon", positive_number(), value(1e-5)),
+      default_field("norm_type", norm_type(), value(d.norm)),
+      default_field("norm_first", T::boolean(), value(true)),
+      default_field("attention_type", T::choice({"dot_product", "scaled_dot_product", "scaled_cosine"}),
+                    value("scaled_dot_product")),
+      default_field("attention_module", T::choice({"aiayn_attention", "multiquery_attention"}),
+                    value("aiayn_attention")),
+      optional_field("extra_attention_params", T::mapping().or_null()),
+      default_field("use_projection_bias_in_attention", T::boolean(), value(d.projection_bias)),
+      default_field("use_ffn_bias_in_attention", T::boolean(), value(d.projection_bias)),
+      default_field("use_ffn_bias", T::boolean(), value(d.ffn_bias)),
+      default_field("use_bias_in_output", T::boolean(), value(false)),
+      default_field("attention_softmax_fp32", T::boolean(), value(true)),
+      optional_field("attention_kernel", T::string().or_null()),
+      optional_field("attention_sliding_window_length", positive_integer().or_null()),
+      optional_field("fixed_sparse_attention", T::mapping().or_null()),
+      default_field("initializer_range", non_negative_number(), value(0.02)),
+      optional_field("initializer", initializer_type()),
+      optional_field("embedding_initializer", initializer_type()),
+      optional_field("output_layer_initializer", initializer_type()),
+      default_field("loss_scaling", T::choice({"num_tokens", "batch_size"}), value("num_tokens")),
+      default_field("loss_weight", positive_number(), value(1.0)),
+      default_field("compute_eval_metrics", T::boolean(), value(true)),
+      optional_field("output_logits_scale", T::number().or_null()),
+      optional_field("embeddings_scale", T::number()),
+      optional_field("scale_qk_dot_by_d", T::boolean()),
+      optional_field("scale_qk_dot_by_layer_idx", T::boolean()),
+      optional_field("attention_logits_alpha", T::number().or_null()),
+      optional_field("mup_base_hidden_size", positive_number().or_null()),
+      optional_field("mup_base_filter_size", positive_number().or_null()),
+      optional_field("lr_adjustment_groups", T::mapping().or_null()),
+      optional_field("final_logit_softcapping", positive_number().or_null()),
+      optional_field("attention_logit_softcapping", positive_number().or_null()),
+      optional_field("moe", T::mapping().or_null()),
+      optional_field("moe_params", T::mapping().or_null()),
+      earlier_release_field("use_position_embedding", "1.x", "position_embedding_type decides"),
+      earlier_release_field("enable_vts", "1.x pipeline-mode", "variable tensor shapes"),
+      earlier_release_field("boundary_casting", "1.x"),
+      earlier_release_field("tf_summary", "TensorFlow-era"),
+      precision_key_field("mixed_precision", "enabled"),
+      precision_key_field("fp16_type", "fp16_type"),
+      precision_key_field("use_bfloat16", "fp16_type: bfloat16"),
+      precision_key_field("precision_opt_level", "precision_opt_level"),
+  };
+  if (parallel_block) {
+    fields.push_back(optional_field("residual_dropout_rate", dropout_type().or_null()));
+    fields.push_back(default_field("use_untied_layer_norm", T::boolean(), value(false)));
+  }
+  return fields;
+}
+
+std::int64_t head_dim(const ModelParams& params) {
+  return params.integer("hidden_size") / params.integer("num_heads");
+}
+
+std::int64_t kv_heads(const ModelParams& params) {
+  if (params.text("attention_module") != "multiquery_attention") return params.integer("num_heads");
+  const Node* extra = params.find("extra_attention_params");
+  const Node* groups = extra && extra->is_map() ? extra->find("num_kv_groups") : nullptr;
+  return groups && groups->is_int() ? groups->as_int() : 1;
+}
+
+void check_decoder(const ModelParams& params, const DataHints& hints, Diagnostics& diagnostics) {
+  std::int64_t hidden = params.integer("hidden_size");
+  std::int64_t heads = params.integer("num_heads");
+  if (hidden % heads != 0) {
+    report_at(params, "num_heads",
+              "hidden_size " + std::to_string(hidden) + " must be divisible by num_heads " +
+                  std::to_string(heads) + " (each head gets hidden_size / num_heads features)",
+              diagnostics);
+    return;
+  }
+  if (params.text("attention_module") == "multiquery_attention") {
+    const Node* extra = params.find("extra_attention_params");
+    const Node* groups = extra && extra->is_map() ? extra->find("num_kv_groups") : nullptr;
+    if (!groups || !groups->is_int() || groups->as_int() < 1 || heads % groups->as_int() != 0) {
+      report_at(params, "extra_attention_params",
+                "multiquery_attention needs extra_attention_params.num_kv_groups, a positive "
+                "integer that divides num_heads (" + std::to_string(heads) + ")",
+                diagnostics);
+    }
+  }
+  const Node* position = params.find("position_embedding_type");
+  if (position && position->is_string() && position->as_string() == "rotary" && params.has("rotary_dim")) {
+    std::int64_t rotary = params.integer("rotary_dim");
+    if (rotary > head_dim(params) || rotary % 2 != 0) {
+      report_at(params, "rotary_dim",
+                "rotary_dim " + std::to_string(rotary) + " must be even and at most the head "
+                "size hidden_size / num_heads = " + std::to_string(head_dim(params)),
+                diagnostics);
+    }
+  }
+  std::int64_t positions = params.integer("max_position_embeddings");
+  if (hints.max_sequence_length && *hints.max_sequence_length > positions) {
+    report_at(params, "max_position_embeddings",
+              "the data's max_sequence_length " + std::to_string(*hints.max_sequence_length) +
+                  " exceeds max_position_embeddings " + std::to_string(positions),
+              diagnostics);
+  }
+  if (params.text("loss_scaling") == "num_tokens" && params.number("loss_weight") != 1.0) {
+    warn_at(params, "loss_weight",
+            "loss_weight is forced to 1.0 with loss_scaling: num_tokens (use loss_scaling: "
+            "batch_size to weight the loss)",
+            diagnostics);
+  }
+}
+
+std::int64_t count_decoder(const ModelParams& params, bool parallel_block) {
+  std::int64_t vocab = params.integer("vocab_size");
+  std::int64_t hidden = params.integer("hidden_size");
+  std::int64_t ffn = params.integer("filter_size");
+  std::int64_t kv_width = kv_heads(params) * head_dim(params);
+  std::string norm = params.text("norm_type");
+  bool gated = is_gated_activation(params.text("nonlinearity"));
+  const Node* position = params.find("position_embedding_type");
+  bool learned = position && position->is_string() && position->as_string() == "learned";
+
+  std::int64_t embeddings = vocab * hidden + (learned ? params.integer("max_position_embeddings") * hidden : 0) +
+                            (params.flag("embedding_layer_norm") ? norm_parameters(norm, hidden) : 0);
+  std::int64_t attention = 2 * hidden * hidden + 2 * hidden * kv_width +
+                           (params.flag("use_projection_bias_in_attention") ? hidden + 2 * kv_width : 0) +
+                           (params.flag("use_ffn_bias_in_attention") ? hidden : 0);
+  std::int64_t feed_forward = (gated ? 3 : 2) * hidden * ffn +
+                              (params.flag("use_ffn_bias") ? (gated ? 2 : 1) * ffn + hidden : 0);
+  bool single_norm = parallel_block && !params.flag("use_untied_layer_norm");
+  std::int64_t norms = (single_norm ? 1 : 2) * norm_parameters(norm, hidden);
+  std::int64_t head = (params.flag("share_embedding_weights") ? 0 : vocab * hidden) +
+                      (params.flag("use_bias_in_output") ? vocab : 0);
+  return embeddings + params.integer("num_hidden_layers") * (attention + feed_forward + norms) +
+         norm_parameters(norm, hidden) + head;
+}
+
+ModelDefinition decoder(const std::string& name, const std::string& description,
+                        const DecoderDefaults& defaults, bool parallel_block) {
+  return ModelDefinition{
+      name,
+      description,
+      {"GptHDF5DataProcessor", "GptHDF5MapDataProcessor"},
+      make_schema("model " + name, decoder_fields(defaults, parallel_block)),
+      check_decoder,
+      [parallel_block](const ModelParams& params, const DataHints&) {
+        return count_decoder(params, parallel_block);
+      }};
+}
+
+}  // namespace
+
+ModelDefinition gpt2_definition() {
+  return decoder("gpt2", "GPT-2 decoder: learned positions, pre-LayerNorm, GELU, tied embeddings",
+                 DecoderDefaults{}, false);
+}
+
+ModelDefinition gpt3_definition() {
+  return decoder("gpt3", "GPT-3 / Cerebras-GPT decoder (the GPT-2 network at larger sizes)",
+                 DecoderDefaults{}, false);
+}
+
+ModelDefinition gptj_definition() {
+  DecoderDefaults defaults;
+  defaults.position_embedding = "rotary";
+  defaults.share_embedding_weights = false;
+  defaults.projection_bias = false;
+  defaults.max_position_embeddings = 2048;
+  return decoder("gptj", "GPT-J decoder: rotary positions, parallel attention and feed-forward",
+                 defaults, true);
+}
+
+ModelDefinition llama_definition() {
+  DecoderDefaults defaults;
+  defaults.nonlinearity = "swiglu";
+  defaults.norm = "rmsnorm";
+  defaults.position_embedding = "rotary";
+  defaults.share_embedding_weights = false;
+  defaults.projection_bias = false;
+  defaults.ffn_bias = false;
+  defaults.max_position_embeddings = 2048;
+  return decoder("llama", "LLaMA decoder: RMSNorm, SwiGLU, rotary positions, grouped KV heads",
+                 defaults, false);
+}
+
+}  // namespace csrun::models

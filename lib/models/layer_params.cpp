@@ -1,0 +1,78 @@
+#include "layer_params.hpp"
+
+#include "config/param_types.hpp"
+
+namespace csrun::models {
+
+using config::ValueType;
+using T = config::ValueType;
+
+config::ValueType initializer_type() {
+  static const auto schema = config::make_schema(
+      "initializer",
+      {
+          config::required_field(
+              "name",
+              T::choice({"normal", "truncated_normal", "uniform", "xavier_uniform",
+                         "xavier_normal", "glorot_uniform", "glorot_normal", "kaiming_uniform",
+                         "kaiming_normal", "he_uniform", "he_normal", "lecun_uniform",
+                         "lecun_normal", "variance_scaling", "zeros", "ones", "constant"})),
+          config::optional_field("mean", T::number()),
+          config::optional_field("std", config::non_negative_number()),
+          config::optional_field("a", T::number()),
+          config::optional_field("b", T::number()),
+          config::optional_field("gain", config::non_negative_number()),
+          config::optional_field("val", T::number()),
+          config::optional_field("value", T::number()),
+          config::optional_field("scale", config::non_negative_number()),
+          config::optional_field("mode", T::choice({"fan_in", "fan_out", "fan_avg"})),
+          config::optional_field("distribution",
+                                 T::choice({"normal", "truncated_normal", "uniform"})),
+          config::optional_field("nonlinearity", T::string()),
+      },
+      config::UnknownKeys::error_plain);
+  return T::any_of({T::choice({"zeros", "ones", "normal", "truncated_normal", "uniform",
+                               "xavier_uniform", "xavier_normal", "glorot_uniform",
+                               "glorot_normal", "kaiming_uniform", "kaiming_normal",
+                               "lecun_normal", "lecun_uniform"}),
+                    T::record(schema), T::null()});
+}
+
+config::ValueType activation_type() {
+  return T::choice({"gelu", "gelu_new", "gelu_fast", "quick_gelu", "relu", "relu6", "leaky_relu",
+                    "silu", "swish", "swiglu", "geglu", "reglu", "tanh", "sigmoid", "linear",
+                    "ReLU", "LeakyReLU", "GELU", "SiLU", "Tanh", "Sigmoid"});
+}
+
+config::ValueType dropout_type() { return T::number({0.0, 1.0, false, true}); }
+
+config::ValueType norm_type() {
+  return T::choice({"layernorm", "rmsnorm", "biasless-layernorm", "batchnorm2d", "batchnorm3d",
+                    "groupnorm", "instancenorm2d", "instancenorm3d"});
+}
+
+config::ValueType position_embedding_type() {
+  return T::any_of({T::choice({"learned", "fixed", "relative", "rotary", "alibi"}), T::null()});
+}
+
+bool is_gated_activation(const std::string& name) {
+  return name == "swiglu" || name == "geglu" || name == "reglu";
+}
+
+std::int64_t norm_parameters(const std::string& norm, std::int64_t width) {
+  return norm == "layernorm" || norm == "batchnorm2d" || norm == "groupnorm" ? 2 * width : width;
+}
+
+config::Field earlier_release_field(const std::string& name, const std::string& release,
+                                    const std::string& instead) {
+  return config::no_effect_field(
+      name, name + " is a Model Zoo " + release + " key; it has no effect" +
+                (instead.empty() ? std::string() : " (" + instead + ")"));
+}
+
+config::Field precision_key_field(const std::string& name, const std::string& precision_key) {
+  return config::removed_field(name, name + " belongs in trainer.init.precision (as " +
+                                         precision_key + "), not in the model section");
+}
+
+}  // namespace csrun::models

@@ -1,0 +1,53 @@
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "config/diagnostics.hpp"
+#include "config/run_spec.hpp"
+#include "config/schema.hpp"
+#include "model_params.hpp"
+
+namespace csrun::models {
+
+// What a model's size depends on beyond its own params: the shapes its data brings.
+struct DataHints {
+  std::optional<std::int64_t> max_sequence_length;
+  std::vector<std::int64_t> image_shape;  // [H, W, C]
+  std::optional<std::int64_t> num_classes;
+};
+
+// One network of the Model Zoo workflow: its params schema, the data processors that feed it,
+// the consistency rules between its params, and its parameter count.
+struct ModelDefinition {
+  std::string name;
+  std::string description;
+  std::vector<std::string> data_processors;
+  std::shared_ptr<const config::Schema> schema;
+  std::function<void(const ModelParams&, const DataHints&, config::Diagnostics&)> check;
+  std::function<std::int64_t(const ModelParams&, const DataHints&)> count_parameters;
+};
+
+const std::vector<ModelDefinition>& model_registry();
+const ModelDefinition* find_model(std::string_view name);
+std::vector<std::string> model_names();
+
+struct CheckedModel {
+  const ModelDefinition* definition = nullptr;
+  bool name_inferred = false;
+  ModelParams params;
+  DataHints hints;
+  std::int64_t parameter_count = 0;
+};
+
+// Checks a trainer's model section against the registry: the name (inferred for legacy files
+// that leave it implicit), every key, the consistency rules, and sizes it.
+std::optional<CheckedModel> check_model(const config::TrainerSpec& trainer,
+                                        config::Diagnostics& diagnostics);
+
+}  // namespace csrun::models

@@ -1,0 +1,86 @@
+#include "model_dir.hpp"
+
+#include <glob.h>
+#include <unistd.h>
+
+#include <filesystem>
+
+namespace csrun::runner {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// The deepest part of `path` that exists (the directory a new model_dir would be created in).
+fs::path existing_ancestor(fs::path path) {
+  std::error_code error;
+  path = fs::absolute(path, error);
+  while (!path.empty() && !fs::exists(path, error)) {
+    if (path == path.parent_path()) break;
+    path = path.parent_path();
+  }
+  return path;
+}
+
+}  // namespace
+
+void check_model_dir(const std::string& path, const config::SourceMark& mark,
+                     const std::string& key_path, config::Diagnostics& diagnostics) {
+  std::error_code error;
+  if (path.empty()) {
+    diagnostics.error(mark, key_path, "model_dir is empty; give a directory for checkpoints and logs");
+    return;
+  }
+  if (fs::exists(path, error)) {
+    if (!fs::is_directory(path, error)) {
+      diagnostics.error(mark, key_path, "model_dir '" + path + "' exists and is not a directory");
+    } else if (access(path.c_str(), W_OK | X_OK) != 0) {
+      diagnostics.error(mark, key_path, "model_dir '" + path + "' is not writable");
+    }
+    return;
+  }
+  fs::path ancestor = existing_ancestor(path);
+  if (!fs::is_directory(ancestor, error)) {
+    diagnostics.error(mark, key_path,
+                      "model_dir '" + path + "' cannot be created: '" + ancestor.string() +
+                          "' is not a directory");
+  } else if (access(ancestor.c_str(), W_OK | X_OK) != 0) {
+    diagnostics.error(mark, key_path,
+                      "model_dir '" + path + "' cannot be created: '" + ancestor.string() +
+                          "' is not writable");
+  }
+}
+
+void check_checkpoint_file(const std::string& path, const config::SourceMark& mark,
+                           const std::string& key_path, config::Diagnostics& diagnostics) {
+  std::error_code error;
+  if (!fs::exists(path, error)) {
+    diagnostics.error(mark, key_path, "the checkpoint '" + path + "' does not exist");
+  } else if (!fs::is_regular_file(path, error)) {
+    diagnostics.error(mark, key_path, "the checkpoint '" + path + "' is not a regular file");
+  } else if (access(path.c_str(), R_OK) != 0) {
+    diagnostics.error(mark, key_path, "the checkpoint '" + path + "' is not readable");
+  }
+}
+
+std::vector<std::string> expand_checkpoint_patterns(const std::vector<config::Node>& patterns,
+                                                    config::Diagnostics& diagnostics) {
+  std::vector<std::string> paths;
+  for (const config::Node& pattern : patterns) {
+    glob_t matches{};
+    int status = glob(pattern.as_string().c_str(), GLOB_NOSORT | GLOB_ERR, nullptr, &matches);
+    if (status != 0) {
+      diagnostics.error(pattern.mark(), pattern.path(),
+                        "no checkpoint matches '" + pattern.as_string() + "'");
+    } else {
+      for (std::size_t i = 0; i < matches.gl_pathc; ++i) {
+        check_checkpoint_file(matches.gl_pathv[i], pattern.mark(), pattern.path(), diagnostics);
+        paths.emplace_back(matches.gl_pathv[i]);
+      }
+    }
+    globfree(&matches);
+  }
+  return paths;
+}
+
+}  // namespace csrun::runner

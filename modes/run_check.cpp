@@ -1,0 +1,115 @@
+#include "run_check.hpp"
+
+#include <algorithm>
+#include <iostream>
+
+#include "report.hpp"
+#include "runner/model_dir.hpp"
+
+namespace csrun::modes {
+
+namespace {
+
+using config::Node;
+
+const Node* init_value(const config::TrainerSpec& trainer, const char* key) {
+  const Node* init = trainer.tree.find("init");
+  return init ? init->find(key) : nullptr;
+}
+
+void check_checkpoint_choice(const config::CheckpointChoice& choice, const std::string& key_path,
+                             config::Diagnostics& diagnostics) {
+  if (choice.kind != config::CheckpointChoice::Kind::path) return;
+  runner::check_checkpoint_file(choice.path, choice.mark, key_path, diagnostics);
+}
+
+class TrainerCheck {
+ public:
+  TrainerCheck(const config::TrainerSpec& trainer, bool fake_data, config::Diagnostics& diagnostics)
+      : trainer_(trainer), fake_data_(fake_data), diagnostics_(diagnostics) {}
+
+  CheckedTrainer run() {
+    CheckedTrainer checked;
+    checked.index = trainer_.index;
+    checked.model = models::check_model(trainer_, diagnostics_);
+    if (checked.model) processors_ = checked.model->definition->data_processors;
+    if (trainer_.fit) {
+      checked.train_loader = check_loader(trainer_.fit->train_dataloader, data::LoaderRole::train);
+      add_eval_loaders(trainer_.fit->val_dataloaders, checked);
+      check_checkpoint_choice(trainer_.fit->checkpoint, "fit.ckpt_path", diagnostics_);
+    }
+    if (trainer_.validate) {
+      add_eval_loaders({trainer_.validate->val_dataloader}, checked);
+      check_checkpoint_choice(trainer_.validate->checkpoint, "validate.ckpt_path", diagnostics_);
+    }
+    if (trainer_.validate_all) {
+      add_eval_loaders(trainer_.validate_all->val_dataloaders, checked);
+      runner::expand_checkpoint_patterns(trainer_.validate_all->checkpoint_paths, diagnostics_);
+    }
+    check_model_dir();
+    return checked;
+  }
+
+ private:
+  std::optional<data::DataloaderSpec> check_loader(const Node& loader, data::LoaderRole role) {
+    data::DataloaderContext context{role, trainer_.backend.cluster.num_csx, fake_data_, processors_};
+    return data::check_dataloader(loader, context, diagnostics_);
+  }
+
+  // The legacy eval_input (or one anchored val_dataloader) serves fit, validate and
+  // validate_all: the same section, checked and listed once.
+  void add_eval_loaders(const std::vector<Node>& loaders, CheckedTrainer& checked) {
+    for (const Node& loader : loaders) {
+      bool seen = std::any_of(seen_.begin(), seen_.end(),
+                              [&](const Node& other) { return other.same_value(loader); });
+      if (seen) continue;
+      seen_.push_back(loader);
+      if (auto spec = check_loader(loader, data::LoaderRole::eval)) {
+        checked.eval_loaders.push_back(std::move(*spec));
+      }
+    }
+  }
+
+  void check_model_dir() {
+    const Node* value = init_value(trainer_, "model_dir");
+    config::SourceMark mark = value ? value->mark() : trainer_.mark;
+    std::string path = value ? value->path() : "model_dir";
+    runner::check_model_dir(trainer_.model_dir, mark, path, diagnostics_);
+  }
+
+  const config::TrainerSpec& trainer_;
+  bool fake_data_;
+  config::Diagnostics& diagnostics_;
+  std::vector<std::string> processors_;
+  std::vector<Node> seen_;
+};
+
+}  // namespace
+
+CheckedRun check_run(const RunOptions& options) {
+  CheckedRun checked;
+  checked.run = config::load_params(options.params_path, options.load, checked.diagnostics);
+  for (const config::TrainerSpec& trainer : checked.run.trainers) {
+    checked.trainers.push_back(TrainerCheck(trainer, options.fake_data, checked.diagnostics).run());
+  }
+  return checked;
+}
+
+std::optional<CheckedRun> validation_stage(const RunOptions& options, const char* command) {
+  CheckedRun checked = check_run(options);
+  print_diagnostics(checked.diagnostics, options.shown, std::cerr);
+  if (!checked.diagnostics.has_errors()) return checked;
+  std::size_t errors = checked.diagnostics.error_count();
+  std::cerr << "csrun " << command << ": " << errors << (errors == 1 ? " error" : " errors")
+            << " in " << options.params_path << "\n";
+  if (options.json) std::cout << report_json(command, checked) << "\n";
+  return std::nullopt;
+}
+
+int stage_not_built(const char* command, const char* stages) {
+  std::cerr << "csrun " << command << ": the params are valid, but " << stages
+            << " are not part of this build of csrun yet; `csrun validate` is\n";
+  return 1;
+}
+
+}  // namespace csrun::modes

@@ -1,0 +1,39 @@
+#pragma once
+
+#include <optional>
+#include <vector>
+
+#include "config/run_spec.hpp"
+#include "data/dataloader.hpp"
+#include "models/registry.hpp"
+#include "modes.hpp"
+
+namespace csrun::modes {
+
+struct CheckedTrainer {
+  std::size_t index = 0;
+  std::optional<models::CheckedModel> model;
+  std::optional<data::DataloaderSpec> train_loader;
+  std::vector<data::DataloaderSpec> eval_loaders;
+};
+
+// The result of the validation stage that every subcommand starts with.
+struct CheckedRun {
+  config::RunSpec run;
+  std::vector<CheckedTrainer> trainers;
+  config::Diagnostics diagnostics;
+};
+
+// Validation: the params (both formats, overrides), each trainer's model against the registry,
+// its dataloaders against their processors and files, model_dir and checkpoint paths. Every
+// finding lands in `diagnostics`; nothing is written anywhere.
+CheckedRun check_run(const RunOptions& options);
+
+// Runs the validation stage for `command` and reports its findings (stderr, and stdout as JSON
+// with --json when it fails). Returns the checked run when there was no error.
+std::optional<CheckedRun> validation_stage(const RunOptions& options, const char* command);
+
+// Reports that a subcommand's stages after validation are not part of this build; returns 1.
+int stage_not_built(const char* command, const char* stages);
+
+}  // namespace csrun::modes

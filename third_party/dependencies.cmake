@@ -1,0 +1,29 @@
+# Finds every third-party library csrun uses. All of them come from Debian packages
+# (scripts/setup.sh installs them); nothing is downloaded or vendored. A missing one
+# stops the configure step with the name of the package that provides it.
+
+macro(csrun_require package debian_package)
+  find_package(${package} ${ARGN} QUIET)
+  if(NOT ${package}_FOUND)
+    message(FATAL_ERROR
+      "csrun needs ${package}, which was not found. Install the Debian package "
+      "'${debian_package}' (scripts/setup.sh installs every dependency).")
+  endif()
+endmacro()
+
+csrun_require(CLI11 libcli11-dev CONFIG)
+csrun_require(yaml-cpp libyaml-cpp-dev CONFIG)
+csrun_require(nlohmann_json nlohmann-json3-dev CONFIG)
+csrun_require(spdlog libspdlog-dev CONFIG)
+csrun_require(Eigen3 libeigen3-dev CONFIG)
+csrun_require(cppzmq cppzmq-dev CONFIG)
+csrun_require(HDF5 libhdf5-dev COMPONENTS C CXX)
+if(CSRUN_BUILD_TESTS)
+  csrun_require(Catch2 catch2 CONFIG)
+endif()
+
+# HDF5's CMake module sets variables, not a target: wrap them in one.
+add_library(csrun_hdf5 INTERFACE)
+target_include_directories(csrun_hdf5 SYSTEM INTERFACE ${HDF5_INCLUDE_DIRS})
+target_link_libraries(csrun_hdf5 INTERFACE ${HDF5_LIBRARIES})
+target_compile_definitions(csrun_hdf5 INTERFACE ${HDF5_DEFINITIONS})
