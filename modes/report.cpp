@@ -13,10 +13,18 @@ using nlohmann::json;
 
 std::string schedule_text(const config::ClassSpec& scheduler) {
   std::string text = scheduler.type;
+  const config::Node* constant = scheduler.params.find("learning_rate");
+  const config::Node* initial = scheduler.params.find("initial_learning_rate");
+  const config::Node* end = scheduler.params.find("end_learning_rate");
+  if (constant)
+    text += " " + constant->text();
+  if (initial)
+    text += " " + initial->text() + (end ? "->" + end->text() : std::string());
   if (const config::Node* iters = scheduler.params.find("total_iters")) {
-    text += " " + iters->text() + " steps";
+    text += " over " + grouped(iters->as_int()) + " steps";
   }
-  if (scheduler.children.empty()) return text;
+  if (scheduler.children.empty())
+    return text;
   text += " [";
   for (std::size_t i = 0; i < scheduler.children.size(); ++i) {
     text += (i ? ", " : "") + schedule_text(scheduler.children[i]);
@@ -25,7 +33,8 @@ std::string schedule_text(const config::ClassSpec& scheduler) {
 }
 
 std::string optimizer_text(const TrainerSpec& trainer) {
-  if (!trainer.optimizer) return "none (evaluation only)";
+  if (!trainer.optimizer)
+    return "none (evaluation only)";
   std::string text = trainer.optimizer->type;
   if (!trainer.schedulers.empty()) {
     text += ", lr ";
@@ -39,8 +48,10 @@ std::string optimizer_text(const TrainerSpec& trainer) {
 }
 
 std::string precision_text(const config::PrecisionSpec& precision) {
-  if (!precision.enabled) return "float32 (mixed precision off)";
-  std::string text = std::string(config::half_type_name(precision.fp16_type)) + " mixed precision, ";
+  if (!precision.enabled)
+    return "float32 (mixed precision off)";
+  std::string text =
+      std::string(config::half_type_name(precision.fp16_type)) + " mixed precision, ";
   if (precision.loss_scaling.dynamic) {
     text += "dynamic loss scaling";
   } else if (precision.loss_scaling.factor != 1.0) {
@@ -66,29 +77,43 @@ std::string steps_text(const TrainerSpec& trainer) {
     text = "num_steps " + grouped(*loop.num_steps);
   } else if (loop.num_epochs) {
     text = grouped(*loop.num_epochs) + (*loop.num_epochs == 1 ? " epoch" : " epochs");
-    if (loop.steps_per_epoch) text += " of " + grouped(*loop.steps_per_epoch) + " steps";
-    if (trainer.loop_defaulted) text += " (no loop section)";
+    if (loop.steps_per_epoch)
+      text += " of " + grouped(*loop.steps_per_epoch) + " steps";
+    if (trainer.loop_defaulted)
+      text += " (no loop section)";
   }
-  if (loop.max_steps) text += (text.empty() ? "" : ", ") + std::string("max_steps ") + grouped(*loop.max_steps);
+  if (loop.max_steps)
+    text += (text.empty() ? "" : ", ") + std::string("max_steps ") + grouped(*loop.max_steps);
   bool evaluates = trainer.fit && !trainer.fit->val_dataloaders.empty() && loop.eval_frequency;
   if (evaluates) {
     const config::EvalFrequency& frequency = *loop.eval_frequency;
-    text += "; eval every " + (frequency.steps ? grouped(*frequency.steps) + " steps"
-                                               : std::to_string(*frequency.fraction) + " of the run");
+    text +=
+        "; eval every " + (frequency.steps ? grouped(*frequency.steps) + " steps"
+                                           : std::to_string(*frequency.fraction) + " of the run");
   }
-  if (loop.eval_steps) text += "; " + grouped(*loop.eval_steps) + " eval steps";
-  if (trainer.checkpoint.steps) text += "; checkpoint every " + grouped(*trainer.checkpoint.steps);
+  if (loop.eval_steps)
+    text += "; " + grouped(*loop.eval_steps) + " eval steps";
+  if (trainer.checkpoint.steps)
+    text += "; checkpoint every " + grouped(*trainer.checkpoint.steps);
   text += "; log every " + grouped(trainer.logging.log_steps);
   return text;
 }
 
 std::string loader_text(const data::DataloaderSpec& loader, std::int64_t num_csx) {
   std::string text = loader.processor + ", batch " + grouped(loader.batch_size);
-  if (num_csx > 1) text += " (" + grouped(loader.batch_size / num_csx) + " per system)";
-  if (loader.micro_batch_size) text += ", micro-batch " + grouped(*loader.micro_batch_size);
-  if (!loader.micro_batch_mode.empty()) text += ", micro-batch " + loader.micro_batch_mode;
-  text += loader.fake ? ", fake data" : loader.data_dirs.empty() ? "" : ", " + loader.data_dirs.front();
-  if (loader.data_dirs.size() > 1) text += " (+" + std::to_string(loader.data_dirs.size() - 1) + " more)";
+  if (num_csx > 1)
+    text += " (" + grouped(loader.batch_size / num_csx) + " per system)";
+  if (loader.micro_batch_size)
+    text += ", micro-batch " + grouped(*loader.micro_batch_size);
+  if (!loader.micro_batch_mode.empty())
+    text += ", micro-batch " + loader.micro_batch_mode;
+  text += loader.fake                ? ", fake data"
+          : loader.data_dirs.empty() ? ""
+                                     : ", " + loader.data_dirs.front();
+  if (loader.data_dirs.size() > 1)
+    text += " (+" + std::to_string(loader.data_dirs.size() - 1) + " more)";
+  if (loader.samples)
+    text += " (" + grouped(*loader.samples) + " samples)";
   return text;
 }
 
@@ -99,20 +124,25 @@ void print_trainer(const TrainerSpec& trainer, const CheckedTrainer& checked, st
     out << "  " << label << std::string(12 - std::string(label).size(), ' ') << value << "\n";
   };
   if (checked.model) {
-    line("model", checked.model->definition->name + (checked.model->name_inferred ? " (inferred)" : "") +
-                      ", " + grouped(checked.model->parameter_count) + " parameters");
+    line("model", checked.model->definition->name +
+                      (checked.model->name_inferred ? " (inferred)" : "") + ", " +
+                      grouped(checked.model->parameter_count) + " parameters");
   }
   const config::BackendSpec& backend = trainer.backend;
-  line("device", std::string(config::device_name(backend.device)) +
-                     (backend.device_defaulted ? " (default)" : "") + ", " +
-                     grouped(backend.cluster.num_csx) + (backend.cluster.num_csx == 1 ? " system" : " systems") +
-                     ", " + grouped(backend.cluster.num_workers_per_csx) +
-                     (backend.cluster.num_workers_per_csx == 1 ? " input worker" : " input workers") +
-                     " per system");
+  line("device",
+       std::string(config::device_name(backend.device)) +
+           (backend.device_defaulted ? " (default)" : "") + ", " +
+           grouped(backend.cluster.num_csx) +
+           (backend.cluster.num_csx == 1 ? " system" : " systems") + ", " +
+           grouped(backend.cluster.num_workers_per_csx) +
+           (backend.cluster.num_workers_per_csx == 1 ? " input worker" : " input workers") +
+           " per system");
   line("precision", precision_text(trainer.precision));
   line("optimizer", optimizer_text(trainer));
-  if (trainer.fit) line("fit", steps_text(trainer));
-  if (checked.train_loader) line("train data", loader_text(*checked.train_loader, backend.cluster.num_csx));
+  if (trainer.fit)
+    line("fit", steps_text(trainer));
+  if (checked.train_loader)
+    line("train data", loader_text(*checked.train_loader, backend.cluster.num_csx));
   for (const data::DataloaderSpec& loader : checked.eval_loaders) {
     line("eval data", loader_text(loader, backend.cluster.num_csx));
   }
@@ -138,12 +168,12 @@ json optional_json(const std::optional<std::int64_t>& value) {
 json loader_json(const data::DataloaderSpec& loader) {
   return {{"data_processor", loader.processor},
           {"batch_size", loader.batch_size},
-          {"micro_batch_size", loader.micro_batch_size
-                                   ? json(*loader.micro_batch_size)
-                                   : loader.micro_batch_mode.empty() ? json(nullptr)
-                                                                     : json(loader.micro_batch_mode)},
+          {"micro_batch_size", loader.micro_batch_size           ? json(*loader.micro_batch_size)
+                               : loader.micro_batch_mode.empty() ? json(nullptr)
+                                                                 : json(loader.micro_batch_mode)},
           {"shuffle", loader.shuffle},
           {"fake_data", loader.fake},
+          {"samples", loader.samples ? json(*loader.samples) : json(nullptr)},
           {"data_dirs", loader.data_dirs}};
 }
 
@@ -161,15 +191,16 @@ json trainer_json(const TrainerSpec& trainer, const CheckedTrainer& checked) {
   result["model_dir"] = trainer.model_dir;
   result["seed"] = optional_json(trainer.seed);
   const config::PrecisionSpec& precision = trainer.precision;
-  result["precision"] = {{"enabled", precision.enabled},
-                         {"fp16_type", config::half_type_name(precision.fp16_type)},
-                         {"precision_opt_level", precision.precision_opt_level},
-                         {"loss_scaling", precision.loss_scaling.dynamic
-                                              ? json("dynamic")
-                                              : json(precision.loss_scaling.factor)}};
+  result["precision"] = {
+      {"enabled", precision.enabled},
+      {"fp16_type", config::half_type_name(precision.fp16_type)},
+      {"precision_opt_level", precision.precision_opt_level},
+      {"loss_scaling",
+       precision.loss_scaling.dynamic ? json("dynamic") : json(precision.loss_scaling.factor)}};
   result["optimizer"] = trainer.optimizer ? json(trainer.optimizer->type) : json(nullptr);
   json schedulers = json::array();
-  for (const config::ClassSpec& scheduler : trainer.schedulers) schedulers.push_back(schedule_text(scheduler));
+  for (const config::ClassSpec& scheduler : trainer.schedulers)
+    schedulers.push_back(schedule_text(scheduler));
   result["schedulers"] = schedulers;
   const config::LoopSpec& loop = trainer.loop;
   result["loop"] = {{"num_steps", optional_json(loop.num_steps)},
@@ -183,7 +214,8 @@ json trainer_json(const TrainerSpec& trainer, const CheckedTrainer& checked) {
                         {"validate_all", trainer.validate_all.has_value()}};
   result["train_data"] = checked.train_loader ? loader_json(*checked.train_loader) : json(nullptr);
   json eval = json::array();
-  for (const data::DataloaderSpec& loader : checked.eval_loaders) eval.push_back(loader_json(loader));
+  for (const data::DataloaderSpec& loader : checked.eval_loaders)
+    eval.push_back(loader_json(loader));
   result["eval_data"] = eval;
   return result;
 }
@@ -194,7 +226,8 @@ std::string grouped(std::int64_t value) {
   std::string digits = std::to_string(value < 0 ? -value : value);
   std::string text;
   for (std::size_t i = 0; i < digits.size(); ++i) {
-    if (i > 0 && (digits.size() - i) % 3 == 0) text += ',';
+    if (i > 0 && (digits.size() - i) % 3 == 0)
+      text += ',';
     text += digits[i];
   }
   return value < 0 ? "-" + text : text;
@@ -203,14 +236,16 @@ std::string grouped(std::int64_t value) {
 void print_diagnostics(const config::Diagnostics& diagnostics, config::Severity shown,
                        std::ostream& out) {
   for (const config::Diagnostic& diagnostic : diagnostics.all()) {
-    if (diagnostic.severity >= shown) out << diagnostic.to_string() << "\n";
+    if (diagnostic.severity >= shown)
+      out << diagnostic.to_string() << "\n";
   }
 }
 
 void print_summary(const CheckedRun& checked, std::ostream& out) {
   const config::RunSpec& run = checked.run;
   out << run.params_path << ": " << config::format_name(run.format) << " params";
-  if (run.format == config::ParamsFormat::legacy) out << " (converted to the trainer format)";
+  if (run.format == config::ParamsFormat::legacy)
+    out << " (converted to the trainer format)";
   out << "\n";
   for (std::size_t i = 0; i < run.trainers.size() && i < checked.trainers.size(); ++i) {
     print_trainer(run.trainers[i], checked.trainers[i], run.trainers.size(), out);

@@ -1,8 +1,8 @@
 // csrun: the Cerebras Model Zoo workflow (validate, compile, train, eval) on any Linux machine.
 // This file only handles arguments: it builds the options and dispatches to modes/.
 
-#include <CLI/CLI.hpp>
 #include <spdlog/version.h>
+#include <CLI/CLI.hpp>
 
 #include <charconv>
 #include <cstdint>
@@ -54,9 +54,11 @@ struct RunconfigFlag {
 
 const std::map<std::string, csrun::config::Severity>& logging_levels() {
   using csrun::config::Severity;
-  static const std::map<std::string, Severity> levels = {
-      {"DEBUG", Severity::note}, {"INFO", Severity::note}, {"WARNING", Severity::warning},
-      {"ERROR", Severity::error}, {"CRITICAL", Severity::error}};
+  static const std::map<std::string, Severity> levels = {{"DEBUG", Severity::note},
+                                                         {"INFO", Severity::note},
+                                                         {"WARNING", Severity::warning},
+                                                         {"ERROR", Severity::error},
+                                                         {"CRITICAL", Severity::error}};
   return levels;
 }
 
@@ -75,7 +77,8 @@ CLI::Validator at_least(std::int64_t minimum) {
 }
 
 std::string uppercase(std::string text) {
-  for (char& c : text) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  for (char& c : text)
+    c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
   return text;
 }
 
@@ -94,9 +97,11 @@ class Subcommand {
   csrun::modes::RunOptions options() const {
     csrun::modes::RunOptions options;
     if (!line_.positional_params.empty() && !line_.params_flag.empty()) {
-      throw CLI::ValidationError("PARAMS", "give the params file once: as PARAMS or with -p/--params");
+      throw CLI::ValidationError("PARAMS",
+                                 "give the params file once: as PARAMS or with -p/--params");
     }
-    options.params_path = line_.positional_params.empty() ? line_.params_flag : line_.positional_params;
+    options.params_path =
+        line_.positional_params.empty() ? line_.params_flag : line_.positional_params;
     if (options.params_path.empty()) {
       throw CLI::RequiredError("PARAMS (the params YAML file, positional or -p/--params)");
     }
@@ -108,8 +113,10 @@ class Subcommand {
       }
     }
     for (const RunconfigFlag& flag : flags_) {
-      if (flag.option->count() == 0) continue;
-      SourceMark mark{"command line (" + flag.option->get_name() + " " + flag.option->as<std::string>() + ")"};
+      if (flag.option->count() == 0)
+        continue;
+      SourceMark mark{"command line (" + flag.option->get_name() + " " +
+                      flag.option->as<std::string>() + ")"};
       options.load.runconfig_overrides.push_back(RunconfigOverride{flag.key, flag.value(mark)});
     }
     options.fake_data = line_.fake_data;
@@ -138,7 +145,8 @@ class Subcommand {
   }
 
   void add_options() {
-    app_->add_option("PARAMS", line_.positional_params, "The params YAML file (Model Zoo legacy or trainer format)");
+    app_->add_option("PARAMS", line_.positional_params,
+                     "The params YAML file (Model Zoo legacy or trainer format)");
     app_->add_option("-p,--params", line_.params_flag, "The params YAML file (instead of PARAMS)");
     runconfig_flag("model_dir", "-o,--model_dir", line_.model_dir,
                    "Directory for checkpoints, logs and compiled plans (overrides model_dir)");
@@ -160,12 +168,14 @@ class Subcommand {
     runconfig_flag("eval_steps", "--eval_steps", line_.eval_steps, "Number of evaluation steps")
         ->check(at_least(1));
     runconfig_flag("seed", "--seed", line_.seed, "Random seed (overrides the params' seed)");
-    CLI::Option* logging = app_->add_option("--logging", line_.logging,
-                                            "Log level: DEBUG, INFO, WARNING, ERROR or CRITICAL")
-                               ->transform(CLI::IsMember({"DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"},
-                                                         CLI::ignore_case));
+    CLI::Option* logging =
+        app_->add_option("--logging", line_.logging,
+                         "Log level: DEBUG, INFO, WARNING, ERROR or CRITICAL")
+            ->transform(
+                CLI::IsMember({"DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"}, CLI::ignore_case));
     flags_.push_back(RunconfigFlag{"logging", logging, [this](const SourceMark& mark) {
-                                     return Node::make_string(uppercase(line_.logging), mark, "runconfig.logging");
+                                     return Node::make_string(uppercase(line_.logging), mark,
+                                                              "runconfig.logging");
                                    }});
     app_->add_option("--set", line_.assignments,
                      "Override any params key: KEY=VALUE with a dotted KEY in the file's layout "
@@ -194,10 +204,11 @@ std::string version_text() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"csrun: the Cerebras Model Zoo workflow (validate, compile, train, eval) on any "
-               "Linux machine or SLURM cluster.\nParams files are Model Zoo YAML, legacy or trainer "
-               "format.",
-               "csrun"};
+  CLI::App app{
+      "csrun: the Cerebras Model Zoo workflow (validate, compile, train, eval) on any "
+      "Linux machine or SLURM cluster.\nParams files are Model Zoo YAML, legacy or trainer "
+      "format.",
+      "csrun"};
   app.set_version_flag("--version", version_text(), "Print the version and exit");
   app.require_subcommand(1);
   // Options bind to members of each Subcommand: they must not move, hence the list.
@@ -210,12 +221,12 @@ int main(int argc, char** argv) {
                            csrun::modes::compile);
   subcommands.emplace_back(app, "train", "Validate, then train on the wafer simulator",
                            csrun::modes::train);
-  subcommands.emplace_back(app, "eval", "Validate, then evaluate a checkpoint",
-                           csrun::modes::eval);
+  subcommands.emplace_back(app, "eval", "Validate, then evaluate a checkpoint", csrun::modes::eval);
   try {
     app.parse(argc, argv);
     for (const Subcommand& subcommand : subcommands) {
-      if (subcommand.parsed()) return subcommand.run();
+      if (subcommand.parsed())
+        return subcommand.run();
     }
   } catch (const CLI::ParseError& error) {
     int status = app.exit(error);

@@ -15,7 +15,9 @@ ClassEntry callback(const std::string& name, std::vector<Field> fields,
 // A Model Zoo class whose job has no counterpart in csrun (an appliance service, a
 // notification, an external harness): accepted, with a warning.
 ClassEntry without_effect(const std::string& name, const std::string& what) {
-  return ClassEntry{name, make_schema(name, {}, UnknownKeys::warn_unused), {},
+  return ClassEntry{name,
+                    make_schema(name, {}, UnknownKeys::warn_unused),
+                    {},
                     name + " (" + what + ") has no effect in csrun"};
 }
 
@@ -57,10 +59,9 @@ const ClassCatalog& callback_catalog() {
           callback("KeepNCheckpoints", {optional_field("n", positive_integer())}),
           callback("LoadCheckpointStates",
                    {optional_field("load_checkpoint_states", string_or_strings())}),
-          callback("SaveCheckpointState",
-                   {optional_field("k", positive_integer()),
-                    optional_field("checkpoint_states", string_or_strings()),
-                    optional_field("checkpoint_name", T::string())}),
+          callback("SaveCheckpointState", {optional_field("k", positive_integer()),
+                                           optional_field("checkpoint_states", string_or_strings()),
+                                           optional_field("checkpoint_name", T::string())}),
           callback("GlobalFlags", flag_fields(), UnknownKeys::warn_unused),
           callback("ScopedTrainFlags", flag_fields(), UnknownKeys::warn_unused),
           callback("ScopedValidateFlags", flag_fields(), UnknownKeys::warn_unused),

@@ -17,12 +17,7 @@ std::string lowercase(std::string_view text) {
 }
 
 std::string key_list(const Node& map) {
-  std::string text = "[";
-  for (std::size_t i = 0; i < map.entries().size(); ++i) {
-    if (i > 0) text += ", ";
-    text += "'" + map.entries()[i].key + "'";
-  }
-  return text + "]";
+  return python_list(map.keys());
 }
 
 }  // namespace
@@ -38,15 +33,18 @@ const ClassEntry* ClassCatalog::find(std::string_view name) const {
   std::string suffix = lowercase(optional_suffix_);
   for (const ClassEntry& entry : entries_) {
     std::string candidate = lowercase(entry.name);
-    if (candidate == wanted) return &entry;
-    if (!suffix.empty() && candidate == wanted + suffix) return &entry;
+    if (candidate == wanted)
+      return &entry;
+    if (!suffix.empty() && candidate == wanted + suffix)
+      return &entry;
   }
   return nullptr;
 }
 
 std::vector<std::string> ClassCatalog::names() const {
   std::vector<std::string> result;
-  for (const ClassEntry& entry : entries_) result.push_back(entry.name);
+  for (const ClassEntry& entry : entries_)
+    result.push_back(entry.name);
   return result;
 }
 
@@ -79,16 +77,20 @@ std::optional<ClassSpec> ClassCatalog::read(const std::string& name, const Node&
                                       : "; known " + kind_ + "s: " + quoted_list(known, "and")));
     return std::nullopt;
   }
-  ClassSpec spec{entry->name, Node::make_map(params.mark(), params.path()), name_node.mark(),
-                 name_node.path(), {}, false};
+  ClassSpec spec{entry->name,
+                 Node::make_map(params.mark(), params.path()),
+                 name_node.mark(),
+                 name_node.path(),
+                 {},
+                 false};
   if (params.is_null()) {
     spec.disabled = true;
     return spec;
   }
   if (!params.is_map()) {
-    diagnostics.error(params.mark(), params.path(),
-                      "the parameters of " + entry->name + " must be a mapping; found " +
-                          params.describe());
+    diagnostics.error(
+        params.mark(), params.path(),
+        "the parameters of " + entry->name + " must be a mapping; found " + params.describe());
     return std::nullopt;
   }
   if (!entry->no_effect_note.empty()) {
@@ -96,14 +98,14 @@ std::optional<ClassSpec> ClassCatalog::read(const std::string& name, const Node&
   }
   std::vector<std::string> missing;
   for (const std::string& key : entry->required) {
-    if (!params.contains(key)) missing.push_back(key);
+    if (!params.contains(key))
+      missing.push_back(key);
   }
   if (!missing.empty()) {
     diagnostics.error(params.mark(), params.path(),
-                      "Missing required parameters [" + quoted_list(missing, "and") + "] for " +
+                      "Missing required parameters " + python_list(missing) + " for " +
                           entry->name + ". Note, " + entry->name +
-                          " requires the following parameters: [" +
-                          quoted_list(entry->required, "and") + "]");
+                          " requires the following parameters: " + python_list(entry->required));
   }
   spec.params = entry->params->check(params, diagnostics);
   return spec;

@@ -5,7 +5,8 @@
 namespace csrun::config {
 
 std::string SourceMark::to_string() const {
-  if (!has_position()) return origin;
+  if (!has_position())
+    return origin;
   return origin + ":" + std::to_string(line) + ":" + std::to_string(column);
 }
 
@@ -23,10 +24,12 @@ const char* severity_name(Severity severity) {
 
 std::string Diagnostic::to_string() const {
   std::string text = mark.to_string();
-  if (!text.empty()) text += ": ";
+  if (!text.empty())
+    text += ": ";
   text += severity_name(severity);
   text += ": ";
-  if (!key_path.empty()) text += key_path + ": ";
+  if (!key_path.empty())
+    text += key_path + ": ";
   return text + message;
 }
 
@@ -58,17 +61,18 @@ void Diagnostics::note(SourceMark mark, std::string key_path, std::string messag
 }
 
 void Diagnostics::append(const Diagnostics& other) {
-  for (const Diagnostic& d : other.items_) add(d.severity, d.mark, d.key_path, d.message);
+  for (const Diagnostic& d : other.items_)
+    add(d.severity, d.mark, d.key_path, d.message);
 }
 
 std::size_t Diagnostics::error_count() const {
-  return static_cast<std::size_t>(std::count_if(items_.begin(), items_.end(), [](const auto& d) {
-    return d.severity == Severity::error;
-  }));
+  return static_cast<std::size_t>(std::count_if(
+      items_.begin(), items_.end(), [](const auto& d) { return d.severity == Severity::error; }));
 }
 
 void Diagnostics::throw_if_errors() const {
-  if (has_errors()) throw ValidationError(items_);
+  if (has_errors())
+    throw ValidationError(items_);
 }
 
 namespace {
@@ -76,8 +80,10 @@ namespace {
 std::string summarize(const std::vector<Diagnostic>& diagnostics) {
   std::string text;
   for (const Diagnostic& d : diagnostics) {
-    if (d.severity != Severity::error) continue;
-    if (!text.empty()) text += '\n';
+    if (d.severity != Severity::error)
+      continue;
+    if (!text.empty())
+      text += '\n';
     text += d.to_string();
   }
   return text;

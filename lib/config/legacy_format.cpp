@@ -41,8 +41,9 @@ struct RunconfigKey {
 };
 
 std::string one_x(const std::string& key) {
-  return key + " is a Model Zoo 1.x runconfig key; it has no effect (the 2.x runconfig schema "
-               "rejects it)";
+  return key +
+         " is a Model Zoo 1.x runconfig key; it has no effect (the 2.x runconfig schema "
+         "rejects it)";
 }
 
 std::string tf_era(const std::string& key, const std::string& replacement) {
@@ -103,8 +104,7 @@ const std::vector<RunconfigKey>& runconfig_keys() {
         {"debug_args", T::mapping(), Route::global_flag, "csx.debug.debug_args"},
         {"ini", T::mapping(), Route::global_flag, "csx.debug.ini"},
         {"precision_opt_level", T::integer(0, 2), Route::precision, "precision_opt_level"},
-        {"retrace_every_iteration", flag, Route::global_flag,
-         "csx.debug.retrace_every_iteration"},
+        {"retrace_every_iteration", flag, Route::global_flag, "csx.debug.retrace_every_iteration"},
         {"lazy_initialization", flag, Route::global_flag, "csx.debug.lazy_initialization"},
         {"log_initialization", flag, Route::global_flag, "csx.debug.log_initialization"},
         {"log_input_summaries", flag, Route::callback, "LogInputSummaries"},
@@ -133,16 +133,16 @@ const std::vector<RunconfigKey>& runconfig_keys() {
          "settings on CSX, set micro_batch_size: (\"auto\" | None) in the train_input and/or "
          "eval_input section of the params yaml file."},
     };
-    for (const char* memory : {"compile_crd_memory_gi", "execute_crd_memory_gi", "wrk_memory_gi",
-                               "act_memory_gi", "cmd_memory_gi", "wgt_memory_gi",
-                               "chf_memory_gi"}) {
+    for (const char* memory :
+         {"compile_crd_memory_gi", "execute_crd_memory_gi", "wrk_memory_gi", "act_memory_gi",
+          "cmd_memory_gi", "wgt_memory_gi", "chf_memory_gi"}) {
       k.push_back({memory, gigabytes, Route::global_flag, std::string("csx.debug.") + memory});
     }
-    for (const char* key : {"cs_ip", "multireplica", "num_replicas", "execution_strategy",
-                            "save_losses", "show_debug_metrics", "save_stream_size",
-                            "enable_summaries", "is_pretrained_checkpoint", "use_appliance_data",
-                            "autogen_policy", "experimental_api", "service_dir",
-                            "fabric_config_file"}) {
+    for (const char* key :
+         {"cs_ip", "multireplica", "num_replicas", "execution_strategy", "save_losses",
+          "show_debug_metrics", "save_stream_size", "enable_summaries", "is_pretrained_checkpoint",
+          "use_appliance_data", "autogen_policy", "experimental_api", "service_dir",
+          "fabric_config_file"}) {
       k.push_back({key, T::any(), Route::no_effect, one_x(key)});
     }
     k.push_back({"save_summary_steps", T::any(), Route::no_effect,
@@ -151,8 +151,7 @@ const std::vector<RunconfigKey>& runconfig_keys() {
                  tf_era("save_checkpoints_steps", "checkpoint_steps")});
     k.push_back({"keep_checkpoint_max", T::any(), Route::no_effect,
                  tf_era("keep_checkpoint_max", "max_checkpoints")});
-    k.push_back(
-        {"tf_random_seed", T::any(), Route::no_effect, tf_era("tf_random_seed", "seed")});
+    k.push_back({"tf_random_seed", T::any(), Route::no_effect, tf_era("tf_random_seed", "seed")});
     k.push_back({"keep_checkpoint_every_n_hours", T::any(), Route::no_effect,
                  tf_era("keep_checkpoint_every_n_hours", "")});
     k.push_back({"log_step_count_steps", T::any(), Route::no_effect,
@@ -181,7 +180,8 @@ const Schema& runconfig_schema() {
 
 const RunconfigKey* find_runconfig_key(const std::string& key) {
   for (const RunconfigKey& entry : runconfig_keys()) {
-    if (entry.key == key) return &entry;
+    if (entry.key == key)
+      return &entry;
   }
   return nullptr;
 }
@@ -204,20 +204,31 @@ const std::set<std::string>& optimizer_precision_keys() {
 std::string rename_scheduler_key(const std::string& scheduler, const std::string& key) {
   bool step_schedule = scheduler == "StepLR";
   bool gamma_schedule = step_schedule || scheduler == "MultiStepLR";
-  if (key == "steps" || key == "decay_steps") return step_schedule ? "step_size" : "total_iters";
+  if (key == "steps" || key == "decay_steps")
+    return step_schedule ? "step_size" : "total_iters";
   if (key == "learning_rate" || key == "base_lr") {
-    if (scheduler == "ConstantLR") return "learning_rate";
-    if (scheduler == "CyclicLR") return "base_lr";
+    if (scheduler == "ConstantLR")
+      return "learning_rate";
+    if (scheduler == "CyclicLR")
+      return "base_lr";
     return "initial_learning_rate";
   }
-  if (key == "initial_learning_rate" && scheduler == "ConstantLR") return "learning_rate";
-  if (key == "gamma" && !gamma_schedule) return "decay_rate";
-  if (key == "decay_rate" && gamma_schedule) return "gamma";
-  if (key == "t_max") return "T_max";
-  if (key == "t_0") return "T_0";
-  if (key == "t_mult") return "T_mult";
-  if (key == "values") return "learning_rates";
-  if (key == "boundaries") return "milestones";
+  if (key == "initial_learning_rate" && scheduler == "ConstantLR")
+    return "learning_rate";
+  if (key == "gamma" && !gamma_schedule)
+    return "decay_rate";
+  if (key == "decay_rate" && gamma_schedule)
+    return "gamma";
+  if (key == "t_max")
+    return "T_max";
+  if (key == "t_0")
+    return "T_0";
+  if (key == "t_mult")
+    return "T_mult";
+  if (key == "values")
+    return "learning_rates";
+  if (key == "boundaries")
+    return "milestones";
   return key;
 }
 
@@ -227,29 +238,38 @@ class LegacyConverter {
 
   Node convert(const Node& params) {
     trainer_ = Node::make_map(params.mark(), "");
-    static const std::vector<std::string> sections = {
-        "train_input", "eval_input", "model", "optimizer", "runconfig", "sparsity", "csconfig",
-        "wandb"};
+    static const std::vector<std::string> sections = {"train_input", "eval_input", "model",
+                                                      "optimizer",   "runconfig",  "sparsity",
+                                                      "csconfig",    "wandb"};
     for (const Node::Entry& entry : params.entries()) {
-      if (std::find(sections.begin(), sections.end(), entry.key) != sections.end()) continue;
-      diagnostics_.error(entry.key_mark, entry.key,
-                         "unknown section of a legacy params file" +
-                             did_you_mean(entry.key, sections) + "; legacy sections are " +
-                             quoted_list(sections, "and"));
+      if (std::find(sections.begin(), sections.end(), entry.key) != sections.end())
+        continue;
+      std::string hint = did_you_mean(entry.key, sections);
+      diagnostics_.error(
+          entry.key_mark, entry.key,
+          "unknown section of a legacy params file" +
+              (hint.empty() ? "; legacy sections are " + quoted_list(sections, "and") : hint));
     }
     convert_inputs(params.find("train_input"), params.find("eval_input"));
-    if (const Node* model = section(params, "model")) convert_model(*model);
-    if (const Node* optimizer = section(params, "optimizer")) convert_optimizer(*optimizer);
-    if (const Node* csconfig = section(params, "csconfig")) convert_csconfig(*csconfig);
-    if (const Node* sparsity = params.find("sparsity")) init().set("sparsity", *sparsity);
-    if (const Node* wandb = section(params, "wandb")) add_class("loggers", "WandbLogger", *wandb) = *wandb;
-    if (const Node* runconfig = section(params, "runconfig")) convert_runconfig(*runconfig);
+    if (const Node* model = section(params, "model"))
+      convert_model(*model);
+    if (const Node* optimizer = section(params, "optimizer"))
+      convert_optimizer(*optimizer);
+    if (const Node* csconfig = section(params, "csconfig"))
+      convert_csconfig(*csconfig);
+    if (const Node* sparsity = params.find("sparsity"))
+      init().set("sparsity", *sparsity);
+    if (const Node* wandb = section(params, "wandb"))
+      add_class("loggers", "WandbLogger", *wandb) = *wandb;
+    if (const Node* runconfig = section(params, "runconfig"))
+      convert_runconfig(*runconfig);
     // Legacy training always has a step count in runconfig; an empty loop makes its absence
     // an error (the trainer format's default of one epoch does not apply).
     if (trainer_.contains("fit")) {
       const Node* runconfig = params.find("runconfig");
-      init_section("loop", runconfig && runconfig->is_map() ? *runconfig
-                                                            : Node::make_map(params.mark(), "runconfig"));
+      init_section("loop", runconfig && runconfig->is_map()
+                               ? *runconfig
+                               : Node::make_map(params.mark(), "runconfig"));
     }
     return std::move(trainer_);
   }
@@ -266,8 +286,10 @@ class LegacyConverter {
  private:
   const Node* section(const Node& params, const std::string& key) {
     const Node* node = params.find(key);
-    if (!node || node->is_null()) return nullptr;
-    if (node->is_map()) return node;
+    if (!node || node->is_null())
+      return nullptr;
+    if (node->is_map())
+      return node;
     diagnostics_.error(node->mark(), key, "expected a mapping; found " + node->describe());
     return nullptr;
   }
@@ -282,9 +304,11 @@ class LegacyConverter {
   // empty (positioned at `source`) when the class is not listed yet.
   Node& add_class(const std::string& list_key, const std::string& name, const Node& source) {
     Node* list = init().find(list_key);
-    if (!list || !list->is_list()) list = &init().set(list_key, Node::make_list(source.mark()));
+    if (!list || !list->is_list())
+      list = &init().set(list_key, Node::make_list(source.mark()));
     for (Node& item : list->items()) {
-      if (Node* existing = item.find(name); existing && existing->is_map()) return *existing;
+      if (Node* existing = item.find(name); existing && existing->is_map())
+        return *existing;
     }
     Node item = Node::make_map(source.mark(), source.path());
     item.set(name, Node::make_map(source.mark(), source.path()));
@@ -296,11 +320,14 @@ class LegacyConverter {
     if (train_input && !train_input->is_null()) {
       // Moving micro_batch_size adds a callback to init: take the loader before touching fit.
       Node loader = move_micro_batch(*train_input, "ScopedTrainFlags");
-      trainer_.ensure_map("fit", train_input->mark(), "train_input").set("train_dataloader", loader);
+      trainer_.ensure_map("fit", train_input->mark(), "train_input")
+          .set("train_dataloader", loader);
     }
-    if (!eval_input || eval_input->is_null()) return;
+    if (!eval_input || eval_input->is_null())
+      return;
     Node loader = move_micro_batch(*eval_input, "ScopedValidateFlags");
-    if (Node* fit = trainer_.find("fit")) fit->set("val_dataloader", loader);
+    if (Node* fit = trainer_.find("fit"))
+      fit->set("val_dataloader", loader);
     trainer_.ensure_map("validate", eval_input->mark(), "eval_input").set("val_dataloader", loader);
     trainer_.ensure_map("validate_all", eval_input->mark(), "eval_input")
         .set("val_dataloaders", loader);
@@ -309,11 +336,11 @@ class LegacyConverter {
   // micro_batch_size moves into a flags callback, as the Model Zoo's conversion does.
   Node move_micro_batch(const Node& input, const std::string& flags_class) {
     Node loader = input;
-    if (!loader.is_map()) return loader;
+    if (!loader.is_map())
+      return loader;
     if (std::optional<Node> micro = loader.take("micro_batch_size")) {
       add_class("callbacks", flags_class, input)
-          .set("csx.performance.micro_batch_size", std::move(*micro),
-               loader.mark());
+          .set("csx.performance.micro_batch_size", std::move(*micro), loader.mark());
     }
     return loader;
   }
@@ -348,7 +375,8 @@ class LegacyConverter {
                          "expected a boolean (true or false); found " + entry.value.describe());
       return;
     }
-    if (!entry.value.as_bool()) return;
+    if (!entry.value.as_bool())
+      return;
     if (const Node* other = precision.find("fp16_type");
         other && other->is_string() && other->as_string() != "bfloat16") {
       diagnostics_.error(entry.key_mark, entry.value.path(),
@@ -396,7 +424,16 @@ class LegacyConverter {
       return;
     }
     const ClassEntry* entry = optimizer_catalog().find(type->as_string());
-    std::string name = entry ? entry->name : type->as_string();
+    if (!entry) {
+      std::vector<std::string> names = optimizer_catalog().names();
+      auto suggestion = closest_match(type->as_string(), names);
+      diagnostics_.error(type->mark(), type->path(),
+                         "unknown optimizer '" + type->as_string() + "'" +
+                             (suggestion ? "; did you mean '" + *suggestion + "'?"
+                                         : "; known optimizers: " + quoted_list(names, "and")));
+      return;
+    }
+    const std::string& name = entry->name;
     Node kwargs = Node::make_map(optimizer.mark(), optimizer.path());
     for (const Node::Entry& item : optimizer.entries()) {
       convert_optimizer_key(optimizer, item, kwargs);
@@ -409,14 +446,16 @@ class LegacyConverter {
 
   void convert_optimizer_key(const Node& optimizer, const Node::Entry& item, Node& kwargs) {
     const std::string& key = item.key;
-    if (key == "optimizer_type" || key == "beta1" || key == "beta2") return;
+    if (key == "optimizer_type" || key == "beta1" || key == "beta2")
+      return;
     if (optimizer_precision_keys().count(key)) {
       init_section("precision", optimizer).set(key, item.value, item.key_mark);
     } else if (key == "learning_rate") {
       convert_learning_rate(item.value, kwargs, item.key_mark);
     } else if (key == "log_summaries") {
       init_section("precision", optimizer).set("log_loss_scale", item.value, item.key_mark);
-      if (item.value.is_bool() && item.value.as_bool()) add_class("callbacks", "ComputeNorm", item.value);
+      if (item.value.is_bool() && item.value.as_bool())
+        add_class("callbacks", "ComputeNorm", item.value);
     } else if (key == "grad_accum_steps") {
       init_section("loop", optimizer).set("grad_accum_steps", item.value, item.key_mark);
     } else if (key == "weight_decay_rate") {
@@ -436,7 +475,8 @@ class LegacyConverter {
   void merge_betas(const Node& optimizer, Node& kwargs) {
     const Node::Entry* beta1 = optimizer.find_entry("beta1");
     const Node::Entry* beta2 = optimizer.find_entry("beta2");
-    if (!beta1 && !beta2) return;
+    if (!beta1 && !beta2)
+      return;
     if (optimizer.contains("betas")) {
       const Node::Entry* single = beta1 ? beta1 : beta2;
       diagnostics_.error(single->key_mark, single->value.path(),
@@ -460,13 +500,15 @@ class LegacyConverter {
       constant.set("ConstantLR", std::move(params), key_mark);
       schedulers.push_back(std::move(constant));
     } else if (lr.is_map()) {
-      if (auto scheduler = convert_scheduler(lr, true)) schedulers.push_back(std::move(*scheduler));
+      if (auto scheduler = convert_scheduler(lr, true))
+        schedulers.push_back(std::move(*scheduler));
     } else if (lr.is_list() && !lr.items().empty()) {
-      if (auto scheduler = convert_scheduler_list(lr)) schedulers.push_back(std::move(*scheduler));
+      if (auto scheduler = convert_scheduler_list(lr))
+        schedulers.push_back(std::move(*scheduler));
     } else {
-      diagnostics_.error(lr.mark(), lr.path(),
-                         "Learning rate must be a float, a dict, or a list of dicts; found " +
-                             lr.describe());
+      diagnostics_.error(
+          lr.mark(), lr.path(),
+          "Learning rate must be a float, a dict, or a list of dicts; found " + lr.describe());
       return;
     }
     init().set("schedulers", std::move(schedulers), key_mark);
@@ -481,16 +523,19 @@ class LegacyConverter {
         main_schedulers.insert(main->render());
       }
       bool final = i + 1 == list.items().size();
-      if (auto scheduler = convert_scheduler(item, final)) members.push_back(std::move(*scheduler));
+      if (auto scheduler = convert_scheduler(item, final))
+        members.push_back(std::move(*scheduler));
     }
     if (main_schedulers.size() > 1) {
       std::string values;
-      for (const std::string& value : main_schedulers) values += (values.empty() ? "" : ", ") + value;
+      for (const std::string& value : main_schedulers)
+        values += (values.empty() ? "" : ", ") + value;
       diagnostics_.error(list.mark(), list.path(),
                          "Got conflicting `main_scheduler` values: {" + values +
                              "}. Please make sure to specify the same main scheduler.");
     }
-    if (members.items().size() == 1) return members.items().front();
+    if (members.items().size() == 1)
+      return members.items().front();
     bool chained = main_schedulers.count("'chained'") > 0;
     Node params = Node::make_map(list.mark(), list.path());
     params.set("schedulers", std::move(members));
@@ -517,10 +562,15 @@ class LegacyConverter {
     const ClassEntry* entry = scheduler_catalog().find(name->as_string());
     if (!entry) {
       std::vector<std::string> names = scheduler_catalog().names();
+      std::vector<std::string> short_names;
+      for (const std::string& full : names) {
+        bool suffixed = full.size() > 2 && full.compare(full.size() - 2, 2, "LR") == 0;
+        short_names.push_back(suffixed ? full.substr(0, full.size() - 2) : full);
+      }
       diagnostics_.error(name->mark(), name->path(),
-                         "Invalid lr_scheduler type. Expected one of [" +
-                             quoted_list(names, "and") + "]. Got: " + name->as_string() +
-                             did_you_mean(name->as_string(), names));
+                         "Invalid lr_scheduler type. Expected one of " + python_list(names) +
+                             ". Got: " + name->as_string() +
+                             did_you_mean(name->as_string(), short_names));
       return std::nullopt;
     }
     bool has_steps = legacy.contains("steps") || legacy.contains("decay_steps") ||
@@ -529,21 +579,23 @@ class LegacyConverter {
       diagnostics_.error(legacy.mark(), legacy.path(),
                          "Non final learning rate schedulers must have either the 'steps' or "
                          "'decay_steps' parameter given.");
+      return std::nullopt;
     }
     Node params = Node::make_map(legacy.mark(), legacy.path());
     for (const Node::Entry& item : legacy.entries()) {
-      if (item.key == "scheduler" || item.key == "main_scheduler") continue;
+      if (item.key == "scheduler" || item.key == "main_scheduler")
+        continue;
       std::string key = rename_scheduler_key(entry->name, item.key);
       if (!entry->params->find(key)) {
-        diagnostics_.warning(item.key_mark, item.value.path(),
-                             "'" + item.key + "' is not a parameter of " + entry->name +
-                                 " and has no effect");
+        diagnostics_.warning(
+            item.key_mark, item.value.path(),
+            "'" + item.key + "' is not a parameter of " + entry->name + " and has no effect");
         continue;
       }
       if (params.contains(key)) {
-        diagnostics_.error(item.key_mark, item.value.path(),
-                           "'" + item.key + "' sets " + key +
-                               ", which another key of this schedule already sets");
+        diagnostics_.error(
+            item.key_mark, item.value.path(),
+            "'" + item.key + "' sets " + key + ", which another key of this schedule already sets");
         continue;
       }
       params.set(key, item.value, item.key_mark);
@@ -557,7 +609,8 @@ class LegacyConverter {
     Node checked = runconfig_schema().check(runconfig, diagnostics_);
     for (const Node::Entry& entry : checked.entries()) {
       const RunconfigKey* key = find_runconfig_key(entry.key);
-      if (key) route(*key, entry, runconfig);
+      if (key)
+        route(*key, entry, runconfig);
     }
   }
 
@@ -599,7 +652,8 @@ class LegacyConverter {
       case Route::check_loss:
         // check_loss_values: false turns the default CheckLoss callback off ({CheckLoss: null}).
         if (value.is_bool() && !value.as_bool()) {
-          add_class("callbacks", "CheckLoss", runconfig) = Node::make_null(value.mark(), value.path());
+          add_class("callbacks", "CheckLoss", runconfig) =
+              Node::make_null(value.mark(), value.path());
         }
         return;
       case Route::mode:
@@ -616,18 +670,22 @@ class LegacyConverter {
     std::size_t dot = key.target.find('.');
     std::string name = key.target.substr(0, dot);
     if (dot == std::string::npos) {
-      if (entry.value.is_bool() && entry.value.as_bool()) add_class("callbacks", name, runconfig);
+      if (entry.value.is_bool() && entry.value.as_bool())
+        add_class("callbacks", name, runconfig);
       return;
     }
-    if (entry.value.is_null()) return;
-    add_class("callbacks", name, runconfig).set(key.target.substr(dot + 1), entry.value,
-                                                entry.key_mark);
+    if (entry.value.is_null())
+      return;
+    add_class("callbacks", name, runconfig)
+        .set(key.target.substr(dot + 1), entry.value, entry.key_mark);
   }
 
   // A null checkpoint_path is the runconfig default (autoload), not a request to start fresh.
   void route_checkpoint_path(const Node::Entry& entry) {
-    if (entry.value.is_null()) return;
-    if (Node* fit = trainer_.find("fit")) fit->set("ckpt_path", entry.value, entry.key_mark);
+    if (entry.value.is_null())
+      return;
+    if (Node* fit = trainer_.find("fit"))
+      fit->set("ckpt_path", entry.value, entry.key_mark);
     if (Node* validate = trainer_.find("validate")) {
       validate->set("ckpt_path", entry.value, entry.key_mark);
     }

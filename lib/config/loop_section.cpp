@@ -13,15 +13,16 @@ using T = ValueType;
 constexpr std::int64_t kMaxCsxSteps = std::numeric_limits<std::int32_t>::max();
 
 const Schema& loop_schema() {
-  static const Schema schema("loop", {
-                                         optional_field("num_steps", T::any()),
-                                         optional_field("max_steps", T::any()),
-                                         optional_field("num_epochs", T::any()),
-                                         optional_field("steps_per_epoch", T::any()),
-                                         optional_field("eval_steps", T::any()),
-                                         optional_field("eval_frequency", T::any()),
-                                         default_field("grad_accum_steps", positive_integer(), value(1)),
-                                     });
+  static const Schema schema("loop",
+                             {
+                                 optional_field("num_steps", T::any()),
+                                 optional_field("max_steps", T::any()),
+                                 optional_field("num_epochs", T::any()),
+                                 optional_field("steps_per_epoch", T::any()),
+                                 optional_field("eval_steps", T::any()),
+                                 optional_field("eval_frequency", T::any()),
+                                 default_field("grad_accum_steps", positive_integer(), value(1)),
+                             });
   return schema;
 }
 
@@ -58,9 +59,11 @@ const Schema& logging_schema() {
 std::optional<std::int64_t> read_count(const Node& loop, const char* key, Device device,
                                        Diagnostics& diagnostics) {
   const Node* value = loop.find(key);
-  if (!value || value->is_null()) return std::nullopt;
+  if (!value || value->is_null())
+    return std::nullopt;
   std::optional<Node> integer = T::integer().check(*value, diagnostics);
-  if (!integer) return std::nullopt;
+  if (!integer)
+    return std::nullopt;
   std::int64_t count = integer->as_int();
   if (count <= 0) {
     diagnostics.error(value->mark(), value->path(),
@@ -70,15 +73,16 @@ std::optional<std::int64_t> read_count(const Node& loop, const char* key, Device
   }
   if (device == Device::csx && count > kMaxCsxSteps) {
     diagnostics.error(value->mark(), value->path(),
-                      std::string("`") + key + "` must be at most 2147483647 (2^31 - 1) on CSX, got " +
-                          value->render());
+                      std::string("`") + key +
+                          "` must be at most 2147483647 (2^31 - 1) on CSX, got " + value->render());
     return std::nullopt;
   }
   return count;
 }
 
 std::optional<EvalFrequency> read_eval_frequency(const Node* value, Diagnostics& diagnostics) {
-  if (!value || value->is_null()) return std::nullopt;
+  if (!value || value->is_null())
+    return std::nullopt;
   if (value->is_int() && !value->out_of_range() && value->as_int() > 0) {
     return EvalFrequency{value->as_int(), std::nullopt};
   }
@@ -117,16 +121,20 @@ void check_checkpoint_name(const Node& name, Diagnostics& diagnostics) {
   for (std::size_t open = text.find('{'); open != std::string::npos;
        open = text.find('{', open + 1)) {
     std::size_t close = text.find('}', open);
-    std::string field = text.substr(open + 1, close == std::string::npos ? std::string::npos
-                                                                         : close - open - 1);
-    if (field != "step") invalid.insert(field);
+    std::string field =
+        text.substr(open + 1, close == std::string::npos ? std::string::npos : close - open - 1);
+    if (field != "step")
+      invalid.insert(field);
   }
-  if (invalid.empty()) return;
+  if (invalid.empty())
+    return;
   std::string got;
-  for (const std::string& field : invalid) got += (got.empty() ? "'" : ", '") + field + "'";
+  for (const std::string& field : invalid)
+    got += (got.empty() ? "'" : ", '") + field + "'";
   diagnostics.error(name.mark(), name.path(),
                     "Found invalid keys in checkpoint_name format string. Expected keys: "
-                    "{'step'}. Got: {" + got + "}");
+                    "{'step'}. Got: {" +
+                        got + "}");
 }
 
 }  // namespace
@@ -134,7 +142,8 @@ void check_checkpoint_name(const Node& name, Diagnostics& diagnostics) {
 LoopSpec read_loop(const Node* loop, Device device, Diagnostics& diagnostics) {
   LoopSpec spec;
   std::optional<Node> section = checked_section(loop, loop_schema(), diagnostics);
-  if (!section) return spec;
+  if (!section)
+    return spec;
   spec.num_steps = read_count(*section, "num_steps", device, diagnostics);
   spec.max_steps = read_count(*section, "max_steps", device, diagnostics);
   spec.num_epochs = read_count(*section, "num_epochs", device, diagnostics);
@@ -156,14 +165,16 @@ LoopSpec read_loop(const Node* loop, Device device, Diagnostics& diagnostics) {
 CheckpointSpec read_checkpoint(const Node* checkpoint, Diagnostics& diagnostics) {
   CheckpointSpec spec;
   std::optional<Node> section = checked_section(checkpoint, checkpoint_schema(), diagnostics);
-  if (!section) return spec;
+  if (!section)
+    return spec;
   if (const Node* steps = section->find("steps"); steps && !steps->is_null()) {
     if (steps->is_int() && !steps->out_of_range() && steps->as_int() >= 0) {
-      if (steps->as_int() > 0) spec.steps = steps->as_int();
+      if (steps->as_int() > 0)
+        spec.steps = steps->as_int();
     } else {
-      diagnostics.error(steps->mark(), steps->path(),
-                        "Checkpoint steps must be None or a non-negative integer, but got " +
-                            steps->render());
+      diagnostics.error(
+          steps->mark(), steps->path(),
+          "Checkpoint steps must be None or a non-negative integer, but got " + steps->render());
     }
   }
   spec.autoload_last_checkpoint = section->find("autoload_last_checkpoint")->as_bool();
@@ -183,7 +194,8 @@ CheckpointSpec read_checkpoint(const Node* checkpoint, Diagnostics& diagnostics)
 LoggingSpec read_logging(const Node* logging, Diagnostics& diagnostics) {
   LoggingSpec spec;
   std::optional<Node> section = checked_section(logging, logging_schema(), diagnostics);
-  if (!section) return spec;
+  if (!section)
+    return spec;
   spec.log_steps = section->find("log_steps")->as_int();
   spec.log_level = section->find("log_level")->as_string();
   return spec;

@@ -2,19 +2,28 @@
 
 namespace csrun::config {
 
-ValueType non_negative_number() { return ValueType::number({0.0, std::nullopt, false, false}); }
+ValueType non_negative_number() {
+  return ValueType::number({0.0, std::nullopt, false, false});
+}
 
-ValueType positive_number() { return ValueType::number({0.0, std::nullopt, true, false}); }
+ValueType positive_number() {
+  return ValueType::number({0.0, std::nullopt, true, false});
+}
 
-ValueType unit_interval() { return ValueType::number({0.0, 1.0, false, false}); }
+ValueType unit_interval() {
+  return ValueType::number({0.0, 1.0, false, false});
+}
 
-ValueType positive_integer() { return ValueType::integer(1); }
+ValueType positive_integer() {
+  return ValueType::integer(1);
+}
 
-ValueType non_negative_integer() { return ValueType::integer(0); }
+ValueType non_negative_integer() {
+  return ValueType::integer(0);
+}
 
 ValueType beta_pair() {
-  return ValueType::list_of(ValueType::number({0.0, 1.0, false, true}), 2,
-                            2);
+  return ValueType::list_of(ValueType::number({0.0, 1.0, false, true}), 2, 2);
 }
 
 ValueType string_or_strings() {

@@ -7,11 +7,11 @@ namespace csrun::config {
 // Value types that recur across params sections.
 ValueType non_negative_number();
 ValueType positive_number();
-ValueType unit_interval();        // [0, 1]
-ValueType positive_integer();     // ≥ 1
-ValueType non_negative_integer(); // ≥ 0
-ValueType beta_pair();            // [beta1, beta2], each in [0, 1)
-ValueType string_or_strings();    // 'a' or ['a', 'b']
+ValueType unit_interval();          // [0, 1]
+ValueType positive_integer();       // ≥ 1
+ValueType non_negative_integer();   // ≥ 0
+ValueType beta_pair();              // [beta1, beta2], each in [0, 1)
+ValueType string_or_strings();      // 'a' or ['a', 'b']
 ValueType micro_batch_size_type();  // an integer ≥ 1, 'auto', 'explore' or null
 
 }  // namespace csrun::config

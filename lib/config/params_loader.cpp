@@ -25,20 +25,32 @@ void merge_into(Node& target, const Node& source) {
 
 // Applies CLI runconfig keys to a trainer-format trainer, as the Model Zoo injects them.
 void apply_to_trainer(Node& trainer, Node partial) {
-  if (!trainer.is_map()) return;
+  if (!trainer.is_map())
+    return;
   for (const char* section : {"fit", "validate", "validate_all"}) {
     std::optional<Node> part = partial.take(section);
     Node* target = trainer.find(section);
-    if (part && target && target->is_map()) merge_into(*target, *part);
+    if (part && target && target->is_map())
+      merge_into(*target, *part);
   }
   Node* init = trainer.find("init");
   Node* partial_init = partial.find("init");
-  if (!init || !init->is_map() || !partial_init) return;
-  // A trainer that names its device with `device` gets --target_device there; writing
-  // backend_type next to it would make the two keys contradict each other.
-  if (Node* backend = partial_init->find("backend"); backend && init->contains("device")) {
-    if (std::optional<Node> type = backend->take("backend_type")) init->set("device", *type);
-    if (backend->entries().empty()) partial_init->take("backend");
+  if (!init || !init->is_map() || !partial_init)
+    return;
+  // A trainer that names its device with `device` and gets backend settings from flags
+  // (--num_csx, ...) would hold both keys, which contradict each other: the device moves
+  // into backend.backend_type first. With --target_device alone, `device` is simply replaced.
+  Node* backend = partial_init->find("backend");
+  const Node* device = init->find("device");
+  if (backend && device && !init->contains("backend")) {
+    std::optional<Node> type = backend->take("backend_type");
+    if (backend->entries().empty()) {
+      init->set("device", type ? *type : *device);
+      partial_init->take("backend");
+    } else {
+      backend->set("backend_type", type ? *type : *device);
+      init->take("device");
+    }
   }
   merge_into(*init, *partial_init);
 }
@@ -53,7 +65,8 @@ Node runconfig_from_overrides(const std::vector<RunconfigOverride>& overrides) {
 
 std::vector<Node> trainer_trees(const Node& root, ParamsFormat& format, Diagnostics& diagnostics) {
   for (const Node::Entry& entry : root.entries()) {
-    if (entry.key == "trainer") continue;
+    if (entry.key == "trainer")
+      continue;
     diagnostics.error(entry.key_mark, entry.key,
                       "unexpected top-level key next to `trainer`: a trainer-format params file "
                       "holds only the `trainer` key (legacy sections cannot be mixed in)");
@@ -72,7 +85,8 @@ std::vector<Node> trainer_trees(const Node& root, ParamsFormat& format, Diagnost
   std::vector<Node> trees;
   for (const Node& item : trainer.items()) {
     if (!item.is_map()) {
-      diagnostics.error(item.mark(), item.path(), "Expected trainer to be a dict. Got: " + item.render());
+      diagnostics.error(item.mark(), item.path(),
+                        "Expected trainer to be a dict. Got: " + item.render());
       continue;
     }
     const Node* inner = item.find("trainer");
@@ -96,7 +110,8 @@ std::vector<Node> trainer_trees(const Node& root, ParamsFormat& format, Diagnost
   return trees;
 }
 
-void describe_backend(const BackendSpec& backend, std::vector<std::pair<std::string, std::string>>& out) {
+void describe_backend(const BackendSpec& backend,
+                      std::vector<std::pair<std::string, std::string>>& out) {
   out.emplace_back("compile_dir", backend.compile_dir.value_or("None"));
   out.emplace_back("compile_only", backend.compile_only ? "True" : "False");
   out.emplace_back("validate_only", backend.validate_only ? "True" : "False");
@@ -105,7 +120,8 @@ void describe_backend(const BackendSpec& backend, std::vector<std::pair<std::str
 // One process holds one backend: every trainer must use the first trainer's device type, and
 // only cluster_config may differ between them.
 void check_backends(const RunSpec& run, Diagnostics& diagnostics) {
-  if (run.trainers.size() < 2) return;
+  if (run.trainers.size() < 2)
+    return;
   const TrainerSpec& first = run.trainers.front();
   std::vector<std::pair<std::string, std::string>> first_args;
   describe_backend(first.backend, first_args);
@@ -121,7 +137,8 @@ void check_backends(const RunSpec& run, Diagnostics& diagnostics) {
     describe_backend(trainer.backend, args);
     std::string mismatches;
     for (std::size_t k = 0; k < args.size(); ++k) {
-      if (args[k].second == first_args[k].second) continue;
+      if (args[k].second == first_args[k].second)
+        continue;
       mismatches += "\n\t" + args[k].first + ": " + first_args[k].second + " != " + args[k].second;
     }
     if (!mismatches.empty()) {
@@ -140,7 +157,8 @@ RunSpec load_params(const std::string& path, const LoadOptions& options, Diagnos
   RunSpec run;
   run.params_path = path;
   Node root = read_yaml_file(path, diagnostics);
-  if (diagnostics.has_errors() && root.is_null()) return run;
+  if (diagnostics.has_errors() && root.is_null())
+    return run;
   for (const SetOverride& override_ : options.set_overrides) {
     apply_set_override(root, override_, diagnostics);
   }
@@ -160,7 +178,8 @@ RunSpec load_params(const std::string& path, const LoadOptions& options, Diagnos
   if (root.contains("trainer")) {
     trees = trainer_trees(root, run.format, diagnostics);
     if (!options.runconfig_overrides.empty()) {
-      for (Node& tree : trees) apply_to_trainer(tree, convert_runconfig_keys(cli_runconfig, diagnostics));
+      for (Node& tree : trees)
+        apply_to_trainer(tree, convert_runconfig_keys(cli_runconfig, diagnostics));
     }
   } else {
     run.format = ParamsFormat::legacy;

@@ -9,28 +9,30 @@ using T = ValueType;
 
 const Schema& precision_schema() {
   static const Schema schema(
-      "precision",
-      {
-          default_field("enabled", T::boolean(), value(true)),
-          optional_field("fp16_type", T::any()),
-          optional_field("precision_opt_level", T::any()),
-          optional_field("loss_scaling_factor", T::any()),
-          optional_field("initial_loss_scale", positive_number().or_null()),
-          default_field("steps_per_increase", positive_integer(), value(2000)),
-          optional_field("min_loss_scale", positive_number().or_null()),
-          optional_field("max_loss_scale", positive_number().or_null()),
-          optional_field("max_gradient_norm", T::any()),
-          optional_field("max_gradient_value", T::any()),
-          optional_field("log_loss_scale", T::boolean().or_null()),
-      });
+      "precision", {
+                       default_field("enabled", T::boolean(), value(true)),
+                       optional_field("fp16_type", T::any()),
+                       optional_field("precision_opt_level", T::any()),
+                       optional_field("loss_scaling_factor", T::any()),
+                       optional_field("initial_loss_scale", positive_number().or_null()),
+                       default_field("steps_per_increase", positive_integer(), value(2000)),
+                       optional_field("min_loss_scale", positive_number().or_null()),
+                       optional_field("max_loss_scale", positive_number().or_null()),
+                       optional_field("max_gradient_norm", T::any()),
+                       optional_field("max_gradient_value", T::any()),
+                       optional_field("log_loss_scale", T::boolean().or_null()),
+                   });
   return schema;
 }
 
 std::optional<HalfType> parse_half_type(const Node& value, Diagnostics& diagnostics) {
   if (value.is_string()) {
-    if (value.as_string() == "float16") return HalfType::float16;
-    if (value.as_string() == "bfloat16") return HalfType::bfloat16;
-    if (value.as_string() == "cbfloat16") return HalfType::cbfloat16;
+    if (value.as_string() == "float16")
+      return HalfType::float16;
+    if (value.as_string() == "bfloat16")
+      return HalfType::bfloat16;
+    if (value.as_string() == "cbfloat16")
+      return HalfType::cbfloat16;
   }
   diagnostics.error(value.mark(), value.path(),
                     "Invalid value for \"fp16_type\". Expected one of ['float16', 'bfloat16', "
@@ -40,7 +42,8 @@ std::optional<HalfType> parse_half_type(const Node& value, Diagnostics& diagnost
 }
 
 void read_loss_scaling(const Node& value, LossScaling& scaling, Diagnostics& diagnostics) {
-  if (value.is_null()) return;
+  if (value.is_null())
+    return;
   if (value.is_string() && value.as_string() == "dynamic") {
     scaling.dynamic = true;
     return;
@@ -55,8 +58,10 @@ void read_loss_scaling(const Node& value, LossScaling& scaling, Diagnostics& dia
 }
 
 std::optional<double> read_clip(const Node* value, const char* name, Diagnostics& diagnostics) {
-  if (!value || value->is_null()) return std::nullopt;
-  if (value->is_number() && value->as_number() > 0) return value->as_number();
+  if (!value || value->is_null())
+    return std::nullopt;
+  if (value->is_number() && value->as_number() > 0)
+    return value->as_number();
   diagnostics.error(value->mark(), value->path(),
                     std::string(name) + " has to be a positive float. Got " + value->render());
   return std::nullopt;
@@ -64,7 +69,8 @@ std::optional<double> read_clip(const Node* value, const char* name, Diagnostics
 
 std::optional<double> optional_number(const Node& section, const char* key) {
   const Node* value = section.find(key);
-  if (!value || value->is_null()) return std::nullopt;
+  if (!value || value->is_null())
+    return std::nullopt;
   return value->as_number();
 }
 
@@ -81,7 +87,8 @@ void apply_device_rules(const Node& section, PrecisionSpec& spec, Device device,
     spec.enabled = true;
   }
   if (spec.fp16_type == HalfType::cbfloat16 && device != Device::csx) {
-    diagnostics.warning(mark, path, "cbfloat16 is only supported on CSX. Setting half dtype to bfloat16");
+    diagnostics.warning(mark, path,
+                        "cbfloat16 is only supported on CSX. Setting half dtype to bfloat16");
     spec.fp16_type = HalfType::bfloat16;
   }
   if (spec.fp16_type == HalfType::float16 && device == Device::cpu && spec.enabled) {
@@ -113,10 +120,12 @@ PrecisionSpec read_precision(const Node* precision, Device device, Diagnostics& 
   // Without a precision section the defaults apply, and so do the device's rules.
   std::optional<Node> section = given ? checked_section(precision, precision_schema(), diagnostics)
                                       : precision_schema().check(Node::make_map(), diagnostics);
-  if (!section) return spec;
+  if (!section)
+    return spec;
   spec.enabled = section->find("enabled")->as_bool();
   if (const Node* type = section->find("fp16_type"); type && !type->is_null()) {
-    if (auto parsed = parse_half_type(*type, diagnostics)) spec.fp16_type = *parsed;
+    if (auto parsed = parse_half_type(*type, diagnostics))
+      spec.fp16_type = *parsed;
   }
   if (const Node* level = section->find("precision_opt_level"); level && !level->is_null()) {
     if (level->is_int() && level->as_int() >= 0 && level->as_int() <= 2) {
@@ -124,7 +133,8 @@ PrecisionSpec read_precision(const Node* precision, Device device, Diagnostics& 
     } else {
       diagnostics.error(level->mark(), level->path(),
                         "precision_opt_level must be 0, 1 or 2 (null keeps the default, 1); "
-                        "found " + level->describe());
+                        "found " +
+                            level->describe());
     }
   }
   if (const Node* factor = section->find("loss_scaling_factor")) {
@@ -140,17 +150,17 @@ PrecisionSpec read_precision(const Node* precision, Device device, Diagnostics& 
       read_clip(section->find("max_gradient_value"), "max_gradient_value", diagnostics);
   if (spec.max_gradient_norm && spec.max_gradient_value) {
     const Node* value_node = section->find("max_gradient_value");
-    diagnostics.error(value_node->mark(), value_node->path(),
-                      "Gradients can be clipped by norm(=" +
-                          section->find("max_gradient_norm")->render() + ") or by value(=" +
-                          value_node->render() +
-                          "), but not both. Do not set both `max_gradient_norm` and "
-                          "`max_gradient_value`.");
+    diagnostics.error(
+        value_node->mark(), value_node->path(),
+        "Gradients can be clipped by norm(=" + section->find("max_gradient_norm")->render() +
+            ") or by value(=" + value_node->render() +
+            "), but not both. Do not set both `max_gradient_norm` and "
+            "`max_gradient_value`.");
   }
   apply_device_rules(*section, spec, device, diagnostics);
   const Node* log_scale = section->find("log_loss_scale");
-  spec.log_loss_scale = log_scale && log_scale->is_bool() ? log_scale->as_bool()
-                                                          : spec.loss_scaling.dynamic;
+  spec.log_loss_scale =
+      log_scale && log_scale->is_bool() ? log_scale->as_bool() : spec.loss_scaling.dynamic;
   return spec;
 }
 

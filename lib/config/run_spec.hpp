@@ -75,7 +75,7 @@ struct CheckpointSpec {
   std::optional<std::string> checkpoint_root;
   std::string checkpoint_name = "checkpoint_{step}.mdl";
   bool strict_version = true;
-  std::optional<std::int64_t> keep_last;  // KeepNCheckpoints / max_checkpoints
+  std::optional<std::int64_t> keep_last;            // KeepNCheckpoints / max_checkpoints
   std::vector<std::string> load_checkpoint_states;  // empty = all
 };
 
@@ -128,6 +128,7 @@ struct ValidateAllSpec {
 
 struct TrainerSpec {
   std::size_t index = 0;
+  ParamsFormat format = ParamsFormat::trainer;
   SourceMark mark;
   BackendSpec backend;
   std::string model_dir = "./model_dir";

@@ -13,8 +13,12 @@ ClassEntry scheduler(const std::string& name, std::vector<std::string> required,
                     std::move(required), std::move(note)};
 }
 
-Field lr(const std::string& name) { return optional_field(name, non_negative_number()); }
-Field steps(const std::string& name) { return optional_field(name, positive_integer()); }
+Field lr(const std::string& name) {
+  return optional_field(name, non_negative_number());
+}
+Field steps(const std::string& name) {
+  return optional_field(name, positive_integer());
+}
 
 }  // namespace
 
@@ -32,12 +36,12 @@ const ClassCatalog& scheduler_catalog() {
                     {lr("initial_learning_rate"), steps("total_iters"),
                      optional_field("decay_rate", positive_number()),
                      default_field("staircase", T::boolean(), value(false))}),
-          scheduler("InverseExponentialTimeDecayLR",
-                    {"initial_learning_rate", "step_exponent", "total_iters", "decay_rate"},
-                    {lr("initial_learning_rate"),
-                     optional_field("step_exponent", non_negative_number()),
-                     steps("total_iters"), optional_field("decay_rate", non_negative_number()),
-                     default_field("staircase", T::boolean(), value(false))}),
+          scheduler(
+              "InverseExponentialTimeDecayLR",
+              {"initial_learning_rate", "step_exponent", "total_iters", "decay_rate"},
+              {lr("initial_learning_rate"), optional_field("step_exponent", non_negative_number()),
+               steps("total_iters"), optional_field("decay_rate", non_negative_number()),
+               default_field("staircase", T::boolean(), value(false))}),
           scheduler("InverseSquareRootDecayLR", {},
                     {default_field("initial_learning_rate", non_negative_number(), value(1.0)),
                      default_field("scale", non_negative_number(), value(1.0)),
@@ -64,16 +68,16 @@ const ClassCatalog& scheduler_catalog() {
           scheduler("PiecewiseConstantLR", {"learning_rates", "milestones"},
                     {optional_field("learning_rates", T::list_of(non_negative_number(), 1)),
                      optional_field("milestones", T::list_of(positive_integer(), 1))}),
-          scheduler("CyclicLR", {"base_lr", "max_lr"},
-                    {lr("base_lr"), lr("max_lr"),
-                     default_field("step_size_up", positive_integer(), value(2000)),
-                     optional_field("step_size_down", positive_integer().or_null()),
-                     default_field("mode", T::choice({"triangular", "triangular2", "exp_range"}),
-                                   value("triangular")),
-                     default_field("gamma", positive_number(), value(1.0)),
-                     default_field("scale_mode", T::choice({"cycle", "iterations"}),
-                                   value("cycle"))},
-                    "CyclicLR is accepted by `csrun validate` but csrun does not simulate it"),
+          scheduler(
+              "CyclicLR", {"base_lr", "max_lr"},
+              {lr("base_lr"), lr("max_lr"),
+               default_field("step_size_up", positive_integer(), value(2000)),
+               optional_field("step_size_down", positive_integer().or_null()),
+               default_field("mode", T::choice({"triangular", "triangular2", "exp_range"}),
+                             value("triangular")),
+               default_field("gamma", positive_number(), value(1.0)),
+               default_field("scale_mode", T::choice({"cycle", "iterations"}), value("cycle"))},
+              "CyclicLR is accepted by `csrun validate` but csrun does not simulate it"),
           scheduler("OneCycleLR", {"initial_learning_rate", "max_lr"},
                     {lr("initial_learning_rate"), lr("max_lr"),
                      default_field("total_steps", positive_integer(), value(1000)),

@@ -12,7 +12,8 @@ constexpr std::size_t kMaxListedKeys = 16;
 
 std::string valid_keys_hint(const Schema& schema) {
   std::vector<std::string> names = schema.active_names();
-  if (names.empty()) return "; " + schema.name() + " takes no keys";
+  if (names.empty())
+    return "; " + schema.name() + " takes no keys";
   if (names.size() > kMaxListedKeys) {
     return "; " + schema.name() + " has " + std::to_string(names.size()) +
            " valid keys (see docs/params.md)";
@@ -34,7 +35,8 @@ const Field* Schema::find(std::string_view key) const {
 std::vector<std::string> Schema::active_names() const {
   std::vector<std::string> names;
   for (const Field& field : fields_) {
-    if (field.status == FieldStatus::active) names.push_back(field.name);
+    if (field.status == FieldStatus::active)
+      names.push_back(field.name);
   }
   return names;
 }
@@ -50,17 +52,17 @@ void Schema::report_unknown(const Node::Entry& entry, const Node& map,
       diagnostics.error(entry.key_mark, path, "Extra inputs are not permitted" + hint);
       return;
     case UnknownKeys::error_jsonschema:
-      diagnostics.error(entry.key_mark, path,
-                        "Additional properties are not allowed ('" + entry.key +
-                            "' was unexpected)" + hint);
+      diagnostics.error(
+          entry.key_mark, path,
+          "Additional properties are not allowed ('" + entry.key + "' was unexpected)" + hint);
       return;
     case UnknownKeys::error_plain:
       diagnostics.error(entry.key_mark, path, "unknown key of " + name_ + hint);
       return;
     case UnknownKeys::warn_unused:
       diagnostics.warning(entry.key_mark, path,
-                          "'" + entry.key + "' is not a parameter of " + name_ +
-                              " and is ignored" + (suggestion ? hint : std::string()));
+                          "'" + entry.key + "' is not a parameter of " + name_ + " and is ignored" +
+                              (suggestion ? hint : std::string()));
       return;
   }
 }
@@ -93,7 +95,8 @@ Node Schema::check(const Node& map, Diagnostics& diagnostics) const {
     }
   }
   for (const Field& field : fields_) {
-    if (map.contains(field.name)) continue;
+    if (map.contains(field.name))
+      continue;
     if (field.required) {
       diagnostics.error(map.mark(), map.path(),
                         "Field required: '" + field.name + "' (" + field.type.describe() + ")");
@@ -112,8 +115,8 @@ Field optional_field(std::string name, ValueType type) {
 }
 
 Field default_field(std::string name, ValueType type, Node default_value) {
-  return Field{std::move(name), std::move(type), std::move(default_value), false,
-               FieldStatus::active, {}};
+  return Field{std::move(name), std::move(type),     std::move(default_value),
+               false,           FieldStatus::active, {}};
 }
 
 Field required_field(std::string name, ValueType type) {
@@ -121,13 +124,13 @@ Field required_field(std::string name, ValueType type) {
 }
 
 Field no_effect_field(std::string name, std::string note) {
-  return Field{std::move(name), ValueType::any(), std::nullopt, false, FieldStatus::no_effect,
-               std::move(note)};
+  return Field{std::move(name), ValueType::any(),       std::nullopt,
+               false,           FieldStatus::no_effect, std::move(note)};
 }
 
 Field removed_field(std::string name, std::string message) {
-  return Field{std::move(name), ValueType::any(), std::nullopt, false, FieldStatus::removed,
-               std::move(message)};
+  return Field{std::move(name), ValueType::any(),     std::nullopt,
+               false,           FieldStatus::removed, std::move(message)};
 }
 
 std::shared_ptr<const Schema> make_schema(std::string name, std::vector<Field> fields,

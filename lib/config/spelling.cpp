@@ -8,13 +8,17 @@ namespace csrun::config {
 
 namespace {
 
-char lower(char c) { return static_cast<char>(std::tolower(static_cast<unsigned char>(c))); }
+char lower(char c) {
+  return static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+}
 
 // Optimal string alignment distance: insertions, deletions, substitutions, transpositions.
 std::size_t edit_distance(std::string_view a, std::string_view b) {
   std::vector<std::vector<std::size_t>> d(a.size() + 1, std::vector<std::size_t>(b.size() + 1));
-  for (std::size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
-  for (std::size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
+  for (std::size_t i = 0; i <= a.size(); ++i)
+    d[i][0] = i;
+  for (std::size_t j = 0; j <= b.size(); ++j)
+    d[0][j] = j;
   for (std::size_t i = 1; i <= a.size(); ++i) {
     for (std::size_t j = 1; j <= b.size(); ++j) {
       std::size_t cost = lower(a[i - 1]) == lower(b[j - 1]) ? 0 : 1;
@@ -64,6 +68,16 @@ std::string quoted_list(std::span<const std::string> words, std::string_view las
     text.append("'").append(words[i]).append("'");
   }
   return text;
+}
+
+std::string python_list(std::span<const std::string> words) {
+  std::string text = "[";
+  for (std::size_t i = 0; i < words.size(); ++i) {
+    if (i > 0)
+      text.append(", ");
+    text.append("'").append(words[i]).append("'");
+  }
+  return text + "]";
 }
 
 }  // namespace csrun::config

@@ -18,4 +18,7 @@ std::string did_you_mean(std::string_view word, std::span<const std::string> can
 // "'a', 'b' or 'c'".
 std::string quoted_list(std::span<const std::string> words, std::string_view last_joiner = "or");
 
+// "['a', 'b', 'c']", as Python prints a list of strings (for the Model Zoo's messages).
+std::string python_list(std::span<const std::string> words);
+
 }  // namespace csrun::config

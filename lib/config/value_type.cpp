@@ -19,24 +19,26 @@ std::string format_bound(double value) {
 
 bool equal_ignoring_case(std::string_view a, std::string_view b) {
   return std::equal(a.begin(), a.end(), b.begin(), b.end(), [](char x, char y) {
-    return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y));
+    return std::tolower(static_cast<unsigned char>(x)) ==
+           std::tolower(static_cast<unsigned char>(y));
   });
 }
 
 std::string range_text(const NumberRange& range) {
-  std::string lower = range.min ? std::string(range.min_exclusive ? "> " : "≥ ") +
-                                      format_bound(*range.min)
-                                : "";
-  std::string upper = range.max ? std::string(range.max_exclusive ? "< " : "≤ ") +
-                                      format_bound(*range.max)
-                                : "";
-  if (!lower.empty() && !upper.empty()) return lower + " and " + upper;
+  std::string lower =
+      range.min ? std::string(range.min_exclusive ? "> " : "≥ ") + format_bound(*range.min) : "";
+  std::string upper =
+      range.max ? std::string(range.max_exclusive ? "< " : "≤ ") + format_bound(*range.max) : "";
+  if (!lower.empty() && !upper.empty())
+    return lower + " and " + upper;
   return lower + upper;
 }
 
 }  // namespace
 
-ValueType ValueType::any() { return ValueType(); }
+ValueType ValueType::any() {
+  return ValueType();
+}
 
 ValueType ValueType::null() {
   ValueType type;
@@ -109,7 +111,9 @@ ValueType ValueType::any_of(std::vector<ValueType> alternatives) {
   return type;
 }
 
-ValueType ValueType::or_null() const { return any_of({*this, null()}); }
+ValueType ValueType::or_null() const {
+  return any_of({*this, null()});
+}
 
 std::string ValueType::describe() const {
   switch (tag_) {
@@ -121,8 +125,10 @@ std::string ValueType::describe() const {
       return "a boolean (true or false)";
     case Tag::integer: {
       NumberRange range;
-      if (int_min_) range.min = static_cast<double>(*int_min_);
-      if (int_max_) range.max = static_cast<double>(*int_max_);
+      if (int_min_)
+        range.min = static_cast<double>(*int_min_);
+      if (int_max_)
+        range.max = static_cast<double>(*int_max_);
       std::string bounds = range_text(range);
       return bounds.empty() ? "an integer" : "an integer " + bounds;
     }
@@ -135,23 +141,36 @@ std::string ValueType::describe() const {
     case Tag::choice:
       return words_.size() == 1 ? "'" + words_[0] + "'" : "one of " + quoted_list(words_);
     case Tag::list: {
-      std::string size;
+      std::string each = " (each item " + children_[0].describe() + ")";
       if (max_size_ && *max_size_ == min_size_) {
-        size = std::to_string(min_size_) + " ";
-      } else if (min_size_ > 0) {
-        size = "at least " + std::to_string(min_size_) + " ";
+        return "a list of " + std::to_string(min_size_) + " items" + each;
       }
-      return "a list of " + size + "items, each " + children_[0].describe();
+      if (min_size_ > 1)
+        return "a list of at least " + std::to_string(min_size_) + " items" + each;
+      return std::string(min_size_ == 1 ? "a non-empty list" : "a list") + each;
     }
     case Tag::mapping:
       return "a mapping";
     case Tag::record:
       return "a mapping of " + schema_->name() + " keys";
     case Tag::any_of: {
-      std::string text;
-      for (std::size_t i = 0; i < children_.size(); ++i) {
-        if (i > 0) text += i + 1 == children_.size() ? " or " : ", ";
-        text += children_[i].describe();
+      // One flat list of alternatives: "an integer ≥ 1, 'auto', 'explore' or null".
+      std::vector<std::string> parts;
+      bool only_words = true;
+      for (const ValueType& child : children_) {
+        if (child.tag_ == Tag::choice) {
+          for (const std::string& word : child.words_)
+            parts.push_back("'" + word + "'");
+        } else {
+          only_words = only_words && child.tag_ == Tag::null;
+          parts.push_back(child.describe());
+        }
+      }
+      std::string text = only_words && parts.size() > 2 ? "one of " : "";
+      for (std::size_t i = 0; i < parts.size(); ++i) {
+        if (i > 0)
+          text += i + 1 == parts.size() ? " or " : ", ";
+        text += parts[i];
       }
       return text;
     }
@@ -197,7 +216,8 @@ std::optional<Node> ValueType::check(const Node& value, Diagnostics& diagnostics
     case Tag::list:
       return check_list(value, diagnostics);
     case Tag::mapping:
-      if (value.is_map()) return value;
+      if (value.is_map())
+        return value;
       mismatch(value, diagnostics);
       return std::nullopt;
     case Tag::record:
@@ -216,17 +236,20 @@ std::optional<Node> ValueType::check(const Node& value, Diagnostics& diagnostics
 std::optional<Node> ValueType::check_scalar(const Node& value, Diagnostics& diagnostics) const {
   switch (tag_) {
     case Tag::null:
-      if (value.is_null()) return value;
+      if (value.is_null())
+        return value;
       break;
     case Tag::boolean:
-      if (value.is_bool()) return value;
+      if (value.is_bool())
+        return value;
       break;
     case Tag::integer:
       return check_integer(value, diagnostics);
     case Tag::number:
       return check_number(value, diagnostics);
     case Tag::string:
-      if (value.is_string()) return value;
+      if (value.is_string())
+        return value;
       break;
     case Tag::choice:
       return check_choice(value, diagnostics);
@@ -238,13 +261,8 @@ std::optional<Node> ValueType::check_scalar(const Node& value, Diagnostics& diag
 }
 
 std::optional<Node> ValueType::check_integer(const Node& value, Diagnostics& diagnostics) const {
-  if (value.is_int() && value.out_of_range()) {
-    diagnostics.error(value.mark(), value.path(),
-                      "the integer " + value.text() + " is out of range; expected " + describe());
-    return std::nullopt;
-  }
   std::optional<std::int64_t> integer;
-  if (value.is_int()) {
+  if (value.is_int() && !value.out_of_range()) {
     integer = value.as_int();
   } else if (value.kind() == Node::Kind::number && std::isfinite(value.as_number()) &&
              std::floor(value.as_number()) == value.as_number() &&
@@ -279,14 +297,14 @@ std::optional<Node> ValueType::check_number(const Node& value, Diagnostics& diag
     mismatch(value, diagnostics);
     return std::nullopt;
   }
-  bool in_range = std::isfinite(*number) &&
-                  !(range_.min && (range_.min_exclusive ? *number <= *range_.min
-                                                        : *number < *range_.min)) &&
-                  !(range_.max && (range_.max_exclusive ? *number >= *range_.max
-                                                        : *number > *range_.max));
+  bool in_range =
+      std::isfinite(*number) &&
+      !(range_.min && (range_.min_exclusive ? *number <= *range_.min : *number < *range_.min)) &&
+      !(range_.max && (range_.max_exclusive ? *number >= *range_.max : *number > *range_.max));
   if (!in_range) {
     std::string expected = describe();
-    if (!std::isfinite(*number)) expected = "a finite number";
+    if (!std::isfinite(*number))
+      expected = "a finite number";
     diagnostics.error(value.mark(), value.path(),
                       "expected " + expected + "; found " + value.describe());
     return std::nullopt;
@@ -297,9 +315,10 @@ std::optional<Node> ValueType::check_number(const Node& value, Diagnostics& diag
 std::optional<Node> ValueType::check_choice(const Node& value, Diagnostics& diagnostics) const {
   if (value.is_string()) {
     for (const std::string& word : words_) {
-      bool same = ignore_case_ ? equal_ignoring_case(word, value.as_string())
-                               : word == value.as_string();
-      if (same) return Node::make_string(word, value.mark(), value.path());
+      bool same =
+          ignore_case_ ? equal_ignoring_case(word, value.as_string()) : word == value.as_string();
+      if (same)
+        return Node::make_string(word, value.mark(), value.path());
     }
   }
   std::string hint = value.is_string() ? did_you_mean(value.as_string(), words_) : "";
@@ -323,19 +342,23 @@ std::optional<Node> ValueType::check_list(const Node& value, Diagnostics& diagno
   for (const Node& item : value.items()) {
     std::optional<Node> checked = children_[0].check(item, diagnostics);
     ok = ok && checked.has_value();
-    if (checked) result.push_back(std::move(*checked));
+    if (checked)
+      result.push_back(std::move(*checked));
   }
-  if (!ok) return std::nullopt;
+  if (!ok)
+    return std::nullopt;
   return result;
 }
 
 std::optional<Node> ValueType::check_any_of(const Node& value, Diagnostics& diagnostics) const {
   std::vector<const ValueType*> candidates;
   for (const ValueType& alternative : children_) {
-    if (alternative.matches_kind(value)) candidates.push_back(&alternative);
+    if (alternative.matches_kind(value))
+      candidates.push_back(&alternative);
   }
   // A mapping or list that only one alternative takes gets that alternative's detailed findings.
-  if (candidates.size() == 1 && !value.is_scalar()) return candidates[0]->check(value, diagnostics);
+  if (candidates.size() == 1 && !value.is_scalar())
+    return candidates[0]->check(value, diagnostics);
   for (const ValueType* candidate : candidates) {
     Diagnostics trial;
     std::optional<Node> checked = candidate->check(value, trial);

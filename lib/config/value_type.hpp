@@ -24,7 +24,19 @@ struct NumberRange {
 // describes what would be valid ("an integer ≥ 1", "one of 'relu' or 'gelu'").
 class ValueType {
  public:
-  enum class Tag { any, null, boolean, integer, number, string, choice, list, mapping, record, any_of };
+  enum class Tag {
+    any,
+    null,
+    boolean,
+    integer,
+    number,
+    string,
+    choice,
+    list,
+    mapping,
+    record,
+    any_of
+  };
 
   static ValueType any();
   static ValueType null();

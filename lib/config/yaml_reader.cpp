@@ -5,9 +5,10 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <filesystem>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
+#include <optional>
 #include <set>
 
 #include "plain_scalar.hpp"
@@ -20,7 +21,8 @@ constexpr std::string_view kMergeKey = "<<";
 constexpr std::string_view kStandardTagPrefix = "tag:yaml.org,2002:";
 
 SourceMark to_mark(const std::string& origin, const YAML::Mark& mark) {
-  if (mark.is_null() || mark.line < 0) return SourceMark{origin, 1, 1};
+  if (mark.is_null() || mark.line < 0)
+    return SourceMark{origin, 1, 1};
   return SourceMark{origin, mark.line + 1, mark.column + 1};
 }
 
@@ -42,11 +44,16 @@ SourceMark position_of_offset(const std::string& origin, std::string_view text,
 // Length of the UTF-8 sequence starting at text[i], or 0 when it is malformed.
 std::size_t utf8_sequence_length(std::string_view text, std::size_t i) {
   auto byte = static_cast<unsigned char>(text[i]);
-  std::size_t length = byte < 0x80 ? 1 : (byte >> 5) == 0x6 ? 2 : (byte >> 4) == 0xE ? 3
-                                       : (byte >> 3) == 0x1E ? 4 : 0;
-  if (length == 0 || i + length > text.size()) return 0;
+  std::size_t length = byte < 0x80           ? 1
+                       : (byte >> 5) == 0x6  ? 2
+                       : (byte >> 4) == 0xE  ? 3
+                       : (byte >> 3) == 0x1E ? 4
+                                             : 0;
+  if (length == 0 || i + length > text.size())
+    return 0;
   for (std::size_t k = 1; k < length; ++k) {
-    if ((static_cast<unsigned char>(text[i + k]) >> 6) != 0x2) return 0;
+    if ((static_cast<unsigned char>(text[i + k]) >> 6) != 0x2)
+      return 0;
   }
   return length;
 }
@@ -80,7 +87,8 @@ class Converter {
     SourceMark own_mark = to_mark(origin_, yaml.Mark());
     // Collections and nulls are reported at their key, which is where a reader looks.
     SourceMark mark = key_mark && (yaml.IsNull() || !yaml.IsScalar()) ? *key_mark : own_mark;
-    if (!within_limits(mark, path, depth)) return Node::make_null(mark, path);
+    if (!within_limits(mark, path, depth))
+      return Node::make_null(mark, path);
     switch (yaml.Type()) {
       case YAML::NodeType::Scalar:
         return convert_scalar(yaml, std::move(mark), path);
@@ -94,6 +102,8 @@ class Converter {
     }
     return Node::make_null(std::move(mark), path);
   }
+
+  bool exceeded_limits() const { return depth_reported_ || size_reported_; }
 
  private:
   bool within_limits(const SourceMark& mark, const std::string& path, int depth) {
@@ -114,35 +124,52 @@ class Converter {
 
   void report_once(bool& reported, const SourceMark& mark, const std::string& path,
                    std::string message) {
-    if (reported) return;
+    if (reported)
+      return;
     reported = true;
-    diagnostics_.error(mark, path, std::move(message));
+    // The path of something nested too deep is itself too long to read: name its section.
+    std::string section = path.substr(0, path.find('.'));
+    diagnostics_.error(mark, section, std::move(message));
   }
 
-  bool check_collection_tag(const YAML::Node& yaml, const SourceMark& mark,
-                            const std::string& path, std::string_view expected) {
+  bool check_collection_tag(const YAML::Node& yaml, const SourceMark& mark, const std::string& path,
+                            std::string_view expected) {
     const std::string& tag = yaml.Tag();
     if (tag.empty() || tag == "?" || tag == "!" ||
         tag == std::string(kStandardTagPrefix) + std::string(expected)) {
       return true;
     }
-    diagnostics_.error(mark, path, "unsupported YAML tag '" + tag + "'; params files hold plain "
-                                   "mappings, lists and scalars");
+    diagnostics_.error(mark, path,
+                       "unsupported YAML tag '" + tag +
+                           "'; params files hold plain "
+                           "mappings, lists and scalars");
     return false;
   }
 
   Node convert_scalar(const YAML::Node& yaml, SourceMark mark, const std::string& path) {
     const std::string& tag = yaml.Tag();
     const std::string& text = yaml.Scalar();
-    if (tag == "!") return Node::make_string(text, std::move(mark), path);
-    if (tag == "?" || tag.empty()) return resolve_plain_scalar(text, std::move(mark), path);
+    if (tag == "!")
+      return Node::make_string(text, std::move(mark), path);
+    if (tag == "?" || tag.empty())
+      return resolve_plain_scalar(text, std::move(mark), path);
     if (tag.rfind(kStandardTagPrefix, 0) != 0) {
-      diagnostics_.error(mark, path, "unsupported YAML tag '" + tag + "'; params files hold "
-                                     "plain mappings, lists and scalars");
+      diagnostics_.error(mark, path,
+                         "unsupported YAML tag '" + tag +
+                             "'; params files hold "
+                             "plain mappings, lists and scalars");
       return Node::make_string(text, std::move(mark), path);
     }
     std::string type = tag.substr(kStandardTagPrefix.size());
-    if (type == "str") return Node::make_string(text, std::move(mark), path);
+    if (type == "str")
+      return Node::make_string(text, std::move(mark), path);
+    if (type != "int" && type != "float" && type != "bool" && type != "null") {
+      diagnostics_.error(mark, path,
+                         "unsupported YAML tag '" + tag +
+                             "'; params files hold "
+                             "plain mappings, lists and scalars");
+      return Node::make_string(text, std::move(mark), path);
+    }
     Node resolved = resolve_plain_scalar(text, mark, path);
     bool matches = (type == "int" && resolved.is_int()) ||
                    (type == "float" && resolved.is_number()) ||
@@ -168,15 +195,17 @@ class Converter {
   }
 
   std::string key_text(const YAML::Node& key, const SourceMark& mark, const std::string& path) {
-    if (key.IsScalar()) return key.Scalar();
-    diagnostics_.error(mark, path,
-                       std::string("a mapping key must be a plain name; found ") +
-                           (key.IsMap() ? "a mapping" : key.IsSequence() ? "a list" : "null"));
+    if (key.IsScalar())
+      return key.Scalar();
+    diagnostics_.error(
+        mark, path,
+        std::string("a mapping key must be a plain name; found ") + (key.IsMap() ? "a mapping"
+                                                                     : key.IsSequence() ? "a list"
+                                                                                        : "null"));
     return {};
   }
 
-  Node convert_map(const YAML::Node& yaml, SourceMark mark, const std::string& path,
-                   int depth) {
+  Node convert_map(const YAML::Node& yaml, SourceMark mark, const std::string& path, int depth) {
     check_collection_tag(yaml, mark, path, "map");
     Node map = Node::make_map(std::move(mark), path);
     std::set<std::string> explicit_keys;
@@ -188,7 +217,8 @@ class Converter {
     for (auto it = yaml.begin(); it != yaml.end(); ++it) {
       SourceMark key_mark = to_mark(origin_, it->first.Mark());
       std::string key = key_text(it->first, key_mark, path);
-      if (key.empty() && !it->first.IsScalar()) continue;
+      if (key.empty() && !it->first.IsScalar())
+        continue;
       std::string child_path = join_path(path, key);
       if (key == kMergeKey && it->first.Tag() == "?") {
         merge_into(map, it->second, key_mark, path, depth, explicit_keys);
@@ -216,7 +246,8 @@ class Converter {
     if (source.IsMap()) {
       sources.push_back(source);
     } else if (source.IsSequence()) {
-      for (const YAML::Node& item : source) sources.push_back(item);
+      for (const YAML::Node& item : source)
+        sources.push_back(item);
     }
     bool all_maps = !sources.empty() && std::all_of(sources.begin(), sources.end(),
                                                     [](const YAML::Node& n) { return n.IsMap(); });
@@ -227,7 +258,8 @@ class Converter {
     for (const YAML::Node& item : sources) {
       Node merged = convert(item, path, depth, &key_mark);
       for (Node::Entry& entry : merged.entries()) {
-        if (explicit_keys.count(entry.key) || map.contains(entry.key)) continue;
+        if (explicit_keys.count(entry.key) || map.contains(entry.key))
+          continue;
         map.set(entry.key, std::move(entry.value), entry.key_mark);
       }
     }
@@ -240,6 +272,21 @@ class Converter {
   bool depth_reported_ = false;
   bool size_reported_ = false;
 };
+
+// YAML indents with spaces only; a tab there makes yaml-cpp report something cryptic later.
+std::optional<SourceMark> first_tab_indent(std::string_view text, const std::string& origin,
+                                           int up_to_line) {
+  int line = 1;
+  for (std::size_t start = 0; start < text.size() && line <= up_to_line; ++line) {
+    std::size_t end = std::min(text.find('\n', start), text.size());
+    std::size_t indent = text.find_first_not_of(' ', start);
+    if (indent < end && text[indent] == '\t') {
+      return SourceMark{origin, line, static_cast<int>(indent - start) + 1};
+    }
+    start = end + 1;
+  }
+  return std::nullopt;
+}
 
 std::string too_large_message(const YamlLimits& limits) {
   return "the file is larger than " + std::to_string(limits.max_bytes) +
@@ -264,25 +311,36 @@ Node read_yaml_text(std::string_view text, const std::string& origin, Diagnostic
     diagnostics.error(start, "", too_large_message(limits));
     return Node::make_null(start);
   }
-  if (!check_text(text, origin, diagnostics)) return Node::make_null(start);
+  if (!check_text(text, origin, diagnostics))
+    return Node::make_null(start);
   std::vector<YAML::Node> documents;
   try {
     documents = YAML::LoadAll(std::string(text));
   } catch (const YAML::ParserException& error) {
-    diagnostics.error(to_mark(origin, error.mark), "", describe_parser_error(error));
+    SourceMark at = to_mark(origin, error.mark);
+    if (auto tab = first_tab_indent(text, origin, at.line)) {
+      diagnostics.error(*tab, "",
+                        "YAML syntax error: this line is indented with a tab; YAML "
+                        "indentation takes spaces only");
+    } else {
+      diagnostics.error(at, "", describe_parser_error(error));
+    }
     return Node::make_null(start);
   } catch (const YAML::Exception& error) {
     diagnostics.error(to_mark(origin, error.mark), "", "YAML error: " + error.msg);
     return Node::make_null(start);
   }
-  if (documents.empty()) return Node::make_null(start);
+  if (documents.empty())
+    return Node::make_null(start);
   if (documents.size() > 1) {
     diagnostics.error(to_mark(origin, documents[1].Mark()), "",
                       "expected a single document in the stream; but found another document "
                       "(a params file holds one YAML document)");
   }
   Converter converter(origin, diagnostics, limits);
-  return converter.convert(documents.front(), "", 0, nullptr);
+  Node root = converter.convert(documents.front(), "", 0, nullptr);
+  // Past a limit the tree is cut short: checking what is left would only add noise.
+  return converter.exceeded_limits() ? Node::make_null(start) : root;
 }
 
 Node read_yaml_file(const std::string& path, Diagnostics& diagnostics, const YamlLimits& limits) {
@@ -294,7 +352,8 @@ Node read_yaml_file(const std::string& path, Diagnostics& diagnostics, const Yam
   }
   std::ifstream file(path, std::ios::binary);
   if (!file) {
-    diagnostics.error(origin, "", std::string("cannot read the params file: ") + std::strerror(errno));
+    diagnostics.error(origin, "",
+                      std::string("cannot read the params file: ") + std::strerror(errno));
     return Node::make_null(origin);
   }
   std::string text;

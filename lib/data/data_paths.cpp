@@ -10,12 +10,16 @@ namespace fs = std::filesystem;
 
 namespace {
 
-bool is_name_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
+bool is_name_char(char c) {
+  return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+}
 
 }  // namespace
 
-std::optional<std::string> expand_path(const config::Node& value, config::Diagnostics& diagnostics) {
-  if (!value.is_string()) return std::nullopt;
+std::optional<std::string> expand_path(const config::Node& value,
+                                       config::Diagnostics& diagnostics) {
+  if (!value.is_string())
+    return std::nullopt;
   const std::string& text = value.as_string();
   std::string result;
   for (std::size_t i = 0; i < text.size();) {
@@ -26,7 +30,8 @@ std::optional<std::string> expand_path(const config::Node& value, config::Diagno
     bool braced = i + 1 < text.size() && text[i + 1] == '{';
     std::size_t start = i + (braced ? 2 : 1);
     std::size_t end = start;
-    while (end < text.size() && is_name_char(text[end])) ++end;
+    while (end < text.size() && is_name_char(text[end]))
+      ++end;
     if (end == start || (braced && (end >= text.size() || text[end] != '}'))) {
       result += text[i++];
       continue;
@@ -48,15 +53,18 @@ std::optional<std::string> expand_path(const config::Node& value, config::Diagno
 std::vector<std::string> expand_paths(const config::Node& value, config::Diagnostics& diagnostics) {
   std::vector<std::string> paths;
   if (value.is_string()) {
-    if (auto path = expand_path(value, diagnostics)) paths.push_back(*path);
+    if (auto path = expand_path(value, diagnostics))
+      paths.push_back(*path);
   }
   for (const config::Node& item : value.items()) {
-    if (auto path = expand_path(item, diagnostics)) paths.push_back(*path);
+    if (auto path = expand_path(item, diagnostics))
+      paths.push_back(*path);
   }
   return paths;
 }
 
-std::vector<std::string> files_with_suffix(const std::string& directory, const std::string& suffix) {
+std::vector<std::string> files_with_suffix(const std::string& directory,
+                                           const std::string& suffix) {
   std::vector<std::string> files;
   std::error_code error;
   for (const auto& entry : fs::directory_iterator(directory, error)) {
@@ -73,25 +81,31 @@ std::vector<std::string> files_with_suffix(const std::string& directory, const s
 bool require_directory(const std::string& path, const config::Node& value,
                        config::Diagnostics& diagnostics) {
   std::error_code error;
-  if (fs::is_directory(path, error)) return true;
+  if (fs::is_directory(path, error))
+    return true;
   bool exists = fs::exists(path, error);
   diagnostics.error(value.mark(), value.path(),
                     exists ? "'" + path + "' is not a directory"
-                           : "the directory '" + path + "' does not exist (relative paths start "
-                             "from the current directory, " + fs::current_path(error).string() +
-                             "); use --fake_data to validate without the dataset");
+                           : "the directory '" + path +
+                                 "' does not exist (relative paths start "
+                                 "from the current directory, " +
+                                 fs::current_path(error).string() +
+                                 "); use --fake_data to validate without the dataset");
   return false;
 }
 
 bool require_file(const std::string& path, const config::Node& value,
                   config::Diagnostics& diagnostics) {
   std::error_code error;
-  if (fs::is_regular_file(path, error)) return true;
+  if (fs::is_regular_file(path, error))
+    return true;
   bool exists = fs::exists(path, error);
   diagnostics.error(value.mark(), value.path(),
                     exists ? "'" + path + "' is not a regular file"
-                           : "the file '" + path + "' does not exist (relative paths start from "
-                             "the current directory, " + fs::current_path(error).string() + ")");
+                           : "the file '" + path +
+                                 "' does not exist (relative paths start from "
+                                 "the current directory, " +
+                                 fs::current_path(error).string() + ")");
   return false;
 }
 

@@ -15,7 +15,8 @@ using config::Node;
 
 std::string bullet_list(const std::vector<std::string>& names) {
   std::string text;
-  for (const std::string& name : names) text += "\n- " + name;
+  for (const std::string& name : names)
+    text += "\n- " + name;
   return text;
 }
 
@@ -25,10 +26,12 @@ const ProcessorDefinition* resolve_processor(const Node& loader, const Dataloade
       context.model_processors.empty() ? processor_names() : context.model_processors;
   const Node* name = loader.find("data_processor");
   if (!name || name->is_null()) {
-    if (allowed.size() == 1) return find_processor(allowed.front());
+    if (allowed.size() == 1)
+      return find_processor(allowed.front());
     diagnostics.error(loader.mark(), loader.path(),
                       "Data Processor config must have a `data_processor` key with one of the "
-                      "following values:" + bullet_list(allowed));
+                      "following values:" +
+                          bullet_list(allowed));
     return nullptr;
   }
   if (!name->is_string()) {
@@ -38,10 +41,10 @@ const ProcessorDefinition* resolve_processor(const Node& loader, const Dataloade
   }
   const std::string& wanted = name->as_string();
   if (std::find(allowed.begin(), allowed.end(), wanted) == allowed.end()) {
-    diagnostics.error(name->mark(), name->path(),
-                      "Expected data_processor to be one of the following values:" +
-                          bullet_list(allowed) + "\nGot: " + wanted +
-                          config::did_you_mean(wanted, allowed));
+    diagnostics.error(
+        name->mark(), name->path(),
+        "Expected data_processor to be one of the following values:" + bullet_list(allowed) +
+            "\nGot: " + wanted + config::did_you_mean(wanted, allowed));
     return nullptr;
   }
   return find_processor(wanted);
@@ -59,7 +62,8 @@ void check_batch(DataloaderSpec& spec, const DataloaderContext& context, Diagnos
   }
   std::int64_t per_system = spec.batch_size / num_csx;
   const Node* micro = spec.params.find("micro_batch_size");
-  if (!micro || micro->is_null()) return;
+  if (!micro || micro->is_null())
+    return;
   if (micro->is_string()) {
     spec.micro_batch_mode = micro->as_string();
     return;
@@ -69,8 +73,8 @@ void check_batch(DataloaderSpec& spec, const DataloaderContext& context, Diagnos
     diagnostics.error(micro->mark(), micro->path(),
                       "micro_batch_size " + std::to_string(size) +
                           " must divide the batch each system receives, batch_size / num_csx = " +
-                          std::to_string(spec.batch_size) + " / " + std::to_string(num_csx) + " = " +
-                          std::to_string(per_system));
+                          std::to_string(spec.batch_size) + " / " + std::to_string(num_csx) +
+                          " = " + std::to_string(per_system));
     return;
   }
   spec.micro_batch_size = size;
@@ -101,7 +105,8 @@ void read_data_dirs(DataloaderSpec& spec, Diagnostics& diagnostics) {
   }
   if (!mixture) {
     if (spec.processor == "GptHDF5MapDataProcessor") {
-      diagnostics.error(spec.mark, spec.path, "Only one of `data_dir` or `mixture` must be specified.");
+      diagnostics.error(spec.mark, spec.path,
+                        "Only one of `data_dir` or `mixture` must be specified.");
     }
     return;
   }
@@ -111,7 +116,8 @@ void read_data_dirs(DataloaderSpec& spec, Diagnostics& diagnostics) {
       diagnostics.error(part.mark(), part.path(), "each mixture entry needs a data_dir");
       continue;
     }
-    for (const std::string& path : expand_paths(*dir, diagnostics)) spec.data_dirs.push_back(path);
+    for (const std::string& path : expand_paths(*dir, diagnostics))
+      spec.data_dirs.push_back(path);
   }
 }
 
@@ -119,9 +125,11 @@ void read_data_dirs(DataloaderSpec& spec, Diagnostics& diagnostics) {
 
 std::optional<DataloaderSpec> check_dataloader(const Node& loader, const DataloaderContext& context,
                                                Diagnostics& diagnostics) {
-  if (!loader.is_map()) return std::nullopt;
+  if (!loader.is_map())
+    return std::nullopt;
   const ProcessorDefinition* definition = resolve_processor(loader, context, diagnostics);
-  if (!definition) return std::nullopt;
+  if (!definition)
+    return std::nullopt;
   Diagnostics findings;
   DataloaderSpec spec;
   spec.processor = definition->name;
@@ -131,22 +139,25 @@ std::optional<DataloaderSpec> check_dataloader(const Node& loader, const Dataloa
   spec.params = definition->schema->check(loader, findings);
   bool keys_valid = !findings.has_errors();
   diagnostics.append(findings);
-  if (!spec.params.contains("batch_size")) return std::nullopt;
+  if (!spec.params.contains("batch_size"))
+    return std::nullopt;
   spec.batch_size = spec.params.find("batch_size")->as_int();
   spec.shuffle = spec.params.find("shuffle")->as_bool();
   if (const Node* seed = spec.params.find("shuffle_seed"); seed && seed->is_int()) {
     spec.shuffle_seed = seed->as_int();
   }
   spec.num_workers = spec.params.find("num_workers")->as_int();
-  if (const Node* msl = spec.params.find("max_sequence_length")) spec.max_sequence_length = msl->as_int();
+  if (const Node* msl = spec.params.find("max_sequence_length"))
+    spec.max_sequence_length = msl->as_int();
   const Node* use_fake = spec.params.find("use_fake_data");
   spec.fake = context.fake_data || (use_fake && use_fake->as_bool());
   read_drop_last(spec, diagnostics);
   check_batch(spec, context, diagnostics);
   read_data_dirs(spec, diagnostics);
-  if (spec.fake || !keys_valid) return spec;
+  if (spec.fake || !keys_valid)
+    return spec;
   if (definition->check_files) {
-    definition->check_files(spec, diagnostics);
+    spec.samples = definition->check_files(spec, diagnostics);
   } else {
     diagnostics.error(spec.mark, spec.path,
                       "csrun has no reader for " + definition->name + " (" +

@@ -31,8 +31,9 @@ std::optional<FileLayout> read_layout(const std::string& path, std::string& prob
   }
   if (auto data = file.dataset("data")) {
     if (data->dims.size() != 3 || (data->dims[1] != 3 && data->dims[1] != 5) || !data->is_integer) {
-      problem = "has a dataset 'data' that is not an integer array [n_examples, 3, "
-                "max_sequence_length] (input_ids, attention_mask, labels)";
+      problem =
+          "has a dataset 'data' that is not an integer array [n_examples, 3, "
+          "max_sequence_length] (input_ids, attention_mask, labels)";
       return std::nullopt;
     }
     auto announced = file.integer_attribute("n_examples");
@@ -46,20 +47,23 @@ std::optional<FileLayout> read_layout(const std::string& path, std::string& prob
   if (auto example = file.dataset("example_0")) {
     auto count = file.integer_attribute("n_examples");
     if (example->dims.size() != 2 || example->dims[0] != 3 || !count) {
-      problem = "has an 'example_0' dataset that is not [3, max_sequence_length] with an "
-                "n_examples attribute";
+      problem =
+          "has an 'example_0' dataset that is not [3, max_sequence_length] with an "
+          "n_examples attribute";
       return std::nullopt;
     }
     return FileLayout{static_cast<std::uint64_t>(*count), example->dims[1]};
   }
-  problem = "has no dataset 'data' (the Model Zoo GPT layout: integer [n_examples, 3, "
-            "max_sequence_length] with an n_examples attribute)";
+  problem =
+      "has no dataset 'data' (the Model Zoo GPT layout: integer [n_examples, 3, "
+      "max_sequence_length] with an n_examples attribute)";
   return std::nullopt;
 }
 
 }  // namespace
 
-void check_gpt_hdf5_files(const DataloaderSpec& loader, Diagnostics& diagnostics) {
+std::optional<std::int64_t> check_gpt_hdf5_files(const DataloaderSpec& loader,
+                                                 Diagnostics& diagnostics) {
   const Node* data_dir = loader.params.find("data_dir");
   const Node& at = data_dir ? *data_dir : *loader.params.find("mixture");
   std::uint64_t examples = 0;
@@ -67,7 +71,8 @@ void check_gpt_hdf5_files(const DataloaderSpec& loader, Diagnostics& diagnostics
   std::uint64_t length = static_cast<std::uint64_t>(loader.max_sequence_length.value_or(0));
   std::string length_source = "max_sequence_length";
   for (const std::string& directory : loader.data_dirs) {
-    if (!require_directory(directory, at, diagnostics)) continue;
+    if (!require_directory(directory, at, diagnostics))
+      continue;
     std::vector<std::string> files = files_with_suffix(directory, ".h5");
     if (files.empty()) {
       diagnostics.error(at.mark(), at.path(), "no .h5 files in '" + directory + "'");
@@ -78,29 +83,32 @@ void check_gpt_hdf5_files(const DataloaderSpec& loader, Diagnostics& diagnostics
       auto layout = read_layout(files[i], problem);
       if (!layout) {
         diagnostics.error(at.mark(), at.path(), files[i] + " " + problem);
-        return;
+        return std::nullopt;
       }
       if (length != 0 && layout->sequence_length != length) {
         diagnostics.error(at.mark(), at.path(),
                           files[i] + " holds sequences of length " +
                               std::to_string(layout->sequence_length) + " but " + length_source +
                               " is " + std::to_string(length));
-        return;
+        return std::nullopt;
       }
       length = layout->sequence_length;
       length_source = "the first file's length";
       examples += layout->examples;
     }
   }
-  bool all_checked = std::all_of(loader.data_dirs.begin(), loader.data_dirs.end(), [](const auto& d) {
-    return files_with_suffix(d, ".h5").size() <= kFilesChecked;
-  });
-  if (all_checked && examples > 0 && examples < static_cast<std::uint64_t>(loader.batch_size)) {
+  bool all_checked = std::all_of(
+      loader.data_dirs.begin(), loader.data_dirs.end(),
+      [](const auto& d) { return files_with_suffix(d, ".h5").size() <= kFilesChecked; });
+  if (!all_checked)
+    return std::nullopt;
+  if (examples > 0 && examples < static_cast<std::uint64_t>(loader.batch_size)) {
     diagnostics.error(at.mark(), at.path(),
                       "the dataset holds " + std::to_string(examples) +
                           " examples, fewer than one batch of batch_size " +
                           std::to_string(loader.batch_size));
   }
+  return static_cast<std::int64_t>(examples);
 }
 
 }  // namespace csrun::data

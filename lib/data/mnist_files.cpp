@@ -34,7 +34,8 @@ std::optional<IdxHeader> read_header(const std::string& path) {
   std::ifstream file(path, std::ios::binary);
   std::array<unsigned char, 16> bytes{};
   file.read(reinterpret_cast<char*>(bytes.data()), bytes.size());
-  if (file.gcount() < 8) return std::nullopt;
+  if (file.gcount() < 8)
+    return std::nullopt;
   IdxHeader header;
   header.magic = big_endian(bytes.data());
   header.count = big_endian(bytes.data() + 4);
@@ -49,7 +50,8 @@ std::optional<IdxHeader> read_header(const std::string& path) {
 
 // Why an IDX file is not what MNISTDataProcessor reads, or empty when it is.
 std::string images_problem(const IdxHeader& header) {
-  if (header.magic != kImageMagic) return "is not an IDX image file (wrong magic number)";
+  if (header.magic != kImageMagic)
+    return "is not an IDX image file (wrong magic number)";
   if (header.rows != kSide || header.columns != kSide) {
     return "holds " + std::to_string(header.rows) + "x" + std::to_string(header.columns) +
            " images; MNISTDataProcessor reads 28x28";
@@ -64,7 +66,8 @@ std::string images_problem(const IdxHeader& header) {
 }
 
 std::string labels_problem(const IdxHeader& header) {
-  if (header.magic != kLabelMagic) return "is not an IDX label file (wrong magic number)";
+  if (header.magic != kLabelMagic)
+    return "is not an IDX label file (wrong magic number)";
   std::uintmax_t expected = 8 + std::uintmax_t{header.count};
   if (header.file_size != expected) {
     return "is " + std::to_string(header.file_size) + " bytes but its header announces " +
@@ -75,16 +78,19 @@ std::string labels_problem(const IdxHeader& header) {
 
 std::string split_of(const DataloaderSpec& loader) {
   const Node* split = loader.params.find("split");
-  if (split && split->is_string()) return split->as_string();
+  if (split && split->is_string())
+    return split->as_string();
   return loader.role == LoaderRole::train ? "train" : "val";
 }
 
 }  // namespace
 
-void check_mnist_files(const DataloaderSpec& loader, Diagnostics& diagnostics) {
+std::optional<std::int64_t> check_mnist_files(const DataloaderSpec& loader,
+                                              Diagnostics& diagnostics) {
   const Node& data_dir = *loader.params.find("data_dir");
-  if (loader.data_dirs.empty() || !require_directory(loader.data_dirs.front(), data_dir, diagnostics)) {
-    return;
+  if (loader.data_dirs.empty() ||
+      !require_directory(loader.data_dirs.front(), data_dir, diagnostics)) {
+    return std::nullopt;
   }
   std::string prefix = split_of(loader) == "train" ? "train" : "t10k";
   std::string images_name = prefix + "-images-idx3-ubyte";
@@ -92,7 +98,8 @@ void check_mnist_files(const DataloaderSpec& loader, Diagnostics& diagnostics) {
   fs::path base = loader.data_dirs.front();
   fs::path directory;
   for (const fs::path& candidate : {base, base / "MNIST" / "raw"}) {
-    if (fs::exists(candidate / images_name)) directory = candidate;
+    if (fs::exists(candidate / images_name))
+      directory = candidate;
   }
   if (directory.empty()) {
     bool compressed = fs::exists(base / (images_name + ".gz")) ||
@@ -104,29 +111,30 @@ void check_mnist_files(const DataloaderSpec& loader, Diagnostics& diagnostics) {
                                  : "no MNIST " + split_of(loader) + " split in '" + base.string() +
                                        "': expected " + images_name + " and " + labels_name +
                                        " there (or under MNIST/raw/)");
-    return;
+    return std::nullopt;
   }
   fs::path labels_path = directory / labels_name;
   auto images = read_header((directory / images_name).string());
   auto labels = read_header(labels_path.string());
   std::string problem = !images ? "is too short to be an IDX file" : images_problem(*images);
   if (!problem.empty()) {
-    diagnostics.error(data_dir.mark(), data_dir.path(), (directory / images_name).string() + " " + problem);
-    return;
+    diagnostics.error(data_dir.mark(), data_dir.path(),
+                      (directory / images_name).string() + " " + problem);
+    return std::nullopt;
   }
   problem = !fs::exists(labels_path) ? "is missing"
             : !labels                ? "is too short to be an IDX file"
                                      : labels_problem(*labels);
   if (!problem.empty()) {
     diagnostics.error(data_dir.mark(), data_dir.path(), labels_path.string() + " " + problem);
-    return;
+    return std::nullopt;
   }
   if (images->count != labels->count) {
     diagnostics.error(data_dir.mark(), data_dir.path(),
-                      (directory / images_name).string() + " holds " + std::to_string(images->count) +
-                          " images but " + labels_path.string() + " " +
-                          std::to_string(labels->count) + " labels");
-    return;
+                      (directory / images_name).string() + " holds " +
+                          std::to_string(images->count) + " images but " + labels_path.string() +
+                          " " + std::to_string(labels->count) + " labels");
+    return std::nullopt;
   }
   if (images->count < static_cast<std::uint64_t>(loader.batch_size)) {
     diagnostics.error(data_dir.mark(), data_dir.path(),
@@ -134,6 +142,7 @@ void check_mnist_files(const DataloaderSpec& loader, Diagnostics& diagnostics) {
                           " samples, fewer than one batch of batch_size " +
                           std::to_string(loader.batch_size));
   }
+  return images->count;
 }
 
 }  // namespace csrun::data

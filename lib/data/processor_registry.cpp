@@ -28,10 +28,10 @@ std::vector<Field> loader_fields() {
   };
 }
 
-ProcessorDefinition processor(const std::string& name, const std::string& description,
-                              std::vector<Field> own,
-                              std::function<void(const DataloaderSpec&, Diagnostics&)> check_files,
-                              std::string unreadable_format = {}) {
+ProcessorDefinition processor(
+    const std::string& name, const std::string& description, std::vector<Field> own,
+    std::function<std::optional<std::int64_t>(const DataloaderSpec&, Diagnostics&)> check_files,
+    std::string unreadable_format = {}) {
   std::vector<Field> fields = loader_fields();
   fields.insert(fields.end(), own.begin(), own.end());
   return ProcessorDefinition{name, description,
@@ -51,16 +51,17 @@ std::vector<Field> gpt_fields(bool map_style) {
       optional_field("use_vsl", T::boolean()),
       optional_field("features_list", T::list_of(T::string())),
       optional_field("num_samples", positive_integer().or_null()),
-      no_effect_field("vocab_size", "vocab_size is deprecated for GPT HDF5 data (the model's "
-                                    "vocab_size is used); it has no effect"),
+      no_effect_field("vocab_size",
+                      "vocab_size is deprecated for GPT HDF5 data (the model's "
+                      "vocab_size is used); it has no effect"),
   };
   if (map_style) {
-    for (Field field : {optional_field("mixture", T::list_of(T::mapping(), 1)),
-                        optional_field("data_subset", T::string().or_null()),
-                        optional_field("sort_files", T::boolean()),
-                        optional_field("pad_last", T::boolean()),
-                        optional_field("use_worker_cache", T::boolean()),
-                        optional_field("dataset_map_fn", T::any())}) {
+    for (Field field :
+         {optional_field("mixture", T::list_of(T::mapping(), 1)),
+          optional_field("data_subset", T::string().or_null()),
+          optional_field("sort_files", T::boolean()), optional_field("pad_last", T::boolean()),
+          optional_field("use_worker_cache", T::boolean()),
+          optional_field("dataset_map_fn", T::any())}) {
       fields.push_back(std::move(field));
     }
   }
@@ -74,8 +75,9 @@ std::vector<Field> bert_fields(bool dynamic_mask) {
       optional_field("max_predictions_per_seq", positive_integer()),
       optional_field("disable_nsp", T::boolean()),
       optional_field("gather_mlm_labels", T::boolean()),
-      config::no_effect_field("buckets", "buckets (variable tensor shapes) is a Model Zoo 1.x "
-                                         "pipeline-mode key; it has no effect"),
+      config::no_effect_field("buckets",
+                              "buckets (variable tensor shapes) is a Model Zoo 1.x "
+                              "pipeline-mode key; it has no effect"),
   };
   if (dynamic_mask) {
     for (Field field : {required_field("vocab_file", T::string()),
@@ -107,8 +109,9 @@ std::vector<Field> seq2seq_fields(bool separate_target) {
       optional_field("tgt_max_sequence_length", positive_integer()),
       optional_field("do_lower", T::boolean()),
       optional_field("dynamic_loss_weight", T::boolean()),
-      config::no_effect_field("buckets", "buckets (variable tensor shapes) is a Model Zoo 1.x "
-                                         "pipeline-mode key; it has no effect"),
+      config::no_effect_field("buckets",
+                              "buckets (variable tensor shapes) is a Model Zoo 1.x "
+                              "pipeline-mode key; it has no effect"),
   };
   if (separate_target) {
     fields.push_back(optional_field("tgt_vocab_file", T::string()));
@@ -179,14 +182,16 @@ const std::vector<ProcessorDefinition>& processor_registry() {
 
 const ProcessorDefinition* find_processor(std::string_view name) {
   for (const ProcessorDefinition& definition : processor_registry()) {
-    if (definition.name == name) return &definition;
+    if (definition.name == name)
+      return &definition;
   }
   return nullptr;
 }
 
 std::vector<std::string> processor_names() {
   std::vector<std::string> names;
-  for (const ProcessorDefinition& definition : processor_registry()) names.push_back(definition.name);
+  for (const ProcessorDefinition& definition : processor_registry())
+    names.push_back(definition.name);
   return names;
 }
 

@@ -17,7 +17,9 @@ struct ProcessorDefinition {
   std::string name;
   std::string description;
   std::shared_ptr<const config::Schema> schema;  // every key it takes, the common ones included
-  std::function<void(const DataloaderSpec&, config::Diagnostics&)> check_files;
+  // Checks the dataset on disk; returns how many samples it holds when that is known.
+  std::function<std::optional<std::int64_t>(const DataloaderSpec&, config::Diagnostics&)>
+      check_files;
   std::string unreadable_format;  // when check_files is empty: the format csrun does not read
 };
 
@@ -26,8 +28,11 @@ const ProcessorDefinition* find_processor(std::string_view name);
 std::vector<std::string> processor_names();
 
 // Checks of the dataset layouts csrun reads (one file each).
-void check_mnist_files(const DataloaderSpec& loader, config::Diagnostics& diagnostics);
-void check_gpt_hdf5_files(const DataloaderSpec& loader, config::Diagnostics& diagnostics);
-void check_bert_csv_files(const DataloaderSpec& loader, config::Diagnostics& diagnostics);
+std::optional<std::int64_t> check_mnist_files(const DataloaderSpec& loader,
+                                              config::Diagnostics& diagnostics);
+std::optional<std::int64_t> check_gpt_hdf5_files(const DataloaderSpec& loader,
+                                                 config::Diagnostics& diagnostics);
+std::optional<std::int64_t> check_bert_csv_files(const DataloaderSpec& loader,
+                                                 config::Diagnostics& diagnostics);
 
 }  // namespace csrun::data

@@ -106,17 +106,19 @@ std::int64_t count_encoder(const ModelParams& params) {
   bool nsp = !params.flag("disable_nsp");
   std::int64_t pooler_and_nsp = nsp ? hidden * hidden + hidden + 2 * hidden + 2 : 0;
   std::int64_t mlm_head = hidden * hidden + (params.flag("use_ffn_bias_in_mlm") ? hidden : 0) +
-                          2 * hidden + (params.flag("share_embedding_weights") ? 0 : vocab * hidden) +
+                          2 * hidden +
+                          (params.flag("share_embedding_weights") ? 0 : vocab * hidden) +
                           (params.flag("use_output_bias_in_mlm") ? vocab : 0);
   return embeddings + params.integer("num_hidden_layers") * layer + pooler_and_nsp + mlm_head;
 }
 
 std::int64_t count_linformer(const ModelParams& params, const DataHints& hints) {
-  std::int64_t length = hints.max_sequence_length.value_or(params.integer("max_position_embeddings"));
+  std::int64_t length =
+      hints.max_sequence_length.value_or(params.integer("max_position_embeddings"));
   std::int64_t projection = params.integer("projected_dims") * length;
   std::string style = params.text("attention_style");
   std::int64_t layers = params.integer("num_hidden_layers");
-  std::int64_t projections = style == "linformer-shared-layers" ? projection
+  std::int64_t projections = style == "linformer-shared-layers"  ? projection
                              : style == "linformer-shared-heads" ? 2 * projection * layers
                                                                  : projection * layers;
   return count_encoder(params) + projections;
@@ -135,7 +137,8 @@ ModelDefinition encoder(const std::string& name, const std::string& description,
 }  // namespace
 
 ModelDefinition bert_definition() {
-  return encoder("bert", "BERT encoder with the masked-LM head (and NSP unless disable_nsp)", false);
+  return encoder("bert", "BERT encoder with the masked-LM head (and NSP unless disable_nsp)",
+                 false);
 }
 
 ModelDefinition roberta_definition() {

@@ -30,7 +30,8 @@ std::vector<Field> seq2seq_fields(const Seq2SeqDefaults& d) {
       default_field("dropout_rate", dropout_type(), value(0.1)),
       optional_field("relu_dropout_rate", dropout_type()),
       default_field("use_projection_bias_in_attention", T::boolean(), value(false)),
-      default_field("position_embedding_type", position_embedding_type(), value(d.position_embedding)),
+      default_field("position_embedding_type", position_embedding_type(),
+                    value(d.position_embedding)),
       default_field("relative_attention_num_buckets", positive_integer(), value(32)),
       optional_field("src_max_position_embeddings", positive_integer()),
       optional_field("tgt_max_position_embeddings", positive_integer()),
@@ -87,49 +88,54 @@ std::int64_t count_seq2seq(const ModelParams& params) {
                                ? params.integer("tgt_vocab_size") + params.integer("extra_ids")
                                : src_vocab;
   std::int64_t encoder_layers = params.integer("encoder_num_hidden_layers");
-  std::int64_t decoder_layers =
-      params.has("decoder_num_hidden_layers") ? params.integer("decoder_num_hidden_layers") : encoder_layers;
+  std::int64_t decoder_layers = params.has("decoder_num_hidden_layers")
+                                    ? params.integer("decoder_num_hidden_layers")
+                                    : encoder_layers;
   std::string norm = params.flag("use_t5_layer_norm") ? "rmsnorm"
                      : params.has("norm_type")        ? params.text("norm_type")
                                                       : "layernorm";
   std::int64_t norm_size = norm_parameters(norm, d);
   bool bias = params.flag("use_ffn_bias");
   auto feed_forward = [&](const std::string& nonlinearity) {
-    return (gated(nonlinearity) ? 3 : 2) * d * ff + (bias ? (gated(nonlinearity) ? 2 : 1) * ff + d : 0);
+    return (gated(nonlinearity) ? 3 : 2) * d * ff +
+           (bias ? (gated(nonlinearity) ? 2 : 1) * ff + d : 0);
   };
   std::string encoder_activation = params.text("encoder_nonlinearity");
-  std::string decoder_activation = params.has("decoder_nonlinearity") ? params.text("decoder_nonlinearity")
-                                                                      : encoder_activation;
-  std::int64_t attention = 4 * d * inner +
-                           (params.flag("use_projection_bias_in_attention") ? 3 * inner + d : 0);
-  std::int64_t encoder = encoder_layers * (attention + feed_forward(encoder_activation) + 2 * norm_size);
+  std::string decoder_activation =
+      params.has("decoder_nonlinearity") ? params.text("decoder_nonlinearity") : encoder_activation;
+  std::int64_t attention =
+      4 * d * inner + (params.flag("use_projection_bias_in_attention") ? 3 * inner + d : 0);
+  std::int64_t encoder =
+      encoder_layers * (attention + feed_forward(encoder_activation) + 2 * norm_size);
   std::int64_t decoder =
       decoder_layers * (2 * attention + feed_forward(decoder_activation) + 3 * norm_size);
   const Node* position = params.find("position_embedding_type");
   std::string positions = position && position->is_string() ? position->as_string() : "";
   std::int64_t position_params = 0;
   if (positions == "relative") {
-    position_params = 2 * params.integer("relative_attention_num_buckets") * params.integer("num_heads");
+    position_params =
+        2 * params.integer("relative_attention_num_buckets") * params.integer("num_heads");
   } else if (positions == "learned") {
     position_params = d * (params.integer("src_max_position_embeddings") +
                            (params.has("tgt_max_position_embeddings")
                                 ? params.integer("tgt_max_position_embeddings")
                                 : params.integer("src_max_position_embeddings")));
   }
-  std::int64_t embeddings = params.flag("share_encoder_decoder_embedding") ? src_vocab * d
-                                                                           : (src_vocab + tgt_vocab) * d;
+  std::int64_t embeddings =
+      params.flag("share_encoder_decoder_embedding") ? src_vocab * d : (src_vocab + tgt_vocab) * d;
   std::int64_t head = params.flag("share_embedding_weights") ? 0 : tgt_vocab * d;
   return embeddings + position_params + encoder + decoder + 2 * norm_size + head;
 }
 
 ModelDefinition seq2seq(const std::string& name, const std::string& description,
                         std::vector<std::string> processors, const Seq2SeqDefaults& defaults) {
-  return ModelDefinition{name,
-                         description,
-                         std::move(processors),
-                         make_schema("model " + name, seq2seq_fields(defaults)),
-                         check_seq2seq,
-                         [](const ModelParams& params, const DataHints&) { return count_seq2seq(params); }};
+  return ModelDefinition{
+      name,
+      description,
+      std::move(processors),
+      make_schema("model " + name, seq2seq_fields(defaults)),
+      check_seq2seq,
+      [](const ModelParams& params, const DataHints&) { return count_seq2seq(params); }};
 }
 
 }  // namespace

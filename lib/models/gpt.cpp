@@ -28,15 +28,18 @@ std::vector<Field> decoder_fields(const DecoderDefaults& d, bool parallel_block)
       default_field("num_heads", positive_integer(), value(12)),
       default_field("filter_size", positive_integer(), value(3072)),
       default_field("nonlinearity", activation_type(), value(d.nonlinearity)),
-      default_field("max_position_embeddings", positive_integer(), value(d.max_position_embeddings)),
-      default_field("position_embedding_type", position_embedding_type(), value(d.position_embedding)),
+      default_field("max_position_embeddings", positive_integer(),
+                    value(d.max_position_embeddings)),
+      default_field("position_embedding_type", position_embedding_type(),
+                    value(d.position_embedding)),
       optional_field("position_embedding_offset", non_negative_integer()),
       optional_field("num_relative_attention_buckets", positive_integer()),
       optional_field("rotary_dim", positive_integer().or_null()),
       default_field("rope_theta", positive_number(), value(10000.0)),
       optional_field("fold_rope_consts", T::boolean()),
       optional_field("pos_scaling_factor", positive_number()),
-      optional_field("pos_scaling_type", T::choice({"linear", "yarn", "llama3", "longrope"}).or_null()),
+      optional_field("pos_scaling_type",
+                     T::choice({"linear", "yarn", "llama3", "longrope"}).or_null()),
       optional_field("pos_scaling_extra_args", T::mapping().or_null()),
       optional_field("alibi_trainable_slopes", T::boolean()),
       default_field("share_embedding_weights", T::boolean(), value(d.share_embedding_weights)),
@@ -47,7 +50,8 @@ std::vector<Field> decoder_fields(const DecoderDefaults& d, bool parallel_block)
       default_field("layer_norm_epsilon", positive_number(), value(1e-5)),
       default_field("norm_type", norm_type(), value(d.norm)),
       default_field("norm_first", T::boolean(), value(true)),
-      default_field("attention_type", T::choice({"dot_product", "scaled_dot_product", "scaled_cosine"}),
+      default_field("attention_type",
+                    T::choice({"dot_product", "scaled_dot_product", "scaled_cosine"}),
                     value("scaled_dot_product")),
       default_field("attention_module", T::choice({"aiayn_attention", "multiquery_attention"}),
                     value("aiayn_attention")),
@@ -100,7 +104,8 @@ std::int64_t head_dim(const ModelParams& params) {
 }
 
 std::int64_t kv_heads(const ModelParams& params) {
-  if (params.text("attention_module") != "multiquery_attention") return params.integer("num_heads");
+  if (params.text("attention_module") != "multiquery_attention")
+    return params.integer("num_heads");
   const Node* extra = params.find("extra_attention_params");
   const Node* groups = extra && extra->is_map() ? extra->find("num_kv_groups") : nullptr;
   return groups && groups->is_int() ? groups->as_int() : 1;
@@ -122,17 +127,21 @@ void check_decoder(const ModelParams& params, const DataHints& hints, Diagnostic
     if (!groups || !groups->is_int() || groups->as_int() < 1 || heads % groups->as_int() != 0) {
       report_at(params, "extra_attention_params",
                 "multiquery_attention needs extra_attention_params.num_kv_groups, a positive "
-                "integer that divides num_heads (" + std::to_string(heads) + ")",
+                "integer that divides num_heads (" +
+                    std::to_string(heads) + ")",
                 diagnostics);
     }
   }
   const Node* position = params.find("position_embedding_type");
-  if (position && position->is_string() && position->as_string() == "rotary" && params.has("rotary_dim")) {
+  if (position && position->is_string() && position->as_string() == "rotary" &&
+      params.has("rotary_dim")) {
     std::int64_t rotary = params.integer("rotary_dim");
     if (rotary > head_dim(params) || rotary % 2 != 0) {
       report_at(params, "rotary_dim",
-                "rotary_dim " + std::to_string(rotary) + " must be even and at most the head "
-                "size hidden_size / num_heads = " + std::to_string(head_dim(params)),
+                "rotary_dim " + std::to_string(rotary) +
+                    " must be even and at most the head "
+                    "size hidden_size / num_heads = " +
+                    std::to_string(head_dim(params)),
                 diagnostics);
     }
   }
@@ -161,11 +170,13 @@ std::int64_t count_decoder(const ModelParams& params, bool parallel_block) {
   const Node* position = params.find("position_embedding_type");
   bool learned = position && position->is_string() && position->as_string() == "learned";
 
-  std::int64_t embeddings = vocab * hidden + (learned ? params.integer("max_position_embeddings") * hidden : 0) +
-                            (params.flag("embedding_layer_norm") ? norm_parameters(norm, hidden) : 0);
-  std::int64_t attention = 2 * hidden * hidden + 2 * hidden * kv_width +
-                           (params.flag("use_projection_bias_in_attention") ? hidden + 2 * kv_width : 0) +
-                           (params.flag("use_ffn_bias_in_attention") ? hidden : 0);
+  std::int64_t embeddings =
+      vocab * hidden + (learned ? params.integer("max_position_embeddings") * hidden : 0) +
+      (params.flag("embedding_layer_norm") ? norm_parameters(norm, hidden) : 0);
+  std::int64_t attention =
+      2 * hidden * hidden + 2 * hidden * kv_width +
+      (params.flag("use_projection_bias_in_attention") ? hidden + 2 * kv_width : 0) +
+      (params.flag("use_ffn_bias_in_attention") ? hidden : 0);
   std::int64_t feed_forward = (gated ? 3 : 2) * hidden * ffn +
                               (params.flag("use_ffn_bias") ? (gated ? 2 : 1) * ffn + hidden : 0);
   bool single_norm = parallel_block && !params.flag("use_untied_layer_norm");
@@ -178,15 +189,14 @@ std::int64_t count_decoder(const ModelParams& params, bool parallel_block) {
 
 ModelDefinition decoder(const std::string& name, const std::string& description,
                         const DecoderDefaults& defaults, bool parallel_block) {
-  return ModelDefinition{
-      name,
-      description,
-      {"GptHDF5DataProcessor", "GptHDF5MapDataProcessor"},
-      make_schema("model " + name, decoder_fields(defaults, parallel_block)),
-      check_decoder,
-      [parallel_block](const ModelParams& params, const DataHints&) {
-        return count_decoder(params, parallel_block);
-      }};
+  return ModelDefinition{name,
+                         description,
+                         {"GptHDF5DataProcessor", "GptHDF5MapDataProcessor"},
+                         make_schema("model " + name, decoder_fields(defaults, parallel_block)),
+                         check_decoder,
+                         [parallel_block](const ModelParams& params, const DataHints&) {
+                           return count_decoder(params, parallel_block);
+                         }};
 }
 
 }  // namespace

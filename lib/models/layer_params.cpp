@@ -13,10 +13,10 @@ config::ValueType initializer_type() {
       {
           config::required_field(
               "name",
-              T::choice({"normal", "truncated_normal", "uniform", "xavier_uniform",
-                         "xavier_normal", "glorot_uniform", "glorot_normal", "kaiming_uniform",
-                         "kaiming_normal", "he_uniform", "he_normal", "lecun_uniform",
-                         "lecun_normal", "variance_scaling", "zeros", "ones", "constant"})),
+              T::choice({"normal", "truncated_normal", "uniform", "xavier_uniform", "xavier_normal",
+                         "glorot_uniform", "glorot_normal", "kaiming_uniform", "kaiming_normal",
+                         "he_uniform", "he_normal", "lecun_uniform", "lecun_normal",
+                         "variance_scaling", "zeros", "ones", "constant"})),
           config::optional_field("mean", T::number()),
           config::optional_field("std", config::non_negative_number()),
           config::optional_field("a", T::number()),
@@ -31,20 +31,22 @@ config::ValueType initializer_type() {
           config::optional_field("nonlinearity", T::string()),
       },
       config::UnknownKeys::error_plain);
-  return T::any_of({T::choice({"zeros", "ones", "normal", "truncated_normal", "uniform",
-                               "xavier_uniform", "xavier_normal", "glorot_uniform",
-                               "glorot_normal", "kaiming_uniform", "kaiming_normal",
-                               "lecun_normal", "lecun_uniform"}),
-                    T::record(schema), T::null()});
+  return T::any_of(
+      {T::choice({"zeros", "ones", "normal", "truncated_normal", "uniform", "xavier_uniform",
+                  "xavier_normal", "glorot_uniform", "glorot_normal", "kaiming_uniform",
+                  "kaiming_normal", "lecun_normal", "lecun_uniform"}),
+       T::record(schema), T::null()});
 }
 
 config::ValueType activation_type() {
-  return T::choice({"gelu", "gelu_new", "gelu_fast", "quick_gelu", "relu", "relu6", "leaky_relu",
-                    "silu", "swish", "swiglu", "geglu", "reglu", "tanh", "sigmoid", "linear",
-                    "ReLU", "LeakyReLU", "GELU", "SiLU", "Tanh", "Sigmoid"});
+  return T::choice({"gelu",   "gelu_new", "gelu_fast", "quick_gelu", "relu",  "relu6", "leaky_relu",
+                    "silu",   "swish",    "swiglu",    "geglu",      "reglu", "tanh",  "sigmoid",
+                    "linear", "ReLU",     "LeakyReLU", "GELU",       "SiLU",  "Tanh",  "Sigmoid"});
 }
 
-config::ValueType dropout_type() { return T::number({0.0, 1.0, false, true}); }
+config::ValueType dropout_type() {
+  return T::number({0.0, 1.0, false, true});
+}
 
 config::ValueType norm_type() {
   return T::choice({"layernorm", "rmsnorm", "biasless-layernorm", "batchnorm2d", "batchnorm3d",
@@ -65,9 +67,9 @@ std::int64_t norm_parameters(const std::string& norm, std::int64_t width) {
 
 config::Field earlier_release_field(const std::string& name, const std::string& release,
                                     const std::string& instead) {
-  return config::no_effect_field(
-      name, name + " is a Model Zoo " + release + " key; it has no effect" +
-                (instead.empty() ? std::string() : " (" + instead + ")"));
+  return config::no_effect_field(name,
+                                 name + " is a Model Zoo " + release + " key; it has no effect" +
+                                     (instead.empty() ? std::string() : " (" + instead + ")"));
 }
 
 config::Field precision_key_field(const std::string& name, const std::string& precision_key) {

@@ -12,13 +12,21 @@ const config::Node& ModelParams::required(std::string_view key) const {
   return *value;
 }
 
-std::int64_t ModelParams::integer(std::string_view key) const { return required(key).as_int(); }
+std::int64_t ModelParams::integer(std::string_view key) const {
+  return required(key).as_int();
+}
 
-double ModelParams::number(std::string_view key) const { return required(key).as_number(); }
+double ModelParams::number(std::string_view key) const {
+  return required(key).as_number();
+}
 
-bool ModelParams::flag(std::string_view key) const { return required(key).as_bool(); }
+bool ModelParams::flag(std::string_view key) const {
+  return required(key).as_bool();
+}
 
-std::string ModelParams::text(std::string_view key) const { return required(key).as_string(); }
+std::string ModelParams::text(std::string_view key) const {
+  return required(key).as_string();
+}
 
 bool ModelParams::has(std::string_view key) const {
   const config::Node* value = params_.find(key);

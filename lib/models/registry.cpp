@@ -13,7 +13,8 @@ using config::Diagnostics;
 using config::Node;
 
 const Node* first_dataloader(const config::TrainerSpec& trainer) {
-  if (trainer.fit && trainer.fit->train_dataloader.is_map()) return &trainer.fit->train_dataloader;
+  if (trainer.fit && trainer.fit->train_dataloader.is_map())
+    return &trainer.fit->train_dataloader;
   if (trainer.validate && trainer.validate->val_dataloader.is_map()) {
     return &trainer.validate->val_dataloader;
   }
@@ -32,13 +33,15 @@ std::string processor_of(const config::TrainerSpec& trainer) {
 DataHints read_hints(const config::TrainerSpec& trainer) {
   DataHints hints;
   const Node* loader = first_dataloader(trainer);
-  if (!loader) return hints;
+  if (!loader)
+    return hints;
   if (const Node* msl = loader->find("max_sequence_length"); msl && msl->is_int()) {
     hints.max_sequence_length = msl->as_int();
   }
   if (const Node* shape = loader->find("image_shape"); shape && shape->is_list()) {
     for (const Node& dim : shape->items()) {
-      if (dim.is_int()) hints.image_shape.push_back(dim.as_int());
+      if (dim.is_int())
+        hints.image_shape.push_back(dim.as_int());
     }
   }
   if (const Node* classes = loader->find("num_classes"); classes && classes->is_int()) {
@@ -58,15 +61,18 @@ const ModelDefinition* infer_model(const config::TrainerSpec& trainer, Diagnosti
   std::string processor = processor_of(trainer);
   for (const ModelDefinition& model : model_registry()) {
     bool reads = processor.empty() ||
-                 std::find(model.data_processors.begin(), model.data_processors.end(),
-                           processor) != model.data_processors.end();
-    if (!reads || !schema_knows_all(model, trainer.model.params)) continue;
-    diagnostics.warning(trainer.model.mark, trainer.model.path,
-                        "model.name is not set (legacy params left the model to the directory "
-                        "of run.py); csrun inferred '" + model.name + "' from " +
-                            (processor.empty() ? std::string("the model keys")
-                                               : "data_processor " + processor + " and the model keys") +
-                            ". Set model.name to choose explicitly");
+                 std::find(model.data_processors.begin(), model.data_processors.end(), processor) !=
+                     model.data_processors.end();
+    if (!reads || !schema_knows_all(model, trainer.model.params))
+      continue;
+    diagnostics.warning(
+        trainer.model.mark, trainer.model.path,
+        "model.name is not set (legacy params left the model to the directory "
+        "of run.py); csrun inferred '" +
+            model.name + "' from " +
+            (processor.empty() ? std::string("the model keys")
+                               : "data_processor " + processor + " and the model keys") +
+            ". Set model.name to choose explicitly");
     return &model;
   }
   std::vector<std::string> names = model_names();
@@ -74,14 +80,19 @@ const ModelDefinition* infer_model(const config::TrainerSpec& trainer, Diagnosti
                     "model.name is not set and no registered model matches " +
                         (processor.empty() ? std::string("these model keys")
                                            : "data_processor " + processor + " with these keys") +
-                        "; add `name:` to the model section (one of " +
-                        config::quoted_list(names) + ")");
+                        "; add `name:` to the model section (one of " + config::quoted_list(names) +
+                        ")");
   return nullptr;
 }
 
 const ModelDefinition* resolve_model(const config::TrainerSpec& trainer, Diagnostics& diagnostics) {
-  if (trainer.model.name.empty()) return infer_model(trainer, diagnostics);
-  if (const ModelDefinition* model = find_model(trainer.model.name)) return model;
+  // Only legacy params may leave the name out; the trainer format's omission is already an error.
+  if (trainer.model.name.empty()) {
+    return trainer.format == config::ParamsFormat::legacy ? infer_model(trainer, diagnostics)
+                                                          : nullptr;
+  }
+  if (const ModelDefinition* model = find_model(trainer.model.name))
+    return model;
   std::vector<std::string> names = model_names();
   auto suggestion = config::closest_match(trainer.model.name, names);
   diagnostics.error(trainer.model.mark, config::join_path(trainer.model.path, "name"),
@@ -95,32 +106,35 @@ const ModelDefinition* resolve_model(const config::TrainerSpec& trainer, Diagnos
 
 const std::vector<ModelDefinition>& model_registry() {
   static const std::vector<ModelDefinition> registry = {
-      fc_mnist_definition(), gpt2_definition(),    gpt3_definition(),
-      gptj_definition(),     llama_definition(),   bert_definition(),
-      roberta_definition(),  linformer_definition(), t5_definition(),
-      transformer_definition(), unet_definition(),
+      fc_mnist_definition(), gpt2_definition(),        gpt3_definition(),    gptj_definition(),
+      llama_definition(),    bert_definition(),        roberta_definition(), linformer_definition(),
+      t5_definition(),       transformer_definition(), unet_definition(),
   };
   return registry;
 }
 
 const ModelDefinition* find_model(std::string_view name) {
   for (const ModelDefinition& model : model_registry()) {
-    if (model.name == name) return &model;
+    if (model.name == name)
+      return &model;
   }
   return nullptr;
 }
 
 std::vector<std::string> model_names() {
   std::vector<std::string> names;
-  for (const ModelDefinition& model : model_registry()) names.push_back(model.name);
+  for (const ModelDefinition& model : model_registry())
+    names.push_back(model.name);
   return names;
 }
 
 std::optional<CheckedModel> check_model(const config::TrainerSpec& trainer,
                                         Diagnostics& diagnostics) {
-  if (!trainer.model.params.is_map()) return std::nullopt;
+  if (!trainer.model.params.is_map())
+    return std::nullopt;
   const ModelDefinition* definition = resolve_model(trainer, diagnostics);
-  if (!definition) return std::nullopt;
+  if (!definition)
+    return std::nullopt;
   CheckedModel checked;
   checked.definition = definition;
   checked.name_inferred = trainer.model.name.empty();
@@ -129,7 +143,8 @@ std::optional<CheckedModel> check_model(const config::TrainerSpec& trainer,
   checked.params = ModelParams(definition->schema->check(trainer.model.params, findings));
   bool params_valid = !findings.has_errors();
   diagnostics.append(findings);
-  if (!params_valid) return checked;
+  if (!params_valid)
+    return checked;
   definition->check(checked.params, checked.hints, findings);
   diagnostics.append(findings);
   if (!findings.has_errors()) {

@@ -11,7 +11,8 @@ using T = ValueType;
 
 std::vector<std::int64_t> integers(const ModelParams& params, const char* key) {
   std::vector<std::int64_t> values;
-  for (const Node& item : params.find(key)->items()) values.push_back(item.as_int());
+  for (const Node& item : params.find(key)->items())
+    values.push_back(item.as_int());
   return values;
 }
 
@@ -21,8 +22,8 @@ void check(const ModelParams& params, const DataHints& hints, Diagnostics& diagn
   if (decoder + 1 != encoder) {
     report_at(params, "decoder_filters",
               "UNet needs one decoder block per encoder block but the bottleneck: " +
-                  std::to_string(encoder) + " encoder_filters need " +
-                  std::to_string(encoder - 1) + " decoder_filters, found " + std::to_string(decoder),
+                  std::to_string(encoder) + " encoder_filters need " + std::to_string(encoder - 1) +
+                  " decoder_filters, found " + std::to_string(decoder),
               diagnostics);
   }
   if (!hints.image_shape.empty() && hints.image_shape.size() != 3) {
@@ -42,8 +43,8 @@ std::int64_t count(const ModelParams& params, const DataHints& hints) {
   std::int64_t convs = static_cast<std::int64_t>(params.find("convs_per_block")->items().size());
   bool bias = params.flag("enable_bias");
   bool norm = params.has("norm_layer");
-  std::int64_t channels = hints.image_shape.size() == 3 ? hints.image_shape[2]
-                                                        : params.integer("input_channels");
+  std::int64_t channels =
+      hints.image_shape.size() == 3 ? hints.image_shape[2] : params.integer("input_channels");
   std::int64_t total = 0;
   for (std::int64_t filters : encoder) {
     for (std::int64_t i = 0; i < convs; ++i) {
@@ -75,7 +76,8 @@ ModelDefinition unet_definition() {
           default_field("nonlinearity", activation_type(), value("ReLU")),
           default_field("skip_connect", T::boolean(), value(true)),
           default_field("enable_bias", T::boolean(), value(true)),
-          default_field("downscale_method", T::choice({"max_pool", "strided_conv"}), value("max_pool")),
+          default_field("downscale_method", T::choice({"max_pool", "strided_conv"}),
+                        value("max_pool")),
           default_field("convs_per_block", T::list_of(T::choice({"3x3_conv"}), 1),
                         [] {
                           Node list = Node::make_list();
@@ -88,14 +90,16 @@ ModelDefinition unet_definition() {
           default_field("residual_blocks", T::boolean(), value(false)),
           optional_field("initializer", initializer_type()),
           optional_field("bias_initializer", initializer_type()),
-          default_field("loss", T::choice({"bce", "multilabel_bce", "ssce", "ssce_dice"}), value("bce")),
+          default_field("loss", T::choice({"bce", "multilabel_bce", "ssce", "ssce_dice"}),
+                        value("bce")),
           optional_field("norm_layer", norm_type().or_null()),
           optional_field("norm_kwargs", T::mapping().or_null()),
           default_field("num_classes", positive_integer(), value(2)),
           optional_field("num_output_channels", positive_integer()),
           default_field("input_channels", positive_integer(), value(1)),
           optional_field("downscale_first_conv", T::boolean()),
-          optional_field("downscale_encoder_blocks", T::any_of({T::boolean(), T::list_of(T::boolean())})),
+          optional_field("downscale_encoder_blocks",
+                         T::any_of({T::boolean(), T::list_of(T::boolean())})),
           optional_field("downscale_bottleneck", T::boolean()),
           optional_field("use_conv3d", T::boolean()),
           optional_field("eval_ignore_classes", T::list_of(non_negative_integer()).or_null()),
@@ -105,14 +109,14 @@ ModelDefinition unet_definition() {
           precision_key_field("fp16_type", "fp16_type"),
           precision_key_field("use_bfloat16", "fp16_type: bfloat16"),
       });
-  return ModelDefinition{"unet",
-                         "UNet segmentation network: convolutional encoder, bottleneck, decoder "
-                         "with skip connections",
-                         {"SeverstalBinaryClassDataProcessor", "InriaAerialDataProcessor",
-                          "SkmDataProcessor"},
-                         schema,
-                         check,
-                         count};
+  return ModelDefinition{
+      "unet",
+      "UNet segmentation network: convolutional encoder, bottleneck, decoder "
+      "with skip connections",
+      {"SeverstalBinaryClassDataProcessor", "InriaAerialDataProcessor", "SkmDataProcessor"},
+      schema,
+      check,
+      count};
 }
 
 }  // namespace csrun::models

@@ -16,7 +16,8 @@ fs::path existing_ancestor(fs::path path) {
   std::error_code error;
   path = fs::absolute(path, error);
   while (!path.empty() && !fs::exists(path, error)) {
-    if (path == path.parent_path()) break;
+    if (path == path.parent_path())
+      break;
     path = path.parent_path();
   }
   return path;
@@ -28,7 +29,8 @@ void check_model_dir(const std::string& path, const config::SourceMark& mark,
                      const std::string& key_path, config::Diagnostics& diagnostics) {
   std::error_code error;
   if (path.empty()) {
-    diagnostics.error(mark, key_path, "model_dir is empty; give a directory for checkpoints and logs");
+    diagnostics.error(mark, key_path,
+                      "model_dir is empty; give a directory for checkpoints and logs");
     return;
   }
   if (fs::exists(path, error)) {
@@ -45,9 +47,9 @@ void check_model_dir(const std::string& path, const config::SourceMark& mark,
                       "model_dir '" + path + "' cannot be created: '" + ancestor.string() +
                           "' is not a directory");
   } else if (access(ancestor.c_str(), W_OK | X_OK) != 0) {
-    diagnostics.error(mark, key_path,
-                      "model_dir '" + path + "' cannot be created: '" + ancestor.string() +
-                          "' is not writable");
+    diagnostics.error(
+        mark, key_path,
+        "model_dir '" + path + "' cannot be created: '" + ancestor.string() + "' is not writable");
   }
 }
 

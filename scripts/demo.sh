@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# From a fresh clone: installs what is missing, builds csrun, prepares the example data and
+# runs the main job on the shipped configs.
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$root"
+scripts/setup.sh
+scripts/build.sh csrun
+scripts/prepare_digits.sh
+csrun=build/apps/csrun/csrun
+
+step() { printf '\n\033[1m$ %s\033[0m\n' "$*"; "$@"; }
+
+# The example run, in both Model Zoo formats, checked against its real data.
+step "$csrun" validate configs/fc_mnist.yaml
+step "$csrun" validate configs/fc_mnist_trainer.yaml --json --logging ERROR | head -n 20
+# A real Model Zoo config, sized without its dataset.
+step "$csrun" validate test/data/modelzoo/gpt3__111m.yaml --fake_data
+# And one the Model Zoo itself would reject.
+step "$csrun" validate test/data/modelzoo/gpt2_r1.8.0__params_gpt2_small_ws.yaml --fake_data || true

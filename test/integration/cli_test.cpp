@@ -1,0 +1,135 @@
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include "support/process.hpp"
+#include "support/temp_dir.hpp"
+
+using csrun::test::run_csrun;
+
+namespace {
+
+const std::string kConfigs = CSRUN_TEST_DATA "/modelzoo/";
+
+const std::string kValid = R"(trainer:
+  init:
+    device: CPU
+    model: {name: fc_mnist, depth: 1, hidden_size: 8}
+    optimizer: {SGD: {lr: 0.1}}
+    loop: {max_steps: 5}
+  fit:
+    train_dataloader: {data_processor: MNISTDataProcessor, batch_size: 4}
+)";
+
+}  // namespace
+
+TEST_CASE("help and version on every level") {
+  auto top = run_csrun({"--help"});
+  CHECK(top.exit_code == 0);
+  for (const char* command : {"validate", "compile", "train", "eval"}) {
+    CHECK(top.out.find(command) != std::string::npos);
+    auto help = run_csrun({command, "--help"});
+    CHECK(help.exit_code == 0);
+    for (const char* option :
+         {"--params", "--model_dir", "--target_device", "--checkpoint_path", "--num_csx",
+          "--num_workers_per_csx", "--max_steps", "--num_steps", "--eval_steps", "--seed",
+          "--logging", "--set", "--json", "--fake_data"}) {
+      INFO(command << " " << option);
+      CHECK(help.out.find(option) != std::string::npos);
+    }
+  }
+  auto version = run_csrun({"--version"});
+  CHECK(version.exit_code == 0);
+  CHECK(version.out.rfind("csrun 0.1.0", 0) == 0);
+}
+
+TEST_CASE("usage errors exit with status 2") {
+  csrun::test::TempDir dir;
+  std::string params = dir.write("p.yaml", kValid);
+  CHECK(run_csrun({}).exit_code == 2);
+  CHECK(run_csrun({"frobnicate"}).exit_code == 2);
+  CHECK(run_csrun({"validate"}).exit_code == 2);
+  CHECK(run_csrun({"validate", params, "--bogus"}).exit_code == 2);
+  CHECK(run_csrun({"validate", params, "--num_csx", "0"})
+            .err.find("--num_csx: expected an integer >= 1, got '0'") != std::string::npos);
+  CHECK(run_csrun({"validate", params, "--num_csx", "two"}).exit_code == 2);
+  CHECK(run_csrun({"validate", params, "--target_device", "TPU"}).exit_code == 2);
+  CHECK(run_csrun({"validate", params, "--logging", "LOUD"}).exit_code == 2);
+  CHECK(run_csrun({"validate", params, "--set", "novalue"}).exit_code == 2);
+  CHECK(run_csrun({"validate", params, "-p", params}).exit_code == 2);
+}
+
+TEST_CASE("validate: success prints a summary, a failure exits 1 with every error") {
+  csrun::test::TempDir dir;
+  std::string params = dir.write("p.yaml", kValid);
+  auto ok = run_csrun({"validate", params, "--fake_data"});
+  CHECK(ok.exit_code == 0);
+  CHECK(ok.out.find("model       fc_mnist, 6,370 parameters") != std::string::npos);
+  CHECK(ok.out.find("Config validation was successful!") != std::string::npos);
+  auto by_flag = run_csrun({"validate", "-p", params, "--fake_data"});
+  CHECK(by_flag.exit_code == 0);
+  auto bad = run_csrun({"validate", params, "--fake_data", "--set", "trainer.init.loop.max_steps=0",
+                        "--set", "trainer.fit.train_dataloader.batch_size=x"});
+  CHECK(bad.exit_code == 1);
+  CHECK(bad.err.find("`max_steps` must be greater than 0 in the loop config, got 0") !=
+        std::string::npos);
+  CHECK(bad.err.find("trainer.fit.train_dataloader.batch_size: expected an integer ≥ 1; found the "
+                     "string 'x'") != std::string::npos);
+  CHECK(bad.err.find("csrun validate: 2 errors in") != std::string::npos);
+}
+
+TEST_CASE("flags override the file only when given") {
+  csrun::test::TempDir dir;
+  std::string params = dir.write("p.yaml", kValid);
+  auto json_of = [&](std::vector<std::string> extra) {
+    std::vector<std::string> arguments = {"validate", params, "--fake_data", "--json"};
+    arguments.insert(arguments.end(), extra.begin(), extra.end());
+    auto result = run_csrun(arguments);
+    REQUIRE(result.exit_code == 0);
+    return nlohmann::json::parse(result.out);
+  };
+  auto plain = json_of({});
+  CHECK(plain["trainers"][0]["loop"]["max_steps"] == 5);
+  CHECK(plain["trainers"][0]["device"] == "CPU");
+  CHECK(plain["trainers"][0]["model_dir"] == "./model_dir");
+  auto overridden = json_of(
+      {"--max_steps", "9", "--target_device", "CSX", "-o", dir.path().string(), "--seed", "3"});
+  CHECK(overridden["trainers"][0]["loop"]["max_steps"] == 9);
+  CHECK(overridden["trainers"][0]["device"] == "CSX");
+  CHECK(overridden["trainers"][0]["model_dir"] == dir.path().string());
+  CHECK(overridden["trainers"][0]["seed"] == 3);
+}
+
+TEST_CASE("the JSON report covers failures too") {
+  csrun::test::TempDir dir;
+  std::string params = dir.write("p.yaml", "runconfig:\n  max_step: 3\n");
+  auto result = run_csrun({"validate", params, "--json"});
+  CHECK(result.exit_code == 1);
+  auto report = nlohmann::json::parse(result.out);
+  CHECK(report["ok"] == false);
+  CHECK(report["errors"].get<int>() >= 1);
+  auto first = report["diagnostics"][0];
+  CHECK(first["severity"] == "error");
+  CHECK(first["line"] == 2);
+  CHECK(first["column"] == 3);
+  CHECK(first["key"] == "runconfig.max_step");
+}
+
+TEST_CASE("the logging level chooses which findings are printed") {
+  auto warnings = run_csrun({"validate", kConfigs + "fc_mnist_r1.6.0__params.yaml", "--fake_data"});
+  CHECK(warnings.err.find("save_losses is a Model Zoo 1.x runconfig key") != std::string::npos);
+  auto quiet = run_csrun(
+      {"validate", kConfigs + "fc_mnist_r1.6.0__params.yaml", "--fake_data", "--logging", "error"});
+  CHECK(quiet.exit_code == 0);
+  CHECK(quiet.err.empty());
+}
+
+TEST_CASE("compile, train and eval start with validation") {
+  csrun::test::TempDir dir;
+  std::string params = dir.write("p.yaml", kValid);
+  for (const char* command : {"compile", "train", "eval"}) {
+    auto invalid =
+        run_csrun({command, params, "--set", "trainer.init.loop.max_steps=-1", "--fake_data"});
+    CHECK(invalid.exit_code == 1);
+    CHECK(invalid.err.find(std::string("csrun ") + command + ": 1 error in") != std::string::npos);
+  }
+}

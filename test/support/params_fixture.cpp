@@ -1,0 +1,27 @@
+#include "params_fixture.hpp"
+
+namespace csrun::test {
+
+bool LoadedParams::has(config::Severity severity, const std::string& text) const {
+  for (const config::Diagnostic& d : diagnostics.all()) {
+    if (d.severity == severity && d.to_string().find(text) != std::string::npos)
+      return true;
+  }
+  return false;
+}
+
+std::string LoadedParams::dump() const {
+  std::string text;
+  for (const config::Diagnostic& d : diagnostics.all())
+    text += d.to_string() + "\n";
+  return text;
+}
+
+LoadedParams load_params_text(const std::string& yaml, const config::LoadOptions& options) {
+  TempDir dir;
+  LoadedParams loaded;
+  loaded.run = config::load_params(dir.write("p.yaml", yaml), options, loaded.diagnostics);
+  return loaded;
+}
+
+}  // namespace csrun::test

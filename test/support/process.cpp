@@ -1,0 +1,93 @@
+#include "process.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <stdexcept>
+
+namespace csrun::test {
+
+namespace {
+
+void drain(int fd, std::string& into, bool& open) {
+  char buffer[4096];
+  ssize_t n = read(fd, buffer, sizeof buffer);
+  if (n > 0) {
+    into.append(buffer, static_cast<std::size_t>(n));
+  } else {
+    open = false;
+  }
+}
+
+}  // namespace
+
+ProcessResult run_process(const std::vector<std::string>& arguments, const std::string& directory,
+                          int timeout_seconds) {
+  int out_pipe[2];
+  int err_pipe[2];
+  if (pipe(out_pipe) != 0 || pipe(err_pipe) != 0)
+    throw std::runtime_error("pipe failed");
+  pid_t pid = fork();
+  if (pid < 0)
+    throw std::runtime_error("fork failed");
+  if (pid == 0) {
+    dup2(out_pipe[1], STDOUT_FILENO);
+    dup2(err_pipe[1], STDERR_FILENO);
+    close(out_pipe[0]);
+    close(err_pipe[0]);
+    if (chdir(directory.c_str()) != 0)
+      _exit(127);
+    std::vector<char*> argv;
+    for (const std::string& argument : arguments)
+      argv.push_back(const_cast<char*>(argument.c_str()));
+    argv.push_back(nullptr);
+    execv(argv[0], argv.data());
+    _exit(127);
+  }
+  close(out_pipe[1]);
+  close(err_pipe[1]);
+  ProcessResult result;
+  bool out_open = true;
+  bool err_open = true;
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_seconds);
+  bool timed_out = false;
+  while (out_open || err_open) {
+    pollfd fds[2] = {{out_pipe[0], POLLIN, 0}, {err_pipe[0], POLLIN, 0}};
+    int ready = poll(fds, 2, 100);
+    if (ready > 0) {
+      if (out_open && (fds[0].revents & (POLLIN | POLLHUP)))
+        drain(out_pipe[0], result.out, out_open);
+      if (err_open && (fds[1].revents & (POLLIN | POLLHUP)))
+        drain(err_pipe[0], result.err, err_open);
+    }
+    if (std::chrono::steady_clock::now() > deadline) {
+      kill(pid, SIGKILL);
+      timed_out = true;
+      break;
+    }
+  }
+  close(out_pipe[0]);
+  close(err_pipe[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  if (timed_out) {
+    result.exit_code = 124;
+  } else if (WIFEXITED(status)) {
+    result.exit_code = WEXITSTATUS(status);
+  } else {
+    result.exit_code = 128 + WTERMSIG(status);
+  }
+  return result;
+}
+
+ProcessResult run_csrun(const std::vector<std::string>& arguments, const std::string& directory) {
+  std::vector<std::string> command = {CSRUN_BINARY};
+  command.insert(command.end(), arguments.begin(), arguments.end());
+  return run_process(command, directory);
+}
+
+}  // namespace csrun::test

@@ -1,0 +1,482 @@
+#include <catch2/catch.hpp>
+
+#include "config/params_loader.hpp"
+#include "support/temp_dir.hpp"
+
+using namespace csrun::config;
+
+namespace {
+
+struct Loaded {
+  RunSpec run;
+  Diagnostics diagnostics;
+
+  const TrainerSpec& trainer(std::size_t i = 0) const {
+    REQUIRE(run.trainers.size() > i);
+    return run.trainers[i];
+  }
+  bool has(Severity severity, const std::string& text) const {
+    for (const Diagnostic& d : diagnostics.all()) {
+      if (d.severity == severity && d.to_string().find(text) != std::string::npos)
+        return true;
+    }
+    return false;
+  }
+  bool error(const std::string& text) const { return has(Severity::error, text); }
+  bool warning(const std::string& text) const { return has(Severity::warning, text); }
+  std::string dump() const {
+    std::string text;
+    for (const Diagnostic& d : diagnostics.all())
+      text += d.to_string() + "\n";
+    return text;
+  }
+};
+
+Loaded load_file(const std::string& path, const LoadOptions& options = {}) {
+  Loaded loaded;
+  loaded.run = load_params(path, options, loaded.diagnostics);
+  return loaded;
+}
+
+Loaded load(const std::string& yaml, const LoadOptions& options = {}) {
+  csrun::test::TempDir dir;
+  return load_file(dir.write("p.yaml", yaml), options);
+}
+
+const std::string kLegacy = R"(train_input:
+  data_processor: MNISTDataProcessor
+  batch_size: 8
+eval_input:
+  data_processor: MNISTDataProcessor
+  batch_size: 8
+model:
+  name: fc_mnist
+  depth: 2
+  hidden_size: 16
+optimizer:
+  optimizer_type: SGD
+  learning_rate: 0.01
+runconfig:
+  max_steps: 10
+)";
+
+std::string trainer_with(const std::string& init_extra, const std::string& device = "device: CPU") {
+  return "trainer:\n  init:\n    " + device +
+         "\n    model:\n      name: fc_mnist\n      depth: 1\n"
+         "      hidden_size: 4\n    loop:\n      max_steps: 5\n" +
+         init_extra + "  fit:\n    train_dataloader:\n      batch_size: 4\n";
+}
+
+// "trainer:\n<body>" -> "- trainer:\n<body indented>", one item of a trainer list.
+std::string list_item(const std::string& trainer) {
+  std::string item = "- trainer:\n";
+  std::size_t start = trainer.find('\n') + 1;
+  while (start < trainer.size()) {
+    std::size_t end = trainer.find('\n', start);
+    item += "    " + trainer.substr(start, end - start) + "\n";
+    start = end + 1;
+  }
+  return item;
+}
+
+RunconfigOverride flag(const std::string& key, Node value) {
+  value.set_mark(SourceMark{"command line (--" + key + ")"});
+  return RunconfigOverride{key, value};
+}
+
+}  // namespace
+
+TEST_CASE("a legacy params file and its trainer-format twin describe the same run") {
+  std::string data = CSRUN_TEST_DATA "/modelzoo/";
+  Loaded legacy = load_file(data + "fc_mnist__params.yaml");
+  Loaded trainer = load_file(data + "fc_mnist__params_cszoov2.yaml");
+  REQUIRE_FALSE(legacy.diagnostics.has_errors());
+  REQUIRE_FALSE(trainer.diagnostics.has_errors());
+  CHECK(legacy.run.format == ParamsFormat::legacy);
+  CHECK(trainer.run.format == ParamsFormat::trainer);
+  CHECK(legacy.trainer().tree.same_value(trainer.trainer().tree));
+  const TrainerSpec& spec = legacy.trainer();
+  CHECK(spec.model.name == "fc_mnist");
+  CHECK(spec.optimizer->type == "SGD");
+  CHECK(spec.schedulers.at(0).type == "ConstantLR");
+  CHECK(spec.loop.max_steps == 1000);
+  CHECK(spec.logging.log_steps == 50);
+  CHECK(spec.checkpoint.steps == 10000000);
+  CHECK(spec.seed == 1);
+  CHECK(spec.backend.device == Device::csx);
+  CHECK(spec.backend.device_defaulted);
+  CHECK(spec.fit->val_dataloaders.size() == 1);
+  CHECK(spec.validate.has_value());
+  CHECK(spec.validate_all.has_value());
+}
+
+TEST_CASE("legacy optimizer and schedule keys map to the trainer format") {
+  Loaded loaded = load(
+      R"(train_input: {data_processor: GptHDF5DataProcessor, batch_size: 8, data_dir: d, micro_batch_size: 4}
+model: {name: gpt2, vocab_size: 100, mixed_precision: true, use_bfloat16: true}
+optimizer:
+  optimizer_type: adamw
+  beta1: 0.8
+  beta2: 0.9
+  weight_decay_rate: 0.1
+  epsilon: 1.0e-8
+  max_gradient_norm: 1.0
+  log_summaries: true
+  learning_rate:
+    - {scheduler: Linear, initial_learning_rate: 0.0, end_learning_rate: 0.1, steps: 100}
+    - {scheduler: CosineDecay, initial_learning_rate: 0.1, end_learning_rate: 0.0, decay_steps: 900, alpha: 0.1}
+runconfig: {max_steps: 1000, max_checkpoints: 3, retrace_every_iteration: true, check_loss_values: false}
+)");
+  INFO(loaded.dump());
+  REQUIRE_FALSE(loaded.diagnostics.has_errors());
+  const TrainerSpec& spec = loaded.trainer();
+  CHECK(spec.optimizer->type == "AdamW");
+  const Node* betas = spec.optimizer->params.find("betas");
+  REQUIRE(betas);
+  CHECK(betas->items().at(0).as_number() == Approx(0.8));
+  CHECK(betas->items().at(1).as_number() == Approx(0.9));
+  CHECK(spec.optimizer->params.find("weight_decay")->as_number() == Approx(0.1));
+  CHECK(loaded.warning("optimizer.epsilon: 'epsilon' is not a parameter of AdamW and is ignored"));
+  CHECK(loaded.warning("'alpha' is not a parameter of CosineDecayLR and has no effect"));
+  REQUIRE(spec.schedulers.size() == 1);
+  const ClassSpec& sequential = spec.schedulers[0];
+  CHECK(sequential.type == "SequentialLR");
+  REQUIRE(sequential.children.size() == 2);
+  CHECK(sequential.children[0].type == "LinearLR");
+  CHECK(sequential.children[1].type == "CosineDecayLR");
+  CHECK(sequential.children[1].params.find("total_iters")->as_int() == 900);
+  CHECK(sequential.params.find("milestones")->render() == "[100]");
+  CHECK(spec.precision.fp16_type == HalfType::bfloat16);
+  CHECK(spec.precision.max_gradient_norm == 1.0);
+  CHECK(spec.checkpoint.keep_last == 3);
+  CHECK(spec.backend.retrace_every_iteration);
+  CHECK(spec.fit->train_dataloader.find("micro_batch_size")->as_int() == 4);
+  bool compute_norm = false;
+  bool check_loss_disabled = false;
+  for (const ClassSpec& callback : spec.callbacks) {
+    compute_norm = compute_norm || callback.type == "ComputeNorm";
+    check_loss_disabled =
+        check_loss_disabled || (callback.type == "CheckLoss" && callback.disabled);
+  }
+  CHECK(compute_norm);
+  CHECK(check_loss_disabled);
+}
+
+TEST_CASE("legacy learning-rate forms") {
+  SECTION("a number is a constant schedule") {
+    Loaded loaded = load(kLegacy);
+    REQUIRE_FALSE(loaded.diagnostics.has_errors());
+    CHECK(loaded.trainer().schedulers.at(0).type == "ConstantLR");
+    CHECK(loaded.trainer().optimizer->params.find("learning_rate")->as_number() == Approx(0.01));
+  }
+  SECTION("main_scheduler: chained chains the schedules") {
+    std::string text = kLegacy;
+    text.replace(
+        text.find("learning_rate: 0.01"), 19,
+        "learning_rate: [{scheduler: Linear, initial_learning_rate: 0.1, end_learning_rate: 0.0, "
+        "steps: 5, main_scheduler: chained}, {scheduler: Exponential, initial_learning_rate: 1.0, "
+        "decay_rate: 0.5, decay_steps: 2, main_scheduler: chained}]");
+    Loaded loaded = load(text);
+    INFO(loaded.dump());
+    REQUIRE_FALSE(loaded.diagnostics.has_errors());
+    const ClassSpec& chained = loaded.trainer().schedulers.at(0);
+    CHECK(chained.type == "ChainedScheduler");
+    CHECK(chained.children.at(1).type == "ExponentialLR");
+    CHECK(chained.children.at(1).params.find("decay_rate")->as_number() == Approx(0.5));
+  }
+  SECTION("unknown schedule") {
+    std::string text = kLegacy;
+    text.replace(text.find("learning_rate: 0.01"), 19,
+                 "learning_rate: {scheduler: Linaer, steps: 3}");
+    Loaded loaded = load(text);
+    CHECK(loaded.error(
+        "p.yaml:13:30: error: optimizer.learning_rate.scheduler: Invalid lr_scheduler type. "
+        "Expected one of ['ConstantLR', 'LinearLR', "));
+    CHECK(loaded.error("Got: Linaer; did you mean 'Linear'?"));
+  }
+  SECTION("a non-final schedule without steps") {
+    std::string text = kLegacy;
+    text.replace(text.find("learning_rate: 0.01"), 19,
+                 "learning_rate: [{scheduler: Constant, learning_rate: 0.1}, {scheduler: Linear, "
+                 "initial_learning_rate: 0.1, end_learning_rate: 0.0}, {scheduler: Constant, "
+                 "learning_rate: 0.0}]");
+    Loaded loaded = load(text);
+    CHECK(
+        loaded.error("Non final learning rate schedulers must have either the 'steps' or "
+                     "'decay_steps' parameter given."));
+  }
+  SECTION("not a number, mapping or list") {
+    std::string text = kLegacy;
+    text.replace(text.find("learning_rate: 0.01"), 19, "learning_rate: fast");
+    CHECK(
+        load(text).error("optimizer.learning_rate: Learning rate must be a float, a dict, or a "
+                         "list of dicts; found the string 'fast'"));
+  }
+}
+
+TEST_CASE("trainer-format schedules: SequentialLR milestones must add up") {
+  Loaded loaded = load(trainer_with(R"(    schedulers:
+    - SequentialLR:
+        milestones: [10]
+        schedulers:
+        - LinearLR: {initial_learning_rate: 0.0, end_learning_rate: 0.1, total_iters: 5}
+        - ConstantLR: {learning_rate: 0.1}
+)"));
+  CHECK(loaded.error("Expected SequentialLR to have milestones [5], but got [10]"));
+  Loaded missing = load(trainer_with(R"(    schedulers:
+    - LinearLR: {initial_learning_rate: 0.0, total_iters: 5}
+)"));
+  CHECK(missing.error("Missing required parameters ['end_learning_rate'] for LinearLR"));
+}
+
+TEST_CASE("device and backend rules use the Model Zoo's texts") {
+  CHECK(load(trainer_with("", "device: TPU"))
+            .error("Invalid device type: TPU. Expected one of {'CSX', 'CPU', 'GPU'}."));
+  CHECK(load(trainer_with("", "device: CSX\n    backend: {backend_type: CSX}"))
+            .error("backend and device are mutually exclusive arguments of Trainer. Please only "
+                   "provide one or the other"));
+  Loaded defaulted = load(trainer_with("", "seed: 1"));
+  REQUIRE_FALSE(defaulted.diagnostics.has_errors());
+  CHECK(defaulted.trainer().backend.device == Device::csx);
+  CHECK(defaulted.trainer().backend.device_defaulted);
+}
+
+TEST_CASE("several trainers share one backend type; only cluster_config may differ") {
+  std::string cpu = trainer_with("", "device: CPU");
+  std::string csx = trainer_with("", "backend: {backend_type: CSX, cluster_config: {num_csx: 2}}");
+  std::string csx_dir = trainer_with("", "backend: {backend_type: CSX, compile_dir: /tmp/x}");
+  Loaded loaded = load("trainer:\n" + list_item(cpu) + list_item(csx));
+  INFO(loaded.dump());
+  CHECK(loaded.run.format == ParamsFormat::trainer_list);
+  CHECK(
+      loaded.error("Cannot instantiate multiple backends. A backend with type CPU has already been "
+                   "instantiated."));
+  Loaded mismatch = load("trainer:\n" + list_item(csx) + list_item(csx_dir));
+  CHECK(mismatch.error(
+      "Detected mismatching arguments for CSX backend:\n\tcompile_dir: None != /tmp/x\n"
+      "Currently, only cluster_config may be modified across different trainers."));
+  Loaded fine = load("trainer:\n" + list_item(csx) + list_item(csx));
+  CHECK_FALSE(fine.diagnostics.has_errors());
+  CHECK(fine.run.trainers.size() == 2);
+  CHECK(load("trainer:\n- init: {}\n")
+            .error("Trainer configuration not found in params. Please ensure that the params "
+                   "contain a 'trainer' key."));
+  CHECK(load("trainer: 5\n").error("Expected trainer to be a dict, or list of dicts. Got: 5"));
+  CHECK(load("trainer:\n  fit: {}\n").error("Trainer configuration must have an 'init' key."));
+  CHECK(load("trainer:\n  init: {device: CPU}\n")
+            .error("Trainer init configuration must have a 'model' key."));
+  CHECK(load("trainer:\n  init: {device: CPU, model: {depth: 1}}\n")
+            .error("Model configuration must have a 'name' key."));
+}
+
+TEST_CASE("model_name is a deprecated alias of name") {
+  std::string text = trainer_with("");
+  text.replace(text.find("name: fc_mnist"), 14, "model_name: fc_mnist");
+  Loaded loaded = load(text);
+  CHECK(loaded.warning("The \"model_name\" key is now deprecated"));
+  CHECK(loaded.trainer().model.name == "fc_mnist");
+  text.replace(text.find("model_name: fc_mnist"), 20, "model_name: fc_mnist\n      name: gpt2");
+  CHECK(load(text).error("Got conflicting model names: 'gpt2' and 'fc_mnist'"));
+}
+
+TEST_CASE("step counts follow the Model Zoo's loop rules") {
+  auto loop = [](const std::string& keys) {
+    return "trainer:\n  init:\n    device: CSX\n    model: {name: fc_mnist, depth: 1, hidden_size: "
+           "2}\n"
+           "    loop: {" +
+           keys + "}\n  fit:\n    train_dataloader: {batch_size: 4}\n";
+  };
+  CHECK(load(loop("num_steps: 5, num_epochs: 2"))
+            .error("Please specify only one of `num_epochs` or `num_steps`."));
+  CHECK(load(loop("eval_steps: 5"))
+            .error("`max_steps` must be specified if neither `num_epochs` nor `num_steps` are "
+                   "specified."));
+  CHECK(load(loop("num_steps: 0"))
+            .error("`num_steps` must be greater than 0 in the loop config, got 0"));
+  CHECK(load(loop("max_steps: 3000000000"))
+            .error("`max_steps` must be at most 2147483647 (2^31 - 1) on CSX, got 3000000000"));
+  CHECK(load(loop("max_steps: 9, eval_frequency: 1.5"))
+            .error("`eval_frequency` must be a positive integer or a float in the range (0.0, "
+                   "1.0]. Got: 1.5"));
+  CHECK(load(loop("max_steps: 99999999999999999999"))
+            .error("expected an integer; found the integer 99999999999999999999 (too large for 64 "
+                   "bits)"));
+  Loaded fraction = load(loop("max_steps: 9, eval_frequency: 0.5"));
+  REQUIRE_FALSE(fraction.diagnostics.has_errors());
+  CHECK(fraction.trainer().loop.eval_frequency->fraction == 0.5);
+  Loaded defaulted = load(
+      "trainer:\n  init:\n    device: CPU\n    model: {name: fc_mnist, depth: 1, hidden_size: 2}\n"
+      "  fit:\n    train_dataloader: {batch_size: 4}\n");
+  CHECK(defaulted.trainer().loop_defaulted);
+  CHECK(defaulted.trainer().loop.num_epochs == 1);
+}
+
+TEST_CASE("precision rules depend on the device") {
+  auto precision = [](const std::string& device, const std::string& keys) {
+    return "trainer:\n  init:\n    device: " + device +
+           "\n    model: {name: fc_mnist, depth: 1, hidden_size: 2}\n    loop: {max_steps: 3}\n"
+           "    precision: {" +
+           keys + "}\n  fit:\n    train_dataloader: {batch_size: 4}\n";
+  };
+  CHECK(load(precision("CSX", "fp16_type: half"))
+            .error("Invalid value for \"fp16_type\". Expected one of ['float16', 'bfloat16', "
+                   "'cbfloat16']. Got: half."));
+  CHECK(load(precision("CSX", "fp16_type: cbfloat16"))
+            .error("In order to use cbfloat16, dynamic loss scaling must be enabled."));
+  Loaded cpu = load(precision("CPU", "fp16_type: cbfloat16"));
+  CHECK(cpu.warning("cbfloat16 is only supported on CSX. Setting half dtype to bfloat16"));
+  CHECK(cpu.trainer().precision.fp16_type == HalfType::bfloat16);
+  Loaded disabled = load(precision("CSX", "enabled: false"));
+  CHECK(disabled.warning("Mixed precision must be enabled for CSX. Setting enabled = True"));
+  CHECK(disabled.trainer().precision.enabled);
+  Loaded bf16 = load(precision("CSX", "fp16_type: bfloat16, loss_scaling_factor: dynamic"));
+  CHECK(bf16.has(
+      Severity::note,
+      "No need to use loss scaling when half dtype is bfloat16. Disabling gradient scaling."));
+  CHECK_FALSE(bf16.trainer().precision.loss_scaling.dynamic);
+  Loaded cb16 = load(precision("CSX", "fp16_type: cbfloat16, loss_scaling_factor: dynamic"));
+  CHECK_FALSE(cb16.diagnostics.has_errors());
+  CHECK(cb16.trainer().precision.loss_scaling.dynamic);
+  CHECK(cb16.trainer().precision.log_loss_scale);
+  CHECK(load(precision("CPU", "loss_scaling_factor: big"))
+            .error("'loss_scaling_factor' must be a float, None, or 'dynamic'.Got 'big' instead."));
+  CHECK(load(precision("CPU", "max_gradient_norm: 0"))
+            .error("max_gradient_norm has to be a positive float. Got 0"));
+  CHECK(load(precision("CPU", "max_gradient_norm: 1.0, max_gradient_value: 2.0"))
+            .error("Gradients can be clipped by norm(=1.0) or by value(=2.0), but not both. Do not "
+                   "set both `max_gradient_norm` and `max_gradient_value`."));
+  CHECK(load(precision("CPU", "precision_opt_level: 3"))
+            .error("precision_opt_level must be 0, 1 or 2"));
+}
+
+TEST_CASE("checkpoint settings") {
+  CHECK(load(trainer_with("    checkpoint: {steps: -1}\n"))
+            .error("Checkpoint steps must be None or a non-negative integer, but got -1"));
+  CHECK(load(trainer_with("    checkpoint: {checkpoint_name: 'c_{epoch}.mdl'}\n"))
+            .error("Found invalid keys in checkpoint_name format string. Expected keys: {'step'}. "
+                   "Got: {'epoch'}"));
+  CHECK(load(trainer_with("    callbacks:\n    - LoadCheckpointStates: {load_checkpoint_states: "
+                          "'model,weights'}\n"))
+            .error("Unexpected keys specified via `load_checkpoint_states`: ['weights']. Only the "
+                   "keys in the following list are accepted:"));
+  Loaded states =
+      load(trainer_with("    callbacks:\n    - LoadCheckpointStates: {load_checkpoint_states: "
+                        "'model, dataloader'}\n"));
+  CHECK(states.trainer().checkpoint.load_checkpoint_states ==
+        std::vector<std::string>{"model", "dataloader"});
+}
+
+TEST_CASE("callbacks: core ones are refused, flags reach the dataloaders") {
+  CHECK(load(trainer_with("    callbacks:\n    - MixedPrecision: {}\n"))
+            .error("Callback MixedPrecision is a core callback and cannot be overridden; set "
+                   "trainer.init.precision instead"));
+  CHECK(load(trainer_with("    callbacks:\n    - ComputeNrom: {}\n"))
+            .error("unknown callback 'ComputeNrom'; did you mean 'ComputeNorm'?"));
+  CHECK(load(trainer_with("    callbacks:\n    - ComputeNorm: {}\n      CheckLoss: {}\n"))
+            .error("Expected callback to have a single key."));
+  Loaded flags = load(trainer_with(
+      "    callbacks:\n    - ScopedTrainFlags: {csx.performance.micro_batch_size: 2}\n"));
+  REQUIRE_FALSE(flags.diagnostics.has_errors());
+  CHECK(flags.trainer().fit->train_dataloader.find("micro_batch_size")->as_int() == 2);
+  Loaded wandb = load(trainer_with("    loggers:\n    - WandbLogger: {project: p}\n"));
+  CHECK(wandb.warning("WandbLogger (Weights & Biases logging) has no effect in csrun"));
+}
+
+TEST_CASE("optimizers") {
+  CHECK(load(trainer_with("    optimizer: {SGD: {lr: 0.1}, Adam: {}}\n"))
+            .error("Expected optimizer to have a single key. Got: ['SGD', 'Adam']"));
+  CHECK(load(trainer_with("    optimizer: {Adamm: {}}\n"))
+            .error("unknown optimizer 'Adamm'; did you mean 'Adam'?"));
+  CHECK(load(trainer_with("    optimizer: {SGD: {lr: 0.1, learning_rate: 0.2}}\n"))
+            .error("lr and learning_rate are the same parameter of SGD; give only one"));
+  Loaded lr = load(trainer_with("    optimizer: {sgd: {lr: 0.1, momentum: 0.9}}\n"));
+  REQUIRE_FALSE(lr.diagnostics.has_errors());
+  CHECK(lr.trainer().optimizer->type == "SGD");
+  CHECK(lr.trainer().optimizer->params.find("learning_rate")->as_number() == Approx(0.1));
+  CHECK(load(trainer_with("    optimizer: {SGD: {momentum: -1}}\n"))
+            .error("optimizer.SGD.momentum: expected a number ≥ 0; found the integer -1"));
+}
+
+TEST_CASE("ckpt_path: absent autoloads, null starts fresh, a path loads that file") {
+  std::string base = trainer_with("");
+  CHECK(load(base).trainer().fit->checkpoint.kind == CheckpointChoice::Kind::autoload);
+  CHECK(load(base + "    ckpt_path: null\n").trainer().fit->checkpoint.kind ==
+        CheckpointChoice::Kind::none);
+  Loaded path = load(base + "    ckpt_path: model_dir/checkpoint_10.mdl\n");
+  CHECK(path.trainer().fit->checkpoint.kind == CheckpointChoice::Kind::path);
+  CHECK(path.trainer().fit->checkpoint.path == "model_dir/checkpoint_10.mdl");
+}
+
+TEST_CASE("CLI runconfig flags override only what they set, in either format") {
+  LoadOptions options;
+  options.runconfig_overrides = {flag("max_steps", Node::make_int(7)),
+                                 flag("num_csx", Node::make_int(2)),
+                                 flag("checkpoint_path", Node::make_string("c.mdl"))};
+  Loaded legacy = load(kLegacy, options);
+  REQUIRE_FALSE(legacy.diagnostics.has_errors());
+  CHECK(legacy.trainer().loop.max_steps == 7);
+  CHECK(legacy.trainer().backend.cluster.num_csx == 2);
+  CHECK(legacy.trainer().fit->checkpoint.path == "c.mdl");
+  CHECK(legacy.trainer().validate->checkpoint.path == "c.mdl");
+  CHECK(legacy.trainer().optimizer->params.find("learning_rate")->as_number() == Approx(0.01));
+  Loaded trainer = load(trainer_with(""), options);
+  REQUIRE_FALSE(trainer.diagnostics.has_errors());
+  CHECK(trainer.trainer().loop.max_steps == 7);
+  CHECK(trainer.trainer().backend.cluster.num_csx == 2);
+  CHECK(trainer.trainer().fit->checkpoint.path == "c.mdl");
+  CHECK_FALSE(trainer.trainer().validate.has_value());
+}
+
+TEST_CASE("the target_device flag lands where the trainer names its device") {
+  LoadOptions options;
+  options.runconfig_overrides = {flag("target_device", Node::make_string("CPU"))};
+  Loaded with_device = load(trainer_with("", "device: CSX"), options);
+  REQUIRE_FALSE(with_device.diagnostics.has_errors());
+  CHECK(with_device.trainer().backend.device == Device::cpu);
+  Loaded with_backend = load(trainer_with("", "backend: {backend_type: CSX}"), options);
+  REQUIRE_FALSE(with_backend.diagnostics.has_errors());
+  CHECK(with_backend.trainer().backend.device == Device::cpu);
+}
+
+TEST_CASE("set overrides edit any key, creating mappings along the way") {
+  LoadOptions options;
+  options.set_overrides = {
+      parse_set_override("runconfig.max_steps=3"), parse_set_override("optimizer.betas=[0.5, 0.6]"),
+      parse_set_override("optimizer.optimizer_type=Adam"), parse_set_override("runconfig.seed=11")};
+  Loaded loaded = load(kLegacy, options);
+  INFO(loaded.dump());
+  REQUIRE_FALSE(loaded.diagnostics.has_errors());
+  CHECK(loaded.trainer().loop.max_steps == 3);
+  CHECK(loaded.trainer().seed == 11);
+  CHECK(loaded.trainer().optimizer->params.find("betas")->render() == "[0.5, 0.6]");
+
+  LoadOptions dotted;
+  dotted.set_overrides = {parse_set_override(
+      "trainer.init.callbacks.0.ScopedTrainFlags.csx.performance.micro_batch_size=1")};
+  Loaded flags =
+      load(trainer_with(
+               "    callbacks:\n    - ScopedTrainFlags: {csx.performance.micro_batch_size: 2}\n"),
+           dotted);
+  REQUIRE_FALSE(flags.diagnostics.has_errors());
+  CHECK(flags.trainer().fit->train_dataloader.find("micro_batch_size")->as_int() == 1);
+
+  LoadOptions bad;
+  bad.set_overrides = {parse_set_override("runconfig.max_steps.value=3"),
+                       parse_set_override("trainer.2.x=1")};
+  Loaded scalar = load(kLegacy, bad);
+  CHECK(scalar.error(
+      "command line (--set runconfig.max_steps.value=3): error: runconfig.max_steps.value: cannot "
+      "set a key inside runconfig.max_steps, which is the integer 10"));
+  CHECK_THROWS_WITH(parse_set_override("novalue"), Catch::Contains("--set expects KEY=VALUE"));
+  CHECK_THROWS_WITH(parse_set_override("=3"), Catch::Contains("needs a dotted key path"));
+}
+
+TEST_CASE("file-level shape errors") {
+  CHECK(load("").error("p.yaml:1:1: error: the params file is empty"));
+  CHECK(load("- a\n- b\n").error("expected a mapping at the top level of the params file"));
+  CHECK(load(kLegacy + "runconfg: {}\n")
+            .error("p.yaml:16:1: error: runconfg: unknown section of a legacy params file; did you "
+                   "mean 'runconfig'?"));
+  CHECK(load("trainer:\n  init: {device: CPU, model: {name: fc_mnist}}\nruntime: {}\n")
+            .error("unexpected top-level key next to `trainer`"));
+}

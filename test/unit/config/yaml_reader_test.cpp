@@ -1,0 +1,183 @@
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstdint>
+
+#include "config/diagnostics.hpp"
+#include "config/plain_scalar.hpp"
+#include "config/yaml_reader.hpp"
+#include "support/temp_dir.hpp"
+
+using namespace csrun::config;
+
+namespace {
+
+Node read(const std::string& text, Diagnostics& diagnostics) {
+  return read_yaml_text(text, "t.yaml", diagnostics);
+}
+
+Node scalar(const std::string& text) {
+  return resolve_plain_scalar(text, {}, "k");
+}
+
+bool has_error(const Diagnostics& diagnostics, const std::string& expected) {
+  for (const Diagnostic& d : diagnostics.all()) {
+    if (d.severity == Severity::error && d.to_string().find(expected) != std::string::npos)
+      return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+TEST_CASE("plain scalars are typed as PyYAML (YAML 1.1) types them") {
+  CHECK(scalar("yes").is_bool());
+  CHECK(scalar("Off").is_bool());
+  CHECK_FALSE(scalar("Off").as_bool());
+  CHECK(scalar("True").as_bool());
+  CHECK(scalar("~").is_null());
+  CHECK(scalar("null").is_null());
+  CHECK(scalar("42").as_int() == 42);
+  CHECK(scalar("-7").as_int() == -7);
+  CHECK(scalar("010").as_int() == 8);
+  CHECK(scalar("0x1f").as_int() == 31);
+  CHECK(scalar("0b101").as_int() == 5);
+  CHECK(scalar("1_000").as_int() == 1000);
+  CHECK(scalar("1.0e-5").kind() == Node::Kind::number);
+  CHECK(scalar("1.0e-5").as_number() == Approx(1e-5));
+  CHECK(scalar("2147483648.0").as_number() == 2147483648.0);
+  CHECK(scalar(".5").as_number() == 0.5);
+  CHECK(std::isinf(scalar("-.inf").as_number()));
+  CHECK(std::isnan(scalar(".nan").as_number()));
+  // PyYAML wants a dot and a signed exponent: these stay strings, marked as number-like.
+  for (const char* text : {"1e-5", "1E5", "1.0e5"}) {
+    Node node = scalar(text);
+    CHECK(node.is_string());
+    CHECK(node.looks_numeric());
+  }
+  CHECK(scalar("abc").is_string());
+  CHECK_FALSE(scalar("abc").looks_numeric());
+  CHECK(scalar("99999999999999999999").out_of_range());
+  CHECK(scalar("-9223372036854775808").as_int() == INT64_MIN);
+}
+
+TEST_CASE("quoted scalars are strings whatever they look like") {
+  Diagnostics diagnostics;
+  Node root = read("a: '5'\nb: \"true\"\nc: !!str 7\nd: !!float 3\n", diagnostics);
+  CHECK(root.find("a")->is_string());
+  CHECK(root.find("b")->is_string());
+  CHECK(root.find("c")->is_string());
+  CHECK(root.find("d")->kind() == Node::Kind::number);
+  CHECK_FALSE(diagnostics.has_errors());
+}
+
+TEST_CASE("values keep their position and key path") {
+  Diagnostics diagnostics;
+  Node root = read("runconfig:\n  max_steps: 100\nlist:\n  - x: 1\n", diagnostics);
+  const Node* steps = root.find("runconfig")->find("max_steps");
+  CHECK(steps->mark().line == 2);
+  CHECK(steps->mark().column == 14);
+  CHECK(steps->path() == "runconfig.max_steps");
+  CHECK(root.find("list")->items()[0].find("x")->path() == "list.0.x");
+  // A mapping is reported where its key is written.
+  CHECK(root.find("runconfig")->mark().line == 1);
+}
+
+TEST_CASE("duplicate keys are errors with both positions") {
+  Diagnostics diagnostics;
+  read("a: 1\nb:\n  c: 1\n  c: 2\n", diagnostics);
+  CHECK(has_error(
+      diagnostics,
+      "t.yaml:4:3: error: b.c: Found duplicate YAML key: 'c' (first defined at line 3, column 3)"));
+}
+
+TEST_CASE("merge keys merge, and keys written in the mapping win") {
+  Diagnostics diagnostics;
+  Node root =
+      read("base: &b\n  x: 1\n  y: 2\nother: &o\n  y: 9\n  z: 9\nm:\n  <<: [*b, *o]\n  y: 3\n",
+           diagnostics);
+  REQUIRE_FALSE(diagnostics.has_errors());
+  const Node* m = root.find("m");
+  CHECK(m->find("x")->as_int() == 1);
+  CHECK(m->find("y")->as_int() == 3);
+  CHECK(m->find("z")->as_int() == 9);
+  CHECK_FALSE(m->contains("<<"));
+}
+
+TEST_CASE("a merge key needs mappings") {
+  Diagnostics diagnostics;
+  read("m:\n  <<: 5\n", diagnostics);
+  CHECK(has_error(diagnostics,
+                  "t.yaml:2:3: error: m: a merge key (<<) takes a mapping or a list of mappings"));
+}
+
+TEST_CASE("anchors and aliases resolve") {
+  Diagnostics diagnostics;
+  Node root = read("a: &x {k: 1}\nb: *x\n", diagnostics);
+  CHECK(root.find("b")->find("k")->as_int() == 1);
+}
+
+TEST_CASE("hostile input is refused quickly with a reason") {
+  SECTION("alias bomb") {
+    std::string text = "a: &a [x, x, x, x, x, x, x, x, x]\n";
+    std::string previous = "a";
+    for (char name = 'b'; name <= 'k'; ++name) {
+      text += std::string(1, name) + ": &" + name + " [";
+      for (int i = 0; i < 9; ++i)
+        text += (i ? ", *" : "*") + previous;
+      text += "]\n";
+      previous = std::string(1, name);
+    }
+    Diagnostics diagnostics;
+    read(text, diagnostics);
+    CHECK(has_error(diagnostics, "is this an alias bomb?"));
+  }
+  SECTION("deep nesting") {
+    Diagnostics diagnostics;
+    read("a: " + std::string(100, '[') + std::string(100, ']') + "\n", diagnostics);
+    CHECK(has_error(diagnostics, "nested more than 64 levels"));
+    Diagnostics deeper;
+    read("a: " + std::string(3000, '[') + std::string(3000, ']') + "\n", deeper);
+    CHECK(has_error(deeper, "nested too deeply"));
+  }
+  SECTION("binary data") {
+    Diagnostics diagnostics;
+    read(std::string("a: 1\nb: \0\x01", 10), diagnostics);
+    CHECK(has_error(diagnostics, "t.yaml:2:4: error: the file holds binary data"));
+  }
+  SECTION("invalid UTF-8") {
+    Diagnostics diagnostics;
+    read("a: \xff\xfe\n", diagnostics);
+    CHECK(has_error(diagnostics, "t.yaml:1:4: error: the file is not valid UTF-8 text"));
+  }
+  SECTION("several documents") {
+    Diagnostics diagnostics;
+    read("a: 1\n---\nb: 2\n", diagnostics);
+    CHECK(has_error(diagnostics, "expected a single document in the stream"));
+  }
+  SECTION("foreign tags") {
+    Diagnostics diagnostics;
+    read("a: !!python/object:os.system ls\n", diagnostics);
+    CHECK(has_error(diagnostics, "unsupported YAML tag"));
+  }
+  SECTION("syntax errors give the position") {
+    Diagnostics diagnostics;
+    read("a: [1, 2\nb: 3\n", diagnostics);
+    CHECK(has_error(diagnostics, "YAML syntax error"));
+  }
+}
+
+TEST_CASE("files: missing, directory, too large") {
+  csrun::test::TempDir dir;
+  Diagnostics missing;
+  read_yaml_file((dir.path() / "none.yaml").string(), missing);
+  CHECK(has_error(missing, "cannot read the params file: No such file or directory"));
+  Diagnostics directory;
+  read_yaml_file(dir.path().string(), directory);
+  CHECK(has_error(directory, "it is a directory"));
+  Diagnostics large;
+  YamlLimits limits;
+  limits.max_bytes = 100;
+  read_yaml_file(dir.write("big.yaml", std::string(200, '#')), large, limits);
+  CHECK(has_error(large, "larger than 100 bytes"));
+}
