@@ -4,8 +4,7 @@
 namespace csrun::modes {
 
 int compile(const RunOptions& options) {
-  if (!validation_stage(options, "compile"))
-    return 1;
+  if (!validation_stage(options, "compile")) return 1;
   return stage_not_built(
       "compile",
       "tracing the model, kernel matching, placement on the wafer and the performance estimate");

@@ -4,8 +4,7 @@
 namespace csrun::modes {
 
 int eval(const RunOptions& options) {
-  if (!validation_stage(options, "eval"))
-    return 1;
+  if (!validation_stage(options, "eval")) return 1;
   return stage_not_built("eval", "the wafer simulator and the evaluation loop");
 }
 

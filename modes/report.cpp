@@ -16,15 +16,12 @@ std::string schedule_text(const config::ClassSpec& scheduler) {
   const config::Node* constant = scheduler.params.find("learning_rate");
   const config::Node* initial = scheduler.params.find("initial_learning_rate");
   const config::Node* end = scheduler.params.find("end_learning_rate");
-  if (constant)
-    text += " " + constant->text();
-  if (initial)
-    text += " " + initial->text() + (end ? "->" + end->text() : std::string());
+  if (constant) text += " " + constant->text();
+  if (initial) text += " " + initial->text() + (end ? "->" + end->text() : std::string());
   if (const config::Node* iters = scheduler.params.find("total_iters")) {
     text += " over " + grouped(iters->as_int()) + " steps";
   }
-  if (scheduler.children.empty())
-    return text;
+  if (scheduler.children.empty()) return text;
   text += " [";
   for (std::size_t i = 0; i < scheduler.children.size(); ++i) {
     text += (i ? ", " : "") + schedule_text(scheduler.children[i]);
@@ -33,8 +30,7 @@ std::string schedule_text(const config::ClassSpec& scheduler) {
 }
 
 std::string optimizer_text(const TrainerSpec& trainer) {
-  if (!trainer.optimizer)
-    return "none (evaluation only)";
+  if (!trainer.optimizer) return "none (evaluation only)";
   std::string text = trainer.optimizer->type;
   if (!trainer.schedulers.empty()) {
     text += ", lr ";
@@ -48,8 +44,7 @@ std::string optimizer_text(const TrainerSpec& trainer) {
 }
 
 std::string precision_text(const config::PrecisionSpec& precision) {
-  if (!precision.enabled)
-    return "float32 (mixed precision off)";
+  if (!precision.enabled) return "float32 (mixed precision off)";
   std::string text =
       std::string(config::half_type_name(precision.fp16_type)) + " mixed precision, ";
   if (precision.loss_scaling.dynamic) {
@@ -77,10 +72,8 @@ std::string steps_text(const TrainerSpec& trainer) {
     text = "num_steps " + grouped(*loop.num_steps);
   } else if (loop.num_epochs) {
     text = grouped(*loop.num_epochs) + (*loop.num_epochs == 1 ? " epoch" : " epochs");
-    if (loop.steps_per_epoch)
-      text += " of " + grouped(*loop.steps_per_epoch) + " steps";
-    if (trainer.loop_defaulted)
-      text += " (no loop section)";
+    if (loop.steps_per_epoch) text += " of " + grouped(*loop.steps_per_epoch) + " steps";
+    if (trainer.loop_defaulted) text += " (no loop section)";
   }
   if (loop.max_steps)
     text += (text.empty() ? "" : ", ") + std::string("max_steps ") + grouped(*loop.max_steps);
@@ -91,29 +84,23 @@ std::string steps_text(const TrainerSpec& trainer) {
         "; eval every " + (frequency.steps ? grouped(*frequency.steps) + " steps"
                                            : std::to_string(*frequency.fraction) + " of the run");
   }
-  if (loop.eval_steps)
-    text += "; " + grouped(*loop.eval_steps) + " eval steps";
-  if (trainer.checkpoint.steps)
-    text += "; checkpoint every " + grouped(*trainer.checkpoint.steps);
+  if (loop.eval_steps) text += "; " + grouped(*loop.eval_steps) + " eval steps";
+  if (trainer.checkpoint.steps) text += "; checkpoint every " + grouped(*trainer.checkpoint.steps);
   text += "; log every " + grouped(trainer.logging.log_steps);
   return text;
 }
 
 std::string loader_text(const data::DataloaderSpec& loader, std::int64_t num_csx) {
   std::string text = loader.processor + ", batch " + grouped(loader.batch_size);
-  if (num_csx > 1)
-    text += " (" + grouped(loader.batch_size / num_csx) + " per system)";
-  if (loader.micro_batch_size)
-    text += ", micro-batch " + grouped(*loader.micro_batch_size);
-  if (!loader.micro_batch_mode.empty())
-    text += ", micro-batch " + loader.micro_batch_mode;
+  if (num_csx > 1) text += " (" + grouped(loader.batch_size / num_csx) + " per system)";
+  if (loader.micro_batch_size) text += ", micro-batch " + grouped(*loader.micro_batch_size);
+  if (!loader.micro_batch_mode.empty()) text += ", micro-batch " + loader.micro_batch_mode;
   text += loader.fake                ? ", fake data"
           : loader.data_dirs.empty() ? ""
                                      : ", " + loader.data_dirs.front();
   if (loader.data_dirs.size() > 1)
     text += " (+" + std::to_string(loader.data_dirs.size() - 1) + " more)";
-  if (loader.samples)
-    text += " (" + grouped(*loader.samples) + " samples)";
+  if (loader.samples) text += " (" + grouped(*loader.samples) + " samples)";
   return text;
 }
 
@@ -139,8 +126,7 @@ void print_trainer(const TrainerSpec& trainer, const CheckedTrainer& checked, st
            " per system");
   line("precision", precision_text(trainer.precision));
   line("optimizer", optimizer_text(trainer));
-  if (trainer.fit)
-    line("fit", steps_text(trainer));
+  if (trainer.fit) line("fit", steps_text(trainer));
   if (checked.train_loader)
     line("train data", loader_text(*checked.train_loader, backend.cluster.num_csx));
   for (const data::DataloaderSpec& loader : checked.eval_loaders) {
@@ -226,8 +212,7 @@ std::string grouped(std::int64_t value) {
   std::string digits = std::to_string(value < 0 ? -value : value);
   std::string text;
   for (std::size_t i = 0; i < digits.size(); ++i) {
-    if (i > 0 && (digits.size() - i) % 3 == 0)
-      text += ',';
+    if (i > 0 && (digits.size() - i) % 3 == 0) text += ',';
     text += digits[i];
   }
   return value < 0 ? "-" + text : text;
@@ -236,16 +221,14 @@ std::string grouped(std::int64_t value) {
 void print_diagnostics(const config::Diagnostics& diagnostics, config::Severity shown,
                        std::ostream& out) {
   for (const config::Diagnostic& diagnostic : diagnostics.all()) {
-    if (diagnostic.severity >= shown)
-      out << diagnostic.to_string() << "\n";
+    if (diagnostic.severity >= shown) out << diagnostic.to_string() << "\n";
   }
 }
 
 void print_summary(const CheckedRun& checked, std::ostream& out) {
   const config::RunSpec& run = checked.run;
   out << run.params_path << ": " << config::format_name(run.format) << " params";
-  if (run.format == config::ParamsFormat::legacy)
-    out << " (converted to the trainer format)";
+  if (run.format == config::ParamsFormat::legacy) out << " (converted to the trainer format)";
   out << "\n";
   for (std::size_t i = 0; i < run.trainers.size() && i < checked.trainers.size(); ++i) {
     print_trainer(run.trainers[i], checked.trainers[i], run.trainers.size(), out);

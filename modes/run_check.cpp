@@ -19,8 +19,7 @@ const Node* init_value(const config::TrainerSpec& trainer, const char* key) {
 
 void check_checkpoint_choice(const config::CheckpointChoice& choice, const std::string& key_path,
                              config::Diagnostics& diagnostics) {
-  if (choice.kind != config::CheckpointChoice::Kind::path)
-    return;
+  if (choice.kind != config::CheckpointChoice::Kind::path) return;
   runner::check_checkpoint_file(choice.path, choice.mark, key_path, diagnostics);
 }
 
@@ -33,8 +32,7 @@ class TrainerCheck {
     CheckedTrainer checked;
     checked.index = trainer_.index;
     checked.model = models::check_model(trainer_, diagnostics_);
-    if (checked.model)
-      processors_ = checked.model->definition->data_processors;
+    if (checked.model) processors_ = checked.model->definition->data_processors;
     if (trainer_.fit) {
       checked.train_loader = check_loader(trainer_.fit->train_dataloader, data::LoaderRole::train);
       add_eval_loaders(trainer_.fit->val_dataloaders, checked);
@@ -65,8 +63,7 @@ class TrainerCheck {
     for (const Node& loader : loaders) {
       bool seen = std::any_of(seen_.begin(), seen_.end(),
                               [&](const Node& other) { return other.same_value(loader); });
-      if (seen)
-        continue;
+      if (seen) continue;
       seen_.push_back(loader);
       if (auto spec = check_loader(loader, data::LoaderRole::eval)) {
         checked.eval_loaders.push_back(std::move(*spec));
@@ -102,13 +99,11 @@ CheckedRun check_run(const RunOptions& options) {
 std::optional<CheckedRun> validation_stage(const RunOptions& options, const char* command) {
   CheckedRun checked = check_run(options);
   print_diagnostics(checked.diagnostics, options.shown, std::cerr);
-  if (!checked.diagnostics.has_errors())
-    return checked;
+  if (!checked.diagnostics.has_errors()) return checked;
   std::size_t errors = checked.diagnostics.error_count();
   std::cerr << "csrun " << command << ": " << errors << (errors == 1 ? " error" : " errors")
             << " in " << options.params_path << "\n";
-  if (options.json)
-    std::cout << report_json(command, checked) << "\n";
+  if (options.json) std::cout << report_json(command, checked) << "\n";
   return std::nullopt;
 }
 

@@ -8,8 +8,7 @@ namespace csrun::modes {
 
 int validate(const RunOptions& options) {
   std::optional<CheckedRun> checked = validation_stage(options, "validate");
-  if (!checked)
-    return 1;
+  if (!checked) return 1;
   if (options.json) {
     std::cout << report_json("validate", *checked) << "\n";
     return 0;

@@ -1,7 +1,6 @@
 // csrun: the Cerebras Model Zoo workflow (validate, compile, train, eval) on any Linux machine.
 // This file only handles arguments: it builds the options and dispatches to modes/.
 
-#include <spdlog/version.h>
 #include <CLI/CLI.hpp>
 
 #include <charconv>
@@ -113,8 +112,7 @@ class Subcommand {
       }
     }
     for (const RunconfigFlag& flag : flags_) {
-      if (flag.option->count() == 0)
-        continue;
+      if (flag.option->count() == 0) continue;
       SourceMark mark{"command line (" + flag.option->get_name() + " " +
                       flag.option->as<std::string>() + ")"};
       options.load.runconfig_overrides.push_back(RunconfigOverride{flag.key, flag.value(mark)});
@@ -195,10 +193,8 @@ class Subcommand {
 };
 
 std::string version_text() {
-  return std::string("csrun ") + csrun::kVersion + "\n" + "built " + csrun::kBuildType + " with " +
-         csrun::kCompiler + "; CLI11 " + CLI11_VERSION + ", spdlog " +
-         std::to_string(SPDLOG_VER_MAJOR) + "." + std::to_string(SPDLOG_VER_MINOR) + "." +
-         std::to_string(SPDLOG_VER_PATCH) + ", yaml-cpp, HDF5, nlohmann_json";
+  return std::string("csrun ") + csrun::kVersion + "\nbuilt " + csrun::kBuildType + " with " +
+         csrun::kCompiler + "\nlibraries: " + csrun::kLibraries;
 }
 
 }  // namespace
@@ -225,8 +221,7 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
     for (const Subcommand& subcommand : subcommands) {
-      if (subcommand.parsed())
-        return subcommand.run();
+      if (subcommand.parsed()) return subcommand.run();
     }
   } catch (const CLI::ParseError& error) {
     int status = app.exit(error);

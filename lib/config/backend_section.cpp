@@ -48,12 +48,9 @@ const Schema& backend_schema() {
 
 std::optional<Device> parse_device(const Node& value, Diagnostics& diagnostics) {
   if (value.is_string()) {
-    if (value.as_string() == "CSX")
-      return Device::csx;
-    if (value.as_string() == "CPU")
-      return Device::cpu;
-    if (value.as_string() == "GPU")
-      return Device::gpu;
+    if (value.as_string() == "CSX") return Device::csx;
+    if (value.as_string() == "CPU") return Device::cpu;
+    if (value.as_string() == "GPU") return Device::gpu;
   }
   std::string shown = value.is_string() ? value.as_string() : value.render();
   diagnostics.error(value.mark(), value.path(),
@@ -64,8 +61,7 @@ std::optional<Device> parse_device(const Node& value, Diagnostics& diagnostics) 
 ClusterConfig read_cluster(const Node& cluster, Diagnostics& diagnostics) {
   Node checked = cluster_config_schema().check(cluster, diagnostics);
   ClusterConfig result;
-  if (const Node* num_csx = checked.find("num_csx"))
-    result.num_csx = num_csx->as_int();
+  if (const Node* num_csx = checked.find("num_csx")) result.num_csx = num_csx->as_int();
   if (const Node* workers = checked.find("num_workers_per_csx")) {
     result.num_workers_per_csx = workers->as_int();
   }
@@ -76,8 +72,7 @@ ClusterConfig read_cluster(const Node& cluster, Diagnostics& diagnostics) {
 
 std::optional<Node> checked_section(const Node* section, const Schema& schema,
                                     Diagnostics& diagnostics) {
-  if (!section || section->is_null())
-    return std::nullopt;
+  if (!section || section->is_null()) return std::nullopt;
   if (!section->is_map()) {
     diagnostics.error(
         section->mark(), section->path(),
@@ -101,13 +96,11 @@ BackendSpec read_backend(const Node& init, Diagnostics& diagnostics) {
                      : backend                    ? backend->find("backend_type")
                                                   : nullptr;
   if (type) {
-    if (auto parsed = parse_device(*type, diagnostics))
-      spec.device = *parsed;
+    if (auto parsed = parse_device(*type, diagnostics)) spec.device = *parsed;
   } else {
     spec.device_defaulted = true;
   }
-  if (!backend)
-    return spec;
+  if (!backend) return spec;
   if (const Node* dir = backend->find("compile_dir"); dir && dir->is_string()) {
     spec.compile_dir = dir->as_string();
   }

@@ -33,10 +33,8 @@ const ClassEntry* ClassCatalog::find(std::string_view name) const {
   std::string suffix = lowercase(optional_suffix_);
   for (const ClassEntry& entry : entries_) {
     std::string candidate = lowercase(entry.name);
-    if (candidate == wanted)
-      return &entry;
-    if (!suffix.empty() && candidate == wanted + suffix)
-      return &entry;
+    if (candidate == wanted) return &entry;
+    if (!suffix.empty() && candidate == wanted + suffix) return &entry;
   }
   return nullptr;
 }
@@ -98,8 +96,7 @@ std::optional<ClassSpec> ClassCatalog::read(const std::string& name, const Node&
   }
   std::vector<std::string> missing;
   for (const std::string& key : entry->required) {
-    if (!params.contains(key))
-      missing.push_back(key);
+    if (!params.contains(key)) missing.push_back(key);
   }
   if (!missing.empty()) {
     diagnostics.error(params.mark(), params.path(),

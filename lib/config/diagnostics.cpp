@@ -5,8 +5,7 @@
 namespace csrun::config {
 
 std::string SourceMark::to_string() const {
-  if (!has_position())
-    return origin;
+  if (!has_position()) return origin;
   return origin + ":" + std::to_string(line) + ":" + std::to_string(column);
 }
 
@@ -24,12 +23,10 @@ const char* severity_name(Severity severity) {
 
 std::string Diagnostic::to_string() const {
   std::string text = mark.to_string();
-  if (!text.empty())
-    text += ": ";
+  if (!text.empty()) text += ": ";
   text += severity_name(severity);
   text += ": ";
-  if (!key_path.empty())
-    text += key_path + ": ";
+  if (!key_path.empty()) text += key_path + ": ";
   return text + message;
 }
 
@@ -71,8 +68,7 @@ std::size_t Diagnostics::error_count() const {
 }
 
 void Diagnostics::throw_if_errors() const {
-  if (has_errors())
-    throw ValidationError(items_);
+  if (has_errors()) throw ValidationError(items_);
 }
 
 namespace {
@@ -80,10 +76,8 @@ namespace {
 std::string summarize(const std::vector<Diagnostic>& diagnostics) {
   std::string text;
   for (const Diagnostic& d : diagnostics) {
-    if (d.severity != Severity::error)
-      continue;
-    if (!text.empty())
-      text += '\n';
+    if (d.severity != Severity::error) continue;
+    if (!text.empty()) text += '\n';
     text += d.to_string();
   }
   return text;

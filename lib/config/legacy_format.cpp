@@ -180,8 +180,7 @@ const Schema& runconfig_schema() {
 
 const RunconfigKey* find_runconfig_key(const std::string& key) {
   for (const RunconfigKey& entry : runconfig_keys()) {
-    if (entry.key == key)
-      return &entry;
+    if (entry.key == key) return &entry;
   }
   return nullptr;
 }
@@ -204,31 +203,20 @@ const std::set<std::string>& optimizer_precision_keys() {
 std::string rename_scheduler_key(const std::string& scheduler, const std::string& key) {
   bool step_schedule = scheduler == "StepLR";
   bool gamma_schedule = step_schedule || scheduler == "MultiStepLR";
-  if (key == "steps" || key == "decay_steps")
-    return step_schedule ? "step_size" : "total_iters";
+  if (key == "steps" || key == "decay_steps") return step_schedule ? "step_size" : "total_iters";
   if (key == "learning_rate" || key == "base_lr") {
-    if (scheduler == "ConstantLR")
-      return "learning_rate";
-    if (scheduler == "CyclicLR")
-      return "base_lr";
+    if (scheduler == "ConstantLR") return "learning_rate";
+    if (scheduler == "CyclicLR") return "base_lr";
     return "initial_learning_rate";
   }
-  if (key == "initial_learning_rate" && scheduler == "ConstantLR")
-    return "learning_rate";
-  if (key == "gamma" && !gamma_schedule)
-    return "decay_rate";
-  if (key == "decay_rate" && gamma_schedule)
-    return "gamma";
-  if (key == "t_max")
-    return "T_max";
-  if (key == "t_0")
-    return "T_0";
-  if (key == "t_mult")
-    return "T_mult";
-  if (key == "values")
-    return "learning_rates";
-  if (key == "boundaries")
-    return "milestones";
+  if (key == "initial_learning_rate" && scheduler == "ConstantLR") return "learning_rate";
+  if (key == "gamma" && !gamma_schedule) return "decay_rate";
+  if (key == "decay_rate" && gamma_schedule) return "gamma";
+  if (key == "t_max") return "T_max";
+  if (key == "t_0") return "T_0";
+  if (key == "t_mult") return "T_mult";
+  if (key == "values") return "learning_rates";
+  if (key == "boundaries") return "milestones";
   return key;
 }
 
@@ -242,8 +230,7 @@ class LegacyConverter {
                                                       "optimizer",   "runconfig",  "sparsity",
                                                       "csconfig",    "wandb"};
     for (const Node::Entry& entry : params.entries()) {
-      if (std::find(sections.begin(), sections.end(), entry.key) != sections.end())
-        continue;
+      if (std::find(sections.begin(), sections.end(), entry.key) != sections.end()) continue;
       std::string hint = did_you_mean(entry.key, sections);
       diagnostics_.error(
           entry.key_mark, entry.key,
@@ -251,18 +238,13 @@ class LegacyConverter {
               (hint.empty() ? "; legacy sections are " + quoted_list(sections, "and") : hint));
     }
     convert_inputs(params.find("train_input"), params.find("eval_input"));
-    if (const Node* model = section(params, "model"))
-      convert_model(*model);
-    if (const Node* optimizer = section(params, "optimizer"))
-      convert_optimizer(*optimizer);
-    if (const Node* csconfig = section(params, "csconfig"))
-      convert_csconfig(*csconfig);
-    if (const Node* sparsity = params.find("sparsity"))
-      init().set("sparsity", *sparsity);
+    if (const Node* model = section(params, "model")) convert_model(*model);
+    if (const Node* optimizer = section(params, "optimizer")) convert_optimizer(*optimizer);
+    if (const Node* csconfig = section(params, "csconfig")) convert_csconfig(*csconfig);
+    if (const Node* sparsity = params.find("sparsity")) init().set("sparsity", *sparsity);
     if (const Node* wandb = section(params, "wandb"))
       add_class("loggers", "WandbLogger", *wandb) = *wandb;
-    if (const Node* runconfig = section(params, "runconfig"))
-      convert_runconfig(*runconfig);
+    if (const Node* runconfig = section(params, "runconfig")) convert_runconfig(*runconfig);
     // Legacy training always has a step count in runconfig; an empty loop makes its absence
     // an error (the trainer format's default of one epoch does not apply).
     if (trainer_.contains("fit")) {
@@ -286,10 +268,8 @@ class LegacyConverter {
  private:
   const Node* section(const Node& params, const std::string& key) {
     const Node* node = params.find(key);
-    if (!node || node->is_null())
-      return nullptr;
-    if (node->is_map())
-      return node;
+    if (!node || node->is_null()) return nullptr;
+    if (node->is_map()) return node;
     diagnostics_.error(node->mark(), key, "expected a mapping; found " + node->describe());
     return nullptr;
   }
@@ -304,11 +284,9 @@ class LegacyConverter {
   // empty (positioned at `source`) when the class is not listed yet.
   Node& add_class(const std::string& list_key, const std::string& name, const Node& source) {
     Node* list = init().find(list_key);
-    if (!list || !list->is_list())
-      list = &init().set(list_key, Node::make_list(source.mark()));
+    if (!list || !list->is_list()) list = &init().set(list_key, Node::make_list(source.mark()));
     for (Node& item : list->items()) {
-      if (Node* existing = item.find(name); existing && existing->is_map())
-        return *existing;
+      if (Node* existing = item.find(name); existing && existing->is_map()) return *existing;
     }
     Node item = Node::make_map(source.mark(), source.path());
     item.set(name, Node::make_map(source.mark(), source.path()));
@@ -323,11 +301,9 @@ class LegacyConverter {
       trainer_.ensure_map("fit", train_input->mark(), "train_input")
           .set("train_dataloader", loader);
     }
-    if (!eval_input || eval_input->is_null())
-      return;
+    if (!eval_input || eval_input->is_null()) return;
     Node loader = move_micro_batch(*eval_input, "ScopedValidateFlags");
-    if (Node* fit = trainer_.find("fit"))
-      fit->set("val_dataloader", loader);
+    if (Node* fit = trainer_.find("fit")) fit->set("val_dataloader", loader);
     trainer_.ensure_map("validate", eval_input->mark(), "eval_input").set("val_dataloader", loader);
     trainer_.ensure_map("validate_all", eval_input->mark(), "eval_input")
         .set("val_dataloaders", loader);
@@ -336,8 +312,7 @@ class LegacyConverter {
   // micro_batch_size moves into a flags callback, as the Model Zoo's conversion does.
   Node move_micro_batch(const Node& input, const std::string& flags_class) {
     Node loader = input;
-    if (!loader.is_map())
-      return loader;
+    if (!loader.is_map()) return loader;
     if (std::optional<Node> micro = loader.take("micro_batch_size")) {
       add_class("callbacks", flags_class, input)
           .set("csx.performance.micro_batch_size", std::move(*micro), loader.mark());
@@ -375,8 +350,7 @@ class LegacyConverter {
                          "expected a boolean (true or false); found " + entry.value.describe());
       return;
     }
-    if (!entry.value.as_bool())
-      return;
+    if (!entry.value.as_bool()) return;
     if (const Node* other = precision.find("fp16_type");
         other && other->is_string() && other->as_string() != "bfloat16") {
       diagnostics_.error(entry.key_mark, entry.value.path(),
@@ -446,8 +420,7 @@ class LegacyConverter {
 
   void convert_optimizer_key(const Node& optimizer, const Node::Entry& item, Node& kwargs) {
     const std::string& key = item.key;
-    if (key == "optimizer_type" || key == "beta1" || key == "beta2")
-      return;
+    if (key == "optimizer_type" || key == "beta1" || key == "beta2") return;
     if (optimizer_precision_keys().count(key)) {
       init_section("precision", optimizer).set(key, item.value, item.key_mark);
     } else if (key == "learning_rate") {
@@ -475,8 +448,7 @@ class LegacyConverter {
   void merge_betas(const Node& optimizer, Node& kwargs) {
     const Node::Entry* beta1 = optimizer.find_entry("beta1");
     const Node::Entry* beta2 = optimizer.find_entry("beta2");
-    if (!beta1 && !beta2)
-      return;
+    if (!beta1 && !beta2) return;
     if (optimizer.contains("betas")) {
       const Node::Entry* single = beta1 ? beta1 : beta2;
       diagnostics_.error(single->key_mark, single->value.path(),
@@ -500,11 +472,9 @@ class LegacyConverter {
       constant.set("ConstantLR", std::move(params), key_mark);
       schedulers.push_back(std::move(constant));
     } else if (lr.is_map()) {
-      if (auto scheduler = convert_scheduler(lr, true))
-        schedulers.push_back(std::move(*scheduler));
+      if (auto scheduler = convert_scheduler(lr, true)) schedulers.push_back(std::move(*scheduler));
     } else if (lr.is_list() && !lr.items().empty()) {
-      if (auto scheduler = convert_scheduler_list(lr))
-        schedulers.push_back(std::move(*scheduler));
+      if (auto scheduler = convert_scheduler_list(lr)) schedulers.push_back(std::move(*scheduler));
     } else {
       diagnostics_.error(
           lr.mark(), lr.path(),
@@ -523,8 +493,7 @@ class LegacyConverter {
         main_schedulers.insert(main->render());
       }
       bool final = i + 1 == list.items().size();
-      if (auto scheduler = convert_scheduler(item, final))
-        members.push_back(std::move(*scheduler));
+      if (auto scheduler = convert_scheduler(item, final)) members.push_back(std::move(*scheduler));
     }
     if (main_schedulers.size() > 1) {
       std::string values;
@@ -534,8 +503,7 @@ class LegacyConverter {
                          "Got conflicting `main_scheduler` values: {" + values +
                              "}. Please make sure to specify the same main scheduler.");
     }
-    if (members.items().size() == 1)
-      return members.items().front();
+    if (members.items().size() == 1) return members.items().front();
     bool chained = main_schedulers.count("'chained'") > 0;
     Node params = Node::make_map(list.mark(), list.path());
     params.set("schedulers", std::move(members));
@@ -583,8 +551,7 @@ class LegacyConverter {
     }
     Node params = Node::make_map(legacy.mark(), legacy.path());
     for (const Node::Entry& item : legacy.entries()) {
-      if (item.key == "scheduler" || item.key == "main_scheduler")
-        continue;
+      if (item.key == "scheduler" || item.key == "main_scheduler") continue;
       std::string key = rename_scheduler_key(entry->name, item.key);
       if (!entry->params->find(key)) {
         diagnostics_.warning(
@@ -609,8 +576,7 @@ class LegacyConverter {
     Node checked = runconfig_schema().check(runconfig, diagnostics_);
     for (const Node::Entry& entry : checked.entries()) {
       const RunconfigKey* key = find_runconfig_key(entry.key);
-      if (key)
-        route(*key, entry, runconfig);
+      if (key) route(*key, entry, runconfig);
     }
   }
 
@@ -670,22 +636,18 @@ class LegacyConverter {
     std::size_t dot = key.target.find('.');
     std::string name = key.target.substr(0, dot);
     if (dot == std::string::npos) {
-      if (entry.value.is_bool() && entry.value.as_bool())
-        add_class("callbacks", name, runconfig);
+      if (entry.value.is_bool() && entry.value.as_bool()) add_class("callbacks", name, runconfig);
       return;
     }
-    if (entry.value.is_null())
-      return;
+    if (entry.value.is_null()) return;
     add_class("callbacks", name, runconfig)
         .set(key.target.substr(dot + 1), entry.value, entry.key_mark);
   }
 
   // A null checkpoint_path is the runconfig default (autoload), not a request to start fresh.
   void route_checkpoint_path(const Node::Entry& entry) {
-    if (entry.value.is_null())
-      return;
-    if (Node* fit = trainer_.find("fit"))
-      fit->set("ckpt_path", entry.value, entry.key_mark);
+    if (entry.value.is_null()) return;
+    if (Node* fit = trainer_.find("fit")) fit->set("ckpt_path", entry.value, entry.key_mark);
     if (Node* validate = trainer_.find("validate")) {
       validate->set("ckpt_path", entry.value, entry.key_mark);
     }

@@ -59,11 +59,9 @@ const Schema& logging_schema() {
 std::optional<std::int64_t> read_count(const Node& loop, const char* key, Device device,
                                        Diagnostics& diagnostics) {
   const Node* value = loop.find(key);
-  if (!value || value->is_null())
-    return std::nullopt;
+  if (!value || value->is_null()) return std::nullopt;
   std::optional<Node> integer = T::integer().check(*value, diagnostics);
-  if (!integer)
-    return std::nullopt;
+  if (!integer) return std::nullopt;
   std::int64_t count = integer->as_int();
   if (count <= 0) {
     diagnostics.error(value->mark(), value->path(),
@@ -81,8 +79,7 @@ std::optional<std::int64_t> read_count(const Node& loop, const char* key, Device
 }
 
 std::optional<EvalFrequency> read_eval_frequency(const Node* value, Diagnostics& diagnostics) {
-  if (!value || value->is_null())
-    return std::nullopt;
+  if (!value || value->is_null()) return std::nullopt;
   if (value->is_int() && !value->out_of_range() && value->as_int() > 0) {
     return EvalFrequency{value->as_int(), std::nullopt};
   }
@@ -123,11 +120,9 @@ void check_checkpoint_name(const Node& name, Diagnostics& diagnostics) {
     std::size_t close = text.find('}', open);
     std::string field =
         text.substr(open + 1, close == std::string::npos ? std::string::npos : close - open - 1);
-    if (field != "step")
-      invalid.insert(field);
+    if (field != "step") invalid.insert(field);
   }
-  if (invalid.empty())
-    return;
+  if (invalid.empty()) return;
   std::string got;
   for (const std::string& field : invalid)
     got += (got.empty() ? "'" : ", '") + field + "'";
@@ -142,8 +137,7 @@ void check_checkpoint_name(const Node& name, Diagnostics& diagnostics) {
 LoopSpec read_loop(const Node* loop, Device device, Diagnostics& diagnostics) {
   LoopSpec spec;
   std::optional<Node> section = checked_section(loop, loop_schema(), diagnostics);
-  if (!section)
-    return spec;
+  if (!section) return spec;
   spec.num_steps = read_count(*section, "num_steps", device, diagnostics);
   spec.max_steps = read_count(*section, "max_steps", device, diagnostics);
   spec.num_epochs = read_count(*section, "num_epochs", device, diagnostics);
@@ -165,12 +159,10 @@ LoopSpec read_loop(const Node* loop, Device device, Diagnostics& diagnostics) {
 CheckpointSpec read_checkpoint(const Node* checkpoint, Diagnostics& diagnostics) {
   CheckpointSpec spec;
   std::optional<Node> section = checked_section(checkpoint, checkpoint_schema(), diagnostics);
-  if (!section)
-    return spec;
+  if (!section) return spec;
   if (const Node* steps = section->find("steps"); steps && !steps->is_null()) {
     if (steps->is_int() && !steps->out_of_range() && steps->as_int() >= 0) {
-      if (steps->as_int() > 0)
-        spec.steps = steps->as_int();
+      if (steps->as_int() > 0) spec.steps = steps->as_int();
     } else {
       diagnostics.error(
           steps->mark(), steps->path(),
@@ -194,8 +186,7 @@ CheckpointSpec read_checkpoint(const Node* checkpoint, Diagnostics& diagnostics)
 LoggingSpec read_logging(const Node* logging, Diagnostics& diagnostics) {
   LoggingSpec spec;
   std::optional<Node> section = checked_section(logging, logging_schema(), diagnostics);
-  if (!section)
-    return spec;
+  if (!section) return spec;
   spec.log_steps = section->find("log_steps")->as_int();
   spec.log_level = section->find("log_level")->as_string();
   return spec;

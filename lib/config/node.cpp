@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <cstdlib>
 
 namespace csrun::config {
 
@@ -18,15 +19,18 @@ Node located(SourceMark mark, std::string path) {
 // The shortest text that reads back to the same double, as Python prints floats (10000.0,
 // 1e-05, 0.0006).
 std::string format_number(double value) {
-  if (std::isnan(value))
-    return ".nan";
-  if (std::isinf(value))
-    return value > 0 ? ".inf" : "-.inf";
-  char buffer[64];
-  auto [end, error] = std::to_chars(buffer, buffer + sizeof buffer, value);
-  std::string text(buffer, error == std::errc() ? end : buffer);
-  if (text.find_first_of(".e") == std::string::npos)
-    text += ".0";
+  if (std::isnan(value)) return ".nan";
+  if (std::isinf(value)) return value > 0 ? ".inf" : "-.inf";
+  char buffer[400];
+  auto [end, error] =
+      std::to_chars(buffer, buffer + sizeof buffer, value, std::chars_format::scientific);
+  std::string scientific(buffer, error == std::errc() ? end : buffer);
+  int exponent = std::atoi(scientific.c_str() + scientific.find('e') + 1);
+  if (exponent < -4 || exponent >= 16) return scientific;
+  auto [fixed_end, fixed_error] =
+      std::to_chars(buffer, buffer + sizeof buffer, value, std::chars_format::fixed);
+  std::string text(buffer, fixed_error == std::errc() ? fixed_end : buffer);
+  if (text.find('.') == std::string::npos) text += ".0";
   return text;
 }
 
@@ -101,11 +105,9 @@ Node* Node::find(std::string_view key) {
 Node& Node::set(std::string key, Node value, SourceMark key_mark) {
   kind_ = Kind::map;
   for (Entry& entry : entries_) {
-    if (entry.key != key)
-      continue;
+    if (entry.key != key) continue;
     entry.value = std::move(value);
-    if (key_mark.has_position() || !key_mark.origin.empty())
-      entry.key_mark = std::move(key_mark);
+    if (key_mark.has_position() || !key_mark.origin.empty()) entry.key_mark = std::move(key_mark);
     return entry.value;
   }
   entries_.push_back(Entry{std::move(key), std::move(key_mark), std::move(value)});
@@ -115,16 +117,14 @@ Node& Node::set(std::string key, Node value, SourceMark key_mark) {
 std::optional<Node> Node::take(std::string_view key) {
   auto it = std::find_if(entries_.begin(), entries_.end(),
                          [&](const Entry& entry) { return entry.key == key; });
-  if (it == entries_.end())
-    return std::nullopt;
+  if (it == entries_.end()) return std::nullopt;
   Node value = std::move(it->value);
   entries_.erase(it);
   return value;
 }
 
 Node& Node::ensure_map(const std::string& key, SourceMark mark, std::string path) {
-  if (Node* existing = find(key); existing && existing->is_map())
-    return *existing;
+  if (Node* existing = find(key); existing && existing->is_map()) return *existing;
   return set(key, make_map(std::move(mark), std::move(path)));
 }
 
@@ -170,8 +170,7 @@ std::string Node::render() const {
     case Kind::list: {
       std::string text = "[";
       for (std::size_t i = 0; i < items_.size(); ++i) {
-        if (i > 0)
-          text += ", ";
+        if (i > 0) text += ", ";
         text += items_[i].render();
       }
       return text + "]";
@@ -179,8 +178,7 @@ std::string Node::render() const {
     case Kind::map: {
       std::string text = "{";
       for (std::size_t i = 0; i < entries_.size(); ++i) {
-        if (i > 0)
-          text += ", ";
+        if (i > 0) text += ", ";
         text += entries_[i].key + ": " + entries_[i].value.render();
       }
       return text + "}";
@@ -190,10 +188,8 @@ std::string Node::render() const {
 }
 
 bool Node::same_value(const Node& other) const {
-  if (is_number() && other.is_number())
-    return as_number() == other.as_number();
-  if (kind_ != other.kind_)
-    return false;
+  if (is_number() && other.is_number()) return as_number() == other.as_number();
+  if (kind_ != other.kind_) return false;
   switch (kind_) {
     case Kind::null:
       return true;
@@ -208,8 +204,7 @@ bool Node::same_value(const Node& other) const {
       return std::equal(items_.begin(), items_.end(), other.items_.begin(), other.items_.end(),
                         [](const Node& a, const Node& b) { return a.same_value(b); });
     case Kind::map:
-      if (entries_.size() != other.entries_.size())
-        return false;
+      if (entries_.size() != other.entries_.size()) return false;
       return std::all_of(entries_.begin(), entries_.end(), [&](const Entry& entry) {
         const Node* match = other.find(entry.key);
         return match && entry.value.same_value(*match);
@@ -219,8 +214,7 @@ bool Node::same_value(const Node& other) const {
 }
 
 std::string join_path(std::string_view prefix, std::string_view key) {
-  if (prefix.empty())
-    return std::string(key);
+  if (prefix.empty()) return std::string(key);
   std::string path(prefix);
   path += '.';
   path += key;

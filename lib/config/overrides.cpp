@@ -15,8 +15,7 @@ std::vector<std::string> split_path(std::string_view path) {
   while (true) {
     std::size_t dot = path.find('.', start);
     parts.emplace_back(path.substr(start, dot - start));
-    if (dot == std::string_view::npos)
-      break;
+    if (dot == std::string_view::npos) break;
     start = dot + 1;
   }
   return parts;
@@ -32,8 +31,7 @@ std::string joined(const std::vector<std::string>& parts, std::size_t first, std
 std::optional<std::size_t> parse_index(const std::string& text) {
   std::size_t index = 0;
   auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), index);
-  if (error != std::errc() || end != text.data() + text.size())
-    return std::nullopt;
+  if (error != std::errc() || end != text.data() + text.size()) return std::nullopt;
   return index;
 }
 
@@ -80,8 +78,7 @@ void apply_set_override(Node& params, const SetOverride& override_, Diagnostics&
     return;
   }
   relocate(value, mark, override_.key_path);
-  if (params.is_null())
-    params = Node::make_map(SourceMark{override_.origin()});
+  if (params.is_null()) params = Node::make_map(SourceMark{override_.origin()});
   std::vector<std::string> parts = split_path(override_.key_path);
   Node* current = &params;
   std::size_t i = 0;
@@ -109,8 +106,7 @@ void apply_set_override(Node& params, const SetOverride& override_, Diagnostics&
           "cannot set a key inside " + joined(parts, 0, i) + ", which is " + current->describe());
       return;
     }
-    if (current->is_null())
-      *current = Node::make_map(mark, joined(parts, 0, i));
+    if (current->is_null()) *current = Node::make_map(mark, joined(parts, 0, i));
     // Keys may hold dots themselves (csx.performance.micro_batch_size): prefer the longest
     // existing key.
     std::size_t last = parts.size();

@@ -25,18 +25,15 @@ void merge_into(Node& target, const Node& source) {
 
 // Applies CLI runconfig keys to a trainer-format trainer, as the Model Zoo injects them.
 void apply_to_trainer(Node& trainer, Node partial) {
-  if (!trainer.is_map())
-    return;
+  if (!trainer.is_map()) return;
   for (const char* section : {"fit", "validate", "validate_all"}) {
     std::optional<Node> part = partial.take(section);
     Node* target = trainer.find(section);
-    if (part && target && target->is_map())
-      merge_into(*target, *part);
+    if (part && target && target->is_map()) merge_into(*target, *part);
   }
   Node* init = trainer.find("init");
   Node* partial_init = partial.find("init");
-  if (!init || !init->is_map() || !partial_init)
-    return;
+  if (!init || !init->is_map() || !partial_init) return;
   // A trainer that names its device with `device` and gets backend settings from flags
   // (--num_csx, ...) would hold both keys, which contradict each other: the device moves
   // into backend.backend_type first. With --target_device alone, `device` is simply replaced.
@@ -65,8 +62,7 @@ Node runconfig_from_overrides(const std::vector<RunconfigOverride>& overrides) {
 
 std::vector<Node> trainer_trees(const Node& root, ParamsFormat& format, Diagnostics& diagnostics) {
   for (const Node::Entry& entry : root.entries()) {
-    if (entry.key == "trainer")
-      continue;
+    if (entry.key == "trainer") continue;
     diagnostics.error(entry.key_mark, entry.key,
                       "unexpected top-level key next to `trainer`: a trainer-format params file "
                       "holds only the `trainer` key (legacy sections cannot be mixed in)");
@@ -120,8 +116,7 @@ void describe_backend(const BackendSpec& backend,
 // One process holds one backend: every trainer must use the first trainer's device type, and
 // only cluster_config may differ between them.
 void check_backends(const RunSpec& run, Diagnostics& diagnostics) {
-  if (run.trainers.size() < 2)
-    return;
+  if (run.trainers.size() < 2) return;
   const TrainerSpec& first = run.trainers.front();
   std::vector<std::pair<std::string, std::string>> first_args;
   describe_backend(first.backend, first_args);
@@ -137,8 +132,7 @@ void check_backends(const RunSpec& run, Diagnostics& diagnostics) {
     describe_backend(trainer.backend, args);
     std::string mismatches;
     for (std::size_t k = 0; k < args.size(); ++k) {
-      if (args[k].second == first_args[k].second)
-        continue;
+      if (args[k].second == first_args[k].second) continue;
       mismatches += "\n\t" + args[k].first + ": " + first_args[k].second + " != " + args[k].second;
     }
     if (!mismatches.empty()) {
@@ -157,8 +151,7 @@ RunSpec load_params(const std::string& path, const LoadOptions& options, Diagnos
   RunSpec run;
   run.params_path = path;
   Node root = read_yaml_file(path, diagnostics);
-  if (diagnostics.has_errors() && root.is_null())
-    return run;
+  if (diagnostics.has_errors() && root.is_null()) return run;
   for (const SetOverride& override_ : options.set_overrides) {
     apply_set_override(root, override_, diagnostics);
   }

@@ -14,19 +14,15 @@ namespace {
 
 bool is_one_of(std::string_view text, std::initializer_list<std::string_view> words) {
   for (std::string_view word : words) {
-    if (text == word)
-      return true;
+    if (text == word) return true;
   }
   return false;
 }
 
 bool is_digit(char c, int base) {
-  if (base == 2)
-    return c == '0' || c == '1';
-  if (base == 8)
-    return c >= '0' && c <= '7';
-  if (base == 10)
-    return c >= '0' && c <= '9';
+  if (base == 2) return c == '0' || c == '1';
+  if (base == 8) return c >= '0' && c <= '7';
+  if (base == 10) return c >= '0' && c <= '9';
   return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
 }
 
@@ -34,10 +30,8 @@ bool is_digit(char c, int base) {
 bool all_digits(std::string_view text, int base) {
   bool any_digit = false;
   for (char c : text) {
-    if (c == '_')
-      continue;
-    if (!is_digit(c, base))
-      return false;
+    if (c == '_') continue;
+    if (!is_digit(c, base)) return false;
     any_digit = true;
   }
   return any_digit;
@@ -46,8 +40,7 @@ bool all_digits(std::string_view text, int base) {
 std::string without_underscores(std::string_view text) {
   std::string result;
   for (char c : text) {
-    if (c != '_')
-      result += c;
+    if (c != '_') result += c;
   }
   return result;
 }
@@ -65,8 +58,7 @@ std::optional<IntegerSyntax> parse_integer_syntax(std::string_view text) {
     syntax.negative = text[0] == '-';
     text.remove_prefix(1);
   }
-  if (text.empty())
-    return std::nullopt;
+  if (text.empty()) return std::nullopt;
   if (text.size() > 2 && text[0] == '0' && (text[1] == 'b' || text[1] == 'x')) {
     syntax.base = text[1] == 'b' ? 2 : 16;
     text.remove_prefix(2);
@@ -76,8 +68,7 @@ std::optional<IntegerSyntax> parse_integer_syntax(std::string_view text) {
   } else if (text[0] == '_') {
     return std::nullopt;
   }
-  if (!all_digits(text, syntax.base))
-    return std::nullopt;
+  if (!all_digits(text, syntax.base)) return std::nullopt;
   syntax.digits = without_underscores(text);
   return syntax;
 }
@@ -87,38 +78,28 @@ std::optional<IntegerSyntax> parse_integer_syntax(std::string_view text) {
 bool is_pyyaml_float(std::string_view text) {
   std::string_view rest = text;
   bool signed_form = !rest.empty() && (rest[0] == '-' || rest[0] == '+');
-  if (signed_form)
-    rest.remove_prefix(1);
-  if (is_one_of(rest, {".inf", ".Inf", ".INF"}))
-    return true;
-  if (!signed_form && is_one_of(rest, {".nan", ".NaN", ".NAN"}))
-    return true;
+  if (signed_form) rest.remove_prefix(1);
+  if (is_one_of(rest, {".inf", ".Inf", ".INF"})) return true;
+  if (!signed_form && is_one_of(rest, {".nan", ".NaN", ".NAN"})) return true;
   std::size_t dot = rest.find('.');
-  if (dot == std::string_view::npos)
-    return false;
+  if (dot == std::string_view::npos) return false;
   std::string_view whole = rest.substr(0, dot);
   std::string_view after = rest.substr(dot + 1);
   if (whole.empty()) {
-    if (signed_form)
-      return false;
+    if (signed_form) return false;
   } else if (whole[0] < '0' || whole[0] > '9' || !all_digits(whole, 10)) {
     return false;
   }
   std::size_t exponent = after.find_first_of("eE");
   std::string_view fraction = after.substr(0, exponent);
-  if (!fraction.empty() && !all_digits(fraction, 10))
-    return false;
-  if (whole.empty() && fraction.empty())
-    return false;
-  if (exponent == std::string_view::npos)
-    return true;
+  if (!fraction.empty() && !all_digits(fraction, 10)) return false;
+  if (whole.empty() && fraction.empty()) return false;
+  if (exponent == std::string_view::npos) return true;
   std::string_view power = after.substr(exponent + 1);
-  if (power.size() < 2 || (power[0] != '-' && power[0] != '+'))
-    return false;
+  if (power.size() < 2 || (power[0] != '-' && power[0] != '+')) return false;
   power.remove_prefix(1);
   for (char c : power) {
-    if (c < '0' || c > '9')
-      return false;
+    if (c < '0' || c > '9') return false;
   }
   return true;
 }
@@ -127,8 +108,7 @@ double parse_float(std::string_view text) {
   std::string clean = without_underscores(text);
   std::string_view body = clean;
   bool negative = !body.empty() && body[0] == '-';
-  if (!body.empty() && (body[0] == '-' || body[0] == '+'))
-    body.remove_prefix(1);
+  if (!body.empty() && (body[0] == '-' || body[0] == '+')) body.remove_prefix(1);
   if (body.size() == 4 && (body[1] == 'i' || body[1] == 'I')) {
     return negative ? -std::numeric_limits<double>::infinity()
                     : std::numeric_limits<double>::infinity();
@@ -141,14 +121,12 @@ double parse_float(std::string_view text) {
 
 // YAML 1.2 / JSON numbers that PyYAML leaves as strings: 1e-5, 1E5, 1.0e5, 3e+2.
 bool looks_like_yaml12_number(std::string_view text) {
-  if (text.empty())
-    return false;
+  if (text.empty()) return false;
   std::string copy(text);
   char* end = nullptr;
   errno = 0;
   std::strtod(copy.c_str(), &end);
-  if (end != copy.c_str() + copy.size())
-    return false;
+  if (end != copy.c_str() + copy.size()) return false;
   return copy.find_first_of("eE") != std::string::npos;
 }
 

@@ -27,12 +27,9 @@ const Schema& precision_schema() {
 
 std::optional<HalfType> parse_half_type(const Node& value, Diagnostics& diagnostics) {
   if (value.is_string()) {
-    if (value.as_string() == "float16")
-      return HalfType::float16;
-    if (value.as_string() == "bfloat16")
-      return HalfType::bfloat16;
-    if (value.as_string() == "cbfloat16")
-      return HalfType::cbfloat16;
+    if (value.as_string() == "float16") return HalfType::float16;
+    if (value.as_string() == "bfloat16") return HalfType::bfloat16;
+    if (value.as_string() == "cbfloat16") return HalfType::cbfloat16;
   }
   diagnostics.error(value.mark(), value.path(),
                     "Invalid value for \"fp16_type\". Expected one of ['float16', 'bfloat16', "
@@ -42,8 +39,7 @@ std::optional<HalfType> parse_half_type(const Node& value, Diagnostics& diagnost
 }
 
 void read_loss_scaling(const Node& value, LossScaling& scaling, Diagnostics& diagnostics) {
-  if (value.is_null())
-    return;
+  if (value.is_null()) return;
   if (value.is_string() && value.as_string() == "dynamic") {
     scaling.dynamic = true;
     return;
@@ -58,10 +54,8 @@ void read_loss_scaling(const Node& value, LossScaling& scaling, Diagnostics& dia
 }
 
 std::optional<double> read_clip(const Node* value, const char* name, Diagnostics& diagnostics) {
-  if (!value || value->is_null())
-    return std::nullopt;
-  if (value->is_number() && value->as_number() > 0)
-    return value->as_number();
+  if (!value || value->is_null()) return std::nullopt;
+  if (value->is_number() && value->as_number() > 0) return value->as_number();
   diagnostics.error(value->mark(), value->path(),
                     std::string(name) + " has to be a positive float. Got " + value->render());
   return std::nullopt;
@@ -69,8 +63,7 @@ std::optional<double> read_clip(const Node* value, const char* name, Diagnostics
 
 std::optional<double> optional_number(const Node& section, const char* key) {
   const Node* value = section.find(key);
-  if (!value || value->is_null())
-    return std::nullopt;
+  if (!value || value->is_null()) return std::nullopt;
   return value->as_number();
 }
 
@@ -120,12 +113,10 @@ PrecisionSpec read_precision(const Node* precision, Device device, Diagnostics& 
   // Without a precision section the defaults apply, and so do the device's rules.
   std::optional<Node> section = given ? checked_section(precision, precision_schema(), diagnostics)
                                       : precision_schema().check(Node::make_map(), diagnostics);
-  if (!section)
-    return spec;
+  if (!section) return spec;
   spec.enabled = section->find("enabled")->as_bool();
   if (const Node* type = section->find("fp16_type"); type && !type->is_null()) {
-    if (auto parsed = parse_half_type(*type, diagnostics))
-      spec.fp16_type = *parsed;
+    if (auto parsed = parse_half_type(*type, diagnostics)) spec.fp16_type = *parsed;
   }
   if (const Node* level = section->find("precision_opt_level"); level && !level->is_null()) {
     if (level->is_int() && level->as_int() >= 0 && level->as_int() <= 2) {

@@ -31,8 +31,7 @@ void check_milestones(ClassSpec& spec, Diagnostics& diagnostics) {
       const ClassEntry* entry = scheduler_catalog().find(spec.children[i].type);
       bool reported = std::find(entry->required.begin(), entry->required.end(), "total_iters") !=
                       entry->required.end();
-      if (reported)
-        return;  // its missing total_iters is already an error
+      if (reported) return;  // its missing total_iters is already an error
       diagnostics.error(spec.children[i].mark, spec.children[i].path,
                         spec.children[i].type + " is followed by another schedule in " + spec.type +
                             ", so it needs total_iters (the step at which the next "
@@ -54,8 +53,7 @@ void check_milestones(ClassSpec& spec, Diagnostics& diagnostics) {
 
 void read_members(ClassSpec& spec, Diagnostics& diagnostics) {
   const Node* members = find_param(spec, "schedulers");
-  if (!members)
-    return;
+  if (!members) return;
   for (const Node& member : members->items()) {
     if (auto child = read_scheduler(member, diagnostics))
       spec.children.push_back(std::move(*child));
@@ -69,8 +67,7 @@ void read_members(ClassSpec& spec, Diagnostics& diagnostics) {
 
 std::optional<ClassSpec> read_optimizer(const Node& optimizer, Diagnostics& diagnostics) {
   std::optional<ClassSpec> spec = optimizer_catalog().read(optimizer, diagnostics);
-  if (!spec)
-    return spec;
+  if (!spec) return spec;
   const Node* lr = spec->params.find("lr");
   const Node* learning_rate = spec->params.find("learning_rate");
   if (lr && learning_rate) {
@@ -86,11 +83,9 @@ std::optional<ClassSpec> read_optimizer(const Node& optimizer, Diagnostics& diag
 
 std::vector<ClassSpec> read_schedulers(const Node& schedulers, Diagnostics& diagnostics) {
   std::vector<ClassSpec> result;
-  if (schedulers.is_null())
-    return result;
+  if (schedulers.is_null()) return result;
   if (schedulers.is_map()) {
-    if (auto spec = read_scheduler(schedulers, diagnostics))
-      result.push_back(std::move(*spec));
+    if (auto spec = read_scheduler(schedulers, diagnostics)) result.push_back(std::move(*spec));
     return result;
   }
   if (!schedulers.is_list()) {
@@ -100,8 +95,7 @@ std::vector<ClassSpec> read_schedulers(const Node& schedulers, Diagnostics& diag
     return result;
   }
   for (const Node& item : schedulers.items()) {
-    if (auto spec = read_scheduler(item, diagnostics))
-      result.push_back(std::move(*spec));
+    if (auto spec = read_scheduler(item, diagnostics)) result.push_back(std::move(*spec));
   }
   return result;
 }
@@ -109,8 +103,7 @@ std::vector<ClassSpec> read_schedulers(const Node& schedulers, Diagnostics& diag
 std::vector<ClassSpec> read_class_list(const Node& list, const ClassCatalog& catalog,
                                        Diagnostics& diagnostics) {
   std::vector<ClassSpec> result;
-  if (list.is_null())
-    return result;
+  if (list.is_null()) return result;
   if (!list.is_list()) {
     diagnostics.error(list.mark(), list.path(),
                       "expected a list of " + catalog.kind() +
@@ -120,8 +113,7 @@ std::vector<ClassSpec> read_class_list(const Node& list, const ClassCatalog& cat
     return result;
   }
   for (const Node& item : list.items()) {
-    if (auto spec = catalog.read(item, diagnostics))
-      result.push_back(std::move(*spec));
+    if (auto spec = catalog.read(item, diagnostics)) result.push_back(std::move(*spec));
   }
   return result;
 }

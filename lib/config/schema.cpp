@@ -12,8 +12,7 @@ constexpr std::size_t kMaxListedKeys = 16;
 
 std::string valid_keys_hint(const Schema& schema) {
   std::vector<std::string> names = schema.active_names();
-  if (names.empty())
-    return "; " + schema.name() + " takes no keys";
+  if (names.empty()) return "; " + schema.name() + " takes no keys";
   if (names.size() > kMaxListedKeys) {
     return "; " + schema.name() + " has " + std::to_string(names.size()) +
            " valid keys (see docs/params.md)";
@@ -35,8 +34,7 @@ const Field* Schema::find(std::string_view key) const {
 std::vector<std::string> Schema::active_names() const {
   std::vector<std::string> names;
   for (const Field& field : fields_) {
-    if (field.status == FieldStatus::active)
-      names.push_back(field.name);
+    if (field.status == FieldStatus::active) names.push_back(field.name);
   }
   return names;
 }
@@ -95,8 +93,7 @@ Node Schema::check(const Node& map, Diagnostics& diagnostics) const {
     }
   }
   for (const Field& field : fields_) {
-    if (map.contains(field.name))
-      continue;
+    if (map.contains(field.name)) continue;
     if (field.required) {
       diagnostics.error(map.mark(), map.path(),
                         "Field required: '" + field.name + "' (" + field.type.describe() + ")");

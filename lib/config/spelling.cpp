@@ -73,8 +73,7 @@ std::string quoted_list(std::span<const std::string> words, std::string_view las
 std::string python_list(std::span<const std::string> words) {
   std::string text = "[";
   for (std::size_t i = 0; i < words.size(); ++i) {
-    if (i > 0)
-      text.append(", ");
+    if (i > 0) text.append(", ");
     text.append("'").append(words[i]).append("'");
   }
   return text + "]";

@@ -50,8 +50,7 @@ std::string lowercase(std::string text) {
 void report_unknown_keys(const Node& map, const std::vector<std::string>& known,
                          const std::string& what, Diagnostics& diagnostics) {
   for (const Node::Entry& entry : map.entries()) {
-    if (std::find(known.begin(), known.end(), entry.key) != known.end())
-      continue;
+    if (std::find(known.begin(), known.end(), entry.key) != known.end()) continue;
     auto suggestion = closest_match(entry.key, known);
     diagnostics.error(
         entry.key_mark, join_path(map.path(), entry.key),
@@ -109,8 +108,7 @@ class TrainerReader {
         spec_.model_dir = checked->as_string();
     }
     if (const Node* seed = present(init, "seed")) {
-      if (auto checked = T::integer().check(*seed, diagnostics_))
-        spec_.seed = checked->as_int();
+      if (auto checked = T::integer().check(*seed, diagnostics_)) spec_.seed = checked->as_int();
     }
     read_model(init);
     if (const Node* optimizer = present(init, "optimizer")) {
@@ -123,13 +121,11 @@ class TrainerReader {
     read_loop_section(init);
     spec_.checkpoint = read_checkpoint(init.find("checkpoint"), diagnostics_);
     spec_.logging = read_logging(init.find("logging"), diagnostics_);
-    if (const Node* callbacks = init.find("callbacks"))
-      read_callbacks(*callbacks);
+    if (const Node* callbacks = init.find("callbacks")) read_callbacks(*callbacks);
     if (const Node* loggers = init.find("loggers")) {
       spec_.loggers = read_class_list(*loggers, logger_catalog(), diagnostics_);
     }
-    if (const Node* sparsity = present(init, "sparsity"))
-      read_sparsity(*sparsity);
+    if (const Node* sparsity = present(init, "sparsity")) read_sparsity(*sparsity);
     if (const Node* autorestart = present(init, "autorestart")) {
       diagnostics_.warning(autorestart->mark(), autorestart->path(),
                            "autorestart has no effect in csrun: rerun the same command to resume "
@@ -176,8 +172,7 @@ class TrainerReader {
             old_name->mark(), old_name->path(),
             "Got conflicting model names: " + name->render() + " and " + old_name->render());
       }
-      if (!name)
-        name = old_name;
+      if (!name) name = old_name;
     }
     if (!name) {
       if (format_ != ParamsFormat::legacy) {
@@ -241,10 +236,8 @@ class TrainerReader {
 
   CheckpointChoice read_checkpoint_choice(const Node& section, const char* key) {
     const Node::Entry* entry = section.find_entry(key);
-    if (!entry)
-      return {};
-    if (entry->value.is_null())
-      return {CheckpointChoice::Kind::none, {}, entry->key_mark};
+    if (!entry) return {};
+    if (entry->value.is_null()) return {CheckpointChoice::Kind::none, {}, entry->key_mark};
     if (auto path = T::string().check(entry->value, diagnostics_)) {
       return {CheckpointChoice::Kind::path, path->as_string(), entry->value.mark()};
     }
@@ -253,10 +246,8 @@ class TrainerReader {
 
   std::vector<Node> read_dataloaders(const Node* value) {
     std::vector<Node> loaders;
-    if (!value || value->is_null())
-      return loaders;
-    if (value->is_map())
-      return {*value};
+    if (!value || value->is_null()) return loaders;
+    if (value->is_map()) return {*value};
     if (value->is_list()) {
       for (const Node& item : value->items()) {
         if (item.is_map()) {
@@ -276,8 +267,7 @@ class TrainerReader {
 
   const Node* section(const Node* node, const std::vector<std::string>& keys,
                       const std::string& name) {
-    if (!node || node->is_null())
-      return nullptr;
+    if (!node || node->is_null()) return nullptr;
     if (!node->is_map()) {
       diagnostics_.error(node->mark(), node->path(),
                          "expected a mapping; found " + node->describe());
@@ -289,8 +279,7 @@ class TrainerReader {
 
   void read_fit(const Node* node) {
     const Node* fit = section(node, {"train_dataloader", "val_dataloader", "ckpt_path"}, "fit");
-    if (!fit)
-      return;
+    if (!fit) return;
     FitSpec spec;
     const Node* train = fit->find("train_dataloader");
     if (!train || !train->is_map()) {
@@ -308,23 +297,20 @@ class TrainerReader {
 
   void read_validate(const Node* node) {
     const Node* validate = section(node, {"val_dataloader", "ckpt_path"}, "validate");
-    if (!validate)
-      return;
+    if (!validate) return;
     ValidateSpec spec;
     std::vector<Node> loaders = read_dataloaders(validate->find("val_dataloader"));
     if (loaders.empty() && !validate->contains("val_dataloader")) {
       diagnostics_.error(validate->mark(), validate->path(), "Field required: 'val_dataloader'");
     }
-    if (!loaders.empty())
-      spec.val_dataloader = loaders.front();
+    if (!loaders.empty()) spec.val_dataloader = loaders.front();
     spec.checkpoint = read_checkpoint_choice(*validate, "ckpt_path");
     spec_.validate = std::move(spec);
   }
 
   void read_validate_all(const Node* node) {
     const Node* validate_all = section(node, {"val_dataloaders", "ckpt_paths"}, "validate_all");
-    if (!validate_all)
-      return;
+    if (!validate_all) return;
     ValidateAllSpec spec;
     spec.val_dataloaders = read_dataloaders(validate_all->find("val_dataloaders"));
     if (const Node* paths = present(*validate_all, "ckpt_paths")) {
@@ -342,14 +328,12 @@ class TrainerReader {
   // Callbacks that carry settings csrun keeps elsewhere in the typed description.
   void apply_callback_effects() {
     for (const ClassSpec& callback : spec_.callbacks) {
-      if (callback.disabled)
-        continue;
+      if (callback.disabled) continue;
       if (callback.type == "GlobalFlags" || callback.type == "ScopedTrainFlags" ||
           callback.type == "ScopedValidateFlags") {
         apply_flags(callback);
       } else if (callback.type == "KeepNCheckpoints") {
-        if (const Node* n = callback.params.find("n"))
-          spec_.checkpoint.keep_last = n->as_int();
+        if (const Node* n = callback.params.find("n")) spec_.checkpoint.keep_last = n->as_int();
       } else if (callback.type == "LoadCheckpointStates") {
         apply_checkpoint_states(callback);
       }
@@ -361,20 +345,16 @@ class TrainerReader {
       spec_.backend.retrace_every_iteration = retrace->as_bool();
     }
     const Node* micro = callback.params.find("csx.performance.micro_batch_size");
-    if (!micro)
-      return;
+    if (!micro) return;
     bool train = callback.type != "ScopedValidateFlags";
     bool validate = callback.type != "ScopedTrainFlags";
-    if (train && spec_.fit)
-      set_micro_batch(spec_.fit->train_dataloader, *micro);
-    if (!validate)
-      return;
+    if (train && spec_.fit) set_micro_batch(spec_.fit->train_dataloader, *micro);
+    if (!validate) return;
     if (spec_.fit) {
       for (Node& loader : spec_.fit->val_dataloaders)
         set_micro_batch(loader, *micro);
     }
-    if (spec_.validate)
-      set_micro_batch(spec_.validate->val_dataloader, *micro);
+    if (spec_.validate) set_micro_batch(spec_.validate->val_dataloader, *micro);
     if (spec_.validate_all) {
       for (Node& loader : spec_.validate_all->val_dataloaders)
         set_micro_batch(loader, *micro);
@@ -382,8 +362,7 @@ class TrainerReader {
   }
 
   void set_micro_batch(Node& loader, const Node& micro) {
-    if (!loader.is_map())
-      return;
+    if (!loader.is_map()) return;
     if (const Node* own = loader.find("micro_batch_size"); own && !own->same_value(micro)) {
       diagnostics_.error(micro.mark(), micro.path(),
                          "micro_batch_size " + micro.render() +
@@ -397,8 +376,7 @@ class TrainerReader {
 
   void apply_checkpoint_states(const ClassSpec& callback) {
     const Node* states = callback.params.find("load_checkpoint_states");
-    if (!states)
-      return;
+    if (!states) return;
     std::vector<std::string> names;
     if (states->is_string()) {
       std::string text = states->as_string();
@@ -407,16 +385,14 @@ class TrainerReader {
         std::string name = text.substr(start, comma - start);
         name.erase(0, name.find_first_not_of(' '));
         name.erase(name.find_last_not_of(' ') + 1);
-        if (!name.empty())
-          names.push_back(name);
+        if (!name.empty()) names.push_back(name);
         start = comma + 1;
       }
     } else {
       for (const Node& item : states->items())
         names.push_back(item.as_string());
     }
-    if (names.size() == 1 && names.front() == "all")
-      return;
+    if (names.size() == 1 && names.front() == "all") return;
     std::vector<std::string> unexpected;
     for (const std::string& name : names) {
       if (std::find(kCheckpointStates.begin(), kCheckpointStates.end(), name) ==

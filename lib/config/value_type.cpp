@@ -29,8 +29,7 @@ std::string range_text(const NumberRange& range) {
       range.min ? std::string(range.min_exclusive ? "> " : "≥ ") + format_bound(*range.min) : "";
   std::string upper =
       range.max ? std::string(range.max_exclusive ? "< " : "≤ ") + format_bound(*range.max) : "";
-  if (!lower.empty() && !upper.empty())
-    return lower + " and " + upper;
+  if (!lower.empty() && !upper.empty()) return lower + " and " + upper;
   return lower + upper;
 }
 
@@ -125,10 +124,8 @@ std::string ValueType::describe() const {
       return "a boolean (true or false)";
     case Tag::integer: {
       NumberRange range;
-      if (int_min_)
-        range.min = static_cast<double>(*int_min_);
-      if (int_max_)
-        range.max = static_cast<double>(*int_max_);
+      if (int_min_) range.min = static_cast<double>(*int_min_);
+      if (int_max_) range.max = static_cast<double>(*int_max_);
       std::string bounds = range_text(range);
       return bounds.empty() ? "an integer" : "an integer " + bounds;
     }
@@ -145,8 +142,7 @@ std::string ValueType::describe() const {
       if (max_size_ && *max_size_ == min_size_) {
         return "a list of " + std::to_string(min_size_) + " items" + each;
       }
-      if (min_size_ > 1)
-        return "a list of at least " + std::to_string(min_size_) + " items" + each;
+      if (min_size_ > 1) return "a list of at least " + std::to_string(min_size_) + " items" + each;
       return std::string(min_size_ == 1 ? "a non-empty list" : "a list") + each;
     }
     case Tag::mapping:
@@ -168,8 +164,7 @@ std::string ValueType::describe() const {
       }
       std::string text = only_words && parts.size() > 2 ? "one of " : "";
       for (std::size_t i = 0; i < parts.size(); ++i) {
-        if (i > 0)
-          text += i + 1 == parts.size() ? " or " : ", ";
+        if (i > 0) text += i + 1 == parts.size() ? " or " : ", ";
         text += parts[i];
       }
       return text;
@@ -216,8 +211,7 @@ std::optional<Node> ValueType::check(const Node& value, Diagnostics& diagnostics
     case Tag::list:
       return check_list(value, diagnostics);
     case Tag::mapping:
-      if (value.is_map())
-        return value;
+      if (value.is_map()) return value;
       mismatch(value, diagnostics);
       return std::nullopt;
     case Tag::record:
@@ -236,20 +230,17 @@ std::optional<Node> ValueType::check(const Node& value, Diagnostics& diagnostics
 std::optional<Node> ValueType::check_scalar(const Node& value, Diagnostics& diagnostics) const {
   switch (tag_) {
     case Tag::null:
-      if (value.is_null())
-        return value;
+      if (value.is_null()) return value;
       break;
     case Tag::boolean:
-      if (value.is_bool())
-        return value;
+      if (value.is_bool()) return value;
       break;
     case Tag::integer:
       return check_integer(value, diagnostics);
     case Tag::number:
       return check_number(value, diagnostics);
     case Tag::string:
-      if (value.is_string())
-        return value;
+      if (value.is_string()) return value;
       break;
     case Tag::choice:
       return check_choice(value, diagnostics);
@@ -303,8 +294,7 @@ std::optional<Node> ValueType::check_number(const Node& value, Diagnostics& diag
       !(range_.max && (range_.max_exclusive ? *number >= *range_.max : *number > *range_.max));
   if (!in_range) {
     std::string expected = describe();
-    if (!std::isfinite(*number))
-      expected = "a finite number";
+    if (!std::isfinite(*number)) expected = "a finite number";
     diagnostics.error(value.mark(), value.path(),
                       "expected " + expected + "; found " + value.describe());
     return std::nullopt;
@@ -317,8 +307,7 @@ std::optional<Node> ValueType::check_choice(const Node& value, Diagnostics& diag
     for (const std::string& word : words_) {
       bool same =
           ignore_case_ ? equal_ignoring_case(word, value.as_string()) : word == value.as_string();
-      if (same)
-        return Node::make_string(word, value.mark(), value.path());
+      if (same) return Node::make_string(word, value.mark(), value.path());
     }
   }
   std::string hint = value.is_string() ? did_you_mean(value.as_string(), words_) : "";
@@ -342,23 +331,19 @@ std::optional<Node> ValueType::check_list(const Node& value, Diagnostics& diagno
   for (const Node& item : value.items()) {
     std::optional<Node> checked = children_[0].check(item, diagnostics);
     ok = ok && checked.has_value();
-    if (checked)
-      result.push_back(std::move(*checked));
+    if (checked) result.push_back(std::move(*checked));
   }
-  if (!ok)
-    return std::nullopt;
+  if (!ok) return std::nullopt;
   return result;
 }
 
 std::optional<Node> ValueType::check_any_of(const Node& value, Diagnostics& diagnostics) const {
   std::vector<const ValueType*> candidates;
   for (const ValueType& alternative : children_) {
-    if (alternative.matches_kind(value))
-      candidates.push_back(&alternative);
+    if (alternative.matches_kind(value)) candidates.push_back(&alternative);
   }
   // A mapping or list that only one alternative takes gets that alternative's detailed findings.
-  if (candidates.size() == 1 && !value.is_scalar())
-    return candidates[0]->check(value, diagnostics);
+  if (candidates.size() == 1 && !value.is_scalar()) return candidates[0]->check(value, diagnostics);
   for (const ValueType* candidate : candidates) {
     Diagnostics trial;
     std::optional<Node> checked = candidate->check(value, trial);

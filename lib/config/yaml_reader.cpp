@@ -21,8 +21,7 @@ constexpr std::string_view kMergeKey = "<<";
 constexpr std::string_view kStandardTagPrefix = "tag:yaml.org,2002:";
 
 SourceMark to_mark(const std::string& origin, const YAML::Mark& mark) {
-  if (mark.is_null() || mark.line < 0)
-    return SourceMark{origin, 1, 1};
+  if (mark.is_null() || mark.line < 0) return SourceMark{origin, 1, 1};
   return SourceMark{origin, mark.line + 1, mark.column + 1};
 }
 
@@ -49,11 +48,9 @@ std::size_t utf8_sequence_length(std::string_view text, std::size_t i) {
                        : (byte >> 4) == 0xE  ? 3
                        : (byte >> 3) == 0x1E ? 4
                                              : 0;
-  if (length == 0 || i + length > text.size())
-    return 0;
+  if (length == 0 || i + length > text.size()) return 0;
   for (std::size_t k = 1; k < length; ++k) {
-    if ((static_cast<unsigned char>(text[i + k]) >> 6) != 0x2)
-      return 0;
+    if ((static_cast<unsigned char>(text[i + k]) >> 6) != 0x2) return 0;
   }
   return length;
 }
@@ -87,8 +84,7 @@ class Converter {
     SourceMark own_mark = to_mark(origin_, yaml.Mark());
     // Collections and nulls are reported at their key, which is where a reader looks.
     SourceMark mark = key_mark && (yaml.IsNull() || !yaml.IsScalar()) ? *key_mark : own_mark;
-    if (!within_limits(mark, path, depth))
-      return Node::make_null(mark, path);
+    if (!within_limits(mark, path, depth)) return Node::make_null(mark, path);
     switch (yaml.Type()) {
       case YAML::NodeType::Scalar:
         return convert_scalar(yaml, std::move(mark), path);
@@ -124,8 +120,7 @@ class Converter {
 
   void report_once(bool& reported, const SourceMark& mark, const std::string& path,
                    std::string message) {
-    if (reported)
-      return;
+    if (reported) return;
     reported = true;
     // The path of something nested too deep is itself too long to read: name its section.
     std::string section = path.substr(0, path.find('.'));
@@ -149,10 +144,8 @@ class Converter {
   Node convert_scalar(const YAML::Node& yaml, SourceMark mark, const std::string& path) {
     const std::string& tag = yaml.Tag();
     const std::string& text = yaml.Scalar();
-    if (tag == "!")
-      return Node::make_string(text, std::move(mark), path);
-    if (tag == "?" || tag.empty())
-      return resolve_plain_scalar(text, std::move(mark), path);
+    if (tag == "!") return Node::make_string(text, std::move(mark), path);
+    if (tag == "?" || tag.empty()) return resolve_plain_scalar(text, std::move(mark), path);
     if (tag.rfind(kStandardTagPrefix, 0) != 0) {
       diagnostics_.error(mark, path,
                          "unsupported YAML tag '" + tag +
@@ -161,8 +154,7 @@ class Converter {
       return Node::make_string(text, std::move(mark), path);
     }
     std::string type = tag.substr(kStandardTagPrefix.size());
-    if (type == "str")
-      return Node::make_string(text, std::move(mark), path);
+    if (type == "str") return Node::make_string(text, std::move(mark), path);
     if (type != "int" && type != "float" && type != "bool" && type != "null") {
       diagnostics_.error(mark, path,
                          "unsupported YAML tag '" + tag +
@@ -195,8 +187,7 @@ class Converter {
   }
 
   std::string key_text(const YAML::Node& key, const SourceMark& mark, const std::string& path) {
-    if (key.IsScalar())
-      return key.Scalar();
+    if (key.IsScalar()) return key.Scalar();
     diagnostics_.error(
         mark, path,
         std::string("a mapping key must be a plain name; found ") + (key.IsMap() ? "a mapping"
@@ -217,8 +208,7 @@ class Converter {
     for (auto it = yaml.begin(); it != yaml.end(); ++it) {
       SourceMark key_mark = to_mark(origin_, it->first.Mark());
       std::string key = key_text(it->first, key_mark, path);
-      if (key.empty() && !it->first.IsScalar())
-        continue;
+      if (key.empty() && !it->first.IsScalar()) continue;
       std::string child_path = join_path(path, key);
       if (key == kMergeKey && it->first.Tag() == "?") {
         merge_into(map, it->second, key_mark, path, depth, explicit_keys);
@@ -258,8 +248,7 @@ class Converter {
     for (const YAML::Node& item : sources) {
       Node merged = convert(item, path, depth, &key_mark);
       for (Node::Entry& entry : merged.entries()) {
-        if (explicit_keys.count(entry.key) || map.contains(entry.key))
-          continue;
+        if (explicit_keys.count(entry.key) || map.contains(entry.key)) continue;
         map.set(entry.key, std::move(entry.value), entry.key_mark);
       }
     }
@@ -311,8 +300,7 @@ Node read_yaml_text(std::string_view text, const std::string& origin, Diagnostic
     diagnostics.error(start, "", too_large_message(limits));
     return Node::make_null(start);
   }
-  if (!check_text(text, origin, diagnostics))
-    return Node::make_null(start);
+  if (!check_text(text, origin, diagnostics)) return Node::make_null(start);
   std::vector<YAML::Node> documents;
   try {
     documents = YAML::LoadAll(std::string(text));
@@ -330,8 +318,7 @@ Node read_yaml_text(std::string_view text, const std::string& origin, Diagnostic
     diagnostics.error(to_mark(origin, error.mark), "", "YAML error: " + error.msg);
     return Node::make_null(start);
   }
-  if (documents.empty())
-    return Node::make_null(start);
+  if (documents.empty()) return Node::make_null(start);
   if (documents.size() > 1) {
     diagnostics.error(to_mark(origin, documents[1].Mark()), "",
                       "expected a single document in the stream; but found another document "

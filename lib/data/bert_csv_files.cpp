@@ -16,8 +16,7 @@ std::optional<std::int64_t> check_bert_csv_files(const DataloaderSpec& loader,
   const config::Node& data_dir = *loader.params.find("data_dir");
   std::int64_t examples = 0;
   for (const std::string& directory : loader.data_dirs) {
-    if (!require_directory(directory, data_dir, diagnostics))
-      continue;
+    if (!require_directory(directory, data_dir, diagnostics)) continue;
     fs::path meta = fs::path(directory) / "meta.dat";
     std::ifstream lines(meta);
     if (!lines) {
@@ -32,8 +31,7 @@ std::optional<std::int64_t> check_bert_csv_files(const DataloaderSpec& loader,
       std::istringstream fields(line);
       std::string file;
       long long count = -1;
-      if (!(fields >> file))
-        continue;
+      if (!(fields >> file)) continue;
       if (!(fields >> count) || count < 0) {
         diagnostics.error(data_dir.mark(), data_dir.path(),
                           meta.string() + " line " + std::to_string(number) +
@@ -51,8 +49,7 @@ std::optional<std::int64_t> check_bert_csv_files(const DataloaderSpec& loader,
     }
   }
   if (const config::Node* vocab = loader.params.find("vocab_file")) {
-    if (auto path = expand_path(*vocab, diagnostics))
-      require_file(*path, *vocab, diagnostics);
+    if (auto path = expand_path(*vocab, diagnostics)) require_file(*path, *vocab, diagnostics);
   }
   return examples;
 }

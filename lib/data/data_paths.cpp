@@ -18,8 +18,7 @@ bool is_name_char(char c) {
 
 std::optional<std::string> expand_path(const config::Node& value,
                                        config::Diagnostics& diagnostics) {
-  if (!value.is_string())
-    return std::nullopt;
+  if (!value.is_string()) return std::nullopt;
   const std::string& text = value.as_string();
   std::string result;
   for (std::size_t i = 0; i < text.size();) {
@@ -53,12 +52,10 @@ std::optional<std::string> expand_path(const config::Node& value,
 std::vector<std::string> expand_paths(const config::Node& value, config::Diagnostics& diagnostics) {
   std::vector<std::string> paths;
   if (value.is_string()) {
-    if (auto path = expand_path(value, diagnostics))
-      paths.push_back(*path);
+    if (auto path = expand_path(value, diagnostics)) paths.push_back(*path);
   }
   for (const config::Node& item : value.items()) {
-    if (auto path = expand_path(item, diagnostics))
-      paths.push_back(*path);
+    if (auto path = expand_path(item, diagnostics)) paths.push_back(*path);
   }
   return paths;
 }
@@ -81,8 +78,7 @@ std::vector<std::string> files_with_suffix(const std::string& directory,
 bool require_directory(const std::string& path, const config::Node& value,
                        config::Diagnostics& diagnostics) {
   std::error_code error;
-  if (fs::is_directory(path, error))
-    return true;
+  if (fs::is_directory(path, error)) return true;
   bool exists = fs::exists(path, error);
   diagnostics.error(value.mark(), value.path(),
                     exists ? "'" + path + "' is not a directory"
@@ -97,8 +93,7 @@ bool require_directory(const std::string& path, const config::Node& value,
 bool require_file(const std::string& path, const config::Node& value,
                   config::Diagnostics& diagnostics) {
   std::error_code error;
-  if (fs::is_regular_file(path, error))
-    return true;
+  if (fs::is_regular_file(path, error)) return true;
   bool exists = fs::exists(path, error);
   diagnostics.error(value.mark(), value.path(),
                     exists ? "'" + path + "' is not a regular file"

@@ -26,8 +26,7 @@ const ProcessorDefinition* resolve_processor(const Node& loader, const Dataloade
       context.model_processors.empty() ? processor_names() : context.model_processors;
   const Node* name = loader.find("data_processor");
   if (!name || name->is_null()) {
-    if (allowed.size() == 1)
-      return find_processor(allowed.front());
+    if (allowed.size() == 1) return find_processor(allowed.front());
     diagnostics.error(loader.mark(), loader.path(),
                       "Data Processor config must have a `data_processor` key with one of the "
                       "following values:" +
@@ -62,8 +61,7 @@ void check_batch(DataloaderSpec& spec, const DataloaderContext& context, Diagnos
   }
   std::int64_t per_system = spec.batch_size / num_csx;
   const Node* micro = spec.params.find("micro_batch_size");
-  if (!micro || micro->is_null())
-    return;
+  if (!micro || micro->is_null()) return;
   if (micro->is_string()) {
     spec.micro_batch_mode = micro->as_string();
     return;
@@ -125,11 +123,9 @@ void read_data_dirs(DataloaderSpec& spec, Diagnostics& diagnostics) {
 
 std::optional<DataloaderSpec> check_dataloader(const Node& loader, const DataloaderContext& context,
                                                Diagnostics& diagnostics) {
-  if (!loader.is_map())
-    return std::nullopt;
+  if (!loader.is_map()) return std::nullopt;
   const ProcessorDefinition* definition = resolve_processor(loader, context, diagnostics);
-  if (!definition)
-    return std::nullopt;
+  if (!definition) return std::nullopt;
   Diagnostics findings;
   DataloaderSpec spec;
   spec.processor = definition->name;
@@ -139,8 +135,7 @@ std::optional<DataloaderSpec> check_dataloader(const Node& loader, const Dataloa
   spec.params = definition->schema->check(loader, findings);
   bool keys_valid = !findings.has_errors();
   diagnostics.append(findings);
-  if (!spec.params.contains("batch_size"))
-    return std::nullopt;
+  if (!spec.params.contains("batch_size")) return std::nullopt;
   spec.batch_size = spec.params.find("batch_size")->as_int();
   spec.shuffle = spec.params.find("shuffle")->as_bool();
   if (const Node* seed = spec.params.find("shuffle_seed"); seed && seed->is_int()) {
@@ -154,8 +149,7 @@ std::optional<DataloaderSpec> check_dataloader(const Node& loader, const Dataloa
   read_drop_last(spec, diagnostics);
   check_batch(spec, context, diagnostics);
   read_data_dirs(spec, diagnostics);
-  if (spec.fake || !keys_valid)
-    return spec;
+  if (spec.fake || !keys_valid) return spec;
   if (definition->check_files) {
     spec.samples = definition->check_files(spec, diagnostics);
   } else {

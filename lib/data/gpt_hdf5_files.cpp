@@ -71,8 +71,7 @@ std::optional<std::int64_t> check_gpt_hdf5_files(const DataloaderSpec& loader,
   std::uint64_t length = static_cast<std::uint64_t>(loader.max_sequence_length.value_or(0));
   std::string length_source = "max_sequence_length";
   for (const std::string& directory : loader.data_dirs) {
-    if (!require_directory(directory, at, diagnostics))
-      continue;
+    if (!require_directory(directory, at, diagnostics)) continue;
     std::vector<std::string> files = files_with_suffix(directory, ".h5");
     if (files.empty()) {
       diagnostics.error(at.mark(), at.path(), "no .h5 files in '" + directory + "'");
@@ -100,8 +99,7 @@ std::optional<std::int64_t> check_gpt_hdf5_files(const DataloaderSpec& loader,
   bool all_checked = std::all_of(
       loader.data_dirs.begin(), loader.data_dirs.end(),
       [](const auto& d) { return files_with_suffix(d, ".h5").size() <= kFilesChecked; });
-  if (!all_checked)
-    return std::nullopt;
+  if (!all_checked) return std::nullopt;
   if (examples > 0 && examples < static_cast<std::uint64_t>(loader.batch_size)) {
     diagnostics.error(at.mark(), at.path(),
                       "the dataset holds " + std::to_string(examples) +

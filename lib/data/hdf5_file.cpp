@@ -19,8 +19,7 @@ class Handle {
  public:
   Handle(hid_t id, herr_t (*close)(hid_t)) : id_(id), close_(close) {}
   ~Handle() {
-    if (id_ >= 0)
-      close_(id_);
+    if (id_ >= 0) close_(id_);
   }
   Handle(const Handle&) = delete;
   Handle& operator=(const Handle&) = delete;
@@ -41,13 +40,11 @@ Hdf5File::Hdf5File(const std::string& path) {
     return;
   }
   file_ = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
-  if (file_ < 0)
-    error_ = "cannot be opened as HDF5 (damaged or truncated?)";
+  if (file_ < 0) error_ = "cannot be opened as HDF5 (damaged or truncated?)";
 }
 
 Hdf5File::~Hdf5File() {
-  if (file_ >= 0)
-    H5Fclose(file_);
+  if (file_ >= 0) H5Fclose(file_);
 }
 
 bool Hdf5File::has_dataset(const std::string& name) const {
@@ -55,18 +52,14 @@ bool Hdf5File::has_dataset(const std::string& name) const {
 }
 
 std::optional<Hdf5File::DatasetInfo> Hdf5File::dataset(const std::string& name) const {
-  if (!has_dataset(name))
-    return std::nullopt;
+  if (!has_dataset(name)) return std::nullopt;
   Handle dataset(H5Dopen2(file_, name.c_str(), H5P_DEFAULT), H5Dclose);
-  if (!dataset.valid())
-    return std::nullopt;
+  if (!dataset.valid()) return std::nullopt;
   Handle space(H5Dget_space(dataset.get()), H5Sclose);
   Handle type(H5Dget_type(dataset.get()), H5Tclose);
-  if (!space.valid() || !type.valid())
-    return std::nullopt;
+  if (!space.valid() || !type.valid()) return std::nullopt;
   int rank = H5Sget_simple_extent_ndims(space.get());
-  if (rank < 0)
-    return std::nullopt;
+  if (rank < 0) return std::nullopt;
   DatasetInfo info;
   std::vector<hsize_t> dims(static_cast<std::size_t>(rank));
   H5Sget_simple_extent_dims(space.get(), dims.data(), nullptr);
@@ -78,14 +71,11 @@ std::optional<Hdf5File::DatasetInfo> Hdf5File::dataset(const std::string& name) 
 }
 
 std::optional<std::int64_t> Hdf5File::integer_attribute(const std::string& name) const {
-  if (!is_open() || H5Aexists(file_, name.c_str()) <= 0)
-    return std::nullopt;
+  if (!is_open() || H5Aexists(file_, name.c_str()) <= 0) return std::nullopt;
   Handle attribute(H5Aopen(file_, name.c_str(), H5P_DEFAULT), H5Aclose);
-  if (!attribute.valid())
-    return std::nullopt;
+  if (!attribute.valid()) return std::nullopt;
   long long value = 0;
-  if (H5Aread(attribute.get(), H5T_NATIVE_LLONG, &value) < 0)
-    return std::nullopt;
+  if (H5Aread(attribute.get(), H5T_NATIVE_LLONG, &value) < 0) return std::nullopt;
   return value;
 }
 

@@ -34,8 +34,7 @@ std::optional<IdxHeader> read_header(const std::string& path) {
   std::ifstream file(path, std::ios::binary);
   std::array<unsigned char, 16> bytes{};
   file.read(reinterpret_cast<char*>(bytes.data()), bytes.size());
-  if (file.gcount() < 8)
-    return std::nullopt;
+  if (file.gcount() < 8) return std::nullopt;
   IdxHeader header;
   header.magic = big_endian(bytes.data());
   header.count = big_endian(bytes.data() + 4);
@@ -50,8 +49,7 @@ std::optional<IdxHeader> read_header(const std::string& path) {
 
 // Why an IDX file is not what MNISTDataProcessor reads, or empty when it is.
 std::string images_problem(const IdxHeader& header) {
-  if (header.magic != kImageMagic)
-    return "is not an IDX image file (wrong magic number)";
+  if (header.magic != kImageMagic) return "is not an IDX image file (wrong magic number)";
   if (header.rows != kSide || header.columns != kSide) {
     return "holds " + std::to_string(header.rows) + "x" + std::to_string(header.columns) +
            " images; MNISTDataProcessor reads 28x28";
@@ -66,8 +64,7 @@ std::string images_problem(const IdxHeader& header) {
 }
 
 std::string labels_problem(const IdxHeader& header) {
-  if (header.magic != kLabelMagic)
-    return "is not an IDX label file (wrong magic number)";
+  if (header.magic != kLabelMagic) return "is not an IDX label file (wrong magic number)";
   std::uintmax_t expected = 8 + std::uintmax_t{header.count};
   if (header.file_size != expected) {
     return "is " + std::to_string(header.file_size) + " bytes but its header announces " +
@@ -78,8 +75,7 @@ std::string labels_problem(const IdxHeader& header) {
 
 std::string split_of(const DataloaderSpec& loader) {
   const Node* split = loader.params.find("split");
-  if (split && split->is_string())
-    return split->as_string();
+  if (split && split->is_string()) return split->as_string();
   return loader.role == LoaderRole::train ? "train" : "val";
 }
 
@@ -98,8 +94,7 @@ std::optional<std::int64_t> check_mnist_files(const DataloaderSpec& loader,
   fs::path base = loader.data_dirs.front();
   fs::path directory;
   for (const fs::path& candidate : {base, base / "MNIST" / "raw"}) {
-    if (fs::exists(candidate / images_name))
-      directory = candidate;
+    if (fs::exists(candidate / images_name)) directory = candidate;
   }
   if (directory.empty()) {
     bool compressed = fs::exists(base / (images_name + ".gz")) ||

@@ -182,8 +182,7 @@ const std::vector<ProcessorDefinition>& processor_registry() {
 
 const ProcessorDefinition* find_processor(std::string_view name) {
   for (const ProcessorDefinition& definition : processor_registry()) {
-    if (definition.name == name)
-      return &definition;
+    if (definition.name == name) return &definition;
   }
   return nullptr;
 }

@@ -71,21 +71,8 @@ std::vector<Field> linformer_fields() {
 }
 
 void check_encoder(const ModelParams& params, const DataHints& hints, Diagnostics& diagnostics) {
-  std::int64_t hidden = params.integer("hidden_size");
-  std::int64_t heads = params.integer("num_heads");
-  if (hidden % heads != 0) {
-    report_at(params, "num_heads",
-              "hidden_size " + std::to_string(hidden) + " must be divisible by num_heads " +
-                  std::to_string(heads) + " (each head gets hidden_size / num_heads features)",
-              diagnostics);
-  }
-  std::int64_t positions = params.integer("max_position_embeddings");
-  if (hints.max_sequence_length && *hints.max_sequence_length > positions) {
-    report_at(params, "max_position_embeddings",
-              "the data's max_sequence_length " + std::to_string(*hints.max_sequence_length) +
-                  " exceeds max_position_embeddings " + std::to_string(positions),
-              diagnostics);
-  }
+  check_heads_divide_hidden(params, diagnostics);
+  check_sequence_fits_positions(params, hints, diagnostics);
 }
 
 std::int64_t count_encoder(const ModelParams& params) {

@@ -104,23 +104,15 @@ std::int64_t head_dim(const ModelParams& params) {
 }
 
 std::int64_t kv_heads(const ModelParams& params) {
-  if (params.text("attention_module") != "multiquery_attention")
-    return params.integer("num_heads");
+  if (params.text("attention_module") != "multiquery_attention") return params.integer("num_heads");
   const Node* extra = params.find("extra_attention_params");
   const Node* groups = extra && extra->is_map() ? extra->find("num_kv_groups") : nullptr;
   return groups && groups->is_int() ? groups->as_int() : 1;
 }
 
 void check_decoder(const ModelParams& params, const DataHints& hints, Diagnostics& diagnostics) {
-  std::int64_t hidden = params.integer("hidden_size");
+  if (!check_heads_divide_hidden(params, diagnostics)) return;
   std::int64_t heads = params.integer("num_heads");
-  if (hidden % heads != 0) {
-    report_at(params, "num_heads",
-              "hidden_size " + std::to_string(hidden) + " must be divisible by num_heads " +
-                  std::to_string(heads) + " (each head gets hidden_size / num_heads features)",
-              diagnostics);
-    return;
-  }
   if (params.text("attention_module") == "multiquery_attention") {
     const Node* extra = params.find("extra_attention_params");
     const Node* groups = extra && extra->is_map() ? extra->find("num_kv_groups") : nullptr;
@@ -145,13 +137,7 @@ void check_decoder(const ModelParams& params, const DataHints& hints, Diagnostic
                 diagnostics);
     }
   }
-  std::int64_t positions = params.integer("max_position_embeddings");
-  if (hints.max_sequence_length && *hints.max_sequence_length > positions) {
-    report_at(params, "max_position_embeddings",
-              "the data's max_sequence_length " + std::to_string(*hints.max_sequence_length) +
-                  " exceeds max_position_embeddings " + std::to_string(positions),
-              diagnostics);
-  }
+  check_sequence_fits_positions(params, hints, diagnostics);
   if (params.text("loss_scaling") == "num_tokens" && params.number("loss_weight") != 1.0) {
     warn_at(params, "loss_weight",
             "loss_weight is forced to 1.0 with loss_scaling: num_tokens (use loss_scaling: "

@@ -26,4 +26,9 @@ void report_at(const ModelParams& params, const std::string& key, const std::str
 void warn_at(const ModelParams& params, const std::string& key, const std::string& message,
              config::Diagnostics& diagnostics);
 
+// Rules every attention-based network shares.
+bool check_heads_divide_hidden(const ModelParams& params, config::Diagnostics& diagnostics);
+void check_sequence_fits_positions(const ModelParams& params, const DataHints& hints,
+                                   config::Diagnostics& diagnostics);
+
 }  // namespace csrun::models

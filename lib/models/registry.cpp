@@ -13,8 +13,7 @@ using config::Diagnostics;
 using config::Node;
 
 const Node* first_dataloader(const config::TrainerSpec& trainer) {
-  if (trainer.fit && trainer.fit->train_dataloader.is_map())
-    return &trainer.fit->train_dataloader;
+  if (trainer.fit && trainer.fit->train_dataloader.is_map()) return &trainer.fit->train_dataloader;
   if (trainer.validate && trainer.validate->val_dataloader.is_map()) {
     return &trainer.validate->val_dataloader;
   }
@@ -33,15 +32,13 @@ std::string processor_of(const config::TrainerSpec& trainer) {
 DataHints read_hints(const config::TrainerSpec& trainer) {
   DataHints hints;
   const Node* loader = first_dataloader(trainer);
-  if (!loader)
-    return hints;
+  if (!loader) return hints;
   if (const Node* msl = loader->find("max_sequence_length"); msl && msl->is_int()) {
     hints.max_sequence_length = msl->as_int();
   }
   if (const Node* shape = loader->find("image_shape"); shape && shape->is_list()) {
     for (const Node& dim : shape->items()) {
-      if (dim.is_int())
-        hints.image_shape.push_back(dim.as_int());
+      if (dim.is_int()) hints.image_shape.push_back(dim.as_int());
     }
   }
   if (const Node* classes = loader->find("num_classes"); classes && classes->is_int()) {
@@ -63,8 +60,7 @@ const ModelDefinition* infer_model(const config::TrainerSpec& trainer, Diagnosti
     bool reads = processor.empty() ||
                  std::find(model.data_processors.begin(), model.data_processors.end(), processor) !=
                      model.data_processors.end();
-    if (!reads || !schema_knows_all(model, trainer.model.params))
-      continue;
+    if (!reads || !schema_knows_all(model, trainer.model.params)) continue;
     diagnostics.warning(
         trainer.model.mark, trainer.model.path,
         "model.name is not set (legacy params left the model to the directory "
@@ -91,8 +87,7 @@ const ModelDefinition* resolve_model(const config::TrainerSpec& trainer, Diagnos
     return trainer.format == config::ParamsFormat::legacy ? infer_model(trainer, diagnostics)
                                                           : nullptr;
   }
-  if (const ModelDefinition* model = find_model(trainer.model.name))
-    return model;
+  if (const ModelDefinition* model = find_model(trainer.model.name)) return model;
   std::vector<std::string> names = model_names();
   auto suggestion = config::closest_match(trainer.model.name, names);
   diagnostics.error(trainer.model.mark, config::join_path(trainer.model.path, "name"),
@@ -115,8 +110,7 @@ const std::vector<ModelDefinition>& model_registry() {
 
 const ModelDefinition* find_model(std::string_view name) {
   for (const ModelDefinition& model : model_registry()) {
-    if (model.name == name)
-      return &model;
+    if (model.name == name) return &model;
   }
   return nullptr;
 }
@@ -130,11 +124,9 @@ std::vector<std::string> model_names() {
 
 std::optional<CheckedModel> check_model(const config::TrainerSpec& trainer,
                                         Diagnostics& diagnostics) {
-  if (!trainer.model.params.is_map())
-    return std::nullopt;
+  if (!trainer.model.params.is_map()) return std::nullopt;
   const ModelDefinition* definition = resolve_model(trainer, diagnostics);
-  if (!definition)
-    return std::nullopt;
+  if (!definition) return std::nullopt;
   CheckedModel checked;
   checked.definition = definition;
   checked.name_inferred = trainer.model.name.empty();
@@ -143,8 +135,7 @@ std::optional<CheckedModel> check_model(const config::TrainerSpec& trainer,
   checked.params = ModelParams(definition->schema->check(trainer.model.params, findings));
   bool params_valid = !findings.has_errors();
   diagnostics.append(findings);
-  if (!params_valid)
-    return checked;
+  if (!params_valid) return checked;
   definition->check(checked.params, checked.hints, findings);
   diagnostics.append(findings);
   if (!findings.has_errors()) {

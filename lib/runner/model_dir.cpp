@@ -16,8 +16,7 @@ fs::path existing_ancestor(fs::path path) {
   std::error_code error;
   path = fs::absolute(path, error);
   while (!path.empty() && !fs::exists(path, error)) {
-    if (path == path.parent_path())
-      break;
+    if (path == path.parent_path()) break;
     path = path.parent_path();
   }
   return path;

@@ -38,8 +38,7 @@ Expectation read_expectation(const fs::path& path) {
   std::ifstream file(path);
   REQUIRE(file);
   for (std::string line; std::getline(file, line);) {
-    if (line.empty() || line[0] == '#')
-      continue;
+    if (line.empty() || line[0] == '#') continue;
     std::size_t colon = line.find(':');
     REQUIRE(colon != std::string::npos);
     std::string key = line.substr(0, colon);
@@ -63,8 +62,7 @@ Expectation read_expectation(const fs::path& path) {
 std::vector<fs::path> cases() {
   std::vector<fs::path> files;
   for (const auto& entry : fs::directory_iterator(kCases)) {
-    if (entry.path().extension() == ".yaml")
-      files.push_back(entry.path());
+    if (entry.path().extension() == ".yaml") files.push_back(entry.path());
   }
   std::sort(files.begin(), files.end());
   return files;

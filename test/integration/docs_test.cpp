@@ -23,8 +23,7 @@ std::string read_doc(const std::string& name) {
 // The section of `doc` under the heading "### <title>", up to the next "### ".
 std::string section(const std::string& doc, const std::string& title) {
   std::size_t start = doc.find("### " + title + "\n");
-  if (start == std::string::npos)
-    return {};
+  if (start == std::string::npos) return {};
   std::size_t end = doc.find("\n### ", start + 1);
   return doc.substr(start, end == std::string::npos ? std::string::npos : end - start);
 }

@@ -16,8 +16,7 @@ namespace fs = std::filesystem;
 using csrun::config::Node;
 
 void collect_paths(const Node& node, std::vector<std::string>& paths) {
-  if (!node.path().empty())
-    paths.push_back(node.path());
+  if (!node.path().empty()) paths.push_back(node.path());
   for (const Node& item : node.items())
     collect_paths(item, paths);
   for (const Node::Entry& entry : node.entries())
@@ -34,8 +33,7 @@ const std::vector<std::string> kMutations = {
 TEST_CASE("validation survives every mutation of every value of the Model Zoo configs") {
   std::size_t runs = 0;
   for (const auto& entry : fs::directory_iterator(CSRUN_TEST_DATA "/modelzoo")) {
-    if (entry.path().extension() != ".yaml")
-      continue;
+    if (entry.path().extension() != ".yaml") continue;
     csrun::config::Diagnostics ignored;
     Node root = csrun::config::read_yaml_file(entry.path().string(), ignored);
     std::vector<std::string> paths;

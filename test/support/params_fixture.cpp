@@ -4,8 +4,7 @@ namespace csrun::test {
 
 bool LoadedParams::has(config::Severity severity, const std::string& text) const {
   for (const config::Diagnostic& d : diagnostics.all()) {
-    if (d.severity == severity && d.to_string().find(text) != std::string::npos)
-      return true;
+    if (d.severity == severity && d.to_string().find(text) != std::string::npos) return true;
   }
   return false;
 }

@@ -29,18 +29,15 @@ ProcessResult run_process(const std::vector<std::string>& arguments, const std::
                           int timeout_seconds) {
   int out_pipe[2];
   int err_pipe[2];
-  if (pipe(out_pipe) != 0 || pipe(err_pipe) != 0)
-    throw std::runtime_error("pipe failed");
+  if (pipe(out_pipe) != 0 || pipe(err_pipe) != 0) throw std::runtime_error("pipe failed");
   pid_t pid = fork();
-  if (pid < 0)
-    throw std::runtime_error("fork failed");
+  if (pid < 0) throw std::runtime_error("fork failed");
   if (pid == 0) {
     dup2(out_pipe[1], STDOUT_FILENO);
     dup2(err_pipe[1], STDERR_FILENO);
     close(out_pipe[0]);
     close(err_pipe[0]);
-    if (chdir(directory.c_str()) != 0)
-      _exit(127);
+    if (chdir(directory.c_str()) != 0) _exit(127);
     std::vector<char*> argv;
     for (const std::string& argument : arguments)
       argv.push_back(const_cast<char*>(argument.c_str()));

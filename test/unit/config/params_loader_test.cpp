@@ -17,8 +17,7 @@ struct Loaded {
   }
   bool has(Severity severity, const std::string& text) const {
     for (const Diagnostic& d : diagnostics.all()) {
-      if (d.severity == severity && d.to_string().find(text) != std::string::npos)
-        return true;
+      if (d.severity == severity && d.to_string().find(text) != std::string::npos) return true;
     }
     return false;
   }

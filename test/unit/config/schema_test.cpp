@@ -18,8 +18,7 @@ Node at(Node value, int line = 3, int column = 7) {
 std::string only_error(const Diagnostics& diagnostics) {
   REQUIRE(diagnostics.error_count() == 1);
   for (const Diagnostic& d : diagnostics.all()) {
-    if (d.severity == Severity::error)
-      return d.to_string();
+    if (d.severity == Severity::error) return d.to_string();
   }
   return {};
 }
@@ -158,4 +157,13 @@ TEST_CASE("findings at one file position are reported once") {
   diagnostics.error({"command line"}, "b", "bad");
   CHECK(diagnostics.error_count() == 3);
   CHECK_THROWS_AS(diagnostics.throw_if_errors(), ValidationError);
+}
+
+TEST_CASE("numbers render as Python prints them") {
+  CHECK(Node::make_number(10000.0).render() == "10000.0");
+  CHECK(Node::make_number(0.0006).render() == "0.0006");
+  CHECK(Node::make_number(6e-05).render() == "6e-05");
+  CHECK(Node::make_number(2147483648.0).render() == "2147483648.0");
+  CHECK(Node::make_number(1e20).render() == "1e+20");
+  CHECK(Node::make_number(0.1).render() == "0.1");
 }

@@ -21,8 +21,7 @@ std::string check_files(const std::string& loader, std::vector<std::string> proc
   data::check_dataloader(loaded.trainer().fit->train_dataloader, context, diagnostics);
   std::string text;
   for (const config::Diagnostic& d : diagnostics.all()) {
-    if (d.severity == config::Severity::error)
-      text += d.message + "\n";
+    if (d.severity == config::Severity::error) text += d.message + "\n";
   }
   return text;
 }
