@@ -16,11 +16,15 @@ std::string LoadedParams::dump() const {
   return text;
 }
 
+LoadedParams load_params_file(const std::string& path, const config::LoadOptions& options) {
+  LoadedParams loaded;
+  loaded.run = config::load_params(path, options, loaded.diagnostics);
+  return loaded;
+}
+
 LoadedParams load_params_text(const std::string& yaml, const config::LoadOptions& options) {
   TempDir dir;
-  LoadedParams loaded;
-  loaded.run = config::load_params(dir.write("p.yaml", yaml), options, loaded.diagnostics);
-  return loaded;
+  return load_params_file(dir.write("p.yaml", yaml), options);
 }
 
 }  // namespace csrun::test

@@ -1,45 +1,20 @@
 #include <catch2/catch.hpp>
 
 #include "config/params_loader.hpp"
-#include "support/temp_dir.hpp"
+#include "support/params_fixture.hpp"
 
 using namespace csrun::config;
 
 namespace {
 
-struct Loaded {
-  RunSpec run;
-  Diagnostics diagnostics;
-
-  const TrainerSpec& trainer(std::size_t i = 0) const {
-    REQUIRE(run.trainers.size() > i);
-    return run.trainers[i];
-  }
-  bool has(Severity severity, const std::string& text) const {
-    for (const Diagnostic& d : diagnostics.all()) {
-      if (d.severity == severity && d.to_string().find(text) != std::string::npos) return true;
-    }
-    return false;
-  }
-  bool error(const std::string& text) const { return has(Severity::error, text); }
-  bool warning(const std::string& text) const { return has(Severity::warning, text); }
-  std::string dump() const {
-    std::string text;
-    for (const Diagnostic& d : diagnostics.all())
-      text += d.to_string() + "\n";
-    return text;
-  }
-};
+using Loaded = csrun::test::LoadedParams;
 
 Loaded load_file(const std::string& path, const LoadOptions& options = {}) {
-  Loaded loaded;
-  loaded.run = load_params(path, options, loaded.diagnostics);
-  return loaded;
+  return csrun::test::load_params_file(path, options);
 }
 
 Loaded load(const std::string& yaml, const LoadOptions& options = {}) {
-  csrun::test::TempDir dir;
-  return load_file(dir.write("p.yaml", yaml), options);
+  return csrun::test::load_params_text(yaml, options);
 }
 
 const std::string kLegacy = R"(train_input:
