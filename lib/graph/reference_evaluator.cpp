@@ -1,0 +1,473 @@
+#include "reference_evaluator.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <numbers>
+#include <stdexcept>
+
+#include "counter_rng.hpp"
+#include "number_formats.hpp"
+
+namespace csrun::graph {
+
+namespace {
+
+using Values = std::vector<double>;
+
+std::vector<std::int64_t> strides_of(const Shape& shape) {
+  std::vector<std::int64_t> strides(shape.size(), 1);
+  for (std::size_t i = shape.size(); i-- > 1;) strides[i - 1] = strides[i] * shape[i];
+  return strides;
+}
+
+// The multi-index of flat position `flat` in `shape`.
+std::vector<std::int64_t> unravel(std::int64_t flat, const Shape& shape) {
+  std::vector<std::int64_t> index(shape.size());
+  for (std::size_t i = shape.size(); i-- > 0;) {
+    index[i] = shape[i] == 0 ? 0 : flat % shape[i];
+    flat = shape[i] == 0 ? 0 : flat / shape[i];
+  }
+  return index;
+}
+
+// The flat position in `source` (broadcast to the output's rank) of an output multi-index.
+std::int64_t broadcast_offset(const std::vector<std::int64_t>& out_index, const Shape& source) {
+  std::size_t skip = out_index.size() - source.size();
+  std::vector<std::int64_t> strides = strides_of(source);
+  std::int64_t offset = 0;
+  for (std::size_t i = 0; i < source.size(); ++i) {
+    offset += (source[i] == 1 ? 0 : out_index[skip + i]) * strides[i];
+  }
+  return offset;
+}
+
+// Values are kept in double precision (the evaluator is the fp64 oracle); only what a dtype
+// cannot hold at all is rounded: integers, booleans, and the 16-bit formats of explicit casts.
+double store(DType dtype, double value) {
+  switch (dtype) {
+    case DType::f32: return value;
+    case DType::i32: return std::trunc(value);
+    case DType::boolean: return value != 0.0 ? 1.0 : 0.0;
+    default: return round_to_format(value, format_of(dtype));
+  }
+}
+
+double gelu(double x, bool approximate) {
+  if (!approximate) return 0.5 * x * (1.0 + std::erf(x / std::numbers::sqrt2));
+  double inner = std::sqrt(2.0 / std::numbers::pi) * (x + 0.044715 * x * x * x);
+  return 0.5 * x * (1.0 + std::tanh(inner));
+}
+
+double unary_value(const Node& node, double x) {
+  switch (node.op) {
+    case OpKind::logical_not: return x == 0.0 ? 1.0 : 0.0;
+    case OpKind::neg: return -x;
+    case OpKind::abs: return std::fabs(x);
+    case OpKind::exp: return std::exp(x);
+    case OpKind::log: return std::log(x);
+    case OpKind::sqrt: return std::sqrt(x);
+    case OpKind::rsqrt: return 1.0 / std::sqrt(x);
+    case OpKind::tanh: return std::tanh(x);
+    case OpKind::sigmoid: return 1.0 / (1.0 + std::exp(-x));
+    case OpKind::relu: return x > 0.0 ? x : 0.0;
+    case OpKind::erf: return std::erf(x);
+    case OpKind::gelu: return gelu(x, node.attrs.approximate);
+    case OpKind::is_finite: return std::isfinite(x) ? 1.0 : 0.0;
+    case OpKind::cast: return store(node.attrs.dtype, x);
+    default: throw std::logic_error("not a unary op");
+  }
+}
+
+double binary_value(OpKind op, double a, double b, DType dtype) {
+  switch (op) {
+    case OpKind::add: return a + b;
+    case OpKind::sub: return a - b;
+    case OpKind::mul: return a * b;
+    case OpKind::div: return dtype == DType::i32 ? std::trunc(a / b) : a / b;
+    case OpKind::pow: return std::pow(a, b);
+    case OpKind::maximum: return std::max(a, b);
+    case OpKind::minimum: return std::min(a, b);
+    case OpKind::less: return a < b;
+    case OpKind::less_equal: return a <= b;
+    case OpKind::greater: return a > b;
+    case OpKind::greater_equal: return a >= b;
+    case OpKind::equal: return a == b;
+    case OpKind::not_equal: return a != b;
+    case OpKind::logical_and: return a != 0.0 && b != 0.0;
+    case OpKind::logical_or: return a != 0.0 || b != 0.0;
+    default: throw std::logic_error("not a binary op");
+  }
+}
+
+class Evaluator {
+ public:
+  Evaluator(const Graph& graph, const Feeds& feeds) : graph_(graph), feeds_(feeds) {}
+
+  // Evaluates what `targets` need, in node order (which is topological), without recursion.
+  void run(std::span<const NodeId> targets) {
+    std::vector<bool> needed(graph_.size(), false);
+    std::vector<NodeId> pending(targets.begin(), targets.end());
+    while (!pending.empty()) {
+      NodeId id = pending.back();
+      pending.pop_back();
+      if (needed.at(static_cast<std::size_t>(id))) continue;
+      needed[static_cast<std::size_t>(id)] = true;
+      for (NodeId input : graph_.node(id).inputs) pending.push_back(input);
+    }
+    for (std::size_t i = 0; i < needed.size(); ++i) {
+      if (!needed[i]) continue;
+      const Node& node = graph_.nodes()[i];
+      HostTensor result;
+      result.shape = node.type.shape;
+      result.dtype = node.type.dtype;
+      result.values = compute(static_cast<NodeId>(i), node);
+      for (double& v : result.values) v = store(result.dtype, v);
+      values_.emplace(static_cast<NodeId>(i), std::move(result));
+    }
+  }
+
+  const HostTensor& value(NodeId id) const { return values_.at(id); }
+
+ private:
+  const HostTensor& in(const Node& node, std::size_t i) { return values_.at(node.inputs.at(i)); }
+
+  Values compute(NodeId id, const Node& node) {
+    if (is_unary_elementwise(node.op)) {
+      Values out = in(node, 0).values;
+      for (double& v : out) v = unary_value(node, v);
+      return out;
+    }
+    if (is_binary_elementwise(node.op) || node.op == OpKind::where) return elementwise(node);
+    switch (node.op) {
+      case OpKind::input:
+      case OpKind::variable: return fed(id, node);
+      case OpKind::constant: return constant(node);
+      case OpKind::iota: return iota(node);
+      case OpKind::reduce_sum:
+      case OpKind::reduce_mean:
+      case OpKind::reduce_max: return reduce(node);
+      case OpKind::argmax: return argmax(node);
+      case OpKind::reshape: return in(node, 0).values;
+      case OpKind::transpose: return transpose(node);
+      case OpKind::slice: return slice(node);
+      case OpKind::pad: return pad(node);
+      case OpKind::concat: return concat(node);
+      case OpKind::broadcast_to: return broadcast(node);
+      case OpKind::matmul: return matmul(node);
+      case OpKind::softmax:
+      case OpKind::log_softmax: return softmax(node);
+      case OpKind::layer_norm: return layer_norm(node);
+      case OpKind::gather: return gather(node);
+      case OpKind::scatter_add: return scatter_add(node);
+      case OpKind::one_hot: return one_hot(node);
+      case OpKind::dropout: return dropout(node);
+      default: throw std::logic_error(std::string("no reference for ") + op_name(node.op));
+    }
+  }
+
+  Values fed(NodeId id, const Node& node) {
+    std::string name = graph_.leaf_name(id);
+    auto feed = feeds_.find(name);
+    if (feed == feeds_.end()) throw std::invalid_argument("no value fed for " + name);
+    if (feed->second.shape != node.type.shape ||
+        feed->second.values.size() != static_cast<std::size_t>(element_count(node.type.shape))) {
+      throw std::invalid_argument("the value fed for " + name + " is " + shape_string(feed->second.shape) +
+                                  ", not " + node.type.to_string());
+    }
+    return feed->second.values;
+  }
+
+  Values constant(const Node& node) {
+    std::int64_t count = element_count(node.type.shape);
+    if (node.attrs.values.size() == 1) return Values(static_cast<std::size_t>(count), node.attrs.values[0]);
+    return node.attrs.values;
+  }
+
+  Values iota(const Node& node) {
+    Values out(static_cast<std::size_t>(element_count(node.type.shape)));
+    for (std::size_t i = 0; i < out.size(); ++i) {
+      out[i] = static_cast<double>(unravel(static_cast<std::int64_t>(i), node.type.shape)[node.attrs.axis]);
+    }
+    return out;
+  }
+
+  Values elementwise(const Node& node) {
+    Values out(static_cast<std::size_t>(element_count(node.type.shape)));
+    for (std::size_t i = 0; i < out.size(); ++i) {
+      std::vector<std::int64_t> index = unravel(static_cast<std::int64_t>(i), node.type.shape);
+      auto at = [&](std::size_t k) {
+        const HostTensor& operand = in(node, k);
+        return operand.values[static_cast<std::size_t>(broadcast_offset(index, operand.shape))];
+      };
+      if (node.op == OpKind::where) {
+        out[i] = at(0) != 0.0 ? at(1) : at(2);
+      } else {
+        out[i] = binary_value(node.op, at(0), at(1), in(node, 0).dtype);
+      }
+    }
+    return out;
+  }
+
+  Values reduce(const Node& node) {
+    const HostTensor& x = in(node, 0);
+    Shape kept = x.shape;
+    for (std::int64_t axis : node.attrs.axes) kept[axis] = 1;
+    double initial = node.op == OpKind::reduce_max ? -std::numeric_limits<double>::infinity() : 0.0;
+    Values out(static_cast<std::size_t>(element_count(kept)), initial);
+    for (std::size_t i = 0; i < x.values.size(); ++i) {
+      std::vector<std::int64_t> index = unravel(static_cast<std::int64_t>(i), x.shape);
+      for (std::int64_t axis : node.attrs.axes) index[axis] = 0;
+      std::int64_t flat = 0;
+      std::vector<std::int64_t> strides = strides_of(kept);
+      for (std::size_t k = 0; k < index.size(); ++k) flat += index[k] * strides[k];
+      double& slot = out[static_cast<std::size_t>(flat)];
+      slot = node.op == OpKind::reduce_max ? std::max(slot, x.values[i]) : slot + x.values[i];
+    }
+    if (node.op == OpKind::reduce_mean) {
+      double count = static_cast<double>(x.values.size()) / static_cast<double>(out.size());
+      for (double& v : out) v /= count;
+    }
+    return out;
+  }
+
+  Values argmax(const Node& node) {
+    const HostTensor& x = in(node, 0);
+    std::int64_t axis = node.attrs.axis;
+    std::int64_t length = x.shape[axis];
+    std::int64_t inner = strides_of(x.shape)[axis];
+    Values out(static_cast<std::size_t>(element_count(node.type.shape)));
+    for (std::size_t o = 0; o < out.size(); ++o) {
+      std::int64_t outer = static_cast<std::int64_t>(o) / inner;
+      std::int64_t base = outer * length * inner + static_cast<std::int64_t>(o) % inner;
+      std::int64_t best = 0;
+      for (std::int64_t k = 1; k < length; ++k) {
+        if (x.values[base + k * inner] > x.values[base + best * inner]) best = k;
+      }
+      out[o] = static_cast<double>(best);
+    }
+    return out;
+  }
+
+  Values transpose(const Node& node) {
+    const HostTensor& x = in(node, 0);
+    std::vector<std::int64_t> strides = strides_of(x.shape);
+    Values out(x.values.size());
+    for (std::size_t i = 0; i < out.size(); ++i) {
+      std::vector<std::int64_t> index = unravel(static_cast<std::int64_t>(i), node.type.shape);
+      std::int64_t source = 0;
+      for (std::size_t k = 0; k < index.size(); ++k) source += index[k] * strides[node.attrs.perm[k]];
+      out[i] = x.values[static_cast<std::size_t>(source)];
+    }
+    return out;
+  }
+
+  Values slice(const Node& node) {
+    const HostTensor& x = in(node, 0);
+    std::vector<std::int64_t> strides = strides_of(x.shape);
+    Values out(static_cast<std::size_t>(element_count(node.type.shape)));
+    for (std::size_t i = 0; i < out.size(); ++i) {
+      std::vector<std::int64_t> index = unravel(static_cast<std::int64_t>(i), node.type.shape);
+      std::int64_t source = 0;
+      for (std::size_t k = 0; k < index.size(); ++k) source += (index[k] + node.attrs.begins[k]) * strides[k];
+      out[i] = x.values[static_cast<std::size_t>(source)];
+    }
+    return out;
+  }
+
+  Values pad(const Node& node) {
+    const HostTensor& x = in(node, 0);
+    std::vector<std::int64_t> strides = strides_of(node.type.shape);
+    Values out(static_cast<std::size_t>(element_count(node.type.shape)), 0.0);
+    for (std::size_t i = 0; i < x.values.size(); ++i) {
+      std::vector<std::int64_t> index = unravel(static_cast<std::int64_t>(i), x.shape);
+      std::int64_t target = 0;
+      for (std::size_t k = 0; k < index.size(); ++k) target += (index[k] + node.attrs.begins[k]) * strides[k];
+      out[static_cast<std::size_t>(target)] = x.values[i];
+    }
+    return out;
+  }
+
+  Values concat(const Node& node) {
+    Values out(static_cast<std::size_t>(element_count(node.type.shape)));
+    std::vector<std::int64_t> strides = strides_of(node.type.shape);
+    std::int64_t offset = 0;
+    for (std::size_t part = 0; part < node.inputs.size(); ++part) {
+      const HostTensor& x = in(node, part);
+      for (std::size_t i = 0; i < x.values.size(); ++i) {
+        std::vector<std::int64_t> index = unravel(static_cast<std::int64_t>(i), x.shape);
+        index[node.attrs.axis] += offset;
+        std::int64_t target = 0;
+        for (std::size_t k = 0; k < index.size(); ++k) target += index[k] * strides[k];
+        out[static_cast<std::size_t>(target)] = x.values[i];
+      }
+      offset += x.shape[node.attrs.axis];
+    }
+    return out;
+  }
+
+  Values broadcast(const Node& node) {
+    const HostTensor& x = in(node, 0);
+    Values out(static_cast<std::size_t>(element_count(node.type.shape)));
+    for (std::size_t i = 0; i < out.size(); ++i) {
+      std::vector<std::int64_t> index = unravel(static_cast<std::int64_t>(i), node.type.shape);
+      out[i] = x.values[static_cast<std::size_t>(broadcast_offset(index, x.shape))];
+    }
+    return out;
+  }
+
+  Values matmul(const Node& node) {
+    const HostTensor& a = in(node, 0);
+    const HostTensor& b = in(node, 1);
+    const Shape& shape = node.type.shape;
+    std::int64_t m = shape[shape.size() - 2];
+    std::int64_t n = shape.back();
+    std::int64_t k = a.shape.back();
+    Shape batch(shape.begin(), shape.end() - 2);
+    Shape a_batch(a.shape.begin(), a.shape.end() - 2);
+    Shape b_batch(b.shape.begin(), b.shape.end() - 2);
+    Values out(static_cast<std::size_t>(element_count(shape)), 0.0);
+    for (std::int64_t bi = 0; bi < element_count(batch); ++bi) {
+      std::vector<std::int64_t> index = unravel(bi, batch);
+      std::int64_t a_base = (a_batch.empty() ? 0 : broadcast_offset(index, a_batch)) * m * k;
+      std::int64_t b_base = (b_batch.empty() ? 0 : broadcast_offset(index, b_batch)) * k * n;
+      for (std::int64_t i = 0; i < m; ++i) {
+        for (std::int64_t j = 0; j < n; ++j) {
+          double total = 0.0;
+          for (std::int64_t p = 0; p < k; ++p) total += a.values[a_base + i * k + p] * b.values[b_base + p * n + j];
+          out[static_cast<std::size_t>(bi * m * n + i * n + j)] = total;
+        }
+      }
+    }
+    return out;
+  }
+
+  // Calls `row` with the flat positions of every line along `axis`.
+  void for_each_line(const Shape& shape, std::int64_t axis,
+                     const std::function<void(const std::vector<std::size_t>&)>& row) {
+    std::int64_t length = shape[axis];
+    std::int64_t inner = strides_of(shape)[axis];
+    std::int64_t lines = length == 0 ? 0 : element_count(shape) / length;
+    for (std::int64_t l = 0; l < lines; ++l) {
+      std::int64_t base = (l / inner) * length * inner + l % inner;
+      std::vector<std::size_t> positions;
+      for (std::int64_t p = 0; p < length; ++p) positions.push_back(static_cast<std::size_t>(base + p * inner));
+      row(positions);
+    }
+  }
+
+  Values softmax(const Node& node) {
+    const HostTensor& x = in(node, 0);
+    Values out(x.values.size());
+    for_each_line(x.shape, node.attrs.axis, [&](const std::vector<std::size_t>& line) {
+      double top = -std::numeric_limits<double>::infinity();
+      for (std::size_t p : line) top = std::max(top, x.values[p]);
+      double total = 0.0;
+      for (std::size_t p : line) total += std::exp(x.values[p] - top);
+      for (std::size_t p : line) {
+        out[p] = node.op == OpKind::softmax ? std::exp(x.values[p] - top) / total
+                                           : x.values[p] - top - std::log(total);
+      }
+    });
+    return out;
+  }
+
+  Values layer_norm(const Node& node) {
+    const HostTensor& x = in(node, 0);
+    Values out(x.values.size());
+    for_each_line(x.shape, x.shape.size() - 1, [&](const std::vector<std::size_t>& line) {
+      double mean = 0.0;
+      for (std::size_t p : line) mean += x.values[p];
+      mean /= static_cast<double>(line.size());
+      double variance = 0.0;
+      for (std::size_t p : line) variance += (x.values[p] - mean) * (x.values[p] - mean);
+      variance /= static_cast<double>(line.size());
+      for (std::size_t p : line) out[p] = (x.values[p] - mean) / std::sqrt(variance + node.attrs.eps);
+    });
+    return out;
+  }
+
+  std::int64_t row_index(double value, std::int64_t rows) {
+    auto index = static_cast<std::int64_t>(value);
+    if (index < 0 || index >= rows) {
+      throw std::out_of_range("index " + std::to_string(index) + " is outside a table of " +
+                              std::to_string(rows) + " rows");
+    }
+    return index;
+  }
+
+  Values gather(const Node& node) {
+    const HostTensor& table = in(node, 0);
+    const HostTensor& indices = in(node, 1);
+    std::int64_t row = element_count(Shape(table.shape.begin() + 1, table.shape.end()));
+    Values out;
+    out.reserve(static_cast<std::size_t>(element_count(node.type.shape)));
+    for (double value : indices.values) {
+      std::int64_t r = row_index(value, table.shape[0]);
+      out.insert(out.end(), table.values.begin() + r * row, table.values.begin() + (r + 1) * row);
+    }
+    return out;
+  }
+
+  Values scatter_add(const Node& node) {
+    const HostTensor& indices = in(node, 0);
+    const HostTensor& updates = in(node, 1);
+    std::int64_t row = element_count(Shape(node.type.shape.begin() + 1, node.type.shape.end()));
+    Values out(static_cast<std::size_t>(element_count(node.type.shape)), 0.0);
+    for (std::size_t i = 0; i < indices.values.size(); ++i) {
+      std::int64_t r = row_index(indices.values[i], node.attrs.depth);
+      for (std::int64_t c = 0; c < row; ++c) {
+        out[static_cast<std::size_t>(r * row + c)] += updates.values[i * static_cast<std::size_t>(row) + static_cast<std::size_t>(c)];
+      }
+    }
+    return out;
+  }
+
+  Values one_hot(const Node& node) {
+    const HostTensor& indices = in(node, 0);
+    std::int64_t depth = node.attrs.depth;
+    Values out(static_cast<std::size_t>(element_count(node.type.shape)), 0.0);
+    for (std::size_t i = 0; i < indices.values.size(); ++i) {
+      auto index = static_cast<std::int64_t>(indices.values[i]);
+      if (index >= 0 && index < depth) out[i * static_cast<std::size_t>(depth) + static_cast<std::size_t>(index)] = 1.0;
+    }
+    return out;
+  }
+
+  Values dropout(const Node& node) {
+    const HostTensor& x = in(node, 0);
+    auto step = static_cast<std::int64_t>(in(node, 1).values.at(0));
+    double scale = 1.0 / (1.0 - node.attrs.rate);
+    Values out(x.values.size());
+    for (std::size_t i = 0; i < out.size(); ++i) {
+      bool keep = dropout_keeps(node.attrs.seed, node.attrs.salt, step, static_cast<std::int64_t>(i), node.attrs.rate);
+      out[i] = keep ? x.values[i] * scale : 0.0;
+    }
+    return out;
+  }
+
+  const Graph& graph_;
+  const Feeds& feeds_;
+  std::map<NodeId, HostTensor> values_;
+};
+
+}  // namespace
+
+HostTensor HostTensor::scalar(double value, DType dtype) { return HostTensor{{}, dtype, {value}}; }
+
+HostTensor HostTensor::filled(Shape shape, double value, DType dtype) {
+  std::size_t count = static_cast<std::size_t>(element_count(shape));
+  return HostTensor{std::move(shape), dtype, std::vector<double>(count, value)};
+}
+
+std::vector<HostTensor> evaluate_reference(const Graph& graph, const Feeds& feeds,
+                                           std::span<const NodeId> fetch) {
+  Evaluator evaluator(graph, feeds);
+  evaluator.run(fetch);
+  std::vector<HostTensor> results;
+  for (NodeId id : fetch) results.push_back(evaluator.value(id));
+  return results;
+}
+
+}  // namespace csrun::graph

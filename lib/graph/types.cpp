@@ -1,0 +1,64 @@
+#include "types.hpp"
+
+#include <algorithm>
+
+namespace csrun::graph {
+
+const char* dtype_name(DType dtype) {
+  switch (dtype) {
+    case DType::f32: return "f32";
+    case DType::f16: return "f16";
+    case DType::bf16: return "bf16";
+    case DType::cb16: return "cb16";
+    case DType::i32: return "i32";
+    case DType::boolean: return "bool";
+  }
+  return "?";
+}
+
+bool is_floating(DType dtype) {
+  return dtype == DType::f32 || dtype == DType::f16 || dtype == DType::bf16 || dtype == DType::cb16;
+}
+
+std::size_t dtype_size(DType dtype) {
+  switch (dtype) {
+    case DType::f32:
+    case DType::i32: return 4;
+    case DType::f16:
+    case DType::bf16:
+    case DType::cb16: return 2;
+    case DType::boolean: return 1;
+  }
+  return 4;
+}
+
+std::int64_t element_count(const Shape& shape) {
+  std::int64_t count = 1;
+  for (std::int64_t dim : shape) count *= dim;
+  return count;
+}
+
+std::string shape_string(const Shape& shape) {
+  std::string text = "[";
+  for (std::size_t i = 0; i < shape.size(); ++i) {
+    if (i) text += ", ";
+    text += std::to_string(shape[i]);
+  }
+  return text + "]";
+}
+
+std::optional<Shape> broadcast_shapes(const Shape& a, const Shape& b) {
+  std::size_t rank = std::max(a.size(), b.size());
+  Shape result(rank);
+  for (std::size_t i = 0; i < rank; ++i) {
+    std::int64_t da = i < rank - a.size() ? 1 : a[i - (rank - a.size())];
+    std::int64_t db = i < rank - b.size() ? 1 : b[i - (rank - b.size())];
+    if (da != db && da != 1 && db != 1) return std::nullopt;
+    result[i] = da == 1 ? db : da;
+  }
+  return result;
+}
+
+std::string TensorType::to_string() const { return std::string(dtype_name(dtype)) + shape_string(shape); }
+
+}  // namespace csrun::graph

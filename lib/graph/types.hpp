@@ -1,0 +1,34 @@
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace csrun::graph {
+
+// Element types of traced tensors. The three 16-bit float formats exist for mixed precision:
+// cb16 is Cerebras' cbfloat16 (1 sign, 6 exponent, 9 mantissa bits).
+enum class DType : std::uint8_t { f32, f16, bf16, cb16, i32, boolean };
+
+const char* dtype_name(DType dtype);
+bool is_floating(DType dtype);
+std::size_t dtype_size(DType dtype);
+
+using Shape = std::vector<std::int64_t>;
+
+std::int64_t element_count(const Shape& shape);
+std::string shape_string(const Shape& shape);
+// NumPy broadcasting of two shapes, or nothing when they are incompatible.
+std::optional<Shape> broadcast_shapes(const Shape& a, const Shape& b);
+
+struct TensorType {
+  Shape shape;
+  DType dtype = DType::f32;
+
+  std::int64_t rank() const { return static_cast<std::int64_t>(shape.size()); }
+  std::string to_string() const;  // "f32[4, 8]"
+  friend bool operator==(const TensorType&, const TensorType&) = default;
+};
+
+}  // namespace csrun::graph

@@ -1,0 +1,98 @@
+#include <catch2/catch.hpp>
+
+#include "graph/fingerprint.hpp"
+#include "graph/tensor.hpp"
+
+using namespace csrun::graph;
+
+namespace {
+
+// A tiny "model": a loop of `layers` residual steps, and a side effect counted per trace.
+int side_effects = 0;
+
+Graph trace_model(int layers, bool change_op = false) {
+  Graph graph;
+  Tensor x(graph, graph.add_input("x", {{4, 8}, DType::f32}));
+  Tensor w(graph, graph.add_variable("model.w", {{8, 8}, DType::f32}, VariableRole::parameter, {}));
+  ++side_effects;
+  for (int i = 0; i < layers; ++i) x = (change_op ? relu(matmul(x, w)) : tanh(matmul(x, w))) + x;
+  graph.add_output("loss", mean(x).id());
+  return graph;
+}
+
+}  // namespace
+
+TEST_CASE("a data-dependent branch on a traced tensor fails and names the model line") {
+  Graph graph;
+  Tensor x(graph, graph.add_input("x", {{3}, DType::f32}));
+  int line = __LINE__ + 3;
+  auto branch = [&] {
+    Tensor y = x;
+    if (sum(x) > 0.0) y = x * 2.0;
+    return y;
+  };
+  try {
+    branch();
+    FAIL("no TracingError");
+  } catch (const TracingError& error) {
+    std::string message = error.what();
+    CHECK(message.find("converting to bool the traced tensor made by `greater` at tracer_test.cpp:" +
+                       std::to_string(line)) != std::string::npos);
+    CHECK(message.find("where(condition, a, b)") != std::string::npos);
+  }
+  int item_line = __LINE__ + 1;
+  CHECK_THROWS_WITH(sum(x).item(), Catch::Contains("reading a number (item()) from the traced tensor made by `reduce_sum`") &&
+                                       Catch::Contains("tracer_test.cpp:" + std::to_string(item_line)));
+  CHECK_THROWS_AS(x.to_host(), TracingError);
+}
+
+TEST_CASE("loops unroll, and model code runs once per trace") {
+  side_effects = 0;
+  Graph one = trace_model(1);
+  Graph three = trace_model(3);
+  CHECK(side_effects == 2);
+  // Leaves x and w; 3 nodes per layer (matmul, tanh, add); mean.
+  CHECK(one.size() == 2 + 3 * 1 + 1);
+  CHECK(three.size() == 2 + 3 * 3 + 1);
+}
+
+TEST_CASE("fingerprints are stable, and a diff names the first differing node") {
+  Graph a = trace_model(2);
+  Graph b = trace_model(2);
+  CHECK(fingerprint(a) == fingerprint(b));
+  CHECK(fingerprint(a).size() == 16);
+  CHECK_FALSE(first_difference(a, b));
+  Graph c = trace_model(2, true);
+  CHECK(fingerprint(a) != fingerprint(c));
+  auto difference = first_difference(a, c);
+  REQUIRE(difference);
+  CHECK(difference->find("node %3 was tanh(%2)") != std::string::npos);
+  CHECK(difference->find("it is now relu(%2)") != std::string::npos);
+  auto longer = first_difference(a, trace_model(3));
+  REQUIRE(longer);
+  CHECK(longer->find("node %8 was reduce_mean(%7)") != std::string::npos);
+  CHECK(longer->find("it is now matmul(%7, %1)") != std::string::npos);
+}
+
+TEST_CASE("shape and dtype mismatches are errors that name the op, operands and line") {
+  Graph graph;
+  Tensor a(graph, graph.add_input("a", {{2, 3}, DType::f32}));
+  Tensor b(graph, graph.add_input("b", {{4, 5}, DType::f32}));
+  Tensor ids(graph, graph.add_input("ids", {{2}, DType::i32}));
+  CHECK_THROWS_WITH(matmul(a, b), Catch::Contains("matmul(f32[2, 3], f32[4, 5]) at tracer_test.cpp:") &&
+                                      Catch::Contains("inner dimensions differ"));
+  CHECK_THROWS_WITH(a + b, Catch::Contains("cannot broadcast [2, 3] with [4, 5]"));
+  CHECK_THROWS_WITH(a + cast(a, DType::bf16), Catch::Contains("cast one of them"));
+  CHECK_THROWS_WITH(exp(ids), Catch::Contains("needs a floating-point operand, got i32[2]"));
+  CHECK_THROWS_WITH(reshape(a, {4}), Catch::Contains("cannot reshape f32[2, 3] to [4]"));
+  CHECK_THROWS_WITH(sum(a, {2}), Catch::Contains("axis 2 is out of range for rank 2"));
+  CHECK_THROWS_AS(graph.add_input("a", {{1}, DType::f32}), GraphError);
+}
+
+TEST_CASE("the text form lists nodes, types and model lines") {
+  Graph graph = trace_model(1);
+  std::string text = graph.to_text();
+  CHECK(text.find("%0 = input \"x\" : f32[4, 8]") != std::string::npos);
+  CHECK(text.find("%2 = matmul %0, %1 : f32[4, 8]   # tracer_test.cpp:") != std::string::npos);
+  CHECK(text.find("output \"loss\" = %5") != std::string::npos);
+}
