@@ -31,6 +31,8 @@ const char* op_name(OpKind op) {
     case OpKind::log: return "log";
     case OpKind::sqrt: return "sqrt";
     case OpKind::rsqrt: return "rsqrt";
+    case OpKind::sin: return "sin";
+    case OpKind::cos: return "cos";
     case OpKind::tanh: return "tanh";
     case OpKind::sigmoid: return "sigmoid";
     case OpKind::relu: return "relu";
@@ -100,6 +102,8 @@ bool is_unary_elementwise(OpKind op) {
     case OpKind::log:
     case OpKind::sqrt:
     case OpKind::rsqrt:
+    case OpKind::sin:
+    case OpKind::cos:
     case OpKind::tanh:
     case OpKind::sigmoid:
     case OpKind::relu:

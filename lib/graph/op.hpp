@@ -21,7 +21,7 @@ enum class OpKind : std::uint8_t {
   less, less_equal, greater, greater_equal, equal, not_equal,
   logical_and, logical_or, logical_not,
   where,  // (condition, a, b)
-  neg, abs, exp, log, sqrt, rsqrt, tanh, sigmoid, relu, erf,
+  neg, abs, exp, log, sqrt, rsqrt, sin, cos, tanh, sigmoid, relu, erf,
   gelu,       // attrs.approximate: the tanh form
   is_finite,  // true where the value is neither infinite nor NaN
   cast,       // to attrs.dtype, rounding to nearest even

@@ -69,6 +69,8 @@ double unary_value(const Node& node, double x) {
     case OpKind::log: return std::log(x);
     case OpKind::sqrt: return std::sqrt(x);
     case OpKind::rsqrt: return 1.0 / std::sqrt(x);
+    case OpKind::sin: return std::sin(x);
+    case OpKind::cos: return std::cos(x);
     case OpKind::tanh: return std::tanh(x);
     case OpKind::sigmoid: return 1.0 / (1.0 + std::exp(-x));
     case OpKind::relu: return x > 0.0 ? x : 0.0;

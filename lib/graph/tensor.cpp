@@ -148,6 +148,8 @@ Tensor exp(Operand x) { return unary(OpKind::exp, x); }
 Tensor log(Operand x) { return unary(OpKind::log, x); }
 Tensor sqrt(Operand x) { return unary(OpKind::sqrt, x); }
 Tensor rsqrt(Operand x) { return unary(OpKind::rsqrt, x); }
+Tensor sin(Operand x) { return unary(OpKind::sin, x); }
+Tensor cos(Operand x) { return unary(OpKind::cos, x); }
 Tensor tanh(Operand x) { return unary(OpKind::tanh, x); }
 Tensor sigmoid(Operand x) { return unary(OpKind::sigmoid, x); }
 Tensor relu(Operand x) { return unary(OpKind::relu, x); }

@@ -92,6 +92,8 @@ Tensor exp(Operand x);
 Tensor log(Operand x);
 Tensor sqrt(Operand x);
 Tensor rsqrt(Operand x);
+Tensor sin(Operand x);
+Tensor cos(Operand x);
 Tensor tanh(Operand x);
 Tensor sigmoid(Operand x);
 Tensor relu(Operand x);

@@ -69,6 +69,8 @@ std::optional<Tensor> unary(const Tensor& y, const Tensor& g) {
     case OpKind::log: return g / x;
     case OpKind::sqrt: return g * 0.5 / y;
     case OpKind::rsqrt: return g * -0.5 * y * y * y;
+    case OpKind::sin: return g * cos(x);
+    case OpKind::cos: return -(g * sin(x));
     case OpKind::tanh: return g * (1.0 - y * y);
     case OpKind::sigmoid: return g * y * (1.0 - y);
     case OpKind::relu: return where(x > 0.0, g, 0.0);

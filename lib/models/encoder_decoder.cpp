@@ -135,7 +135,9 @@ ModelDefinition seq2seq(const std::string& name, const std::string& description,
       std::move(processors),
       make_schema("model " + name, seq2seq_fields(defaults)),
       check_seq2seq,
-      [](const ModelParams& params, const DataHints&) { return count_seq2seq(params); }};
+      [](const ModelParams& params, const DataHints&) { return count_seq2seq(params); },
+      {},  // no builder yet: checked and sized only
+      {}};
 }
 
 }  // namespace

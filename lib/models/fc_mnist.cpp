@@ -1,6 +1,9 @@
+#include <cmath>
+
 #include "config/param_types.hpp"
 #include "layer_params.hpp"
 #include "model_definitions.hpp"
+#include "nn/layers.hpp"
 
 namespace csrun::models {
 
@@ -58,6 +61,46 @@ std::int64_t count(const ModelParams& params, const DataHints&) {
   return total;
 }
 
+BatchLayout layout(const ModelParams&, std::int64_t batch, const DataHints&) {
+  return {{"input", {{batch, kInputFeatures}, graph::DType::f32}}, {"labels", {{batch}, graph::DType::i32}}};
+}
+
+// PyTorch's default nn.Linear initialization: weight and bias uniform in +-1/sqrt(fan_in).
+nn::LinearOptions torch_linear(std::int64_t in_features, bool bias) {
+  double bound = 1.0 / std::sqrt(static_cast<double>(in_features));
+  graph::Initializer uniform;
+  uniform.name = "uniform";
+  uniform.a = -bound;
+  uniform.b = bound;
+  return {bias, uniform, uniform};
+}
+
+// The Model Zoo's MNIST model: fc_layers (linear, activation, dropout), last_layer, then
+// log_softmax (unless disable_softmax) and the negative log-likelihood.
+ModelOutputs build(ModelBuild& b) {
+  const ModelParams& p = b.params;
+  nn::Scope model(b.context, "model");
+  bool bias = p.flag("use_bias");
+  graph::Tensor x = b.input("input");
+  std::vector<std::int64_t> sizes = hidden_sizes(p);
+  for (std::size_t i = 0; i < sizes.size(); ++i) {
+    x = nn::linear(model.child("fc_layers").child(static_cast<std::int64_t>(i)), x, sizes[i], torch_linear(x.dim(-1), bias));
+    if (p.has("activation_fn")) x = nn::activation(p.text("activation_fn"), x);
+    x = nn::dropout(b.context, x, p.number("dropout"));
+  }
+  graph::Tensor logits = nn::linear(model.child("last_layer"), x, kClasses, torch_linear(x.dim(-1), bias));
+  graph::Tensor outputs = p.flag("disable_softmax") ? logits : graph::log_softmax(logits, -1);
+  const graph::Tensor& labels = b.input("labels");
+  double batch = static_cast<double>(labels.dim(0));
+  ModelOutputs result;
+  result.loss = -graph::sum(outputs * graph::one_hot(labels, kClasses)) / batch;
+  if (p.flag("compute_eval_metrics")) {
+    graph::Tensor hits = graph::cast(graph::equal(graph::argmax(logits, -1), labels), graph::DType::f32);
+    result.metrics.emplace_back("accuracy", graph::mean(hits));
+  }
+  return result;
+}
+
 }  // namespace
 
 ModelDefinition fc_mnist_definition() {
@@ -82,7 +125,9 @@ ModelDefinition fc_mnist_definition() {
                          {"MNISTDataProcessor"},
                          schema,
                          check,
-                         count};
+                         count,
+                         layout,
+                         build};
 }
 
 }  // namespace csrun::models

@@ -11,6 +11,7 @@
 #include "config/diagnostics.hpp"
 #include "config/run_spec.hpp"
 #include "config/schema.hpp"
+#include "model_build.hpp"
 #include "model_params.hpp"
 
 namespace csrun::models {
@@ -20,6 +21,7 @@ struct DataHints {
   std::optional<std::int64_t> max_sequence_length;
   std::vector<std::int64_t> image_shape;  // [H, W, C]
   std::optional<std::int64_t> num_classes;
+  std::optional<std::int64_t> max_predictions;  // masked positions per sequence (BERT)
 };
 
 // One network of the Model Zoo workflow: its params schema, the data processors that feed it,
@@ -31,6 +33,10 @@ struct ModelDefinition {
   std::shared_ptr<const config::Schema> schema;
   std::function<void(const ModelParams&, const DataHints&, config::Diagnostics&)> check;
   std::function<std::int64_t(const ModelParams&, const DataHints&)> count_parameters;
+  // Networks csrun can trace: the batch they read and the builder of their forward pass and
+  // loss. Empty for networks it only checks and sizes.
+  std::function<BatchLayout(const ModelParams&, std::int64_t batch_size, const DataHints&)> batch_layout;
+  std::function<ModelOutputs(ModelBuild&)> build;
 };
 
 const std::vector<ModelDefinition>& model_registry();

@@ -116,7 +116,9 @@ ModelDefinition unet_definition() {
       {"SeverstalBinaryClassDataProcessor", "InriaAerialDataProcessor", "SkmDataProcessor"},
       schema,
       check,
-      count};
+      count,
+      {},  // no builder yet: checked and sized only
+      {}};
 }
 
 }  // namespace csrun::models

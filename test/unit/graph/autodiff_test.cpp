@@ -91,6 +91,7 @@ TEST_CASE("gradients of elementwise ops match finite differences") {
       {"neg abs", {{{6}, 0.2, 1.0}}, [](Graph&, auto& x) { return abs(-x[0]) + abs(x[0] - 2.0); }},
       {"exp log", {{{6}, 0.2, 2.0}}, [](Graph&, auto& x) { return exp(x[0]) + log(x[0]); }},
       {"sqrt rsqrt", {{{6}, 0.2, 2.0}}, [](Graph&, auto& x) { return sqrt(x[0]) + rsqrt(x[0]); }},
+      {"sin cos", {{{6}, -3.0, 3.0}}, [](Graph&, auto& x) { return sin(x[0]) + cos(x[0] * 2.0); }},
       {"tanh sigmoid", {{{6}, -2.0, 2.0}}, [](Graph&, auto& x) { return tanh(x[0]) + sigmoid(x[0]); }},
       {"relu", {{{6}, 0.1, 1.0}}, [](Graph&, auto& x) { return relu(x[0]) + relu(-x[0]); }},
       {"erf", {{{6}, -2.0, 2.0}}, [](Graph&, auto& x) { return erf(x[0]); }},

@@ -1,0 +1,29 @@
+#include "model_build.hpp"
+
+namespace csrun::models {
+
+const graph::Tensor& ModelBuild::input(const std::string& name) const {
+  auto found = batch.find(name);
+  if (found == batch.end()) throw std::invalid_argument("the batch has no field '" + name + "'");
+  return found->second;
+}
+
+void refuse_if_set(const ModelParams& params, const std::string& model,
+                   std::initializer_list<const char*> keys) {
+  for (const char* key : keys) {
+    if (params.has(key)) {
+      throw UnsupportedModel(key, std::string(key) + " is not supported yet by csrun's " + model + " builder");
+    }
+  }
+}
+
+void refuse_unless(const ModelParams& params, const std::string& model, const char* key, bool supported,
+                   const std::string& supported_values) {
+  if (supported) return;
+  const config::Node* value = params.find(key);
+  throw UnsupportedModel(key, std::string(key) + " " + (value ? value->render() : "") +
+                                  " is not supported yet by csrun's " + model + " builder (supported: " +
+                                  supported_values + ")");
+}
+
+}  // namespace csrun::models

@@ -1,0 +1,56 @@
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "graph/tensor.hpp"
+#include "model_params.hpp"
+#include "nn/scope.hpp"
+
+namespace csrun::models {
+
+// One tensor of a batch as the data pipeline delivers it to the model.
+struct BatchField {
+  std::string name;
+  graph::TensorType type;
+};
+using BatchLayout = std::vector<BatchField>;
+
+// What a model builder receives: its checked params, the step being traced, and the batch.
+struct ModelBuild {
+  const ModelParams& params;
+  nn::StepContext& context;
+  std::map<std::string, graph::Tensor> batch;
+
+  const graph::Tensor& input(const std::string& name) const;
+};
+
+// What it returns: the loss (a scalar) and the metrics of an eval step, by their Model Zoo names.
+struct ModelOutputs {
+  graph::Tensor loss;
+  std::vector<std::pair<std::string, graph::Tensor>> metrics;
+};
+
+// A model key whose value csrun cannot build yet ("not supported yet"); `key` lets the caller
+// point at it in the params file.
+class UnsupportedModel : public std::runtime_error {
+ public:
+  UnsupportedModel(std::string key, const std::string& message)
+      : std::runtime_error(message), key_(std::move(key)) {}
+  const std::string& key() const { return key_; }
+
+ private:
+  std::string key_;
+};
+
+// Builders call these to refuse what they do not implement.
+void refuse_if_set(const ModelParams& params, const std::string& model,
+                   std::initializer_list<const char*> keys);
+void refuse_unless(const ModelParams& params, const std::string& model, const char* key,
+                   bool supported, const std::string& supported_values);
+
+}  // namespace csrun::models

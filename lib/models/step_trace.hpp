@@ -1,0 +1,39 @@
+#pragma once
+
+#include <cstdint>
+
+#include "graph/graph.hpp"
+#include "nn/training_step.hpp"
+#include "registry.hpp"
+
+namespace csrun::models {
+
+enum class StepKind { train, eval };
+
+struct TraceOptions {
+  StepKind kind = StepKind::train;
+  std::uint64_t seed = 0;
+  nn::TrainingOptions training;  // for training steps
+};
+
+// A traced step and what it amounts to.
+struct TracedStep {
+  graph::Graph graph;
+  BatchLayout batch;
+  std::int64_t parameter_count = 0;  // elements of every parameter
+  double flops = 0.0;                // of one step
+};
+
+// Whether csrun can build the model's network (others are checked and sized only).
+bool can_trace(const CheckedModel& model);
+
+// The batch the model reads at `batch_size` samples per step.
+BatchLayout batch_layout(const CheckedModel& model, std::int64_t batch_size);
+
+// Traces the model's training step (forward, loss, backward, optimizer update; one graph) or
+// eval step (forward, loss, metrics) over a batch of `batch_size` samples. Shape-only: no weight
+// is allocated. Throws UnsupportedModel for a key the builder does not implement and
+// std::invalid_argument for other settings csrun does not support yet.
+TracedStep trace_step(const CheckedModel& model, std::int64_t batch_size, const TraceOptions& options);
+
+}  // namespace csrun::models

@@ -1,0 +1,27 @@
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include "config/node.hpp"
+#include "graph/graph.hpp"
+
+namespace csrun::nn {
+
+// The initial values of a variable: a pure function of its initializer, shape, the run's seed
+// and the variable's name, so a run starts from the same weights on every machine and whatever
+// the order variables are created in. Linear weights are [out, in] as in PyTorch, which decides
+// fan-in and fan-out.
+std::vector<float> initial_values(const graph::Initializer& init, const graph::Shape& shape,
+                                  std::uint64_t seed, std::string_view name);
+
+// An initializer from a model's params: a name ('zeros') or a mapping ({name: truncated_normal,
+// mean, std, a, b}); `fallback` when the params give none (null).
+graph::Initializer initializer_from(const config::Node* spec, graph::Initializer fallback);
+
+graph::Initializer zeros_initializer();
+graph::Initializer ones_initializer();
+graph::Initializer normal_initializer(double std, double mean = 0.0);
+
+}  // namespace csrun::nn

@@ -1,0 +1,126 @@
+#include "layers.hpp"
+
+#include <cmath>
+#include <stdexcept>
+#include <string>
+
+#include "initializers.hpp"
+
+namespace csrun::nn {
+
+namespace {
+
+graph::Shape with_last(graph::Shape shape, std::int64_t last) {
+  shape.back() = last;
+  return shape;
+}
+
+}  // namespace
+
+Tensor linear(const Scope& scope, const Tensor& x, std::int64_t out_features, const LinearOptions& options) {
+  std::int64_t in_features = x.dim(-1);
+  Tensor weight = scope.parameter("weight", {out_features, in_features}, options.weight_init);
+  graph::Shape shape = x.shape();
+  // [..., in] -> [N, in] x [in, out] -> [..., out]
+  Tensor rows = reshape(x, {graph::element_count(shape) / in_features, in_features});
+  Tensor y = matmul(rows, swap_last_axes(weight));
+  if (options.bias) y = y + scope.parameter("bias", {out_features}, options.bias_init);
+  return reshape(y, with_last(shape, out_features));
+}
+
+Tensor embedding_table(const Scope& scope, std::int64_t rows, std::int64_t dim, const graph::Initializer& init) {
+  return scope.parameter("weight", {rows, dim}, init);
+}
+
+Tensor layer_norm(const Scope& scope, const Tensor& x, double eps) {
+  std::int64_t width = x.dim(-1);
+  Tensor weight = scope.parameter("weight", {width}, ones_initializer());
+  Tensor bias = scope.parameter("bias", {width}, zeros_initializer());
+  return graph::layer_norm(x, eps) * weight + bias;
+}
+
+Tensor rms_norm(const Scope& scope, const Tensor& x, double eps) {
+  std::int64_t width = x.dim(-1);
+  Tensor weight = scope.parameter("weight", {width}, ones_initializer());
+  return x * rsqrt(mean(x * x, {-1}, true) + eps) * weight;
+}
+
+Tensor norm(std::string_view type, const Scope& scope, const Tensor& x, double eps) {
+  if (type == "layernorm") return layer_norm(scope, x, eps);
+  if (type == "rmsnorm") return rms_norm(scope, x, eps);
+  throw std::invalid_argument("norm_type '" + std::string(type) + "' is not supported yet (supported: layernorm, rmsnorm)");
+}
+
+bool is_supported_activation(std::string_view name) {
+  for (std::string_view known : {"relu", "gelu", "gelu_new", "gelu_fast", "quick_gelu", "silu", "swish",
+                                 "tanh", "sigmoid", "leaky_relu", "linear", "ReLU", "GELU", "Tanh", "Sigmoid", "SiLU"}) {
+    if (name == known) return true;
+  }
+  return false;
+}
+
+Tensor activation(std::string_view name, const Tensor& x) {
+  if (name == "relu" || name == "ReLU") return relu(x);
+  if (name == "gelu" || name == "GELU") return gelu(x);
+  if (name == "gelu_new" || name == "gelu_fast") return gelu(x, true);
+  if (name == "quick_gelu") return x * sigmoid(1.702 * x);
+  if (name == "silu" || name == "swish" || name == "SiLU") return x * sigmoid(x);
+  if (name == "tanh" || name == "Tanh") return tanh(x);
+  if (name == "sigmoid" || name == "Sigmoid") return sigmoid(x);
+  if (name == "leaky_relu") return where(x > 0.0, x, 0.01 * x);
+  if (name == "linear") return x;
+  throw std::invalid_argument("the activation '" + std::string(name) + "' is not supported yet");
+}
+
+Tensor dropout(StepContext& context, const Tensor& x, double rate) {
+  if (!context.training() || rate <= 0.0) return x;
+  return graph::dropout(x, context.global_step(), rate, context.seed(), context.next_dropout_salt());
+}
+
+Tensor self_attention(const Scope& scope, const Tensor& x, const std::optional<Tensor>& keep,
+                      const AttentionOptions& options) {
+  std::int64_t batch = x.dim(0);
+  std::int64_t length = x.dim(1);
+  std::int64_t width = x.dim(2);
+  std::int64_t head = width / options.heads;
+  LinearOptions projection{options.projection_bias, options.init, zeros_initializer()};
+  auto heads_first = [&](const Tensor& t) {  // [B, T, H] -> [B, heads, T, head]
+    return transpose(reshape(t, {batch, length, options.heads, head}), {0, 2, 1, 3});
+  };
+  Tensor q = heads_first(linear(scope.child("proj_q_dense_layer"), x, width, projection));
+  Tensor k = heads_first(linear(scope.child("proj_k_dense_layer"), x, width, projection));
+  Tensor v = heads_first(linear(scope.child("proj_v_dense_layer"), x, width, projection));
+  Tensor scores = matmul(q, swap_last_axes(k));
+  if (options.scale_scores) scores = scores * (1.0 / std::sqrt(static_cast<double>(head)));
+  graph::Graph& graph = x.graph();
+  std::optional<Tensor> allowed;
+  if (options.causal) {
+    allowed = iota(graph, {length, length}, 0) >= iota(graph, {length, length}, 1);
+  }
+  if (keep) {
+    Tensor padding = reshape(not_equal(*keep, 0.0), {batch, 1, 1, length});
+    allowed = allowed ? logical_and(*allowed, padding) : padding;
+  }
+  // Masked scores get a large negative value, so softmax gives them (numerically) zero weight.
+  if (allowed) scores = where(*allowed, scores, -1e9);
+  Tensor probabilities = dropout(scope.context(), softmax(scores, -1), options.dropout);
+  Tensor context = reshape(transpose(matmul(probabilities, v), {0, 2, 1, 3}), {batch, length, width});
+  LinearOptions output{options.output_bias, options.output_init, zeros_initializer()};
+  return linear(scope.child("proj_output_dense_layer"), context, width, output);
+}
+
+Tensor feed_forward(const Scope& scope, const Tensor& x, std::int64_t hidden,
+                    std::string_view activation_name, bool bias, double dropout_rate,
+                    const graph::Initializer& init, const graph::Initializer& output_init) {
+  Scope layers = scope.child("ffn");
+  Tensor h = linear(layers.child(0).child("linear_layer"), x, hidden, {bias, init, zeros_initializer()});
+  h = activation(activation_name, h);
+  Tensor y = linear(layers.child(1).child("linear_layer"), h, x.dim(-1), {bias, output_init, zeros_initializer()});
+  return dropout(scope.context(), y, dropout_rate);
+}
+
+Tensor cross_entropy(const Tensor& logits, const Tensor& labels) {
+  return -sum(log_softmax(logits, -1) * one_hot(labels, logits.dim(-1)), {-1});
+}
+
+}  // namespace csrun::nn

@@ -1,0 +1,70 @@
+#pragma once
+
+#include <optional>
+#include <string_view>
+
+#include "graph/tensor.hpp"
+#include "scope.hpp"
+
+namespace csrun::nn {
+
+using graph::Tensor;
+
+struct LinearOptions {
+  bool bias = true;
+  graph::Initializer weight_init;
+  graph::Initializer bias_init;
+};
+
+// y = x W^T + b over the last axis, W of shape [out, in] (PyTorch's nn.Linear), named
+// scope.weight and scope.bias.
+Tensor linear(const Scope& scope, const Tensor& x, std::int64_t out_features, const LinearOptions& options);
+
+// An embedding table [rows, dim] named scope.weight (PyTorch's nn.Embedding).
+Tensor embedding_table(const Scope& scope, std::int64_t rows, std::int64_t dim, const graph::Initializer& init);
+
+// Layer normalization over the last axis with scope.weight (ones) and scope.bias (zeros).
+Tensor layer_norm(const Scope& scope, const Tensor& x, double eps);
+// RMS normalization over the last axis with scope.weight (ones).
+Tensor rms_norm(const Scope& scope, const Tensor& x, double eps);
+// layer_norm or rms_norm by the Model Zoo's norm_type name.
+Tensor norm(std::string_view type, const Scope& scope, const Tensor& x, double eps);
+
+// The Model Zoo's activations by name: relu, gelu (exact), gelu_new / gelu_fast (tanh form),
+// quick_gelu, silu / swish, tanh, sigmoid, leaky_relu, linear. Throws std::invalid_argument for
+// the gated ones (swiglu, geglu, reglu), which need two projections.
+Tensor activation(std::string_view name, const Tensor& x);
+bool is_supported_activation(std::string_view name);
+
+// Zeroes each element with probability `rate` while training (scaled by 1 / (1 - rate));
+// the identity otherwise or when rate is 0.
+Tensor dropout(StepContext& context, const Tensor& x, double rate);
+
+struct AttentionOptions {
+  std::int64_t heads = 1;
+  bool causal = false;
+  bool scale_scores = true;  // scaled_dot_product; dot_product leaves the scores unscaled
+  bool projection_bias = true;
+  bool output_bias = true;
+  double dropout = 0.0;
+  graph::Initializer init;
+  graph::Initializer output_init;
+};
+
+// Multi-head self-attention of x [B, T, H] with the Model Zoo's projections
+// (scope.proj_q_dense_layer, proj_k_, proj_v_, proj_output_dense_layer). `keep` [B, T] marks
+// the positions that may be attended to (1) and padding (0).
+Tensor self_attention(const Scope& scope, const Tensor& x, const std::optional<Tensor>& keep,
+                      const AttentionOptions& options);
+
+// The Model Zoo's FeedForwardNetwork: scope.ffn.0.linear_layer (to `hidden`, then the
+// activation) and scope.ffn.1.linear_layer (back to the input width).
+Tensor feed_forward(const Scope& scope, const Tensor& x, std::int64_t hidden,
+                    std::string_view activation_name, bool bias, double dropout,
+                    const graph::Initializer& init, const graph::Initializer& output_init);
+
+// Cross entropy of logits [N, C] against integer labels [N], per row. A row whose label lies
+// outside [0, C) (an ignore index such as -100) gets 0; callers mask and average.
+Tensor cross_entropy(const Tensor& logits, const Tensor& labels);
+
+}  // namespace csrun::nn

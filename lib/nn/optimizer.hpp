@@ -1,0 +1,39 @@
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "config/run_spec.hpp"
+#include "graph/tensor.hpp"
+
+namespace csrun::nn {
+
+using graph::Tensor;
+
+// An optimizer as traced graph code. Its state (momentum, moment estimates, step counts) is
+// created before the update is traced (Cerebras' preinitialize), named as PyTorch's
+// optimizer.state_dict() names it: optimizer.state.<parameter index>.<key>.
+class Optimizer {
+ public:
+  virtual ~Optimizer() = default;
+  virtual std::string name() const = 0;
+  // Creates the state of every parameter.
+  virtual void preinitialize(graph::Graph& graph, const std::vector<Tensor>& parameters) = 0;
+  // Traces one update and records the new value of every parameter and state variable in the
+  // graph. Where `apply` (a boolean scalar) is false, everything keeps its value: the step is
+  // skipped (non-finite gradients under dynamic loss scaling).
+  virtual void update(graph::Graph& graph, const std::vector<Tensor>& parameters,
+                      const std::vector<Tensor>& gradients, const Tensor& learning_rate,
+                      const Tensor& global_step, const std::optional<Tensor>& apply) = 0;
+};
+
+// The optimizer of a checked {ClassName: params} entry. Throws std::invalid_argument for a
+// Model Zoo optimizer csrun does not implement (SGD, Adam, AdamW and Lamb are).
+std::unique_ptr<Optimizer> make_optimizer(const config::ClassSpec& spec);
+
+// The learning rate the optimizer itself names, if it does.
+std::optional<double> optimizer_learning_rate(const config::ClassSpec& spec);
+
+}  // namespace csrun::nn

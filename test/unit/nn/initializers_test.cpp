@@ -1,0 +1,82 @@
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <numeric>
+
+#include "nn/initializers.hpp"
+
+using namespace csrun;
+
+namespace {
+
+struct Moments {
+  double mean;
+  double std;
+};
+
+Moments moments(const std::vector<float>& values) {
+  double mean = std::accumulate(values.begin(), values.end(), 0.0) / static_cast<double>(values.size());
+  double variance = 0.0;
+  for (float v : values) variance += (v - mean) * (v - mean);
+  return {mean, std::sqrt(variance / static_cast<double>(values.size()))};
+}
+
+graph::Initializer named(const std::string& name) {
+  graph::Initializer init;
+  init.name = name;
+  return init;
+}
+
+}  // namespace
+
+TEST_CASE("initial values are a pure function of seed and name") {
+  graph::Initializer init = nn::normal_initializer(0.02);
+  auto a = nn::initial_values(init, {64, 32}, 1, "model.w");
+  CHECK(a == nn::initial_values(init, {64, 32}, 1, "model.w"));
+  CHECK(a != nn::initial_values(init, {64, 32}, 2, "model.w"));
+  CHECK(a != nn::initial_values(init, {64, 32}, 1, "model.v"));
+}
+
+TEST_CASE("initializers have the distributions they name") {
+  Moments normal = moments(nn::initial_values(nn::normal_initializer(0.5, 1.0), {200, 100}, 3, "n"));
+  CHECK(normal.mean == Approx(1.0).margin(0.01));
+  CHECK(normal.std == Approx(0.5).epsilon(0.02));
+
+  graph::Initializer truncated = named("truncated_normal");
+  truncated.std = 0.02;
+  truncated.a = -0.04;
+  truncated.b = 0.04;
+  auto values = nn::initial_values(truncated, {100, 100}, 3, "t");
+  CHECK(*std::min_element(values.begin(), values.end()) >= -0.04f);
+  CHECK(*std::max_element(values.begin(), values.end()) <= 0.04f);
+  // A normal truncated at two standard deviations keeps 88% of its variance.
+  CHECK(moments(values).std == Approx(0.02 * std::sqrt(0.774)).epsilon(0.03));
+
+  graph::Initializer uniform = named("uniform");
+  uniform.a = -0.3;
+  uniform.b = 0.1;
+  auto u = nn::initial_values(uniform, {10000}, 3, "u");
+  CHECK(*std::min_element(u.begin(), u.end()) >= -0.3f);
+  CHECK(*std::max_element(u.begin(), u.end()) < 0.1f);
+  CHECK(moments(u).mean == Approx(-0.1).margin(0.01));
+
+  // Xavier uniform on a [out=300, in=100] weight: bound sqrt(6 / 400).
+  auto x = nn::initial_values(named("xavier_uniform"), {300, 100}, 3, "x");
+  CHECK(*std::max_element(x.begin(), x.end()) <= static_cast<float>(std::sqrt(6.0 / 400.0)));
+  CHECK(moments(x).std == Approx(std::sqrt(6.0 / 400.0) / std::sqrt(3.0)).epsilon(0.02));
+
+  CHECK(nn::initial_values(named("zeros"), {3}, 1, "z") == std::vector<float>{0, 0, 0});
+  CHECK(nn::initial_values(named("ones"), {2}, 1, "o") == std::vector<float>{1, 1});
+  CHECK_THROWS_WITH(nn::initial_values(named("orthogonal"), {2, 2}, 1, "w"), "csrun has no initializer 'orthogonal'");
+}
+
+TEST_CASE("initializers from model params") {
+  config::Node spec = config::Node::make_map();
+  spec.set("name", config::Node::make_string("truncated_normal"));
+  spec.set("std", config::Node::make_number(0.02));
+  graph::Initializer init = nn::initializer_from(&spec, nn::zeros_initializer());
+  CHECK(init.name == "truncated_normal");
+  CHECK(init.a == Approx(-0.04));
+  CHECK(init.b == Approx(0.04));
+  CHECK(nn::initializer_from(nullptr, nn::ones_initializer()).name == "ones");
+}
