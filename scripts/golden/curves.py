@@ -1,0 +1,278 @@
+#!/usr/bin/python3
+"""Golden 20-step training curves of tiny fc_mnist, gpt2 and bert models, computed by PyTorch.
+
+Each model is written out with plain tensor operations and parameters named as csrun names them
+(the Model Zoo's PyTorch module names). Both sides start from the same weights and read the same
+batches: golden_common.initial_weight() and value() are reproduced bit for bit by csrun's
+test/support/golden.hpp. test/unit/models/golden_curves_test.cpp traces the same params with
+csrun and compares the losses (relative error <= 1e-4). Run with Debian's python3-torch:
+    /usr/bin/python3 scripts/golden/curves.py
+"""
+import math
+
+import torch
+import torch.nn.functional as F
+
+from golden_common import initial_weight, values, write
+
+STEPS = 20
+torch.set_default_dtype(torch.float32)
+
+
+class Parameters:
+    def __init__(self):
+        self.tensors = {}
+
+    def get(self, name, shape):
+        if name not in self.tensors:
+            count = math.prod(shape)
+            data = torch.tensor(initial_weight(name, count), dtype=torch.float32).reshape(shape)
+            self.tensors[name] = data.requires_grad_()
+        return self.tensors[name]
+
+    def listing(self):
+        return [{"name": n, "shape": list(t.shape)} for n, t in self.tensors.items()]
+
+
+def uniform(stream, shape):
+    return torch.tensor(values(stream, math.prod(shape)), dtype=torch.float64).reshape(shape)
+
+
+def integers(stream, shape, limit):
+    return torch.floor(uniform(stream, shape) * limit).long()
+
+
+def linear(params, prefix, x, out_features, bias=True):
+    weight = params.get(prefix + ".weight", (out_features, x.shape[-1]))
+    y = x @ weight.t()
+    return y + params.get(prefix + ".bias", (out_features,)) if bias else y
+
+
+def layer_norm(params, prefix, x, eps):
+    width = x.shape[-1]
+    return F.layer_norm(x, (width,), params.get(prefix + ".weight", (width,)), params.get(prefix + ".bias", (width,)), eps)
+
+
+def attention(params, prefix, x, heads, allowed):
+    batch, length, width = x.shape
+    head = width // heads
+
+    def split(t):
+        return t.reshape(batch, length, heads, head).permute(0, 2, 1, 3)
+
+    q = split(linear(params, prefix + ".proj_q_dense_layer", x, width))
+    k = split(linear(params, prefix + ".proj_k_dense_layer", x, width))
+    v = split(linear(params, prefix + ".proj_v_dense_layer", x, width))
+    scores = q @ k.transpose(-1, -2) / math.sqrt(head)
+    scores = torch.where(allowed, scores, torch.tensor(-1e9))
+    context = (torch.softmax(scores, -1) @ v).permute(0, 2, 1, 3).reshape(batch, length, width)
+    return linear(params, prefix + ".proj_output_dense_layer", context, width)
+
+
+def feed_forward(params, prefix, x, hidden):
+    h = F.gelu(linear(params, prefix + ".ffn.ffn.0.linear_layer", x, hidden))
+    return linear(params, prefix + ".ffn.ffn.1.linear_layer", h, x.shape[-1])
+
+
+def per_row_cross_entropy(logits, labels):
+    return F.cross_entropy(logits, labels, reduction="none")
+
+
+# ---------------------------------------------------------------- models ---
+
+def fc_mnist_loss(params, batch, cfg):
+    x = batch["input"].float()
+    for i, size in enumerate(cfg["hidden_sizes"]):
+        x = torch.relu(linear(params, f"model.fc_layers.{i}", x, size))
+    logits = linear(params, "model.last_layer", x, 10)
+    return F.nll_loss(torch.log_softmax(logits, -1), batch["labels"])
+
+
+def fc_mnist_batch(step, cfg, size):
+    return {"input": uniform(f"data.input.{step}", (size, 784)), "labels": integers(f"data.labels.{step}", (size,), 10)}
+
+
+def gpt2_loss(params, batch, cfg):
+    ids = batch["input_ids"]
+    batch_size, length = ids.shape
+    hidden, vocab, eps = cfg["hidden_size"], cfg["vocab_size"], cfg["layer_norm_epsilon"]
+    words = params.get("model.embedding_layer.word_embeddings.weight", (vocab, hidden))
+    positions = params.get("model.embedding_layer.position_embeddings.weight", (cfg["max_position_embeddings"], hidden))
+    x = words[ids] + positions[torch.arange(length)]
+    causal = torch.arange(length)[:, None] >= torch.arange(length)[None, :]
+    for i in range(cfg["num_hidden_layers"]):
+        prefix = f"model.transformer_decoder.layers.{i}"
+        x = x + attention(params, prefix + ".self_attn", layer_norm(params, prefix + ".norm1", x, eps), cfg["num_heads"], causal)
+        x = x + feed_forward(params, prefix, layer_norm(params, prefix + ".norm3", x, eps), cfg["filter_size"])
+    x = layer_norm(params, "model.transformer_decoder.norm", x, eps)
+    logits = x.reshape(batch_size * length, hidden) @ words.t()
+    mask = batch["attention_mask"].reshape(-1).float()
+    losses = per_row_cross_entropy(logits, batch["labels"].reshape(-1))
+    return (losses * mask).sum() / mask.sum().clamp(min=1.0)
+
+
+def gpt2_batch(step, cfg, size):
+    length, vocab = cfg["max_position_embeddings"], cfg["vocab_size"]
+    mask = torch.ones(size, length, dtype=torch.long)
+    mask[0, length - 1] = 0
+    return {"input_ids": integers(f"data.input_ids.{step}", (size, length), vocab),
+            "attention_mask": mask,
+            "labels": integers(f"data.labels.{step}", (size, length), vocab)}
+
+
+def bert_loss(params, batch, cfg):
+    ids = batch["input_ids"]
+    batch_size, length = ids.shape
+    hidden, vocab, eps = cfg["hidden_size"], cfg["vocab_size"], cfg["layer_norm_epsilon"]
+    prefix = "model.bert_encoder.embedding_layer"
+    words = params.get(prefix + ".word_embeddings.weight", (vocab, hidden))
+    x = (words[ids] + params.get(prefix + ".position_embeddings.weight", (cfg["max_position_embeddings"], hidden))[torch.arange(length)]
+         + params.get(prefix + ".segment_embeddings.weight", (2, hidden))[batch["token_type_ids"]])
+    x = layer_norm(params, "model.bert_encoder.embed_ln_f", x, eps)
+    allowed = (batch["attention_mask"] != 0).reshape(batch_size, 1, 1, length)
+    for i in range(cfg["num_hidden_layers"]):
+        layer = f"model.bert_encoder.transformer_encoder.layers.{i}"
+        x = layer_norm(params, layer + ".norm1", x + attention(params, layer + ".self_attn", x, cfg["num_heads"], allowed), eps)
+        x = layer_norm(params, layer + ".norm2", x + feed_forward(params, layer, x, cfg["filter_size"]), eps)
+    positions = batch["masked_lm_positions"]
+    at_masks = F.one_hot(positions, length).float() @ x
+    h = linear(params, "model.bert_mlm_head.mlm_transform.ffn.ffn.0.linear_layer", at_masks, hidden)
+    h = layer_norm(params, "model.bert_mlm_head.mlm_transform.layer_norm", F.gelu(h), eps)
+    logits = h.reshape(-1, hidden) @ words.t() + params.get("model.bert_mlm_head.classifier.ffn.0.linear_layer.bias", (vocab,))
+    weights = batch["masked_lm_weights"].reshape(-1).float()
+    mlm = (per_row_cross_entropy(logits, batch["masked_lm_labels"].reshape(-1)) * weights).sum() / batch_size
+    pooled = torch.tanh(linear(params, "model.bert_encoder.pooler.pooler.ffn.0.linear_layer", x[:, 0], hidden))
+    nsp_logits = linear(params, "model.bert_cls_head.classifier.ffn.0.linear_layer", pooled, 2)
+    return mlm + per_row_cross_entropy(nsp_logits, batch["next_sentence_label"]).mean()
+
+
+def bert_batch(step, cfg, size):
+    length, vocab, predictions = cfg["max_position_embeddings"], cfg["vocab_size"], cfg["max_predictions_per_seq"]
+    mask = torch.ones(size, length, dtype=torch.long)
+    mask[1, length - 2:] = 0
+    weights = torch.ones(size, predictions)
+    weights[0, predictions - 1] = 0.0
+    return {"input_ids": integers(f"data.input_ids.{step}", (size, length), vocab),
+            "attention_mask": mask,
+            "token_type_ids": (torch.arange(length)[None, :] >= length // 2).long().expand(size, length).contiguous(),
+            "masked_lm_positions": integers(f"data.masked_lm_positions.{step}", (size, predictions), length),
+            "masked_lm_labels": integers(f"data.masked_lm_labels.{step}", (size, predictions), vocab),
+            "masked_lm_weights": weights,
+            "next_sentence_label": integers(f"data.next_sentence_label.{step}", (size,), 2)}
+
+
+# ------------------------------------------------------------ optimizers ---
+
+def sgd(params, state, lr, step, options):
+    momentum = options.get("momentum", 0.0)
+    for name, p in params.tensors.items():
+        buffer = state.get(name)
+        buffer = p.grad.clone() if buffer is None else momentum * buffer + p.grad
+        state[name] = buffer
+        p.data -= lr * buffer
+
+
+def adamw(params, state, lr, step, options):
+    """Hugging Face's AdamW (correct_bias, decoupled weight decay after the step)."""
+    beta1, beta2 = options.get("betas", [0.9, 0.999])
+    eps, decay = options.get("eps", 1e-6), options.get("weight_decay", 0.0)
+    for name, p in params.tensors.items():
+        m, v, t = state.get(name, (torch.zeros_like(p), torch.zeros_like(p), 0))
+        t += 1
+        m = beta1 * m + (1 - beta1) * p.grad
+        v = beta2 * v + (1 - beta2) * p.grad * p.grad
+        state[name] = (m, v, t)
+        step_size = lr * math.sqrt(1 - beta2 ** t) / (1 - beta1 ** t)
+        p.data -= step_size * m / (v.sqrt() + eps)
+        if decay > 0:
+            p.data -= lr * decay * p.data
+
+
+def lamb(params, state, lr, step, options):
+    """Lamb as in cybertronai's pytorch-lamb (no bias correction; trust ratio with ||w|| <= 10)."""
+    beta1, beta2 = options.get("betas", [0.9, 0.999])
+    eps, decay = options.get("eps", 1e-6), options.get("weight_decay", 0.0)
+    for name, p in params.tensors.items():
+        m, v = state.get(name, (torch.zeros_like(p), torch.zeros_like(p)))
+        m = beta1 * m + (1 - beta1) * p.grad
+        v = beta2 * v + (1 - beta2) * p.grad * p.grad
+        state[name] = (m, v)
+        update = m / (v.sqrt() + eps) + decay * p.data
+        weight_norm = p.data.norm().clamp(0, 10)
+        update_norm = update.norm()
+        trust = weight_norm / update_norm if weight_norm > 0 and update_norm > 0 else torch.tensor(1.0)
+        p.data -= lr * trust * update
+
+
+# ------------------------------------------------------------- training ---
+
+def train(name, params_yaml, model_cfg, loss_fn, batch_fn, batch_size, optimizer, options, schedule,
+          clip_norm=None, scaler=None):
+    params = Parameters()
+    state = {}
+    losses, scales = [], []
+    scale = scaler["initial"] if scaler else 1.0
+    clean = 0
+    for step in range(STEPS):
+        batch = batch_fn(step, model_cfg, batch_size)
+        loss = loss_fn(params, batch, model_cfg)
+        for p in params.tensors.values():
+            p.grad = None
+        (loss * scale).backward()
+        for p in params.tensors.values():
+            p.grad /= scale
+        if clip_norm is not None:
+            torch.nn.utils.clip_grad_norm_(params.tensors.values(), clip_norm)
+        losses.append(loss.item())
+        scales.append(scale)
+        with torch.no_grad():
+            optimizer(params, state, schedule(step), step, options)
+        if scaler:
+            clean += 1
+            if clean >= scaler["steps_per_increase"]:
+                scale, clean = scale * 2, 0
+    case = {"name": name, "params": params_yaml, "batch_size": batch_size, "parameters": params.listing(), "losses": losses}
+    if scaler:
+        case["loss_scales"] = scales
+    return case
+
+
+def cosine_decay(initial, end, total, step):
+    return end + 0.5 * (initial - end) * (1 + math.cos(math.pi * min(step, total) / total))
+
+
+def main():
+    fc = {"name": "fc_mnist", "hidden_sizes": [8, 8], "activation_fn": "relu"}
+    gpt = {"name": "gpt2", "vocab_size": 32, "hidden_size": 16, "num_hidden_layers": 2, "num_heads": 2,
+           "filter_size": 32, "max_position_embeddings": 8, "dropout_rate": 0.0, "layer_norm_epsilon": 1e-5}
+    bert = {"name": "bert", "vocab_size": 32, "hidden_size": 16, "num_hidden_layers": 2, "num_heads": 2,
+            "filter_size": 32, "max_position_embeddings": 8, "dropout_rate": 0.0, "layer_norm_epsilon": 1e-5}
+    bert_data = dict(bert, max_predictions_per_seq=3)
+    fp32 = {"enabled": False}
+    cases = [
+        train("fc_mnist SGD", {"device": "CPU", "model": fc, "optimizer": {"SGD": {"lr": 0.05, "momentum": 0.9}},
+                               "precision": fp32},
+              fc, fc_mnist_loss, fc_mnist_batch, 4, sgd, {"momentum": 0.9}, lambda s: 0.05),
+        train("fc_mnist Lamb dynamic loss scaling",
+              {"device": "CSX", "model": fc, "optimizer": {"Lamb": {"lr": 0.01, "weight_decay": 0.01}},
+               "precision": {"fp16_type": "cbfloat16", "loss_scaling_factor": "dynamic", "initial_loss_scale": 256.0,
+                             "steps_per_increase": 5}},
+              fc, fc_mnist_loss, fc_mnist_batch, 4, lamb, {"weight_decay": 0.01}, lambda s: 0.01,
+              scaler={"initial": 256.0, "steps_per_increase": 5}),
+        train("gpt2 AdamW warm-up, cosine decay, clipping",
+              {"device": "CPU", "model": gpt, "precision": dict(fp32, max_gradient_norm=1.0),
+               "optimizer": {"AdamW": {"betas": [0.9, 0.95], "eps": 1e-8, "weight_decay": 0.01}},
+               "schedulers": [{"SequentialLR": {"schedulers": [
+                   {"LinearLR": {"initial_learning_rate": 0.0, "end_learning_rate": 0.01, "total_iters": 5}},
+                   {"CosineDecayLR": {"initial_learning_rate": 0.01, "end_learning_rate": 0.001, "total_iters": 15}}]}}]},
+              gpt, gpt2_loss, gpt2_batch, 2, adamw, {"betas": [0.9, 0.95], "eps": 1e-8, "weight_decay": 0.01},
+              lambda s: 0.01 * s / 5 if s < 5 else cosine_decay(0.01, 0.001, 15, s - 5), clip_norm=1.0),
+        train("bert AdamW", {"device": "CPU", "model": bert, "precision": fp32,
+                             "optimizer": {"AdamW": {"lr": 0.005, "weight_decay": 0.01}}},
+              bert_data, bert_loss, bert_batch, 2, adamw, {"weight_decay": 0.01}, lambda s: 0.005),
+    ]
+    write("curves.json", {"torch": torch.__version__, "steps": STEPS, "cases": cases})
+
+
+if __name__ == "__main__":
+    main()
