@@ -104,6 +104,30 @@ std::string loader_text(const data::DataloaderSpec& loader, std::int64_t num_csx
   return text;
 }
 
+// 6.9e12 -> "6.9 TFLOP"
+std::string flops_text(double flops) {
+  const char* units[] = {"FLOP", "kFLOP", "MFLOP", "GFLOP", "TFLOP", "PFLOP", "EFLOP"};
+  int unit = 0;
+  while (flops >= 1000.0 && unit < 6) {
+    flops /= 1000.0;
+    ++unit;
+  }
+  std::ostringstream text;
+  text.precision(flops < 10 ? 2 : 3);
+  text << flops << " " << units[unit];
+  return text.str();
+}
+
+std::string trace_text(const TraceSummary& trace, std::int64_t num_csx) {
+  std::string text = std::string(trace.training ? "training" : "eval") + " step of " +
+                     grouped(trace.batch_size) +
+                     " samples per system: " + grouped(static_cast<std::int64_t>(trace.ops)) +
+                     " ops, " + flops_text(trace.flops) + " per step";
+  if (num_csx > 1)
+    text += " per system (" + flops_text(trace.flops * static_cast<double>(num_csx)) + " in all)";
+  return text + ", graph " + trace.fingerprint;
+}
+
 void print_trainer(const TrainerSpec& trainer, const CheckedTrainer& checked, std::size_t count,
                    std::ostream& out) {
   out << "Trainer " << trainer.index + 1 << " of " << count << "\n";
@@ -132,6 +156,7 @@ void print_trainer(const TrainerSpec& trainer, const CheckedTrainer& checked, st
   for (const data::DataloaderSpec& loader : checked.eval_loaders) {
     line("eval data", loader_text(loader, backend.cluster.num_csx));
   }
+  if (checked.trace) line("traced", trace_text(*checked.trace, backend.cluster.num_csx));
   line("model_dir", trainer.model_dir);
 }
 
@@ -199,6 +224,17 @@ json trainer_json(const TrainerSpec& trainer, const CheckedTrainer& checked) {
                         {"validate", trainer.validate.has_value()},
                         {"validate_all", trainer.validate_all.has_value()}};
   result["train_data"] = checked.train_loader ? loader_json(*checked.train_loader) : json(nullptr);
+  if (checked.trace) {
+    const TraceSummary& trace = *checked.trace;
+    result["trace"] = {{"step", trace.training ? "train" : "eval"},
+                       {"batch_size_per_system", trace.batch_size},
+                       {"ops", trace.ops},
+                       {"parameters", trace.parameters},
+                       {"flops_per_step_per_system", trace.flops},
+                       {"fingerprint", trace.fingerprint}};
+  } else {
+    result["trace"] = nullptr;
+  }
   json eval = json::array();
   for (const data::DataloaderSpec& loader : checked.eval_loaders)
     eval.push_back(loader_json(loader));

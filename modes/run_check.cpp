@@ -3,6 +3,10 @@
 #include <algorithm>
 #include <iostream>
 
+#include "graph/fingerprint.hpp"
+#include "graph/tensor.hpp"
+#include "nn/lr_schedule.hpp"
+#include "nn/optimizer.hpp"
 #include "report.hpp"
 #include "runner/model_dir.hpp"
 
@@ -47,6 +51,7 @@ class TrainerCheck {
       runner::expand_checkpoint_patterns(trainer_.validate_all->checkpoint_paths, diagnostics_);
     }
     check_model_dir();
+    if (checked.model && !diagnostics_.has_errors()) checked.trace = trace(*checked.model, checked);
     return checked;
   }
 
@@ -76,6 +81,87 @@ class TrainerCheck {
     config::SourceMark mark = value ? value->mark() : trainer_.mark;
     std::string path = value ? value->path() : "model_dir";
     runner::check_model_dir(trainer_.model_dir, mark, path, diagnostics_);
+  }
+
+  // The batch one system processes per step: the micro-batch when one is set.
+  static std::int64_t system_batch(const data::DataloaderSpec& loader, std::int64_t num_csx) {
+    return loader.micro_batch_size.value_or(loader.batch_size / num_csx);
+  }
+
+  // The optimizer and schedules are checked on their own first, so a refusal points at them.
+  bool training_supported() {
+    if (!trainer_.optimizer) {
+      diagnostics_.error(trainer_.mark, trainer_.tree.path(),
+                         "training needs an optimizer (trainer.init.optimizer)");
+      return false;
+    }
+    try {
+      nn::make_optimizer(*trainer_.optimizer);
+    } catch (const std::invalid_argument& error) {
+      diagnostics_.error(trainer_.optimizer->mark, trainer_.optimizer->path, error.what());
+      return false;
+    }
+    try {
+      graph::Graph scratch;
+      nn::learning_rate(scratch, trainer_.schedulers, graph::constant(scratch, 0.0),
+                        nn::optimizer_learning_rate(*trainer_.optimizer));
+    } catch (const std::invalid_argument& error) {
+      const config::ClassSpec* first =
+          trainer_.schedulers.empty() ? &*trainer_.optimizer : &trainer_.schedulers.front();
+      diagnostics_.error(first->mark, first->path, error.what());
+      return false;
+    }
+    if (trainer_.loop.grad_accum_steps > 1) {
+      diagnostics_.error(trainer_.mark, trainer_.tree.path(),
+                         "grad_accum_steps > 1 is not supported yet by csrun's training step; set "
+                         "micro_batch_size in the dataloader instead");
+      return false;
+    }
+    return true;
+  }
+
+  std::optional<TraceSummary> trace(models::CheckedModel model, const CheckedTrainer& checked) {
+    if (!models::can_trace(model)) {
+      diagnostics_.warning(
+          trainer_.model.mark, trainer_.model.path,
+          "csrun cannot build the " + model.definition->name +
+              " network yet: its params are checked and it is sized, but it is not traced (so "
+              "it cannot be compiled or trained)");
+      return std::nullopt;
+    }
+    bool training = checked.train_loader.has_value();
+    const data::DataloaderSpec* loader = training ? &*checked.train_loader
+                                         : checked.eval_loaders.empty()
+                                             ? nullptr
+                                             : &checked.eval_loaders.front();
+    if (!loader || (training && !training_supported())) return std::nullopt;
+    if (auto length =
+            loader->max_sequence_length ? loader->max_sequence_length : loader->sequence_length) {
+      model.hints.max_sequence_length = length;
+    }
+    TraceSummary summary;
+    summary.training = training;
+    summary.batch_size = system_batch(*loader, trainer_.backend.cluster.num_csx);
+    models::TraceOptions options{training ? models::StepKind::train : models::StepKind::eval,
+                                 static_cast<std::uint64_t>(trainer_.seed.value_or(0)),
+                                 {}};
+    if (training) options.training = {*trainer_.optimizer, trainer_.schedulers, trainer_.precision};
+    try {
+      models::TracedStep step = models::trace_step(model, summary.batch_size, options);
+      summary.ops = step.graph.size();
+      summary.parameters = step.parameter_count;
+      summary.flops = step.flops;
+      summary.fingerprint = graph::fingerprint(step.graph);
+      return summary;
+    } catch (const models::UnsupportedModel& error) {
+      const config::Node* value = model.params.find(error.key());
+      diagnostics_.error(value ? value->mark() : trainer_.model.mark,
+                         value ? value->path() : trainer_.model.path, error.what());
+    } catch (const std::exception& error) {
+      diagnostics_.error(trainer_.model.mark, trainer_.model.path,
+                         std::string("the model does not trace: ") + error.what());
+    }
+    return std::nullopt;
   }
 
   const config::TrainerSpec& trainer_;

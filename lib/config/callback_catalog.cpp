@@ -89,7 +89,8 @@ const ClassCatalog& callback_catalog() {
           without_effect("OpProfiler", "the appliance op profiler"),
           without_effect("ComputeNormGNS", "gradient-noise-scale norms"),
           without_effect("LossAccumulationCallback", "loss accumulation across steps"),
-      });
+      },
+      "", true);
   return catalog;
 }
 

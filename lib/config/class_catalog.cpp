@@ -23,10 +23,11 @@ std::string key_list(const Node& map) {
 }  // namespace
 
 ClassCatalog::ClassCatalog(std::string kind, std::vector<ClassEntry> entries,
-                           std::string optional_suffix)
+                           std::string optional_suffix, bool null_disables)
     : kind_(std::move(kind)),
       entries_(std::move(entries)),
-      optional_suffix_(std::move(optional_suffix)) {}
+      optional_suffix_(std::move(optional_suffix)),
+      null_disables_(null_disables) {}
 
 const ClassEntry* ClassCatalog::find(std::string_view name) const {
   std::string wanted = lowercase(name);
@@ -81,11 +82,12 @@ std::optional<ClassSpec> ClassCatalog::read(const std::string& name, const Node&
                  name_node.path(),
                  {},
                  false};
-  if (params.is_null()) {
+  if (params.is_null() && null_disables_) {
     spec.disabled = true;
     return spec;
   }
-  if (!params.is_map()) {
+  const Node given = params.is_null() ? Node::make_map(params.mark(), params.path()) : params;
+  if (!given.is_map()) {
     diagnostics.error(
         params.mark(), params.path(),
         "the parameters of " + entry->name + " must be a mapping; found " + params.describe());
@@ -96,15 +98,15 @@ std::optional<ClassSpec> ClassCatalog::read(const std::string& name, const Node&
   }
   std::vector<std::string> missing;
   for (const std::string& key : entry->required) {
-    if (!params.contains(key)) missing.push_back(key);
+    if (!given.contains(key)) missing.push_back(key);
   }
   if (!missing.empty()) {
-    diagnostics.error(params.mark(), params.path(),
+    diagnostics.error(given.mark(), given.path(),
                       "Missing required parameters " + python_list(missing) + " for " +
                           entry->name + ". Note, " + entry->name +
                           " requires the following parameters: " + python_list(entry->required));
   }
-  spec.params = entry->params->check(params, diagnostics);
+  spec.params = entry->params->check(given, diagnostics);
   return spec;
 }
 

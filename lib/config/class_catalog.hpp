@@ -24,7 +24,9 @@ struct ClassEntry {
 // optionally ignoring a suffix ("Linear" finds "LinearLR").
 class ClassCatalog {
  public:
-  ClassCatalog(std::string kind, std::vector<ClassEntry> entries, std::string optional_suffix = {});
+  // `null_disables`: {ClassName: null} turns the class off (callbacks); otherwise null means {}.
+  ClassCatalog(std::string kind, std::vector<ClassEntry> entries, std::string optional_suffix = {},
+               bool null_disables = false);
 
   const std::string& kind() const { return kind_; }
   const ClassEntry* find(std::string_view name) const;
@@ -41,6 +43,7 @@ class ClassCatalog {
   std::string kind_;
   std::vector<ClassEntry> entries_;
   std::string optional_suffix_;
+  bool null_disables_;
 };
 
 const ClassCatalog& optimizer_catalog();

@@ -8,9 +8,11 @@ namespace {
 using T = ValueType;
 
 ClassEntry scheduler(const std::string& name, std::vector<std::string> required,
-                     std::vector<Field> fields, std::string note = {}) {
-  return ClassEntry{name, make_schema(name, std::move(fields), UnknownKeys::error_plain),
-                    std::move(required), std::move(note)};
+                     std::vector<Field> fields) {
+  return ClassEntry{name,
+                    make_schema(name, std::move(fields), UnknownKeys::error_plain),
+                    std::move(required),
+                    {}};
 }
 
 Field lr(const std::string& name) {
@@ -76,16 +78,14 @@ const ClassCatalog& scheduler_catalog() {
                default_field("mode", T::choice({"triangular", "triangular2", "exp_range"}),
                              value("triangular")),
                default_field("gamma", positive_number(), value(1.0)),
-               default_field("scale_mode", T::choice({"cycle", "iterations"}), value("cycle"))},
-              "CyclicLR is accepted by `csrun validate` but csrun does not simulate it"),
+               default_field("scale_mode", T::choice({"cycle", "iterations"}), value("cycle"))}),
           scheduler("OneCycleLR", {"initial_learning_rate", "max_lr"},
                     {lr("initial_learning_rate"), lr("max_lr"),
                      default_field("total_steps", positive_integer(), value(1000)),
                      default_field("pct_start", unit_interval(), value(0.3)),
                      optional_field("final_lr", non_negative_number()),
                      default_field("three_phase", T::boolean(), value(false)),
-                     default_field("anneal_strategy", T::choice({"cos", "linear"}), value("cos"))},
-                    "OneCycleLR is accepted by `csrun validate` but csrun does not simulate it"),
+                     default_field("anneal_strategy", T::choice({"cos", "linear"}), value("cos"))}),
           scheduler("SequentialLR", {"schedulers"},
                     {optional_field("schedulers", T::list_of(T::mapping(), 1)),
                      optional_field("milestones", T::list_of(positive_integer()))}),

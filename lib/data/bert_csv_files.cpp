@@ -11,8 +11,7 @@ namespace fs = std::filesystem;
 
 // BertCSVDynamicMaskDataProcessor reads the CSV files that data_dir/meta.dat lists, one
 // "<file> <number of examples>" per line, and a vocabulary file.
-std::optional<std::int64_t> check_bert_csv_files(const DataloaderSpec& loader,
-                                                 config::Diagnostics& diagnostics) {
+DatasetFacts check_bert_csv_files(const DataloaderSpec& loader, config::Diagnostics& diagnostics) {
   const config::Node& data_dir = *loader.params.find("data_dir");
   std::int64_t examples = 0;
   for (const std::string& directory : loader.data_dirs) {
@@ -51,7 +50,7 @@ std::optional<std::int64_t> check_bert_csv_files(const DataloaderSpec& loader,
   if (const config::Node* vocab = loader.params.find("vocab_file")) {
     if (auto path = expand_path(*vocab, diagnostics)) require_file(*path, *vocab, diagnostics);
   }
-  return examples;
+  return {examples, std::nullopt};
 }
 
 }  // namespace csrun::data

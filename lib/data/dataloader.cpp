@@ -151,7 +151,9 @@ std::optional<DataloaderSpec> check_dataloader(const Node& loader, const Dataloa
   read_data_dirs(spec, diagnostics);
   if (spec.fake || !keys_valid) return spec;
   if (definition->check_files) {
-    spec.samples = definition->check_files(spec, diagnostics);
+    DatasetFacts facts = definition->check_files(spec, diagnostics);
+    spec.samples = facts.samples;
+    spec.sequence_length = facts.sequence_length;
   } else {
     diagnostics.error(spec.mark, spec.path,
                       "csrun has no reader for " + definition->name + " (" +

@@ -26,8 +26,9 @@ struct DataloaderSpec {
   std::vector<std::string> data_dirs;  // with $VARS expanded
   std::optional<std::int64_t> max_sequence_length;
   bool fake = false;  // synthetic samples of the configured shapes instead of files
-  std::optional<std::int64_t> samples;  // how many the files hold, when they were checked
-  config::Node params;                  // every key in normal form
+  std::optional<std::int64_t> samples;          // how many the files hold, when they were checked
+  std::optional<std::int64_t> sequence_length;  // the sequence length the files hold
+  config::Node params;                          // every key in normal form
   config::SourceMark mark;
   std::string path;
 };

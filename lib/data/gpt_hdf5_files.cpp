@@ -27,20 +27,20 @@ std::optional<FileLayout> read_layout(const std::string& path, std::string& prob
   Hdf5File file(path);
   if (!file.is_open()) {
     problem = file.error();
-    return std::nullopt;
+    return {};
   }
   if (auto data = file.dataset("data")) {
     if (data->dims.size() != 3 || (data->dims[1] != 3 && data->dims[1] != 5) || !data->is_integer) {
       problem =
           "has a dataset 'data' that is not an integer array [n_examples, 3, "
           "max_sequence_length] (input_ids, attention_mask, labels)";
-      return std::nullopt;
+      return {};
     }
     auto announced = file.integer_attribute("n_examples");
     if (announced && static_cast<std::uint64_t>(*announced) != data->dims[0]) {
       problem = "announces n_examples = " + std::to_string(*announced) + " but its 'data' holds " +
                 std::to_string(data->dims[0]) + " examples";
-      return std::nullopt;
+      return {};
     }
     return FileLayout{data->dims[0], data->dims[2]};
   }
@@ -50,20 +50,19 @@ std::optional<FileLayout> read_layout(const std::string& path, std::string& prob
       problem =
           "has an 'example_0' dataset that is not [3, max_sequence_length] with an "
           "n_examples attribute";
-      return std::nullopt;
+      return {};
     }
     return FileLayout{static_cast<std::uint64_t>(*count), example->dims[1]};
   }
   problem =
       "has no dataset 'data' (the Model Zoo GPT layout: integer [n_examples, 3, "
       "max_sequence_length] with an n_examples attribute)";
-  return std::nullopt;
+  return {};
 }
 
 }  // namespace
 
-std::optional<std::int64_t> check_gpt_hdf5_files(const DataloaderSpec& loader,
-                                                 Diagnostics& diagnostics) {
+DatasetFacts check_gpt_hdf5_files(const DataloaderSpec& loader, Diagnostics& diagnostics) {
   const Node* data_dir = loader.params.find("data_dir");
   const Node& at = data_dir ? *data_dir : *loader.params.find("mixture");
   std::uint64_t examples = 0;
@@ -82,14 +81,14 @@ std::optional<std::int64_t> check_gpt_hdf5_files(const DataloaderSpec& loader,
       auto layout = read_layout(files[i], problem);
       if (!layout) {
         diagnostics.error(at.mark(), at.path(), files[i] + " " + problem);
-        return std::nullopt;
+        return {};
       }
       if (length != 0 && layout->sequence_length != length) {
         diagnostics.error(at.mark(), at.path(),
                           files[i] + " holds sequences of length " +
                               std::to_string(layout->sequence_length) + " but " + length_source +
                               " is " + std::to_string(length));
-        return std::nullopt;
+        return {};
       }
       length = layout->sequence_length;
       length_source = "the first file's length";
@@ -99,14 +98,16 @@ std::optional<std::int64_t> check_gpt_hdf5_files(const DataloaderSpec& loader,
   bool all_checked = std::all_of(
       loader.data_dirs.begin(), loader.data_dirs.end(),
       [](const auto& d) { return files_with_suffix(d, ".h5").size() <= kFilesChecked; });
-  if (!all_checked) return std::nullopt;
+  std::optional<std::int64_t> found_length;
+  if (length != 0) found_length = static_cast<std::int64_t>(length);
+  if (!all_checked) return {std::nullopt, found_length};
   if (examples > 0 && examples < static_cast<std::uint64_t>(loader.batch_size)) {
     diagnostics.error(at.mark(), at.path(),
                       "the dataset holds " + std::to_string(examples) +
                           " examples, fewer than one batch of batch_size " +
                           std::to_string(loader.batch_size));
   }
-  return static_cast<std::int64_t>(examples);
+  return {static_cast<std::int64_t>(examples), found_length};
 }
 
 }  // namespace csrun::data

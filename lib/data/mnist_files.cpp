@@ -34,7 +34,7 @@ std::optional<IdxHeader> read_header(const std::string& path) {
   std::ifstream file(path, std::ios::binary);
   std::array<unsigned char, 16> bytes{};
   file.read(reinterpret_cast<char*>(bytes.data()), bytes.size());
-  if (file.gcount() < 8) return std::nullopt;
+  if (file.gcount() < 8) return {};
   IdxHeader header;
   header.magic = big_endian(bytes.data());
   header.count = big_endian(bytes.data() + 4);
@@ -81,12 +81,11 @@ std::string split_of(const DataloaderSpec& loader) {
 
 }  // namespace
 
-std::optional<std::int64_t> check_mnist_files(const DataloaderSpec& loader,
-                                              Diagnostics& diagnostics) {
+DatasetFacts check_mnist_files(const DataloaderSpec& loader, Diagnostics& diagnostics) {
   const Node& data_dir = *loader.params.find("data_dir");
   if (loader.data_dirs.empty() ||
       !require_directory(loader.data_dirs.front(), data_dir, diagnostics)) {
-    return std::nullopt;
+    return {};
   }
   std::string prefix = split_of(loader) == "train" ? "train" : "t10k";
   std::string images_name = prefix + "-images-idx3-ubyte";
@@ -106,7 +105,7 @@ std::optional<std::int64_t> check_mnist_files(const DataloaderSpec& loader,
                                  : "no MNIST " + split_of(loader) + " split in '" + base.string() +
                                        "': expected " + images_name + " and " + labels_name +
                                        " there (or under MNIST/raw/)");
-    return std::nullopt;
+    return {};
   }
   fs::path labels_path = directory / labels_name;
   auto images = read_header((directory / images_name).string());
@@ -115,21 +114,21 @@ std::optional<std::int64_t> check_mnist_files(const DataloaderSpec& loader,
   if (!problem.empty()) {
     diagnostics.error(data_dir.mark(), data_dir.path(),
                       (directory / images_name).string() + " " + problem);
-    return std::nullopt;
+    return {};
   }
   problem = !fs::exists(labels_path) ? "is missing"
             : !labels                ? "is too short to be an IDX file"
                                      : labels_problem(*labels);
   if (!problem.empty()) {
     diagnostics.error(data_dir.mark(), data_dir.path(), labels_path.string() + " " + problem);
-    return std::nullopt;
+    return {};
   }
   if (images->count != labels->count) {
     diagnostics.error(data_dir.mark(), data_dir.path(),
                       (directory / images_name).string() + " holds " +
                           std::to_string(images->count) + " images but " + labels_path.string() +
                           " " + std::to_string(labels->count) + " labels");
-    return std::nullopt;
+    return {};
   }
   if (images->count < static_cast<std::uint64_t>(loader.batch_size)) {
     diagnostics.error(data_dir.mark(), data_dir.path(),
@@ -137,7 +136,7 @@ std::optional<std::int64_t> check_mnist_files(const DataloaderSpec& loader,
                           " samples, fewer than one batch of batch_size " +
                           std::to_string(loader.batch_size));
   }
-  return images->count;
+  return {images->count, std::nullopt};
 }
 
 }  // namespace csrun::data

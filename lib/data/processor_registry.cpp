@@ -30,7 +30,7 @@ std::vector<Field> loader_fields() {
 
 ProcessorDefinition processor(
     const std::string& name, const std::string& description, std::vector<Field> own,
-    std::function<std::optional<std::int64_t>(const DataloaderSpec&, Diagnostics&)> check_files,
+    std::function<DatasetFacts(const DataloaderSpec&, Diagnostics&)> check_files,
     std::string unreadable_format = {}) {
   std::vector<Field> fields = loader_fields();
   fields.insert(fields.end(), own.begin(), own.end());

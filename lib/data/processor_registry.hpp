@@ -11,15 +11,20 @@
 
 namespace csrun::data {
 
+// What checking a dataset on disk found out.
+struct DatasetFacts {
+  std::optional<std::int64_t> samples;
+  std::optional<std::int64_t> sequence_length;
+};
+
 // A Model Zoo data processor: its keys and, where csrun reads its dataset format, the check
 // that the files on disk are in that format.
 struct ProcessorDefinition {
   std::string name;
   std::string description;
   std::shared_ptr<const config::Schema> schema;  // every key it takes, the common ones included
-  // Checks the dataset on disk; returns how many samples it holds when that is known.
-  std::function<std::optional<std::int64_t>(const DataloaderSpec&, config::Diagnostics&)>
-      check_files;
+  // Checks the dataset on disk and says what it found.
+  std::function<DatasetFacts(const DataloaderSpec&, config::Diagnostics&)> check_files;
   std::string unreadable_format;  // when check_files is empty: the format csrun does not read
 };
 
@@ -28,11 +33,8 @@ const ProcessorDefinition* find_processor(std::string_view name);
 std::vector<std::string> processor_names();
 
 // Checks of the dataset layouts csrun reads (one file each).
-std::optional<std::int64_t> check_mnist_files(const DataloaderSpec& loader,
-                                              config::Diagnostics& diagnostics);
-std::optional<std::int64_t> check_gpt_hdf5_files(const DataloaderSpec& loader,
-                                                 config::Diagnostics& diagnostics);
-std::optional<std::int64_t> check_bert_csv_files(const DataloaderSpec& loader,
-                                                 config::Diagnostics& diagnostics);
+DatasetFacts check_mnist_files(const DataloaderSpec& loader, config::Diagnostics& diagnostics);
+DatasetFacts check_gpt_hdf5_files(const DataloaderSpec& loader, config::Diagnostics& diagnostics);
+DatasetFacts check_bert_csv_files(const DataloaderSpec& loader, config::Diagnostics& diagnostics);
 
 }  // namespace csrun::data

@@ -6,7 +6,9 @@ namespace csrun::graph {
 
 namespace {
 
-bool differentiable(const Node& node) { return is_floating(node.type.dtype); }
+bool differentiable(const Node& node) {
+  return is_floating(node.type.dtype);
+}
 
 }  // namespace
 
@@ -16,7 +18,8 @@ Tensor unbroadcast(const Tensor& gradient, const Shape& shape) {
   std::vector<std::int64_t> axes;
   for (std::int64_t i = 0; i < gradient.rank(); ++i) {
     bool added = i < extra;
-    bool stretched = !added && shape[static_cast<std::size_t>(i - extra)] == 1 && gradient.dim(i) != 1;
+    bool stretched =
+        !added && shape[static_cast<std::size_t>(i - extra)] == 1 && gradient.dim(i) != 1;
     if (added || stretched) axes.push_back(i);
   }
   Tensor reduced = axes.empty() ? gradient : sum(gradient, axes);
@@ -38,17 +41,21 @@ std::vector<Tensor> gradients(const Tensor& loss, std::span<const Tensor> wrt,
     }
   }
   std::map<NodeId, Tensor> adjoint;
-  adjoint.emplace(loss.id(), loss_gradient ? *loss_gradient : constant(graph, 1.0, loss.shape(), loss.dtype()));
+  adjoint.emplace(
+      loss.id(), loss_gradient ? *loss_gradient : constant(graph, 1.0, loss.shape(), loss.dtype()));
   for (NodeId id = loss.id(); id >= 0; --id) {
     auto found = adjoint.find(id);
     const Node& node = graph.node(id);
-    if (found == adjoint.end() || node.inputs.empty() || !from_wrt[static_cast<std::size_t>(id)]) continue;
+    if (found == adjoint.end() || node.inputs.empty() || !from_wrt[static_cast<std::size_t>(id)])
+      continue;
     std::vector<bool> needed;
     for (NodeId input : node.inputs) {
-      needed.push_back(from_wrt[static_cast<std::size_t>(input)] && differentiable(graph.node(input)));
+      needed.push_back(from_wrt[static_cast<std::size_t>(input)] &&
+                       differentiable(graph.node(input)));
     }
     Tensor result(graph, id);
-    std::vector<std::optional<Tensor>> parts = vector_jacobian_product(result, found->second, needed);
+    std::vector<std::optional<Tensor>> parts =
+        vector_jacobian_product(result, found->second, needed);
     for (std::size_t k = 0; k < parts.size(); ++k) {
       if (!parts[k] || !needed[k]) continue;
       NodeId input = node.inputs[k];
@@ -63,7 +70,8 @@ std::vector<Tensor> gradients(const Tensor& loss, std::span<const Tensor> wrt,
   std::vector<Tensor> result;
   for (const Tensor& t : wrt) {
     auto found = adjoint.find(t.id());
-    result.push_back(found != adjoint.end() ? found->second : constant(graph, 0.0, t.shape(), t.dtype()));
+    result.push_back(found != adjoint.end() ? found->second
+                                            : constant(graph, 0.0, t.shape(), t.dtype()));
   }
   return result;
 }

@@ -9,7 +9,9 @@ std::uint64_t mix64(std::uint64_t value) {
   return value ^ (value >> 31);
 }
 
-std::uint64_t mix_keys(std::uint64_t a, std::uint64_t b) { return mix64(a ^ mix64(b)); }
+std::uint64_t mix_keys(std::uint64_t a, std::uint64_t b) {
+  return mix64(a ^ mix64(b));
+}
 
 double uniform01(std::uint64_t key) {
   return static_cast<double>(mix64(key) >> 11) * 0x1.0p-53;

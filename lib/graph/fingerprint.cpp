@@ -35,12 +35,13 @@ std::string attributes_key(const Attributes& a) {
   append_list(text, "ends", a.ends);
   append_list(text, "values", a.values);
   text += " axis=" + std::to_string(a.axis) + " depth=" + std::to_string(a.depth) +
-          " keepdims=" + std::to_string(a.keepdims) + " approximate=" + std::to_string(a.approximate) +
-          " eps=";
+          " keepdims=" + std::to_string(a.keepdims) +
+          " approximate=" + std::to_string(a.approximate) + " eps=";
   append_number(text, a.eps);
   text += " rate=";
   append_number(text, a.rate);
-  text += " seed=" + std::to_string(a.seed) + " salt=" + std::to_string(a.salt) + " dtype=" + dtype_name(a.dtype);
+  text += " seed=" + std::to_string(a.seed) + " salt=" + std::to_string(a.salt) +
+          " dtype=" + dtype_name(a.dtype);
   return text;
 }
 
@@ -51,7 +52,8 @@ std::string node_key(const Graph& graph, NodeId id) {
   std::string leaf = graph.leaf_name(id);
   if (!leaf.empty()) text += " \"" + leaf + "\"";
   text += "(";
-  for (std::size_t i = 0; i < node.inputs.size(); ++i) text += (i ? ", %" : "%") + std::to_string(node.inputs[i]);
+  for (std::size_t i = 0; i < node.inputs.size(); ++i)
+    text += (i ? ", %" : "%") + std::to_string(node.inputs[i]);
   return text + ")" + attributes_key(node.attrs) + " -> " + node.type.to_string();
 }
 
@@ -66,13 +68,16 @@ std::string initializer_key(const Initializer& init) {
 
 std::vector<std::string> interface_keys(const Graph& graph) {
   std::vector<std::string> keys;
-  for (const NamedNode& input : graph.inputs()) keys.push_back("input " + input.name + "=%" + std::to_string(input.node));
+  for (const NamedNode& input : graph.inputs())
+    keys.push_back("input " + input.name + "=%" + std::to_string(input.node));
   for (const Variable& variable : graph.variables()) {
     keys.push_back("variable " + variable.name + "=%" + std::to_string(variable.node) + " " +
                    role_name(variable.role) + " " + initializer_key(variable.init));
   }
-  for (const NamedNode& output : graph.outputs()) keys.push_back("output " + output.name + "=%" + std::to_string(output.node));
-  for (const NamedNode& update : graph.updates()) keys.push_back("update " + update.name + "=%" + std::to_string(update.node));
+  for (const NamedNode& output : graph.outputs())
+    keys.push_back("output " + output.name + "=%" + std::to_string(output.node));
+  for (const NamedNode& update : graph.updates())
+    keys.push_back("update " + update.name + "=%" + std::to_string(update.node));
   return keys;
 }
 
@@ -93,8 +98,10 @@ std::string described(const Graph& graph, NodeId id) {
 
 std::string fingerprint(const Graph& graph) {
   std::uint64_t hash = 0xCBF29CE484222325ull;
-  for (std::size_t i = 0; i < graph.size(); ++i) hash = fnv1a(hash, node_key(graph, static_cast<NodeId>(i)));
-  for (const std::string& key : interface_keys(graph)) hash = fnv1a(hash, key);
+  for (std::size_t i = 0; i < graph.size(); ++i)
+    hash = fnv1a(hash, node_key(graph, static_cast<NodeId>(i)));
+  for (const std::string& key : interface_keys(graph))
+    hash = fnv1a(hash, key);
   char buffer[17];
   std::snprintf(buffer, sizeof buffer, "%016llx", static_cast<unsigned long long>(hash));
   return buffer;
@@ -105,13 +112,14 @@ std::optional<std::string> first_difference(const Graph& before, const Graph& af
   for (std::size_t i = 0; i < common; ++i) {
     auto id = static_cast<NodeId>(i);
     if (node_key(before, id) == node_key(after, id)) continue;
-    return "node %" + std::to_string(i) + " was " + described(before, id) + "; it is now " + described(after, id);
+    return "node %" + std::to_string(i) + " was " + described(before, id) + "; it is now " +
+           described(after, id);
   }
   if (before.size() != after.size()) {
     const Graph& longer = before.size() > after.size() ? before : after;
-    return "the graph had " + std::to_string(before.size()) + " nodes and now has " + std::to_string(after.size()) +
-           "; the first node only one of them has is %" + std::to_string(common) + ", " +
-           described(longer, static_cast<NodeId>(common));
+    return "the graph had " + std::to_string(before.size()) + " nodes and now has " +
+           std::to_string(after.size()) + "; the first node only one of them has is %" +
+           std::to_string(common) + ", " + described(longer, static_cast<NodeId>(common));
   }
   std::vector<std::string> a = interface_keys(before);
   std::vector<std::string> b = interface_keys(after);

@@ -20,13 +20,15 @@ double node_flops(const Graph& graph, const Node& node) {
   }
   if (node.op == OpKind::gather || node.op == OpKind::one_hot) return 0.0;
   // softmax, log_softmax, layer_norm: a handful per element; scatter_add, dropout: one.
-  bool normalizes = node.op == OpKind::softmax || node.op == OpKind::log_softmax || node.op == OpKind::layer_norm;
+  bool normalizes =
+      node.op == OpKind::softmax || node.op == OpKind::log_softmax || node.op == OpKind::layer_norm;
   return normalizes ? 5.0 * outputs : outputs;
 }
 
 double count_flops(const Graph& graph) {
   double total = 0.0;
-  for (const Node& node : graph.nodes()) total += node_flops(graph, node);
+  for (const Node& node : graph.nodes())
+    total += node_flops(graph, node);
   return total;
 }
 

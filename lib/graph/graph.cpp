@@ -9,7 +9,9 @@ namespace csrun::graph {
 
 namespace {
 
-std::string list(const std::vector<std::int64_t>& values) { return shape_string(values); }
+std::string list(const std::vector<std::int64_t>& values) {
+  return shape_string(values);
+}
 
 // The attributes an op reads, for the listing.
 std::string attributes_text(const Node& node) {
@@ -65,10 +67,14 @@ std::string attributes_text(const Node& node) {
 
 const char* role_name(VariableRole role) {
   switch (role) {
-    case VariableRole::parameter: return "parameter";
-    case VariableRole::optimizer_state: return "optimizer state";
-    case VariableRole::step_counter: return "step counter";
-    case VariableRole::loss_scaling: return "loss scaling";
+    case VariableRole::parameter:
+      return "parameter";
+    case VariableRole::optimizer_state:
+      return "optimizer state";
+    case VariableRole::step_counter:
+      return "step counter";
+    case VariableRole::loss_scaling:
+      return "loss scaling";
   }
   return "?";
 }
@@ -95,7 +101,8 @@ NodeId Graph::add(OpKind op, std::vector<NodeId> inputs, Attributes attrs,
     type = infer_type(op, types, attrs);
   } catch (const std::invalid_argument& error) {
     std::string operands;
-    for (const TensorType& t : types) operands += (operands.empty() ? "" : ", ") + t.to_string();
+    for (const TensorType& t : types)
+      operands += (operands.empty() ? "" : ", ") + t.to_string();
     throw GraphError(std::string(op_name(op)) + "(" + operands + ") at " +
                      location_string(location) + " " + error.what());
   }
@@ -175,12 +182,15 @@ std::string Graph::to_text() const {
     text << "%" << i << " = " << op_name(node.op);
     std::string name = leaf_name(static_cast<NodeId>(i));
     if (!name.empty()) text << " \"" << name << "\"";
-    for (std::size_t k = 0; k < node.inputs.size(); ++k) text << (k ? ", %" : " %") << node.inputs[k];
+    for (std::size_t k = 0; k < node.inputs.size(); ++k)
+      text << (k ? ", %" : " %") << node.inputs[k];
     text << attributes_text(node) << " : " << node.type.to_string() << "   # "
          << location_string(node.location) << "\n";
   }
-  for (const NamedNode& output : outputs_) text << "output \"" << output.name << "\" = %" << output.node << "\n";
-  for (const NamedNode& update : updates_) text << "update \"" << update.name << "\" = %" << update.node << "\n";
+  for (const NamedNode& output : outputs_)
+    text << "output \"" << output.name << "\" = %" << output.node << "\n";
+  for (const NamedNode& update : updates_)
+    text << "update \"" << update.name << "\" = %" << update.node << "\n";
   return text.str();
 }
 

@@ -7,11 +7,16 @@ namespace csrun::graph {
 
 FloatFormat format_of(DType dtype) {
   switch (dtype) {
-    case DType::f16: return {5, 10, 15};
-    case DType::bf16: return {8, 7, 127};
-    case DType::cb16: return {6, 9, 31};
-    case DType::f32: return {8, 23, 127};
-    default: throw std::invalid_argument("not a floating-point dtype");
+    case DType::f16:
+      return {5, 10, 15};
+    case DType::bf16:
+      return {8, 7, 127};
+    case DType::cb16:
+      return {6, 9, 31};
+    case DType::f32:
+      return {8, 23, 127};
+    default:
+      throw std::invalid_argument("not a floating-point dtype");
   }
 }
 

@@ -4,60 +4,114 @@ namespace csrun::graph {
 
 const char* op_name(OpKind op) {
   switch (op) {
-    case OpKind::input: return "input";
-    case OpKind::variable: return "variable";
-    case OpKind::constant: return "constant";
-    case OpKind::iota: return "iota";
-    case OpKind::add: return "add";
-    case OpKind::sub: return "sub";
-    case OpKind::mul: return "mul";
-    case OpKind::div: return "div";
-    case OpKind::pow: return "pow";
-    case OpKind::maximum: return "maximum";
-    case OpKind::minimum: return "minimum";
-    case OpKind::less: return "less";
-    case OpKind::less_equal: return "less_equal";
-    case OpKind::greater: return "greater";
-    case OpKind::greater_equal: return "greater_equal";
-    case OpKind::equal: return "equal";
-    case OpKind::not_equal: return "not_equal";
-    case OpKind::logical_and: return "logical_and";
-    case OpKind::logical_or: return "logical_or";
-    case OpKind::logical_not: return "logical_not";
-    case OpKind::where: return "where";
-    case OpKind::neg: return "neg";
-    case OpKind::abs: return "abs";
-    case OpKind::exp: return "exp";
-    case OpKind::log: return "log";
-    case OpKind::sqrt: return "sqrt";
-    case OpKind::rsqrt: return "rsqrt";
-    case OpKind::sin: return "sin";
-    case OpKind::cos: return "cos";
-    case OpKind::tanh: return "tanh";
-    case OpKind::sigmoid: return "sigmoid";
-    case OpKind::relu: return "relu";
-    case OpKind::erf: return "erf";
-    case OpKind::gelu: return "gelu";
-    case OpKind::is_finite: return "is_finite";
-    case OpKind::cast: return "cast";
-    case OpKind::reduce_sum: return "reduce_sum";
-    case OpKind::reduce_mean: return "reduce_mean";
-    case OpKind::reduce_max: return "reduce_max";
-    case OpKind::argmax: return "argmax";
-    case OpKind::reshape: return "reshape";
-    case OpKind::transpose: return "transpose";
-    case OpKind::slice: return "slice";
-    case OpKind::pad: return "pad";
-    case OpKind::concat: return "concat";
-    case OpKind::broadcast_to: return "broadcast_to";
-    case OpKind::matmul: return "matmul";
-    case OpKind::softmax: return "softmax";
-    case OpKind::log_softmax: return "log_softmax";
-    case OpKind::layer_norm: return "layer_norm";
-    case OpKind::gather: return "gather";
-    case OpKind::scatter_add: return "scatter_add";
-    case OpKind::one_hot: return "one_hot";
-    case OpKind::dropout: return "dropout";
+    case OpKind::input:
+      return "input";
+    case OpKind::variable:
+      return "variable";
+    case OpKind::constant:
+      return "constant";
+    case OpKind::iota:
+      return "iota";
+    case OpKind::add:
+      return "add";
+    case OpKind::sub:
+      return "sub";
+    case OpKind::mul:
+      return "mul";
+    case OpKind::div:
+      return "div";
+    case OpKind::pow:
+      return "pow";
+    case OpKind::maximum:
+      return "maximum";
+    case OpKind::minimum:
+      return "minimum";
+    case OpKind::less:
+      return "less";
+    case OpKind::less_equal:
+      return "less_equal";
+    case OpKind::greater:
+      return "greater";
+    case OpKind::greater_equal:
+      return "greater_equal";
+    case OpKind::equal:
+      return "equal";
+    case OpKind::not_equal:
+      return "not_equal";
+    case OpKind::logical_and:
+      return "logical_and";
+    case OpKind::logical_or:
+      return "logical_or";
+    case OpKind::logical_not:
+      return "logical_not";
+    case OpKind::where:
+      return "where";
+    case OpKind::neg:
+      return "neg";
+    case OpKind::abs:
+      return "abs";
+    case OpKind::exp:
+      return "exp";
+    case OpKind::log:
+      return "log";
+    case OpKind::sqrt:
+      return "sqrt";
+    case OpKind::rsqrt:
+      return "rsqrt";
+    case OpKind::sin:
+      return "sin";
+    case OpKind::cos:
+      return "cos";
+    case OpKind::tanh:
+      return "tanh";
+    case OpKind::sigmoid:
+      return "sigmoid";
+    case OpKind::relu:
+      return "relu";
+    case OpKind::erf:
+      return "erf";
+    case OpKind::gelu:
+      return "gelu";
+    case OpKind::is_finite:
+      return "is_finite";
+    case OpKind::cast:
+      return "cast";
+    case OpKind::reduce_sum:
+      return "reduce_sum";
+    case OpKind::reduce_mean:
+      return "reduce_mean";
+    case OpKind::reduce_max:
+      return "reduce_max";
+    case OpKind::argmax:
+      return "argmax";
+    case OpKind::reshape:
+      return "reshape";
+    case OpKind::transpose:
+      return "transpose";
+    case OpKind::slice:
+      return "slice";
+    case OpKind::pad:
+      return "pad";
+    case OpKind::concat:
+      return "concat";
+    case OpKind::broadcast_to:
+      return "broadcast_to";
+    case OpKind::matmul:
+      return "matmul";
+    case OpKind::softmax:
+      return "softmax";
+    case OpKind::log_softmax:
+      return "log_softmax";
+    case OpKind::layer_norm:
+      return "layer_norm";
+    case OpKind::gather:
+      return "gather";
+    case OpKind::scatter_add:
+      return "scatter_add";
+    case OpKind::one_hot:
+      return "one_hot";
+    case OpKind::dropout:
+      return "dropout";
   }
   return "?";
 }

@@ -17,16 +17,42 @@ enum class OpKind : std::uint8_t {
   constant,  // attrs.values: one value (splat) or one per element
   iota,      // the index along attrs.axis, of type attrs.dtype and shape attrs.shape
   // Elementwise, with NumPy broadcasting.
-  add, sub, mul, div, pow, maximum, minimum,
-  less, less_equal, greater, greater_equal, equal, not_equal,
-  logical_and, logical_or, logical_not,
+  add,
+  sub,
+  mul,
+  div,
+  pow,
+  maximum,
+  minimum,
+  less,
+  less_equal,
+  greater,
+  greater_equal,
+  equal,
+  not_equal,
+  logical_and,
+  logical_or,
+  logical_not,
   where,  // (condition, a, b)
-  neg, abs, exp, log, sqrt, rsqrt, sin, cos, tanh, sigmoid, relu, erf,
+  neg,
+  abs,
+  exp,
+  log,
+  sqrt,
+  rsqrt,
+  sin,
+  cos,
+  tanh,
+  sigmoid,
+  relu,
+  erf,
   gelu,       // attrs.approximate: the tanh form
   is_finite,  // true where the value is neither infinite nor NaN
   cast,       // to attrs.dtype, rounding to nearest even
   // Reductions over attrs.axes (attrs.keepdims).
-  reduce_sum, reduce_mean, reduce_max,
+  reduce_sum,
+  reduce_mean,
+  reduce_max,
   argmax,  // along attrs.axis, to i32
   // Layout.
   reshape,       // to attrs.shape

@@ -18,7 +18,8 @@ using Values = std::vector<double>;
 
 std::vector<std::int64_t> strides_of(const Shape& shape) {
   std::vector<std::int64_t> strides(shape.size(), 1);
-  for (std::size_t i = shape.size(); i-- > 1;) strides[i - 1] = strides[i] * shape[i];
+  for (std::size_t i = shape.size(); i-- > 1;)
+    strides[i - 1] = strides[i] * shape[i];
   return strides;
 }
 
@@ -47,10 +48,14 @@ std::int64_t broadcast_offset(const std::vector<std::int64_t>& out_index, const 
 // cannot hold at all is rounded: integers, booleans, and the 16-bit formats of explicit casts.
 double store(DType dtype, double value) {
   switch (dtype) {
-    case DType::f32: return value;
-    case DType::i32: return std::trunc(value);
-    case DType::boolean: return value != 0.0 ? 1.0 : 0.0;
-    default: return round_to_format(value, format_of(dtype));
+    case DType::f32:
+      return value;
+    case DType::i32:
+      return std::trunc(value);
+    case DType::boolean:
+      return value != 0.0 ? 1.0 : 0.0;
+    default:
+      return round_to_format(value, format_of(dtype));
   }
 }
 
@@ -62,44 +67,77 @@ double gelu(double x, bool approximate) {
 
 double unary_value(const Node& node, double x) {
   switch (node.op) {
-    case OpKind::logical_not: return x == 0.0 ? 1.0 : 0.0;
-    case OpKind::neg: return -x;
-    case OpKind::abs: return std::fabs(x);
-    case OpKind::exp: return std::exp(x);
-    case OpKind::log: return std::log(x);
-    case OpKind::sqrt: return std::sqrt(x);
-    case OpKind::rsqrt: return 1.0 / std::sqrt(x);
-    case OpKind::sin: return std::sin(x);
-    case OpKind::cos: return std::cos(x);
-    case OpKind::tanh: return std::tanh(x);
-    case OpKind::sigmoid: return 1.0 / (1.0 + std::exp(-x));
-    case OpKind::relu: return x > 0.0 ? x : 0.0;
-    case OpKind::erf: return std::erf(x);
-    case OpKind::gelu: return gelu(x, node.attrs.approximate);
-    case OpKind::is_finite: return std::isfinite(x) ? 1.0 : 0.0;
-    case OpKind::cast: return store(node.attrs.dtype, x);
-    default: throw std::logic_error("not a unary op");
+    case OpKind::logical_not:
+      return x == 0.0 ? 1.0 : 0.0;
+    case OpKind::neg:
+      return -x;
+    case OpKind::abs:
+      return std::fabs(x);
+    case OpKind::exp:
+      return std::exp(x);
+    case OpKind::log:
+      return std::log(x);
+    case OpKind::sqrt:
+      return std::sqrt(x);
+    case OpKind::rsqrt:
+      return 1.0 / std::sqrt(x);
+    case OpKind::sin:
+      return std::sin(x);
+    case OpKind::cos:
+      return std::cos(x);
+    case OpKind::tanh:
+      return std::tanh(x);
+    case OpKind::sigmoid:
+      return 1.0 / (1.0 + std::exp(-x));
+    case OpKind::relu:
+      return x > 0.0 ? x : 0.0;
+    case OpKind::erf:
+      return std::erf(x);
+    case OpKind::gelu:
+      return gelu(x, node.attrs.approximate);
+    case OpKind::is_finite:
+      return std::isfinite(x) ? 1.0 : 0.0;
+    case OpKind::cast:
+      return store(node.attrs.dtype, x);
+    default:
+      throw std::logic_error("not a unary op");
   }
 }
 
 double binary_value(OpKind op, double a, double b, DType dtype) {
   switch (op) {
-    case OpKind::add: return a + b;
-    case OpKind::sub: return a - b;
-    case OpKind::mul: return a * b;
-    case OpKind::div: return dtype == DType::i32 ? std::trunc(a / b) : a / b;
-    case OpKind::pow: return std::pow(a, b);
-    case OpKind::maximum: return std::max(a, b);
-    case OpKind::minimum: return std::min(a, b);
-    case OpKind::less: return a < b;
-    case OpKind::less_equal: return a <= b;
-    case OpKind::greater: return a > b;
-    case OpKind::greater_equal: return a >= b;
-    case OpKind::equal: return a == b;
-    case OpKind::not_equal: return a != b;
-    case OpKind::logical_and: return a != 0.0 && b != 0.0;
-    case OpKind::logical_or: return a != 0.0 || b != 0.0;
-    default: throw std::logic_error("not a binary op");
+    case OpKind::add:
+      return a + b;
+    case OpKind::sub:
+      return a - b;
+    case OpKind::mul:
+      return a * b;
+    case OpKind::div:
+      return dtype == DType::i32 ? std::trunc(a / b) : a / b;
+    case OpKind::pow:
+      return std::pow(a, b);
+    case OpKind::maximum:
+      return std::max(a, b);
+    case OpKind::minimum:
+      return std::min(a, b);
+    case OpKind::less:
+      return a < b;
+    case OpKind::less_equal:
+      return a <= b;
+    case OpKind::greater:
+      return a > b;
+    case OpKind::greater_equal:
+      return a >= b;
+    case OpKind::equal:
+      return a == b;
+    case OpKind::not_equal:
+      return a != b;
+    case OpKind::logical_and:
+      return a != 0.0 && b != 0.0;
+    case OpKind::logical_or:
+      return a != 0.0 || b != 0.0;
+    default:
+      throw std::logic_error("not a binary op");
   }
 }
 
@@ -116,7 +154,8 @@ class Evaluator {
       pending.pop_back();
       if (needed.at(static_cast<std::size_t>(id))) continue;
       needed[static_cast<std::size_t>(id)] = true;
-      for (NodeId input : graph_.node(id).inputs) pending.push_back(input);
+      for (NodeId input : graph_.node(id).inputs)
+        pending.push_back(input);
     }
     for (std::size_t i = 0; i < needed.size(); ++i) {
       if (!needed[i]) continue;
@@ -125,7 +164,8 @@ class Evaluator {
       result.shape = node.type.shape;
       result.dtype = node.type.dtype;
       result.values = compute(static_cast<NodeId>(i), node);
-      for (double& v : result.values) v = store(result.dtype, v);
+      for (double& v : result.values)
+        v = store(result.dtype, v);
       values_.emplace(static_cast<NodeId>(i), std::move(result));
     }
   }
@@ -138,34 +178,54 @@ class Evaluator {
   Values compute(NodeId id, const Node& node) {
     if (is_unary_elementwise(node.op)) {
       Values out = in(node, 0).values;
-      for (double& v : out) v = unary_value(node, v);
+      for (double& v : out)
+        v = unary_value(node, v);
       return out;
     }
     if (is_binary_elementwise(node.op) || node.op == OpKind::where) return elementwise(node);
     switch (node.op) {
       case OpKind::input:
-      case OpKind::variable: return fed(id, node);
-      case OpKind::constant: return constant(node);
-      case OpKind::iota: return iota(node);
+      case OpKind::variable:
+        return fed(id, node);
+      case OpKind::constant:
+        return constant(node);
+      case OpKind::iota:
+        return iota(node);
       case OpKind::reduce_sum:
       case OpKind::reduce_mean:
-      case OpKind::reduce_max: return reduce(node);
-      case OpKind::argmax: return argmax(node);
-      case OpKind::reshape: return in(node, 0).values;
-      case OpKind::transpose: return transpose(node);
-      case OpKind::slice: return slice(node);
-      case OpKind::pad: return pad(node);
-      case OpKind::concat: return concat(node);
-      case OpKind::broadcast_to: return broadcast(node);
-      case OpKind::matmul: return matmul(node);
+      case OpKind::reduce_max:
+        return reduce(node);
+      case OpKind::argmax:
+        return argmax(node);
+      case OpKind::reshape:
+        return in(node, 0).values;
+      case OpKind::transpose:
+        return transpose(node);
+      case OpKind::slice:
+        return slice(node);
+      case OpKind::pad:
+        return pad(node);
+      case OpKind::concat:
+        return concat(node);
+      case OpKind::broadcast_to:
+        return broadcast(node);
+      case OpKind::matmul:
+        return matmul(node);
       case OpKind::softmax:
-      case OpKind::log_softmax: return softmax(node);
-      case OpKind::layer_norm: return layer_norm(node);
-      case OpKind::gather: return gather(node);
-      case OpKind::scatter_add: return scatter_add(node);
-      case OpKind::one_hot: return one_hot(node);
-      case OpKind::dropout: return dropout(node);
-      default: throw std::logic_error(std::string("no reference for ") + op_name(node.op));
+      case OpKind::log_softmax:
+        return softmax(node);
+      case OpKind::layer_norm:
+        return layer_norm(node);
+      case OpKind::gather:
+        return gather(node);
+      case OpKind::scatter_add:
+        return scatter_add(node);
+      case OpKind::one_hot:
+        return one_hot(node);
+      case OpKind::dropout:
+        return dropout(node);
+      default:
+        throw std::logic_error(std::string("no reference for ") + op_name(node.op));
     }
   }
 
@@ -175,22 +235,25 @@ class Evaluator {
     if (feed == feeds_.end()) throw std::invalid_argument("no value fed for " + name);
     if (feed->second.shape != node.type.shape ||
         feed->second.values.size() != static_cast<std::size_t>(element_count(node.type.shape))) {
-      throw std::invalid_argument("the value fed for " + name + " is " + shape_string(feed->second.shape) +
-                                  ", not " + node.type.to_string());
+      throw std::invalid_argument("the value fed for " + name + " is " +
+                                  shape_string(feed->second.shape) + ", not " +
+                                  node.type.to_string());
     }
     return feed->second.values;
   }
 
   Values constant(const Node& node) {
     std::int64_t count = element_count(node.type.shape);
-    if (node.attrs.values.size() == 1) return Values(static_cast<std::size_t>(count), node.attrs.values[0]);
+    if (node.attrs.values.size() == 1)
+      return Values(static_cast<std::size_t>(count), node.attrs.values[0]);
     return node.attrs.values;
   }
 
   Values iota(const Node& node) {
     Values out(static_cast<std::size_t>(element_count(node.type.shape)));
     for (std::size_t i = 0; i < out.size(); ++i) {
-      out[i] = static_cast<double>(unravel(static_cast<std::int64_t>(i), node.type.shape)[node.attrs.axis]);
+      out[i] = static_cast<double>(
+          unravel(static_cast<std::int64_t>(i), node.type.shape)[node.attrs.axis]);
     }
     return out;
   }
@@ -215,21 +278,25 @@ class Evaluator {
   Values reduce(const Node& node) {
     const HostTensor& x = in(node, 0);
     Shape kept = x.shape;
-    for (std::int64_t axis : node.attrs.axes) kept[axis] = 1;
+    for (std::int64_t axis : node.attrs.axes)
+      kept[axis] = 1;
     double initial = node.op == OpKind::reduce_max ? -std::numeric_limits<double>::infinity() : 0.0;
     Values out(static_cast<std::size_t>(element_count(kept)), initial);
     for (std::size_t i = 0; i < x.values.size(); ++i) {
       std::vector<std::int64_t> index = unravel(static_cast<std::int64_t>(i), x.shape);
-      for (std::int64_t axis : node.attrs.axes) index[axis] = 0;
+      for (std::int64_t axis : node.attrs.axes)
+        index[axis] = 0;
       std::int64_t flat = 0;
       std::vector<std::int64_t> strides = strides_of(kept);
-      for (std::size_t k = 0; k < index.size(); ++k) flat += index[k] * strides[k];
+      for (std::size_t k = 0; k < index.size(); ++k)
+        flat += index[k] * strides[k];
       double& slot = out[static_cast<std::size_t>(flat)];
       slot = node.op == OpKind::reduce_max ? std::max(slot, x.values[i]) : slot + x.values[i];
     }
     if (node.op == OpKind::reduce_mean) {
       double count = static_cast<double>(x.values.size()) / static_cast<double>(out.size());
-      for (double& v : out) v /= count;
+      for (double& v : out)
+        v /= count;
     }
     return out;
   }
@@ -259,7 +326,8 @@ class Evaluator {
     for (std::size_t i = 0; i < out.size(); ++i) {
       std::vector<std::int64_t> index = unravel(static_cast<std::int64_t>(i), node.type.shape);
       std::int64_t source = 0;
-      for (std::size_t k = 0; k < index.size(); ++k) source += index[k] * strides[node.attrs.perm[k]];
+      for (std::size_t k = 0; k < index.size(); ++k)
+        source += index[k] * strides[node.attrs.perm[k]];
       out[i] = x.values[static_cast<std::size_t>(source)];
     }
     return out;
@@ -272,7 +340,8 @@ class Evaluator {
     for (std::size_t i = 0; i < out.size(); ++i) {
       std::vector<std::int64_t> index = unravel(static_cast<std::int64_t>(i), node.type.shape);
       std::int64_t source = 0;
-      for (std::size_t k = 0; k < index.size(); ++k) source += (index[k] + node.attrs.begins[k]) * strides[k];
+      for (std::size_t k = 0; k < index.size(); ++k)
+        source += (index[k] + node.attrs.begins[k]) * strides[k];
       out[i] = x.values[static_cast<std::size_t>(source)];
     }
     return out;
@@ -285,7 +354,8 @@ class Evaluator {
     for (std::size_t i = 0; i < x.values.size(); ++i) {
       std::vector<std::int64_t> index = unravel(static_cast<std::int64_t>(i), x.shape);
       std::int64_t target = 0;
-      for (std::size_t k = 0; k < index.size(); ++k) target += (index[k] + node.attrs.begins[k]) * strides[k];
+      for (std::size_t k = 0; k < index.size(); ++k)
+        target += (index[k] + node.attrs.begins[k]) * strides[k];
       out[static_cast<std::size_t>(target)] = x.values[i];
     }
     return out;
@@ -301,7 +371,8 @@ class Evaluator {
         std::vector<std::int64_t> index = unravel(static_cast<std::int64_t>(i), x.shape);
         index[node.attrs.axis] += offset;
         std::int64_t target = 0;
-        for (std::size_t k = 0; k < index.size(); ++k) target += index[k] * strides[k];
+        for (std::size_t k = 0; k < index.size(); ++k)
+          target += index[k] * strides[k];
         out[static_cast<std::size_t>(target)] = x.values[i];
       }
       offset += x.shape[node.attrs.axis];
@@ -337,7 +408,8 @@ class Evaluator {
       for (std::int64_t i = 0; i < m; ++i) {
         for (std::int64_t j = 0; j < n; ++j) {
           double total = 0.0;
-          for (std::int64_t p = 0; p < k; ++p) total += a.values[a_base + i * k + p] * b.values[b_base + p * n + j];
+          for (std::int64_t p = 0; p < k; ++p)
+            total += a.values[a_base + i * k + p] * b.values[b_base + p * n + j];
           out[static_cast<std::size_t>(bi * m * n + i * n + j)] = total;
         }
       }
@@ -354,7 +426,8 @@ class Evaluator {
     for (std::int64_t l = 0; l < lines; ++l) {
       std::int64_t base = (l / inner) * length * inner + l % inner;
       std::vector<std::size_t> positions;
-      for (std::int64_t p = 0; p < length; ++p) positions.push_back(static_cast<std::size_t>(base + p * inner));
+      for (std::int64_t p = 0; p < length; ++p)
+        positions.push_back(static_cast<std::size_t>(base + p * inner));
       row(positions);
     }
   }
@@ -364,12 +437,14 @@ class Evaluator {
     Values out(x.values.size());
     for_each_line(x.shape, node.attrs.axis, [&](const std::vector<std::size_t>& line) {
       double top = -std::numeric_limits<double>::infinity();
-      for (std::size_t p : line) top = std::max(top, x.values[p]);
+      for (std::size_t p : line)
+        top = std::max(top, x.values[p]);
       double total = 0.0;
-      for (std::size_t p : line) total += std::exp(x.values[p] - top);
+      for (std::size_t p : line)
+        total += std::exp(x.values[p] - top);
       for (std::size_t p : line) {
         out[p] = node.op == OpKind::softmax ? std::exp(x.values[p] - top) / total
-                                           : x.values[p] - top - std::log(total);
+                                            : x.values[p] - top - std::log(total);
       }
     });
     return out;
@@ -380,12 +455,15 @@ class Evaluator {
     Values out(x.values.size());
     for_each_line(x.shape, x.shape.size() - 1, [&](const std::vector<std::size_t>& line) {
       double mean = 0.0;
-      for (std::size_t p : line) mean += x.values[p];
+      for (std::size_t p : line)
+        mean += x.values[p];
       mean /= static_cast<double>(line.size());
       double variance = 0.0;
-      for (std::size_t p : line) variance += (x.values[p] - mean) * (x.values[p] - mean);
+      for (std::size_t p : line)
+        variance += (x.values[p] - mean) * (x.values[p] - mean);
       variance /= static_cast<double>(line.size());
-      for (std::size_t p : line) out[p] = (x.values[p] - mean) / std::sqrt(variance + node.attrs.eps);
+      for (std::size_t p : line)
+        out[p] = (x.values[p] - mean) / std::sqrt(variance + node.attrs.eps);
     });
     return out;
   }
@@ -420,7 +498,8 @@ class Evaluator {
     for (std::size_t i = 0; i < indices.values.size(); ++i) {
       std::int64_t r = row_index(indices.values[i], node.attrs.depth);
       for (std::int64_t c = 0; c < row; ++c) {
-        out[static_cast<std::size_t>(r * row + c)] += updates.values[i * static_cast<std::size_t>(row) + static_cast<std::size_t>(c)];
+        out[static_cast<std::size_t>(r * row + c)] +=
+            updates.values[i * static_cast<std::size_t>(row) + static_cast<std::size_t>(c)];
       }
     }
     return out;
@@ -432,7 +511,8 @@ class Evaluator {
     Values out(static_cast<std::size_t>(element_count(node.type.shape)), 0.0);
     for (std::size_t i = 0; i < indices.values.size(); ++i) {
       auto index = static_cast<std::int64_t>(indices.values[i]);
-      if (index >= 0 && index < depth) out[i * static_cast<std::size_t>(depth) + static_cast<std::size_t>(index)] = 1.0;
+      if (index >= 0 && index < depth)
+        out[i * static_cast<std::size_t>(depth) + static_cast<std::size_t>(index)] = 1.0;
     }
     return out;
   }
@@ -443,7 +523,8 @@ class Evaluator {
     double scale = 1.0 / (1.0 - node.attrs.rate);
     Values out(x.values.size());
     for (std::size_t i = 0; i < out.size(); ++i) {
-      bool keep = dropout_keeps(node.attrs.seed, node.attrs.salt, step, static_cast<std::int64_t>(i), node.attrs.rate);
+      bool keep = dropout_keeps(node.attrs.seed, node.attrs.salt, step,
+                                static_cast<std::int64_t>(i), node.attrs.rate);
       out[i] = keep ? x.values[i] * scale : 0.0;
     }
     return out;
@@ -456,7 +537,9 @@ class Evaluator {
 
 }  // namespace
 
-HostTensor HostTensor::scalar(double value, DType dtype) { return HostTensor{{}, dtype, {value}}; }
+HostTensor HostTensor::scalar(double value, DType dtype) {
+  return HostTensor{{}, dtype, {value}};
+}
 
 HostTensor HostTensor::filled(Shape shape, double value, DType dtype) {
   std::size_t count = static_cast<std::size_t>(element_count(shape));
@@ -468,7 +551,8 @@ std::vector<HostTensor> evaluate_reference(const Graph& graph, const Feeds& feed
   Evaluator evaluator(graph, feeds);
   evaluator.run(fetch);
   std::vector<HostTensor> results;
-  for (NodeId id : fetch) results.push_back(evaluator.value(id));
+  for (NodeId id : fetch)
+    results.push_back(evaluator.value(id));
   return results;
 }
 

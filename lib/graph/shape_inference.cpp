@@ -7,7 +7,9 @@ namespace csrun::graph {
 
 namespace {
 
-[[noreturn]] void fail(const std::string& message) { throw std::invalid_argument(message); }
+[[noreturn]] void fail(const std::string& message) {
+  throw std::invalid_argument(message);
+}
 
 void expect_arity(const std::vector<TensorType>& inputs, std::size_t count) {
   if (inputs.size() != count) {
@@ -44,7 +46,8 @@ TensorType binary(OpKind op, const std::vector<TensorType>& in) {
          " (cast one of them)");
   }
   bool logical = op == OpKind::logical_and || op == OpKind::logical_or;
-  if (logical && in[0].dtype != DType::boolean) fail("needs boolean operands, got " + in[0].to_string());
+  if (logical && in[0].dtype != DType::boolean)
+    fail("needs boolean operands, got " + in[0].to_string());
   if (!logical) expect_numeric(in[0]);
   if (op == OpKind::pow) expect_floating(in[0]);
   Shape shape = broadcast_or_fail(in[0].shape, in[1].shape);
@@ -76,8 +79,10 @@ TensorType unary(OpKind op, const std::vector<TensorType>& in, const Attributes&
 std::vector<std::int64_t> sorted_axes(const std::vector<std::int64_t>& axes, std::int64_t rank) {
   std::vector<std::int64_t> sorted = axes;
   std::sort(sorted.begin(), sorted.end());
-  for (std::int64_t axis : sorted) expect_axis(axis, rank);
-  if (std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end()) fail("an axis is listed twice");
+  for (std::int64_t axis : sorted)
+    expect_axis(axis, rank);
+  if (std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end())
+    fail("an axis is listed twice");
   return sorted;
 }
 
@@ -126,9 +131,12 @@ TensorType transpose(const std::vector<TensorType>& in, const Attributes& attrs)
   for (std::size_t i = 0; permutation && i < sorted.size(); ++i) {
     permutation = sorted[i] == static_cast<std::int64_t>(i);
   }
-  if (!permutation) fail("perm " + shape_string(attrs.perm) + " is not a permutation of " + std::to_string(x.rank()) + " axes");
+  if (!permutation)
+    fail("perm " + shape_string(attrs.perm) + " is not a permutation of " +
+         std::to_string(x.rank()) + " axes");
   Shape shape;
-  for (std::int64_t axis : attrs.perm) shape.push_back(x.shape[axis]);
+  for (std::int64_t axis : attrs.perm)
+    shape.push_back(x.shape[axis]);
   return {shape, x.dtype};
 }
 
@@ -174,7 +182,9 @@ TensorType concat(const std::vector<TensorType>& in, const Attributes& attrs) {
     for (std::int64_t i = 0; fits && i < result.rank(); ++i) {
       fits = i == attrs.axis || in[k].shape[i] == in[0].shape[i];
     }
-    if (!fits) fail("cannot join " + in[0].to_string() + " and " + in[k].to_string() + " along axis " + std::to_string(attrs.axis));
+    if (!fits)
+      fail("cannot join " + in[0].to_string() + " and " + in[k].to_string() + " along axis " +
+           std::to_string(attrs.axis));
     result.shape[attrs.axis] += in[k].shape[attrs.axis];
   }
   return result;
@@ -194,8 +204,10 @@ TensorType matmul(const std::vector<TensorType>& in) {
   const TensorType& a = in[0];
   const TensorType& b = in[1];
   expect_floating(a);
-  if (a.dtype != b.dtype) fail("needs operands of one dtype, got " + a.to_string() + " and " + b.to_string());
-  if (a.rank() < 2 || b.rank() < 2) fail("needs operands of rank 2 or more, got " + a.to_string() + " and " + b.to_string());
+  if (a.dtype != b.dtype)
+    fail("needs operands of one dtype, got " + a.to_string() + " and " + b.to_string());
+  if (a.rank() < 2 || b.rank() < 2)
+    fail("needs operands of rank 2 or more, got " + a.to_string() + " and " + b.to_string());
   std::int64_t k = a.shape.back();
   if (b.shape[b.shape.size() - 2] != k) {
     fail("inner dimensions differ: " + a.to_string() + " x " + b.to_string());
@@ -227,7 +239,9 @@ TensorType scatter_add(const std::vector<TensorType>& in, const Attributes& attr
   if (attrs.depth <= 0) fail("needs a positive number of rows");
   bool prefix = updates.rank() >= indices.rank() &&
                 std::equal(indices.shape.begin(), indices.shape.end(), updates.shape.begin());
-  if (!prefix) fail("updates " + updates.to_string() + " do not start with the indices' shape " + shape_string(indices.shape));
+  if (!prefix)
+    fail("updates " + updates.to_string() + " do not start with the indices' shape " +
+         shape_string(indices.shape));
   Shape shape = {attrs.depth};
   shape.insert(shape.end(), updates.shape.begin() + indices.rank(), updates.shape.end());
   return {shape, updates.dtype};
@@ -244,7 +258,8 @@ TensorType infer_type(OpKind op, const std::vector<TensorType>& in, const Attrib
       fail("is a leaf: its type is given, not inferred");
     case OpKind::constant:
       expect_arity(in, 0);
-      if (attrs.values.size() != 1 && static_cast<std::int64_t>(attrs.values.size()) != element_count(attrs.shape)) {
+      if (attrs.values.size() != 1 &&
+          static_cast<std::int64_t>(attrs.values.size()) != element_count(attrs.shape)) {
         fail("needs one value or one per element of " + shape_string(attrs.shape));
       }
       return {attrs.shape, attrs.dtype};
@@ -254,8 +269,10 @@ TensorType infer_type(OpKind op, const std::vector<TensorType>& in, const Attrib
       return {attrs.shape, attrs.dtype};
     case OpKind::where: {
       expect_arity(in, 3);
-      if (in[0].dtype != DType::boolean) fail("needs a boolean condition, got " + in[0].to_string());
-      if (in[1].dtype != in[2].dtype) fail("needs values of one dtype, got " + in[1].to_string() + " and " + in[2].to_string());
+      if (in[0].dtype != DType::boolean)
+        fail("needs a boolean condition, got " + in[0].to_string());
+      if (in[1].dtype != in[2].dtype)
+        fail("needs values of one dtype, got " + in[1].to_string() + " and " + in[2].to_string());
       Shape shape = broadcast_or_fail(broadcast_or_fail(in[0].shape, in[1].shape), in[2].shape);
       return {shape, in[1].dtype};
     }
@@ -305,7 +322,8 @@ TensorType infer_type(OpKind op, const std::vector<TensorType>& in, const Attrib
     case OpKind::dropout:
       expect_arity(in, 2);
       expect_floating(in[0]);
-      if (in[1].dtype != DType::i32 || in[1].rank() != 0) fail("needs the global step (an i32 scalar) as second operand");
+      if (in[1].dtype != DType::i32 || in[1].rank() != 0)
+        fail("needs the global step (an i32 scalar) as second operand");
       if (attrs.rate < 0.0 || attrs.rate >= 1.0) fail("needs a rate in [0, 1)");
       return in[0];
     default:

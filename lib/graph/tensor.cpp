@@ -16,14 +16,17 @@ namespace {
                      "cannot depend on it. Select values with where(condition, a, b) instead");
 }
 
-std::int64_t normalize_axis(std::int64_t axis, std::int64_t rank) { return axis < 0 ? axis + rank : axis; }
+std::int64_t normalize_axis(std::int64_t axis, std::int64_t rank) {
+  return axis < 0 ? axis + rank : axis;
+}
 
 std::vector<std::int64_t> normalize_axes(std::vector<std::int64_t> axes, std::int64_t rank) {
   if (axes.empty()) {
     axes.resize(static_cast<std::size_t>(rank));
     std::iota(axes.begin(), axes.end(), 0);
   }
-  for (std::int64_t& axis : axes) axis = normalize_axis(axis, rank);
+  for (std::int64_t& axis : axes)
+    axis = normalize_axis(axis, rank);
   return axes;
 }
 
@@ -54,7 +57,9 @@ Tensor binary(OpKind op, const Operand& a, const Operand& b) {
 }
 
 Tensor unary(OpKind op, const Operand& x, Attributes attrs = {}) {
-  if (!x.tensor) throw GraphError(std::string(op_name(op)) + " at " + location_string(x.location) + " needs a traced tensor");
+  if (!x.tensor)
+    throw GraphError(std::string(op_name(op)) + " at " + location_string(x.location) +
+                     " needs a traced tensor");
   Graph& graph = x.tensor->graph();
   return Tensor(graph, graph.add(op, {x.tensor->id()}, std::move(attrs), x.location));
 }
@@ -73,7 +78,9 @@ std::int64_t Tensor::dim(std::int64_t axis) const {
   return shape().at(static_cast<std::size_t>(normalize_axis(axis, rank())));
 }
 
-Tensor::operator bool() const { throw_tracing_error(*this, "converting to bool", node().location); }
+Tensor::operator bool() const {
+  throw_tracing_error(*this, "converting to bool", node().location);
+}
 
 double Tensor::item(std::source_location location) const {
   throw_tracing_error(*this, "reading a number (item()) from", location);
@@ -86,7 +93,8 @@ std::vector<double> Tensor::to_host(std::source_location location) const {
 Tensor apply(OpKind op, const std::vector<Tensor>& inputs, Attributes attrs, Location location) {
   if (inputs.empty()) throw GraphError(std::string(op_name(op)) + " needs operands");
   std::vector<NodeId> ids;
-  for (const Tensor& input : inputs) ids.push_back(input.id());
+  for (const Tensor& input : inputs)
+    ids.push_back(input.id());
   Graph& graph = inputs.front().graph();
   return Tensor(graph, graph.add(op, std::move(ids), std::move(attrs), location));
 }
@@ -116,23 +124,57 @@ Tensor iota(Graph& graph, Shape shape, std::int64_t axis, DType dtype, Location 
   return Tensor(graph, graph.add(OpKind::iota, {}, std::move(attrs), location));
 }
 
-Tensor operator+(Operand a, Operand b) { return binary(OpKind::add, a, b); }
-Tensor operator-(Operand a, Operand b) { return binary(OpKind::sub, a, b); }
-Tensor operator*(Operand a, Operand b) { return binary(OpKind::mul, a, b); }
-Tensor operator/(Operand a, Operand b) { return binary(OpKind::div, a, b); }
-Tensor operator-(Operand x) { return unary(OpKind::neg, x); }
-Tensor operator<(Operand a, Operand b) { return binary(OpKind::less, a, b); }
-Tensor operator<=(Operand a, Operand b) { return binary(OpKind::less_equal, a, b); }
-Tensor operator>(Operand a, Operand b) { return binary(OpKind::greater, a, b); }
-Tensor operator>=(Operand a, Operand b) { return binary(OpKind::greater_equal, a, b); }
-Tensor pow(Operand a, Operand b) { return binary(OpKind::pow, a, b); }
-Tensor maximum(Operand a, Operand b) { return binary(OpKind::maximum, a, b); }
-Tensor minimum(Operand a, Operand b) { return binary(OpKind::minimum, a, b); }
-Tensor equal(Operand a, Operand b) { return binary(OpKind::equal, a, b); }
-Tensor not_equal(Operand a, Operand b) { return binary(OpKind::not_equal, a, b); }
-Tensor logical_and(Operand a, Operand b) { return binary(OpKind::logical_and, a, b); }
-Tensor logical_or(Operand a, Operand b) { return binary(OpKind::logical_or, a, b); }
-Tensor logical_not(Operand x) { return unary(OpKind::logical_not, x); }
+Tensor operator+(Operand a, Operand b) {
+  return binary(OpKind::add, a, b);
+}
+Tensor operator-(Operand a, Operand b) {
+  return binary(OpKind::sub, a, b);
+}
+Tensor operator*(Operand a, Operand b) {
+  return binary(OpKind::mul, a, b);
+}
+Tensor operator/(Operand a, Operand b) {
+  return binary(OpKind::div, a, b);
+}
+Tensor operator-(Operand x) {
+  return unary(OpKind::neg, x);
+}
+Tensor operator<(Operand a, Operand b) {
+  return binary(OpKind::less, a, b);
+}
+Tensor operator<=(Operand a, Operand b) {
+  return binary(OpKind::less_equal, a, b);
+}
+Tensor operator>(Operand a, Operand b) {
+  return binary(OpKind::greater, a, b);
+}
+Tensor operator>=(Operand a, Operand b) {
+  return binary(OpKind::greater_equal, a, b);
+}
+Tensor pow(Operand a, Operand b) {
+  return binary(OpKind::pow, a, b);
+}
+Tensor maximum(Operand a, Operand b) {
+  return binary(OpKind::maximum, a, b);
+}
+Tensor minimum(Operand a, Operand b) {
+  return binary(OpKind::minimum, a, b);
+}
+Tensor equal(Operand a, Operand b) {
+  return binary(OpKind::equal, a, b);
+}
+Tensor not_equal(Operand a, Operand b) {
+  return binary(OpKind::not_equal, a, b);
+}
+Tensor logical_and(Operand a, Operand b) {
+  return binary(OpKind::logical_and, a, b);
+}
+Tensor logical_or(Operand a, Operand b) {
+  return binary(OpKind::logical_or, a, b);
+}
+Tensor logical_not(Operand x) {
+  return unary(OpKind::logical_not, x);
+}
 
 Tensor where(Operand condition, Operand a, Operand b) {
   Graph& graph = condition.tensor ? condition.tensor->graph() : graph_of(a, b, condition.location);
@@ -143,18 +185,42 @@ Tensor where(Operand condition, Operand a, Operand b) {
   return Tensor(graph, graph.add(OpKind::where, {c.id(), x.id(), y.id()}, {}, condition.location));
 }
 
-Tensor abs(Operand x) { return unary(OpKind::abs, x); }
-Tensor exp(Operand x) { return unary(OpKind::exp, x); }
-Tensor log(Operand x) { return unary(OpKind::log, x); }
-Tensor sqrt(Operand x) { return unary(OpKind::sqrt, x); }
-Tensor rsqrt(Operand x) { return unary(OpKind::rsqrt, x); }
-Tensor sin(Operand x) { return unary(OpKind::sin, x); }
-Tensor cos(Operand x) { return unary(OpKind::cos, x); }
-Tensor tanh(Operand x) { return unary(OpKind::tanh, x); }
-Tensor sigmoid(Operand x) { return unary(OpKind::sigmoid, x); }
-Tensor relu(Operand x) { return unary(OpKind::relu, x); }
-Tensor erf(Operand x) { return unary(OpKind::erf, x); }
-Tensor is_finite(Operand x) { return unary(OpKind::is_finite, x); }
+Tensor abs(Operand x) {
+  return unary(OpKind::abs, x);
+}
+Tensor exp(Operand x) {
+  return unary(OpKind::exp, x);
+}
+Tensor log(Operand x) {
+  return unary(OpKind::log, x);
+}
+Tensor sqrt(Operand x) {
+  return unary(OpKind::sqrt, x);
+}
+Tensor rsqrt(Operand x) {
+  return unary(OpKind::rsqrt, x);
+}
+Tensor sin(Operand x) {
+  return unary(OpKind::sin, x);
+}
+Tensor cos(Operand x) {
+  return unary(OpKind::cos, x);
+}
+Tensor tanh(Operand x) {
+  return unary(OpKind::tanh, x);
+}
+Tensor sigmoid(Operand x) {
+  return unary(OpKind::sigmoid, x);
+}
+Tensor relu(Operand x) {
+  return unary(OpKind::relu, x);
+}
+Tensor erf(Operand x) {
+  return unary(OpKind::erf, x);
+}
+Tensor is_finite(Operand x) {
+  return unary(OpKind::is_finite, x);
+}
 
 Tensor gelu(Operand x, bool approximate) {
   Attributes attrs;
@@ -197,7 +263,8 @@ Tensor reshape(const Tensor& x, Shape shape, Location location) {
 
 Tensor transpose(const Tensor& x, std::vector<std::int64_t> perm, Location location) {
   Attributes attrs;
-  for (std::int64_t& axis : perm) axis = normalize_axis(axis, x.rank());
+  for (std::int64_t& axis : perm)
+    axis = normalize_axis(axis, x.rank());
   attrs.perm = std::move(perm);
   return apply(OpKind::transpose, {x}, std::move(attrs), location);
 }

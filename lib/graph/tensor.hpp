@@ -36,7 +36,8 @@ class Tensor {
   // A traced tensor has no value until the step runs: these throw TracingError.
   explicit operator bool() const;
   double item(std::source_location location = std::source_location::current()) const;
-  std::vector<double> to_host(std::source_location location = std::source_location::current()) const;
+  std::vector<double> to_host(
+      std::source_location location = std::source_location::current()) const;
 
  private:
   Graph* graph_ = nullptr;

@@ -6,12 +6,18 @@ namespace csrun::graph {
 
 const char* dtype_name(DType dtype) {
   switch (dtype) {
-    case DType::f32: return "f32";
-    case DType::f16: return "f16";
-    case DType::bf16: return "bf16";
-    case DType::cb16: return "cb16";
-    case DType::i32: return "i32";
-    case DType::boolean: return "bool";
+    case DType::f32:
+      return "f32";
+    case DType::f16:
+      return "f16";
+    case DType::bf16:
+      return "bf16";
+    case DType::cb16:
+      return "cb16";
+    case DType::i32:
+      return "i32";
+    case DType::boolean:
+      return "bool";
   }
   return "?";
 }
@@ -23,18 +29,22 @@ bool is_floating(DType dtype) {
 std::size_t dtype_size(DType dtype) {
   switch (dtype) {
     case DType::f32:
-    case DType::i32: return 4;
+    case DType::i32:
+      return 4;
     case DType::f16:
     case DType::bf16:
-    case DType::cb16: return 2;
-    case DType::boolean: return 1;
+    case DType::cb16:
+      return 2;
+    case DType::boolean:
+      return 1;
   }
   return 4;
 }
 
 std::int64_t element_count(const Shape& shape) {
   std::int64_t count = 1;
-  for (std::int64_t dim : shape) count *= dim;
+  for (std::int64_t dim : shape)
+    count *= dim;
   return count;
 }
 
@@ -59,6 +69,8 @@ std::optional<Shape> broadcast_shapes(const Shape& a, const Shape& b) {
   return result;
 }
 
-std::string TensorType::to_string() const { return std::string(dtype_name(dtype)) + shape_string(shape); }
+std::string TensorType::to_string() const {
+  return std::string(dtype_name(dtype)) + shape_string(shape);
+}
 
 }  // namespace csrun::graph

@@ -19,11 +19,13 @@ Tensor operand(const Tensor& result, std::size_t i) {
 // The reduced axes kept as size 1, so a reduction's gradient broadcasts back.
 Tensor expand_reduced(const Tensor& gradient, const Node& node, const Shape& input_shape) {
   Shape kept = input_shape;
-  for (std::int64_t axis : node.attrs.axes) kept[static_cast<std::size_t>(axis)] = 1;
+  for (std::int64_t axis : node.attrs.axes)
+    kept[static_cast<std::size_t>(axis)] = 1;
   return reshape(gradient, kept);
 }
 
-Tensor slice_box(const Tensor& x, std::vector<std::int64_t> begins, std::vector<std::int64_t> ends) {
+Tensor slice_box(const Tensor& x, std::vector<std::int64_t> begins,
+                 std::vector<std::int64_t> ends) {
   Attributes attrs;
   attrs.begins = std::move(begins);
   attrs.ends = std::move(ends);
@@ -47,14 +49,36 @@ Grads binary(const Tensor& y, const Tensor& g) {
   Tensor da;
   Tensor db;
   switch (y.node().op) {
-    case OpKind::add: da = g; db = g; break;
-    case OpKind::sub: da = g; db = -g; break;
-    case OpKind::mul: da = g * b; db = g * a; break;
-    case OpKind::div: da = g / b; db = -(g * y) / b; break;
-    case OpKind::pow: da = g * b * pow(a, b - 1.0); db = g * y * log(a); break;
-    case OpKind::maximum: da = where(a >= b, g, 0.0); db = where(a < b, g, 0.0); break;
-    case OpKind::minimum: da = where(a <= b, g, 0.0); db = where(a > b, g, 0.0); break;
-    default: return {std::nullopt, std::nullopt};
+    case OpKind::add:
+      da = g;
+      db = g;
+      break;
+    case OpKind::sub:
+      da = g;
+      db = -g;
+      break;
+    case OpKind::mul:
+      da = g * b;
+      db = g * a;
+      break;
+    case OpKind::div:
+      da = g / b;
+      db = -(g * y) / b;
+      break;
+    case OpKind::pow:
+      da = g * b * pow(a, b - 1.0);
+      db = g * y * log(a);
+      break;
+    case OpKind::maximum:
+      da = where(a >= b, g, 0.0);
+      db = where(a < b, g, 0.0);
+      break;
+    case OpKind::minimum:
+      da = where(a <= b, g, 0.0);
+      db = where(a > b, g, 0.0);
+      break;
+    default:
+      return {std::nullopt, std::nullopt};
   }
   return {unbroadcast(da, a.shape()), unbroadcast(db, b.shape())};
 }
@@ -63,21 +87,36 @@ std::optional<Tensor> unary(const Tensor& y, const Tensor& g) {
   Tensor x = operand(y, 0);
   const Node& node = y.node();
   switch (node.op) {
-    case OpKind::neg: return -g;
-    case OpKind::abs: return where(x > 0.0, g, where(x < 0.0, -g, 0.0));
-    case OpKind::exp: return g * y;
-    case OpKind::log: return g / x;
-    case OpKind::sqrt: return g * 0.5 / y;
-    case OpKind::rsqrt: return g * -0.5 * y * y * y;
-    case OpKind::sin: return g * cos(x);
-    case OpKind::cos: return -(g * sin(x));
-    case OpKind::tanh: return g * (1.0 - y * y);
-    case OpKind::sigmoid: return g * y * (1.0 - y);
-    case OpKind::relu: return where(x > 0.0, g, 0.0);
-    case OpKind::erf: return g * (2.0 / std::sqrt(std::numbers::pi)) * exp(-(x * x));
-    case OpKind::gelu: return g * gelu_derivative(x, node.attrs.approximate);
-    case OpKind::cast: return cast(g, x.dtype());
-    default: return std::nullopt;
+    case OpKind::neg:
+      return -g;
+    case OpKind::abs:
+      return where(x > 0.0, g, where(x < 0.0, -g, 0.0));
+    case OpKind::exp:
+      return g * y;
+    case OpKind::log:
+      return g / x;
+    case OpKind::sqrt:
+      return g * 0.5 / y;
+    case OpKind::rsqrt:
+      return g * -0.5 * y * y * y;
+    case OpKind::sin:
+      return g * cos(x);
+    case OpKind::cos:
+      return -(g * sin(x));
+    case OpKind::tanh:
+      return g * (1.0 - y * y);
+    case OpKind::sigmoid:
+      return g * y * (1.0 - y);
+    case OpKind::relu:
+      return where(x > 0.0, g, 0.0);
+    case OpKind::erf:
+      return g * (2.0 / std::sqrt(std::numbers::pi)) * exp(-(x * x));
+    case OpKind::gelu:
+      return g * gelu_derivative(x, node.attrs.approximate);
+    case OpKind::cast:
+      return cast(g, x.dtype());
+    default:
+      return std::nullopt;
   }
 }
 
@@ -86,9 +125,11 @@ std::optional<Tensor> reduction(const Tensor& y, const Tensor& g) {
   const Node& node = y.node();
   Tensor spread = broadcast_to(expand_reduced(g, node, x.shape()), x.shape());
   switch (node.op) {
-    case OpKind::reduce_sum: return spread;
+    case OpKind::reduce_sum:
+      return spread;
     case OpKind::reduce_mean:
-      return spread * (static_cast<double>(element_count(y.shape())) / static_cast<double>(element_count(x.shape())));
+      return spread * (static_cast<double>(element_count(y.shape())) /
+                       static_cast<double>(element_count(x.shape())));
     case OpKind::reduce_max: {
       // Ties share the gradient equally, as torch.amax does.
       Tensor top = broadcast_to(expand_reduced(y, node, x.shape()), x.shape());
@@ -96,7 +137,8 @@ std::optional<Tensor> reduction(const Tensor& y, const Tensor& g) {
       Tensor count = broadcast_to(sum(hits, node.attrs.axes, true), x.shape());
       return spread * hits / count;
     }
-    default: return std::nullopt;
+    default:
+      return std::nullopt;
   }
 }
 
@@ -104,24 +146,30 @@ std::optional<Tensor> layout(const Tensor& y, const Tensor& g) {
   Tensor x = operand(y, 0);
   const Node& node = y.node();
   switch (node.op) {
-    case OpKind::reshape: return reshape(g, x.shape());
+    case OpKind::reshape:
+      return reshape(g, x.shape());
     case OpKind::transpose: {
       std::vector<std::int64_t> inverse(node.attrs.perm.size());
-      for (std::size_t i = 0; i < inverse.size(); ++i) inverse[static_cast<std::size_t>(node.attrs.perm[i])] = static_cast<std::int64_t>(i);
+      for (std::size_t i = 0; i < inverse.size(); ++i)
+        inverse[static_cast<std::size_t>(node.attrs.perm[i])] = static_cast<std::int64_t>(i);
       return transpose(g, inverse);
     }
     case OpKind::slice: {
       std::vector<std::int64_t> after;
-      for (std::size_t i = 0; i < x.shape().size(); ++i) after.push_back(x.shape()[i] - node.attrs.ends[i]);
+      for (std::size_t i = 0; i < x.shape().size(); ++i)
+        after.push_back(x.shape()[i] - node.attrs.ends[i]);
       return pad(g, node.attrs.begins, after);
     }
     case OpKind::pad: {
       std::vector<std::int64_t> ends;
-      for (std::size_t i = 0; i < x.shape().size(); ++i) ends.push_back(node.attrs.begins[i] + x.shape()[i]);
+      for (std::size_t i = 0; i < x.shape().size(); ++i)
+        ends.push_back(node.attrs.begins[i] + x.shape()[i]);
       return slice_box(g, node.attrs.begins, ends);
     }
-    case OpKind::broadcast_to: return unbroadcast(g, x.shape());
-    default: return std::nullopt;
+    case OpKind::broadcast_to:
+      return unbroadcast(g, x.shape());
+    default:
+      return std::nullopt;
   }
 }
 
@@ -148,7 +196,8 @@ Grads compute(const Tensor& y, const Tensor& g) {
     case OpKind::matmul: {
       Tensor a = operand(y, 0);
       Tensor b = operand(y, 1);
-      return {unbroadcast(matmul(g, swap_last_axes(b)), a.shape()), unbroadcast(matmul(swap_last_axes(a), g), b.shape())};
+      return {unbroadcast(matmul(g, swap_last_axes(b)), a.shape()),
+              unbroadcast(matmul(swap_last_axes(a), g), b.shape())};
     }
     case OpKind::softmax: {
       std::int64_t axis = node.attrs.axis;

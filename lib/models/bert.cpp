@@ -115,7 +115,6 @@ std::int64_t count_linformer(const ModelParams& params, const DataHints& hints) 
   return count_encoder(params) + projections;
 }
 
-
 std::int64_t bert_length(const ModelParams& params, const DataHints& hints) {
   return hints.max_sequence_length.value_or(params.integer("max_position_embeddings"));
 }
@@ -123,7 +122,9 @@ std::int64_t bert_length(const ModelParams& params, const DataHints& hints) {
 // Masked positions per sequence: the data's max_predictions_per_seq, else 15% of the length.
 std::int64_t bert_predictions(const ModelParams& params, const DataHints& hints) {
   if (hints.max_predictions) return *hints.max_predictions;
-  return std::max<std::int64_t>(1, static_cast<std::int64_t>(std::ceil(0.15 * static_cast<double>(bert_length(params, hints)))));
+  return std::max<std::int64_t>(
+      1,
+      static_cast<std::int64_t>(std::ceil(0.15 * static_cast<double>(bert_length(params, hints)))));
 }
 
 BatchLayout bert_layout(const ModelParams& params, std::int64_t batch, const DataHints& hints) {
@@ -135,12 +136,14 @@ BatchLayout bert_layout(const ModelParams& params, std::int64_t batch, const Dat
                         {"masked_lm_positions", {masked, graph::DType::i32}},
                         {"masked_lm_labels", {masked, graph::DType::i32}},
                         {"masked_lm_weights", {masked, graph::DType::f32}}};
-  if (!params.flag("disable_nsp")) layout.push_back({"next_sentence_label", {{batch}, graph::DType::i32}});
+  if (!params.flag("disable_nsp"))
+    layout.push_back({"next_sentence_label", {{batch}, graph::DType::i32}});
   return layout;
 }
 
 double attention_dropout(const ModelParams& p) {
-  return p.has("attention_dropout_rate") ? p.number("attention_dropout_rate") : p.number("dropout_rate");
+  return p.has("attention_dropout_rate") ? p.number("attention_dropout_rate")
+                                         : p.number("dropout_rate");
 }
 
 // The Model Zoo's BERT pre-training model: embeddings (word, position, segment) with a layer
@@ -150,36 +153,40 @@ double attention_dropout(const ModelParams& p) {
 ModelOutputs build_bert(ModelBuild& b, const std::string& model_name) {
   const ModelParams& p = b.params;
   const Node* position = p.find("position_embedding_type");
-  refuse_unless(p, model_name, "position_embedding_type", position->is_string() && position->as_string() == "learned",
-                "learned");
-  refuse_unless(p, model_name, "mlm_loss_scaling", p.text("mlm_loss_scaling") != "precomputed_num_masked",
-                "batch_size, num_masked");
+  refuse_unless(p, model_name, "position_embedding_type",
+                position->is_string() && position->as_string() == "learned", "learned");
+  refuse_unless(p, model_name, "mlm_loss_scaling",
+                p.text("mlm_loss_scaling") != "precomputed_num_masked", "batch_size, num_masked");
   for (const char* key : {"encoder_nonlinearity", "pooler_nonlinearity", "mlm_nonlinearity"}) {
-    refuse_unless(p, model_name, key, nn::is_supported_activation(p.text(key)), "gelu, relu, tanh, ...");
+    refuse_unless(p, model_name, key, nn::is_supported_activation(p.text(key)),
+                  "gelu, relu, tanh, ...");
   }
-  refuse_unless(p, model_name, "attention_kernel", !p.has("attention_kernel") || p.text("attention_kernel") == "default",
-                "default");
+  refuse_unless(p, model_name, "attention_kernel",
+                !p.has("attention_kernel") || p.text("attention_kernel") == "default", "default");
   nn::Scope model(b.context, "model");
   nn::Scope encoder = model.child("bert_encoder");
   std::int64_t vocab = p.integer("vocab_size");
   std::int64_t hidden = p.integer("hidden_size");
   double eps = p.number("layer_norm_epsilon");
   double dropout = p.number("dropout_rate");
-  graph::Initializer init = nn::initializer_from(p.find("initializer"), nn::normal_initializer(p.number("initializer_range")));
+  graph::Initializer init = nn::initializer_from(
+      p.find("initializer"), nn::normal_initializer(p.number("initializer_range")));
   graph::Initializer embedding_init = nn::initializer_from(p.find("embedding_initializer"), init);
 
   const graph::Tensor& ids = b.input("input_ids");
   std::int64_t batch = ids.dim(0);
   std::int64_t length = ids.dim(1);
   nn::Scope embeddings = encoder.child("embedding_layer");
-  graph::Tensor word_table = nn::embedding_table(embeddings.child("word_embeddings"), vocab, hidden, embedding_init);
+  graph::Tensor word_table =
+      nn::embedding_table(embeddings.child("word_embeddings"), vocab, hidden, embedding_init);
   graph::Tensor x = graph::gather(word_table, ids) +
                     graph::gather(nn::embedding_table(embeddings.child("position_embeddings"),
-                                                      p.integer("max_position_embeddings"), hidden, embedding_init),
+                                                      p.integer("max_position_embeddings"), hidden,
+                                                      embedding_init),
                                   graph::iota(ids.graph(), {length}, 0));
   if (p.flag("use_segment_embedding")) {
-    x = x + graph::gather(nn::embedding_table(embeddings.child("segment_embeddings"), p.integer("num_segments"), hidden,
-                                              embedding_init),
+    x = x + graph::gather(nn::embedding_table(embeddings.child("segment_embeddings"),
+                                              p.integer("num_segments"), hidden, embedding_init),
                           b.input("token_type_ids"));
   }
   x = nn::dropout(b.context, nn::layer_norm(encoder.child("embed_ln_f"), x, eps), dropout);
@@ -198,7 +205,8 @@ ModelOutputs build_bert(ModelBuild& b, const std::string& model_name) {
     graph::Tensor attended = nn::self_attention(layer.child("self_attn"), x, keep, attention);
     x = nn::layer_norm(layer.child("norm1"), x + nn::dropout(b.context, attended, dropout), eps);
     graph::Tensor transformed = nn::feed_forward(layer.child("ffn"), x, p.integer("filter_size"),
-                                                 p.text("encoder_nonlinearity"), p.flag("use_ffn_bias"), dropout, init, init);
+                                                 p.text("encoder_nonlinearity"),
+                                                 p.flag("use_ffn_bias"), dropout, init, init);
     x = nn::layer_norm(layer.child("norm2"), x + transformed, eps);
   }
 
@@ -208,39 +216,57 @@ ModelOutputs build_bert(ModelBuild& b, const std::string& model_name) {
   std::int64_t predictions = positions.dim(1);
   graph::Tensor at_masks = graph::matmul(graph::one_hot(positions, length), x);
   nn::Scope head = model.child("bert_mlm_head");
-  graph::Tensor h = nn::linear(head.child("mlm_transform").child("ffn").child("ffn").child(0).child("linear_layer"),
-                               at_masks, hidden, {p.flag("use_ffn_bias_in_mlm"), init, nn::zeros_initializer()});
-  h = nn::layer_norm(head.child("mlm_transform").child("layer_norm"), nn::activation(p.text("mlm_nonlinearity"), h), eps);
+  graph::Tensor h = nn::linear(
+      head.child("mlm_transform").child("ffn").child("ffn").child(0).child("linear_layer"),
+      at_masks, hidden, {p.flag("use_ffn_bias_in_mlm"), init, nn::zeros_initializer()});
+  h = nn::layer_norm(head.child("mlm_transform").child("layer_norm"),
+                     nn::activation(p.text("mlm_nonlinearity"), h), eps);
   graph::Tensor rows = graph::reshape(h, {batch * predictions, hidden});
-  graph::Tensor logits = p.flag("share_embedding_weights")
-                             ? graph::matmul(rows, graph::swap_last_axes(word_table))
-                             : graph::matmul(rows, graph::swap_last_axes(head.child("classifier").child("ffn").child(0).child("linear_layer").parameter("weight", {vocab, hidden}, init)));
+  graph::Tensor logits =
+      p.flag("share_embedding_weights")
+          ? graph::matmul(rows, graph::swap_last_axes(word_table))
+          : graph::matmul(rows,
+                          graph::swap_last_axes(head.child("classifier")
+                                                    .child("ffn")
+                                                    .child(0)
+                                                    .child("linear_layer")
+                                                    .parameter("weight", {vocab, hidden}, init)));
   if (p.flag("use_output_bias_in_mlm")) {
-    logits = logits + head.child("classifier").child("ffn").child(0).child("linear_layer").parameter("bias", {vocab}, nn::zeros_initializer());
+    logits = logits + head.child("classifier")
+                          .child("ffn")
+                          .child(0)
+                          .child("linear_layer")
+                          .parameter("bias", {vocab}, nn::zeros_initializer());
   }
   graph::Tensor labels = graph::reshape(b.input("masked_lm_labels"), {batch * predictions});
   graph::Tensor weights = graph::reshape(b.input("masked_lm_weights"), {batch * predictions});
   graph::Tensor mlm_total = graph::sum(nn::cross_entropy(logits, labels) * weights);
   graph::Tensor masked = graph::maximum(graph::sum(weights), 1.0);
-  graph::Tensor mlm_loss = p.text("mlm_loss_scaling") == "num_masked" ? mlm_total / masked
-                                                                      : mlm_total / static_cast<double>(batch);
+  graph::Tensor mlm_loss = p.text("mlm_loss_scaling") == "num_masked"
+                               ? mlm_total / masked
+                               : mlm_total / static_cast<double>(batch);
   ModelOutputs result;
   result.loss = mlm_loss * p.number("mlm_loss_weight");
-  graph::Tensor mlm_hits = graph::cast(graph::equal(graph::argmax(logits, -1), labels), graph::DType::f32);
-  if (p.flag("compute_eval_metrics")) result.metrics.emplace_back("eval/accuracy_masked_lm", graph::sum(mlm_hits * weights) / masked);
+  graph::Tensor mlm_hits =
+      graph::cast(graph::equal(graph::argmax(logits, -1), labels), graph::DType::f32);
+  if (p.flag("compute_eval_metrics"))
+    result.metrics.emplace_back("eval/accuracy_masked_lm", graph::sum(mlm_hits * weights) / masked);
   if (p.flag("disable_nsp")) return result;
 
   graph::Tensor first = graph::reshape(graph::slice(x, 1, 0, 1), {batch, hidden});
   graph::Tensor pooled = nn::activation(
       p.text("pooler_nonlinearity"),
-      nn::linear(encoder.child("pooler").child("pooler").child("ffn").child(0).child("linear_layer"), first, hidden,
-                 {true, init, nn::zeros_initializer()}));
-  graph::Tensor nsp_logits = nn::linear(model.child("bert_cls_head").child("classifier").child("ffn").child(0).child("linear_layer"),
-                                        pooled, 2, {true, init, nn::zeros_initializer()});
+      nn::linear(
+          encoder.child("pooler").child("pooler").child("ffn").child(0).child("linear_layer"),
+          first, hidden, {true, init, nn::zeros_initializer()}));
+  graph::Tensor nsp_logits = nn::linear(
+      model.child("bert_cls_head").child("classifier").child("ffn").child(0).child("linear_layer"),
+      pooled, 2, {true, init, nn::zeros_initializer()});
   const graph::Tensor& nsp_labels = b.input("next_sentence_label");
   result.loss = result.loss + graph::mean(nn::cross_entropy(nsp_logits, nsp_labels));
   if (p.flag("compute_eval_metrics")) {
-    graph::Tensor nsp_hits = graph::cast(graph::equal(graph::argmax(nsp_logits, -1), nsp_labels), graph::DType::f32);
+    graph::Tensor nsp_hits =
+        graph::cast(graph::equal(graph::argmax(nsp_logits, -1), nsp_labels), graph::DType::f32);
     result.metrics.emplace_back("eval/accuracy_cls", graph::mean(nsp_hits));
   }
   return result;

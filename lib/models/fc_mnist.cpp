@@ -62,7 +62,8 @@ std::int64_t count(const ModelParams& params, const DataHints&) {
 }
 
 BatchLayout layout(const ModelParams&, std::int64_t batch, const DataHints&) {
-  return {{"input", {{batch, kInputFeatures}, graph::DType::f32}}, {"labels", {{batch}, graph::DType::i32}}};
+  return {{"input", {{batch, kInputFeatures}, graph::DType::f32}},
+          {"labels", {{batch}, graph::DType::i32}}};
 }
 
 // PyTorch's default nn.Linear initialization: weight and bias uniform in +-1/sqrt(fan_in).
@@ -84,18 +85,21 @@ ModelOutputs build(ModelBuild& b) {
   graph::Tensor x = b.input("input");
   std::vector<std::int64_t> sizes = hidden_sizes(p);
   for (std::size_t i = 0; i < sizes.size(); ++i) {
-    x = nn::linear(model.child("fc_layers").child(static_cast<std::int64_t>(i)), x, sizes[i], torch_linear(x.dim(-1), bias));
+    x = nn::linear(model.child("fc_layers").child(static_cast<std::int64_t>(i)), x, sizes[i],
+                   torch_linear(x.dim(-1), bias));
     if (p.has("activation_fn")) x = nn::activation(p.text("activation_fn"), x);
     x = nn::dropout(b.context, x, p.number("dropout"));
   }
-  graph::Tensor logits = nn::linear(model.child("last_layer"), x, kClasses, torch_linear(x.dim(-1), bias));
+  graph::Tensor logits =
+      nn::linear(model.child("last_layer"), x, kClasses, torch_linear(x.dim(-1), bias));
   graph::Tensor outputs = p.flag("disable_softmax") ? logits : graph::log_softmax(logits, -1);
   const graph::Tensor& labels = b.input("labels");
   double batch = static_cast<double>(labels.dim(0));
   ModelOutputs result;
   result.loss = -graph::sum(outputs * graph::one_hot(labels, kClasses)) / batch;
   if (p.flag("compute_eval_metrics")) {
-    graph::Tensor hits = graph::cast(graph::equal(graph::argmax(logits, -1), labels), graph::DType::f32);
+    graph::Tensor hits =
+        graph::cast(graph::equal(graph::argmax(logits, -1), labels), graph::DType::f32);
     result.metrics.emplace_back("accuracy", graph::mean(hits));
   }
   return result;

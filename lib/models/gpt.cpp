@@ -177,7 +177,6 @@ std::int64_t count_decoder(const ModelParams& params, bool parallel_block) {
          norm_parameters(norm, hidden) + head;
 }
 
-
 std::int64_t sequence_length(const ModelParams& params, const DataHints& hints) {
   return hints.max_sequence_length.value_or(params.integer("max_position_embeddings"));
 }
@@ -194,30 +193,36 @@ double dropout_or(const ModelParams& params, const char* key) {
 }
 
 void refuse_unsupported(const ModelParams& p, const std::string& model) {
-  refuse_if_set(p, model,
-                {"rotary_dim", "pos_scaling_factor", "pos_scaling_type", "pos_scaling_extra_args",
-                 "alibi_trainable_slopes", "num_relative_attention_buckets", "fixed_sparse_attention",
-                 "attention_sliding_window_length", "attention_logit_softcapping", "final_logit_softcapping",
-                 "moe", "moe_params", "mup_base_hidden_size", "mup_base_filter_size", "output_logits_scale",
-                 "attention_logits_alpha", "extra_attention_params", "lr_adjustment_groups"});
+  refuse_if_set(
+      p, model,
+      {"rotary_dim", "pos_scaling_factor", "pos_scaling_type", "pos_scaling_extra_args",
+       "alibi_trainable_slopes", "num_relative_attention_buckets", "fixed_sparse_attention",
+       "attention_sliding_window_length", "attention_logit_softcapping", "final_logit_softcapping",
+       "moe", "moe_params", "mup_base_hidden_size", "mup_base_filter_size", "output_logits_scale",
+       "attention_logits_alpha", "extra_attention_params", "lr_adjustment_groups"});
   const Node* position = p.find("position_embedding_type");
   bool learned_or_none = !position->is_string() || position->as_string() == "learned";
   refuse_unless(p, model, "position_embedding_type", learned_or_none, "learned, null");
-  refuse_unless(p, model, "attention_module", p.text("attention_module") == "aiayn_attention", "aiayn_attention");
+  refuse_unless(p, model, "attention_module", p.text("attention_module") == "aiayn_attention",
+                "aiayn_attention");
   refuse_unless(p, model, "attention_type", p.text("attention_type") != "scaled_cosine",
                 "scaled_dot_product, dot_product");
   refuse_unless(p, model, "nonlinearity", nn::is_supported_activation(p.text("nonlinearity")),
                 "gelu, gelu_new, relu, silu, ... (not the gated swiglu, geglu, reglu)");
   std::string norm = p.text("norm_type");
-  refuse_unless(p, model, "norm_type", norm == "layernorm" || norm == "rmsnorm", "layernorm, rmsnorm");
+  refuse_unless(p, model, "norm_type", norm == "layernorm" || norm == "rmsnorm",
+                "layernorm, rmsnorm");
   refuse_unless(p, model, "norm_first", p.flag("norm_first"), "true (pre-LayerNorm)");
   refuse_unless(p, model, "position_embedding_offset",
-                !p.has("position_embedding_offset") || p.integer("position_embedding_offset") == 0, "0");
-  refuse_unless(p, model, "embeddings_scale", !p.has("embeddings_scale") || p.number("embeddings_scale") == 1.0, "1.0");
+                !p.has("position_embedding_offset") || p.integer("position_embedding_offset") == 0,
+                "0");
+  refuse_unless(p, model, "embeddings_scale",
+                !p.has("embeddings_scale") || p.number("embeddings_scale") == 1.0, "1.0");
   refuse_unless(p, model, "scale_qk_dot_by_layer_idx",
-                !p.has("scale_qk_dot_by_layer_idx") || !p.flag("scale_qk_dot_by_layer_idx"), "false");
-  refuse_unless(p, model, "attention_kernel", !p.has("attention_kernel") || p.text("attention_kernel") == "default",
-                "default");
+                !p.has("scale_qk_dot_by_layer_idx") || !p.flag("scale_qk_dot_by_layer_idx"),
+                "false");
+  refuse_unless(p, model, "attention_kernel",
+                !p.has("attention_kernel") || p.text("attention_kernel") == "default", "default");
 }
 
 // The Model Zoo's GPT2LMHeadModel: embeddings, pre-LayerNorm decoder layers with causal
@@ -231,10 +236,12 @@ ModelOutputs build_gpt(ModelBuild& b, const std::string& model_name) {
   std::int64_t hidden = p.integer("hidden_size");
   std::int64_t layers = p.integer("num_hidden_layers");
   double range = p.number("initializer_range");
-  graph::Initializer init = nn::initializer_from(p.find("initializer"), nn::normal_initializer(range));
+  graph::Initializer init =
+      nn::initializer_from(p.find("initializer"), nn::normal_initializer(range));
   graph::Initializer embedding_init = nn::initializer_from(p.find("embedding_initializer"), init);
   graph::Initializer output_init = nn::initializer_from(
-      p.find("output_layer_initializer"), nn::normal_initializer(range / std::sqrt(2.0 * static_cast<double>(layers))));
+      p.find("output_layer_initializer"),
+      nn::normal_initializer(range / std::sqrt(2.0 * static_cast<double>(layers))));
   double eps = p.number("layer_norm_epsilon");
   std::string norm = p.text("norm_type");
 
@@ -242,12 +249,14 @@ ModelOutputs build_gpt(ModelBuild& b, const std::string& model_name) {
   std::int64_t batch = ids.dim(0);
   std::int64_t length = ids.dim(1);
   nn::Scope embeddings = model.child("embedding_layer");
-  graph::Tensor word_table = nn::embedding_table(embeddings.child("word_embeddings"), vocab, hidden, embedding_init);
+  graph::Tensor word_table =
+      nn::embedding_table(embeddings.child("word_embeddings"), vocab, hidden, embedding_init);
   graph::Tensor x = graph::gather(word_table, ids);
   const Node* position = p.find("position_embedding_type");
   if (position->is_string()) {
-    graph::Tensor positions = nn::embedding_table(embeddings.child("position_embeddings"),
-                                                  p.integer("max_position_embeddings"), hidden, embedding_init);
+    graph::Tensor positions =
+        nn::embedding_table(embeddings.child("position_embeddings"),
+                            p.integer("max_position_embeddings"), hidden, embedding_init);
     x = x + graph::gather(positions, graph::iota(x.graph(), {length}, 0));
   }
   if (p.flag("embedding_layer_norm")) x = nn::norm(norm, model.child("embedding_ln_f"), x, eps);
@@ -264,12 +273,13 @@ ModelOutputs build_gpt(ModelBuild& b, const std::string& model_name) {
   double dropout = p.number("dropout_rate");
   for (std::int64_t i = 0; i < layers; ++i) {
     nn::Scope layer = model.child("transformer_decoder").child("layers").child(i);
-    graph::Tensor attended = nn::self_attention(layer.child("self_attn"), nn::norm(norm, layer.child("norm1"), x, eps),
-                                                std::nullopt, attention);
+    graph::Tensor attended =
+        nn::self_attention(layer.child("self_attn"), nn::norm(norm, layer.child("norm1"), x, eps),
+                           std::nullopt, attention);
     x = x + nn::dropout(b.context, attended, dropout);
-    graph::Tensor transformed = nn::feed_forward(layer.child("ffn"), nn::norm(norm, layer.child("norm3"), x, eps),
-                                                 p.integer("filter_size"), p.text("nonlinearity"), p.flag("use_ffn_bias"),
-                                                 dropout, init, output_init);
+    graph::Tensor transformed = nn::feed_forward(
+        layer.child("ffn"), nn::norm(norm, layer.child("norm3"), x, eps), p.integer("filter_size"),
+        p.text("nonlinearity"), p.flag("use_ffn_bias"), dropout, init, output_init);
     x = x + transformed;
   }
   x = nn::norm(norm, model.child("transformer_decoder").child("norm"), x, eps);
@@ -278,12 +288,15 @@ ModelOutputs build_gpt(ModelBuild& b, const std::string& model_name) {
   graph::Tensor logits;
   if (p.flag("share_embedding_weights")) {
     logits = graph::matmul(rows, graph::swap_last_axes(word_table));
-    if (p.flag("use_bias_in_output")) logits = logits + model.child("lm_head").parameter("bias", {vocab}, nn::zeros_initializer());
+    if (p.flag("use_bias_in_output"))
+      logits = logits + model.child("lm_head").parameter("bias", {vocab}, nn::zeros_initializer());
   } else {
-    logits = nn::linear(model.child("lm_head"), rows, vocab, {p.flag("use_bias_in_output"), init, nn::zeros_initializer()});
+    logits = nn::linear(model.child("lm_head"), rows, vocab,
+                        {p.flag("use_bias_in_output"), init, nn::zeros_initializer()});
   }
   graph::Tensor labels = graph::reshape(b.input("labels"), {batch * length});
-  graph::Tensor mask = graph::cast(graph::reshape(b.input("attention_mask"), {batch * length}), graph::DType::f32);
+  graph::Tensor mask =
+      graph::cast(graph::reshape(b.input("attention_mask"), {batch * length}), graph::DType::f32);
   graph::Tensor total = graph::sum(nn::cross_entropy(logits, labels) * mask);
   graph::Tensor tokens = graph::maximum(graph::sum(mask), 1.0);
   ModelOutputs result;
@@ -291,7 +304,8 @@ ModelOutputs build_gpt(ModelBuild& b, const std::string& model_name) {
                     ? total / tokens
                     : total / static_cast<double>(batch) * p.number("loss_weight");
   if (p.flag("compute_eval_metrics")) {
-    graph::Tensor hits = graph::cast(graph::equal(graph::argmax(logits, -1), labels), graph::DType::f32);
+    graph::Tensor hits =
+        graph::cast(graph::equal(graph::argmax(logits, -1), labels), graph::DType::f32);
     result.metrics.emplace_back("eval/lm_perplexity", graph::exp(total / tokens));
     result.metrics.emplace_back("eval/accuracy", graph::sum(hits * mask) / tokens);
   }
@@ -323,11 +337,13 @@ ModelDefinition buildable_decoder(const std::string& name, const std::string& de
 }  // namespace
 
 ModelDefinition gpt2_definition() {
-  return buildable_decoder("gpt2", "GPT-2 decoder: learned positions, pre-LayerNorm, GELU, tied embeddings");
+  return buildable_decoder(
+      "gpt2", "GPT-2 decoder: learned positions, pre-LayerNorm, GELU, tied embeddings");
 }
 
 ModelDefinition gpt3_definition() {
-  return buildable_decoder("gpt3", "GPT-3 / Cerebras-GPT decoder (the GPT-2 network at larger sizes)");
+  return buildable_decoder("gpt3",
+                           "GPT-3 / Cerebras-GPT decoder (the GPT-2 network at larger sizes)");
 }
 
 ModelDefinition gptj_definition() {

@@ -12,18 +12,19 @@ void refuse_if_set(const ModelParams& params, const std::string& model,
                    std::initializer_list<const char*> keys) {
   for (const char* key : keys) {
     if (params.has(key)) {
-      throw UnsupportedModel(key, std::string(key) + " is not supported yet by csrun's " + model + " builder");
+      throw UnsupportedModel(
+          key, std::string(key) + " is not supported yet by csrun's " + model + " builder");
     }
   }
 }
 
-void refuse_unless(const ModelParams& params, const std::string& model, const char* key, bool supported,
-                   const std::string& supported_values) {
+void refuse_unless(const ModelParams& params, const std::string& model, const char* key,
+                   bool supported, const std::string& supported_values) {
   if (supported) return;
   const config::Node* value = params.find(key);
   throw UnsupportedModel(key, std::string(key) + " " + (value ? value->render() : "") +
-                                  " is not supported yet by csrun's " + model + " builder (supported: " +
-                                  supported_values + ")");
+                                  " is not supported yet by csrun's " + model +
+                                  " builder (supported: " + supported_values + ")");
 }
 
 }  // namespace csrun::models

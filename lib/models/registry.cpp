@@ -44,7 +44,8 @@ DataHints read_hints(const config::TrainerSpec& trainer) {
   if (const Node* classes = loader->find("num_classes"); classes && classes->is_int()) {
     hints.num_classes = classes->as_int();
   }
-  if (const Node* predictions = loader->find("max_predictions_per_seq"); predictions && predictions->is_int()) {
+  if (const Node* predictions = loader->find("max_predictions_per_seq");
+      predictions && predictions->is_int()) {
     hints.max_predictions = predictions->as_int();
   }
   return hints;

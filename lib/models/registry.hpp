@@ -35,7 +35,8 @@ struct ModelDefinition {
   std::function<std::int64_t(const ModelParams&, const DataHints&)> count_parameters;
   // Networks csrun can trace: the batch they read and the builder of their forward pass and
   // loss. Empty for networks it only checks and sizes.
-  std::function<BatchLayout(const ModelParams&, std::int64_t batch_size, const DataHints&)> batch_layout;
+  std::function<BatchLayout(const ModelParams&, std::int64_t batch_size, const DataHints&)>
+      batch_layout;
   std::function<ModelOutputs(ModelBuild&)> build;
 };
 

@@ -4,28 +4,35 @@
 
 namespace csrun::models {
 
-bool can_trace(const CheckedModel& model) { return model.definition && model.definition->build; }
+bool can_trace(const CheckedModel& model) {
+  return model.definition && model.definition->build;
+}
 
 BatchLayout batch_layout(const CheckedModel& model, std::int64_t batch_size) {
-  if (!can_trace(model)) throw std::invalid_argument("csrun cannot build the " + model.definition->name + " network yet");
+  if (!can_trace(model))
+    throw std::invalid_argument("csrun cannot build the " + model.definition->name +
+                                " network yet");
   return model.definition->batch_layout(model.params, batch_size, model.hints);
 }
 
-TracedStep trace_step(const CheckedModel& model, std::int64_t batch_size, const TraceOptions& options) {
+TracedStep trace_step(const CheckedModel& model, std::int64_t batch_size,
+                      const TraceOptions& options) {
   TracedStep traced;
   traced.batch = batch_layout(model, batch_size);
   bool training = options.kind == StepKind::train;
   nn::StepContext context(traced.graph, training, options.seed);
   ModelBuild build{model.params, context, {}};
   for (const BatchField& field : traced.batch) {
-    build.batch.emplace(field.name, graph::Tensor(traced.graph, traced.graph.add_input(field.name, field.type)));
+    build.batch.emplace(
+        field.name, graph::Tensor(traced.graph, traced.graph.add_input(field.name, field.type)));
   }
   ModelOutputs outputs = model.definition->build(build);
   if (training) {
     nn::append_training_update(context, outputs.loss, options.training);
   } else {
     traced.graph.add_output("loss", outputs.loss.id());
-    for (const auto& [name, metric] : outputs.metrics) traced.graph.add_output(name, metric.id());
+    for (const auto& [name, metric] : outputs.metrics)
+      traced.graph.add_output(name, metric.id());
   }
   traced.parameter_count = graph::count_elements(traced.graph, graph::VariableRole::parameter);
   traced.flops = graph::count_flops(traced.graph);

@@ -34,6 +34,7 @@ BatchLayout batch_layout(const CheckedModel& model, std::int64_t batch_size);
 // eval step (forward, loss, metrics) over a batch of `batch_size` samples. Shape-only: no weight
 // is allocated. Throws UnsupportedModel for a key the builder does not implement and
 // std::invalid_argument for other settings csrun does not support yet.
-TracedStep trace_step(const CheckedModel& model, std::int64_t batch_size, const TraceOptions& options);
+TracedStep trace_step(const CheckedModel& model, std::int64_t batch_size,
+                      const TraceOptions& options);
 
 }  // namespace csrun::models

@@ -31,17 +31,20 @@ Fans fans(const graph::Shape& shape) {
   if (shape.empty()) return {1.0, 1.0};
   if (shape.size() == 1) return {static_cast<double>(shape[0]), static_cast<double>(shape[0])};
   double receptive = 1.0;
-  for (std::size_t i = 2; i < shape.size(); ++i) receptive *= static_cast<double>(shape[i]);
+  for (std::size_t i = 2; i < shape.size(); ++i)
+    receptive *= static_cast<double>(shape[i]);
   return {static_cast<double>(shape[1]) * receptive, static_cast<double>(shape[0]) * receptive};
 }
 
 class Sampler {
  public:
-  Sampler(std::uint64_t seed, std::string_view name) : key_(graph::mix_keys(seed, name_key(name))) {}
+  Sampler(std::uint64_t seed, std::string_view name)
+      : key_(graph::mix_keys(seed, name_key(name))) {}
 
   double uniform(std::int64_t index, std::int64_t draw) const {
-    return graph::uniform01(graph::mix_keys(graph::mix_keys(key_, static_cast<std::uint64_t>(index)),
-                                            static_cast<std::uint64_t>(draw)));
+    return graph::uniform01(
+        graph::mix_keys(graph::mix_keys(key_, static_cast<std::uint64_t>(index)),
+                        static_cast<std::uint64_t>(draw)));
   }
 
   // A standard normal value by the Box-Muller transform of two keyed uniforms.
@@ -81,7 +84,8 @@ double sample(const Initializer& init, const Sampler& sampler, std::int64_t inde
     double bound = std::sqrt(2.0) * std::sqrt(3.0 / fan.in);
     return -bound + 2.0 * bound * sampler.uniform(index, 0);
   }
-  if (name == "kaiming_normal" || name == "he_normal") return std::sqrt(2.0 / fan.in) * sampler.normal(index, 0);
+  if (name == "kaiming_normal" || name == "he_normal")
+    return std::sqrt(2.0 / fan.in) * sampler.normal(index, 0);
   if (name == "lecun_uniform") {
     double bound = std::sqrt(3.0 / fan.in);
     return -bound + 2.0 * bound * sampler.uniform(index, 0);
@@ -127,7 +131,9 @@ Initializer initializer_from(const config::Node* spec, Initializer fallback) {
   return init;
 }
 
-Initializer zeros_initializer() { return Initializer{}; }
+Initializer zeros_initializer() {
+  return Initializer{};
+}
 
 Initializer ones_initializer() {
   Initializer init;

@@ -17,7 +17,8 @@ graph::Shape with_last(graph::Shape shape, std::int64_t last) {
 
 }  // namespace
 
-Tensor linear(const Scope& scope, const Tensor& x, std::int64_t out_features, const LinearOptions& options) {
+Tensor linear(const Scope& scope, const Tensor& x, std::int64_t out_features,
+              const LinearOptions& options) {
   std::int64_t in_features = x.dim(-1);
   Tensor weight = scope.parameter("weight", {out_features, in_features}, options.weight_init);
   graph::Shape shape = x.shape();
@@ -28,7 +29,8 @@ Tensor linear(const Scope& scope, const Tensor& x, std::int64_t out_features, co
   return reshape(y, with_last(shape, out_features));
 }
 
-Tensor embedding_table(const Scope& scope, std::int64_t rows, std::int64_t dim, const graph::Initializer& init) {
+Tensor embedding_table(const Scope& scope, std::int64_t rows, std::int64_t dim,
+                       const graph::Initializer& init) {
   return scope.parameter("weight", {rows, dim}, init);
 }
 
@@ -48,12 +50,14 @@ Tensor rms_norm(const Scope& scope, const Tensor& x, double eps) {
 Tensor norm(std::string_view type, const Scope& scope, const Tensor& x, double eps) {
   if (type == "layernorm") return layer_norm(scope, x, eps);
   if (type == "rmsnorm") return rms_norm(scope, x, eps);
-  throw std::invalid_argument("norm_type '" + std::string(type) + "' is not supported yet (supported: layernorm, rmsnorm)");
+  throw std::invalid_argument("norm_type '" + std::string(type) +
+                              "' is not supported yet (supported: layernorm, rmsnorm)");
 }
 
 bool is_supported_activation(std::string_view name) {
-  for (std::string_view known : {"relu", "gelu", "gelu_new", "gelu_fast", "quick_gelu", "silu", "swish",
-                                 "tanh", "sigmoid", "leaky_relu", "linear", "ReLU", "GELU", "Tanh", "Sigmoid", "SiLU"}) {
+  for (std::string_view known :
+       {"relu", "gelu", "gelu_new", "gelu_fast", "quick_gelu", "silu", "swish", "tanh", "sigmoid",
+        "leaky_relu", "linear", "ReLU", "GELU", "Tanh", "Sigmoid", "SiLU"}) {
     if (name == known) return true;
   }
   return false;
@@ -74,7 +78,8 @@ Tensor activation(std::string_view name, const Tensor& x) {
 
 Tensor dropout(StepContext& context, const Tensor& x, double rate) {
   if (!context.training() || rate <= 0.0) return x;
-  return graph::dropout(x, context.global_step(), rate, context.seed(), context.next_dropout_salt());
+  return graph::dropout(x, context.global_step(), rate, context.seed(),
+                        context.next_dropout_salt());
 }
 
 Tensor self_attention(const Scope& scope, const Tensor& x, const std::optional<Tensor>& keep,
@@ -104,7 +109,8 @@ Tensor self_attention(const Scope& scope, const Tensor& x, const std::optional<T
   // Masked scores get a large negative value, so softmax gives them (numerically) zero weight.
   if (allowed) scores = where(*allowed, scores, -1e9);
   Tensor probabilities = dropout(scope.context(), softmax(scores, -1), options.dropout);
-  Tensor context = reshape(transpose(matmul(probabilities, v), {0, 2, 1, 3}), {batch, length, width});
+  Tensor context =
+      reshape(transpose(matmul(probabilities, v), {0, 2, 1, 3}), {batch, length, width});
   LinearOptions output{options.output_bias, options.output_init, zeros_initializer()};
   return linear(scope.child("proj_output_dense_layer"), context, width, output);
 }
@@ -113,9 +119,11 @@ Tensor feed_forward(const Scope& scope, const Tensor& x, std::int64_t hidden,
                     std::string_view activation_name, bool bias, double dropout_rate,
                     const graph::Initializer& init, const graph::Initializer& output_init) {
   Scope layers = scope.child("ffn");
-  Tensor h = linear(layers.child(0).child("linear_layer"), x, hidden, {bias, init, zeros_initializer()});
+  Tensor h =
+      linear(layers.child(0).child("linear_layer"), x, hidden, {bias, init, zeros_initializer()});
   h = activation(activation_name, h);
-  Tensor y = linear(layers.child(1).child("linear_layer"), h, x.dim(-1), {bias, output_init, zeros_initializer()});
+  Tensor y = linear(layers.child(1).child("linear_layer"), h, x.dim(-1),
+                    {bias, output_init, zeros_initializer()});
   return dropout(scope.context(), y, dropout_rate);
 }
 

@@ -18,10 +18,12 @@ struct LinearOptions {
 
 // y = x W^T + b over the last axis, W of shape [out, in] (PyTorch's nn.Linear), named
 // scope.weight and scope.bias.
-Tensor linear(const Scope& scope, const Tensor& x, std::int64_t out_features, const LinearOptions& options);
+Tensor linear(const Scope& scope, const Tensor& x, std::int64_t out_features,
+              const LinearOptions& options);
 
 // An embedding table [rows, dim] named scope.weight (PyTorch's nn.Embedding).
-Tensor embedding_table(const Scope& scope, std::int64_t rows, std::int64_t dim, const graph::Initializer& init);
+Tensor embedding_table(const Scope& scope, std::int64_t rows, std::int64_t dim,
+                       const graph::Initializer& init);
 
 // Layer normalization over the last axis with scope.weight (ones) and scope.bias (zeros).
 Tensor layer_norm(const Scope& scope, const Tensor& x, double eps);

@@ -23,13 +23,16 @@ bool flag(const ClassSpec& spec, const char* key) {
 std::vector<double> numbers(const ClassSpec& spec, const char* key) {
   std::vector<double> values;
   if (const config::Node* list = spec.params.find(key)) {
-    for (const config::Node& item : list->items()) values.push_back(item.as_number());
+    for (const config::Node& item : list->items())
+      values.push_back(item.as_number());
   }
   return values;
 }
 
 // floor and ceil of non-negative values (steps never are negative).
-Tensor floor_of(const Tensor& x) { return cast(cast(x, graph::DType::i32), graph::DType::f32); }
+Tensor floor_of(const Tensor& x) {
+  return cast(cast(x, graph::DType::i32), graph::DType::f32);
+}
 Tensor ceil_of(const Tensor& x) {
   Tensor down = floor_of(x);
   return where(down < x, down + 1.0, down);
@@ -48,7 +51,8 @@ Tensor polynomial(const ClassSpec& s, const Tensor& step) {
   double initial = number(s, "initial_learning_rate");
   double end = number(s, "end_learning_rate");
   double total = number(s, "total_iters", 1.0);
-  Tensor span = flag(s, "cycle") ? total * maximum(ceil_of(step / total), 1.0) : constant(step.graph(), total);
+  Tensor span = flag(s, "cycle") ? total * maximum(ceil_of(step / total), 1.0)
+                                 : constant(step.graph(), total);
   Tensor progress = flag(s, "cycle") ? step / span : minimum(step, total) / total;
   return (initial - end) * pow(1.0 - progress, number(s, "power", 1.0)) + end;
 }
@@ -105,7 +109,8 @@ Tensor schedule_value(graph::Graph& graph, const ClassSpec& s, const Tensor& ste
   }
   if (type == "ExponentialLR") {
     Tensor t = step / total;
-    return initial * power_of(graph, number(s, "decay_rate"), flag(s, "staircase") ? floor_of(t) : t);
+    return initial *
+           power_of(graph, number(s, "decay_rate"), flag(s, "staircase") ? floor_of(t) : t);
   }
   if (type == "InverseExponentialTimeDecayLR") {
     Tensor t = pow(step, number(s, "step_exponent", 1.0)) / total;
@@ -119,14 +124,17 @@ Tensor schedule_value(graph::Graph& graph, const ClassSpec& s, const Tensor& ste
   if (type == "CosineDecayLR") {
     return cosine(initial, number(s, "end_learning_rate"), minimum(step, total) / total);
   }
-  if (type == "CosineAnnealingLR") return cosine(initial, number(s, "eta_min"), step / number(s, "T_max", 1.0));
+  if (type == "CosineAnnealingLR")
+    return cosine(initial, number(s, "eta_min"), step / number(s, "T_max", 1.0));
   if (type == "CosineAnnealingWarmRestarts") return warm_restarts(s, step);
   if (type == "StepLR") {
-    return initial * power_of(graph, number(s, "gamma"), floor_of(step / number(s, "step_size", 1.0)));
+    return initial *
+           power_of(graph, number(s, "gamma"), floor_of(step / number(s, "step_size", 1.0)));
   }
   if (type == "MultiStepLR") {
     Tensor passed = constant(graph, 0.0);
-    for (double milestone : numbers(s, "milestones")) passed = passed + cast(step >= milestone, graph::DType::f32);
+    for (double milestone : numbers(s, "milestones"))
+      passed = passed + cast(step >= milestone, graph::DType::f32);
     return initial * power_of(graph, number(s, "gamma"), passed);
   }
   if (type == "PiecewiseConstantLR") {
@@ -140,14 +148,16 @@ Tensor schedule_value(graph::Graph& graph, const ClassSpec& s, const Tensor& ste
   }
   if (type == "SequentialLR") return sequential(graph, s, step);
   if (type == "ChainedScheduler") return chained(graph, s.children, step);
-  throw std::invalid_argument("the learning-rate scheduler " + type + " is not supported yet by csrun's simulator");
+  throw std::invalid_argument("the learning-rate scheduler " + type +
+                              " is not supported yet by csrun's simulator");
 }
 
-Tensor learning_rate(graph::Graph& graph, const std::vector<ClassSpec>& schedulers, const Tensor& step,
-                     std::optional<double> optimizer_lr) {
+Tensor learning_rate(graph::Graph& graph, const std::vector<ClassSpec>& schedulers,
+                     const Tensor& step, std::optional<double> optimizer_lr) {
   if (schedulers.empty()) {
     if (!optimizer_lr) {
-      throw std::invalid_argument("no learning rate: give the optimizer a learning_rate or add a scheduler");
+      throw std::invalid_argument(
+          "no learning rate: give the optimizer a learning_rate or add a scheduler");
     }
     return constant(graph, *optimizer_lr);
   }

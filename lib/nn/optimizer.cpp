@@ -43,7 +43,8 @@ Tensor state(Graph& graph, std::size_t index, const char* key) {
 }
 
 void create_state(Graph& graph, std::size_t index, const char* key, const graph::Shape& shape) {
-  graph.add_variable(state_name(index, key), {shape, graph::DType::f32}, graph::VariableRole::optimizer_state, {});
+  graph.add_variable(state_name(index, key), {shape, graph::DType::f32},
+                     graph::VariableRole::optimizer_state, {});
 }
 
 // Records `value` as the variable's next value, kept unchanged where the step is skipped.
@@ -52,7 +53,9 @@ void commit(Graph& graph, const std::string& variable, const Tensor& old_value, 
   graph.set_update(variable, (apply ? where(*apply, value, old_value) : value).id());
 }
 
-Tensor norm(const Tensor& x) { return sqrt(sum(x * x)); }
+Tensor norm(const Tensor& x) {
+  return sqrt(sum(x * x));
+}
 
 class Sgd : public Optimizer {
  public:
@@ -67,12 +70,14 @@ class Sgd : public Optimizer {
 
   void preinitialize(Graph& graph, const std::vector<Tensor>& parameters) override {
     if (momentum_ == 0.0) return;
-    for (std::size_t i = 0; i < parameters.size(); ++i) create_state(graph, i, "momentum_buffer", parameters[i].shape());
+    for (std::size_t i = 0; i < parameters.size(); ++i)
+      create_state(graph, i, "momentum_buffer", parameters[i].shape());
   }
 
   // PyTorch's SGD: the first step stores the gradient itself as momentum buffer.
-  void update(Graph& graph, const std::vector<Tensor>& parameters, const std::vector<Tensor>& gradients,
-              const Tensor& lr, const Tensor& global_step, const std::optional<Tensor>& apply) override {
+  void update(Graph& graph, const std::vector<Tensor>& parameters,
+              const std::vector<Tensor>& gradients, const Tensor& lr, const Tensor& global_step,
+              const std::optional<Tensor>& apply) override {
     for (std::size_t i = 0; i < parameters.size(); ++i) {
       const Tensor& p = parameters[i];
       Tensor g = maximize_ ? -gradients[i] : gradients[i];
@@ -121,12 +126,14 @@ class AdamFamily : public Optimizer {
       create_state(graph, i, "step", {});
       create_state(graph, i, "exp_avg", parameters[i].shape());
       create_state(graph, i, "exp_avg_sq", parameters[i].shape());
-      if (amsgrad_ && kind_ != Kind::lamb) create_state(graph, i, "max_exp_avg_sq", parameters[i].shape());
+      if (amsgrad_ && kind_ != Kind::lamb)
+        create_state(graph, i, "max_exp_avg_sq", parameters[i].shape());
     }
   }
 
-  void update(Graph& graph, const std::vector<Tensor>& parameters, const std::vector<Tensor>& gradients,
-              const Tensor& lr, const Tensor&, const std::optional<Tensor>& apply) override {
+  void update(Graph& graph, const std::vector<Tensor>& parameters,
+              const std::vector<Tensor>& gradients, const Tensor& lr, const Tensor&,
+              const std::optional<Tensor>& apply) override {
     auto [beta1, beta2] = betas_;
     for (std::size_t i = 0; i < parameters.size(); ++i) {
       const Tensor& p = parameters[i];
@@ -152,7 +159,8 @@ class AdamFamily : public Optimizer {
   }
 
  private:
-  Tensor updated(const Tensor& p, const Tensor& m, const Tensor& v, const Tensor& step, const Tensor& lr) const {
+  Tensor updated(const Tensor& p, const Tensor& m, const Tensor& v, const Tensor& step,
+                 const Tensor& lr) const {
     auto [beta1, beta2] = betas_;
     Tensor correction1 = 1.0 - pow(constant(p.graph(), beta1), step);
     Tensor correction2 = 1.0 - pow(constant(p.graph(), beta2), step);
@@ -170,7 +178,8 @@ class AdamFamily : public Optimizer {
         if (adam_) return p - lr * adam_step;
         Tensor weight_norm = minimum(norm(p), 10.0);
         Tensor adam_norm = norm(adam_step);
-        Tensor trust = where(logical_and(weight_norm > 0.0, adam_norm > 0.0), weight_norm / adam_norm, 1.0);
+        Tensor trust =
+            where(logical_and(weight_norm > 0.0, adam_norm > 0.0), weight_norm / adam_norm, 1.0);
         return p - lr * trust * adam_step;
       }
     }
@@ -193,8 +202,9 @@ std::unique_ptr<Optimizer> make_optimizer(const config::ClassSpec& spec) {
   if (spec.type == "Adam") return std::make_unique<AdamFamily>(AdamFamily::Kind::adam, spec);
   if (spec.type == "AdamW") return std::make_unique<AdamFamily>(AdamFamily::Kind::adamw, spec);
   if (spec.type == "Lamb") return std::make_unique<AdamFamily>(AdamFamily::Kind::lamb, spec);
-  throw std::invalid_argument("the optimizer " + spec.type +
-                              " is not supported yet by csrun's simulator (supported: SGD, Adam, AdamW, Lamb)");
+  throw std::invalid_argument(
+      "the optimizer " + spec.type +
+      " is not supported yet by csrun's simulator (supported: SGD, Adam, AdamW, Lamb)");
 }
 
 std::optional<double> optimizer_learning_rate(const config::ClassSpec& spec) {

@@ -16,9 +16,9 @@ Scope Scope::child(std::string_view name) const {
 graph::Tensor Scope::parameter(std::string_view name, graph::Shape shape, graph::Initializer init,
                                graph::Location location) const {
   std::string full = prefix_ + "." + std::string(name);
-  graph::Tensor value(graph(), graph().add_variable(full, {std::move(shape), graph::DType::f32},
-                                                   graph::VariableRole::parameter, std::move(init),
-                                                   location));
+  graph::Tensor value(
+      graph(), graph().add_variable(full, {std::move(shape), graph::DType::f32},
+                                    graph::VariableRole::parameter, std::move(init), location));
   context_->add_parameter(value);
   return value;
 }

@@ -39,7 +39,8 @@ class StepContext {
 // model.fc_layers.0.weight.
 class Scope {
  public:
-  Scope(StepContext& context, std::string prefix) : context_(&context), prefix_(std::move(prefix)) {}
+  Scope(StepContext& context, std::string prefix)
+      : context_(&context), prefix_(std::move(prefix)) {}
 
   Scope child(std::string_view name) const;
   Scope child(std::int64_t index) const { return child(std::to_string(index)); }

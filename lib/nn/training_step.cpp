@@ -21,13 +21,15 @@ struct LossScale {
 
 Tensor global_norm(const std::vector<Tensor>& gradients) {
   Tensor total = constant(gradients.front().graph(), 0.0);
-  for (const Tensor& g : gradients) total = total + sum(g * g);
+  for (const Tensor& g : gradients)
+    total = total + sum(g * g);
   return sqrt(total);
 }
 
 Tensor all_finite(const std::vector<Tensor>& gradients) {
   Tensor bad = constant(gradients.front().graph(), 0.0);
-  for (const Tensor& g : gradients) bad = bad + sum(cast(logical_not(is_finite(g)), DType::f32));
+  for (const Tensor& g : gradients)
+    bad = bad + sum(cast(logical_not(is_finite(g)), DType::f32));
   return equal(bad, 0.0);
 }
 
@@ -43,57 +45,69 @@ void update_dynamic_scale(Graph& graph, const config::LossScaling& settings, con
   Tensor shrunk = scale * 0.5;
   if (settings.min_loss_scale) shrunk = maximum(shrunk, *settings.min_loss_scale);
   graph.set_update("grad_scaler.scale", where(finite, grown, shrunk).id());
-  graph.set_update("grad_scaler.growth_tracker", where(logical_and(finite, logical_not(grow)), clean, 0.0).id());
+  graph.set_update("grad_scaler.growth_tracker",
+                   where(logical_and(finite, logical_not(grow)), clean, 0.0).id());
 }
 
 LossScale make_loss_scale(Graph& graph, const config::PrecisionSpec& precision) {
   const config::LossScaling& settings = precision.loss_scaling;
-  if (!settings.dynamic) return {constant(graph, precision.enabled ? settings.factor : 1.0), std::nullopt};
+  if (!settings.dynamic)
+    return {constant(graph, precision.enabled ? settings.factor : 1.0), std::nullopt};
   graph::Initializer start;
   start.name = "constant";
   start.value = settings.initial_loss_scale.value_or(kDefaultInitialLossScale);
-  Tensor scale(graph, graph.add_variable("grad_scaler.scale", {{}, DType::f32}, graph::VariableRole::loss_scaling, start));
-  graph.add_variable("grad_scaler.growth_tracker", {{}, DType::i32}, graph::VariableRole::loss_scaling, {});
+  Tensor scale(graph, graph.add_variable("grad_scaler.scale", {{}, DType::f32},
+                                         graph::VariableRole::loss_scaling, start));
+  graph.add_variable("grad_scaler.growth_tracker", {{}, DType::i32},
+                     graph::VariableRole::loss_scaling, {});
   return {scale, std::nullopt};
 }
 
-std::vector<Tensor> clipped(std::vector<Tensor> gradients, const config::PrecisionSpec& precision, Graph& graph) {
+std::vector<Tensor> clipped(std::vector<Tensor> gradients, const config::PrecisionSpec& precision,
+                            Graph& graph) {
   if (precision.max_gradient_norm) {
     Tensor norm = global_norm(gradients);
     graph.add_output("grad_norm", norm.id());
     // torch.nn.utils.clip_grad_norm_: scale by max_norm / (norm + 1e-6) when that is below 1.
     Tensor factor = minimum(*precision.max_gradient_norm / (norm + 1e-6), 1.0);
-    for (Tensor& g : gradients) g = g * factor;
+    for (Tensor& g : gradients)
+      g = g * factor;
   } else if (precision.max_gradient_value) {
     double limit = *precision.max_gradient_value;
-    for (Tensor& g : gradients) g = minimum(maximum(g, -limit), limit);
+    for (Tensor& g : gradients)
+      g = minimum(maximum(g, -limit), limit);
   }
   return gradients;
 }
 
 }  // namespace
 
-void append_training_update(StepContext& context, const Tensor& loss, const TrainingOptions& options) {
+void append_training_update(StepContext& context, const Tensor& loss,
+                            const TrainingOptions& options) {
   Graph& graph = context.graph();
   const std::vector<Tensor>& parameters = context.parameters();
   std::unique_ptr<Optimizer> optimizer = make_optimizer(options.optimizer);
   optimizer->preinitialize(graph, parameters);
   Tensor step = cast(context.global_step(), DType::f32);
-  Tensor lr = learning_rate(graph, options.schedulers, step, optimizer_learning_rate(options.optimizer));
+  Tensor lr =
+      learning_rate(graph, options.schedulers, step, optimizer_learning_rate(options.optimizer));
 
   LossScale loss_scale = make_loss_scale(graph, options.precision);
   // d(scale * loss) = scale * d(loss): seeding the backward pass with the scale scales the loss.
   std::vector<Tensor> gradients = graph::gradients(loss, parameters, loss_scale.scale);
-  for (Tensor& g : gradients) g = g / loss_scale.scale;
+  for (Tensor& g : gradients)
+    g = g / loss_scale.scale;
   if (options.precision.loss_scaling.dynamic) {
     loss_scale.finite = all_finite(gradients);
     // Zero non-finite gradients so nothing downstream turns NaN; the update is skipped anyway.
-    for (Tensor& g : gradients) g = where(*loss_scale.finite, g, 0.0);
+    for (Tensor& g : gradients)
+      g = where(*loss_scale.finite, g, 0.0);
   }
   gradients = clipped(std::move(gradients), options.precision, graph);
   optimizer->update(graph, parameters, gradients, lr, context.global_step(), loss_scale.finite);
   if (loss_scale.finite) {
-    update_dynamic_scale(graph, options.precision.loss_scaling, loss_scale.scale, *loss_scale.finite);
+    update_dynamic_scale(graph, options.precision.loss_scaling, loss_scale.scale,
+                         *loss_scale.finite);
   }
   graph.set_update("global_step", (context.global_step() + 1.0).id());
   graph.add_output("loss", loss.id());

@@ -26,6 +26,7 @@ inline constexpr double kDefaultInitialLossScale = 32768.0;
 // (by norm or by value), the optimizer update and global_step + 1. Outputs: loss, lr/0, and
 // loss_scale and grad_norm when they apply. Throws std::invalid_argument for what csrun does
 // not support yet.
-void append_training_update(StepContext& context, const Tensor& loss, const TrainingOptions& options);
+void append_training_update(StepContext& context, const Tensor& loss,
+                            const TrainingOptions& options);
 
 }  // namespace csrun::nn

@@ -454,3 +454,14 @@ TEST_CASE("file-level shape errors") {
   CHECK(load("trainer:\n  init: {device: CPU, model: {name: fc_mnist}}\nruntime: {}\n")
             .error("unexpected top-level key next to `trainer`"));
 }
+
+TEST_CASE("a null entry turns a callback off but means empty parameters elsewhere") {
+  Loaded callbacks = load(trainer_with("    callbacks:\n    - CheckLoss: null\n"));
+  REQUIRE_FALSE(callbacks.diagnostics.has_errors());
+  CHECK(callbacks.trainer().callbacks.at(0).disabled);
+  Loaded optimizer = load(trainer_with("    optimizer: {SGD: null}\n"));
+  REQUIRE_FALSE(optimizer.diagnostics.has_errors());
+  CHECK_FALSE(optimizer.trainer().optimizer->disabled);
+  CHECK(load(trainer_with("    schedulers: [{SequentialLR: null}]\n"))
+            .error("Missing required parameters ['schedulers'] for SequentialLR"));
+}

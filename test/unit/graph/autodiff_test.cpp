@@ -39,7 +39,8 @@ double check_gradients(const std::vector<OperandSpec>& specs, const Build& build
   Feeds feeds;
   for (std::size_t i = 0; i < specs.size(); ++i) {
     std::string name = "x" + std::to_string(i);
-    xs.emplace_back(graph, graph.add_variable(name, {specs[i].shape, DType::f32}, VariableRole::parameter, {}));
+    xs.emplace_back(
+        graph, graph.add_variable(name, {specs[i].shape, DType::f32}, VariableRole::parameter, {}));
     feeds[name] = random_values(specs[i], 17 + i);
   }
   Tensor y = build(graph, xs);
@@ -47,7 +48,8 @@ double check_gradients(const std::vector<OperandSpec>& specs, const Build& build
   Tensor loss = sum(y * constant_values(graph, weights.values, y.shape()));
   std::vector<Tensor> grads = gradients(loss, xs);
   std::vector<NodeId> fetch;
-  for (const Tensor& g : grads) fetch.push_back(g.id());
+  for (const Tensor& g : grads)
+    fetch.push_back(g.id());
   std::vector<HostTensor> analytic = evaluate_reference(graph, feeds, fetch);
   double worst = 0.0;
   const double h = 1e-6;
@@ -86,18 +88,26 @@ TEST_CASE("gradients of elementwise ops match finite differences") {
       {"mul", {{{2, 3}}, {{2, 3}}}, [](Graph&, auto& x) { return x[0] * x[1]; }},
       {"div", {{{2, 3}}, {{2, 3}, 0.5, 2.0}}, [](Graph&, auto& x) { return x[0] / x[1]; }},
       {"pow", {{{4}, 0.5, 2.0}, {{4}, -1.0, 2.0}}, [](Graph&, auto& x) { return pow(x[0], x[1]); }},
-      {"maximum", {{{5}, -1.0, 0.0}, {{5}, 0.1, 1.0}}, [](Graph&, auto& x) { return maximum(x[0], x[1]) + minimum(x[0], x[1]) * 2.0; }},
-      {"where", {{{2, 3}}, {{2, 3}}}, [](Graph&, auto& x) { return where(x[0] > 0.0, x[0] * x[1], x[1]); }},
+      {"maximum",
+       {{{5}, -1.0, 0.0}, {{5}, 0.1, 1.0}},
+       [](Graph&, auto& x) { return maximum(x[0], x[1]) + minimum(x[0], x[1]) * 2.0; }},
+      {"where",
+       {{{2, 3}}, {{2, 3}}},
+       [](Graph&, auto& x) { return where(x[0] > 0.0, x[0] * x[1], x[1]); }},
       {"neg abs", {{{6}, 0.2, 1.0}}, [](Graph&, auto& x) { return abs(-x[0]) + abs(x[0] - 2.0); }},
       {"exp log", {{{6}, 0.2, 2.0}}, [](Graph&, auto& x) { return exp(x[0]) + log(x[0]); }},
       {"sqrt rsqrt", {{{6}, 0.2, 2.0}}, [](Graph&, auto& x) { return sqrt(x[0]) + rsqrt(x[0]); }},
       {"sin cos", {{{6}, -3.0, 3.0}}, [](Graph&, auto& x) { return sin(x[0]) + cos(x[0] * 2.0); }},
-      {"tanh sigmoid", {{{6}, -2.0, 2.0}}, [](Graph&, auto& x) { return tanh(x[0]) + sigmoid(x[0]); }},
+      {"tanh sigmoid",
+       {{{6}, -2.0, 2.0}},
+       [](Graph&, auto& x) { return tanh(x[0]) + sigmoid(x[0]); }},
       {"relu", {{{6}, 0.1, 1.0}}, [](Graph&, auto& x) { return relu(x[0]) + relu(-x[0]); }},
       {"erf", {{{6}, -2.0, 2.0}}, [](Graph&, auto& x) { return erf(x[0]); }},
       {"gelu exact", {{{6}, -3.0, 3.0}}, [](Graph&, auto& x) { return gelu(x[0]); }},
       {"gelu tanh", {{{6}, -3.0, 3.0}}, [](Graph&, auto& x) { return gelu(x[0], true); }},
-      {"cast round trip", {{{4}}}, [](Graph&, auto& x) { return cast(cast(x[0], DType::f32), DType::f32) * 3.0; }},
+      {"cast round trip",
+       {{{4}}},
+       [](Graph&, auto& x) { return cast(cast(x[0], DType::f32), DType::f32) * 3.0; }},
   };
   for (const Case& c : cases) {
     INFO(c.name);
@@ -112,25 +122,65 @@ TEST_CASE("gradients of reductions, layout and compute ops match finite differen
     Build build;
   };
   std::vector<Case> cases = {
-      {"sum", {{{2, 3, 4}}}, [](Graph&, auto& x) { return sum(x[0], {0, 2}); }},
+      {"sum",
+       {{{2, 3, 4}}},
+       [](Graph&, auto& x) {
+         return sum(x[0], {0, 2});
+       }},
       {"mean keepdims", {{{2, 3, 4}}}, [](Graph&, auto& x) { return mean(x[0], {1}, true); }},
       {"max", {{{3, 4}}}, [](Graph&, auto& x) { return reduce_max(x[0], {1}); }},
-      {"reshape", {{{2, 6}}}, [](Graph&, auto& x) { return reshape(x[0], {3, 4}); }},
-      {"transpose", {{{2, 3, 4}}}, [](Graph&, auto& x) { return transpose(x[0], {2, 0, 1}); }},
+      {"reshape",
+       {{{2, 6}}},
+       [](Graph&, auto& x) {
+         return reshape(x[0], {3, 4});
+       }},
+      {"transpose",
+       {{{2, 3, 4}}},
+       [](Graph&, auto& x) {
+         return transpose(x[0], {2, 0, 1});
+       }},
       {"slice", {{{4, 5}}}, [](Graph&, auto& x) { return slice(x[0], 1, 1, 4); }},
-      {"pad", {{{2, 3}}}, [](Graph&, auto& x) { return pad(x[0], {1, 0}, {0, 2}); }},
-      {"concat", {{{2, 3}}, {{2, 2}}}, [](Graph&, auto& x) { return concat({x[0], x[1]}, 1); }},
-      {"broadcast_to", {{{3, 1}}}, [](Graph&, auto& x) { return broadcast_to(x[0], {2, 3, 4}); }},
+      {"pad",
+       {{{2, 3}}},
+       [](Graph&, auto& x) {
+         return pad(x[0], {1, 0}, {0, 2});
+       }},
+      {"concat",
+       {{{2, 3}}, {{2, 2}}},
+       [](Graph&, auto& x) {
+         return concat({x[0], x[1]}, 1);
+       }},
+      {"broadcast_to",
+       {{{3, 1}}},
+       [](Graph&, auto& x) {
+         return broadcast_to(x[0], {2, 3, 4});
+       }},
       {"matmul", {{{3, 4}}, {{4, 2}}}, [](Graph&, auto& x) { return matmul(x[0], x[1]); }},
-      {"batched matmul broadcast", {{{2, 3, 4}}, {{4, 5}}}, [](Graph&, auto& x) { return matmul(x[0], x[1]); }},
+      {"batched matmul broadcast",
+       {{{2, 3, 4}}, {{4, 5}}},
+       [](Graph&, auto& x) { return matmul(x[0], x[1]); }},
       {"softmax", {{{3, 5}}}, [](Graph&, auto& x) { return softmax(x[0], 1); }},
       {"softmax first axis", {{{3, 5}}}, [](Graph&, auto& x) { return softmax(x[0], 0); }},
       {"log_softmax", {{{3, 5}}}, [](Graph&, auto& x) { return log_softmax(x[0]); }},
       {"layer_norm", {{{3, 6}}}, [](Graph&, auto& x) { return layer_norm(x[0], 1e-5); }},
-      {"gather", {{{5, 3}}}, [](Graph& g, auto& x) { return gather(x[0], indices(g, {4, 0, 4, 2}, {2, 2})); }},
-      {"scatter_add", {{{4, 3}}}, [](Graph& g, auto& x) { return scatter_add(indices(g, {1, 0, 1, 3}, {4}), x[0], 5); }},
-      {"one_hot matmul", {{{4, 3}}}, [](Graph& g, auto& x) { return matmul(one_hot(indices(g, {3, 0}, {2}), 4), x[0]); }},
-      {"dropout", {{{4, 8}}}, [](Graph& g, auto& x) {
+      {"gather",
+       {{{5, 3}}},
+       [](Graph& g, auto& x) {
+         return gather(x[0], indices(g, {4, 0, 4, 2}, {2, 2}));
+       }},
+      {"scatter_add",
+       {{{4, 3}}},
+       [](Graph& g, auto& x) {
+         return scatter_add(indices(g, {1, 0, 1, 3}, {4}), x[0], 5);
+       }},
+      {"one_hot matmul",
+       {{{4, 3}}},
+       [](Graph& g, auto& x) {
+         return matmul(one_hot(indices(g, {3, 0}, {2}), 4), x[0]);
+       }},
+      {"dropout",
+       {{{4, 8}}},
+       [](Graph& g, auto& x) {
          return dropout(x[0], constant(g, 7.0, {}, DType::i32), 0.5, 11, 3);
        }},
   };

@@ -22,18 +22,21 @@ TEST_CASE("the reference evaluator computes small cases by hand") {
   Tensor a = constant_values(graph, {1, 2, 3, 4, 5, 6}, {2, 3});
   Tensor b = constant_values(graph, {1, 0, 0, 1, 1, 1}, {3, 2});
   CHECK(run(matmul(a, b)).values == std::vector<double>{4, 5, 10, 11});
-  CHECK(run(a + constant_values(graph, {10, 20, 30}, {3})).values == std::vector<double>{11, 22, 33, 14, 25, 36});
+  CHECK(run(a + constant_values(graph, {10, 20, 30}, {3})).values ==
+        std::vector<double>{11, 22, 33, 14, 25, 36});
   CHECK(run(sum(a, {1})).values == std::vector<double>{6, 15});
   CHECK(run(mean(a)).values == std::vector<double>{3.5});
   CHECK(run(reduce_max(a, {0})).values == std::vector<double>{4, 5, 6});
   CHECK(run(argmax(a, 1)).values == std::vector<double>{2, 2});
   CHECK(run(transpose(a, {1, 0})).values == std::vector<double>{1, 4, 2, 5, 3, 6});
   CHECK(run(slice(a, 1, 1, 3)).values == std::vector<double>{2, 3, 5, 6});
-  CHECK(run(pad(slice(a, 0, 0, 1), {0, 1}, {1, 0})).values == std::vector<double>{0, 1, 2, 3, 0, 0, 0, 0});
+  CHECK(run(pad(slice(a, 0, 0, 1), {0, 1}, {1, 0})).values ==
+        std::vector<double>{0, 1, 2, 3, 0, 0, 0, 0});
   CHECK(run(concat({a, a}, 0)).shape == Shape{4, 3});
   CHECK(run(iota(graph, {2, 3}, 1)).values == std::vector<double>{0, 1, 2, 0, 1, 2});
   Tensor ids = constant_values(graph, {2, 0}, {2}, DType::i32);
-  CHECK(run(gather(a, constant_values(graph, {1}, {1}, DType::i32))).values == std::vector<double>{4, 5, 6});
+  CHECK(run(gather(a, constant_values(graph, {1}, {1}, DType::i32))).values ==
+        std::vector<double>{4, 5, 6});
   CHECK(run(one_hot(ids, 3)).values == std::vector<double>{0, 0, 1, 1, 0, 0});
   CHECK(run(scatter_add(ids, constant_values(graph, {1, 2, 3, 4}, {2, 2}), 3)).values ==
         std::vector<double>{3, 4, 0, 0, 1, 2});
@@ -48,11 +51,13 @@ TEST_CASE("the reference evaluator computes small cases by hand") {
 }
 
 TEST_CASE("casts round to the 16-bit formats, ties to even") {
-  CHECK(round_to_format(1.0 + 1.0 / 256, format_of(DType::bf16)) == 1.0);             // tie, to even
-  CHECK(round_to_format(1.0 + 3.0 / 256, format_of(DType::bf16)) == 1.0 + 4.0 / 256);  // tie, to even
+  CHECK(round_to_format(1.0 + 1.0 / 256, format_of(DType::bf16)) == 1.0);  // tie, to even
+  CHECK(round_to_format(1.0 + 3.0 / 256, format_of(DType::bf16)) ==
+        1.0 + 4.0 / 256);  // tie, to even
   CHECK(round_to_format(65504.0, format_of(DType::f16)) == 65504.0);
   CHECK(std::isinf(round_to_format(65520.0, format_of(DType::f16))));
-  CHECK(round_to_format(std::ldexp(1.0, -24), format_of(DType::f16)) == std::ldexp(1.0, -24));  // subnormal
+  CHECK(round_to_format(std::ldexp(1.0, -24), format_of(DType::f16)) ==
+        std::ldexp(1.0, -24));  // subnormal
   CHECK(round_to_format(std::ldexp(1.0, -26), format_of(DType::f16)) == 0.0);
   // cbfloat16: 9 fraction bits, largest finite (2 - 2^-9) * 2^31.
   CHECK(round_to_format(1.0 + 1.0 / 1024, format_of(DType::cb16)) == 1.0);
@@ -85,7 +90,8 @@ TEST_CASE("feeds are checked") {
   Graph graph;
   Tensor x(graph, graph.add_input("x", {{2}, DType::f32}));
   NodeId id = (x * 2.0).id();
-  CHECK_THROWS_WITH(evaluate_reference(graph, {}, std::span<const NodeId>(&id, 1)), "no value fed for x");
+  CHECK_THROWS_WITH(evaluate_reference(graph, {}, std::span<const NodeId>(&id, 1)),
+                    "no value fed for x");
   Feeds wrong = {{"x", HostTensor::filled({3}, 1.0)}};
   CHECK_THROWS_WITH(evaluate_reference(graph, wrong, std::span<const NodeId>(&id, 1)),
                     "the value fed for x is [3], not f32[2]");

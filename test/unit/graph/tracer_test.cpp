@@ -15,7 +15,8 @@ Graph trace_model(int layers, bool change_op = false) {
   Tensor x(graph, graph.add_input("x", {{4, 8}, DType::f32}));
   Tensor w(graph, graph.add_variable("model.w", {{8, 8}, DType::f32}, VariableRole::parameter, {}));
   ++side_effects;
-  for (int i = 0; i < layers; ++i) x = (change_op ? relu(matmul(x, w)) : tanh(matmul(x, w))) + x;
+  for (int i = 0; i < layers; ++i)
+    x = (change_op ? relu(matmul(x, w)) : tanh(matmul(x, w))) + x;
   graph.add_output("loss", mean(x).id());
   return graph;
 }
@@ -36,13 +37,16 @@ TEST_CASE("a data-dependent branch on a traced tensor fails and names the model 
     FAIL("no TracingError");
   } catch (const TracingError& error) {
     std::string message = error.what();
-    CHECK(message.find("converting to bool the traced tensor made by `greater` at tracer_test.cpp:" +
-                       std::to_string(line)) != std::string::npos);
+    CHECK(
+        message.find("converting to bool the traced tensor made by `greater` at tracer_test.cpp:" +
+                     std::to_string(line)) != std::string::npos);
     CHECK(message.find("where(condition, a, b)") != std::string::npos);
   }
   int item_line = __LINE__ + 1;
-  CHECK_THROWS_WITH(sum(x).item(), Catch::Contains("reading a number (item()) from the traced tensor made by `reduce_sum`") &&
-                                       Catch::Contains("tracer_test.cpp:" + std::to_string(item_line)));
+  CHECK_THROWS_WITH(
+      sum(x).item(),
+      Catch::Contains("reading a number (item()) from the traced tensor made by `reduce_sum`") &&
+          Catch::Contains("tracer_test.cpp:" + std::to_string(item_line)));
   CHECK_THROWS_AS(x.to_host(), TracingError);
 }
 
@@ -79,8 +83,9 @@ TEST_CASE("shape and dtype mismatches are errors that name the op, operands and 
   Tensor a(graph, graph.add_input("a", {{2, 3}, DType::f32}));
   Tensor b(graph, graph.add_input("b", {{4, 5}, DType::f32}));
   Tensor ids(graph, graph.add_input("ids", {{2}, DType::i32}));
-  CHECK_THROWS_WITH(matmul(a, b), Catch::Contains("matmul(f32[2, 3], f32[4, 5]) at tracer_test.cpp:") &&
-                                      Catch::Contains("inner dimensions differ"));
+  CHECK_THROWS_WITH(matmul(a, b),
+                    Catch::Contains("matmul(f32[2, 3], f32[4, 5]) at tracer_test.cpp:") &&
+                        Catch::Contains("inner dimensions differ"));
   CHECK_THROWS_WITH(a + b, Catch::Contains("cannot broadcast [2, 3] with [4, 5]"));
   CHECK_THROWS_WITH(a + cast(a, DType::bf16), Catch::Contains("cast one of them"));
   CHECK_THROWS_WITH(exp(ids), Catch::Contains("needs a floating-point operand, got i32[2]"));

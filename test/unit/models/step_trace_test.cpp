@@ -16,8 +16,9 @@ struct Traced {
 };
 
 Traced check(const std::string& model_yaml, const std::string& extra = "") {
-  auto loaded = test::load_params_text("trainer:\n  init:\n    device: CSX\n    model: " + model_yaml +
-                                       "\n    optimizer: {AdamW: {lr: 0.001}}\n    loop: {max_steps: 1}\n" + extra);
+  auto loaded = test::load_params_text(
+      "trainer:\n  init:\n    device: CSX\n    model: " + model_yaml +
+      "\n    optimizer: {AdamW: {lr: 0.001}}\n    loop: {max_steps: 1}\n" + extra);
   INFO(loaded.dump());
   REQUIRE_FALSE(loaded.diagnostics.has_errors());
   config::Diagnostics diagnostics;
@@ -33,16 +34,20 @@ models::TraceOptions train_options(const config::TrainerSpec& trainer) {
 }  // namespace
 
 TEST_CASE("traced parameters agree with the registry's closed-form counts") {
-  for (const char* yaml : {"{name: fc_mnist, hidden_sizes: [64, 32]}",
-                           "{name: gpt2, vocab_size: 100, hidden_size: 32, num_heads: 4, num_hidden_layers: 2, filter_size: 64, "
-                           "max_position_embeddings: 16}",
-                           "{name: gpt3, vocab_size: 100, hidden_size: 32, num_heads: 4, num_hidden_layers: 2, filter_size: 64, "
-                           "max_position_embeddings: 16, share_embedding_weights: false, use_bias_in_output: true, "
-                           "embedding_layer_norm: true}",
-                           "{name: bert, vocab_size: 100, hidden_size: 32, num_heads: 4, num_hidden_layers: 2, filter_size: 64, "
-                           "max_position_embeddings: 16}",
-                           "{name: roberta, vocab_size: 100, hidden_size: 32, num_heads: 4, num_hidden_layers: 2, "
-                           "filter_size: 64, max_position_embeddings: 16}"}) {
+  for (const char* yaml :
+       {"{name: fc_mnist, hidden_sizes: [64, 32]}",
+        "{name: gpt2, vocab_size: 100, hidden_size: 32, num_heads: 4, num_hidden_layers: 2, "
+        "filter_size: 64, "
+        "max_position_embeddings: 16}",
+        "{name: gpt3, vocab_size: 100, hidden_size: 32, num_heads: 4, num_hidden_layers: 2, "
+        "filter_size: 64, "
+        "max_position_embeddings: 16, share_embedding_weights: false, use_bias_in_output: true, "
+        "embedding_layer_norm: true}",
+        "{name: bert, vocab_size: 100, hidden_size: 32, num_heads: 4, num_hidden_layers: 2, "
+        "filter_size: 64, "
+        "max_position_embeddings: 16}",
+        "{name: roberta, vocab_size: 100, hidden_size: 32, num_heads: 4, num_hidden_layers: 2, "
+        "filter_size: 64, max_position_embeddings: 16}"}) {
     INFO(yaml);
     Traced t = check(yaml);
     models::TracedStep step = models::trace_step(t.model, 2, train_options(t.trainer));
@@ -55,7 +60,8 @@ TEST_CASE("a training step updates every parameter, its optimizer state and the 
   Traced t = check("{name: fc_mnist, hidden_sizes: [8]}");
   models::TracedStep step = models::trace_step(t.model, 4, train_options(t.trainer));
   std::set<std::string> updated;
-  for (const graph::NamedNode& update : step.graph.updates()) updated.insert(update.name);
+  for (const graph::NamedNode& update : step.graph.updates())
+    updated.insert(update.name);
   for (const graph::Variable& variable : step.graph.variables()) {
     INFO(variable.name);
     CHECK(updated.count(variable.name) == 1);
@@ -67,26 +73,35 @@ TEST_CASE("a training step updates every parameter, its optimizer state and the 
 }
 
 TEST_CASE("an eval step computes the loss and the model's metrics, and updates nothing") {
-  Traced gpt = check("{name: gpt2, vocab_size: 50, hidden_size: 16, num_heads: 2, num_hidden_layers: 1, filter_size: 32, "
-                     "max_position_embeddings: 8}");
+  Traced gpt = check(
+      "{name: gpt2, vocab_size: 50, hidden_size: 16, num_heads: 2, num_hidden_layers: 1, "
+      "filter_size: 32, "
+      "max_position_embeddings: 8}");
   models::TracedStep step = models::trace_step(gpt.model, 2, {models::StepKind::eval, 1, {}});
   CHECK(step.graph.updates().empty());
   CHECK(step.graph.find_output("eval/lm_perplexity"));
   CHECK(step.graph.find_output("eval/accuracy"));
   Traced fc = check("{name: fc_mnist, hidden_sizes: [8], compute_eval_metrics: true}");
-  CHECK(models::trace_step(fc.model, 4, {models::StepKind::eval, 1, {}}).graph.find_output("accuracy"));
+  CHECK(models::trace_step(fc.model, 4, {models::StepKind::eval, 1, {}})
+            .graph.find_output("accuracy"));
 }
 
 TEST_CASE("tracing is deterministic: the same params give the same fingerprint") {
-  Traced a = check("{name: bert, vocab_size: 60, hidden_size: 16, num_heads: 2, num_hidden_layers: 2, filter_size: 32, "
-                   "max_position_embeddings: 8, dropout_rate: 0.1}");
-  std::string first = graph::fingerprint(models::trace_step(a.model, 2, train_options(a.trainer)).graph);
-  CHECK(graph::fingerprint(models::trace_step(a.model, 2, train_options(a.trainer)).graph) == first);
-  CHECK(graph::fingerprint(models::trace_step(a.model, 4, train_options(a.trainer)).graph) != first);
+  Traced a = check(
+      "{name: bert, vocab_size: 60, hidden_size: 16, num_heads: 2, num_hidden_layers: 2, "
+      "filter_size: 32, "
+      "max_position_embeddings: 8, dropout_rate: 0.1}");
+  std::string first =
+      graph::fingerprint(models::trace_step(a.model, 2, train_options(a.trainer)).graph);
+  CHECK(graph::fingerprint(models::trace_step(a.model, 2, train_options(a.trainer)).graph) ==
+        first);
+  CHECK(graph::fingerprint(models::trace_step(a.model, 4, train_options(a.trainer)).graph) !=
+        first);
 }
 
 TEST_CASE("keys a builder does not implement are refused with the key named") {
-  Traced rotary = check("{name: gpt2, vocab_size: 50, position_embedding_type: rotary, rotary_dim: 32}");
+  Traced rotary =
+      check("{name: gpt2, vocab_size: 50, position_embedding_type: rotary, rotary_dim: 32}");
   try {
     models::trace_step(rotary.model, 2, train_options(rotary.trainer));
     FAIL("no error");
@@ -95,7 +110,8 @@ TEST_CASE("keys a builder does not implement are refused with the key named") {
     CHECK(std::string(error.what()) == "rotary_dim is not supported yet by csrun's gpt2 builder");
   }
   Traced gated = check("{name: gpt2, vocab_size: 50, nonlinearity: swiglu}");
-  CHECK_THROWS_AS(models::trace_step(gated.model, 2, train_options(gated.trainer)), models::UnsupportedModel);
+  CHECK_THROWS_AS(models::trace_step(gated.model, 2, train_options(gated.trainer)),
+                  models::UnsupportedModel);
   Traced t5 = check("{name: t5, src_vocab_size: 100}");
   CHECK_FALSE(models::can_trace(t5.model));
 }
@@ -106,8 +122,9 @@ TEST_CASE("GPT-2 small and GPT-3 6.7B trace shape-only") {
   CHECK(gpt2.parameter_count == 124'439'808);
   // 6 N tokens for the weights' forward and backward, plus attention: about 6.9e12 for 8 x 1024.
   CHECK(gpt2.flops > 6.0 * 124e6 * 8192);
-  Traced large = check("{name: gpt3, vocab_size: 50257, hidden_size: 4096, num_hidden_layers: 32, num_heads: 32, "
-                       "filter_size: 16384, max_position_embeddings: 2048}");
+  Traced large = check(
+      "{name: gpt3, vocab_size: 50257, hidden_size: 4096, num_hidden_layers: 32, num_heads: 32, "
+      "filter_size: 16384, max_position_embeddings: 2048}");
   models::TracedStep gpt3 = models::trace_step(large.model, 1, train_options(large.trainer));
   CHECK(gpt3.parameter_count == large.model.parameter_count);
   CHECK(gpt3.parameter_count > 6'600'000'000);

@@ -48,23 +48,50 @@ const std::map<std::string, Build>& builders() {
       {"erf", [](Graph&, auto& x) { return erf(x[0]); }},
       {"gelu", [](Graph&, auto& x) { return gelu(x[0]); }},
       {"gelu_tanh", [](Graph&, auto& x) { return gelu(x[0], true); }},
-      {"sum", [](Graph&, auto& x) { return sum(x[0], {0, 2}); }},
+      {"sum",
+       [](Graph&, auto& x) {
+         return sum(x[0], {0, 2});
+       }},
       {"mean", [](Graph&, auto& x) { return mean(x[0], {1}, true); }},
       {"reduce_max", [](Graph&, auto& x) { return reduce_max(x[0], {1}); }},
-      {"reshape", [](Graph&, auto& x) { return reshape(x[0], {3, 4}); }},
-      {"transpose", [](Graph&, auto& x) { return transpose(x[0], {2, 0, 1}); }},
+      {"reshape",
+       [](Graph&, auto& x) {
+         return reshape(x[0], {3, 4});
+       }},
+      {"transpose",
+       [](Graph&, auto& x) {
+         return transpose(x[0], {2, 0, 1});
+       }},
       {"slice", [](Graph&, auto& x) { return slice(x[0], 1, 1, 4); }},
-      {"pad", [](Graph&, auto& x) { return pad(x[0], {1, 0}, {0, 2}); }},
-      {"concat", [](Graph&, auto& x) { return concat({x[0], x[1]}, 1); }},
-      {"broadcast_to", [](Graph&, auto& x) { return broadcast_to(x[0], {2, 3, 4}); }},
+      {"pad",
+       [](Graph&, auto& x) {
+         return pad(x[0], {1, 0}, {0, 2});
+       }},
+      {"concat",
+       [](Graph&, auto& x) {
+         return concat({x[0], x[1]}, 1);
+       }},
+      {"broadcast_to",
+       [](Graph&, auto& x) {
+         return broadcast_to(x[0], {2, 3, 4});
+       }},
       {"matmul", [](Graph&, auto& x) { return matmul(x[0], x[1]); }},
       {"batched_matmul", [](Graph&, auto& x) { return matmul(x[0], x[1]); }},
       {"softmax", [](Graph&, auto& x) { return softmax(x[0], 1); }},
       {"log_softmax", [](Graph&, auto& x) { return log_softmax(x[0]); }},
       {"layer_norm", [](Graph&, auto& x) { return layer_norm(x[0], 1e-5); }},
-      {"gather", [](Graph& g, auto& x) { return gather(x[0], ids(g, {4, 0, 4, 2}, {2, 2})); }},
-      {"one_hot_matmul", [](Graph& g, auto& x) { return matmul(one_hot(ids(g, {3, 0}, {2}), 4), x[0]); }},
-      {"cross_entropy", [](Graph& g, auto& x) { return csrun::nn::cross_entropy(x[0], ids(g, {5, 0, 2, 2}, {4})); }},
+      {"gather",
+       [](Graph& g, auto& x) {
+         return gather(x[0], ids(g, {4, 0, 4, 2}, {2, 2}));
+       }},
+      {"one_hot_matmul",
+       [](Graph& g, auto& x) {
+         return matmul(one_hot(ids(g, {3, 0}, {2}), 4), x[0]);
+       }},
+      {"cross_entropy",
+       [](Graph& g, auto& x) {
+         return csrun::nn::cross_entropy(x[0], ids(g, {5, 0, 2, 2}, {4}));
+       }},
   };
   return all;
 }
@@ -75,13 +102,16 @@ json load(const char* name) {
   return json::parse(file);
 }
 
-Shape shape_of(const json& value) { return value.get<Shape>(); }
+Shape shape_of(const json& value) {
+  return value.get<Shape>();
+}
 
 double worst_error(const std::vector<double>& actual, const std::vector<double>& expected) {
   REQUIRE(actual.size() == expected.size());
   double worst = 0.0;
   for (std::size_t i = 0; i < actual.size(); ++i) {
-    worst = std::max(worst, std::fabs(actual[i] - expected[i]) / std::max(std::fabs(expected[i]), 1e-2));
+    worst = std::max(worst,
+                     std::fabs(actual[i] - expected[i]) / std::max(std::fabs(expected[i]), 1e-2));
   }
   return worst;
 }
@@ -100,21 +130,26 @@ TEST_CASE("every op matches PyTorch, forward and backward") {
     for (std::size_t i = 0; i < c["inputs"].size(); ++i) {
       const json& input = c["inputs"][i];
       std::string input_name = "x" + std::to_string(i);
-      inputs.emplace_back(graph, graph.add_variable(input_name, {shape_of(input["shape"]), DType::f32},
-                                                    VariableRole::parameter, {}));
-      feeds[input_name] = HostTensor{shape_of(input["shape"]), DType::f32, input["values"].get<std::vector<double>>()};
+      inputs.emplace_back(graph,
+                          graph.add_variable(input_name, {shape_of(input["shape"]), DType::f32},
+                                             VariableRole::parameter, {}));
+      feeds[input_name] = HostTensor{shape_of(input["shape"]), DType::f32,
+                                     input["values"].get<std::vector<double>>()};
     }
     Tensor output = builders().at(name)(graph, inputs);
     CHECK(output.shape() == shape_of(c["output"]["shape"]));
-    Tensor loss = sum(output * constant_values(graph, c["weights"].get<std::vector<double>>(), output.shape()));
+    Tensor loss = sum(
+        output * constant_values(graph, c["weights"].get<std::vector<double>>(), output.shape()));
     std::vector<Tensor> grads = gradients(loss, inputs);
     std::vector<NodeId> fetch = {output.id()};
-    for (const Tensor& g : grads) fetch.push_back(g.id());
+    for (const Tensor& g : grads)
+      fetch.push_back(g.id());
     std::vector<HostTensor> values = evaluate_reference(graph, feeds, fetch);
     CHECK(worst_error(values[0].values, c["output"]["values"].get<std::vector<double>>()) <= 1e-5);
     for (std::size_t i = 0; i < grads.size(); ++i) {
       INFO("gradient of input " << i);
-      CHECK(worst_error(values[i + 1].values, c["gradients"][i].get<std::vector<double>>()) <= 1e-5);
+      CHECK(worst_error(values[i + 1].values, c["gradients"][i].get<std::vector<double>>()) <=
+            1e-5);
     }
   }
 }

@@ -23,8 +23,10 @@ TEST_CASE("every learning-rate schedule matches PyTorch over 300 steps") {
     INFO(name);
     // JSON is YAML: the schedule goes into a params file as written.
     auto loaded = test::load_params_text(
-        "trainer:\n  init:\n    device: CPU\n    model: {name: fc_mnist, depth: 1, hidden_size: 2}\n"
-        "    optimizer: {SGD: {}}\n    schedulers: [" + c["spec"].dump() + "]\n");
+        "trainer:\n  init:\n    device: CPU\n    model: {name: fc_mnist, depth: 1, hidden_size: "
+        "2}\n"
+        "    optimizer: {SGD: {}}\n    schedulers: [" +
+        c["spec"].dump() + "]\n");
     INFO(loaded.dump());
     REQUIRE_FALSE(loaded.diagnostics.has_errors());
     graph::Graph graph;
@@ -35,8 +37,11 @@ TEST_CASE("every learning-rate schedule matches PyTorch over 300 steps") {
     for (std::size_t s = 0; s < expected.size(); ++s) {
       graph::Feeds feeds = {{"step", graph::HostTensor::scalar(static_cast<double>(s))}};
       graph::NodeId id = lr.id();
-      double actual = graph::evaluate_reference(graph, feeds, std::span<const graph::NodeId>(&id, 1))[0].values[0];
-      worst = std::max(worst, std::fabs(actual - expected[s]) / std::max(std::fabs(expected[s]), 1e-8));
+      double actual =
+          graph::evaluate_reference(graph, feeds, std::span<const graph::NodeId>(&id, 1))[0]
+              .values[0];
+      worst =
+          std::max(worst, std::fabs(actual - expected[s]) / std::max(std::fabs(expected[s]), 1e-8));
     }
     CHECK(worst <= 1e-5);
   }
@@ -48,8 +53,9 @@ TEST_CASE("schedules csrun does not simulate are refused clearly") {
       "    optimizer: {SGD: {}}\n    schedulers: [{CyclicLR: {base_lr: 0.1, max_lr: 1.0}}]\n");
   graph::Graph graph;
   graph::Tensor step(graph, graph.add_input("step", {{}, graph::DType::f32}));
-  CHECK_THROWS_WITH(nn::learning_rate(graph, loaded.trainer().schedulers, step, std::nullopt),
-                    "the learning-rate scheduler CyclicLR is not supported yet by csrun's simulator");
+  CHECK_THROWS_WITH(
+      nn::learning_rate(graph, loaded.trainer().schedulers, step, std::nullopt),
+      "the learning-rate scheduler CyclicLR is not supported yet by csrun's simulator");
   CHECK_THROWS_WITH(nn::learning_rate(graph, {}, step, std::nullopt),
                     "no learning rate: give the optimizer a learning_rate or add a scheduler");
 }

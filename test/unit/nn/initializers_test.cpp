@@ -15,9 +15,11 @@ struct Moments {
 };
 
 Moments moments(const std::vector<float>& values) {
-  double mean = std::accumulate(values.begin(), values.end(), 0.0) / static_cast<double>(values.size());
+  double mean =
+      std::accumulate(values.begin(), values.end(), 0.0) / static_cast<double>(values.size());
   double variance = 0.0;
-  for (float v : values) variance += (v - mean) * (v - mean);
+  for (float v : values)
+    variance += (v - mean) * (v - mean);
   return {mean, std::sqrt(variance / static_cast<double>(values.size()))};
 }
 
@@ -38,7 +40,8 @@ TEST_CASE("initial values are a pure function of seed and name") {
 }
 
 TEST_CASE("initializers have the distributions they name") {
-  Moments normal = moments(nn::initial_values(nn::normal_initializer(0.5, 1.0), {200, 100}, 3, "n"));
+  Moments normal =
+      moments(nn::initial_values(nn::normal_initializer(0.5, 1.0), {200, 100}, 3, "n"));
   CHECK(normal.mean == Approx(1.0).margin(0.01));
   CHECK(normal.std == Approx(0.5).epsilon(0.02));
 
@@ -67,7 +70,8 @@ TEST_CASE("initializers have the distributions they name") {
 
   CHECK(nn::initial_values(named("zeros"), {3}, 1, "z") == std::vector<float>{0, 0, 0});
   CHECK(nn::initial_values(named("ones"), {2}, 1, "o") == std::vector<float>{1, 1});
-  CHECK_THROWS_WITH(nn::initial_values(named("orthogonal"), {2, 2}, 1, "w"), "csrun has no initializer 'orthogonal'");
+  CHECK_THROWS_WITH(nn::initial_values(named("orthogonal"), {2, 2}, 1, "w"),
+                    "csrun has no initializer 'orthogonal'");
 }
 
 TEST_CASE("initializers from model params") {

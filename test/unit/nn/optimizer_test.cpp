@@ -20,18 +20,22 @@ struct TinyStep {
   graph::Feeds state;
 
   explicit TinyStep(const std::string& init_yaml, const std::string& device = "CPU") {
-    auto loaded = test::load_params_text("trainer:\n  init:\n    device: " + device +
-                                         "\n    model: {name: fc_mnist, depth: 1, hidden_size: 2}\n" + init_yaml);
+    auto loaded = test::load_params_text(
+        "trainer:\n  init:\n    device: " + device +
+        "\n    model: {name: fc_mnist, depth: 1, hidden_size: 2}\n" + init_yaml);
     INFO(loaded.dump());
     REQUIRE_FALSE(loaded.diagnostics.has_errors());
     nn::StepContext context(graph, true, 1);
     graph::Tensor x(graph, graph.add_input("x", {{2}, graph::DType::f32}));
     graph::Tensor w = nn::Scope(context, "model").parameter("w", {2}, {});
     const config::TrainerSpec& trainer = loaded.trainer();
-    nn::append_training_update(context, sum(w * x), {*trainer.optimizer, trainer.schedulers, trainer.precision});
+    nn::append_training_update(context, sum(w * x),
+                               {*trainer.optimizer, trainer.schedulers, trainer.precision});
     for (const graph::Variable& variable : graph.variables()) {
-      state[variable.name] = HostTensor::filled(graph.node(variable.node).type.shape, variable.init.name == "constant" ? variable.init.value : 0.0,
-                                                graph.node(variable.node).type.dtype);
+      state[variable.name] =
+          HostTensor::filled(graph.node(variable.node).type.shape,
+                             variable.init.name == "constant" ? variable.init.value : 0.0,
+                             graph.node(variable.node).type.dtype);
     }
     state["model.w"] = HostTensor{{2}, graph::DType::f32, {1.0, -2.0}};
   }
@@ -41,10 +45,13 @@ struct TinyStep {
     graph::Feeds feeds = state;
     feeds["x"] = HostTensor{{2}, graph::DType::f32, std::move(x)};
     std::vector<graph::NodeId> fetch;
-    for (const auto& update : graph.updates()) fetch.push_back(update.node);
-    for (const auto& output : graph.outputs()) fetch.push_back(output.node);
+    for (const auto& update : graph.updates())
+      fetch.push_back(update.node);
+    for (const auto& output : graph.outputs())
+      fetch.push_back(output.node);
     auto values = graph::evaluate_reference(graph, feeds, fetch);
-    for (std::size_t i = 0; i < graph.updates().size(); ++i) state[graph.updates()[i].name] = values[i];
+    for (std::size_t i = 0; i < graph.updates().size(); ++i)
+      state[graph.updates()[i].name] = values[i];
     std::map<std::string, double> outputs;
     for (std::size_t i = 0; i < graph.outputs().size(); ++i) {
       outputs[graph.outputs()[i].name] = values[graph.updates().size() + i].values[0];
@@ -84,7 +91,8 @@ TEST_CASE("Adam, AdamW and Lamb follow their formulas") {
   double first = 1.0 - lr * 1.0 * 1.0;  // after step 1 the bias-corrected ratio is sign(g) = 1
   double m1 = (1 - b1) * 0.5, v1 = (1 - b2) * 0.25;
   first = 1.0 - (lr / (1 - b1)) * m1 / (std::sqrt(v1) / std::sqrt(1 - b2) + eps);
-  CHECK(adam.w(0) == Approx(first - (lr / (1 - b1 * b1)) * m / (std::sqrt(v) / std::sqrt(1 - b2 * b2) + eps)));
+  CHECK(adam.w(0) ==
+        Approx(first - (lr / (1 - b1 * b1)) * m / (std::sqrt(v) / std::sqrt(1 - b2 * b2) + eps)));
 
   TinyStep adamw("    optimizer: {AdamW: {lr: 0.01, weight_decay: 0.1, correct_bias: true}}\n");
   adamw.run({0.5, 1.0});
@@ -101,20 +109,24 @@ TEST_CASE("Adam, AdamW and Lamb follow their formulas") {
 }
 
 TEST_CASE("gradient clipping by norm and by value") {
-  TinyStep norm("    optimizer: {SGD: {lr: 1.0}}\n    precision: {enabled: false, max_gradient_norm: 1.0}\n");
+  TinyStep norm(
+      "    optimizer: {SGD: {lr: 1.0}}\n    precision: {enabled: false, max_gradient_norm: 1.0}\n");
   auto outputs = norm.run({3.0, 4.0});
   CHECK(outputs["grad_norm"] == Approx(5.0));
   CHECK(norm.w(0) == Approx(1.0 - 3.0 / (5.0 + 1e-6)));
-  TinyStep value("    optimizer: {SGD: {lr: 1.0}}\n    precision: {enabled: false, max_gradient_value: 0.5}\n");
+  TinyStep value(
+      "    optimizer: {SGD: {lr: 1.0}}\n    precision: {enabled: false, max_gradient_value: "
+      "0.5}\n");
   value.run({3.0, -0.25});
   CHECK(value.w(0) == Approx(0.5));
   CHECK(value.w(1) == Approx(-2.0 + 0.25));
 }
 
 TEST_CASE("dynamic loss scaling skips non-finite steps, halves, and grows") {
-  TinyStep scaled("    optimizer: {SGD: {lr: 0.1}}\n    precision: {enabled: true, fp16_type: float16, "
-                  "loss_scaling_factor: dynamic, initial_loss_scale: 1024.0, steps_per_increase: 2}\n",
-                  "CSX");
+  TinyStep scaled(
+      "    optimizer: {SGD: {lr: 0.1}}\n    precision: {enabled: true, fp16_type: float16, "
+      "loss_scaling_factor: dynamic, initial_loss_scale: 1024.0, steps_per_increase: 2}\n",
+      "CSX");
   REQUIRE(scaled.state.count("grad_scaler.scale"));
   auto first = scaled.run({INFINITY, 1.0});
   CHECK(first["loss_scale"] == 1024.0);
@@ -131,10 +143,12 @@ TEST_CASE("dynamic loss scaling skips non-finite steps, halves, and grows") {
 }
 
 TEST_CASE("the learning rate is a closed form of the global step") {
-  TinyStep warmup("    optimizer: {SGD: {}}\n    schedulers: [{LinearLR: {initial_learning_rate: 0.0, "
-                  "end_learning_rate: 1.0, total_iters: 4}}]\n");
+  TinyStep warmup(
+      "    optimizer: {SGD: {}}\n    schedulers: [{LinearLR: {initial_learning_rate: 0.0, "
+      "end_learning_rate: 1.0, total_iters: 4}}]\n");
   std::vector<double> rates;
-  for (int i = 0; i < 6; ++i) rates.push_back(warmup.run({0.0, 0.0})["lr/0"]);
+  for (int i = 0; i < 6; ++i)
+    rates.push_back(warmup.run({0.0, 0.0})["lr/0"]);
   CHECK(rates == std::vector<double>{0.0, 0.25, 0.5, 0.75, 1.0, 1.0});
 }
 
@@ -145,6 +159,7 @@ TEST_CASE("unsupported optimizers are refused clearly") {
   graph::Graph graph;
   nn::StepContext context(graph, true, 1);
   graph::Tensor w = nn::Scope(context, "model").parameter("w", {2}, {});
-  CHECK_THROWS_WITH(nn::append_training_update(context, sum(w), {*loaded.trainer().optimizer, {}, {}}),
-                    Catch::Contains("the optimizer Adafactor is not supported yet"));
+  CHECK_THROWS_WITH(
+      nn::append_training_update(context, sum(w), {*loaded.trainer().optimizer, {}, {}}),
+      Catch::Contains("the optimizer Adafactor is not supported yet"));
 }
