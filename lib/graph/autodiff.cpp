@@ -53,6 +53,9 @@ std::vector<Tensor> gradients(const Tensor& loss, std::span<const Tensor> wrt,
       needed.push_back(from_wrt[static_cast<std::size_t>(input)] &&
                        differentiable(graph.node(input)));
     }
+    // The gradient of a node belongs to the node's module, so backward work is attributed to
+    // the layer that caused it.
+    auto entered = graph.enter_scope(node.scope);
     Tensor result(graph, id);
     std::vector<std::optional<Tensor>> parts =
         vector_jacobian_product(result, found->second, needed);

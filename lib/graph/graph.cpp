@@ -79,19 +79,67 @@ const char* role_name(VariableRole role) {
   return "?";
 }
 
-std::string location_string(const std::source_location& location) {
-  std::string file = location.file_name();
-  std::size_t slash = file.find_last_of('/');
-  if (slash != std::string::npos) file = file.substr(slash + 1);
-  return file + ":" + std::to_string(location.line());
+const char* phase_name(Phase phase) {
+  switch (phase) {
+    case Phase::forward:
+      return "forward";
+    case Phase::backward:
+      return "backward";
+    case Phase::update:
+      return "update";
+  }
+  return "?";
 }
 
-NodeId Graph::add(OpKind op, std::vector<NodeId> inputs, Attributes attrs,
-                  std::source_location location) {
+Graph::ScopeGuard Graph::enter_scope(std::string_view name) {
+  return ScopeGuard(*this, scope_id(name));
+}
+
+Graph::ScopeGuard Graph::enter_scope(ScopeId scope) {
+  scope_name(scope);  // checks it exists
+  return ScopeGuard(*this, scope);
+}
+
+ScopeId Graph::scope_id(std::string_view name) {
+  std::string key(name);
+  auto found = scope_index_.find(key);
+  if (found != scope_index_.end()) return found->second;
+  auto id = static_cast<ScopeId>(scope_names_.size());
+  scope_names_.push_back(key);
+  scope_index_.emplace(std::move(key), id);
+  return id;
+}
+
+const std::string& Graph::scope_name(ScopeId scope) const {
+  return scope_names_.at(static_cast<std::size_t>(scope));
+}
+
+void Graph::adopt_scopes(const Graph& other) {
+  if (scope_names_.size() > 1) throw GraphError("adopt_scopes: this graph already names scopes");
+  scope_names_ = other.scope_names_;
+  scope_index_ = other.scope_index_;
+}
+
+NodeId Graph::append(Node node) {
+  nodes_.push_back(std::move(node));
+  leaf_index_.push_back(-1);
+  return static_cast<NodeId>(nodes_.size() - 1);
+}
+
+NodeId Graph::add(OpKind op, std::vector<NodeId> inputs, Attributes attrs, SourceLine location) {
+  Node origin;
+  origin.location = location;
+  origin.scope = scope_;
+  origin.phase = phase_;
+  return add(op, std::move(inputs), std::move(attrs), origin);
+}
+
+NodeId Graph::add(OpKind op, std::vector<NodeId> inputs, Attributes attrs, const Node& origin) {
   std::vector<TensorType> types;
+  types.reserve(inputs.size());
   for (NodeId input : inputs) {
     if (input < 0 || static_cast<std::size_t>(input) >= nodes_.size()) {
-      throw GraphError(std::string(op_name(op)) + " at " + location_string(location) +
+      throw GraphError(std::string(op_name(op)) + " at " + origin.location.to_string() +
                        ": operand refers to no node of this graph");
     }
     types.push_back(nodes_[static_cast<std::size_t>(input)].type);
@@ -104,26 +152,41 @@ NodeId Graph::add(OpKind op, std::vector<NodeId> inputs, Attributes attrs,
     for (const TensorType& t : types)
       operands += (operands.empty() ? "" : ", ") + t.to_string();
     throw GraphError(std::string(op_name(op)) + "(" + operands + ") at " +
-                     location_string(location) + " " + error.what());
+                     origin.location.to_string() + " " + error.what());
   }
-  nodes_.push_back(Node{op, std::move(inputs), std::move(attrs), std::move(type), location});
-  return static_cast<NodeId>(nodes_.size() - 1);
+  return append(Node{op, std::move(inputs), std::move(attrs), std::move(type), origin.location,
+                     origin.scope, origin.phase});
 }
 
-NodeId Graph::add_input(const std::string& name, TensorType type, std::source_location location) {
+NodeId Graph::add_input(const std::string& name, TensorType type, SourceLine location) {
+  Node origin{OpKind::input, {}, {}, std::move(type), location, scope_, phase_};
+  return add_input(name, origin);
+}
+
+NodeId Graph::add_input(const std::string& name, const Node& origin) {
   if (find_input(name)) throw GraphError("the graph already has an input named " + name);
-  nodes_.push_back(Node{OpKind::input, {}, {}, std::move(type), location});
-  NodeId id = static_cast<NodeId>(nodes_.size() - 1);
+  NodeId id =
+      append(Node{OpKind::input, {}, {}, origin.type, origin.location, origin.scope, origin.phase});
+  leaf_index_.back() = static_cast<std::int32_t>(inputs_.size());
   inputs_.push_back({name, id});
   return id;
 }
 
 NodeId Graph::add_variable(const std::string& name, TensorType type, VariableRole role,
-                           Initializer init, std::source_location location) {
-  if (find_variable(name)) throw GraphError("the graph already has a variable named " + name);
-  nodes_.push_back(Node{OpKind::variable, {}, {}, std::move(type), location});
-  NodeId id = static_cast<NodeId>(nodes_.size() - 1);
-  variables_.push_back(Variable{name, role, std::move(init), id});
+                           Initializer init, SourceLine location) {
+  Node origin{OpKind::variable, {}, {}, std::move(type), location, scope_, phase_};
+  return add_variable(Variable{name, role, std::move(init), -1}, origin);
+}
+
+NodeId Graph::add_variable(const Variable& variable, const Node& origin) {
+  if (find_variable(variable.name))
+    throw GraphError("the graph already has a variable named " + variable.name);
+  NodeId id = append(
+      Node{OpKind::variable, {}, {}, origin.type, origin.location, origin.scope, origin.phase});
+  leaf_index_.back() = static_cast<std::int32_t>(variables_.size());
+  variable_index_.emplace(variable.name, variables_.size());
+  variables_.push_back(Variable{variable.name, variable.role, variable.init, id});
+  updated_.push_back(false);
   return id;
 }
 
@@ -139,16 +202,15 @@ void Graph::set_update(const std::string& variable, NodeId value) {
     throw GraphError("the update of " + variable + " is " + node(value).type.to_string() +
                      " but the variable is " + node(target->node).type.to_string());
   }
-  auto existing = std::find_if(updates_.begin(), updates_.end(),
-                               [&](const NamedNode& update) { return update.name == variable; });
-  if (existing != updates_.end()) throw GraphError(variable + " is updated twice");
+  auto slot = static_cast<std::size_t>(leaf_index_[static_cast<std::size_t>(target->node)]);
+  if (updated_[slot]) throw GraphError(variable + " is updated twice");
+  updated_[slot] = true;
   updates_.push_back({variable, value});
 }
 
 const Variable* Graph::find_variable(std::string_view name) const {
-  auto it = std::find_if(variables_.begin(), variables_.end(),
-                         [&](const Variable& variable) { return variable.name == name; });
-  return it == variables_.end() ? nullptr : &*it;
+  auto found = variable_index_.find(std::string(name));
+  return found == variable_index_.end() ? nullptr : &variables_[found->second];
 }
 
 std::optional<NodeId> Graph::find_input(std::string_view name) const {
@@ -165,14 +227,12 @@ std::optional<NodeId> Graph::find_output(std::string_view name) const {
   return std::nullopt;
 }
 
-std::string Graph::leaf_name(NodeId id) const {
-  for (const NamedNode& input : inputs_) {
-    if (input.node == id) return input.name;
-  }
-  for (const Variable& variable : variables_) {
-    if (variable.node == id) return variable.name;
-  }
-  return {};
+const std::string& Graph::leaf_name(NodeId id) const {
+  static const std::string none;
+  std::int32_t index = leaf_index_.at(static_cast<std::size_t>(id));
+  if (index < 0) return none;
+  auto slot = static_cast<std::size_t>(index);
+  return node(id).op == OpKind::input ? inputs_[slot].name : variables_[slot].name;
 }
 
 std::string Graph::to_text() const {
@@ -180,7 +240,7 @@ std::string Graph::to_text() const {
   for (std::size_t i = 0; i < nodes_.size(); ++i) {
     const Node& node = nodes_[i];
     text << "%" << i << " = " << op_name(node.op);
-    std::string name = leaf_name(static_cast<NodeId>(i));
+    const std::string& name = leaf_name(static_cast<NodeId>(i));
     if (!name.empty()) text << " \"" << name << "\"";
     for (std::size_t k = 0; k < node.inputs.size(); ++k)
       text << (k ? ", %" : " %") << node.inputs[k];

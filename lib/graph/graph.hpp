@@ -3,13 +3,14 @@
 #include <cstdint>
 #include <deque>
 #include <optional>
-#include <source_location>
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "op.hpp"
+#include "source_line.hpp"
 #include "types.hpp"
 
 namespace csrun::graph {
@@ -23,12 +24,23 @@ class GraphError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// The part of a training step a node belongs to. The wafer model places them differently: in
+// weight streaming the update runs next to the weights, off the wafer.
+enum class Phase : std::uint8_t { forward, backward, update };
+const char* phase_name(Phase phase);
+
+// A module path such as model.transformer_decoder.layers.3.self_attn, by index into the graph's
+// scope names; 0 is the top level ("").
+using ScopeId = std::int32_t;
+
 struct Node {
   OpKind op = OpKind::constant;
   std::vector<NodeId> inputs;
   Attributes attrs;
   TensorType type;
-  std::source_location location;  // the model code that built it
+  SourceLine location;  // the model code that built it
+  ScopeId scope = 0;
+  Phase phase = Phase::forward;
 };
 
 // How a variable is first filled. Values are made by the runtime (lib/nn/initializers), so a
@@ -66,16 +78,36 @@ struct NamedNode {
 // variable it updates.
 class Graph {
  public:
-  // Adds a node, inferring its type; throws GraphError when the operands do not fit.
+  // Adds a node in the current scope and phase, inferring its type; throws GraphError when the
+  // operands do not fit.
   NodeId add(OpKind op, std::vector<NodeId> inputs, Attributes attrs = {},
-             std::source_location location = std::source_location::current());
+             SourceLine location = std::source_location::current());
   NodeId add_input(const std::string& name, TensorType type,
-                   std::source_location location = std::source_location::current());
+                   SourceLine location = std::source_location::current());
   NodeId add_variable(const std::string& name, TensorType type, VariableRole role, Initializer init,
-                      std::source_location location = std::source_location::current());
+                      SourceLine location = std::source_location::current());
+  // The same, with the location, scope and phase of `origin`: a node of a graph whose scopes this
+  // one adopted (passes rebuilding a graph, a plan being read back).
+  NodeId add(OpKind op, std::vector<NodeId> inputs, Attributes attrs, const Node& origin);
+  NodeId add_input(const std::string& name, const Node& origin);
+  NodeId add_variable(const Variable& variable, const Node& origin);
+  // Takes over `other`'s scope names, so its ScopeIds mean the same here. Only before any scope
+  // of this graph is named.
+  void adopt_scopes(const Graph& other);
+
   void add_output(const std::string& name, NodeId node);
   // The value `variable` holds after the step.
   void set_update(const std::string& variable, NodeId value);
+
+  // Nodes added from here on belong to `scope` (and `phase`) until the returned guard ends.
+  class ScopeGuard;
+  [[nodiscard]] ScopeGuard enter_scope(std::string_view name);
+  [[nodiscard]] ScopeGuard enter_scope(ScopeId scope);
+  void set_phase(Phase phase) { phase_ = phase; }
+  Phase phase() const { return phase_; }
+  ScopeId scope_id(std::string_view name);  // interns
+  const std::string& scope_name(ScopeId scope) const;
+  const std::vector<std::string>& scope_names() const { return scope_names_; }
 
   // References to nodes stay valid while the graph grows (tracing and autodiff hold them).
   const Node& node(NodeId id) const { return nodes_.at(static_cast<std::size_t>(id)); }
@@ -89,20 +121,45 @@ class Graph {
   std::optional<NodeId> find_input(std::string_view name) const;
   std::optional<NodeId> find_output(std::string_view name) const;
   // The name of a leaf node (input or variable), or empty.
-  std::string leaf_name(NodeId id) const;
+  const std::string& leaf_name(NodeId id) const;
 
   // A readable listing: one line per node, then inputs, variables, outputs and updates.
   std::string to_text() const;
 
  private:
+  NodeId append(Node node);
+
   std::deque<Node> nodes_;
+  std::vector<std::int32_t> leaf_index_;  // per node: its entry in inputs_ or variables_, or -1
   std::vector<NamedNode> inputs_;
   std::vector<Variable> variables_;
   std::vector<NamedNode> outputs_;
   std::vector<NamedNode> updates_;
+  std::unordered_map<std::string, std::size_t> variable_index_;
+  std::vector<bool> updated_;  // per variable
+  std::vector<std::string> scope_names_{""};
+  std::unordered_map<std::string, ScopeId> scope_index_{{"", 0}};
+  ScopeId scope_ = 0;
+  Phase phase_ = Phase::forward;
 };
 
-// "file.cpp:42" (the file name without its directories).
-std::string location_string(const std::source_location& location);
+class Graph::ScopeGuard {
+ public:
+  ScopeGuard(Graph& graph, ScopeId scope) : graph_(&graph), previous_(graph.scope_) {
+    graph.scope_ = scope;
+  }
+  ScopeGuard(const ScopeGuard&) = delete;
+  ScopeGuard& operator=(const ScopeGuard&) = delete;
+  ~ScopeGuard() { graph_->scope_ = previous_; }
+
+ private:
+  Graph* graph_;
+  ScopeId previous_;
+};
+
+// "file.cpp:42".
+inline std::string location_string(const SourceLine& location) {
+  return location.to_string();
+}
 
 }  // namespace csrun::graph

@@ -62,7 +62,8 @@ enum class OpKind : std::uint8_t {
   concat,        // along attrs.axis
   broadcast_to,  // attrs.shape
   // Linear algebra and neural-network primitives.
-  matmul,       // [..., M, K] x [..., K, N], batch dimensions broadcast
+  matmul,       // [..., M, K] x [..., K, N], batch dimensions broadcast; the result is
+                // attrs.dtype: the operands' dtype, or f32 (16-bit operands, f32 accumulation)
   softmax,      // along attrs.axis
   log_softmax,  // along attrs.axis
   layer_norm,   // (x - mean) / sqrt(var + attrs.eps) over the last axis, no affine

@@ -199,7 +199,7 @@ TensorType broadcast_to(const std::vector<TensorType>& in, const Attributes& att
   return {attrs.shape, in[0].dtype};
 }
 
-TensorType matmul(const std::vector<TensorType>& in) {
+TensorType matmul(const std::vector<TensorType>& in, const Attributes& attrs) {
   expect_arity(in, 2);
   const TensorType& a = in[0];
   const TensorType& b = in[1];
@@ -217,7 +217,11 @@ TensorType matmul(const std::vector<TensorType>& in) {
   Shape shape = broadcast_or_fail(a_batch, b_batch);
   shape.push_back(a.shape[a.shape.size() - 2]);
   shape.push_back(b.shape.back());
-  return {shape, a.dtype};
+  if (attrs.dtype != a.dtype && attrs.dtype != DType::f32) {
+    fail(std::string("accumulates into f32 or the operands' dtype, not ") +
+         dtype_name(attrs.dtype));
+  }
+  return {shape, attrs.dtype};
 }
 
 TensorType gather(const std::vector<TensorType>& in) {
@@ -295,7 +299,7 @@ TensorType infer_type(OpKind op, const std::vector<TensorType>& in, const Attrib
     case OpKind::broadcast_to:
       return broadcast_to(in, attrs);
     case OpKind::matmul:
-      return matmul(in);
+      return matmul(in, attrs);
     case OpKind::softmax:
     case OpKind::log_softmax:
       expect_arity(in, 1);

@@ -7,7 +7,7 @@ namespace csrun::graph {
 namespace {
 
 [[noreturn]] void throw_tracing_error(const Tensor& tensor, const std::string& action,
-                                      const Location& where) {
+                                      const SourceLine& where) {
   const Node& node = tensor.node();
   throw TracingError("TracingError: " + action + " the traced tensor made by `" + op_name(node.op) +
                      "` at " + location_string(node.location) + " (" + node.type.to_string() +
@@ -90,7 +90,7 @@ std::vector<double> Tensor::to_host(std::source_location location) const {
   throw_tracing_error(*this, "copying to the host", location);
 }
 
-Tensor apply(OpKind op, const std::vector<Tensor>& inputs, Attributes attrs, Location location) {
+Tensor apply(OpKind op, const std::vector<Tensor>& inputs, Attributes attrs, SourceLine location) {
   if (inputs.empty()) throw GraphError(std::string(op_name(op)) + " needs operands");
   std::vector<NodeId> ids;
   for (const Tensor& input : inputs)
@@ -310,7 +310,9 @@ Tensor broadcast_to(const Tensor& x, Shape shape, Location location) {
 }
 
 Tensor matmul(const Tensor& a, const Tensor& b, Location location) {
-  return apply(OpKind::matmul, {a, b}, {}, location);
+  Attributes attrs;
+  attrs.dtype = a.dtype();
+  return apply(OpKind::matmul, {a, b}, std::move(attrs), location);
 }
 
 Tensor softmax(const Tensor& x, std::int64_t axis, Location location) {

@@ -141,6 +141,6 @@ Tensor dropout(const Tensor& x, const Tensor& step, double rate, std::uint64_t s
 
 // Adds a node of any op to the tensors' graph (for code that works on ops generically).
 Tensor apply(OpKind op, const std::vector<Tensor>& inputs, Attributes attrs = {},
-             Location location = Location::current());
+             SourceLine location = std::source_location::current());
 
 }  // namespace csrun::graph

@@ -177,19 +177,24 @@ ModelOutputs build_bert(ModelBuild& b, const std::string& model_name) {
   std::int64_t batch = ids.dim(0);
   std::int64_t length = ids.dim(1);
   nn::Scope embeddings = encoder.child("embedding_layer");
-  graph::Tensor word_table =
-      nn::embedding_table(embeddings.child("word_embeddings"), vocab, hidden, embedding_init);
-  graph::Tensor x = graph::gather(word_table, ids) +
-                    graph::gather(nn::embedding_table(embeddings.child("position_embeddings"),
-                                                      p.integer("max_position_embeddings"), hidden,
-                                                      embedding_init),
-                                  graph::iota(ids.graph(), {length}, 0));
-  if (p.flag("use_segment_embedding")) {
-    x = x + graph::gather(nn::embedding_table(embeddings.child("segment_embeddings"),
-                                              p.integer("num_segments"), hidden, embedding_init),
-                          b.input("token_type_ids"));
+  graph::Tensor word_table;
+  graph::Tensor x;
+  {
+    auto entered = embeddings.enter();
+    word_table =
+        nn::embedding_table(embeddings.child("word_embeddings"), vocab, hidden, embedding_init);
+    x = graph::gather(word_table, ids) +
+        graph::gather(
+            nn::embedding_table(embeddings.child("position_embeddings"),
+                                p.integer("max_position_embeddings"), hidden, embedding_init),
+            graph::iota(ids.graph(), {length}, 0));
+    if (p.flag("use_segment_embedding")) {
+      x = x + graph::gather(nn::embedding_table(embeddings.child("segment_embeddings"),
+                                                p.integer("num_segments"), hidden, embedding_init),
+                            b.input("token_type_ids"));
+    }
+    x = nn::dropout(b.context, nn::layer_norm(encoder.child("embed_ln_f"), x, eps), dropout);
   }
-  x = nn::dropout(b.context, nn::layer_norm(encoder.child("embed_ln_f"), x, eps), dropout);
 
   nn::AttentionOptions attention{p.integer("num_heads"),
                                  false,
@@ -202,6 +207,7 @@ ModelOutputs build_bert(ModelBuild& b, const std::string& model_name) {
   const graph::Tensor& keep = b.input("attention_mask");
   for (std::int64_t i = 0; i < p.integer("num_hidden_layers"); ++i) {
     nn::Scope layer = encoder.child("transformer_encoder").child("layers").child(i);
+    auto entered = layer.enter();
     graph::Tensor attended = nn::self_attention(layer.child("self_attn"), x, keep, attention);
     x = nn::layer_norm(layer.child("norm1"), x + nn::dropout(b.context, attended, dropout), eps);
     graph::Tensor transformed = nn::feed_forward(layer.child("ffn"), x, p.integer("filter_size"),
@@ -212,10 +218,11 @@ ModelOutputs build_bert(ModelBuild& b, const std::string& model_name) {
 
   // Masked LM: the hidden states at the masked positions, through the transform, decoded by the
   // word embeddings.
+  nn::Scope head = model.child("bert_mlm_head");
+  auto head_scope = head.enter();  // also holds the losses and metrics
   const graph::Tensor& positions = b.input("masked_lm_positions");
   std::int64_t predictions = positions.dim(1);
   graph::Tensor at_masks = graph::matmul(graph::one_hot(positions, length), x);
-  nn::Scope head = model.child("bert_mlm_head");
   graph::Tensor h = nn::linear(
       head.child("mlm_transform").child("ffn").child("ffn").child(0).child("linear_layer"),
       at_masks, hidden, {p.flag("use_ffn_bias_in_mlm"), init, nn::zeros_initializer()});

@@ -85,13 +85,15 @@ ModelOutputs build(ModelBuild& b) {
   graph::Tensor x = b.input("input");
   std::vector<std::int64_t> sizes = hidden_sizes(p);
   for (std::size_t i = 0; i < sizes.size(); ++i) {
-    x = nn::linear(model.child("fc_layers").child(static_cast<std::int64_t>(i)), x, sizes[i],
-                   torch_linear(x.dim(-1), bias));
+    nn::Scope layer = model.child("fc_layers").child(static_cast<std::int64_t>(i));
+    auto entered = layer.enter();
+    x = nn::linear(layer, x, sizes[i], torch_linear(x.dim(-1), bias));
     if (p.has("activation_fn")) x = nn::activation(p.text("activation_fn"), x);
     x = nn::dropout(b.context, x, p.number("dropout"));
   }
-  graph::Tensor logits =
-      nn::linear(model.child("last_layer"), x, kClasses, torch_linear(x.dim(-1), bias));
+  nn::Scope last = model.child("last_layer");
+  auto entered = last.enter();  // also holds the loss and metrics
+  graph::Tensor logits = nn::linear(last, x, kClasses, torch_linear(x.dim(-1), bias));
   graph::Tensor outputs = p.flag("disable_softmax") ? logits : graph::log_softmax(logits, -1);
   const graph::Tensor& labels = b.input("labels");
   double batch = static_cast<double>(labels.dim(0));

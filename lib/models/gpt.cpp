@@ -249,18 +249,22 @@ ModelOutputs build_gpt(ModelBuild& b, const std::string& model_name) {
   std::int64_t batch = ids.dim(0);
   std::int64_t length = ids.dim(1);
   nn::Scope embeddings = model.child("embedding_layer");
-  graph::Tensor word_table =
-      nn::embedding_table(embeddings.child("word_embeddings"), vocab, hidden, embedding_init);
-  graph::Tensor x = graph::gather(word_table, ids);
-  const Node* position = p.find("position_embedding_type");
-  if (position->is_string()) {
-    graph::Tensor positions =
-        nn::embedding_table(embeddings.child("position_embeddings"),
-                            p.integer("max_position_embeddings"), hidden, embedding_init);
-    x = x + graph::gather(positions, graph::iota(x.graph(), {length}, 0));
+  graph::Tensor word_table;
+  graph::Tensor x;
+  {
+    auto entered = embeddings.enter();
+    word_table =
+        nn::embedding_table(embeddings.child("word_embeddings"), vocab, hidden, embedding_init);
+    x = graph::gather(word_table, ids);
+    if (p.find("position_embedding_type")->is_string()) {
+      graph::Tensor positions =
+          nn::embedding_table(embeddings.child("position_embeddings"),
+                              p.integer("max_position_embeddings"), hidden, embedding_init);
+      x = x + graph::gather(positions, graph::iota(x.graph(), {length}, 0));
+    }
+    if (p.flag("embedding_layer_norm")) x = nn::norm(norm, model.child("embedding_ln_f"), x, eps);
+    x = nn::dropout(b.context, x, dropout_or(p, "embedding_dropout_rate"));
   }
-  if (p.flag("embedding_layer_norm")) x = nn::norm(norm, model.child("embedding_ln_f"), x, eps);
-  x = nn::dropout(b.context, x, dropout_or(p, "embedding_dropout_rate"));
 
   nn::AttentionOptions attention{p.integer("num_heads"),
                                  true,
@@ -273,6 +277,7 @@ ModelOutputs build_gpt(ModelBuild& b, const std::string& model_name) {
   double dropout = p.number("dropout_rate");
   for (std::int64_t i = 0; i < layers; ++i) {
     nn::Scope layer = model.child("transformer_decoder").child("layers").child(i);
+    auto entered = layer.enter();
     graph::Tensor attended =
         nn::self_attention(layer.child("self_attn"), nn::norm(norm, layer.child("norm1"), x, eps),
                            std::nullopt, attention);
@@ -284,14 +289,17 @@ ModelOutputs build_gpt(ModelBuild& b, const std::string& model_name) {
   }
   x = nn::norm(norm, model.child("transformer_decoder").child("norm"), x, eps);
 
+  // The head's scope also holds the loss and metrics.
+  nn::Scope head = model.child("lm_head");
+  auto entered = head.enter();
   graph::Tensor rows = graph::reshape(x, {batch * length, hidden});
   graph::Tensor logits;
   if (p.flag("share_embedding_weights")) {
     logits = graph::matmul(rows, graph::swap_last_axes(word_table));
     if (p.flag("use_bias_in_output"))
-      logits = logits + model.child("lm_head").parameter("bias", {vocab}, nn::zeros_initializer());
+      logits = logits + head.parameter("bias", {vocab}, nn::zeros_initializer());
   } else {
-    logits = nn::linear(model.child("lm_head"), rows, vocab,
+    logits = nn::linear(head, rows, vocab,
                         {p.flag("use_bias_in_output"), init, nn::zeros_initializer()});
   }
   graph::Tensor labels = graph::reshape(b.input("labels"), {batch * length});

@@ -19,6 +19,7 @@ graph::Shape with_last(graph::Shape shape, std::int64_t last) {
 
 Tensor linear(const Scope& scope, const Tensor& x, std::int64_t out_features,
               const LinearOptions& options) {
+  auto entered = scope.enter();
   std::int64_t in_features = x.dim(-1);
   Tensor weight = scope.parameter("weight", {out_features, in_features}, options.weight_init);
   graph::Shape shape = x.shape();
@@ -35,6 +36,7 @@ Tensor embedding_table(const Scope& scope, std::int64_t rows, std::int64_t dim,
 }
 
 Tensor layer_norm(const Scope& scope, const Tensor& x, double eps) {
+  auto entered = scope.enter();
   std::int64_t width = x.dim(-1);
   Tensor weight = scope.parameter("weight", {width}, ones_initializer());
   Tensor bias = scope.parameter("bias", {width}, zeros_initializer());
@@ -42,6 +44,7 @@ Tensor layer_norm(const Scope& scope, const Tensor& x, double eps) {
 }
 
 Tensor rms_norm(const Scope& scope, const Tensor& x, double eps) {
+  auto entered = scope.enter();
   std::int64_t width = x.dim(-1);
   Tensor weight = scope.parameter("weight", {width}, ones_initializer());
   return x * rsqrt(mean(x * x, {-1}, true) + eps) * weight;
@@ -84,6 +87,7 @@ Tensor dropout(StepContext& context, const Tensor& x, double rate) {
 
 Tensor self_attention(const Scope& scope, const Tensor& x, const std::optional<Tensor>& keep,
                       const AttentionOptions& options) {
+  auto entered = scope.enter();
   std::int64_t batch = x.dim(0);
   std::int64_t length = x.dim(1);
   std::int64_t width = x.dim(2);
@@ -118,6 +122,7 @@ Tensor self_attention(const Scope& scope, const Tensor& x, const std::optional<T
 Tensor feed_forward(const Scope& scope, const Tensor& x, std::int64_t hidden,
                     std::string_view activation_name, bool bias, double dropout_rate,
                     const graph::Initializer& init, const graph::Initializer& output_init) {
+  auto entered = scope.enter();
   Scope layers = scope.child("ffn");
   Tensor h =
       linear(layers.child(0).child("linear_layer"), x, hidden, {bias, init, zeros_initializer()});

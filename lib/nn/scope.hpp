@@ -47,6 +47,8 @@ class Scope {
   const std::string& prefix() const { return prefix_; }
   StepContext& context() const { return *context_; }
   graph::Graph& graph() const { return context_->graph(); }
+  // Records the nodes built until the guard ends as this module's (the graph's node scopes).
+  [[nodiscard]] graph::Graph::ScopeGuard enter() const { return graph().enter_scope(prefix_); }
 
   // Creates a trainable parameter named prefix.name.
   graph::Tensor parameter(std::string_view name, graph::Shape shape, graph::Initializer init,

@@ -87,14 +87,20 @@ void append_training_update(StepContext& context, const Tensor& loss,
   Graph& graph = context.graph();
   const std::vector<Tensor>& parameters = context.parameters();
   std::unique_ptr<Optimizer> optimizer = make_optimizer(options.optimizer);
+  auto entered = graph.enter_scope("optimizer");
+  graph.set_phase(graph::Phase::update);
   optimizer->preinitialize(graph, parameters);
   Tensor step = cast(context.global_step(), DType::f32);
   Tensor lr =
       learning_rate(graph, options.schedulers, step, optimizer_learning_rate(options.optimizer));
 
+  // The backward pass; each gradient node takes the scope of the forward node it differentiates.
+  // Unscaling, checking and clipping belong to the update, which sees every gradient.
+  graph.set_phase(graph::Phase::backward);
   LossScale loss_scale = make_loss_scale(graph, options.precision);
   // d(scale * loss) = scale * d(loss): seeding the backward pass with the scale scales the loss.
   std::vector<Tensor> gradients = graph::gradients(loss, parameters, loss_scale.scale);
+  graph.set_phase(graph::Phase::update);
   for (Tensor& g : gradients)
     g = g / loss_scale.scale;
   if (options.precision.loss_scaling.dynamic) {

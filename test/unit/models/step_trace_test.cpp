@@ -1,5 +1,6 @@
 #include <catch2/catch.hpp>
 
+#include <map>
 #include <set>
 
 #include "graph/fingerprint.hpp"
@@ -84,6 +85,27 @@ TEST_CASE("an eval step computes the loss and the model's metrics, and updates n
   Traced fc = check("{name: fc_mnist, hidden_sizes: [8], compute_eval_metrics: true}");
   CHECK(models::trace_step(fc.model, 4, {models::StepKind::eval, 1, {}})
             .graph.find_output("accuracy"));
+}
+
+TEST_CASE(
+    "nodes record their module and phase; gradients belong to the module they differentiate") {
+  Traced t = check(
+      "{name: gpt2, vocab_size: 50, hidden_size: 16, num_heads: 2, num_hidden_layers: 2, "
+      "filter_size: 32, max_position_embeddings: 8}");
+  models::TracedStep step = models::trace_step(t.model, 2, train_options(t.trainer));
+  const graph::Graph& g = step.graph;
+  std::map<graph::Phase, std::set<std::string>> scopes;
+  for (const graph::Node& node : g.nodes())
+    scopes[node.phase].insert(g.scope_name(node.scope));
+  std::string attention = "model.transformer_decoder.layers.1.self_attn.proj_q_dense_layer";
+  CHECK(scopes[graph::Phase::forward].count(attention) == 1);
+  CHECK(scopes[graph::Phase::backward].count(attention) == 1);
+  CHECK(scopes[graph::Phase::forward].count("model.lm_head") == 1);
+  CHECK(scopes[graph::Phase::update].count("optimizer") == 1);
+  CHECK(scopes[graph::Phase::update].count(attention) == 0);
+  // The weight's new value is computed in the update phase.
+  for (const graph::NamedNode& update : g.updates())
+    CHECK(g.node(update.node).phase == graph::Phase::update);
 }
 
 TEST_CASE("tracing is deterministic: the same params give the same fingerprint") {
