@@ -1,13 +1,39 @@
+#include <iostream>
+
+#include "compile_report.hpp"
 #include "modes.hpp"
+#include "report.hpp"
 #include "run_check.hpp"
 
 namespace csrun::modes {
 
 int compile(const RunOptions& options) {
-  if (!validation_stage(options, "compile")) return 1;
-  return stage_not_built(
-      "compile",
-      "tracing the model, kernel matching, placement on the wafer and the performance estimate");
+  std::optional<CheckedRun> checked = validation_stage(options, "compile");
+  if (!checked) return 1;
+  std::optional<std::vector<PlannedTrainer>> planned = plan_stage(*checked, options, "compile");
+  if (!planned) return 1;
+  nlohmann::json reports = nlohmann::json::array();
+  bool training = false;
+  for (std::size_t i = 0; i < planned->size(); ++i) {
+    const config::TrainerSpec& trainer = checked->run.trainers[i];
+    const TraceSummary& trace = *checked->trainers[i].trace;
+    if (options.json) {
+      reports.push_back(compile_report_json(trainer, trace, (*planned)[i]));
+    } else {
+      print_compile_report(trainer, trace, (*planned)[i], planned->size(), std::cout);
+    }
+    training = training || trace.training;
+  }
+  if (options.json) {
+    nlohmann::json result = nlohmann::json::parse(report_json("compile", *checked));
+    result["compiled"] = reports;
+    std::cout << result.dump(2) << "\n";
+    return 0;
+  }
+  std::cout << (training ? "Compile for training completed successfully!"
+                         : "Compile for evaluation completed successfully!")
+            << "\n";
+  return 0;
 }
 
 }  // namespace csrun::modes

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "config/diagnostics.hpp"
 #include "config/params_loader.hpp"
@@ -11,13 +12,19 @@ namespace csrun::modes {
 struct RunOptions {
   std::string params_path;
   config::LoadOptions load;
-  bool fake_data = false;  // synthetic samples instead of the configured datasets
-  bool json = false;       // machine-readable result on stdout
+  bool fake_data = false;            // synthetic samples instead of the configured datasets
+  bool json = false;                 // machine-readable result on stdout
+  std::string wafer = "wse2";        // the wafer profile plans target
+  std::vector<std::string> dump_ir;  // print the IR after these passes ("trace" = before any)
   config::Severity shown = config::Severity::note;  // the least severe finding printed
 };
 
 // Each returns the process exit status: 0 on success, 1 on a user-facing error (already
 // reported on stderr, and in the JSON result with --json).
+// What --wafer and --dump_ir accept.
+std::vector<std::string> wafer_names();
+std::vector<std::string> ir_dump_points();
+
 int validate(const RunOptions& options);
 int compile(const RunOptions& options);
 int train(const RunOptions& options);

@@ -128,6 +128,18 @@ std::string trace_text(const TraceSummary& trace, std::int64_t num_csx) {
   return text + ", graph " + trace.fingerprint;
 }
 
+std::string compiled_text(const CompiledTrainer& compiled) {
+  if (compiled.cached) return "plan in the compile cache: " + compiled.directory.string();
+  const compiler::CompiledStep& step = *compiled.compiled;
+  std::size_t at_load = 0;
+  for (const compiler::Kernel& kernel : step.kernels)
+    at_load += kernel.at_load ? 1 : 0;
+  return grouped(static_cast<std::int64_t>(step.kernels.size() - at_load)) +
+         " kernels per step matched (" +
+         grouped(static_cast<std::int64_t>(step.program.fusions.size())) + " fusions, " +
+         grouped(static_cast<std::int64_t>(step.program.graph.size())) + " nodes after the passes)";
+}
+
 void print_trainer(const TrainerSpec& trainer, const CheckedTrainer& checked, std::size_t count,
                    std::ostream& out) {
   out << "Trainer " << trainer.index + 1 << " of " << count << "\n";
@@ -157,6 +169,7 @@ void print_trainer(const TrainerSpec& trainer, const CheckedTrainer& checked, st
     line("eval data", loader_text(loader, backend.cluster.num_csx));
   }
   if (checked.trace) line("traced", trace_text(*checked.trace, backend.cluster.num_csx));
+  if (checked.compiled) line("compiled", compiled_text(*checked.compiled));
   line("model_dir", trainer.model_dir);
 }
 
@@ -234,6 +247,19 @@ json trainer_json(const TrainerSpec& trainer, const CheckedTrainer& checked) {
                        {"fingerprint", trace.fingerprint}};
   } else {
     result["trace"] = nullptr;
+  }
+  if (checked.compiled) {
+    const CompiledTrainer& compiled = *checked.compiled;
+    result["compiled"] = {{"plan_key", compiled.key},
+                          {"plan_directory", compiled.directory.string()},
+                          {"cached", compiled.cached.has_value()}};
+    if (compiled.compiled) {
+      result["compiled"]["kernels"] = compiled.compiled->kernels.size();
+      result["compiled"]["fusions"] = compiled.compiled->program.fusions.size();
+      result["compiled"]["nodes"] = compiled.compiled->program.graph.size();
+    }
+  } else {
+    result["compiled"] = nullptr;
   }
   json eval = json::array();
   for (const data::DataloaderSpec& loader : checked.eval_loaders)

@@ -1,14 +1,19 @@
 #include "run_check.hpp"
 
 #include <algorithm>
+#include <fstream>
 #include <iostream>
 
+#include <nlohmann/json.hpp>
+
+#include "compile_report.hpp"
 #include "graph/fingerprint.hpp"
 #include "graph/tensor.hpp"
 #include "nn/lr_schedule.hpp"
 #include "nn/optimizer.hpp"
 #include "report.hpp"
 #include "runner/model_dir.hpp"
+#include "wafer/placement_svg.hpp"
 
 namespace csrun::modes {
 
@@ -29,8 +34,9 @@ void check_checkpoint_choice(const config::CheckpointChoice& choice, const std::
 
 class TrainerCheck {
  public:
-  TrainerCheck(const config::TrainerSpec& trainer, bool fake_data, config::Diagnostics& diagnostics)
-      : trainer_(trainer), fake_data_(fake_data), diagnostics_(diagnostics) {}
+  TrainerCheck(const config::TrainerSpec& trainer, const RunOptions& options,
+               config::Diagnostics& diagnostics)
+      : trainer_(trainer), options_(options), diagnostics_(diagnostics) {}
 
   CheckedTrainer run() {
     CheckedTrainer checked;
@@ -57,7 +63,7 @@ class TrainerCheck {
 
  private:
   std::optional<data::DataloaderSpec> check_loader(const Node& loader, data::LoaderRole role) {
-    data::DataloaderContext context{role, trainer_.backend.cluster.num_csx, fake_data_,
+    data::DataloaderContext context{role, trainer_.backend.cluster.num_csx, options_.fake_data,
                                     processors_};
     return data::check_dataloader(loader, context, diagnostics_);
   }
@@ -120,7 +126,7 @@ class TrainerCheck {
     return true;
   }
 
-  std::optional<TraceSummary> trace(models::CheckedModel model, const CheckedTrainer& checked) {
+  std::optional<TraceSummary> trace(models::CheckedModel model, CheckedTrainer& checked) {
     if (!models::can_trace(model)) {
       diagnostics_.warning(
           trainer_.model.mark, trainer_.model.path,
@@ -142,6 +148,8 @@ class TrainerCheck {
     TraceSummary summary;
     summary.training = training;
     summary.batch_size = system_batch(*loader, trainer_.backend.cluster.num_csx);
+    summary.system_batch = loader->batch_size / trainer_.backend.cluster.num_csx;
+    summary.micro_batch_fixed = loader->micro_batch_size.has_value();
     models::TraceOptions options{training ? models::StepKind::train : models::StepKind::eval,
                                  static_cast<std::uint64_t>(trainer_.seed.value_or(0)),
                                  {}};
@@ -151,7 +159,10 @@ class TrainerCheck {
       summary.ops = step.graph.size();
       summary.parameters = step.parameter_count;
       summary.flops = step.flops;
+      summary.tokens_per_sample = step.tokens_per_sample;
       summary.fingerprint = graph::fingerprint(step.graph);
+      checked.compiled =
+          compile_trainer(trainer_, summary, std::move(step.graph), options_, diagnostics_);
       return summary;
     } catch (const models::UnsupportedModel& error) {
       const config::Node* value = model.params.find(error.key());
@@ -165,7 +176,7 @@ class TrainerCheck {
   }
 
   const config::TrainerSpec& trainer_;
-  bool fake_data_;
+  const RunOptions& options_;
   config::Diagnostics& diagnostics_;
   std::vector<std::string> processors_;
   std::vector<Node> seen_;
@@ -177,7 +188,7 @@ CheckedRun check_run(const RunOptions& options) {
   CheckedRun checked;
   checked.run = config::load_params(options.params_path, options.load, checked.diagnostics);
   for (const config::TrainerSpec& trainer : checked.run.trainers) {
-    checked.trainers.push_back(TrainerCheck(trainer, options.fake_data, checked.diagnostics).run());
+    checked.trainers.push_back(TrainerCheck(trainer, options, checked.diagnostics).run());
   }
   return checked;
 }
@@ -193,9 +204,69 @@ std::optional<CheckedRun> validation_stage(const RunOptions& options, const char
   return std::nullopt;
 }
 
+namespace {
+
+void write_file(const std::filesystem::path& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary);
+  out << text;
+  if (!out) throw std::runtime_error(path.string() + ": cannot write");
+}
+
+// report.json, kernels.tsv and, for wafer plans, placement.svg beside a new plan.
+void write_artifacts(const config::TrainerSpec& trainer, const TraceSummary& trace,
+                     const PlannedTrainer& planned) {
+  write_file(planned.directory / "report.json",
+             compile_report_json(trainer, trace, planned).dump(2) + "\n");
+  write_file(planned.directory / "kernels.tsv", kernel_table(planned.plan));
+  if (planned.plan.mapping.mode != compiler::ExecutionMode::none)
+    write_file(planned.directory / "placement.svg", wafer::placement_svg(planned.plan));
+}
+
+int report_failure(const CheckedRun& checked, const RunOptions& options, const char* command,
+                   const std::string& message) {
+  std::cerr << "csrun " << command << ": " << options.params_path << ": " << message << "\n";
+  if (options.json) {
+    nlohmann::json result = nlohmann::json::parse(report_json(command, checked));
+    result["ok"] = false;
+    result["error"] = message;
+    std::cout << result.dump(2) << "\n";
+  }
+  return 1;
+}
+
+}  // namespace
+
+std::optional<std::vector<PlannedTrainer>> plan_stage(CheckedRun& checked,
+                                                      const RunOptions& options,
+                                                      const char* command) {
+  std::vector<PlannedTrainer> planned;
+  for (std::size_t i = 0; i < checked.trainers.size(); ++i) {
+    const config::TrainerSpec& trainer = checked.run.trainers[i];
+    CheckedTrainer& candidate = checked.trainers[i];
+    std::string which = "trainer " + std::to_string(i + 1) + ": ";
+    if (!candidate.trace || !candidate.compiled) {
+      std::string model = candidate.model ? candidate.model->definition->name : "the model";
+      report_failure(checked, options, command,
+                     which + "csrun cannot build the " + model +
+                         " network yet, so there is no step to compile");
+      return std::nullopt;
+    }
+    try {
+      planned.push_back(
+          plan_trainer(trainer, *candidate.trace, std::move(*candidate.compiled), options));
+      if (!planned.back().from_cache) write_artifacts(trainer, *candidate.trace, planned.back());
+    } catch (const std::exception& error) {
+      report_failure(checked, options, command, which + error.what());
+      return std::nullopt;
+    }
+  }
+  return planned;
+}
+
 int stage_not_built(const char* command, const char* stages) {
   std::cerr << "csrun " << command << ": the params are valid, but " << stages
-            << " are not part of this build of csrun yet; `csrun validate` is\n";
+            << " are not part of this build of csrun yet (`csrun validate` and `csrun compile` "
+               "are)\n";
   return 1;
 }
 

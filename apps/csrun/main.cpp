@@ -37,6 +37,9 @@ struct CommandLine {
   std::string target_device;
   std::string checkpoint_path;
   std::string logging = "INFO";
+  std::string execution_mode;
+  std::string wafer = "wse2";
+  std::vector<std::string> dump_ir;
   std::int64_t num_csx = 1;
   std::int64_t num_workers_per_csx = 1;
   std::int64_t max_steps = 0;
@@ -119,6 +122,8 @@ class Subcommand {
     }
     options.fake_data = line_.fake_data;
     options.json = line_.json;
+    options.wafer = line_.wafer;
+    options.dump_ir = line_.dump_ir;
     options.shown = logging_levels().at(uppercase(line_.logging));
     return options;
   }
@@ -166,6 +171,22 @@ class Subcommand {
     runconfig_flag("eval_steps", "--eval_steps", line_.eval_steps, "Number of evaluation steps")
         ->check(at_least(1));
     runconfig_flag("seed", "--seed", line_.seed, "Random seed (overrides the params' seed)");
+    runconfig_flag("execution_mode", "--execution_mode", line_.execution_mode,
+                   "How the wafer runs the model: auto, pipelined or weight_streaming "
+                   "(overrides the params' backend execution_mode)")
+        ->check(CLI::IsMember({"auto", "pipelined", "weight_streaming"}));
+    app_->add_option("--wafer", line_.wafer, "The wafer plans target: wse2 (CS-2) or wse3 (CS-3)")
+        ->check(CLI::IsMember(csrun::modes::wafer_names()));
+    std::string points;
+    for (const std::string& point : csrun::modes::ir_dump_points())
+      points += (points.empty() ? "" : ", ") + point;
+    app_->add_option(
+            "--dump_ir", line_.dump_ir,
+            "Print the IR after a compiler pass (repeatable; trace: before any pass): " + points)
+        ->check(CLI::IsMember(csrun::modes::ir_dump_points()))
+        ->expected(1)
+        ->allow_extra_args(false)
+        ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
     CLI::Option* logging =
         app_->add_option("--logging", line_.logging,
                          "Log level: DEBUG, INFO, WARNING, ERROR or CRITICAL")

@@ -29,20 +29,23 @@ const Schema& cluster_config_schema() {
 }
 
 const Schema& backend_schema() {
-  static const Schema schema("backend",
-                             {
-                                 optional_field("backend_type", T::string()),
-                                 optional_field("compile_dir", T::string().or_null()),
-                                 default_field("compile_only", T::boolean(), value(false)),
-                                 default_field("validate_only", T::boolean(), value(false)),
-                                 optional_field("cluster_config", T::mapping()),
-                                 optional_field("enable_distributed", T::boolean()),
-                                 optional_field("main_process_id", non_negative_integer()),
-                                 optional_field("dist_addr", T::string()),
-                                 optional_field("dist_backend", T::choice({"nccl", "mpi", "gloo"})),
-                                 optional_field("init_method", T::string()),
-                                 optional_field("sync_batchnorm", T::boolean()),
-                             });
+  static const Schema schema(
+      "backend",
+      {
+          optional_field("backend_type", T::string()),
+          optional_field("compile_dir", T::string().or_null()),
+          default_field("compile_only", T::boolean(), value(false)),
+          default_field("validate_only", T::boolean(), value(false)),
+          default_field("execution_mode", T::choice({"auto", "pipelined", "weight_streaming"}),
+                        value("auto")),
+          optional_field("cluster_config", T::mapping()),
+          optional_field("enable_distributed", T::boolean()),
+          optional_field("main_process_id", non_negative_integer()),
+          optional_field("dist_addr", T::string()),
+          optional_field("dist_backend", T::choice({"nccl", "mpi", "gloo"})),
+          optional_field("init_method", T::string()),
+          optional_field("sync_batchnorm", T::boolean()),
+      });
   return schema;
 }
 
@@ -104,6 +107,10 @@ BackendSpec read_backend(const Node& init, Diagnostics& diagnostics) {
   if (const Node* dir = backend->find("compile_dir"); dir && dir->is_string()) {
     spec.compile_dir = dir->as_string();
   }
+  std::string mode = backend->find("execution_mode")->as_string();
+  spec.execution_mode = mode == "pipelined"          ? ExecutionMode::pipelined
+                        : mode == "weight_streaming" ? ExecutionMode::weight_streaming
+                                                     : ExecutionMode::automatic;
   spec.compile_only = backend->find("compile_only")->as_bool();
   spec.validate_only = backend->find("validate_only")->as_bool();
   if (spec.compile_only && spec.validate_only) {

@@ -29,6 +29,7 @@ enum class Route {
   tensorboard,      // loggers: TensorBoardLogger {<key>: value}
   check_loss,       // callbacks: CheckLoss, disabled by false
   mode,             // the subcommand decides; ignored
+  strategy,         // 1.7's execution_strategy: init.backend.execution_mode
   no_effect,        // a key of earlier releases
   removed,          // refused with the Model Zoo's dedicated message
 };
@@ -86,6 +87,10 @@ const std::vector<RunconfigKey>& runconfig_keys() {
         {"compile_only", flag, Route::backend, "compile_only"},
         {"validate_only", flag, Route::backend, "validate_only"},
         {"compile_dir", text, Route::backend, "compile_dir"},
+        {"execution_mode", T::choice({"auto", "pipelined", "weight_streaming"}), Route::backend,
+         "execution_mode"},
+        {"execution_strategy", T::choice({"pipeline", "weight_streaming"}), Route::strategy,
+         "execution_mode"},
         {"num_csx", positive_integer(), Route::cluster, "num_csx"},
         {"num_workers_per_csx", non_negative_integer(), Route::cluster, "num_workers_per_csx"},
         {"num_wgt_servers", non_negative_integer(), Route::cluster, "max_wgt_servers"},
@@ -139,10 +144,9 @@ const std::vector<RunconfigKey>& runconfig_keys() {
       k.push_back({memory, gigabytes, Route::global_flag, std::string("csx.debug.") + memory});
     }
     for (const char* key :
-         {"cs_ip", "multireplica", "num_replicas", "execution_strategy", "save_losses",
-          "show_debug_metrics", "save_stream_size", "enable_summaries", "is_pretrained_checkpoint",
-          "use_appliance_data", "autogen_policy", "experimental_api", "service_dir",
-          "fabric_config_file"}) {
+         {"cs_ip", "multireplica", "num_replicas", "save_losses", "show_debug_metrics",
+          "save_stream_size", "enable_summaries", "is_pretrained_checkpoint", "use_appliance_data",
+          "autogen_policy", "experimental_api", "service_dir", "fabric_config_file"}) {
       k.push_back({key, T::any(), Route::no_effect, one_x(key)});
     }
     k.push_back({"save_summary_steps", T::any(), Route::no_effect,
@@ -589,6 +593,12 @@ class LegacyConverter {
       case Route::backend:
         init_section("backend", runconfig).set(key.target, value, entry.key_mark);
         return;
+      case Route::strategy: {
+        std::string mode = value.as_string() == "pipeline" ? "pipelined" : value.as_string();
+        init_section("backend", runconfig)
+            .set(key.target, Node::make_string(mode, value.mark(), value.path()), entry.key_mark);
+        return;
+      }
       case Route::cluster:
         init_section("backend", runconfig)
             .ensure_map("cluster_config", runconfig.mark(), runconfig.path())

@@ -38,4 +38,16 @@ const char* half_type_name(HalfType type) {
   return "bfloat16";
 }
 
+const char* execution_mode_name(ExecutionMode mode) {
+  switch (mode) {
+    case ExecutionMode::automatic:
+      return "auto";
+    case ExecutionMode::pipelined:
+      return "pipelined";
+    case ExecutionMode::weight_streaming:
+      return "weight_streaming";
+  }
+  return "auto";
+}
+
 }  // namespace csrun::config

@@ -22,9 +22,15 @@ struct ClusterConfig {
   std::int64_t num_workers_per_csx = 1;
 };
 
+// How the wafer runs the model: everything resident (layer pipelined), weights streamed in layer
+// by layer (weight streaming), or whichever fits (auto).
+enum class ExecutionMode { automatic, pipelined, weight_streaming };
+const char* execution_mode_name(ExecutionMode mode);  // "auto", "pipelined", "weight_streaming"
+
 struct BackendSpec {
   Device device = Device::csx;
   bool device_defaulted = false;  // neither device nor backend_type was given
+  ExecutionMode execution_mode = ExecutionMode::automatic;
   std::optional<std::string> compile_dir;
   bool compile_only = false;
   bool validate_only = false;

@@ -235,23 +235,40 @@ const std::string& Graph::leaf_name(NodeId id) const {
   return node(id).op == OpKind::input ? inputs_[slot].name : variables_[slot].name;
 }
 
-std::string Graph::to_text() const {
+bool operator==(const Graph& a, const Graph& b) {
+  return a.nodes_ == b.nodes_ && a.inputs_ == b.inputs_ && a.variables_ == b.variables_ &&
+         a.outputs_ == b.outputs_ && a.updates_ == b.updates_ && a.scope_names_ == b.scope_names_;
+}
+
+std::string Graph::node_text(NodeId id) const {
+  const Node& node = this->node(id);
   std::ostringstream text;
-  for (std::size_t i = 0; i < nodes_.size(); ++i) {
-    const Node& node = nodes_[i];
-    text << "%" << i << " = " << op_name(node.op);
-    const std::string& name = leaf_name(static_cast<NodeId>(i));
-    if (!name.empty()) text << " \"" << name << "\"";
-    for (std::size_t k = 0; k < node.inputs.size(); ++k)
-      text << (k ? ", %" : " %") << node.inputs[k];
-    text << attributes_text(node) << " : " << node.type.to_string() << "   # "
-         << location_string(node.location) << "\n";
-  }
+  text << "%" << id << " = " << op_name(node.op);
+  const std::string& name = leaf_name(id);
+  if (!name.empty()) text << " \"" << name << "\"";
+  for (std::size_t k = 0; k < node.inputs.size(); ++k)
+    text << (k ? ", %" : " %") << node.inputs[k];
+  text << attributes_text(node) << " : " << node.type.to_string() << "   # "
+       << node.location.to_string();
+  if (node.scope != 0) text << " " << scope_name(node.scope);
+  if (node.phase != Phase::forward) text << " (" << phase_name(node.phase) << ")";
+  return text.str();
+}
+
+std::string Graph::interface_text() const {
+  std::ostringstream text;
   for (const NamedNode& output : outputs_)
     text << "output \"" << output.name << "\" = %" << output.node << "\n";
   for (const NamedNode& update : updates_)
     text << "update \"" << update.name << "\" = %" << update.node << "\n";
   return text.str();
+}
+
+std::string Graph::to_text() const {
+  std::string text;
+  for (std::size_t i = 0; i < nodes_.size(); ++i)
+    text += node_text(static_cast<NodeId>(i)) + "\n";
+  return text + interface_text();
 }
 
 }  // namespace csrun::graph

@@ -41,6 +41,8 @@ struct Node {
   SourceLine location;  // the model code that built it
   ScopeId scope = 0;
   Phase phase = Phase::forward;
+
+  friend bool operator==(const Node&, const Node&) = default;
 };
 
 // How a variable is first filled. Values are made by the runtime (lib/nn/initializers), so a
@@ -66,11 +68,15 @@ struct Variable {
   VariableRole role = VariableRole::parameter;
   Initializer init;
   NodeId node = -1;
+
+  friend bool operator==(const Variable&, const Variable&) = default;
 };
 
 struct NamedNode {
   std::string name;
   NodeId node = -1;
+
+  friend bool operator==(const NamedNode&, const NamedNode&) = default;
 };
 
 // A static graph: nodes in topological (creation) order, the batch inputs it reads, the
@@ -123,8 +129,14 @@ class Graph {
   // The name of a leaf node (input or variable), or empty.
   const std::string& leaf_name(NodeId id) const;
 
-  // A readable listing: one line per node, then inputs, variables, outputs and updates.
+  // A readable listing: one line per node (node_text), then the outputs and updates
+  // (interface_text).
   std::string to_text() const;
+  std::string node_text(NodeId id) const;
+  std::string interface_text() const;
+
+  // Same nodes (with their locations, scopes and phases), interface and scope names.
+  friend bool operator==(const Graph& a, const Graph& b);
 
  private:
   NodeId append(Node node);

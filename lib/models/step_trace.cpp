@@ -23,6 +23,8 @@ TracedStep trace_step(const CheckedModel& model, std::int64_t batch_size,
   nn::StepContext context(traced.graph, training, options.seed);
   ModelBuild build{model.params, context, {}};
   for (const BatchField& field : traced.batch) {
+    if (field.name == "input_ids" && field.type.rank() == 2)
+      traced.tokens_per_sample = field.type.shape[1];
     build.batch.emplace(
         field.name, graph::Tensor(traced.graph, traced.graph.add_input(field.name, field.type)));
   }

@@ -20,8 +20,9 @@ struct TraceOptions {
 struct TracedStep {
   graph::Graph graph;
   BatchLayout batch;
-  std::int64_t parameter_count = 0;  // elements of every parameter
-  double flops = 0.0;                // of one step
+  std::int64_t parameter_count = 0;    // elements of every parameter
+  double flops = 0.0;                  // of one step
+  std::int64_t tokens_per_sample = 0;  // sequence models: the length of input_ids; else 0
 };
 
 // Whether csrun can build the model's network (others are checked and sized only).

@@ -1,0 +1,53 @@
+#include "compile.hpp"
+
+#include "memory_plan.hpp"
+
+namespace csrun::compiler {
+
+PassManager standard_passes(const PrecisionPolicy& precision) {
+  PassManager manager;
+  manager.add({"fold", "fold constant expressions", fold_constants});
+  manager.add({"simplify", "algebraic identities that keep results bit for bit", simplify_algebra});
+  manager.add({"precision", "mixed precision: 16-bit matmul operands and results by level",
+               [precision](Program& program) { return lower_precision(program, precision); }});
+  manager.add({"cse", "one node per distinct computation", eliminate_common_subexpressions});
+  manager.add({"dce", "drop what no result needs", eliminate_dead_code});
+  manager.add(
+      {"fuse-matmul", "matmuls with their operand loads, bias, cast and activation", fuse_matmuls});
+  manager.add(
+      {"fuse-elementwise", "chains of elementwise ops into single passes", fuse_elementwise});
+  return manager;
+}
+
+std::vector<std::string> dump_points() {
+  std::vector<std::string> names{"trace"};
+  PassManager manager = standard_passes({});
+  for (const Pass& pass : manager.passes())
+    names.push_back(pass.name);
+  return names;
+}
+
+CompiledStep compile_step(graph::Graph traced, const CompileOptions& options) {
+  CompiledStep compiled;
+  compiled.program.graph = std::move(traced);
+  if (options.after_pass) options.after_pass("trace", compiled.program);
+  compiled.passes = standard_passes(options.precision).run(compiled.program, options.after_pass);
+  compiled.kernels = match_kernels(compiled.program);
+  return compiled;
+}
+
+Plan build_plan(CompiledStep compiled, const StepInfo& info, const PrecisionPolicy& precision) {
+  Plan plan;
+  plan.csrun_version = info.csrun_version;
+  plan.fingerprint = info.fingerprint;
+  plan.step = info.step;
+  plan.batch_size = info.batch_size;
+  plan.tokens_per_sample = info.tokens_per_sample;
+  plan.precision = precision;
+  plan.memory = plan_memory(compiled.program.graph, compiled.kernels);
+  plan.graph = std::move(compiled.program.graph);
+  plan.kernels = std::move(compiled.kernels);
+  return plan;
+}
+
+}  // namespace csrun::compiler

@@ -1,0 +1,76 @@
+#include "fusion_groups.hpp"
+
+#include <algorithm>
+
+#include "static_values.hpp"
+
+namespace csrun::compiler {
+
+using graph::NodeId;
+
+FusionGroups::FusionGroups(const graph::Graph& graph, const std::vector<Fusion>& existing)
+    : graph_(graph), static_(static_values(graph)), group_of_(graph.size(), -1) {
+  for (const Fusion& fusion : existing) {
+    std::int32_t group = start(fusion.nodes.front(), fusion.pattern);
+    for (std::size_t k = 1; k < fusion.nodes.size(); ++k)
+      join(group, fusion.nodes[k]);
+  }
+}
+
+std::int32_t FusionGroups::start(NodeId id, std::string pattern) {
+  auto group = static_cast<std::int32_t>(groups_.size());
+  groups_.push_back(Group{std::move(pattern), {id}, id});
+  group_of_[static_cast<std::size_t>(id)] = group;
+  return group;
+}
+
+bool FusionGroups::precedes(const Group& group, NodeId operand, NodeId first) const {
+  if (group_of_[static_cast<std::size_t>(operand)] >= 0 &&
+      &groups_[index(group_of_[static_cast<std::size_t>(operand)])] == &group) {
+    return true;  // inside the group
+  }
+  return graph_.node(operand).inputs.empty() || is_static(operand) || operand < first;
+}
+
+bool FusionGroups::can_join(std::int32_t group, NodeId id) const {
+  const Group& g = groups_[index(group)];
+  if (group_of(id) >= 0 || is_static(id)) return false;
+  NodeId first = std::min(g.first, id);
+  for (NodeId operand : graph_.node(id).inputs) {
+    if (operand != id && !precedes(g, operand, first)) return false;
+  }
+  if (first == g.first) return true;
+  // `id` comes first: every outside operand of the members must come before it.
+  for (NodeId member : g.nodes) {
+    for (NodeId operand : graph_.node(member).inputs) {
+      if (operand != id && !precedes(g, operand, first)) return false;
+    }
+  }
+  return true;
+}
+
+void FusionGroups::join(std::int32_t group, NodeId id) {
+  Group& g = groups_[index(group)];
+  g.nodes.push_back(id);
+  g.first = std::min(g.first, id);
+  group_of_[static_cast<std::size_t>(id)] = group;
+}
+
+std::vector<Fusion> FusionGroups::finish() const {
+  std::vector<const Group*> kept;
+  for (const Group& group : groups_) {
+    if (group.nodes.size() >= 2) kept.push_back(&group);
+  }
+  std::sort(kept.begin(), kept.end(),
+            [](const Group* a, const Group* b) { return a->first < b->first; });
+  std::vector<Fusion> fusions;
+  fusions.reserve(kept.size());
+  for (const Group* group : kept) {
+    Fusion fusion{group->pattern, group->nodes};
+    std::sort(fusion.nodes.begin(), fusion.nodes.end());
+    fusions.push_back(std::move(fusion));
+  }
+  return fusions;
+}
+
+}  // namespace csrun::compiler

@@ -1,0 +1,52 @@
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "graph/graph.hpp"
+#include "program.hpp"
+
+namespace csrun::compiler {
+
+// Fusions under construction. Every group keeps one invariant: each operand a member reads from
+// outside the group is static (a constant or computed from constants alone, see static_values)
+// or comes before the group's first member. So no group can depend on itself through another,
+// and ordering kernels by their first member is a valid schedule. Static nodes join no group.
+class FusionGroups {
+ public:
+  FusionGroups(const graph::Graph& graph, const std::vector<Fusion>& existing);
+
+  // The group of a node, or -1.
+  std::int32_t group_of(graph::NodeId id) const { return group_of_[static_cast<std::size_t>(id)]; }
+  const std::string& pattern(std::int32_t group) const { return groups_[index(group)].pattern; }
+  std::size_t size(std::int32_t group) const { return groups_[index(group)].nodes.size(); }
+
+  std::int32_t start(graph::NodeId id, std::string pattern);
+  bool is_static(graph::NodeId id) const { return static_[static_cast<std::size_t>(id)]; }
+
+  // Whether `id` may join `group` keeping the invariant: it is not static, its operands outside
+  // the group are static or come before the group's first member, and so does every operand
+  // outside the group of its members when `id` would become the new first member.
+  bool can_join(std::int32_t group, graph::NodeId id) const;
+  void join(std::int32_t group, graph::NodeId id);
+
+  // The groups of two or more nodes, members sorted, in the order of their first member.
+  std::vector<Fusion> finish() const;
+
+ private:
+  struct Group {
+    std::string pattern;
+    std::vector<graph::NodeId> nodes;
+    graph::NodeId first = 0;
+  };
+
+  static std::size_t index(std::int32_t group) { return static_cast<std::size_t>(group); }
+  bool precedes(const Group& group, graph::NodeId operand, graph::NodeId first) const;
+
+  const graph::Graph& graph_;
+  std::vector<bool> static_;
+  std::vector<std::int32_t> group_of_;
+  std::vector<Group> groups_;
+};
+
+}  // namespace csrun::compiler

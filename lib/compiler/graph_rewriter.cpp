@@ -1,0 +1,63 @@
+#include "graph_rewriter.hpp"
+
+#include <stdexcept>
+
+namespace csrun::compiler {
+
+using graph::NodeId;
+
+GraphRewriter::GraphRewriter(const graph::Graph& source)
+    : source_(&source), map_(source.size(), -1) {
+  target_.adopt_scopes(source);
+}
+
+NodeId GraphRewriter::copy(NodeId id) {
+  const graph::Node& node = source_->node(id);
+  NodeId copied = -1;
+  if (node.op == graph::OpKind::input) {
+    copied = target_.add_input(source_->leaf_name(id), node);
+  } else if (node.op == graph::OpKind::variable) {
+    copied = target_.add_variable(*source_->find_variable(source_->leaf_name(id)), node);
+  } else {
+    copied = target_.add(node.op, mapped_inputs(id), node.attrs, node);
+  }
+  map(id, copied);
+  return copied;
+}
+
+void GraphRewriter::map(NodeId id, NodeId replacement) {
+  map_.at(static_cast<std::size_t>(id)) = replacement;
+}
+
+std::vector<NodeId> GraphRewriter::mapped_inputs(NodeId id) const {
+  std::vector<NodeId> inputs;
+  inputs.reserve(source_->node(id).inputs.size());
+  for (NodeId input : source_->node(id).inputs) {
+    NodeId target = mapped(input);
+    if (target < 0)
+      throw std::logic_error("a pass dropped %" + std::to_string(input) + " but kept its user %" +
+                             std::to_string(id));
+    inputs.push_back(target);
+  }
+  return inputs;
+}
+
+NodeId GraphRewriter::add(graph::OpKind op, std::vector<NodeId> inputs, graph::Attributes attrs,
+                          NodeId origin) {
+  return target_.add(op, std::move(inputs), std::move(attrs), source_->node(origin));
+}
+
+graph::Graph GraphRewriter::finish() {
+  auto mapped_or_fail = [&](const graph::NamedNode& named) {
+    NodeId target = mapped(named.node);
+    if (target < 0) throw std::logic_error("a pass dropped " + named.name);
+    return target;
+  };
+  for (const graph::NamedNode& output : source_->outputs())
+    target_.add_output(output.name, mapped_or_fail(output));
+  for (const graph::NamedNode& update : source_->updates())
+    target_.set_update(update.name, mapped_or_fail(update));
+  return std::move(target_);
+}
+
+}  // namespace csrun::compiler

@@ -1,0 +1,41 @@
+#pragma once
+
+#include <vector>
+
+#include "graph/graph.hpp"
+
+namespace csrun::compiler {
+
+// Rebuilds a graph into a new one, node by node in order, so that a pass can drop, replace or add
+// nodes. The new graph keeps the source's scopes, every input and variable (the step's interface
+// and state), and its outputs and updates, which follow their nodes' replacements.
+class GraphRewriter {
+ public:
+  explicit GraphRewriter(const graph::Graph& source);
+
+  const graph::Graph& source() const { return *source_; }
+  const graph::Graph& target() const { return target_; }
+
+  // Copies source node `id` with its operands mapped; returns its id in the new graph.
+  graph::NodeId copy(graph::NodeId id);
+  // Makes source node `id` stand for new node `replacement` from here on.
+  void map(graph::NodeId id, graph::NodeId replacement);
+  // The new node that source node `id` became; -1 when it was dropped.
+  graph::NodeId mapped(graph::NodeId id) const { return map_.at(static_cast<std::size_t>(id)); }
+  // The new nodes source node `id`'s operands became.
+  std::vector<graph::NodeId> mapped_inputs(graph::NodeId id) const;
+  // Adds a new node with the location, scope and phase of source node `origin`.
+  graph::NodeId add(graph::OpKind op, std::vector<graph::NodeId> inputs, graph::Attributes attrs,
+                    graph::NodeId origin);
+
+  // The new graph, with the outputs and updates carried over. Throws std::logic_error when one of
+  // them lost its node (a pass dropped something still needed).
+  graph::Graph finish();
+
+ private:
+  const graph::Graph* source_;
+  graph::Graph target_;
+  std::vector<graph::NodeId> map_;
+};
+
+}  // namespace csrun::compiler

@@ -1,0 +1,198 @@
+#include "kernel_library.hpp"
+
+#include <stdexcept>
+
+namespace csrun::compiler {
+
+namespace {
+
+using graph::DType;
+using graph::OpKind;
+
+constexpr DTypes kFloat{DType::f32, DType::f16, DType::bf16, DType::cb16};
+constexpr DTypes kNumeric = kFloat | DTypes{DType::i32};
+constexpr DTypes kBool{DType::boolean};
+constexpr DTypes kAny = kNumeric | kBool;
+constexpr DTypes kIndex{DType::i32};
+
+std::vector<OpRule> rules(std::initializer_list<OpKind> ops, DTypes operands, DTypes results) {
+  std::vector<OpRule> list;
+  for (OpKind op : ops)
+    list.push_back({op, operands, results, false});
+  return list;
+}
+
+std::vector<OpRule> joined(std::initializer_list<std::vector<OpRule>> parts) {
+  std::vector<OpRule> list;
+  for (const std::vector<OpRule>& part : parts)
+    list.insert(list.end(), part.begin(), part.end());
+  return list;
+}
+
+std::vector<OpRule> elementwise_rules() {
+  return joined({
+      rules({OpKind::add, OpKind::sub, OpKind::mul, OpKind::maximum, OpKind::minimum, OpKind::neg,
+             OpKind::abs},
+            kNumeric, kNumeric),
+      // The PEs have no integer divider or integer transcendental unit.
+      rules({OpKind::div, OpKind::pow, OpKind::exp, OpKind::log, OpKind::sqrt, OpKind::rsqrt,
+             OpKind::sin, OpKind::cos, OpKind::tanh, OpKind::sigmoid, OpKind::relu, OpKind::erf,
+             OpKind::gelu},
+            kFloat, kFloat),
+      rules({OpKind::less, OpKind::less_equal, OpKind::greater, OpKind::greater_equal,
+             OpKind::equal, OpKind::not_equal},
+            kNumeric, kBool),
+      rules({OpKind::logical_and, OpKind::logical_or, OpKind::logical_not}, kBool, kBool),
+      rules({OpKind::is_finite}, kFloat, kBool),
+      rules({OpKind::where}, kAny, kNumeric),
+      rules({OpKind::cast}, kAny, kAny),
+      // Dropout reads the step counter (i32) to draw its mask.
+      rules({OpKind::dropout}, kFloat | kIndex, kFloat),
+  });
+}
+
+std::vector<KernelSpec> make_library() {
+  return {
+      {.name = "matmul",
+       .summary = "matrix product on a 2-D block of PEs, with operand transposes and conversions "
+                  "applied as it loads and a bias, reshape, cast and activation as it stores",
+       .pattern = "matmul",
+       .ops = joined({{{OpKind::matmul, kFloat, kFloat, false}},
+                      rules({OpKind::transpose, OpKind::cast, OpKind::add, OpKind::reshape,
+                             OpKind::relu, OpKind::gelu, OpKind::tanh, OpKind::sigmoid},
+                            kFloat, kFloat)}),
+       .anchor = OpKind::matmul,
+       .max_rank = 4,
+       .cost = CostModel::fmac,
+       .fixed_cycles = 200.0},
+      {.name = "fused_elementwise",
+       .summary = "a chain of elementwise ops over one shape in a single pass, the intermediate "
+                  "values kept in registers",
+       .pattern = "elementwise",
+       .ops = elementwise_rules(),
+       .anchor = std::nullopt,
+       .max_rank = 6,
+       .cost = CostModel::streaming,
+       .fixed_cycles = 50.0},
+      {.name = "elementwise",
+       .summary = "one elementwise op in a single pass",
+       .pattern = "",
+       .ops = elementwise_rules(),
+       .anchor = std::nullopt,
+       .max_rank = 6,
+       .cost = CostModel::streaming,
+       .fixed_cycles = 50.0},
+      {.name = "reduce",
+       .summary = "sum, mean or max over axes, or the position of the maximum",
+       .pattern = "",
+       .ops = rules({OpKind::reduce_sum, OpKind::reduce_mean, OpKind::reduce_max, OpKind::argmax},
+                    kFloat, kFloat | kIndex),
+       .anchor = std::nullopt,
+       .max_rank = 6,
+       .cost = CostModel::reduction,
+       .fixed_cycles = 100.0},
+      {.name = "softmax",
+       .summary = "softmax or log-softmax along the last axis",
+       .pattern = "",
+       .ops = {{OpKind::softmax, kFloat, kFloat, true},
+               {OpKind::log_softmax, kFloat, kFloat, true}},
+       .anchor = std::nullopt,
+       .max_rank = 4,
+       .cost = CostModel::reduction,
+       .fixed_cycles = 100.0},
+      {.name = "layer_norm",
+       .summary = "normalization over the last axis",
+       .pattern = "",
+       .ops = rules({OpKind::layer_norm}, kFloat, kFloat),
+       .anchor = std::nullopt,
+       .max_rank = 4,
+       .cost = CostModel::reduction,
+       .fixed_cycles = 100.0},
+      {.name = "embedding",
+       .summary = "rows of a table gathered by integer indices, one-hot vectors, and the "
+                  "gradient's scatter-add (accumulated in f32)",
+       .pattern = "",
+       .ops =
+           joined({rules({OpKind::gather}, kFloat | kIndex, kFloat),
+                   rules({OpKind::one_hot}, kIndex, kFloat),
+                   rules({OpKind::scatter_add}, DTypes{DType::f32} | kIndex, DTypes{DType::f32})}),
+       .anchor = std::nullopt,
+       .max_rank = 4,
+       .cost = CostModel::movement,
+       .fixed_cycles = 200.0},
+      {.name = "transpose",
+       .summary = "an axis permutation",
+       .pattern = "",
+       .ops = rules({OpKind::transpose}, kAny, kAny),
+       .anchor = std::nullopt,
+       .max_rank = 6,
+       .cost = CostModel::movement,
+       .fixed_cycles = 100.0},
+      {.name = "copy",
+       .summary = "slicing, padding, concatenation and broadcasting",
+       .pattern = "",
+       .ops = rules({OpKind::slice, OpKind::pad, OpKind::concat, OpKind::broadcast_to}, kAny, kAny),
+       .anchor = std::nullopt,
+       .max_rank = 6,
+       .cost = CostModel::movement,
+       .fixed_cycles = 100.0},
+      {.name = "view",
+       .summary = "a reshape: the same elements in the same buffer",
+       .pattern = "",
+       .ops = rules({OpKind::reshape}, kAny, kAny),
+       .anchor = std::nullopt,
+       .max_rank = 8,
+       .cost = CostModel::view,
+       .fixed_cycles = 0.0},
+  };
+}
+
+}  // namespace
+
+std::string DTypes::to_string() const {
+  std::string text;
+  for (DType type :
+       {DType::f32, DType::f16, DType::bf16, DType::cb16, DType::i32, DType::boolean}) {
+    if (!contains(type)) continue;
+    if (!text.empty()) text += ", ";
+    text += graph::dtype_name(type);
+  }
+  return text;
+}
+
+const char* cost_model_name(CostModel model) {
+  switch (model) {
+    case CostModel::fmac:
+      return "fmac";
+    case CostModel::streaming:
+      return "streaming";
+    case CostModel::reduction:
+      return "reduction";
+    case CostModel::movement:
+      return "movement";
+    case CostModel::view:
+      return "view";
+  }
+  return "?";
+}
+
+const OpRule* KernelSpec::rule(graph::OpKind op) const {
+  for (const OpRule& candidate : ops) {
+    if (candidate.op == op) return &candidate;
+  }
+  return nullptr;
+}
+
+const std::vector<KernelSpec>& kernel_library() {
+  static const std::vector<KernelSpec> library = make_library();
+  return library;
+}
+
+const KernelSpec& kernel_spec(std::string_view name) {
+  for (const KernelSpec& spec : kernel_library()) {
+    if (spec.name == name) return spec;
+  }
+  throw std::out_of_range("no kernel named " + std::string(name));
+}
+
+}  // namespace csrun::compiler

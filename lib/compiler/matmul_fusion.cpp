@@ -1,0 +1,139 @@
+#include <algorithm>
+#include <numeric>
+
+#include "fusion_groups.hpp"
+#include "node_users.hpp"
+#include "passes.hpp"
+
+namespace csrun::compiler {
+
+namespace {
+
+using graph::NodeId;
+using graph::OpKind;
+
+bool swaps_last_axes(const graph::Node& node) {
+  const std::vector<std::int64_t>& perm = node.attrs.perm;
+  std::size_t rank = perm.size();
+  if (node.op != OpKind::transpose || rank < 2) return false;
+  std::vector<std::int64_t> swap(rank);
+  std::iota(swap.begin(), swap.end(), 0);
+  std::swap(swap[rank - 1], swap[rank - 2]);
+  return perm == swap;
+}
+
+bool is_activation(OpKind op) {
+  return op == OpKind::relu || op == OpKind::gelu || op == OpKind::tanh || op == OpKind::sigmoid;
+}
+
+// A bias: one value per output column, broadcast over the rows.
+bool is_bias_for(const graph::TensorType& bias, const graph::TensorType& rows) {
+  if (bias.rank() == 0 || bias.rank() > rows.rank() || bias.shape.back() != rows.shape.back())
+    return false;
+  for (std::size_t i = 0; i + 1 < bias.shape.size(); ++i) {
+    if (bias.shape[i] != 1) return false;
+  }
+  return true;
+}
+
+class MatmulFusion {
+ public:
+  explicit MatmulFusion(Program& program)
+      : graph_(program.graph), users_(program.graph), groups_(program.graph, program.fusions) {}
+
+  std::size_t run() {
+    for (std::size_t i = 0; i < graph_.size(); ++i) {
+      auto id = static_cast<NodeId>(i);
+      if (graph_.node(id).op != OpKind::matmul || groups_.group_of(id) >= 0 ||
+          groups_.is_static(id))
+        continue;
+      std::int32_t group = groups_.start(id, "matmul");
+      absorb_operands(group, id);
+      extend_epilogue(group, id);
+      if (groups_.size(group) > 1) fused_ += groups_.size(group);
+    }
+    return fused_;
+  }
+
+  std::vector<Fusion> finish() const { return groups_.finish(); }
+
+ private:
+  // Operand layout and conversion the kernel does as it loads: cast(W), W^T, cast(W)^T, ...
+  // Candidates join latest first, so the group's first member moves back one node at a time.
+  void absorb_operands(std::int32_t group, NodeId matmul) {
+    std::vector<std::pair<NodeId, int>> candidates;  // node, depth below the matmul
+    for (NodeId operand : graph_.node(matmul).inputs)
+      candidates.emplace_back(operand, 1);
+    while (!candidates.empty()) {
+      auto latest = std::max_element(candidates.begin(), candidates.end());
+      auto [operand, depth] = *latest;
+      candidates.erase(latest);
+      const graph::Node& node = graph_.node(operand);
+      bool loadable = swaps_last_axes(node) || node.op == OpKind::cast;
+      if (!loadable || !groups_.can_join(group, operand)) continue;
+      groups_.join(group, operand);
+      if (depth < 2) candidates.emplace_back(node.inputs[0], depth + 1);
+    }
+  }
+
+  // What the kernel applies to the product before storing it: at most one each of a bias add, a
+  // reshape keeping the columns, a cast, and an activation, which ends the epilogue.
+  void extend_epilogue(std::int32_t group, NodeId matmul) {
+    NodeId tail = matmul;
+    std::vector<OpKind> taken;
+    auto untaken = [&](OpKind op) {
+      return std::find(taken.begin(), taken.end(), op) == taken.end();
+    };
+    while (true) {
+      NodeId next = -1;
+      for (NodeId user : users_.of(tail)) {
+        if (fits_epilogue(tail, user) && untaken(graph_.node(user).op) &&
+            groups_.can_join(group, user)) {
+          next = user;
+          break;
+        }
+      }
+      if (next < 0) return;
+      groups_.join(group, next);
+      OpKind op = graph_.node(next).op;
+      if (is_activation(op)) return;
+      taken.push_back(op);
+      tail = next;
+    }
+  }
+
+  bool fits_epilogue(NodeId tail, NodeId user) const {
+    const graph::Node& node = graph_.node(user);
+    const graph::TensorType& value = graph_.node(tail).type;
+    switch (node.op) {
+      case OpKind::add: {
+        if (node.inputs.size() != 2 || node.type.shape != value.shape) return false;
+        NodeId other = node.inputs[0] == tail ? node.inputs[1] : node.inputs[0];
+        return other != tail && is_bias_for(graph_.node(other).type, value);
+      }
+      case OpKind::reshape:
+        return !node.type.shape.empty() && !value.shape.empty() &&
+               node.type.shape.back() == value.shape.back();
+      case OpKind::cast:
+        return graph::is_floating(node.type.dtype);
+      default:
+        return is_activation(node.op);
+    }
+  }
+
+  const graph::Graph& graph_;
+  NodeUsers users_;
+  FusionGroups groups_;
+  std::size_t fused_ = 0;
+};
+
+}  // namespace
+
+std::size_t fuse_matmuls(Program& program) {
+  MatmulFusion fusion(program);
+  std::size_t fused = fusion.run();
+  program.fusions = fusion.finish();
+  return fused;
+}
+
+}  // namespace csrun::compiler

@@ -1,0 +1,226 @@
+#include "memory_plan.hpp"
+
+#include <algorithm>
+#include <iterator>
+#include <map>
+
+#include "kernel_library.hpp"
+
+namespace csrun::compiler {
+
+namespace {
+
+using graph::NodeId;
+
+std::int64_t aligned(std::int64_t bytes) {
+  return (bytes + kBufferAlignment - 1) / kBufferAlignment * kBufferAlignment;
+}
+
+std::int64_t value_bytes(const graph::Node& node) {
+  return graph::element_count(node.type.shape) *
+         static_cast<std::int64_t>(graph::dtype_size(node.type.dtype));
+}
+
+// Best-fit placement in a growing arena, merging neighbouring free blocks.
+class ArenaAllocator {
+ public:
+  explicit ArenaAllocator(std::int64_t base) : top_(base), peak_(base) {}
+
+  std::int64_t allocate(std::int64_t bytes) {
+    auto fit = by_size_.lower_bound(bytes);
+    if (fit != by_size_.end()) {
+      auto [size, offset] = *fit;
+      erase(offset, size);
+      if (size > bytes) insert(offset + bytes, size - bytes);
+      return offset;
+    }
+    // Grow the arena, starting inside a free block that ends at its top.
+    std::int64_t offset = top_;
+    if (!by_offset_.empty()) {
+      auto last = std::prev(by_offset_.end());
+      if (last->first + last->second == top_) {
+        offset = last->first;
+        erase(last->first, last->second);
+      }
+    }
+    top_ = offset + bytes;
+    peak_ = std::max(peak_, top_);
+    return offset;
+  }
+
+  void release(std::int64_t offset, std::int64_t bytes) {
+    auto next = by_offset_.lower_bound(offset);
+    if (next != by_offset_.end() && next->first == offset + bytes) {
+      bytes += next->second;
+      erase(next->first, next->second);
+    }
+    auto previous = by_offset_.lower_bound(offset);
+    if (previous != by_offset_.begin()) {
+      --previous;
+      if (previous->first + previous->second == offset) {
+        offset = previous->first;
+        bytes += previous->second;
+        erase(previous->first, previous->second);
+      }
+    }
+    if (offset + bytes == top_) {
+      top_ = offset;
+    } else {
+      insert(offset, bytes);
+    }
+  }
+
+  std::int64_t peak() const { return peak_; }
+
+ private:
+  void insert(std::int64_t offset, std::int64_t bytes) {
+    by_offset_.emplace(offset, bytes);
+    by_size_.emplace(bytes, offset);
+  }
+
+  void erase(std::int64_t offset, std::int64_t bytes) {
+    by_offset_.erase(offset);
+    auto [first, last] = by_size_.equal_range(bytes);
+    for (auto it = first; it != last; ++it) {
+      if (it->second == offset) {
+        by_size_.erase(it);
+        return;
+      }
+    }
+  }
+
+  std::int64_t top_;
+  std::int64_t peak_;
+  std::map<std::int64_t, std::int64_t> by_offset_;     // free blocks: offset -> size
+  std::multimap<std::int64_t, std::int64_t> by_size_;  // free blocks: size -> offset
+};
+
+class MemoryPlanner {
+ public:
+  MemoryPlanner(const graph::Graph& graph, std::span<const Kernel> kernels)
+      : graph_(graph), kernels_(kernels) {
+    plan_.buffer_of.assign(graph.size(), -1);
+  }
+
+  MemoryPlan run() {
+    add_persistent_buffers();
+    add_temporaries();
+    extend_lifetimes();
+    place_temporaries();
+    return std::move(plan_);
+  }
+
+ private:
+  auto end_of_step() const { return static_cast<std::int32_t>(kernels_.size()); }
+
+  std::int32_t add_buffer(NodeId value, BufferKind kind, std::int32_t first, std::int32_t last) {
+    auto index = static_cast<std::int32_t>(plan_.buffers.size());
+    plan_.buffers.push_back(
+        Buffer{value, kind, 0, aligned(value_bytes(graph_.node(value))), first, last});
+    plan_.buffer_of[static_cast<std::size_t>(value)] = index;
+    return index;
+  }
+
+  void add_persistent_buffers() {
+    for (std::size_t i = 0; i < graph_.size(); ++i) {
+      const graph::Node& node = graph_.nodes()[i];
+      if (graph::op_class(node.op) != graph::OpClass::leaf) continue;
+      BufferKind kind = node.op == graph::OpKind::input      ? BufferKind::input
+                        : node.op == graph::OpKind::variable ? BufferKind::variable
+                                                             : BufferKind::constant;
+      add_persistent(static_cast<NodeId>(i), kind);
+    }
+  }
+
+  void add_persistent(NodeId value, BufferKind kind) {
+    std::int32_t index = add_buffer(value, kind, -1, end_of_step());
+    Buffer& buffer = plan_.buffers[static_cast<std::size_t>(index)];
+    buffer.offset = plan_.persistent_bytes;
+    plan_.persistent_bytes += buffer.bytes;
+  }
+
+  // A view's result shares its operand's buffer; every other kernel result gets its own: a
+  // temporary, or a persistent buffer for what the kernels run at load time compute.
+  void add_temporaries() {
+    for (std::size_t k = 0; k < kernels_.size(); ++k) {
+      const Kernel& kernel = kernels_[k];
+      bool view = kernel_spec(kernel.name).cost == CostModel::view;
+      for (NodeId result : kernel.results) {
+        if (view) {
+          NodeId source = graph_.node(result).inputs[0];
+          plan_.buffer_of[static_cast<std::size_t>(result)] =
+              plan_.buffer_of[static_cast<std::size_t>(source)];
+        } else if (kernel.at_load) {
+          add_persistent(result, BufferKind::constant);
+        } else {
+          auto position = static_cast<std::int32_t>(k);
+          add_buffer(result, BufferKind::temporary, position, position);
+        }
+      }
+    }
+  }
+
+  void extend_lifetimes() {
+    for (std::size_t k = 0; k < kernels_.size(); ++k) {
+      for (NodeId operand : kernels_[k].operands)
+        use(operand, static_cast<std::int32_t>(k));
+    }
+    for (const graph::NamedNode& output : graph_.outputs())
+      use(output.node, end_of_step());
+    for (const graph::NamedNode& update : graph_.updates())
+      use(update.node, end_of_step());
+  }
+
+  void use(NodeId value, std::int32_t position) {
+    std::int32_t index = plan_.buffer_of[static_cast<std::size_t>(value)];
+    Buffer& buffer = plan_.buffers.at(static_cast<std::size_t>(index));
+    buffer.last_use = std::max(buffer.last_use, position);
+  }
+
+  void place_temporaries() {
+    std::vector<std::vector<std::size_t>> born(kernels_.size());
+    std::vector<std::vector<std::size_t>> dying(kernels_.size() + 1);
+    plan_.unshared_bytes = plan_.persistent_bytes;
+    for (std::size_t b = 0; b < plan_.buffers.size(); ++b) {
+      const Buffer& buffer = plan_.buffers[b];
+      if (buffer.kind != BufferKind::temporary) continue;
+      born[static_cast<std::size_t>(buffer.first_use)].push_back(b);
+      dying[static_cast<std::size_t>(buffer.last_use)].push_back(b);
+      plan_.unshared_bytes += buffer.bytes;
+    }
+    ArenaAllocator arena(plan_.persistent_bytes);
+    for (std::size_t k = 0; k < kernels_.size(); ++k) {
+      for (std::size_t b : born[k])
+        plan_.buffers[b].offset = arena.allocate(plan_.buffers[b].bytes);
+      for (std::size_t b : dying[k])
+        arena.release(plan_.buffers[b].offset, plan_.buffers[b].bytes);
+    }
+    plan_.peak_bytes = arena.peak();
+  }
+
+  const graph::Graph& graph_;
+  std::span<const Kernel> kernels_;
+  MemoryPlan plan_;
+};
+
+}  // namespace
+
+const char* buffer_kind_name(BufferKind kind) {
+  switch (kind) {
+    case BufferKind::input:
+      return "input";
+    case BufferKind::variable:
+      return "variable";
+    case BufferKind::constant:
+      return "constant";
+    case BufferKind::temporary:
+      return "temporary";
+  }
+  return "?";
+}
+
+MemoryPlan plan_memory(const graph::Graph& graph, std::span<const Kernel> kernels) {
+  return MemoryPlanner(graph, kernels).run();
+}
+
+}  // namespace csrun::compiler

@@ -1,0 +1,98 @@
+#include <unordered_map>
+
+#include "graph_rewriter.hpp"
+#include "passes.hpp"
+
+namespace csrun::compiler {
+
+namespace {
+
+using graph::DType;
+using graph::NodeId;
+using graph::OpKind;
+
+class PrecisionLowering {
+ public:
+  PrecisionLowering(const graph::Graph& source, const PrecisionPolicy& policy)
+      : rewriter_(source), policy_(policy) {}
+
+  std::size_t run() {
+    const graph::Graph& source = rewriter_.source();
+    for (std::size_t i = 0; i < source.size(); ++i) {
+      auto id = static_cast<NodeId>(i);
+      const graph::Node& node = source.node(id);
+      if (node.op == OpKind::matmul && node.type.dtype == DType::f32) {
+        lower_matmul(id);
+      } else if (node.op == OpKind::softmax && policy_.level >= 2 &&
+                 node.type.dtype == DType::f32) {
+        lower_softmax(id);
+      } else {
+        rewriter_.copy(id);
+      }
+    }
+    return casts_;
+  }
+
+  graph::Graph finish() { return rewriter_.finish(); }
+
+ private:
+  const graph::Node& built(NodeId id) const { return rewriter_.target().node(id); }
+
+  NodeId cast(NodeId value, DType dtype, NodeId origin) {
+    graph::Attributes attrs;
+    attrs.dtype = dtype;
+    ++casts_;
+    return rewriter_.add(OpKind::cast, {value}, std::move(attrs), origin);
+  }
+
+  // The 16-bit form of a new node's value, made once per value. A value that is itself the f32
+  // widening of a 16-bit value is that value: widening then narrowing again is exact.
+  NodeId to_half(NodeId value, NodeId origin) {
+    const graph::Node& node = built(value);
+    if (node.type.dtype == policy_.half) return value;
+    if (node.op == OpKind::cast && built(node.inputs[0]).type.dtype == policy_.half)
+      return node.inputs[0];
+    auto found = half_of_.find(value);
+    if (found != half_of_.end()) return found->second;
+    NodeId half = cast(value, policy_.half, origin);
+    half_of_.emplace(value, half);
+    return half;
+  }
+
+  void lower_matmul(NodeId id) {
+    std::vector<NodeId> in = rewriter_.mapped_inputs(id);
+    // Batched products of two activations are attention's scores and context (and their
+    // gradients): level 1 keeps them f32.
+    bool batched = built(in[0]).type.rank() > 2 && built(in[1]).type.rank() > 2;
+    bool half_result = policy_.level >= 2 || (policy_.level == 1 && !batched);
+    graph::Attributes attrs;
+    attrs.dtype = half_result ? policy_.half : DType::f32;
+    NodeId product = rewriter_.add(OpKind::matmul, {to_half(in[0], id), to_half(in[1], id)},
+                                   std::move(attrs), id);
+    rewriter_.map(id, half_result ? cast(product, DType::f32, id) : product);
+  }
+
+  void lower_softmax(NodeId id) {
+    NodeId x = to_half(rewriter_.mapped_inputs(id)[0], id);
+    NodeId y = rewriter_.add(OpKind::softmax, {x}, rewriter_.source().node(id).attrs, id);
+    rewriter_.map(id, cast(y, DType::f32, id));
+  }
+
+  GraphRewriter rewriter_;
+  PrecisionPolicy policy_;
+  std::unordered_map<NodeId, NodeId> half_of_;
+  std::size_t casts_ = 0;
+};
+
+}  // namespace
+
+std::size_t lower_precision(Program& program, const PrecisionPolicy& policy) {
+  expect_unfused(program, "lower_precision");
+  if (!policy.mixed) return 0;
+  PrecisionLowering lowering(program.graph, policy);
+  std::size_t casts = lowering.run();
+  if (casts > 0) program.graph = lowering.finish();
+  return casts;
+}
+
+}  // namespace csrun::compiler

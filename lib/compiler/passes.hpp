@@ -1,0 +1,53 @@
+#pragma once
+
+#include <cstddef>
+
+#include "graph/types.hpp"
+#include "program.hpp"
+
+namespace csrun::compiler {
+
+// Each pass does one thing to the program and returns how many nodes it changed (removed,
+// replaced, inserted or fused), which the pass statistics report.
+
+// Drops nodes nothing needs: no output, update or live node reads them. Inputs and variables stay.
+std::size_t eliminate_dead_code(Program& program);
+
+// Makes nodes that compute the same thing (op, operands, attributes; commutative operands in
+// either order) one node.
+std::size_t eliminate_common_subexpressions(Program& program);
+
+// Replaces a node whose operands are all constants by the constant it computes, when that has at
+// most kMaxFoldedElements elements (larger results would bloat the plan).
+inline constexpr std::int64_t kMaxFoldedElements = 4096;
+std::size_t fold_constants(Program& program);
+
+// Rewrites by algebraic identities that keep results bit for bit: x+0, x*1, x/1 -> x; x/2^k ->
+// x*2^-k; pow(x, 1 | 2 | 0.5 | -0.5); neg(neg(x)), not(not(x)); casts, reshapes, transposes,
+// broadcasts and slices that change nothing; reshape of a reshape and transpose of a transpose
+// become one; where(c, a, a) -> a; (A B)^T -> B^T A^T, so the transposes fuse into the product.
+std::size_t simplify_algebra(Program& program);
+
+// Mixed precision (the Model Zoo's precision_opt_level): weights stay f32 masters; every matmul
+// reads its operands in the 16-bit type and accumulates in f32. Level 0 keeps matmul results
+// f32; level 1 stores them 16-bit except in batched (attention) products; level 2 stores every
+// matmul result 16-bit and runs softmax in 16 bits. Every conversion is an explicit cast.
+struct PrecisionPolicy {
+  bool mixed = false;  // off: the graph stays f32
+  graph::DType half = graph::DType::bf16;
+  int level = 1;
+
+  friend bool operator==(const PrecisionPolicy&, const PrecisionPolicy&) = default;
+};
+std::size_t lower_precision(Program& program, const PrecisionPolicy& policy);
+
+// Groups each matmul with its operand prologue (a transpose of the last two axes, a cast) and its
+// epilogue (bias add, reshape, cast, activation) into one "matmul" fusion.
+std::size_t fuse_matmuls(Program& program);
+
+// Groups connected elementwise nodes of one shape (arithmetic, comparisons, casts, where,
+// transcendentals, dropout) into "elementwise" fusions of at most kMaxElementwiseFusion nodes.
+inline constexpr std::size_t kMaxElementwiseFusion = 64;
+std::size_t fuse_elementwise(Program& program);
+
+}  // namespace csrun::compiler

@@ -1,0 +1,108 @@
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "graph/graph.hpp"
+#include "kernel_matching.hpp"
+#include "memory_plan.hpp"
+#include "passes.hpp"
+
+namespace csrun::compiler {
+
+// Version of the Plan's file format; a plan of another version is recompiled.
+inline constexpr std::uint32_t kPlanFormatVersion = 1;
+
+enum class StepKind : std::uint8_t { train, eval };
+const char* step_kind_name(StepKind kind);
+
+enum class ExecutionMode : std::uint8_t { none, pipelined, weight_streaming };
+const char* execution_mode_name(ExecutionMode mode);  // "none", "pipelined", "weight_streaming"
+
+// A rectangle of processing elements.
+struct Region {
+  std::int32_t x = 0;
+  std::int32_t y = 0;
+  std::int32_t width = 0;
+  std::int32_t height = 0;
+
+  std::int64_t pes() const { return static_cast<std::int64_t>(width) * height; }
+  friend bool operator==(const Region&, const Region&) = default;
+};
+
+// Where a kernel runs and how long it takes in one step of one system.
+struct KernelTiming {
+  Region region;  // its PEs when pipelined; the whole wafer in weight streaming
+  double seconds = 0.0;
+  std::string bound;  // what limits it: "compute", "memory", "fabric", "latency"
+
+  friend bool operator==(const KernelTiming&, const KernelTiming&) = default;
+};
+
+// A layer (a module such as model.transformer_decoder.layers.3) as the wafer runs it.
+struct LayerTiming {
+  std::string name;
+  std::int64_t parameters = 0;
+  std::int32_t kernels = 0;
+  std::int64_t pes = 0;  // pipelined: the PEs of its kernels
+  double forward_seconds = 0.0;
+  double backward_seconds = 0.0;
+  double update_seconds = 0.0;
+  double weight_seconds = 0.0;    // weight streaming: its weights in over system I/O
+  double gradient_seconds = 0.0;  // weight streaming: its gradients out
+  double seconds = 0.0;           // what the layer adds to a step
+  std::string bound;
+
+  friend bool operator==(const LayerTiming&, const LayerTiming&) = default;
+};
+
+struct Estimate {
+  double step_seconds = 0.0;  // one step on one system (all its micro-batches)
+  double samples_per_second = 0.0;
+  double tokens_per_second = 0.0;
+  std::int64_t num_csx = 1;
+  double cluster_step_seconds = 0.0;
+  double cluster_samples_per_second = 0.0;
+  double cluster_tokens_per_second = 0.0;
+  double pe_utilization = 0.0;     // pipelined: PEs given to kernels / PEs of the wafer
+  std::int64_t sram_bytes = 0;     // on the wafer
+  std::int64_t sram_capacity = 0;  // usable on the wafer
+  std::int64_t spilled_bytes = 0;  // weight streaming: activations sent to activation servers
+  std::int64_t micro_batch_size = 0;
+  std::int64_t micro_batches = 1;
+  std::string bottleneck;
+
+  friend bool operator==(const Estimate&, const Estimate&) = default;
+};
+
+// What lib/wafer decided for the plan: the execution mode, each kernel's place and time, each
+// layer's, and the throughput. Empty (mode none) for a CPU plan.
+struct WaferMapping {
+  std::string wafer;  // the profile's key ("wse2")
+  ExecutionMode mode = ExecutionMode::none;
+  std::string mode_reason;
+  std::vector<KernelTiming> kernels;  // parallel to Plan::kernels
+  std::vector<LayerTiming> layers;
+  Estimate estimate;
+
+  friend bool operator==(const WaferMapping&, const WaferMapping&) = default;
+};
+
+// The compiler's output: everything needed to run a step, and how it would run on the wafer.
+struct Plan {
+  std::string csrun_version;
+  std::string fingerprint;  // of the traced graph it was compiled from
+  StepKind step = StepKind::train;
+  std::int64_t batch_size = 0;         // samples per step on one system, as traced
+  std::int64_t tokens_per_sample = 0;  // 0 when samples are not sequences
+  PrecisionPolicy precision;
+  graph::Graph graph;           // after the passes
+  std::vector<Kernel> kernels;  // in execution order
+  MemoryPlan memory;
+  WaferMapping mapping;
+
+  friend bool operator==(const Plan&, const Plan&) = default;
+};
+
+}  // namespace csrun::compiler

@@ -1,0 +1,175 @@
+#include "wafer_mapping.hpp"
+
+#include <cstdio>
+
+#include "byte_size.hpp"
+#include "mapping_steps.hpp"
+
+namespace csrun::wafer {
+
+namespace {
+
+std::string byte_size_of(std::int64_t bytes) {
+  return byte_size(static_cast<double>(bytes));
+}
+
+// SRAM weight streaming needs with `micro_batch` samples per micro-batch: their activations and
+// two layers' weights (one computing, the next arriving).
+std::int64_t streaming_need(const MappingInputs& in, std::int64_t micro_batch) {
+  double per_sample = static_cast<double>(in.demand.activations) /
+                      static_cast<double>(std::max<std::int64_t>(in.plan.batch_size, 1));
+  return static_cast<std::int64_t>(per_sample * static_cast<double>(micro_batch)) +
+         2 * in.demand.largest_layer_weights;
+}
+
+std::int64_t spilled_bytes(const MappingInputs& in, std::int64_t micro_batch) {
+  return std::max<std::int64_t>(streaming_need(in, micro_batch) - in.profile.usable_sram(), 0);
+}
+
+// Weight streaming with the micro-batch the params fixed, or else ("auto", as the Model Zoo's
+// compiler does) the divisor of the system batch whose estimated step is shortest: larger
+// micro-batches stream the weights fewer times, until their activations spill to the
+// activation servers over system I/O.
+compiler::WaferMapping stream(const MappingInputs& in, const WaferOptions& options) {
+  std::int64_t traced = std::max<std::int64_t>(in.plan.batch_size, 1);
+  std::optional<compiler::WaferMapping> best;
+  std::int64_t chosen = traced;
+  for (std::int64_t size = in.system_batch; size >= 1; --size) {
+    if (in.system_batch % size != 0 || (options.micro_batch_fixed && size != traced)) continue;
+    compiler::WaferMapping mapping = map_weight_streaming(in, size, spilled_bytes(in, size));
+    if (!best || mapping.estimate.step_seconds < best->estimate.step_seconds) {
+      best = std::move(mapping);
+      chosen = size;
+    }
+  }
+  compiler::WaferMapping mapping = std::move(*best);
+  if (chosen != traced) {
+    mapping.mode_reason += "micro-batch " + std::to_string(chosen) + " of " +
+                           std::to_string(in.system_batch) + " samples is the fastest; ";
+  }
+  if (std::int64_t spilled = spilled_bytes(in, chosen); spilled > 0) {
+    mapping.mode_reason +=
+        "the activations of a micro-batch of " + std::to_string(chosen) +
+        " and two layers' weights need " + byte_size_of(streaming_need(in, chosen)) + ", so " +
+        byte_size_of(spilled) + " spill to activation servers and back over system I/O; ";
+  }
+  return mapping;
+}
+
+compiler::WaferMapping choose_and_map(const MappingInputs& in, const WaferOptions& options) {
+  ModeChoice choice = choose_mode(in.demand.pipelined, in.profile, options);
+  compiler::WaferMapping mapping =
+      choice.mode == compiler::ExecutionMode::pipelined ? map_pipelined(in) : stream(in, options);
+  mapping.mode_reason += choice.reason;
+  return mapping;
+}
+
+// The batch itself crosses system I/O while the wafer computes: a step takes at least that.
+void apply_input_bound(compiler::Estimate& e, const compiler::Plan& plan, const MappingInputs& in) {
+  double bytes = 0.0;
+  for (const graph::NamedNode& input : plan.graph.inputs()) {
+    const graph::Node& node = plan.graph.node(input.node);
+    bytes += static_cast<double>(graph::element_count(node.type.shape)) *
+             static_cast<double>(graph::dtype_size(node.type.dtype));
+  }
+  bytes *= static_cast<double>(in.system_batch) / static_cast<double>(plan.batch_size);
+  double seconds = bytes / in.profile.io_bytes_per_second;
+  if (seconds <= e.step_seconds) return;
+  e.step_seconds = seconds;
+  e.bottleneck = "input data over system I/O (" + byte_size_of(static_cast<std::int64_t>(bytes)) +
+                 " per step)";
+}
+
+void fill_throughput(compiler::Estimate& e, const compiler::Plan& plan, const MappingInputs& in) {
+  auto samples = static_cast<double>(in.system_batch);
+  e.num_csx = in.num_csx;
+  e.samples_per_second = samples / e.step_seconds;
+  e.tokens_per_second = e.samples_per_second * static_cast<double>(plan.tokens_per_sample);
+  if (e.cluster_step_seconds <= 0.0) e.cluster_step_seconds = e.step_seconds;
+  e.cluster_samples_per_second = samples * static_cast<double>(in.num_csx) / e.cluster_step_seconds;
+  e.cluster_tokens_per_second =
+      e.cluster_samples_per_second * static_cast<double>(plan.tokens_per_sample);
+}
+
+}  // namespace
+
+std::optional<ModeRequest> parse_mode_request(std::string_view text) {
+  if (text == "auto") return ModeRequest::automatic;
+  if (text == "pipelined") return ModeRequest::pipelined;
+  if (text == "weight_streaming") return ModeRequest::weight_streaming;
+  return std::nullopt;
+}
+
+const char* mode_request_name(ModeRequest request) {
+  switch (request) {
+    case ModeRequest::automatic:
+      return "auto";
+    case ModeRequest::pipelined:
+      return "pipelined";
+    case ModeRequest::weight_streaming:
+      return "weight_streaming";
+  }
+  return "?";
+}
+
+ModeChoice choose_mode(std::int64_t pipelined_bytes, const WaferProfile& profile,
+                       const WaferOptions& options) {
+  std::int64_t capacity = profile.usable_sram();
+  std::string need = byte_size_of(pipelined_bytes) + " of the " + std::string(profile.name) +
+                     "'s " + byte_size_of(capacity) + " SRAM";
+  bool fits = pipelined_bytes <= capacity;
+  if (options.mode == ModeRequest::pipelined) {
+    if (options.num_csx > 1)
+      throw MappingError("pipelined execution runs on one system only; num_csx is " +
+                         std::to_string(options.num_csx) + " (use weight_streaming)");
+    if (!fits) {
+      std::int64_t excess = pipelined_bytes - capacity;
+      char percent[32];
+      std::snprintf(percent, sizeof percent, "%.1f%%",
+                    100.0 * static_cast<double>(excess) / static_cast<double>(capacity));
+      throw MappingError(
+          "pipelined execution does not fit: the weights, optimizer state and "
+          "in-flight activations need " +
+          need + ", " + byte_size_of(excess) + " (" + percent +
+          ") too much. Use weight_streaming or a smaller batch");
+    }
+    return {compiler::ExecutionMode::pipelined, "requested; it holds " + need};
+  }
+  if (options.mode == ModeRequest::weight_streaming)
+    return {compiler::ExecutionMode::weight_streaming, "requested"};
+  if (options.num_csx > 1) {
+    return {compiler::ExecutionMode::weight_streaming,
+            "auto: " + std::to_string(options.num_csx) + " systems need weight streaming"};
+  }
+  if (fits)
+    return {compiler::ExecutionMode::pipelined,
+            "auto: everything fits on the wafer (" + need + ")"};
+  return {compiler::ExecutionMode::weight_streaming, "auto: pipelined would need " + need};
+}
+
+compiler::WaferMapping map_to_wafer(const compiler::Plan& plan, const WaferOptions& options) {
+  const WaferProfile& profile = wafer_profile(options.wafer);
+  if (options.num_csx < 1 || options.num_csx > profile.max_systems)
+    throw MappingError("num_csx " + std::to_string(options.num_csx) + " is outside the 1 to " +
+                       std::to_string(profile.max_systems) + " " + std::string(profile.system) +
+                       " systems a cluster holds");
+  std::int64_t system_batch = options.system_batch > 0 ? options.system_batch : plan.batch_size;
+  if (plan.batch_size < 1 || system_batch % plan.batch_size != 0)
+    throw MappingError("the traced batch of " + std::to_string(plan.batch_size) +
+                       " samples does not divide the " + std::to_string(system_batch) +
+                       " samples each system takes per step");
+  LayerMap layers = map_layers(plan);
+  std::vector<KernelWork> work;
+  work.reserve(plan.kernels.size());
+  for (const compiler::Kernel& kernel : plan.kernels)
+    work.push_back(kernel_work(plan, kernel));
+  SramDemand demand = sram_demand(plan, layers);
+  MappingInputs in{plan, profile, layers, work, demand, options.num_csx, system_batch};
+  compiler::WaferMapping mapping = choose_and_map(in, options);
+  mapping.wafer = std::string(profile.key);
+  apply_input_bound(mapping.estimate, plan, in);
+  fill_throughput(mapping.estimate, plan, in);
+  return mapping;
+}
+
+}  // namespace csrun::wafer

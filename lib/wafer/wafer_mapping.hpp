@@ -1,0 +1,53 @@
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+#include "compiler/plan.hpp"
+#include "wafer_profile.hpp"
+
+namespace csrun::wafer {
+
+enum class ModeRequest : std::uint8_t { automatic, pipelined, weight_streaming };
+// "auto", "pipelined", "weight_streaming"; nothing for another word.
+std::optional<ModeRequest> parse_mode_request(std::string_view text);
+const char* mode_request_name(ModeRequest request);
+
+struct WaferOptions {
+  std::string wafer = "wse2";
+  ModeRequest mode = ModeRequest::automatic;
+  std::int64_t num_csx = 1;
+  // Samples one system processes per optimizer step; the plan's batch divides it (more than one
+  // micro-batch when it is larger). 0: the plan's batch.
+  std::int64_t system_batch = 0;
+  // The plan's batch is a micro-batch the params chose; otherwise weight streaming may pick a
+  // smaller one when the activations do not fit ("auto", as the Model Zoo's default).
+  bool micro_batch_fixed = false;
+};
+
+// A run the wafer cannot do as asked: pipelined execution that does not fit (by how much),
+// pipelined on several systems, a micro-batch whose activations exceed the SRAM.
+class MappingError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct ModeChoice {
+  compiler::ExecutionMode mode = compiler::ExecutionMode::weight_streaming;
+  std::string reason;
+};
+
+// The mode for a run that would need `pipelined_bytes` of SRAM with everything resident: as
+// requested, or (auto) pipelined when that fits and there is one system, weight streaming
+// otherwise. Throws MappingError for a pipelined request that cannot be met, saying by how much.
+ModeChoice choose_mode(std::int64_t pipelined_bytes, const WaferProfile& profile,
+                       const WaferOptions& options);
+
+// Chooses the execution mode, places (pipelined) or schedules (weight streaming) the plan's
+// kernels, and estimates the step time and throughput on one system and on num_csx.
+compiler::WaferMapping map_to_wafer(const compiler::Plan& plan, const WaferOptions& options);
+
+}  // namespace csrun::wafer

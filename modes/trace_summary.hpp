@@ -1,0 +1,21 @@
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace csrun::modes {
+
+// What tracing a trainer's step produced, and the batch it was traced for.
+struct TraceSummary {
+  bool training = true;
+  std::int64_t batch_size = 0;         // traced: samples per system per (micro-)step
+  std::int64_t system_batch = 0;       // samples per system per optimizer step
+  bool micro_batch_fixed = false;      // the params set micro_batch_size
+  std::int64_t tokens_per_sample = 0;  // sequence models; 0 otherwise
+  std::size_t ops = 0;
+  std::int64_t parameters = 0;
+  double flops = 0.0;  // of one step on one system
+  std::string fingerprint;
+};
+
+}  // namespace csrun::modes
