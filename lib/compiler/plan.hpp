@@ -69,6 +69,7 @@ struct Estimate {
   std::int64_t sram_bytes = 0;     // on the wafer
   std::int64_t sram_capacity = 0;  // usable on the wafer
   std::int64_t spilled_bytes = 0;  // weight streaming: activations sent to activation servers
+  bool recompute = false;          // weight streaming: the backward pass recomputes activations
   std::int64_t micro_batch_size = 0;
   std::int64_t micro_batches = 1;
   std::string bottleneck;

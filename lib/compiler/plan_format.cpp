@@ -286,6 +286,7 @@ void visit(Io& io, Estimate& e) {
   io(e.sram_bytes);
   io(e.sram_capacity);
   io(e.spilled_bytes);
+  io(e.recompute);
   io(e.micro_batch_size);
   io(e.micro_batches);
   io(e.bottleneck);

@@ -96,7 +96,9 @@ LayerMap map_layers(const compiler::Plan& plan) {
   LayerIndex index;
   std::vector<std::int32_t> layer_of_kernel(plan.kernels.size(), -1);
   // Forward kernels first, so layers come in the order the forward pass reaches them.
+  std::int32_t forward_layers = 0;
   for (bool forward : {true, false}) {
+    if (!forward) forward_layers = static_cast<std::int32_t>(index.map().names.size());
     for (std::size_t k = 0; k < plan.kernels.size(); ++k) {
       const graph::Node& root = graph.node(plan.kernels[k].nodes.back());
       // Kernels run at load come first in the plan but belong wherever their scope says.
@@ -115,6 +117,7 @@ LayerMap map_layers(const compiler::Plan& plan) {
   add_streamed(plan, layer_of_kernel, index.map().streamed);
   LayerMap map = std::move(index.map());
   map.layer_of_kernel = std::move(layer_of_kernel);
+  map.forward_layers = forward_layers;
   return map;
 }
 

@@ -18,6 +18,7 @@ std::string layer_name(std::string_view scope);
 // only the update touches (the optimizer) come last.
 struct LayerMap {
   std::vector<std::string> names;
+  std::int32_t forward_layers = 0;            // the first names: the layers the forward pass runs
   std::vector<std::int32_t> layer_of_kernel;  // per plan kernel
   std::vector<std::int64_t> parameters;       // per layer: elements of the parameters it owns
   // Per layer: parameter elements its forward and backward kernels read, each once (a tied

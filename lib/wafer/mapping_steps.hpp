@@ -36,10 +36,17 @@ struct MappingInputs {
 };
 
 compiler::WaferMapping map_pipelined(const MappingInputs& in);
-// `micro_batch` samples per micro-batch (the plan's traced batch, or smaller when chosen);
-// `spilled` bytes of each micro-batch's activations do not fit and go to activation servers.
-compiler::WaferMapping map_weight_streaming(const MappingInputs& in, std::int64_t micro_batch,
-                                            std::int64_t spilled);
+
+// How weight streaming holds a micro-batch's activations until the backward pass reads them.
+struct ActivationPlan {
+  std::int64_t micro_batch = 1;
+  // Keep only what one layer needs and compute the forward pass again during the backward pass.
+  bool recompute = false;
+  std::int64_t need = 0;     // SRAM: the activations kept, and two layers' weights
+  std::int64_t spilled = 0;  // what does not fit: out to activation servers and back
+};
+
+compiler::WaferMapping map_weight_streaming(const MappingInputs& in, const ActivationPlan& plan);
 
 // The SwarmX tree's depth for n systems: ceil(log_fan_out(n)), 0 for one system.
 int swarmx_levels(std::int64_t systems, int fan_out);

@@ -13,47 +13,58 @@ std::string byte_size_of(std::int64_t bytes) {
   return byte_size(static_cast<double>(bytes));
 }
 
-// SRAM weight streaming needs with `micro_batch` samples per micro-batch: their activations and
-// two layers' weights (one computing, the next arriving).
-std::int64_t streaming_need(const MappingInputs& in, std::int64_t micro_batch) {
+// What keeping a micro-batch's activations takes: all of them, or with recomputation one
+// layer's share, beside two layers' weights (one computing, the next arriving).
+ActivationPlan activation_plan(const MappingInputs& in, std::int64_t micro_batch, bool recompute) {
   double per_sample = static_cast<double>(in.demand.activations) /
                       static_cast<double>(std::max<std::int64_t>(in.plan.batch_size, 1));
-  return static_cast<std::int64_t>(per_sample * static_cast<double>(micro_batch)) +
-         2 * in.demand.largest_layer_weights;
+  double kept = per_sample * static_cast<double>(micro_batch);
+  if (recompute) kept /= std::max(in.layers.forward_layers, 1);
+  ActivationPlan plan{micro_batch, recompute, 0, 0};
+  plan.need = static_cast<std::int64_t>(kept) + 2 * in.demand.largest_layer_weights;
+  plan.spilled = std::max<std::int64_t>(plan.need - in.profile.usable_sram(), 0);
+  return plan;
 }
 
-std::int64_t spilled_bytes(const MappingInputs& in, std::int64_t micro_batch) {
-  return std::max<std::int64_t>(streaming_need(in, micro_batch) - in.profile.usable_sram(), 0);
+std::string activation_text(const ActivationPlan& plan, std::int64_t traced,
+                            std::int64_t system_batch) {
+  std::string text;
+  if (plan.micro_batch != traced) {
+    text += "micro-batch " + std::to_string(plan.micro_batch) + " of " +
+            std::to_string(system_batch) + " samples is the fastest; ";
+  }
+  if (plan.recompute) text += "the backward pass recomputes activations to save SRAM; ";
+  if (plan.spilled > 0) {
+    text += "the activations kept and two layers' weights need " + byte_size_of(plan.need) +
+            ", so " + byte_size_of(plan.spilled) +
+            " spill to activation servers and back over system I/O; ";
+  }
+  return text;
 }
 
 // Weight streaming with the micro-batch the params fixed, or else ("auto", as the Model Zoo's
 // compiler does) the divisor of the system batch whose estimated step is shortest: larger
-// micro-batches stream the weights fewer times, until their activations spill to the
-// activation servers over system I/O.
+// micro-batches stream the weights fewer times, until their activations no longer fit. Those
+// that do not fit are either recomputed or spilled, whichever is faster.
 compiler::WaferMapping stream(const MappingInputs& in, const WaferOptions& options) {
   std::int64_t traced = std::max<std::int64_t>(in.plan.batch_size, 1);
+  bool training = in.plan.step == compiler::StepKind::train;
   std::optional<compiler::WaferMapping> best;
-  std::int64_t chosen = traced;
+  ActivationPlan chosen;
   for (std::int64_t size = in.system_batch; size >= 1; --size) {
     if (in.system_batch % size != 0 || (options.micro_batch_fixed && size != traced)) continue;
-    compiler::WaferMapping mapping = map_weight_streaming(in, size, spilled_bytes(in, size));
-    if (!best || mapping.estimate.step_seconds < best->estimate.step_seconds) {
-      best = std::move(mapping);
-      chosen = size;
+    for (bool recompute : {false, true}) {
+      if (recompute && !training) continue;
+      ActivationPlan plan = activation_plan(in, size, recompute);
+      compiler::WaferMapping mapping = map_weight_streaming(in, plan);
+      if (!best || mapping.estimate.step_seconds < best->estimate.step_seconds) {
+        best = std::move(mapping);
+        chosen = plan;
+      }
     }
   }
-  compiler::WaferMapping mapping = std::move(*best);
-  if (chosen != traced) {
-    mapping.mode_reason += "micro-batch " + std::to_string(chosen) + " of " +
-                           std::to_string(in.system_batch) + " samples is the fastest; ";
-  }
-  if (std::int64_t spilled = spilled_bytes(in, chosen); spilled > 0) {
-    mapping.mode_reason +=
-        "the activations of a micro-batch of " + std::to_string(chosen) +
-        " and two layers' weights need " + byte_size_of(streaming_need(in, chosen)) + ", so " +
-        byte_size_of(spilled) + " spill to activation servers and back over system I/O; ";
-  }
-  return mapping;
+  best->mode_reason += activation_text(chosen, traced, in.system_batch);
+  return std::move(*best);
 }
 
 compiler::WaferMapping choose_and_map(const MappingInputs& in, const WaferOptions& options) {

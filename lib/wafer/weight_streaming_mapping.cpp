@@ -11,8 +11,11 @@ using graph::Phase;
 
 class StreamingSchedule {
  public:
-  StreamingSchedule(const MappingInputs& in, std::int64_t micro_batch, std::int64_t spilled)
-      : in_(in), profile_(in.profile), micro_batch_(micro_batch), spilled_(spilled) {}
+  StreamingSchedule(const MappingInputs& in, const ActivationPlan& activations)
+      : in_(in),
+        profile_(in.profile),
+        activations_(activations),
+        micro_batch_(activations.micro_batch) {}
 
   compiler::WaferMapping run() {
     compiler::WaferMapping mapping;
@@ -95,7 +98,11 @@ class StreamingSchedule {
     std::int64_t micro_batches = std::max<std::int64_t>(in_.system_batch / micro_batch_, 1);
     // Activations that do not fit go out to the activation servers during the forward pass and
     // come back for the backward pass, over system I/O.
-    micro_step += 2.0 * static_cast<double>(spilled_) / profile_.io_bytes_per_second;
+    micro_step += 2.0 * static_cast<double>(activations_.spilled) / profile_.io_bytes_per_second;
+    if (activations_.recompute) {
+      for (const compiler::LayerTiming& layer : layers)
+        micro_step += layer.forward_seconds;
+    }
     // At the step's end the updated weights of the first layer must come back before the next
     // step can start.
     double first_weights = layers.empty() ? 0.0 : layers.front().weight_seconds;
@@ -105,12 +112,10 @@ class StreamingSchedule {
     e.step_seconds = static_cast<double>(micro_batches) * micro_step + first_weights +
                      profile_.step_overhead_seconds;
     e.pe_utilization = static_cast<double>(micro_batches) * compute / e.step_seconds;
-    double scale = static_cast<double>(micro_batch_) /
-                   static_cast<double>(std::max<std::int64_t>(in_.plan.batch_size, 1));
-    e.sram_bytes = static_cast<std::int64_t>(static_cast<double>(in_.demand.activations) * scale) +
-                   2 * in_.demand.largest_layer_weights - spilled_;
+    e.sram_bytes = activations_.need - activations_.spilled;
     e.sram_capacity = profile_.usable_sram();
-    e.spilled_bytes = spilled_;
+    e.spilled_bytes = activations_.spilled;
+    e.recompute = activations_.recompute;
     if (slowest) {
       e.bottleneck = slowest->name + " (" + slowest->bound + "-bound, " +
                      std::to_string(slowest->seconds * 1e3) + " ms per micro-batch)";
@@ -125,8 +130,8 @@ class StreamingSchedule {
 
   const MappingInputs& in_;
   const WaferProfile& profile_;
+  ActivationPlan activations_;
   std::int64_t micro_batch_;
-  std::int64_t spilled_;
 };
 
 }  // namespace
@@ -138,9 +143,9 @@ int swarmx_levels(std::int64_t systems, int fan_out) {
   return levels;
 }
 
-compiler::WaferMapping map_weight_streaming(const MappingInputs& in, std::int64_t micro_batch,
-                                            std::int64_t spilled) {
-  return StreamingSchedule(in, micro_batch, spilled).run();
+compiler::WaferMapping map_weight_streaming(const MappingInputs& in,
+                                            const ActivationPlan& activations) {
+  return StreamingSchedule(in, activations).run();
 }
 
 }  // namespace csrun::wafer

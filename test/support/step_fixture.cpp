@@ -1,0 +1,48 @@
+#include "step_fixture.hpp"
+
+#include <catch2/catch.hpp>
+
+#include "golden.hpp"
+#include "params_fixture.hpp"
+
+namespace csrun::test {
+
+models::TracedStep traced_step(const std::string& model_yaml, std::int64_t batch_size,
+                               bool training, const std::string& init_extra) {
+  auto loaded = load_params_text(
+      "trainer:\n  init:\n    device: CSX\n    model: " + model_yaml +
+      "\n    optimizer: {AdamW: {lr: 0.001}}\n    loop: {max_steps: 1}\n" + init_extra);
+  INFO(loaded.dump());
+  REQUIRE_FALSE(loaded.diagnostics.has_errors());
+  config::Diagnostics diagnostics;
+  auto model = models::check_model(loaded.trainer(), diagnostics);
+  REQUIRE(model);
+  const config::TrainerSpec& trainer = loaded.trainer();
+  models::TraceOptions options{training ? models::StepKind::train : models::StepKind::eval, 1, {}};
+  if (training) options.training = {*trainer.optimizer, trainer.schedulers, trainer.precision};
+  return models::trace_step(*model, batch_size, options);
+}
+
+graph::Feeds sample_feeds(const graph::Graph& graph) {
+  graph::Feeds feeds;
+  auto fill = [&](const std::string& name, graph::NodeId id, double constant, bool use_constant) {
+    const graph::TensorType& type = graph.node(id).type;
+    auto count = static_cast<std::size_t>(graph::element_count(type.shape));
+    std::vector<double> values(count, use_constant ? constant : 1.0);
+    if (graph::is_floating(type.dtype) && !use_constant) {
+      for (std::size_t i = 0; i < count; ++i)
+        values[i] = static_cast<float>(golden_value(name, i) - 0.5);
+    }
+    feeds[name] = graph::HostTensor{type.shape, type.dtype, std::move(values)};
+  };
+  for (const graph::NamedNode& input : graph.inputs())
+    fill(input.name, input.node, 0.0, false);
+  for (const graph::Variable& variable : graph.variables()) {
+    bool constant = variable.role != graph::VariableRole::parameter;
+    fill(variable.name, variable.node, variable.init.name == "constant" ? variable.init.value : 0.0,
+         constant);
+  }
+  return feeds;
+}
+
+}  // namespace csrun::test

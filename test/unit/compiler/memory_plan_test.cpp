@@ -1,0 +1,94 @@
+#include <catch2/catch.hpp>
+
+#include "compiler/compile.hpp"
+#include "compiler/memory_plan.hpp"
+#include "graph/tensor.hpp"
+#include "support/step_fixture.hpp"
+
+using namespace csrun;
+using namespace csrun::graph;
+
+namespace {
+
+compiler::Plan planned(Graph graph) {
+  return compiler::build_plan(compiler::compile_step(std::move(graph), {}), {}, {});
+}
+
+bool overlap_in_space(const compiler::Buffer& a, const compiler::Buffer& b) {
+  return a.offset < b.offset + b.bytes && b.offset < a.offset + a.bytes;
+}
+
+bool overlap_in_time(const compiler::Buffer& a, const compiler::Buffer& b) {
+  return a.first_use <= b.last_use && b.first_use <= a.last_use;
+}
+
+}  // namespace
+
+TEST_CASE("temporaries that are never live together share space") {
+  Graph graph;
+  Tensor x(graph, graph.add_input("x", {{256}, DType::f32}));
+  Tensor y = x;
+  // Each softmax (its own kernel) makes a 1 KiB result only the next one reads.
+  for (int i = 0; i < 8; ++i)
+    y = softmax(y);
+  graph.add_output("y", y.id());
+  compiler::Plan plan = planned(graph);
+  const compiler::MemoryPlan& memory = plan.memory;
+  CHECK(memory.persistent_bytes == 1024);
+  // Without reuse: the input and eight results; with it, two results at a time.
+  CHECK(memory.unshared_bytes == 9 * 1024);
+  CHECK(memory.peak_bytes == 3 * 1024);
+}
+
+TEST_CASE("the memory plan of a real step: aligned, and no two live buffers overlap") {
+  models::TracedStep step = test::traced_step(
+      "{name: gpt2, vocab_size: 50, hidden_size: 16, num_heads: 2, num_hidden_layers: 2, "
+      "filter_size: 32, max_position_embeddings: 8}",
+      2);
+  compiler::Plan plan = compiler::build_plan(
+      compiler::compile_step(std::move(step.graph), {{true, DType::bf16, 1}, {}}), {}, {});
+  const compiler::MemoryPlan& memory = plan.memory;
+  REQUIRE(memory.buffer_of.size() == plan.graph.size());
+  CHECK(memory.peak_bytes < memory.unshared_bytes);
+  for (const compiler::Buffer& buffer : memory.buffers) {
+    CHECK(buffer.offset % compiler::kBufferAlignment == 0);
+    CHECK(buffer.offset + buffer.bytes <= memory.peak_bytes);
+    bool persistent = buffer.kind != compiler::BufferKind::temporary;
+    CHECK(persistent == (buffer.offset < memory.persistent_bytes));
+  }
+  for (std::size_t i = 0; i < memory.buffers.size(); ++i) {
+    for (std::size_t j = i + 1; j < memory.buffers.size(); ++j) {
+      const compiler::Buffer& a = memory.buffers[i];
+      const compiler::Buffer& b = memory.buffers[j];
+      if (a.bytes == 0 || b.bytes == 0) continue;
+      INFO("buffers " << i << " and " << j);
+      CHECK_FALSE((overlap_in_time(a, b) && overlap_in_space(a, b)));
+    }
+  }
+  // Every kernel result has a buffer; the values inside a fusion have none.
+  for (const compiler::Kernel& kernel : plan.kernels) {
+    for (NodeId result : kernel.results)
+      CHECK(memory.buffer_of[static_cast<std::size_t>(result)] >= 0);
+  }
+}
+
+TEST_CASE("a reshape shares its operand's buffer, which lives as long as the reshape's readers") {
+  Graph graph;
+  Tensor x(graph, graph.add_input("x", {{4, 8}, DType::f32}));
+  Tensor flat = reshape(softmax(x), {32});
+  Tensor later = reshape(softmax(softmax(x) * 2.0), {32});
+  graph.add_output("z", (flat + later).id());
+  compiler::Plan plan = planned(graph);
+  const Graph& g = plan.graph;
+  const Node& sum = g.node(*g.find_output("z"));
+  NodeId reshape_id = sum.inputs[0];
+  REQUIRE(g.node(reshape_id).op == OpKind::reshape);
+  NodeId source = g.node(reshape_id).inputs[0];
+  REQUIRE(g.node(source).op == OpKind::softmax);
+  const compiler::MemoryPlan& memory = plan.memory;
+  std::int32_t shared = memory.buffer_of[static_cast<std::size_t>(reshape_id)];
+  CHECK(shared == memory.buffer_of[static_cast<std::size_t>(source)]);
+  // The last kernel (the add) reads it through the reshape.
+  CHECK(memory.buffers[static_cast<std::size_t>(shared)].last_use ==
+        static_cast<std::int32_t>(plan.kernels.size() - 1));
+}

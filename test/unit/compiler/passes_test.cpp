@@ -1,0 +1,256 @@
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+
+#include "compiler/passes.hpp"
+#include "graph/reference_evaluator.hpp"
+#include "graph/tensor.hpp"
+#include "support/step_fixture.hpp"
+
+using namespace csrun;
+using namespace csrun::graph;
+using compiler::Program;
+
+namespace {
+
+std::size_t count_ops(const Graph& graph, OpKind op) {
+  return static_cast<std::size_t>(std::count_if(graph.nodes().begin(), graph.nodes().end(),
+                                                [&](const Node& node) { return node.op == op; }));
+}
+
+const Node& output_node(const Graph& graph, const std::string& name) {
+  return graph.node(*graph.find_output(name));
+}
+
+// The values of every output of a program's graph for the same feeds.
+std::vector<double> outputs_of(const Graph& graph, const Feeds& feeds) {
+  std::vector<NodeId> fetch;
+  for (const NamedNode& output : graph.outputs())
+    fetch.push_back(output.node);
+  std::vector<double> values;
+  for (const HostTensor& tensor : evaluate_reference(graph, feeds, fetch))
+    values.insert(values.end(), tensor.values.begin(), tensor.values.end());
+  return values;
+}
+
+struct Fixture {
+  Graph graph;
+  Tensor x{graph, graph.add_input("x", {{4, 8}, DType::f32})};
+  Tensor w{graph, graph.add_variable("model.w", {{8, 8}, DType::f32}, VariableRole::parameter, {})};
+
+  Feeds feeds() const { return test::sample_feeds(graph); }
+};
+
+}  // namespace
+
+TEST_CASE("dead-code elimination drops what no result needs and keeps the interface") {
+  Fixture f;
+  Tensor unused = exp(f.x) * 3.0;
+  (void)unused;
+  f.graph.add_variable("model.unread", {{2}, DType::f32}, VariableRole::parameter, {});
+  f.graph.add_output("y", (f.x + 1.0).id());
+  Program program{f.graph, {}};
+  CHECK(compiler::eliminate_dead_code(program) == 3);  // exp, the constant 3, mul
+  CHECK(count_ops(program.graph, OpKind::exp) == 0);
+  CHECK(program.graph.find_variable("model.unread"));
+  CHECK(program.graph.find_input("x"));
+  CHECK(outputs_of(program.graph, f.feeds()) == outputs_of(f.graph, f.feeds()));
+  CHECK(compiler::eliminate_dead_code(program) == 0);
+}
+
+TEST_CASE("common subexpressions merge, commutative operands in either order") {
+  Fixture f;
+  Tensor a = f.x + matmul(f.x, f.w);
+  Tensor b = matmul(f.x, f.w) + f.x;
+  f.graph.add_output("y", (a * b).id());
+  Program program{f.graph, {}};
+  std::size_t before = program.graph.size();
+  CHECK(compiler::eliminate_common_subexpressions(program) == 2);  // the matmul and the add
+  CHECK(program.graph.size() == before - 2);
+  CHECK(count_ops(program.graph, OpKind::matmul) == 1);
+  CHECK(outputs_of(program.graph, f.feeds()) == outputs_of(f.graph, f.feeds()));
+}
+
+TEST_CASE("constant folding computes what constants alone decide, up to a size") {
+  Fixture f;
+  Tensor scale = sqrt(constant(f.graph, 16.0)) * 2.0;       // 8
+  Tensor positions = iota(f.graph, {4, 8}, 1, DType::f32);  // small: folds
+  Tensor big = iota(f.graph, {100, 100}, 0, DType::f32);    // 10,000 elements: stays
+  f.graph.add_output("y", (f.x * scale + positions).id());
+  f.graph.add_output("z", sum(big).id());
+  Program program{f.graph, {}};
+  CHECK(compiler::fold_constants(program) >= 3);
+  CHECK(count_ops(program.graph, OpKind::sqrt) == 0);
+  CHECK(count_ops(program.graph, OpKind::iota) == 1);
+  const Node& mul = program.graph.node(output_node(program.graph, "y").inputs[0]);
+  CHECK(program.graph.node(mul.inputs[1]).attrs.values == std::vector<double>{8.0});
+  CHECK(outputs_of(program.graph, f.feeds()) == outputs_of(f.graph, f.feeds()));
+}
+
+TEST_CASE("algebraic simplification applies only identities that keep every bit") {
+  Fixture f;
+  Tensor y = ((f.x + 0.0) * 1.0) / 4.0;                      // x * 0.25
+  Tensor squared = pow(y, 2.0);                              // y * y
+  Tensor root = pow(abs(y) + 1.0, 0.5);                      // sqrt
+  Tensor again = -(-y);                                      // y
+  Tensor flat = reshape(reshape(squared, {32}), {2, 16});    // one reshape
+  Tensor same = transpose(transpose(root, {1, 0}), {1, 0});  // root
+  Tensor product = swap_last_axes(matmul(f.x, f.w));         // w^T x^T
+  Tensor chosen = where(f.x > 0.0, again, again);            // again
+  f.graph.add_output("flat", flat.id());
+  f.graph.add_output("same", same.id());
+  f.graph.add_output("product", product.id());
+  f.graph.add_output("chosen", chosen.id());
+  f.graph.add_output("cast", cast(f.x, DType::f32).id());
+  Program program{f.graph, {}};
+  CHECK(compiler::simplify_algebra(program) > 0);
+  CHECK(compiler::eliminate_dead_code(program) > 0);
+  const Graph& g = program.graph;
+  CHECK(count_ops(g, OpKind::div) == 0);
+  CHECK(count_ops(g, OpKind::pow) == 0);
+  CHECK(count_ops(g, OpKind::neg) == 0);
+  CHECK(count_ops(g, OpKind::where) == 0);
+  CHECK(count_ops(g, OpKind::cast) == 0);
+  CHECK(count_ops(g, OpKind::sqrt) == 1);
+  CHECK(count_ops(g, OpKind::reshape) == 1);
+  CHECK(output_node(g, "same").op == OpKind::sqrt);
+  CHECK(output_node(g, "product").op == OpKind::matmul);
+  CHECK(output_node(g, "chosen").op == OpKind::mul);
+  std::vector<double> before = outputs_of(f.graph, f.feeds());
+  std::vector<double> after = outputs_of(g, f.feeds());
+  REQUIRE(before.size() == after.size());
+  for (std::size_t i = 0; i < before.size(); ++i)
+    CHECK(after[i] == Approx(before[i]).epsilon(1e-12));
+}
+
+TEST_CASE("a transpose of a product another node also reads stays a transpose") {
+  Fixture f;
+  Tensor product = matmul(f.x, f.w);
+  f.graph.add_output("t", swap_last_axes(product).id());
+  f.graph.add_output("p", product.id());
+  Program program{f.graph, {}};
+  compiler::simplify_algebra(program);
+  CHECK(output_node(program.graph, "t").op == OpKind::transpose);
+}
+
+TEST_CASE("mixed precision: 16-bit matmul operands, results by precision_opt_level") {
+  auto lowered = [](int level) {
+    Fixture f;
+    Tensor q = reshape(matmul(f.x, f.w), {2, 2, 4, 2});
+    Tensor scores = matmul(q, swap_last_axes(q));  // batched: attention-like
+    f.graph.add_output("dense", matmul(f.x, f.w).id());
+    f.graph.add_output("again", matmul(f.x + 1.0, f.w).id());
+    f.graph.add_output("attention", softmax(scores, -1).id());
+    Program program{f.graph, {}};
+    CHECK(compiler::lower_precision(program, {true, DType::bf16, level}) > 0);
+    return program;
+  };
+  auto matmuls = [](const Graph& graph) {
+    std::vector<const Node*> found;
+    for (const Node& node : graph.nodes()) {
+      if (node.op == OpKind::matmul) found.push_back(&node);
+    }
+    return found;
+  };
+  for (int level : {0, 1, 2}) {
+    INFO("precision_opt_level " << level);
+    Program program = lowered(level);
+    const Graph& g = program.graph;
+    for (const Node* node : matmuls(g)) {
+      CHECK(g.node(node->inputs[0]).type.dtype == DType::bf16);
+      CHECK(g.node(node->inputs[1]).type.dtype == DType::bf16);
+      bool batched = node->type.rank() > 2;
+      DType expected = level == 0 || (level == 1 && batched) ? DType::f32 : DType::bf16;
+      CHECK(node->type.dtype == expected);
+    }
+    // Results keep their f32 types.
+    CHECK(output_node(g, "dense").type.dtype == DType::f32);
+    bool softmax_in_half = g.node(output_node(g, "attention").inputs[0]).op == OpKind::softmax &&
+                           g.node(output_node(g, "attention").inputs[0]).type.dtype == DType::bf16;
+    CHECK(softmax_in_half == (level == 2));
+  }
+  Fixture f;
+  f.graph.add_output("y", matmul(f.x, f.w).id());
+  Program program{f.graph, {}};
+  CHECK(compiler::lower_precision(program, {false, DType::bf16, 1}) == 0);
+  CHECK(count_ops(program.graph, OpKind::cast) == 0);
+}
+
+TEST_CASE("a weight read by several products is converted to 16 bits once") {
+  Fixture f;
+  f.graph.add_output("a", matmul(f.x, f.w).id());
+  f.graph.add_output("b", matmul(exp(f.x), f.w).id());
+  Program program{f.graph, {}};
+  compiler::lower_precision(program, {true, DType::cb16, 0});
+  NodeId w = program.graph.find_variable("model.w")->node;
+  std::size_t casts_of_w = 0;
+  for (const Node& node : program.graph.nodes())
+    casts_of_w += node.op == OpKind::cast && node.inputs[0] == w ? 1 : 0;
+  CHECK(casts_of_w == 1);
+}
+
+TEST_CASE("matmul fusion takes the operand loads, bias, reshape, cast and activation") {
+  Graph graph;
+  Tensor x(graph, graph.add_input("x", {{2, 3, 8}, DType::f32}));
+  Tensor w(graph, graph.add_variable("w", {{16, 8}, DType::f32}, VariableRole::parameter, {}));
+  Tensor b(graph, graph.add_variable("b", {{16}, DType::f32}, VariableRole::parameter, {}));
+  Tensor rows = reshape(x, {6, 8});
+  Tensor y = gelu(reshape(matmul(rows, swap_last_axes(w)) + b, {2, 3, 16}));
+  graph.add_output("y", y.id());
+  Program program{graph, {}};
+  compiler::lower_precision(program, {true, DType::bf16, 1});
+  CHECK(compiler::fuse_matmuls(program) > 0);
+  REQUIRE(program.fusions.size() == 1);
+  const compiler::Fusion& fusion = program.fusions.front();
+  CHECK(fusion.pattern == "matmul");
+  std::vector<OpKind> ops;
+  for (NodeId id : fusion.nodes)
+    ops.push_back(program.graph.node(id).op);
+  for (OpKind op : {OpKind::transpose, OpKind::cast, OpKind::matmul, OpKind::add, OpKind::reshape,
+                    OpKind::gelu})
+    CHECK(std::count(ops.begin(), ops.end(), op) >= 1);
+  CHECK(std::is_sorted(fusion.nodes.begin(), fusion.nodes.end()));
+  CHECK(program.graph.node(fusion.nodes.back()).op == OpKind::gelu);
+}
+
+TEST_CASE("elementwise fusion joins chains of one shape and stops at other shapes") {
+  Fixture f;
+  Tensor mask = iota(f.graph, {4, 8}, 1) > 3;  // static: computed once, any position
+  Tensor chain = where(mask, tanh(f.x * 2.0 + 1.0), 0.0);
+  Tensor total = sum(chain, {1});   // a reduction ends the chain
+  Tensor other = exp(total) + 1.0;  // another shape: another fusion
+  f.graph.add_output("chain", chain.id());
+  f.graph.add_output("other", other.id());
+  Program program{f.graph, {}};
+  CHECK(compiler::fuse_elementwise(program) > 0);
+  REQUIRE(program.fusions.size() == 2);
+  for (const compiler::Fusion& fusion : program.fusions) {
+    CHECK(fusion.pattern == "elementwise");
+    Shape shape = program.graph.node(fusion.nodes.front()).type.shape;
+    for (NodeId id : fusion.nodes) {
+      CHECK(program.graph.node(id).type.shape == shape);
+      CHECK(graph::op_class(program.graph.node(id).op) == OpClass::elementwise);
+    }
+  }
+  CHECK(program.fusions[0].nodes.size() == 4);  // mul, add, tanh, where
+}
+
+TEST_CASE("elementwise fusions stay within their size limit") {
+  Fixture f;
+  Tensor y = f.x;
+  for (std::size_t i = 0; i < compiler::kMaxElementwiseFusion + 10; ++i)
+    y = tanh(y);
+  f.graph.add_output("y", y.id());
+  Program program{f.graph, {}};
+  compiler::fuse_elementwise(program);
+  REQUIRE(program.fusions.size() == 2);
+  CHECK(program.fusions[0].nodes.size() == compiler::kMaxElementwiseFusion);
+}
+
+TEST_CASE("passes that rebuild the graph refuse to run after fusion") {
+  Fixture f;
+  f.graph.add_output("y", tanh(exp(f.x)).id());
+  Program program{f.graph, {}};
+  compiler::fuse_elementwise(program);
+  CHECK_THROWS_AS(compiler::eliminate_dead_code(program), std::logic_error);
+}

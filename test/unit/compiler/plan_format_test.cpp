@@ -1,0 +1,93 @@
+#include <catch2/catch.hpp>
+
+#include <fstream>
+
+#include "compiler/compile.hpp"
+#include "compiler/plan_cache.hpp"
+#include "compiler/plan_format.hpp"
+#include "support/step_fixture.hpp"
+#include "support/temp_dir.hpp"
+
+using namespace csrun;
+
+namespace {
+
+compiler::Plan sample_plan() {
+  models::TracedStep step = test::traced_step(
+      "{name: gpt2, vocab_size: 50, hidden_size: 16, num_heads: 2, num_hidden_layers: 1, "
+      "filter_size: 32, max_position_embeddings: 8, dropout_rate: 0.1}",
+      2);
+  compiler::PrecisionPolicy precision{true, graph::DType::cb16, 1};
+  compiler::Plan plan = compiler::build_plan(
+      compiler::compile_step(std::move(step.graph), {precision, {}}),
+      {"9.9.9", "0123456789abcdef", compiler::StepKind::train, 2, 8}, precision);
+  plan.mapping.wafer = "wse2";
+  plan.mapping.mode = compiler::ExecutionMode::pipelined;
+  plan.mapping.kernels.assign(plan.kernels.size(), {{1, 2, 3, 4}, 1.5e-6, "compute"});
+  plan.mapping.layers.push_back(
+      {"model.lm_head", 800, 3, 12, 1e-6, 2e-6, 0.0, 0.0, 0.0, 2e-6, "compute"});
+  plan.mapping.estimate.samples_per_second = 1234.5;
+  plan.mapping.estimate.bottleneck = "kernel 3";
+  return plan;
+}
+
+std::string expect_decode_error(const std::string& bytes) {
+  try {
+    compiler::decode_plan(bytes, "plan.bin");
+  } catch (const compiler::PlanFormatError& error) {
+    return error.what();
+  }
+  FAIL("the plan decoded");
+  return {};
+}
+
+}  // namespace
+
+TEST_CASE("a plan reads back identical to what was written") {
+  compiler::Plan plan = sample_plan();
+  std::string bytes = compiler::encode_plan(plan);
+  compiler::Plan read = compiler::decode_plan(bytes, "memory");
+  CHECK(read == plan);
+  CHECK(read.graph == plan.graph);
+  CHECK(read.graph.to_text() == plan.graph.to_text());
+  CHECK(compiler::encode_plan(read) == bytes);
+  // Source locations and module paths survive: a loaded plan still names model lines.
+  const graph::Node& node = read.graph.node(read.kernels.back().nodes.back());
+  CHECK_FALSE(node.location.file().empty());
+}
+
+TEST_CASE("damaged plan files are refused with the reason") {
+  std::string bytes = compiler::encode_plan(sample_plan());
+  CHECK(expect_decode_error("hello").find("plan.bin: not a csrun plan") != std::string::npos);
+  CHECK(expect_decode_error(bytes.substr(0, bytes.size() - 100)).find("truncated") !=
+        std::string::npos);
+  std::string flipped = bytes;
+  flipped[bytes.size() / 2] ^= 0x20;
+  CHECK(expect_decode_error(flipped).find("checksum does not match") != std::string::npos);
+  std::string newer = bytes;
+  newer[8] = static_cast<char>(compiler::kPlanFormatVersion + 1);
+  CHECK(expect_decode_error(newer).find("plan format version " +
+                                        std::to_string(compiler::kPlanFormatVersion + 1)) !=
+        std::string::npos);
+}
+
+TEST_CASE("a plan reloaded from the compile cache is identical; other settings miss") {
+  test::TempDir dir;
+  compiler::PlanCache cache(dir.path() / "compile");
+  compiler::Plan plan = sample_plan();
+  std::string key = compiler::PlanCache::key(plan.fingerprint, "wafer wse2; mode auto");
+  CHECK(key.rfind(plan.fingerprint + "-", 0) == 0);
+  CHECK(key != compiler::PlanCache::key(plan.fingerprint, "wafer wse3; mode auto"));
+  std::string problem;
+  CHECK_FALSE(cache.load(key, problem));
+  CHECK(problem.empty());
+  std::filesystem::path path = cache.store(key, plan);
+  CHECK(path == dir.path() / "compile" / key / "plan.bin");
+  std::optional<compiler::Plan> loaded = cache.load(key, problem);
+  REQUIRE(loaded);
+  CHECK(*loaded == plan);
+  // A damaged cache entry is no plan, with the reason, not a crash.
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << "garbage";
+  CHECK_FALSE(cache.load(key, problem));
+  CHECK(problem.find("not a csrun plan") != std::string::npos);
+}
