@@ -79,16 +79,17 @@ std::size_t eliminate_common_subexpressions(Program& program) {
       continue;
     }
     std::vector<NodeId> inputs = rewriter.mapped_inputs(id);
-    if (commutative(node.op)) std::sort(inputs.begin(), inputs.end());
-    auto found = seen.find(NodeKey{node.op, inputs, &node.attrs});
+    NodeKey key{node.op, inputs, &node.attrs};
+    if (commutative(node.op)) std::sort(key.inputs.begin(), key.inputs.end());
+    auto found = seen.find(key);
     if (found != seen.end()) {
       rewriter.map(id, found->second);
       ++merged;
       continue;
     }
-    NodeId copied = rewriter.copy(id);
-    seen.emplace(NodeKey{node.op, std::move(inputs), &rewriter.target().node(copied).attrs},
-                 copied);
+    NodeId copied = rewriter.copy(id, std::move(inputs));
+    key.attrs = &rewriter.target().node(copied).attrs;
+    seen.emplace(std::move(key), copied);
   }
   if (merged > 0) program.graph = rewriter.finish();
   return merged;

@@ -74,7 +74,7 @@ std::size_t fold_constants(Program& program) {
     if (foldable(rewriter.target(), node, inputs))
       value = evaluate(rewriter.target(), node, inputs);
     if (!value) {
-      rewriter.copy(id);
+      rewriter.copy(id, std::move(inputs));
       continue;
     }
     rewriter.map(id, rewriter.add(OpKind::constant, {}, std::move(*value), id));

@@ -13,13 +13,19 @@ GraphRewriter::GraphRewriter(const graph::Graph& source)
 
 NodeId GraphRewriter::copy(NodeId id) {
   const graph::Node& node = source_->node(id);
+  if (node.op == graph::OpKind::input || node.op == graph::OpKind::variable) return copy(id, {});
+  return copy(id, mapped_inputs(id));
+}
+
+NodeId GraphRewriter::copy(NodeId id, std::vector<NodeId> inputs) {
+  const graph::Node& node = source_->node(id);
   NodeId copied = -1;
   if (node.op == graph::OpKind::input) {
     copied = target_.add_input(source_->leaf_name(id), node);
   } else if (node.op == graph::OpKind::variable) {
     copied = target_.add_variable(*source_->find_variable(source_->leaf_name(id)), node);
   } else {
-    copied = target_.add(node.op, mapped_inputs(id), node.attrs, node);
+    copied = target_.add_like(node, *source_, std::move(inputs));
   }
   map(id, copied);
   return copied;

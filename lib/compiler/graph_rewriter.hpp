@@ -18,6 +18,8 @@ class GraphRewriter {
 
   // Copies source node `id` with its operands mapped; returns its id in the new graph.
   graph::NodeId copy(graph::NodeId id);
+  // The same, given the mapped operands (mapped_inputs(id)) already at hand.
+  graph::NodeId copy(graph::NodeId id, std::vector<graph::NodeId> inputs);
   // Makes source node `id` stand for new node `replacement` from here on.
   void map(graph::NodeId id, graph::NodeId replacement);
   // The new node that source node `id` became; -1 when it was dropped.

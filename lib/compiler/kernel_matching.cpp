@@ -161,7 +161,7 @@ class Matcher {
       return std::binary_search(kernel.nodes.begin(), kernel.nodes.end(), id);
     };
     for (NodeId id : kernel.nodes) {
-      const std::vector<NodeId>& readers = users_.of(id);
+      std::span<const NodeId> readers = users_.of(id);
       bool read_outside = std::any_of(readers.begin(), readers.end(),
                                       [&](NodeId reader) { return !member(reader); });
       if (read_outside || users_.escapes(id)) kernel.results.push_back(id);

@@ -3,10 +3,18 @@
 namespace csrun::compiler {
 
 NodeUsers::NodeUsers(const graph::Graph& graph)
-    : users_(graph.size()), escapes_(graph.size(), false) {
+    : first_(graph.size() + 1, 0), escapes_(graph.size(), false) {
+  for (const graph::Node& node : graph.nodes()) {
+    for (graph::NodeId input : node.inputs)
+      ++first_[static_cast<std::size_t>(input) + 1];
+  }
+  for (std::size_t i = 1; i < first_.size(); ++i)
+    first_[i] += first_[i - 1];
+  users_.resize(first_.back());
+  std::vector<std::size_t> next(first_.begin(), first_.end() - 1);
   for (std::size_t i = 0; i < graph.size(); ++i) {
     for (graph::NodeId input : graph.nodes()[i].inputs)
-      users_[static_cast<std::size_t>(input)].push_back(static_cast<graph::NodeId>(i));
+      users_[next[static_cast<std::size_t>(input)]++] = static_cast<graph::NodeId>(i);
   }
   for (const graph::NamedNode& output : graph.outputs())
     escapes_[static_cast<std::size_t>(output.node)] = true;
@@ -15,7 +23,7 @@ NodeUsers::NodeUsers(const graph::Graph& graph)
 }
 
 graph::NodeId NodeUsers::sole_user(graph::NodeId id) const {
-  const std::vector<graph::NodeId>& users = of(id);
+  std::span<const graph::NodeId> users = of(id);
   if (escapes(id) || users.size() != 1) return -1;
   return users.front();
 }

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <span>
 #include <vector>
 
 #include "graph/graph.hpp"
@@ -12,15 +13,17 @@ class NodeUsers {
  public:
   explicit NodeUsers(const graph::Graph& graph);
 
-  const std::vector<graph::NodeId>& of(graph::NodeId id) const {
-    return users_[static_cast<std::size_t>(id)];
+  std::span<const graph::NodeId> of(graph::NodeId id) const {
+    auto node = static_cast<std::size_t>(id);
+    return {users_.data() + first_[node], users_.data() + first_[node + 1]};
   }
   bool escapes(graph::NodeId id) const { return escapes_[static_cast<std::size_t>(id)]; }
   // The node's only reader, when it has exactly one and does not escape; else -1.
   graph::NodeId sole_user(graph::NodeId id) const;
 
  private:
-  std::vector<std::vector<graph::NodeId>> users_;
+  std::vector<std::size_t> first_;    // per node, where its users start in users_ (one past: end)
+  std::vector<graph::NodeId> users_;  // every node's users, node after node
   std::vector<bool> escapes_;
 };
 

@@ -1,6 +1,8 @@
 #include "fingerprint.hpp"
 
 #include <cstdio>
+#include <cstring>
+#include <type_traits>
 
 namespace csrun::graph {
 
@@ -81,12 +83,65 @@ std::vector<std::string> interface_keys(const Graph& graph) {
   return keys;
 }
 
-std::uint64_t fnv1a(std::uint64_t hash, const std::string& text) {
-  for (unsigned char c : text) {
-    hash ^= c;
-    hash *= 0x100000001B3ull;
+// FNV-1a over fixed-width little-endian values: the same on every machine. Every variable-length
+// item is preceded by its length, so no two different sequences hash the same bytes.
+class Hasher {
+ public:
+  void add(std::uint64_t value) {
+    for (int i = 0; i < 8; ++i) {
+      hash_ ^= (value >> (8 * i)) & 0xFF;
+      hash_ *= 0x100000001B3ull;
+    }
   }
-  return hash ^ 0x0Aull;  // a line end, so "ab","c" and "a","bc" differ
+  void add(double value) {
+    std::uint64_t bits = 0;
+    std::memcpy(&bits, &value, sizeof bits);
+    add(bits);
+  }
+  void add(const std::string& text) {
+    add(static_cast<std::uint64_t>(text.size()));
+    for (unsigned char c : text) {
+      hash_ ^= c;
+      hash_ *= 0x100000001B3ull;
+    }
+  }
+  template <class T>
+  void add(const std::vector<T>& values) {
+    add(static_cast<std::uint64_t>(values.size()));
+    for (const T& value : values) {
+      if constexpr (std::is_floating_point_v<T>) {
+        add(static_cast<double>(value));
+      } else {
+        add(static_cast<std::uint64_t>(value));
+      }
+    }
+  }
+  std::uint64_t value() const { return hash_; }
+
+ private:
+  std::uint64_t hash_ = 0xCBF29CE484222325ull;
+};
+
+void add_attributes(Hasher& hash, const Attributes& a) {
+  hash.add(a.shape);
+  hash.add(a.axes);
+  hash.add(a.perm);
+  hash.add(a.begins);
+  hash.add(a.ends);
+  hash.add(a.values);
+  for (std::int64_t value : {a.axis, a.depth})
+    hash.add(static_cast<std::uint64_t>(value));
+  hash.add(static_cast<std::uint64_t>(a.keepdims) | static_cast<std::uint64_t>(a.approximate) << 1);
+  hash.add(a.eps);
+  hash.add(a.rate);
+  hash.add(a.seed);
+  hash.add(a.salt);
+  hash.add(static_cast<std::uint64_t>(a.dtype));
+}
+
+void add_type(Hasher& hash, const TensorType& type) {
+  hash.add(type.shape);
+  hash.add(static_cast<std::uint64_t>(type.dtype));
 }
 
 // A short description of a node for the diff.
@@ -97,13 +152,35 @@ std::string described(const Graph& graph, NodeId id) {
 }  // namespace
 
 std::string fingerprint(const Graph& graph) {
-  std::uint64_t hash = 0xCBF29CE484222325ull;
-  for (std::size_t i = 0; i < graph.size(); ++i)
-    hash = fnv1a(hash, node_key(graph, static_cast<NodeId>(i)));
-  for (const std::string& key : interface_keys(graph))
-    hash = fnv1a(hash, key);
+  Hasher hash;
+  for (const Node& node : graph.nodes()) {
+    hash.add(static_cast<std::uint64_t>(node.op));
+    hash.add(node.inputs);
+    add_attributes(hash, node.attrs);
+    add_type(hash, node.type);
+  }
+  for (const NamedNode& input : graph.inputs()) {
+    hash.add(input.name);
+    hash.add(static_cast<std::uint64_t>(input.node));
+  }
+  for (const Variable& variable : graph.variables()) {
+    hash.add(variable.name);
+    hash.add(static_cast<std::uint64_t>(variable.node));
+    hash.add(static_cast<std::uint64_t>(variable.role));
+    hash.add(variable.init.name);
+    for (double value : {variable.init.mean, variable.init.std, variable.init.a, variable.init.b,
+                         variable.init.gain, variable.init.value})
+      hash.add(value);
+  }
+  for (const std::vector<NamedNode>* named : {&graph.outputs(), &graph.updates()}) {
+    hash.add(static_cast<std::uint64_t>(named->size()));
+    for (const NamedNode& item : *named) {
+      hash.add(item.name);
+      hash.add(static_cast<std::uint64_t>(item.node));
+    }
+  }
   char buffer[17];
-  std::snprintf(buffer, sizeof buffer, "%016llx", static_cast<unsigned long long>(hash));
+  std::snprintf(buffer, sizeof buffer, "%016llx", static_cast<unsigned long long>(hash.value()));
   return buffer;
 }
 

@@ -158,6 +158,19 @@ NodeId Graph::add(OpKind op, std::vector<NodeId> inputs, Attributes attrs, const
                      origin.scope, origin.phase});
 }
 
+NodeId Graph::add_like(const Node& origin, const Graph& origin_graph, std::vector<NodeId> inputs) {
+  bool same_types = inputs.size() == origin.inputs.size();
+  for (std::size_t i = 0; same_types && i < inputs.size(); ++i) {
+    NodeId input = inputs[i];
+    same_types =
+        input >= 0 && static_cast<std::size_t>(input) < nodes_.size() &&
+        nodes_[static_cast<std::size_t>(input)].type == origin_graph.node(origin.inputs[i]).type;
+  }
+  if (!same_types) return add(origin.op, std::move(inputs), origin.attrs, origin);
+  return append(Node{origin.op, std::move(inputs), origin.attrs, origin.type, origin.location,
+                     origin.scope, origin.phase});
+}
+
 NodeId Graph::add_input(const std::string& name, TensorType type, SourceLine location) {
   Node origin{OpKind::input, {}, {}, std::move(type), location, scope_, phase_};
   return add_input(name, origin);

@@ -95,6 +95,10 @@ class Graph {
   // The same, with the location, scope and phase of `origin`: a node of a graph whose scopes this
   // one adopted (passes rebuilding a graph, a plan being read back).
   NodeId add(OpKind op, std::vector<NodeId> inputs, Attributes attrs, const Node& origin);
+  // Rebuilding a node whose operands keep the types they had when `origin`'s type was inferred
+  // (a pass copying a graph): the same type follows, so it is taken over, not inferred again.
+  // Falls back to inference when an operand's type differs.
+  NodeId add_like(const Node& origin, const Graph& origin_graph, std::vector<NodeId> inputs);
   NodeId add_input(const std::string& name, const Node& origin);
   NodeId add_variable(const Variable& variable, const Node& origin);
   // Takes over `other`'s scope names, so its ScopeIds mean the same here. Only before any scope
