@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # csrun's benchmarks. Figures go to stdout; docs/benchmarks.md records them with the machine.
 #
-# Usage: scripts/bench.sh [SECTION...]     sections: validate, trace (default: all)
+# Usage: scripts/bench.sh [SECTION...]     sections: validate, trace, compile, estimate
+#                                          (default: all)
 #
 #   validate   wall time of `csrun validate` (process start to exit) on every shipped config and
 #              every Model Zoo config of the conformance set; median and max of 21 runs each.
@@ -9,11 +10,17 @@
 #   trace      `csrun validate --fake_data` of GPT-2 small and GPT-3 6.7B, which traces their whole
 #              training step shape-only: wall time (median of 11) and peak resident memory.
 #              Target: well under a second.
+#   compile    `csrun compile --fake_data` of GPT-3 175B-shaped models (hidden 12288, 96 heads, MSL
+#              2048) with 12, 24, 48 and 96 layers, each into a fresh model_dir so it really
+#              compiles: wall time (median of 5), peak resident memory, and a rerun that finds the
+#              plan in the compile cache. Target: 96 layers under 1 s and 256 MB, time linear in
+#              the layers.
+#   estimate   the performance model against the measured CS-2 runs it is calibrated on.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
 sections=("$@")
-[ ${#sections[@]} -eq 0 ] && sections=(validate trace)
+[ ${#sections[@]} -eq 0 ] && sections=(validate trace compile estimate)
 
 scripts/build.sh csrun >/dev/null
 csrun=$root/build/apps/csrun/csrun
@@ -62,8 +69,7 @@ bench_trace() {
   echo "## Tracing whole training steps (csrun validate --fake_data): ms and peak MB"
   local work
   work=$(mktemp -d)
-  # The Model Zoo's 6.7B config minus the one key the Model Zoo itself rejects.
-  grep -v use_cs_grad_accum test/data/modelzoo/gpt3_r2.0.2__params_gpt3_6p7b.yaml > "$work/gpt3_6p7b.yaml"
+  gpt3_config "$work/gpt3_6p7b.yaml"
   printf '%-50s %8s %8s %8s\n' "model" "median" "max" "peak MB"
   for entry in "GPT-2 small (124M, batch 112 x 2048):test/data/modelzoo/gpt2_r2.3.1__params_gpt2_small.yaml" \
                "GPT-3 6.7B (batch 104 x 2048):$work/gpt3_6p7b.yaml"; do
@@ -75,11 +81,64 @@ bench_trace() {
   rm -rf "$work"
 }
 
+# The Model Zoo's GPT-3 6.7B config minus the one key the Model Zoo itself rejects, into $1.
+gpt3_config() {
+  grep -v use_cs_grad_accum test/data/modelzoo/gpt3_r2.0.2__params_gpt3_6p7b.yaml > "$1"
+}
+
+bench_compile() {
+  echo "## csrun compile of GPT-3 175B shapes (hidden 12288, 96 heads, MSL 2048, --fake_data)"
+  local work
+  work=$(mktemp -d)
+  gpt3_config "$work/gpt3.yaml"
+  printf '%-8s %8s %8s %10s %10s\n' "layers" "median" "max" "peak MB" "cached ms"
+  for layers in 12 24 48 96; do
+    local args=(compile "$work/gpt3.yaml" --fake_data --set model.num_hidden_layers=$layers
+                --set model.hidden_size=12288 --set model.num_heads=96
+                --set model.filter_size=49152 --set train_input.micro_batch_size=auto)
+    local times=() dir
+    for run in 1 2 3 4 5; do
+      dir="$work/fresh-$layers-$run"
+      times+=("$(time_runs 1 "$csrun" "${args[@]}" -o "$dir")")
+    done
+    printf '%-8s %s %10s %10s\n' "$layers" \
+      "$(printf '%s\n' "${times[@]}" | median_and_max)" \
+      "$(peak_memory_mb "$csrun" "${args[@]}" -o "$work/memory-$layers")" \
+      "$(time_runs 5 "$csrun" "${args[@]}" -o "$dir" | median_and_max | awk '{print $1}')"
+  done
+  rm -rf "$work"
+}
+
+bench_estimate() {
+  echo "## The performance model against measured CS-2 runs (weight streaming, WSE-2)"
+  local work
+  work=$(mktemp -d)
+  printf '%-44s %10s %10s %8s\n' "run" "measured" "estimate" "error"
+  estimate() {
+    "$csrun" compile "$@" --fake_data -o "$work" --execution_mode weight_streaming --json 2>/dev/null |
+      python3 -c 'import json, sys; print(json.load(sys.stdin)["compiled"][0]["mapping"]["estimate"]["samples_per_second"])'
+  }
+  report() {
+    awk -v name="$1" -v measured="$2" -v estimate="$3" \
+      'BEGIN { printf "%-44s %10.1f %10.1f %+7.1f%%\n", name, measured, estimate, 100 * (estimate / measured - 1) }'
+  }
+  report "GPT-2 small, MSL 2048, batch 112 (samples/s)" 494.5 \
+    "$(estimate test/data/modelzoo/gpt2_r2.3.1__params_gpt2_small.yaml)"
+  report "BERT-Large, MSL 128, batch 1024 (samples/s)" 4040 \
+    "$(estimate test/data/modelzoo/bert__bert_base_MSL128.yaml \
+        --set trainer.init.model.hidden_size=1024 --set trainer.init.model.num_hidden_layers=24 \
+        --set trainer.init.model.num_heads=16 --set trainer.init.model.filter_size=4096 \
+        --set trainer.fit.train_dataloader.batch_size=1024)"
+  rm -rf "$work"
+}
+
 echo "# csrun benchmarks, $(date -u +%Y-%m-%dT%H:%MZ) on $(nproc) cores: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)"
 for section in "${sections[@]}"; do
   case $section in
     validate) bench_validate ;;
     trace) bench_trace ;;
-    *) echo "bench.sh: unknown section '$section' (sections: validate, trace)" >&2; exit 2 ;;
+    compile) bench_compile ;;
+    estimate) bench_estimate ;;
+    *) echo "bench.sh: unknown section '$section' (sections: validate, trace, compile, estimate)" >&2; exit 2 ;;
   esac
 done

@@ -14,7 +14,10 @@ step() { printf '\n\033[1m$ %s\033[0m\n' "$*"; "$@"; }
 # The example run, in both Model Zoo formats, checked against its real data.
 step "$csrun" validate configs/fc_mnist.yaml
 step "$csrun" validate configs/fc_mnist_trainer.yaml --json --logging ERROR | head -n 20
-# A real Model Zoo config, sized without its dataset.
-step "$csrun" validate test/data/modelzoo/gpt3__111m.yaml --fake_data
+# The example run compiled for a CS-2: layer pipelined, every kernel placed on the wafer. The plan,
+# report.json, kernels.tsv and placement.svg land in model_dir/fc_mnist/compile/.
+step "$csrun" compile configs/fc_mnist.yaml
+# A real Model Zoo config, sized and compiled without its dataset: weight streaming.
+step "$csrun" compile test/data/modelzoo/gpt3__111m.yaml --fake_data
 # And one the Model Zoo itself would reject.
 step "$csrun" validate test/data/modelzoo/gpt2_r1.8.0__params_gpt2_small_ws.yaml --fake_data || true

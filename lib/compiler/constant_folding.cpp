@@ -46,13 +46,19 @@ std::optional<graph::Attributes> evaluate(const graph::Graph& target, const grap
   return constant;
 }
 
-bool foldable(const graph::Graph& target, const graph::Node& node,
+// A node computed from constants alone, small enough to hold as one. Leaves are not: an iota
+// stays a generator (a static value, computed when the plan is loaded).
+bool foldable(const graph::Graph& graph, const graph::Node& node,
               const std::vector<NodeId>& inputs) {
-  if (node.op == OpKind::input || node.op == OpKind::variable || node.op == OpKind::constant)
-    return false;
-  if (graph::element_count(node.type.shape) > kMaxFoldedElements) return false;
+  if (inputs.empty() || graph::element_count(node.type.shape) > kMaxFoldedElements) return false;
   return std::all_of(inputs.begin(), inputs.end(),
-                     [&](NodeId input) { return is_constant(target, input); });
+                     [&](NodeId input) { return is_constant(graph, input); });
+}
+
+// Whether anything folds: a fold always starts at a node whose operands are constants already.
+bool any_foldable(const graph::Graph& graph) {
+  return std::any_of(graph.nodes().begin(), graph.nodes().end(),
+                     [&](const graph::Node& node) { return foldable(graph, node, node.inputs); });
 }
 
 }  // namespace
@@ -60,6 +66,7 @@ bool foldable(const graph::Graph& target, const graph::Node& node,
 std::size_t fold_constants(Program& program) {
   expect_unfused(program, "fold_constants");
   const graph::Graph& source = program.graph;
+  if (!any_foldable(source)) return 0;
   GraphRewriter rewriter(source);
   std::size_t folded = 0;
   for (std::size_t i = 0; i < source.size(); ++i) {

@@ -18,7 +18,8 @@ std::size_t eliminate_dead_code(Program& program);
 std::size_t eliminate_common_subexpressions(Program& program);
 
 // Replaces a node whose operands are all constants by the constant it computes, when that has at
-// most kMaxFoldedElements elements (larger results would bloat the plan).
+// most kMaxFoldedElements elements (larger results would bloat the plan). An iota, which has no
+// operands, stays: it is a static value already.
 inline constexpr std::int64_t kMaxFoldedElements = 4096;
 std::size_t fold_constants(Program& program);
 

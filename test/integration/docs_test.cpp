@@ -6,6 +6,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "compiler/compile.hpp"
+#include "compiler/kernel_library.hpp"
 #include "config/class_catalog.hpp"
 #include "data/processor_registry.hpp"
 #include "models/registry.hpp"
@@ -61,5 +63,17 @@ TEST_CASE("docs/params.md lists every optimizer, scheduler, callback and logger 
         &csrun::config::callback_catalog(), &csrun::config::logger_catalog()}) {
     for (const std::string& name : catalog->names())
       check_schema(doc, name, *catalog->find(name)->params);
+  }
+}
+
+TEST_CASE("docs/compiler.md lists every pass and every kernel of the library") {
+  std::string doc = read_doc("compiler.md");
+  for (const std::string& pass : csrun::compiler::dump_points()) {
+    INFO("pass " << pass);
+    CHECK(doc.find("`" + pass + "`") != std::string::npos);
+  }
+  for (const csrun::compiler::KernelSpec& kernel : csrun::compiler::kernel_library()) {
+    INFO("kernel " << kernel.name);
+    CHECK(doc.find("| `" + std::string(kernel.name) + "` |") != std::string::npos);
   }
 }

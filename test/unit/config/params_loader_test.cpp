@@ -401,6 +401,27 @@ TEST_CASE("CLI runconfig flags override only what they set, in either format") {
   CHECK_FALSE(trainer.trainer().validate.has_value());
 }
 
+TEST_CASE("the execution mode: a backend key, two legacy runconfig keys and a flag") {
+  CHECK(load(trainer_with("")).trainer().backend.execution_mode == ExecutionMode::automatic);
+  Loaded trainer = load(trainer_with("", "backend: {backend_type: CSX, execution_mode: pipelined}"));
+  REQUIRE_FALSE(trainer.diagnostics.has_errors());
+  CHECK(trainer.trainer().backend.execution_mode == ExecutionMode::pipelined);
+  Loaded strategy = load(kLegacy + "  execution_strategy: pipeline\n");
+  INFO(strategy.dump());
+  CHECK(strategy.diagnostics.all().empty());
+  CHECK(strategy.trainer().backend.execution_mode == ExecutionMode::pipelined);
+  Loaded mode = load(kLegacy + "  execution_mode: weight_streaming\n");
+  CHECK(mode.trainer().backend.execution_mode == ExecutionMode::weight_streaming);
+  Loaded wrong = load(kLegacy + "  execution_strategy: layerwise\n");
+  CHECK(wrong.error("runconfig.execution_strategy"));
+  LoadOptions options;
+  options.runconfig_overrides = {flag("execution_mode", Node::make_string("weight_streaming"))};
+  CHECK(load(kLegacy, options).trainer().backend.execution_mode ==
+        ExecutionMode::weight_streaming);
+  CHECK(load(trainer_with(""), options).trainer().backend.execution_mode ==
+        ExecutionMode::weight_streaming);
+}
+
 TEST_CASE("the target_device flag lands where the trainer names its device") {
   LoadOptions options;
   options.runconfig_overrides = {flag("target_device", Node::make_string("CPU"))};
