@@ -24,18 +24,6 @@ graph::DType half_dtype(config::HalfType type) {
   return graph::DType::bf16;
 }
 
-wafer::ModeRequest mode_request(config::ExecutionMode mode) {
-  switch (mode) {
-    case config::ExecutionMode::automatic:
-      return wafer::ModeRequest::automatic;
-    case config::ExecutionMode::pipelined:
-      return wafer::ModeRequest::pipelined;
-    case config::ExecutionMode::weight_streaming:
-      return wafer::ModeRequest::weight_streaming;
-  }
-  return wafer::ModeRequest::automatic;
-}
-
 // Every setting that changes the plan, so the cache never hands out a plan made otherwise.
 std::string plan_settings(const config::TrainerSpec& trainer, const TraceSummary& trace,
                           const RunOptions& options) {
@@ -46,7 +34,7 @@ std::string plan_settings(const config::TrainerSpec& trainer, const TraceSummary
          (trace.training ? "train" : "eval") + "; precision " +
          (precision.mixed ? "mixed " : "f32 ") + graph::dtype_name(precision.half) + " level " +
          std::to_string(precision.level) + "; wafer " + wafer.wafer + "; mode " +
-         wafer::mode_request_name(wafer.mode) + "; num_csx " + std::to_string(wafer.num_csx) +
+         config::execution_mode_name(wafer.mode) + "; num_csx " + std::to_string(wafer.num_csx) +
          "; batch " + std::to_string(wafer.system_batch) +
          (wafer.micro_batch_fixed ? " fixed" : " auto") + "; tokens " +
          std::to_string(trace.tokens_per_sample);
@@ -71,7 +59,8 @@ bool on_wafer(const config::TrainerSpec& trainer) {
 // For comparison: the mode the plan does not use, forced.
 void add_alternative(PlannedTrainer& planned, wafer::WaferOptions options) {
   bool pipelined = planned.plan.mapping.mode == compiler::ExecutionMode::pipelined;
-  options.mode = pipelined ? wafer::ModeRequest::weight_streaming : wafer::ModeRequest::pipelined;
+  options.mode =
+      pipelined ? config::ExecutionMode::weight_streaming : config::ExecutionMode::pipelined;
   try {
     planned.alternative = wafer::map_to_wafer(planned.plan, options);
   } catch (const wafer::MappingError& error) {
@@ -101,7 +90,7 @@ wafer::WaferOptions wafer_options(const config::TrainerSpec& trainer, const Trac
                                   const RunOptions& options) {
   wafer::WaferOptions result;
   result.wafer = options.wafer;
-  result.mode = mode_request(trainer.backend.execution_mode);
+  result.mode = trainer.backend.execution_mode;
   result.num_csx = trainer.backend.cluster.num_csx;
   result.system_batch = std::max(trace.system_batch, trace.batch_size);
   result.micro_batch_fixed = trace.micro_batch_fixed;

@@ -48,7 +48,8 @@ std::optional<std::vector<PlannedTrainer>> plan_stage(CheckedRun& checked,
                                                       const RunOptions& options,
                                                       const char* command);
 
-// Reports that a subcommand's stages after validation are not part of this build; returns 1.
-int stage_not_built(const char* command, const char* stages);
+// For subcommands whose stages after the plan are not part of this build yet: validates, finds
+// or makes the plan, says which, and reports that `stages` are missing. Returns 1.
+int plan_then_stop(const RunOptions& options, const char* command, const char* stages);
 
 }  // namespace csrun::modes

@@ -104,32 +104,13 @@ void fill_throughput(compiler::Estimate& e, const compiler::Plan& plan, const Ma
 
 }  // namespace
 
-std::optional<ModeRequest> parse_mode_request(std::string_view text) {
-  if (text == "auto") return ModeRequest::automatic;
-  if (text == "pipelined") return ModeRequest::pipelined;
-  if (text == "weight_streaming") return ModeRequest::weight_streaming;
-  return std::nullopt;
-}
-
-const char* mode_request_name(ModeRequest request) {
-  switch (request) {
-    case ModeRequest::automatic:
-      return "auto";
-    case ModeRequest::pipelined:
-      return "pipelined";
-    case ModeRequest::weight_streaming:
-      return "weight_streaming";
-  }
-  return "?";
-}
-
 ModeChoice choose_mode(std::int64_t pipelined_bytes, const WaferProfile& profile,
                        const WaferOptions& options) {
   std::int64_t capacity = profile.usable_sram();
   std::string need = byte_size_of(pipelined_bytes) + " of the " + std::string(profile.name) +
                      "'s " + byte_size_of(capacity) + " SRAM";
   bool fits = pipelined_bytes <= capacity;
-  if (options.mode == ModeRequest::pipelined) {
+  if (options.mode == config::ExecutionMode::pipelined) {
     if (options.num_csx > 1)
       throw MappingError("pipelined execution runs on one system only; num_csx is " +
                          std::to_string(options.num_csx) + " (use weight_streaming)");
@@ -146,7 +127,7 @@ ModeChoice choose_mode(std::int64_t pipelined_bytes, const WaferProfile& profile
     }
     return {compiler::ExecutionMode::pipelined, "requested; it holds " + need};
   }
-  if (options.mode == ModeRequest::weight_streaming)
+  if (options.mode == config::ExecutionMode::weight_streaming)
     return {compiler::ExecutionMode::weight_streaming, "requested"};
   if (options.num_csx > 1) {
     return {compiler::ExecutionMode::weight_streaming,

@@ -7,18 +7,14 @@
 #include <string_view>
 
 #include "compiler/plan.hpp"
+#include "config/run_spec.hpp"
 #include "wafer_profile.hpp"
 
 namespace csrun::wafer {
 
-enum class ModeRequest : std::uint8_t { automatic, pipelined, weight_streaming };
-// "auto", "pipelined", "weight_streaming"; nothing for another word.
-std::optional<ModeRequest> parse_mode_request(std::string_view text);
-const char* mode_request_name(ModeRequest request);
-
 struct WaferOptions {
   std::string wafer = "wse2";
-  ModeRequest mode = ModeRequest::automatic;
+  config::ExecutionMode mode = config::ExecutionMode::automatic;  // what the params ask for
   std::int64_t num_csx = 1;
   // Samples one system processes per optimizer step; the plan's batch divides it (more than one
   // micro-batch when it is larger). 0: the plan's batch.

@@ -7,8 +7,11 @@
 
 namespace csrun::test {
 
-models::TracedStep traced_step(const std::string& model_yaml, std::int64_t batch_size,
-                               bool training, const std::string& init_extra) {
+models::TraceOptions CheckedTrainerModel::training_options() const {
+  return {models::StepKind::train, 1, {*trainer.optimizer, trainer.schedulers, trainer.precision}};
+}
+
+CheckedTrainerModel checked_model(const std::string& model_yaml, const std::string& init_extra) {
   auto loaded = load_params_text(
       "trainer:\n  init:\n    device: CSX\n    model: " + model_yaml +
       "\n    optimizer: {AdamW: {lr: 0.001}}\n    loop: {max_steps: 1}\n" + init_extra);
@@ -17,10 +20,15 @@ models::TracedStep traced_step(const std::string& model_yaml, std::int64_t batch
   config::Diagnostics diagnostics;
   auto model = models::check_model(loaded.trainer(), diagnostics);
   REQUIRE(model);
-  const config::TrainerSpec& trainer = loaded.trainer();
-  models::TraceOptions options{training ? models::StepKind::train : models::StepKind::eval, 1, {}};
-  if (training) options.training = {*trainer.optimizer, trainer.schedulers, trainer.precision};
-  return models::trace_step(*model, batch_size, options);
+  return {*model, loaded.trainer()};
+}
+
+models::TracedStep traced_step(const std::string& model_yaml, std::int64_t batch_size,
+                               bool training, const std::string& init_extra) {
+  CheckedTrainerModel checked = checked_model(model_yaml, init_extra);
+  models::TraceOptions options =
+      training ? checked.training_options() : models::TraceOptions{models::StepKind::eval, 1, {}};
+  return models::trace_step(checked.model, batch_size, options);
 }
 
 graph::Feeds sample_feeds(const graph::Graph& graph) {

@@ -8,6 +8,19 @@
 
 namespace csrun::test {
 
+// A model given as a trainer-format mapping ("{name: gpt2, hidden_size: 16, ...}"), checked
+// against the registry, with the trainer it came in (device CSX, AdamW, `init_extra` trainer
+// keys). Fails the test when the params do not load.
+struct CheckedTrainerModel {
+  models::CheckedModel model;
+  config::TrainerSpec trainer;
+
+  // Trace options for the trainer's training step (seed 1).
+  models::TraceOptions training_options() const;
+};
+CheckedTrainerModel checked_model(const std::string& model_yaml,
+                                  const std::string& init_extra = "");
+
 // The step of a model given as a trainer-format mapping ("{name: gpt2, hidden_size: 16, ...}"),
 // traced over `batch_size` samples: the training step (with `optimizer`, the CSX device and
 // `init_extra` trainer keys), or the eval step. Fails the test when the params do not load.

@@ -403,7 +403,8 @@ TEST_CASE("CLI runconfig flags override only what they set, in either format") {
 
 TEST_CASE("the execution mode: a backend key, two legacy runconfig keys and a flag") {
   CHECK(load(trainer_with("")).trainer().backend.execution_mode == ExecutionMode::automatic);
-  Loaded trainer = load(trainer_with("", "backend: {backend_type: CSX, execution_mode: pipelined}"));
+  Loaded trainer =
+      load(trainer_with("", "backend: {backend_type: CSX, execution_mode: pipelined}"));
   REQUIRE_FALSE(trainer.diagnostics.has_errors());
   CHECK(trainer.trainer().backend.execution_mode == ExecutionMode::pipelined);
   Loaded strategy = load(kLegacy + "  execution_strategy: pipeline\n");
@@ -416,8 +417,7 @@ TEST_CASE("the execution mode: a backend key, two legacy runconfig keys and a fl
   CHECK(wrong.error("runconfig.execution_strategy"));
   LoadOptions options;
   options.runconfig_overrides = {flag("execution_mode", Node::make_string("weight_streaming"))};
-  CHECK(load(kLegacy, options).trainer().backend.execution_mode ==
-        ExecutionMode::weight_streaming);
+  CHECK(load(kLegacy, options).trainer().backend.execution_mode == ExecutionMode::weight_streaming);
   CHECK(load(trainer_with(""), options).trainer().backend.execution_mode ==
         ExecutionMode::weight_streaming);
 }

@@ -5,31 +5,16 @@
 
 #include "graph/fingerprint.hpp"
 #include "models/step_trace.hpp"
-#include "support/params_fixture.hpp"
+#include "support/step_fixture.hpp"
 
 using namespace csrun;
 
 namespace {
 
-struct Traced {
-  models::CheckedModel model;
-  config::TrainerSpec trainer;
-};
+using Traced = test::CheckedTrainerModel;
 
 Traced check(const std::string& model_yaml, const std::string& extra = "") {
-  auto loaded = test::load_params_text(
-      "trainer:\n  init:\n    device: CSX\n    model: " + model_yaml +
-      "\n    optimizer: {AdamW: {lr: 0.001}}\n    loop: {max_steps: 1}\n" + extra);
-  INFO(loaded.dump());
-  REQUIRE_FALSE(loaded.diagnostics.has_errors());
-  config::Diagnostics diagnostics;
-  auto model = models::check_model(loaded.trainer(), diagnostics);
-  REQUIRE(model);
-  return {*model, loaded.trainer()};
-}
-
-models::TraceOptions train_options(const config::TrainerSpec& trainer) {
-  return {models::StepKind::train, 1, {*trainer.optimizer, trainer.schedulers, trainer.precision}};
+  return test::checked_model(model_yaml, extra);
 }
 
 }  // namespace
@@ -51,7 +36,7 @@ TEST_CASE("traced parameters agree with the registry's closed-form counts") {
         "filter_size: 64, max_position_embeddings: 16}"}) {
     INFO(yaml);
     Traced t = check(yaml);
-    models::TracedStep step = models::trace_step(t.model, 2, train_options(t.trainer));
+    models::TracedStep step = models::trace_step(t.model, 2, t.training_options());
     CHECK(step.parameter_count == t.model.parameter_count);
     CHECK(step.flops > 0);
   }
@@ -59,7 +44,7 @@ TEST_CASE("traced parameters agree with the registry's closed-form counts") {
 
 TEST_CASE("a training step updates every parameter, its optimizer state and the global step") {
   Traced t = check("{name: fc_mnist, hidden_sizes: [8]}");
-  models::TracedStep step = models::trace_step(t.model, 4, train_options(t.trainer));
+  models::TracedStep step = models::trace_step(t.model, 4, t.training_options());
   std::set<std::string> updated;
   for (const graph::NamedNode& update : step.graph.updates())
     updated.insert(update.name);
@@ -92,7 +77,7 @@ TEST_CASE(
   Traced t = check(
       "{name: gpt2, vocab_size: 50, hidden_size: 16, num_heads: 2, num_hidden_layers: 2, "
       "filter_size: 32, max_position_embeddings: 8}");
-  models::TracedStep step = models::trace_step(t.model, 2, train_options(t.trainer));
+  models::TracedStep step = models::trace_step(t.model, 2, t.training_options());
   const graph::Graph& g = step.graph;
   std::map<graph::Phase, std::set<std::string>> scopes;
   for (const graph::Node& node : g.nodes())
@@ -114,25 +99,23 @@ TEST_CASE("tracing is deterministic: the same params give the same fingerprint")
       "filter_size: 32, "
       "max_position_embeddings: 8, dropout_rate: 0.1}");
   std::string first =
-      graph::fingerprint(models::trace_step(a.model, 2, train_options(a.trainer)).graph);
-  CHECK(graph::fingerprint(models::trace_step(a.model, 2, train_options(a.trainer)).graph) ==
-        first);
-  CHECK(graph::fingerprint(models::trace_step(a.model, 4, train_options(a.trainer)).graph) !=
-        first);
+      graph::fingerprint(models::trace_step(a.model, 2, a.training_options()).graph);
+  CHECK(graph::fingerprint(models::trace_step(a.model, 2, a.training_options()).graph) == first);
+  CHECK(graph::fingerprint(models::trace_step(a.model, 4, a.training_options()).graph) != first);
 }
 
 TEST_CASE("keys a builder does not implement are refused with the key named") {
   Traced rotary =
       check("{name: gpt2, vocab_size: 50, position_embedding_type: rotary, rotary_dim: 32}");
   try {
-    models::trace_step(rotary.model, 2, train_options(rotary.trainer));
+    models::trace_step(rotary.model, 2, rotary.training_options());
     FAIL("no error");
   } catch (const models::UnsupportedModel& error) {
     CHECK(error.key() == "rotary_dim");
     CHECK(std::string(error.what()) == "rotary_dim is not supported yet by csrun's gpt2 builder");
   }
   Traced gated = check("{name: gpt2, vocab_size: 50, nonlinearity: swiglu}");
-  CHECK_THROWS_AS(models::trace_step(gated.model, 2, train_options(gated.trainer)),
+  CHECK_THROWS_AS(models::trace_step(gated.model, 2, gated.training_options()),
                   models::UnsupportedModel);
   Traced t5 = check("{name: t5, src_vocab_size: 100}");
   CHECK_FALSE(models::can_trace(t5.model));
@@ -140,14 +123,14 @@ TEST_CASE("keys a builder does not implement are refused with the key named") {
 
 TEST_CASE("GPT-2 small and GPT-3 6.7B trace shape-only") {
   Traced small = check("{name: gpt2, vocab_size: 50257, max_position_embeddings: 1024}");
-  models::TracedStep gpt2 = models::trace_step(small.model, 8, train_options(small.trainer));
+  models::TracedStep gpt2 = models::trace_step(small.model, 8, small.training_options());
   CHECK(gpt2.parameter_count == 124'439'808);
   // 6 N tokens for the weights' forward and backward, plus attention: about 6.9e12 for 8 x 1024.
   CHECK(gpt2.flops > 6.0 * 124e6 * 8192);
   Traced large = check(
       "{name: gpt3, vocab_size: 50257, hidden_size: 4096, num_hidden_layers: 32, num_heads: 32, "
       "filter_size: 16384, max_position_embeddings: 2048}");
-  models::TracedStep gpt3 = models::trace_step(large.model, 1, train_options(large.trainer));
+  models::TracedStep gpt3 = models::trace_step(large.model, 1, large.training_options());
   CHECK(gpt3.parameter_count == large.model.parameter_count);
   CHECK(gpt3.parameter_count > 6'600'000'000);
 }

@@ -10,7 +10,6 @@
 
 using namespace csrun;
 using compiler::ExecutionMode;
-using wafer::ModeRequest;
 
 namespace {
 
@@ -70,7 +69,7 @@ TEST_CASE("auto picks pipelined exactly while everything fits, weight streaming 
   CHECK(wafer::choose_mode(capacity + 1, profile, automatic).mode ==
         ExecutionMode::weight_streaming);
   wafer::WaferOptions pipelined;
-  pipelined.mode = ModeRequest::pipelined;
+  pipelined.mode = config::ExecutionMode::pipelined;
   CHECK(wafer::choose_mode(capacity, profile, pipelined).mode == ExecutionMode::pipelined);
   CHECK_THROWS_WITH(wafer::choose_mode(capacity + 1'000'000'000, profile, pipelined),
                     Catch::Contains("pipelined execution does not fit") &&
@@ -78,11 +77,11 @@ TEST_CASE("auto picks pipelined exactly while everything fits, weight streaming 
   wafer::WaferOptions cluster;
   cluster.num_csx = 2;
   CHECK(wafer::choose_mode(1, profile, cluster).mode == ExecutionMode::weight_streaming);
-  cluster.mode = ModeRequest::pipelined;
+  cluster.mode = config::ExecutionMode::pipelined;
   CHECK_THROWS_WITH(wafer::choose_mode(1, profile, cluster),
                     Catch::Contains("runs on one system only; num_csx is 2"));
   wafer::WaferOptions streaming;
-  streaming.mode = ModeRequest::weight_streaming;
+  streaming.mode = config::ExecutionMode::weight_streaming;
   CHECK(wafer::choose_mode(1, profile, streaming).mode == ExecutionMode::weight_streaming);
 }
 
@@ -104,7 +103,7 @@ TEST_CASE("a real model crosses the fit boundary where its SRAM demand does") {
   compiler::Plan over = plan_for(gpt_model(too_big), 8);
   CHECK(wafer::map_to_wafer(over, automatic).mode == ExecutionMode::weight_streaming);
   wafer::WaferOptions pipelined;
-  pipelined.mode = ModeRequest::pipelined;
+  pipelined.mode = config::ExecutionMode::pipelined;
   CHECK_THROWS_WITH(wafer::map_to_wafer(over, pipelined), Catch::Contains("too much"));
 }
 
@@ -154,7 +153,7 @@ TEST_CASE("weight streaming: data parallel systems, SwarmX depth, micro-batches"
   double overhead = -1.0;
   for (std::int64_t systems : {1, 2, 16, 64}) {
     wafer::WaferOptions options;
-    options.mode = ModeRequest::weight_streaming;
+    options.mode = config::ExecutionMode::weight_streaming;
     options.num_csx = systems;
     compiler::Estimate e = wafer::map_to_wafer(plan, options).estimate;
     INFO(systems << " systems");
@@ -166,7 +165,7 @@ TEST_CASE("weight streaming: data parallel systems, SwarmX depth, micro-batches"
     overhead = added;
   }
   wafer::WaferOptions micro;
-  micro.mode = ModeRequest::weight_streaming;
+  micro.mode = config::ExecutionMode::weight_streaming;
   micro.system_batch = 32;
   micro.micro_batch_fixed = true;
   compiler::Estimate fixed = wafer::map_to_wafer(plan, micro).estimate;
@@ -184,7 +183,7 @@ TEST_CASE("weight streaming: data parallel systems, SwarmX depth, micro-batches"
 TEST_CASE("a CS-3 computes a compute-bound step faster than a CS-2") {
   compiler::Plan plan = plan_for(gpt_model(512, 1024), 32);
   wafer::WaferOptions options;
-  options.mode = ModeRequest::weight_streaming;
+  options.mode = config::ExecutionMode::weight_streaming;
   double cs2 = wafer::map_to_wafer(plan, options).estimate.samples_per_second;
   options.wafer = "wse3";
   compiler::WaferMapping mapping = wafer::map_to_wafer(plan, options);
