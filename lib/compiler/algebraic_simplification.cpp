@@ -22,11 +22,7 @@ class Simplifier {
     const graph::Graph& source = rewriter_.source();
     for (std::size_t i = 0; i < source.size(); ++i) {
       auto id = static_cast<NodeId>(i);
-      OpKind op = source.node(id).op;
-      if (op == OpKind::input || op == OpKind::variable) {
-        rewriter_.copy(id);
-        continue;
-      }
+      if (rewriter_.copy_leaf(id)) continue;
       if (std::optional<NodeId> simpler = simplify(id)) {
         rewriter_.map(id, *simpler);
         ++changed_;

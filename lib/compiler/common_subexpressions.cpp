@@ -105,11 +105,8 @@ std::size_t eliminate_common_subexpressions(Program& program) {
   std::size_t merged = 0;
   for (std::size_t i = 0; i < source.size(); ++i) {
     auto id = static_cast<NodeId>(i);
+    if (rewriter.copy_leaf(id)) continue;
     const graph::Node& node = source.node(id);
-    if (node.op == OpKind::input || node.op == OpKind::variable) {
-      rewriter.copy(id);
-      continue;
-    }
     std::vector<NodeId> inputs = rewriter.mapped_inputs(id);
     std::size_t hash = node_hash(node.op, inputs, node.attrs);
     NodeId same = seen.find(node.op, inputs, node.attrs, hash);

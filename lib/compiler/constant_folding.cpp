@@ -71,11 +71,8 @@ std::size_t fold_constants(Program& program) {
   std::size_t folded = 0;
   for (std::size_t i = 0; i < source.size(); ++i) {
     auto id = static_cast<NodeId>(i);
+    if (rewriter.copy_leaf(id)) continue;
     const graph::Node& node = source.node(id);
-    if (node.op == OpKind::input || node.op == OpKind::variable) {
-      rewriter.copy(id);
-      continue;
-    }
     std::vector<NodeId> inputs = rewriter.mapped_inputs(id);
     std::optional<graph::Attributes> value;
     if (foldable(rewriter.target(), node, inputs))

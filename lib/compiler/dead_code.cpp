@@ -26,9 +26,9 @@ std::size_t eliminate_dead_code(Program& program) {
   std::size_t removed = 0;
   for (std::size_t i = 0; i < source.size(); ++i) {
     auto id = static_cast<NodeId>(i);
-    graph::OpKind op = source.node(id).op;
     // Inputs and variables are the step's interface and state: kept even when unread.
-    if (live[i] || op == graph::OpKind::input || op == graph::OpKind::variable) {
+    if (rewriter.copy_leaf(id)) continue;
+    if (live[i]) {
       rewriter.copy(id);
     } else {
       ++removed;

@@ -11,6 +11,13 @@ GraphRewriter::GraphRewriter(const graph::Graph& source)
   target_.adopt_scopes(source);
 }
 
+bool GraphRewriter::copy_leaf(NodeId id) {
+  graph::OpKind op = source_->node(id).op;
+  if (op != graph::OpKind::input && op != graph::OpKind::variable) return false;
+  copy(id, {});
+  return true;
+}
+
 NodeId GraphRewriter::copy(NodeId id) {
   const graph::Node& node = source_->node(id);
   if (node.op == graph::OpKind::input || node.op == graph::OpKind::variable) return copy(id, {});

@@ -16,6 +16,9 @@ class GraphRewriter {
   const graph::Graph& source() const { return *source_; }
   const graph::Graph& target() const { return target_; }
 
+  // Copies source node `id` when it is an input or a variable (the step's interface and state,
+  // which every pass keeps); false for any other node.
+  bool copy_leaf(graph::NodeId id);
   // Copies source node `id` with its operands mapped; returns its id in the new graph.
   graph::NodeId copy(graph::NodeId id);
   // The same, given the mapped operands (mapped_inputs(id)) already at hand.

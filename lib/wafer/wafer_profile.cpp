@@ -10,51 +10,48 @@ namespace {
 constexpr double kFmacEfficiency = 0.187;
 constexpr double kStepOverheadSeconds = 1e-3;
 
+WaferProfile wse2() {
+  return {.key = "wse2",
+          .name = "WSE-2",
+          .system = "CS-2",
+          .fabric_width = 757,
+          .fabric_height = 996,
+          .width = 750,
+          .height = 994,
+          .sram_per_pe = 48 * 1024,
+          .usable_sram_per_pe = 44 * 1024,
+          .clock_hz = 1.1e9,
+          .half_lanes = 4,
+          .single_lanes = 1,
+          .sram_read_bytes_per_cycle = 16.0,
+          .sram_write_bytes_per_cycle = 8.0,
+          .link_bytes_per_cycle = 4.0,
+          .io_bytes_per_second = 150e9,
+          .swarmx_level_seconds = 5e-6,
+          .swarmx_fan_out = 4,
+          .max_systems = 192,
+          .fmac_efficiency = kFmacEfficiency,
+          .step_overhead_seconds = kStepOverheadSeconds};
+}
+
+// The WSE-3 differs in its grid, its SIMD width and the cluster size.
+WaferProfile wse3() {
+  WaferProfile profile = wse2();
+  profile.key = "wse3";
+  profile.name = "WSE-3";
+  profile.system = "CS-3";
+  profile.fabric_width = 762;
+  profile.fabric_height = 1172;
+  profile.width = 755;
+  profile.height = 1170;
+  profile.half_lanes = 8;
+  profile.single_lanes = 2;
+  profile.max_systems = 2048;
+  return profile;
+}
+
 const std::vector<WaferProfile>& profiles() {
-  static const std::vector<WaferProfile> all = {
-      WaferProfile{"wse2",
-                   "WSE-2",
-                   "CS-2",
-                   757,
-                   996,
-                   750,
-                   994,
-                   48 * 1024,
-                   44 * 1024,
-                   1.1e9,
-                   4,
-                   1,
-                   16.0,
-                   8.0,
-                   4.0,
-                   150e9,
-                   5e-6,
-                   4,
-                   192,
-                   kFmacEfficiency,
-                   kStepOverheadSeconds},
-      WaferProfile{"wse3",
-                   "WSE-3",
-                   "CS-3",
-                   762,
-                   1172,
-                   755,
-                   1170,
-                   48 * 1024,
-                   44 * 1024,
-                   1.1e9,
-                   8,
-                   2,
-                   16.0,
-                   8.0,
-                   4.0,
-                   150e9,
-                   5e-6,
-                   4,
-                   2048,
-                   kFmacEfficiency,
-                   kStepOverheadSeconds},
-  };
+  static const std::vector<WaferProfile> all = {wse2(), wse3()};
   return all;
 }
 
