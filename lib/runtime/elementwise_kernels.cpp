@@ -1,0 +1,245 @@
+#include <algorithm>
+#include <cmath>
+#include <numbers>
+#include <stdexcept>
+
+#include "kernel_families.hpp"
+
+namespace csrun::runtime {
+
+namespace {
+
+using graph::DType;
+using graph::OpKind;
+
+template <class T>
+T gelu(T x, bool approximate) {
+  if (!approximate) return T(0.5) * x * (T(1) + std::erf(x / std::numbers::sqrt2_v<T>));
+  T inner = std::sqrt(T(2) / std::numbers::pi_v<T>) * (x + T(0.044715) * x * x * x);
+  return T(0.5) * x * (T(1) + std::tanh(inner));
+}
+
+template <class T>
+T unary_value(OpKind op, T x, bool approximate) {
+  switch (op) {
+    case OpKind::logical_not:
+      return x == T(0) ? T(1) : T(0);
+    case OpKind::neg:
+      return -x;
+    case OpKind::abs:
+      return std::fabs(x);
+    case OpKind::exp:
+      return std::exp(x);
+    case OpKind::log:
+      return std::log(x);
+    case OpKind::sqrt:
+      return std::sqrt(x);
+    case OpKind::rsqrt:
+      return T(1) / std::sqrt(x);
+    case OpKind::sin:
+      return std::sin(x);
+    case OpKind::cos:
+      return std::cos(x);
+    case OpKind::tanh:
+      return std::tanh(x);
+    case OpKind::sigmoid:
+      return T(1) / (T(1) + std::exp(-x));
+    case OpKind::relu:
+      return x > T(0) ? x : T(0);
+    case OpKind::erf:
+      return std::erf(x);
+    case OpKind::gelu:
+      return gelu(x, approximate);
+    case OpKind::is_finite:
+      return std::isfinite(x) ? T(1) : T(0);
+    case OpKind::cast:
+      return x;
+    default:
+      throw std::logic_error("not a unary op");
+  }
+}
+
+template <class T>
+T binary_value(OpKind op, T a, T b, bool integer) {
+  switch (op) {
+    case OpKind::add:
+      return a + b;
+    case OpKind::sub:
+      return a - b;
+    case OpKind::mul:
+      return a * b;
+    case OpKind::div:
+      return integer ? std::trunc(a / b) : a / b;
+    case OpKind::pow:
+      return std::pow(a, b);
+    case OpKind::maximum:
+      return std::isnan(a) || std::isnan(b) ? a + b : std::max(a, b);
+    case OpKind::minimum:
+      return std::isnan(a) || std::isnan(b) ? a + b : std::min(a, b);
+    case OpKind::less:
+      return a < b;
+    case OpKind::less_equal:
+      return a <= b;
+    case OpKind::greater:
+      return a > b;
+    case OpKind::greater_equal:
+      return a >= b;
+    case OpKind::equal:
+      return a == b;
+    case OpKind::not_equal:
+      return a != b;
+    case OpKind::logical_and:
+      return a != T(0) && b != T(0);
+    case OpKind::logical_or:
+      return a != T(0) || b != T(0);
+    default:
+      throw std::logic_error("not a binary op");
+  }
+}
+
+// f32 operands, f32 or boolean result: the common case, without per-element dtype dispatch.
+template <class Out, class F>
+void binary_f32(const NodeTask& task, F f) {
+  const float* a = task.in[0].f32();
+  const float* b = task.in[1].f32();
+  auto* out = reinterpret_cast<Out*>(task.out.data);
+  std::int64_t count = task.out.count;
+  bool a_full = task.in[0].count == count;
+  bool b_full = task.in[1].count == count;
+  if (a_full && b_full) {
+    for (std::int64_t i = 0; i < count; ++i)
+      out[i] = static_cast<Out>(f(a[i], b[i]));
+    return;
+  }
+  if (a_full && task.in[1].count == 1) {
+    float scalar = b[0];
+    for (std::int64_t i = 0; i < count; ++i)
+      out[i] = static_cast<Out>(f(a[i], scalar));
+    return;
+  }
+  if (b_full && task.in[0].count == 1) {
+    float scalar = a[0];
+    for (std::int64_t i = 0; i < count; ++i)
+      out[i] = static_cast<Out>(f(scalar, b[i]));
+    return;
+  }
+  std::array<Dims, 2> strides{broadcast_strides(task.in[0], task.out.rank),
+                              broadcast_strides(task.in[1], task.out.rank)};
+  for_each_row(
+      task.out, strides, [&](std::int64_t position, auto offsets, std::int64_t length, auto steps) {
+        for (std::int64_t j = 0; j < length; ++j) {
+          out[position + j] =
+              static_cast<Out>(f(a[offsets[0] + j * steps[0]], b[offsets[1] + j * steps[1]]));
+        }
+      });
+}
+
+// Any dtypes: each element through double, rounded to the result's dtype when stored.
+void binary_any(const NodeTask& task) {
+  OpKind op = task.node->op;
+  bool integer = task.in[0].dtype == DType::i32;
+  std::array<Dims, 2> strides{broadcast_strides(task.in[0], task.out.rank),
+                              broadcast_strides(task.in[1], task.out.rank)};
+  for_each_row(task.out, strides,
+               [&](std::int64_t position, auto offsets, std::int64_t length, auto steps) {
+                 for (std::int64_t j = 0; j < length; ++j) {
+                   double a = load(task.in[0], offsets[0] + j * steps[0]);
+                   double b = load(task.in[1], offsets[1] + j * steps[1]);
+                   store(task.out, position + j, binary_value(op, a, b, integer));
+                 }
+               });
+}
+
+void binary(const NodeTask& task) {
+  bool f32_operands = task.in[0].dtype == DType::f32 && task.in[1].dtype == DType::f32;
+  if (!f32_operands) return binary_any(task);
+  OpKind op = task.node->op;
+  if (task.out.dtype == DType::boolean) {
+    binary_f32<std::uint8_t>(task,
+                             [op](float a, float b) { return binary_value(op, a, b, false); });
+    return;
+  }
+  switch (op) {
+    case OpKind::add:
+      return binary_f32<float>(task, [](float a, float b) { return a + b; });
+    case OpKind::sub:
+      return binary_f32<float>(task, [](float a, float b) { return a - b; });
+    case OpKind::mul:
+      return binary_f32<float>(task, [](float a, float b) { return a * b; });
+    case OpKind::div:
+      return binary_f32<float>(task, [](float a, float b) { return a / b; });
+    default:
+      return binary_f32<float>(task,
+                               [op](float a, float b) { return binary_value(op, a, b, false); });
+  }
+}
+
+void where(const NodeTask& task) {
+  std::array<Dims, 3> strides{broadcast_strides(task.in[0], task.out.rank),
+                              broadcast_strides(task.in[1], task.out.rank),
+                              broadcast_strides(task.in[2], task.out.rank)};
+  bool fast = task.in[0].dtype == DType::boolean && task.in[1].dtype == DType::f32 &&
+              task.in[2].dtype == DType::f32 && task.out.dtype == DType::f32;
+  for_each_row(task.out, strides,
+               [&](std::int64_t position, auto offsets, std::int64_t length, auto steps) {
+                 for (std::int64_t j = 0; j < length; ++j) {
+                   std::int64_t c = offsets[0] + j * steps[0];
+                   std::int64_t a = offsets[1] + j * steps[1];
+                   std::int64_t b = offsets[2] + j * steps[2];
+                   if (fast) {
+                     task.out.f32()[position + j] =
+                         task.in[0].boolean()[c] ? task.in[1].f32()[a] : task.in[2].f32()[b];
+                   } else {
+                     store(task.out, position + j,
+                           load(task.in[0], c) != 0.0 ? load(task.in[1], a) : load(task.in[2], b));
+                   }
+                 }
+               });
+}
+
+template <class F>
+void unary_f32(const NodeTask& task, F f) {
+  const float* x = task.in[0].f32();
+  float* out = task.out.f32();
+  for (std::int64_t i = 0; i < task.out.count; ++i)
+    out[i] = f(x[i]);
+}
+
+void unary(const NodeTask& task) {
+  const graph::Node& node = *task.node;
+  OpKind op = node.op;
+  bool approximate = node.attrs.approximate;
+  const TensorRef& x = task.in[0];
+  if (x.dtype == DType::f32 && task.out.dtype == DType::f32) {
+    switch (op) {
+      case OpKind::relu:
+        return unary_f32(task, [](float v) { return v > 0.0f ? v : 0.0f; });
+      case OpKind::exp:
+        return unary_f32(task, [](float v) { return std::exp(v); });
+      case OpKind::neg:
+        return unary_f32(task, [](float v) { return -v; });
+      default:
+        return unary_f32(task,
+                         [op, approximate](float v) { return unary_value(op, v, approximate); });
+    }
+  }
+  if (op == OpKind::cast && x.dtype == DType::f32 && task.out.dtype != DType::i32 &&
+      task.out.dtype != DType::boolean) {
+    for (std::int64_t i = 0; i < task.out.count; ++i)
+      task.out.half()[i] = narrow_to_half(x.f32()[i], task.out.dtype);
+    return;
+  }
+  for (std::int64_t i = 0; i < task.out.count; ++i)
+    store(task.out, i, unary_value(op, load(x, i), approximate));
+}
+
+}  // namespace
+
+void run_elementwise(NodeTask& task) {
+  OpKind op = task.node->op;
+  if (op == OpKind::where) return where(task);
+  if (graph::is_binary_elementwise(op)) return binary(task);
+  unary(task);
+}
+
+}  // namespace csrun::runtime

@@ -1,0 +1,374 @@
+#include "executable.hpp"
+
+#include <cstdlib>
+#include <cstring>
+#include <new>
+#include <stdexcept>
+#include <string>
+#include <unordered_map>
+
+#include "kernel_families.hpp"
+
+namespace csrun::runtime {
+
+namespace {
+
+using graph::NodeId;
+
+std::int64_t round_up(std::int64_t bytes) {
+  return (bytes + compiler::kBufferAlignment - 1) / compiler::kBufferAlignment *
+         compiler::kBufferAlignment;
+}
+
+// Zeroed, 64-byte aligned memory, freed with its owner.
+class AlignedBytes {
+ public:
+  AlignedBytes() = default;
+  explicit AlignedBytes(std::int64_t bytes) : size_(round_up(std::max<std::int64_t>(bytes, 1))) {
+    void* memory = std::aligned_alloc(compiler::kBufferAlignment, static_cast<std::size_t>(size_));
+    if (memory == nullptr) throw std::bad_alloc();
+    std::memset(memory, 0, static_cast<std::size_t>(size_));
+    data_.reset(static_cast<std::byte*>(memory));
+  }
+  std::byte* data() const { return data_.get(); }
+  std::int64_t size() const { return size_; }
+
+ private:
+  struct Free {
+    void operator()(std::byte* memory) const { std::free(memory); }
+  };
+  std::unique_ptr<std::byte, Free> data_;
+  std::int64_t size_ = 0;
+};
+
+std::int64_t value_bytes(const graph::TensorType& type) {
+  return graph::element_count(type.shape) *
+         static_cast<std::int64_t>(graph::dtype_size(type.dtype));
+}
+
+std::int64_t value_bytes_of(const TensorRef& value) {
+  return value.count * static_cast<std::int64_t>(graph::dtype_size(value.dtype));
+}
+
+TensorRef tensor_at(std::byte* data, const graph::TensorType& type, NodeId id) {
+  if (type.shape.size() > static_cast<std::size_t>(kMaxRank)) {
+    throw std::invalid_argument("node %" + std::to_string(id) + " has rank " +
+                                std::to_string(type.shape.size()) +
+                                "; the runtime supports up to " + std::to_string(kMaxRank));
+  }
+  TensorRef ref;
+  ref.data = data;
+  ref.dtype = type.dtype;
+  ref.rank = static_cast<int>(type.shape.size());
+  std::copy(type.shape.begin(), type.shape.end(), ref.shape.begin());
+  ref.count = graph::element_count(type.shape);
+  return ref;
+}
+
+// A persistent value copied aside before the variables change: an update that is another
+// variable's old value, or an output that names a variable.
+struct Snapshot {
+  TensorRef source;
+  std::int64_t offset = 0;  // in the snapshot area
+  std::byte* copy = nullptr;
+};
+
+struct Update {
+  TensorRef source;  // a temporary, or a snapshot
+  TensorRef variable;
+};
+
+struct NamedValue {
+  std::string name;
+  NodeId node = -1;
+  TensorRef value;  // outputs that name a variable read its snapshot
+  bool writable = false;
+};
+
+}  // namespace
+
+struct Executable::State {
+  compiler::Plan plan;
+  AlignedBytes arena;
+  AlignedBytes scratch;
+  std::vector<TensorRef> values;  // per node: where its value lives
+  std::vector<std::vector<NodeTask>> step_kernels;
+  std::vector<Snapshot> snapshots;
+  std::vector<Update> updates;
+  std::vector<NamedValue> named;
+  std::unordered_map<std::string, Slot> slots;
+  std::int64_t steps = 0;
+
+  explicit State(compiler::Plan source) : plan(std::move(source)) {
+    check_memory_plan();
+    arena = AlignedBytes(plan.memory.peak_bytes);
+    values.resize(plan.graph.size());
+    bind_buffers();
+    bind_scratch();
+    bind_updates();
+    name_values();
+    fill_static_leaves();
+    bind_kernels();
+  }
+
+  void check_memory_plan() const {
+    const compiler::MemoryPlan& memory = plan.memory;
+    if (memory.buffer_of.size() != plan.graph.size()) {
+      throw std::invalid_argument("the plan's memory plan covers " +
+                                  std::to_string(memory.buffer_of.size()) +
+                                  " values, its graph has " + std::to_string(plan.graph.size()));
+    }
+    for (std::size_t i = 0; i < memory.buffer_of.size(); ++i) {
+      std::int32_t index = memory.buffer_of[i];
+      if (index < 0) continue;
+      const compiler::Buffer& buffer = memory.buffers.at(static_cast<std::size_t>(index));
+      std::int64_t needed = value_bytes(plan.graph.nodes()[i].type);
+      if (buffer.offset < 0 || buffer.bytes < needed ||
+          buffer.offset + buffer.bytes > memory.peak_bytes) {
+        throw std::invalid_argument("the plan's buffer for node %" + std::to_string(i) +
+                                    " lies outside its arena of " +
+                                    std::to_string(memory.peak_bytes) + " bytes");
+      }
+    }
+  }
+
+  void bind_buffers() {
+    const graph::Graph& graph = plan.graph;
+    for (std::size_t i = 0; i < graph.size(); ++i) {
+      std::int32_t index = plan.memory.buffer_of[i];
+      if (index < 0) continue;
+      std::int64_t offset = plan.memory.buffers[static_cast<std::size_t>(index)].offset;
+      values[i] = tensor_at(arena.data() + offset, graph.nodes()[i].type, static_cast<NodeId>(i));
+    }
+  }
+
+  bool persistent(NodeId id) const {
+    std::int32_t buffer = plan.memory.buffer_of[static_cast<std::size_t>(id)];
+    return buffer >= 0 && plan.memory.buffers[static_cast<std::size_t>(buffer)].kind !=
+                              compiler::BufferKind::temporary;
+  }
+
+  std::int64_t snapshot(NodeId id, std::int64_t& area) {
+    snapshots.push_back(Snapshot{values[static_cast<std::size_t>(id)], area, nullptr});
+    area += round_up(value_bytes(plan.graph.node(id).type));
+    return static_cast<std::int64_t>(snapshots.size()) - 1;
+  }
+
+  // One scratch region: values that live inside one kernel (kernels run one at a time, so they
+  // share it, as large as the largest kernel needs), then the snapshots.
+  void bind_scratch() {
+    std::int64_t largest = 0;
+    std::vector<std::pair<NodeId, std::int64_t>> locals;
+    for (const compiler::Kernel& kernel : plan.kernels) {
+      std::int64_t offset = 0;
+      for (NodeId id : kernel.nodes) {
+        if (values[static_cast<std::size_t>(id)].data != nullptr) continue;
+        locals.emplace_back(id, offset);
+        offset += round_up(value_bytes(plan.graph.node(id).type));
+      }
+      largest = std::max(largest, offset);
+    }
+    std::int64_t area = 0;
+    for (const graph::NamedNode& update : plan.graph.updates()) {
+      if (persistent(update.node)) snapshot(update.node, area);
+    }
+    for (const graph::NamedNode& output : plan.graph.outputs()) {
+      if (persistent(output.node)) snapshot(output.node, area);
+    }
+    scratch = AlignedBytes(largest + area);
+    for (auto [id, offset] : locals)
+      values[static_cast<std::size_t>(id)] =
+          tensor_at(scratch.data() + offset, plan.graph.node(id).type, id);
+    for (Snapshot& taken : snapshots)
+      taken.copy = scratch.data() + largest + taken.offset;
+    for (std::size_t i = 0; i < values.size(); ++i) {
+      if (values[i].data == nullptr &&
+          graph::op_class(plan.graph.nodes()[i].op) != graph::OpClass::leaf)
+        throw std::invalid_argument("node %" + std::to_string(i) +
+                                    " has neither a buffer nor a kernel in the plan");
+    }
+  }
+
+  TensorRef snapshot_of(NodeId id) const {
+    TensorRef value = values[static_cast<std::size_t>(id)];
+    for (const Snapshot& taken : snapshots) {
+      if (taken.source.data == value.data) value.data = taken.copy;
+    }
+    return value;
+  }
+
+  void bind_updates() {
+    const graph::Graph& graph = plan.graph;
+    for (const graph::NamedNode& update : graph.updates()) {
+      TensorRef variable = values[static_cast<std::size_t>(graph.find_variable(update.name)->node)];
+      if (values[static_cast<std::size_t>(update.node)].data == variable.data) continue;
+      updates.push_back(Update{snapshot_of(update.node), variable});
+    }
+  }
+
+  void add_name(const std::string& name, NodeId node, TensorRef value, bool writable) {
+    slots.emplace(name, static_cast<Slot>(named.size()));
+    named.push_back(NamedValue{name, node, value, writable});
+  }
+
+  void name_values() {
+    const graph::Graph& graph = plan.graph;
+    for (const graph::NamedNode& input : graph.inputs())
+      add_name(input.name, input.node, values[static_cast<std::size_t>(input.node)], true);
+    for (const graph::Variable& variable : graph.variables())
+      add_name(variable.name, variable.node, values[static_cast<std::size_t>(variable.node)], true);
+    for (const graph::NamedNode& output : graph.outputs())
+      add_name(output.name, output.node, snapshot_of(output.node), false);
+  }
+
+  NodeTask task_for(NodeId id) const {
+    NodeTask task;
+    task.node = &plan.graph.node(id);
+    task.out = values[static_cast<std::size_t>(id)];
+    for (NodeId input : task.node->inputs)
+      task.in.push_back(values[static_cast<std::size_t>(input)]);
+    prepare_node(task);
+    return task;
+  }
+
+  void fill_static_leaves() {
+    const graph::Graph& graph = plan.graph;
+    for (std::size_t i = 0; i < graph.size(); ++i) {
+      graph::OpKind op = graph.nodes()[i].op;
+      if (op != graph::OpKind::constant && op != graph::OpKind::iota) continue;
+      if (values[i].data == nullptr) continue;
+      NodeTask task = task_for(static_cast<NodeId>(i));
+      run_node(task);
+    }
+  }
+
+  // Kernels that compute static values run now, once; the others become the step.
+  void bind_kernels() {
+    for (const compiler::Kernel& kernel : plan.kernels) {
+      std::vector<NodeTask> tasks;
+      for (NodeId id : kernel.nodes)
+        tasks.push_back(task_for(id));
+      if (!kernel.at_load) {
+        step_kernels.push_back(std::move(tasks));
+        continue;
+      }
+      for (NodeTask& task : tasks)
+        run_node(task);
+    }
+  }
+
+  void run() {
+    for (std::vector<NodeTask>& kernel : step_kernels) {
+      for (NodeTask& task : kernel)
+        run_node(task);
+    }
+    for (const Snapshot& taken : snapshots) {
+      std::memcpy(taken.copy, taken.source.data,
+                  static_cast<std::size_t>(value_bytes_of(taken.source)));
+    }
+    for (const Update& update : updates) {
+      std::memcpy(update.variable.data, update.source.data,
+                  static_cast<std::size_t>(value_bytes_of(update.variable)));
+    }
+    ++steps;
+  }
+
+  const NamedValue& value(Slot slot) const { return named.at(static_cast<std::size_t>(slot)); }
+
+  const TensorRef& writable(Slot slot, std::size_t count) const {
+    const NamedValue& target = value(slot);
+    const std::string& name = target.name;
+    if (!target.writable) {
+      throw std::invalid_argument(
+          "'" + name + "' is an output of the step; only inputs and variables are written");
+    }
+    if (static_cast<std::int64_t>(count) != target.value.count) {
+      throw std::invalid_argument("'" + name + "' is " +
+                                  plan.graph.node(target.node).type.to_string() + " (" +
+                                  std::to_string(target.value.count) + " elements); " +
+                                  std::to_string(count) + " values were given");
+    }
+    return target.value;
+  }
+};
+
+Executable::Executable(compiler::Plan plan) : state_(std::make_unique<State>(std::move(plan))) {}
+Executable::~Executable() = default;
+Executable::Executable(Executable&&) noexcept = default;
+Executable& Executable::operator=(Executable&&) noexcept = default;
+
+const compiler::Plan& Executable::plan() const {
+  return state_->plan;
+}
+
+Executable::Slot Executable::slot(std::string_view name) const {
+  auto found = state_->slots.find(std::string(name));
+  if (found == state_->slots.end()) {
+    throw std::invalid_argument("the plan has no input, variable or output named '" +
+                                std::string(name) + "'");
+  }
+  return found->second;
+}
+
+const graph::TensorType& Executable::type(Slot slot) const {
+  return state_->plan.graph.node(state_->value(slot).node).type;
+}
+
+void Executable::write(Slot slot, std::span<const float> values) {
+  const TensorRef& target = state_->writable(slot, values.size());
+  if (target.dtype == graph::DType::f32) {
+    std::memcpy(target.data, values.data(), values.size_bytes());
+    return;
+  }
+  for (std::size_t i = 0; i < values.size(); ++i)
+    store(target, static_cast<std::int64_t>(i), values[i]);
+}
+
+void Executable::write(Slot slot, std::span<const std::int32_t> values) {
+  const TensorRef& target = state_->writable(slot, values.size());
+  if (target.dtype == graph::DType::i32) {
+    std::memcpy(target.data, values.data(), values.size_bytes());
+    return;
+  }
+  for (std::size_t i = 0; i < values.size(); ++i)
+    store(target, static_cast<std::int64_t>(i), values[i]);
+}
+
+void Executable::write(Slot slot, std::span<const double> values) {
+  const TensorRef& target = state_->writable(slot, values.size());
+  for (std::size_t i = 0; i < values.size(); ++i)
+    store(target, static_cast<std::int64_t>(i), values[i]);
+}
+
+std::vector<double> Executable::read(Slot slot) const {
+  const TensorRef& source = state_->value(slot).value;
+  std::vector<double> result(static_cast<std::size_t>(source.count));
+  for (std::int64_t i = 0; i < source.count; ++i)
+    result[static_cast<std::size_t>(i)] = load(source, i);
+  return result;
+}
+
+double Executable::scalar(Slot slot) const {
+  return load(state_->named[static_cast<std::size_t>(slot)].value, 0);
+}
+
+void Executable::run() {
+  state_->run();
+}
+
+std::int64_t Executable::steps_run() const {
+  return state_->steps;
+}
+
+double Executable::simulated_seconds() const {
+  return static_cast<double>(state_->steps) * state_->plan.mapping.estimate.step_seconds;
+}
+
+std::int64_t Executable::arena_bytes() const {
+  return state_->arena.size();
+}
+std::int64_t Executable::scratch_bytes() const {
+  return state_->scratch.size();
+}
+
+}  // namespace csrun::runtime

@@ -1,0 +1,62 @@
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "compiler/plan.hpp"
+
+namespace csrun::runtime {
+
+// A plan's step graph as a running program (the wafer simulator): one arena laid out as the
+// plan's memory plan says, every kernel's nodes bound to their buffers when the plan is loaded,
+// static values computed then. A step runs the kernels in order and writes each variable's new
+// value; it allocates nothing.
+//
+// Values are named as the plan's graph names them: batch inputs, variables (checkpoint keys) and
+// outputs. A name resolves once to a slot, so the step loop never looks anything up by name.
+class Executable {
+ public:
+  // Throws std::invalid_argument when the plan's memory plan does not fit its graph (a damaged
+  // plan) or a value has a rank the runtime does not support.
+  explicit Executable(compiler::Plan plan);
+  ~Executable();
+  Executable(Executable&&) noexcept;
+  Executable& operator=(Executable&&) noexcept;
+
+  const compiler::Plan& plan() const;
+
+  using Slot = std::int32_t;
+  // The slot of an input, variable or output; throws std::invalid_argument for another name.
+  Slot slot(std::string_view name) const;
+  const graph::TensorType& type(Slot slot) const;
+
+  // Writes an input or variable, converting to its dtype (16-bit floats round to nearest even).
+  // The element count must be the value's; throws std::invalid_argument naming it otherwise.
+  void write(Slot slot, std::span<const float> values);
+  void write(Slot slot, std::span<const std::int32_t> values);
+  void write(Slot slot, std::span<const double> values);
+  // A value's elements, exactly (every dtype's values are doubles).
+  std::vector<double> read(Slot slot) const;
+  // The first element, without allocating: for scalars such as the loss.
+  double scalar(Slot slot) const;
+
+  // One step: every kernel in order, then the variables take their updated values. Throws
+  // std::out_of_range when a batch holds an index outside its embedding table.
+  void run();
+
+  std::int64_t steps_run() const;
+  // The wafer time of the steps run so far, from the plan's estimate (0 for a CPU plan).
+  double simulated_seconds() const;
+  // Bytes of the arena (the plan's peak) and of kernel-local scratch.
+  std::int64_t arena_bytes() const;
+  std::int64_t scratch_bytes() const;
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
+}  // namespace csrun::runtime

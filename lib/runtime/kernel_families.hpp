@@ -1,0 +1,90 @@
+#pragma once
+
+// The kernels of each op family, and the loops they share. Internal to lib/runtime.
+
+#include <array>
+#include <cstring>
+
+#include "tensor_ref.hpp"
+
+namespace csrun::runtime {
+
+void run_elementwise(NodeTask& task);
+void run_layout(NodeTask& task);
+void run_reduction(NodeTask& task);
+void run_normalization(NodeTask& task);  // softmax, log_softmax, layer_norm
+void run_matmul(NodeTask& task);
+void prepare_matmul(NodeTask& task);
+void run_table(NodeTask& task);         // gather, scatter_add, one_hot, dropout
+void fill_static_leaf(NodeTask& task);  // constant, iota
+
+// Strides of `operand` as it is read for each element of a result of rank `rank` (NumPy
+// broadcasting: 0 along the axes it is broadcast over).
+inline Dims broadcast_strides(const TensorRef& operand, int rank) {
+  Dims strides{};
+  Dims own = strides_of(operand);
+  int skip = rank - operand.rank;
+  for (int axis = 0; axis < operand.rank; ++axis) {
+    auto a = static_cast<std::size_t>(axis);
+    strides[a + static_cast<std::size_t>(skip)] = operand.dim(axis) == 1 ? 0 : own[a];
+  }
+  return strides;
+}
+
+// Walks `shape` row by row (rows along its last axis), keeping, for each of N strided operands,
+// the offset of the row's first element. Calls row(position, offsets, length, steps), where
+// `position` is the row's row-major position in `shape` and steps are the operands' strides
+// along the last axis. No allocation.
+template <std::size_t N, class Row>
+void for_each_row(const TensorRef& shape, const std::array<Dims, N>& strides, Row&& row) {
+  using Offsets = std::array<std::int64_t, N>;
+  if (shape.count == 0) return;
+  if (shape.rank == 0) {
+    row(std::int64_t{0}, Offsets{}, std::int64_t{1}, Offsets{});
+    return;
+  }
+  auto last = static_cast<std::size_t>(shape.rank - 1);
+  std::int64_t length = shape.shape[last];
+  Offsets steps{};
+  for (std::size_t k = 0; k < N; ++k)
+    steps[k] = strides[k][last];
+  Dims index{};
+  Offsets offsets{};
+  std::int64_t rows = shape.count / length;
+  for (std::int64_t r = 0; r < rows; ++r) {
+    row(r * length, offsets, length, steps);
+    for (std::size_t axis = last; axis-- > 0;) {
+      if (++index[axis] < shape.shape[axis]) {
+        for (std::size_t k = 0; k < N; ++k)
+          offsets[k] += strides[k][axis];
+        break;
+      }
+      for (std::size_t k = 0; k < N; ++k)
+        offsets[k] -= strides[k][axis] * (shape.shape[axis] - 1);
+      index[axis] = 0;
+    }
+  }
+}
+
+// A value viewed as [outer, length, inner] around `axis`.
+struct AxisSplit {
+  std::int64_t outer = 1;
+  std::int64_t length = 1;
+  std::int64_t inner = 1;
+};
+
+inline AxisSplit split_at(const TensorRef& t, int first_axis, int last_axis) {
+  AxisSplit split;
+  for (int axis = 0; axis < t.rank; ++axis) {
+    if (axis < first_axis) {
+      split.outer *= t.dim(axis);
+    } else if (axis <= last_axis) {
+      split.length *= t.dim(axis);
+    } else {
+      split.inner *= t.dim(axis);
+    }
+  }
+  return split;
+}
+
+}  // namespace csrun::runtime

@@ -1,0 +1,201 @@
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+
+#include "kernel_families.hpp"
+
+namespace csrun::runtime {
+
+namespace {
+
+using graph::DType;
+using graph::OpKind;
+
+// Element readers and writers: direct for f32, through the dtype otherwise.
+struct F32Access {
+  float* data;
+  double get(std::int64_t i) const { return data[i]; }
+  void put(std::int64_t i, double value) const { data[i] = static_cast<float>(value); }
+};
+
+struct AnyAccess {
+  const TensorRef* tensor;
+  double get(std::int64_t i) const { return load(*tensor, i); }
+  void put(std::int64_t i, double value) const { store(*tensor, i, value); }
+};
+
+template <class Body>
+void with_access(const TensorRef& in, const TensorRef& out, Body&& body) {
+  if (in.dtype == DType::f32 && out.dtype == DType::f32) {
+    body(F32Access{in.f32()}, F32Access{out.f32()});
+  } else {
+    body(AnyAccess{&in}, AnyAccess{&out});
+  }
+}
+
+double reduce_identity(OpKind op) {
+  return op == OpKind::reduce_max ? -std::numeric_limits<double>::infinity() : 0.0;
+}
+
+double combine(OpKind op, double total, double value) {
+  if (op != OpKind::reduce_max) return total + value;
+  return std::isnan(value) || value > total ? value : total;
+}
+
+// Reduced axes forming one block [first, last]: [outer, length, inner] sums.
+template <class In, class Out>
+void reduce_block(OpKind op, const AxisSplit& split, In x, Out out) {
+  if (split.inner == 1) {
+    for (std::int64_t o = 0; o < split.outer; ++o) {
+      double total = reduce_identity(op);
+      for (std::int64_t r = 0; r < split.length; ++r)
+        total = combine(op, total, x.get(o * split.length + r));
+      out.put(o, total);
+    }
+    return;
+  }
+  for (std::int64_t o = 0; o < split.outer; ++o) {
+    for (std::int64_t i = 0; i < split.inner; ++i) {
+      double total = reduce_identity(op);
+      for (std::int64_t r = 0; r < split.length; ++r)
+        total = combine(op, total, x.get((o * split.length + r) * split.inner + i));
+      out.put(o * split.inner + i, total);
+    }
+  }
+}
+
+// Any set of axes: each input element added into its result element.
+template <class In, class Out>
+void reduce_scattered(OpKind op, const TensorRef& input, const Dims& result_strides, In x, Out out,
+                      std::int64_t results) {
+  for (std::int64_t i = 0; i < results; ++i)
+    out.put(i, reduce_identity(op));
+  std::array<Dims, 2> strides{strides_of(input), result_strides};
+  for_each_row(input, strides, [&](std::int64_t, auto offsets, std::int64_t length, auto steps) {
+    for (std::int64_t j = 0; j < length; ++j) {
+      std::int64_t target = offsets[1] + j * steps[1];
+      out.put(target, combine(op, out.get(target), x.get(offsets[0] + j * steps[0])));
+    }
+  });
+}
+
+void reduce(const NodeTask& task) {
+  const graph::Node& node = *task.node;
+  const TensorRef& input = task.in[0];
+  std::array<bool, kMaxRank> reduced{};
+  int first = kMaxRank;
+  int last = -1;
+  for (std::int64_t axis : node.attrs.axes) {
+    reduced[static_cast<std::size_t>(axis)] = true;
+    first = std::min(first, static_cast<int>(axis));
+    last = std::max(last, static_cast<int>(axis));
+  }
+  bool block = last - first + 1 == static_cast<int>(node.attrs.axes.size());
+  with_access(input, task.out, [&](auto x, auto out) {
+    if (node.attrs.axes.empty()) {
+      for (std::int64_t i = 0; i < input.count; ++i)
+        out.put(i, x.get(i));
+    } else if (block) {
+      reduce_block(node.op, split_at(input, first, last), x, out);
+    } else {
+      Dims result_strides{};
+      std::int64_t stride = 1;
+      for (int axis = input.rank; axis-- > 0;) {
+        if (reduced[static_cast<std::size_t>(axis)]) continue;
+        result_strides[static_cast<std::size_t>(axis)] = stride;
+        stride *= input.dim(axis);
+      }
+      reduce_scattered(node.op, input, result_strides, x, out, task.out.count);
+    }
+    if (node.op != OpKind::reduce_mean || task.out.count == 0) return;
+    double per_result = static_cast<double>(input.count) / static_cast<double>(task.out.count);
+    for (std::int64_t i = 0; i < task.out.count; ++i)
+      out.put(i, out.get(i) / per_result);
+  });
+}
+
+void argmax(const NodeTask& task) {
+  const TensorRef& input = task.in[0];
+  auto axis = static_cast<int>(task.node->attrs.axis);
+  AxisSplit split = split_at(input, axis, axis);
+  for (std::int64_t o = 0; o < split.outer; ++o) {
+    for (std::int64_t i = 0; i < split.inner; ++i) {
+      std::int64_t base = o * split.length * split.inner + i;
+      std::int64_t best = 0;
+      double top = load(input, base);
+      for (std::int64_t k = 1; k < split.length; ++k) {
+        double value = load(input, base + k * split.inner);
+        if (value > top) {
+          top = value;
+          best = k;
+        }
+      }
+      task.out.i32()[o * split.inner + i] = static_cast<std::int32_t>(best);
+    }
+  }
+}
+
+template <class In, class Out>
+void softmax_lines(bool log, const AxisSplit& split, In x, Out out) {
+  for (std::int64_t o = 0; o < split.outer; ++o) {
+    for (std::int64_t i = 0; i < split.inner; ++i) {
+      std::int64_t base = o * split.length * split.inner + i;
+      auto at = [&](std::int64_t k) { return base + k * split.inner; };
+      double top = -std::numeric_limits<double>::infinity();
+      for (std::int64_t k = 0; k < split.length; ++k)
+        top = std::max(top, x.get(at(k)));
+      double total = 0.0;
+      for (std::int64_t k = 0; k < split.length; ++k)
+        total += std::exp(x.get(at(k)) - top);
+      double log_total = std::log(total);
+      for (std::int64_t k = 0; k < split.length; ++k) {
+        double shifted = x.get(at(k)) - top;
+        out.put(at(k), log ? shifted - log_total : std::exp(shifted) / total);
+      }
+    }
+  }
+}
+
+template <class In, class Out>
+void layer_norm_rows(double eps, std::int64_t rows, std::int64_t width, In x, Out out) {
+  for (std::int64_t r = 0; r < rows; ++r) {
+    std::int64_t base = r * width;
+    double mean = 0.0;
+    for (std::int64_t k = 0; k < width; ++k)
+      mean += x.get(base + k);
+    mean /= static_cast<double>(width);
+    double variance = 0.0;
+    for (std::int64_t k = 0; k < width; ++k) {
+      double d = x.get(base + k) - mean;
+      variance += d * d;
+    }
+    variance /= static_cast<double>(width);
+    double scale = 1.0 / std::sqrt(variance + eps);
+    for (std::int64_t k = 0; k < width; ++k)
+      out.put(base + k, (x.get(base + k) - mean) * scale);
+  }
+}
+
+}  // namespace
+
+void run_reduction(NodeTask& task) {
+  if (task.node->op == OpKind::argmax) return argmax(task);
+  reduce(task);
+}
+
+void run_normalization(NodeTask& task) {
+  const graph::Node& node = *task.node;
+  const TensorRef& input = task.in[0];
+  with_access(input, task.out, [&](auto x, auto out) {
+    if (node.op == OpKind::layer_norm) {
+      std::int64_t width = input.rank == 0 ? 1 : input.dim(input.rank - 1);
+      layer_norm_rows(node.attrs.eps, width == 0 ? 0 : input.count / width, width, x, out);
+      return;
+    }
+    auto axis = static_cast<int>(node.attrs.axis);
+    softmax_lines(node.op == OpKind::log_softmax, split_at(input, axis, axis), x, out);
+  });
+}
+
+}  // namespace csrun::runtime

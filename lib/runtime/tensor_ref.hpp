@@ -1,0 +1,106 @@
+#pragma once
+
+// The runtime's internal view of a value in the arena (or in a kernel's scratch) and the
+// per-node work a kernel does. Not part of the public header: it is how kernels see memory.
+
+#include <array>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <vector>
+
+#include "graph/graph.hpp"
+#include "half_precision.hpp"
+
+namespace csrun::runtime {
+
+inline constexpr int kMaxRank = 8;
+using Dims = std::array<std::int64_t, kMaxRank>;
+
+struct TensorRef {
+  std::byte* data = nullptr;
+  graph::DType dtype = graph::DType::f32;
+  int rank = 0;
+  Dims shape{};
+  std::int64_t count = 0;
+
+  float* f32() const { return reinterpret_cast<float*>(data); }
+  std::int32_t* i32() const { return reinterpret_cast<std::int32_t*>(data); }
+  std::uint8_t* boolean() const { return reinterpret_cast<std::uint8_t*>(data); }
+  std::uint16_t* half() const { return reinterpret_cast<std::uint16_t*>(data); }
+  std::int64_t dim(int axis) const { return shape[static_cast<std::size_t>(axis)]; }
+};
+
+// Element access for any dtype, through double: exact for every dtype the graph has.
+inline double load(const TensorRef& t, std::int64_t i) {
+  switch (t.dtype) {
+    case graph::DType::f32:
+      return t.f32()[i];
+    case graph::DType::i32:
+      return t.i32()[i];
+    case graph::DType::boolean:
+      return t.boolean()[i];
+    default:
+      return widen_from_half(t.half()[i], t.dtype);
+  }
+}
+
+inline std::int32_t to_i32(double value) {
+  if (std::isnan(value)) return 0;
+  double limit = static_cast<double>(std::numeric_limits<std::int32_t>::max());
+  return static_cast<std::int32_t>(std::trunc(std::fmin(std::fmax(value, -limit - 1.0), limit)));
+}
+
+inline void store(const TensorRef& t, std::int64_t i, double value) {
+  switch (t.dtype) {
+    case graph::DType::f32:
+      t.f32()[i] = static_cast<float>(value);
+      return;
+    case graph::DType::i32:
+      t.i32()[i] = to_i32(value);
+      return;
+    case graph::DType::boolean:
+      t.boolean()[i] = value != 0.0 ? 1 : 0;
+      return;
+    default:
+      t.half()[i] = narrow_to_half(static_cast<float>(value), t.dtype);
+  }
+}
+
+// Row-major strides of a shape, in elements.
+inline Dims strides_of(const TensorRef& t) {
+  Dims strides{};
+  std::int64_t stride = 1;
+  for (int axis = t.rank; axis-- > 0;) {
+    strides[static_cast<std::size_t>(axis)] = stride;
+    stride *= t.dim(axis);
+  }
+  return strides;
+}
+
+// One node's work: its result and operands in memory and, for kernels that need them, a scratch
+// area and state made when the plan is loaded (operands widened to f32, a product before
+// narrowing, packing buffers), so that running it allocates nothing.
+// What a kernel keeps between steps beyond plain floats (a GEMM's packing buffers).
+struct KernelState {
+  virtual ~KernelState() = default;
+};
+
+struct NodeTask {
+  const graph::Node* node = nullptr;
+  TensorRef out;
+  std::vector<TensorRef> in;
+  std::vector<float> scratch;
+  std::unique_ptr<KernelState> state;
+};
+
+// Computes `task.out` from `task.in`. Throws std::out_of_range for a gather or scatter index
+// outside its table (the data is wrong, not the plan).
+void run_node(NodeTask& task);
+
+// Sizes `task.scratch` for the node's kernel, once.
+void prepare_node(NodeTask& task);
+
+}  // namespace csrun::runtime

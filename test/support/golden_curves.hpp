@@ -1,0 +1,35 @@
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "graph/reference_evaluator.hpp"
+#include "models/step_trace.hpp"
+
+namespace csrun::test {
+
+// One 20-step PyTorch training curve of test/data/golden/curves.json (scripts/golden/curves.py).
+struct GoldenCurve {
+  std::string name;
+  std::int64_t batch_size = 0;
+  std::vector<double> losses;
+  std::vector<double> loss_scales;                               // with dynamic loss scaling
+  std::vector<std::pair<std::string, graph::Shape>> parameters;  // PyTorch's names and shapes
+  double vocab = 10.0;  // the range of the batch's integer fields
+  models::CheckedModel model;
+  models::TracedStep step;  // the training step, traced as the curve's params say
+};
+
+std::vector<GoldenCurve> golden_curves();
+
+// The curve's batch at `step`, as scripts/golden/curves.py makes it.
+graph::Feeds golden_batch(const GoldenCurve& curve, int step);
+
+// Every variable at its starting value: parameters as the golden scripts initialize them,
+// other state at its initializer's constant (or zero).
+graph::Feeds golden_initial_state(const graph::Graph& graph);
+
+}  // namespace csrun::test

@@ -1,0 +1,119 @@
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <stdexcept>
+
+#include "runtime_fixture.hpp"
+#include "support/step_fixture.hpp"
+
+using namespace csrun;
+using graph::DType;
+using runtime::Executable;
+
+namespace {
+
+const char* const kModels[] = {
+    "{name: fc_mnist, hidden_sizes: [16, 8], dropout: 0.25}",
+    "{name: gpt2, vocab_size: 40, hidden_size: 16, num_hidden_layers: 2, num_heads: 2, "
+    "filter_size: 32, max_position_embeddings: 8, dropout_rate: 0.1}",
+    "{name: bert, vocab_size: 40, hidden_size: 16, num_hidden_layers: 1, num_heads: 2, "
+    "filter_size: 32, max_position_embeddings: 8}",
+};
+
+double relative_error(double value, double expected) {
+  if (std::isnan(expected)) return std::isnan(value) ? 0.0 : INFINITY;
+  return std::fabs(value - expected) / std::max(1.0, std::fabs(expected));
+}
+
+// Runs one step of `plan` on the runtime and on the reference evaluator (over the plan's own
+// graph, casts included) and returns the largest relative difference over outputs and updates.
+double step_difference(const compiler::Plan& plan) {
+  graph::Feeds feeds = test::sample_feeds(plan.graph);
+  Executable executable(plan);
+  test::feed(executable, feeds);
+  executable.run();
+  std::vector<graph::NodeId> fetch;
+  std::vector<Executable::Slot> slots;
+  for (const graph::NamedNode& output : plan.graph.outputs()) {
+    fetch.push_back(output.node);
+    slots.push_back(executable.slot(output.name));
+  }
+  for (const graph::NamedNode& update : plan.graph.updates()) {
+    fetch.push_back(update.node);
+    slots.push_back(executable.slot(update.name));  // the variable, after the step
+  }
+  std::vector<graph::HostTensor> expected = graph::evaluate_reference(plan.graph, feeds, fetch);
+  double worst = 0.0;
+  for (std::size_t i = 0; i < slots.size(); ++i) {
+    std::vector<double> actual = executable.read(slots[i]);
+    REQUIRE(actual.size() == expected[i].values.size());
+    for (std::size_t e = 0; e < actual.size(); ++e)
+      worst = std::max(worst, relative_error(actual[e], expected[i].values[e]));
+  }
+  return worst;
+}
+
+}  // namespace
+
+TEST_CASE("every kernel of an f32 training step agrees with the reference evaluator") {
+  for (const char* model : kModels) {
+    INFO(model);
+    models::TracedStep step = test::traced_step(model, 4);
+    CHECK(step_difference(test::compiled_plan(step.graph, 4)) <= 1e-4);
+  }
+}
+
+TEST_CASE("eval steps run on the runtime") {
+  for (const char* model : kModels) {
+    INFO(model);
+    models::TracedStep step = test::traced_step(model, 4, false);
+    CHECK(step_difference(test::compiled_plan(step.graph, 4)) <= 1e-4);
+  }
+}
+
+TEST_CASE("mixed-precision plans run with 16-bit values emulated") {
+  for (DType half : {DType::bf16, DType::f16, DType::cb16}) {
+    for (int level : {0, 1, 2}) {
+      INFO(graph::dtype_name(half) << " level " << level);
+      models::TracedStep step = test::traced_step(kModels[1], 2);
+      compiler::Plan plan = test::compiled_plan(step.graph, 2, half, level);
+      // The reference rounds at the same casts but computes in double in between; a tie rounded
+      // the other way moves a 16-bit value by one unit in the last place.
+      CHECK(step_difference(plan) <= 2e-2);
+    }
+  }
+}
+
+TEST_CASE("values are written and read by name, with clear errors") {
+  models::TracedStep step = test::traced_step(kModels[0], 4);
+  Executable executable(test::compiled_plan(step.graph, 4));
+  auto input = executable.slot("input");
+  CHECK(executable.type(input).shape == graph::Shape{4, 784});
+  CHECK_THROWS_WITH(executable.slot("nope"),
+                    Catch::Contains("no input, variable or output named 'nope'"));
+  std::vector<float> short_batch(10, 0.5f);
+  CHECK_THROWS_WITH(executable.write(input, short_batch),
+                    Catch::Contains("'input' is f32[4, 784] (3136 elements); 10 values"));
+  CHECK_THROWS_WITH(executable.write(executable.slot("loss"), short_batch),
+                    Catch::Contains("'loss' is an output of the step"));
+  CHECK(executable.arena_bytes() >= executable.plan().memory.peak_bytes);
+}
+
+TEST_CASE("an index outside the embedding table is an error, not a wild read") {
+  models::TracedStep step = test::traced_step(kModels[1], 2);
+  Executable executable(test::compiled_plan(step.graph, 2));
+  test::feed(executable, test::sample_feeds(step.graph));
+  std::vector<std::int32_t> ids(16, 40);
+  executable.write(executable.slot("input_ids"), ids);
+  CHECK_THROWS_WITH(executable.run(), Catch::Contains("index 40 is outside a table of 40 rows"));
+}
+
+TEST_CASE("a memory plan that does not fit its graph is refused") {
+  models::TracedStep step = test::traced_step(kModels[0], 4);
+  compiler::Plan plan = test::compiled_plan(step.graph, 4);
+  plan.memory.peak_bytes = 64;
+  CHECK_THROWS_WITH(Executable(plan), Catch::Contains("lies outside its arena"));
+  plan = test::compiled_plan(step.graph, 4);
+  plan.memory.buffer_of.pop_back();
+  CHECK_THROWS_WITH(Executable(plan), Catch::Contains("memory plan covers"));
+}

@@ -1,0 +1,139 @@
+// Every float32 bit pattern through each 16-bit format: bfloat16 and float16 bit for bit as
+// PyTorch converts them (c10::BFloat16 and fp16_ieee_from_fp32_value, restated here), cbfloat16
+// against rounding to nearest, ties to even, computed another way.
+
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <thread>
+#include <vector>
+
+#include "runtime/half_precision.hpp"
+
+using csrun::graph::DType;
+using csrun::runtime::narrow_to_half;
+using csrun::runtime::widen_from_half;
+
+namespace {
+
+// Runs `check` on every 32-bit pattern across the machine's cores; returns the first pattern it
+// rejects, or nothing.
+template <class Check>
+std::optional<std::uint32_t> first_failure(Check check) {
+  unsigned threads = std::max(1u, std::thread::hardware_concurrency());
+  std::atomic<std::uint64_t> failure{UINT64_MAX};
+  std::vector<std::thread> workers;
+  std::uint64_t chunk = (std::uint64_t{1} << 32) / threads + 1;
+  for (unsigned t = 0; t < threads; ++t) {
+    workers.emplace_back([&, t] {
+      std::uint64_t end = std::min<std::uint64_t>((t + 1) * chunk, std::uint64_t{1} << 32);
+      for (std::uint64_t bits = t * chunk; bits < end; ++bits) {
+        if (check(static_cast<std::uint32_t>(bits))) continue;
+        std::uint64_t seen = failure.load();
+        while (bits < seen && !failure.compare_exchange_weak(seen, bits)) {
+        }
+        return;
+      }
+    });
+  }
+  for (std::thread& worker : workers)
+    worker.join();
+  if (failure.load() == UINT64_MAX) return std::nullopt;
+  return static_cast<std::uint32_t>(failure.load());
+}
+
+std::uint16_t pytorch_bfloat16(std::uint32_t bits) {
+  if (std::isnan(std::bit_cast<float>(bits))) return 0x7FC0;
+  std::uint32_t rounding_bias = 0x7FFFu + ((bits >> 16) & 1u);
+  return static_cast<std::uint16_t>((bits + rounding_bias) >> 16);
+}
+
+// PyTorch's float16 conversion (c10::detail::fp16_ieee_from_fp32_value, from the FP16 library):
+// float arithmetic does the rounding. Scaling up and back down makes values beyond float16's
+// range infinite; adding a power of two chosen from the exponent leaves exactly the bits float16
+// keeps, rounded to nearest even by the float addition itself.
+std::uint16_t pytorch_float16(std::uint32_t bits) {
+  float magnitude = std::fabs(std::bit_cast<float>(bits));
+  float base = (magnitude * 0x1.0p+112f) * 0x1.0p-110f;
+  std::uint32_t doubled = bits + bits;
+  std::uint32_t sign = bits & 0x80000000u;
+  std::uint32_t bias = std::max(doubled & 0xFF000000u, 0x71000000u);
+  base = std::bit_cast<float>((bias >> 1) + 0x07800000u) + base;
+  std::uint32_t rounded = std::bit_cast<std::uint32_t>(base);
+  std::uint32_t nonsign = ((rounded >> 13) & 0x7C00u) + (rounded & 0x0FFFu);
+  return static_cast<std::uint16_t>((sign >> 16) | (doubled > 0xFF000000u ? 0x7E00u : nonsign));
+}
+
+// cbfloat16 rounding computed another way: in its normal range, float32's bits rounded to 9
+// mantissa bits (ties to even); below it, float addition rounds to multiples of the smallest
+// subnormal, 2^-39 (the spacing of floats near 2^-16).
+float cbfloat16_reference(float value) {
+  constexpr float kSmallestNormal = 0x1.0p-30f;
+  constexpr float kLargest = 0x1.ff8p+31f;  // (2 - 2^-9) * 2^31
+  float magnitude = std::fabs(value);
+  float rounded;
+  if (magnitude < kSmallestNormal) {
+    rounded = (magnitude + 0x1.0p-16f) - 0x1.0p-16f;
+  } else {
+    auto bits = std::bit_cast<std::uint32_t>(magnitude);
+    bits = (bits + 0x1FFFu + ((bits >> 14) & 1u)) & ~0x3FFFu;
+    rounded = std::bit_cast<float>(bits);
+  }
+  if (rounded > kLargest) rounded = INFINITY;
+  return std::copysign(rounded, value);
+}
+
+}  // namespace
+
+TEST_CASE("bfloat16 rounding is PyTorch's for every float32") {
+  auto failure = first_failure([](std::uint32_t bits) {
+    return narrow_to_half(std::bit_cast<float>(bits), DType::bf16) == pytorch_bfloat16(bits);
+  });
+  INFO("first differing pattern 0x" << std::hex << failure.value_or(0));
+  CHECK_FALSE(failure);
+}
+
+TEST_CASE("float16 rounding is PyTorch's for every float32") {
+  auto failure = first_failure([](std::uint32_t bits) {
+    return narrow_to_half(std::bit_cast<float>(bits), DType::f16) == pytorch_float16(bits);
+  });
+  INFO("first differing pattern 0x" << std::hex << failure.value_or(0));
+  CHECK_FALSE(failure);
+}
+
+TEST_CASE("cbfloat16 rounding is to the nearest value, ties to even, for every float32") {
+  auto failure = first_failure([](std::uint32_t bits) {
+    float value = std::bit_cast<float>(bits);
+    std::uint16_t rounded = narrow_to_half(value, DType::cb16);
+    if (std::isnan(value)) return (rounded & 0x7FFF) == 0x7F00;
+    float expected = cbfloat16_reference(value);
+    return std::bit_cast<std::uint32_t>(widen_from_half(rounded, DType::cb16)) ==
+           std::bit_cast<std::uint32_t>(expected);
+  });
+  INFO("first differing pattern 0x" << std::hex << failure.value_or(0));
+  CHECK_FALSE(failure);
+}
+
+TEST_CASE("every 16-bit value widens exactly and narrows back to itself") {
+  for (DType dtype : {DType::bf16, DType::f16, DType::cb16}) {
+    INFO(csrun::graph::dtype_name(dtype));
+    for (std::uint32_t bits = 0; bits < 0x10000; ++bits) {
+      float wide = widen_from_half(static_cast<std::uint16_t>(bits), dtype);
+      if (std::isnan(wide)) continue;
+      REQUIRE(narrow_to_half(wide, dtype) == bits);
+    }
+  }
+  CHECK(widen_from_half(0x3F80, DType::bf16) == 1.0f);
+  CHECK(widen_from_half(0x3C00, DType::f16) == 1.0f);
+  CHECK(widen_from_half(31 << 9, DType::cb16) == 1.0f);
+  CHECK(widen_from_half(0x0001, DType::cb16) == std::ldexp(1.0f, -39));
+  CHECK(std::isinf(widen_from_half(0x3F << 9, DType::cb16)));
+}
+
+TEST_CASE("a non-16-bit type is refused") {
+  CHECK_THROWS_WITH(narrow_to_half(1.0f, DType::i32), Catch::Contains("not a 16-bit float type"));
+}
