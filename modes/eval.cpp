@@ -1,10 +1,10 @@
 #include "modes.hpp"
-#include "run_check.hpp"
+#include "run_loop.hpp"
 
 namespace csrun::modes {
 
 int eval(const RunOptions& options) {
-  return plan_then_stop(options, "eval", "the wafer simulator and the evaluation loop");
+  return run_loop(options, LoopKind::eval);
 }
 
 }  // namespace csrun::modes

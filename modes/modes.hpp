@@ -14,6 +14,7 @@ struct RunOptions {
   config::LoadOptions load;
   bool fake_data = false;            // synthetic samples instead of the configured datasets
   bool json = false;                 // machine-readable result on stdout
+  bool all_checkpoints = false;      // eval: every checkpoint in model_dir
   std::string wafer = "wse2";        // the wafer profile plans target
   std::vector<std::string> dump_ir;  // print the IR after these passes ("trace" = before any)
   config::Severity shown = config::Severity::note;  // the least severe finding printed

@@ -263,19 +263,4 @@ std::optional<std::vector<PlannedTrainer>> plan_stage(CheckedRun& checked,
   return planned;
 }
 
-int plan_then_stop(const RunOptions& options, const char* command, const char* stages) {
-  std::optional<CheckedRun> checked = validation_stage(options, command);
-  if (!checked) return 1;
-  std::optional<std::vector<PlannedTrainer>> planned = plan_stage(*checked, options, command);
-  if (!planned) return 1;
-  for (const PlannedTrainer& plan : *planned) {
-    std::cerr << "csrun " << command << ": plan " << plan.directory.string()
-              << (plan.from_cache ? " (from the compile cache)" : " (compiled now)") << "\n";
-  }
-  std::cerr << "csrun " << command << ": the params are valid and compiled, but " << stages
-            << " are not part of this build of csrun yet (`csrun validate` and `csrun compile` "
-               "are)\n";
-  return 1;
-}
-
 }  // namespace csrun::modes

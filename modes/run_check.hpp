@@ -48,8 +48,4 @@ std::optional<std::vector<PlannedTrainer>> plan_stage(CheckedRun& checked,
                                                       const RunOptions& options,
                                                       const char* command);
 
-// For subcommands whose stages after the plan are not part of this build yet: validates, finds
-// or makes the plan, says which, and reports that `stages` are missing. Returns 1.
-int plan_then_stop(const RunOptions& options, const char* command, const char* stages);
-
 }  // namespace csrun::modes

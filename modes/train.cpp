@@ -1,10 +1,10 @@
 #include "modes.hpp"
-#include "run_check.hpp"
+#include "run_loop.hpp"
 
 namespace csrun::modes {
 
 int train(const RunOptions& options) {
-  return plan_then_stop(options, "train", "the wafer simulator and the training loop");
+  return run_loop(options, LoopKind::train);
 }
 
 }  // namespace csrun::modes

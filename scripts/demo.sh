@@ -17,6 +17,11 @@ step "$csrun" validate configs/fc_mnist_trainer.yaml --json --logging ERROR | he
 # The example run compiled for a CS-2: layer pipelined, every kernel placed on the wafer. The plan,
 # report.json, kernels.tsv and placement.svg land in model_dir/fc_mnist/compile/.
 step "$csrun" compile configs/fc_mnist.yaml
+# The main job: train it on the wafer simulator (CSX, bfloat16 emulated) on real handwritten digits,
+# evaluating every 300 steps; checkpoints, logs and TensorBoard events land in model_dir/fc_mnist/.
+rm -rf model_dir/fc_mnist
+step "$csrun" train configs/fc_mnist.yaml
+step "$csrun" eval configs/fc_mnist.yaml --all
 # A real Model Zoo config, sized and compiled without its dataset: weight streaming.
 step "$csrun" compile test/data/modelzoo/gpt3__111m.yaml --fake_data
 # And one the Model Zoo itself would reject.

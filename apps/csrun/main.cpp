@@ -33,6 +33,7 @@ struct CommandLine {
   std::vector<std::string> assignments;
   bool json = false;
   bool fake_data = false;
+  bool all_checkpoints = false;
   std::string model_dir;
   std::string target_device;
   std::string checkpoint_path;
@@ -90,6 +91,10 @@ class Subcommand {
              std::function<int(const csrun::modes::RunOptions&)> run)
       : app_(parent.add_subcommand(name, description)), run_(std::move(run)) {
     add_options();
+    if (name == "eval") {
+      app_->add_flag("--all", line_.all_checkpoints,
+                     "Evaluate every checkpoint in model_dir, oldest first");
+    }
   }
 
   bool parsed() const { return app_->parsed(); }
@@ -122,6 +127,7 @@ class Subcommand {
     }
     options.fake_data = line_.fake_data;
     options.json = line_.json;
+    options.all_checkpoints = line_.all_checkpoints;
     options.wafer = line_.wafer;
     options.dump_ir = line_.dump_ir;
     options.shown = logging_levels().at(uppercase(line_.logging));

@@ -1,7 +1,10 @@
 #include <algorithm>
+#include <array>
 #include <filesystem>
+#include <stdexcept>
 
 #include "data_paths.hpp"
+#include "dataset.hpp"
 #include "hdf5_file.hpp"
 #include "processor_registry.hpp"
 
@@ -60,7 +63,70 @@ std::optional<FileLayout> read_layout(const std::string& path, std::string& prob
   return {};
 }
 
+// Every .h5 file of the data directories, read into memory: token rows of input_ids,
+// attention_mask and labels ([n, 3, msl]; a 5-row layout's extra rows are not read).
+class GptDataset : public Dataset {
+ public:
+  GptDataset(const DataloaderSpec& loader, const std::vector<SampleField>& fields) {
+    for (std::size_t f = 0; f < fields.size(); ++f) {
+      if (fields[f].name == "input_ids") rows_[0] = f;
+      if (fields[f].name == "attention_mask") rows_[1] = f;
+      if (fields[f].name == "labels") rows_[2] = f;
+      length_ = static_cast<std::uint64_t>(fields[f].elements);
+    }
+    for (const std::string& directory : loader.data_dirs) {
+      for (const std::string& path : files_with_suffix(directory, ".h5"))
+        append(path);
+    }
+    if (examples_ == 0)
+      throw std::runtime_error("no examples in the .h5 files of " + loader.data_dirs.front());
+  }
+
+  std::int64_t size() const override { return static_cast<std::int64_t>(examples_); }
+
+  void read(std::int64_t index, std::int64_t row, BatchData& batch) const override {
+    const std::int32_t* example = tokens_.data() + static_cast<std::size_t>(index) * 3 * length_;
+    for (std::size_t r = 0; r < 3; ++r) {
+      std::int32_t* target =
+          batch.integers[rows_[r]].data() + row * static_cast<std::int64_t>(length_);
+      std::copy(example + r * length_, example + (r + 1) * length_, target);
+    }
+  }
+
+ private:
+  void append(const std::string& path) {
+    std::string problem;
+    auto layout = read_layout(path, problem);
+    if (!layout) throw std::runtime_error(path + " " + problem);
+    if (layout->sequence_length != length_) {
+      throw std::runtime_error(path + " holds sequences of length " +
+                               std::to_string(layout->sequence_length) + "; the model reads " +
+                               std::to_string(length_));
+    }
+    Hdf5File file(path);
+    auto data = file.read_int32("data");
+    auto info = file.dataset("data");
+    if (!data || !info) throw std::runtime_error(path + ": csrun reads the 'data' layout only");
+    std::uint64_t rows = info->dims[1];
+    for (std::uint64_t e = 0; e < layout->examples; ++e) {
+      auto first = data->begin() + static_cast<std::ptrdiff_t>(e * rows * length_);
+      tokens_.insert(tokens_.end(), first, first + static_cast<std::ptrdiff_t>(3 * length_));
+    }
+    examples_ += layout->examples;
+  }
+
+  std::array<std::size_t, 3> rows_{0, 1, 2};
+  std::uint64_t length_ = 0;
+  std::uint64_t examples_ = 0;
+  std::vector<std::int32_t> tokens_;
+};
+
 }  // namespace
+
+std::unique_ptr<Dataset> open_gpt_hdf5(const DataloaderSpec& loader,
+                                       const std::vector<SampleField>& fields) {
+  return std::make_unique<GptDataset>(loader, fields);
+}
 
 DatasetFacts check_gpt_hdf5_files(const DataloaderSpec& loader, Diagnostics& diagnostics) {
   const Node* data_dir = loader.params.find("data_dir");

@@ -79,4 +79,130 @@ std::optional<std::int64_t> Hdf5File::integer_attribute(const std::string& name)
   return value;
 }
 
+std::optional<std::string> Hdf5File::string_attribute(const std::string& name) const {
+  if (!is_open() || H5Aexists(file_, name.c_str()) <= 0) return std::nullopt;
+  Handle attribute(H5Aopen(file_, name.c_str(), H5P_DEFAULT), H5Aclose);
+  Handle type(H5Aget_type(attribute.get()), H5Tclose);
+  if (!attribute.valid() || !type.valid() || H5Tget_class(type.get()) != H5T_STRING)
+    return std::nullopt;
+  if (H5Tis_variable_str(type.get()) > 0) return std::nullopt;
+  std::string value(H5Tget_size(type.get()), '\0');
+  if (H5Aread(attribute.get(), type.get(), value.data()) < 0) return std::nullopt;
+  while (!value.empty() && value.back() == '\0')
+    value.pop_back();
+  return value;
+}
+
+std::vector<std::string> Hdf5File::dataset_names() const {
+  std::vector<std::string> names;
+  if (!is_open()) return names;
+  H5G_info_t info;
+  if (H5Gget_info(file_, &info) < 0) return names;
+  for (hsize_t i = 0; i < info.nlinks; ++i) {
+    ssize_t length =
+        H5Lget_name_by_idx(file_, ".", H5_INDEX_NAME, H5_ITER_INC, i, nullptr, 0, H5P_DEFAULT);
+    if (length < 0) continue;
+    std::string name(static_cast<std::size_t>(length) + 1, '\0');
+    H5Lget_name_by_idx(file_, ".", H5_INDEX_NAME, H5_ITER_INC, i, name.data(), name.size(),
+                       H5P_DEFAULT);
+    name.pop_back();
+    names.push_back(std::move(name));
+  }
+  return names;
+}
+
+namespace {
+
+template <class T>
+std::optional<std::vector<T>> read_all(std::int64_t file, const std::string& name, hid_t memory) {
+  Handle dataset(H5Dopen2(file, name.c_str(), H5P_DEFAULT), H5Dclose);
+  if (!dataset.valid()) return std::nullopt;
+  Handle space(H5Dget_space(dataset.get()), H5Sclose);
+  Handle type(H5Dget_type(dataset.get()), H5Tclose);
+  H5T_class_t kind = H5Tget_class(type.get());
+  if (kind != H5T_INTEGER && kind != H5T_FLOAT) return std::nullopt;
+  hssize_t count = H5Sget_simple_extent_npoints(space.get());
+  if (count < 0) return std::nullopt;
+  std::vector<T> values(static_cast<std::size_t>(count));
+  if (count > 0 && H5Dread(dataset.get(), memory, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()) < 0)
+    return std::nullopt;
+  return values;
+}
+
+}  // namespace
+
+std::optional<std::vector<double>> Hdf5File::read_numbers(const std::string& name) const {
+  if (!has_dataset(name)) return std::nullopt;
+  return read_all<double>(file_, name, H5T_NATIVE_DOUBLE);
+}
+
+std::optional<std::vector<std::int32_t>> Hdf5File::read_int32(const std::string& name) const {
+  if (!has_dataset(name)) return std::nullopt;
+  return read_all<std::int32_t>(file_, name, H5T_NATIVE_INT32);
+}
+
+Hdf5Writer::Hdf5Writer(const std::string& path) : path_(path) {
+  silence_hdf5();
+  file_ = H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+  if (file_ < 0) throw std::runtime_error("cannot create the HDF5 file " + path);
+}
+
+Hdf5Writer::~Hdf5Writer() {
+  if (file_ >= 0) H5Fclose(file_);
+}
+
+void Hdf5Writer::write_raw(const std::string& name, const std::vector<std::uint64_t>& dims,
+                           std::int64_t file_type, std::int64_t memory_type, const void* data) {
+  std::vector<hsize_t> extent(dims.begin(), dims.end());
+  Handle space(extent.empty()
+                   ? H5Screate(H5S_SCALAR)
+                   : H5Screate_simple(static_cast<int>(extent.size()), extent.data(), nullptr),
+               H5Sclose);
+  Handle dataset(H5Dcreate2(file_, name.c_str(), file_type, space.get(), H5P_DEFAULT, H5P_DEFAULT,
+                            H5P_DEFAULT),
+                 H5Dclose);
+  if (!space.valid() || !dataset.valid() ||
+      H5Dwrite(dataset.get(), memory_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data) < 0) {
+    throw std::runtime_error("cannot write dataset '" + name + "' to " + path_);
+  }
+}
+
+void Hdf5Writer::write(const std::string& name, const std::vector<std::uint64_t>& dims,
+                       const std::vector<float>& values) {
+  write_raw(name, dims, H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, values.data());
+}
+
+void Hdf5Writer::write(const std::string& name, const std::vector<std::uint64_t>& dims,
+                       const std::vector<std::int32_t>& values) {
+  write_raw(name, dims, H5T_STD_I32LE, H5T_NATIVE_INT32, values.data());
+}
+
+void Hdf5Writer::set_attribute(const std::string& name, std::int64_t value) {
+  Handle space(H5Screate(H5S_SCALAR), H5Sclose);
+  Handle attribute(
+      H5Acreate2(file_, name.c_str(), H5T_STD_I64LE, space.get(), H5P_DEFAULT, H5P_DEFAULT),
+      H5Aclose);
+  long long stored = value;
+  if (!attribute.valid() || H5Awrite(attribute.get(), H5T_NATIVE_LLONG, &stored) < 0)
+    throw std::runtime_error("cannot write attribute '" + name + "' to " + path_);
+}
+
+void Hdf5Writer::set_attribute(const std::string& name, const std::string& value) {
+  Handle space(H5Screate(H5S_SCALAR), H5Sclose);
+  Handle type(H5Tcopy(H5T_C_S1), H5Tclose);
+  H5Tset_size(type.get(), std::max<std::size_t>(value.size(), 1));
+  Handle attribute(
+      H5Acreate2(file_, name.c_str(), type.get(), space.get(), H5P_DEFAULT, H5P_DEFAULT), H5Aclose);
+  if (!attribute.valid() || H5Awrite(attribute.get(), type.get(), value.c_str()) < 0)
+    throw std::runtime_error("cannot write attribute '" + name + "' to " + path_);
+}
+
+void Hdf5Writer::close() {
+  if (file_ < 0) return;
+  bool flushed = H5Fflush(file_, H5F_SCOPE_GLOBAL) >= 0;
+  bool closed = H5Fclose(file_) >= 0;
+  file_ = -1;
+  if (!flushed || !closed) throw std::runtime_error("cannot finish writing " + path_);
+}
+
 }  // namespace csrun::data

@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -29,10 +30,42 @@ class Hdf5File {
   bool has_dataset(const std::string& name) const;
   std::optional<DatasetInfo> dataset(const std::string& name) const;
   std::optional<std::int64_t> integer_attribute(const std::string& name) const;
+  std::optional<std::string> string_attribute(const std::string& name) const;
+  // The datasets at the file's root, by name.
+  std::vector<std::string> dataset_names() const;
+  // A numeric dataset's elements, converted by HDF5 (exactly, for integers and floats up to
+  // 32 bits); nothing when it is missing, not numeric or unreadable.
+  std::optional<std::vector<double>> read_numbers(const std::string& name) const;
+  std::optional<std::vector<std::int32_t>> read_int32(const std::string& name) const;
 
  private:
   std::int64_t file_ = -1;
   std::string error_;
+};
+
+// A new HDF5 file, written dataset by dataset. Throws std::runtime_error naming the file and
+// dataset when HDF5 fails (a full disk, a directory that cannot be written).
+class Hdf5Writer {
+ public:
+  explicit Hdf5Writer(const std::string& path);  // creates or truncates
+  ~Hdf5Writer();
+  Hdf5Writer(const Hdf5Writer&) = delete;
+  Hdf5Writer& operator=(const Hdf5Writer&) = delete;
+
+  void write(const std::string& name, const std::vector<std::uint64_t>& dims,
+             const std::vector<float>& values);
+  void write(const std::string& name, const std::vector<std::uint64_t>& dims,
+             const std::vector<std::int32_t>& values);
+  void set_attribute(const std::string& name, std::int64_t value);
+  void set_attribute(const std::string& name, const std::string& value);
+  // Flushes and closes; errors surface here rather than in the destructor.
+  void close();
+
+ private:
+  void write_raw(const std::string& name, const std::vector<std::uint64_t>& dims,
+                 std::int64_t file_type, std::int64_t memory_type, const void* data);
+  std::string path_;
+  std::int64_t file_ = -1;
 };
 
 }  // namespace csrun::data

@@ -1,8 +1,10 @@
 #include <array>
 #include <filesystem>
 #include <fstream>
+#include <stdexcept>
 
 #include "data_paths.hpp"
+#include "dataset.hpp"
 #include "processor_registry.hpp"
 
 namespace csrun::data {
@@ -79,7 +81,87 @@ std::string split_of(const DataloaderSpec& loader) {
   return loader.role == LoaderRole::train ? "train" : "val";
 }
 
+std::pair<std::string, std::string> file_names(const DataloaderSpec& loader) {
+  std::string prefix = split_of(loader) == "train" ? "train" : "t10k";
+  return {prefix + "-images-idx3-ubyte", prefix + "-labels-idx1-ubyte"};
+}
+
+// The directory holding the split's files: data_dir itself or torchvision's MNIST/raw under it.
+fs::path split_directory(const DataloaderSpec& loader) {
+  fs::path base = loader.data_dirs.front();
+  for (const fs::path& candidate : {base, base / "MNIST" / "raw"}) {
+    if (fs::exists(candidate / file_names(loader).first)) return candidate;
+  }
+  return {};
+}
+
+std::vector<unsigned char> read_body(const fs::path& path, std::size_t header, std::size_t bytes) {
+  std::ifstream file(path, std::ios::binary);
+  std::vector<unsigned char> body(bytes);
+  file.seekg(static_cast<std::streamoff>(header));
+  file.read(reinterpret_cast<char*>(body.data()), static_cast<std::streamsize>(bytes));
+  if (static_cast<std::size_t>(file.gcount()) != bytes)
+    throw std::runtime_error(path.string() + " is truncated: expected " + std::to_string(bytes) +
+                             " bytes after its header");
+  return body;
+}
+
+// The torchvision transform the Model Zoo's fc_mnist uses: ToTensor, then Normalize with
+// MNIST's mean and standard deviation.
+constexpr float kMean = 0.1307f;
+constexpr float kStd = 0.3081f;
+
+class MnistDataset : public Dataset {
+ public:
+  MnistDataset(const DataloaderSpec& loader, const std::vector<SampleField>& fields) {
+    fs::path directory = split_directory(loader);
+    auto [images_name, labels_name] = file_names(loader);
+    if (directory.empty())
+      throw std::runtime_error("no MNIST files " + images_name + " in " + loader.data_dirs.front());
+    auto images = read_header((directory / images_name).string());
+    auto labels = read_header((directory / labels_name).string());
+    std::string problem = !images ? "is too short to be an IDX file" : images_problem(*images);
+    if (problem.empty() && (!labels || !labels_problem(*labels).empty()))
+      problem = "has no matching labels file " + labels_name;
+    if (problem.empty() && labels->count != images->count)
+      problem = "holds a different number of images than " + labels_name + " holds labels";
+    if (!problem.empty())
+      throw std::runtime_error((directory / images_name).string() + " " + problem);
+    count_ = images->count;
+    pixels_ = read_body(directory / images_name, 16, std::size_t{count_} * kSide * kSide);
+    labels_ = read_body(directory / labels_name, 8, count_);
+    for (std::size_t f = 0; f < fields.size(); ++f) {
+      if (fields[f].name == "input") input_field_ = f;
+      if (fields[f].name == "labels") label_field_ = f;
+    }
+  }
+
+  std::int64_t size() const override { return count_; }
+
+  void read(std::int64_t index, std::int64_t row, BatchData& batch) const override {
+    constexpr std::int64_t kPixels = kSide * kSide;
+    const unsigned char* pixels = pixels_.data() + index * kPixels;
+    float* input = batch.floats[input_field_].data() + row * kPixels;
+    for (std::int64_t p = 0; p < kPixels; ++p)
+      input[p] = (static_cast<float>(pixels[p]) / 255.0f - kMean) / kStd;
+    batch.integers[label_field_][static_cast<std::size_t>(row)] =
+        labels_[static_cast<std::size_t>(index)];
+  }
+
+ private:
+  std::uint32_t count_ = 0;
+  std::vector<unsigned char> pixels_;
+  std::vector<unsigned char> labels_;
+  std::size_t input_field_ = 0;
+  std::size_t label_field_ = 1;
+};
+
 }  // namespace
+
+std::unique_ptr<Dataset> open_mnist(const DataloaderSpec& loader,
+                                    const std::vector<SampleField>& fields) {
+  return std::make_unique<MnistDataset>(loader, fields);
+}
 
 DatasetFacts check_mnist_files(const DataloaderSpec& loader, Diagnostics& diagnostics) {
   const Node& data_dir = *loader.params.find("data_dir");
@@ -87,14 +169,9 @@ DatasetFacts check_mnist_files(const DataloaderSpec& loader, Diagnostics& diagno
       !require_directory(loader.data_dirs.front(), data_dir, diagnostics)) {
     return {};
   }
-  std::string prefix = split_of(loader) == "train" ? "train" : "t10k";
-  std::string images_name = prefix + "-images-idx3-ubyte";
-  std::string labels_name = prefix + "-labels-idx1-ubyte";
+  auto [images_name, labels_name] = file_names(loader);
   fs::path base = loader.data_dirs.front();
-  fs::path directory;
-  for (const fs::path& candidate : {base, base / "MNIST" / "raw"}) {
-    if (fs::exists(candidate / images_name)) directory = candidate;
-  }
+  fs::path directory = split_directory(loader);
   if (directory.empty()) {
     bool compressed = fs::exists(base / (images_name + ".gz")) ||
                       fs::exists(base / "MNIST" / "raw" / (images_name + ".gz"));

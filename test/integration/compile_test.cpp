@@ -83,9 +83,10 @@ TEST_CASE("compile writes a plan with its report, kernel table and picture, then
   REQUIRE(second.exit_code == 0);
   CHECK(second.out.find("(reused from the compile cache)") != std::string::npos);
   CHECK(read(plan / "plan.bin") == bytes);
-  // train finds the same plan (its runtime is not built yet).
+  // train finds the same plan and runs it.
   auto train = run_csrun({"train", params, "--fake_data", "-o", model_dir});
   CHECK(train.err.find("plan " + plan.string() + " (from the compile cache)") != std::string::npos);
+  CHECK(train.exit_code == 0);
 
   // A damaged cache entry is compiled again, with a warning.
   std::ofstream(plan / "plan.bin", std::ios::trunc) << "not a plan";

@@ -1,0 +1,92 @@
+#include "dataset.hpp"
+
+#include <cmath>
+#include <stdexcept>
+
+#include "graph/counter_rng.hpp"
+
+namespace csrun::data {
+
+namespace {
+
+// Synthetic samples: a pure function of seed, field, sample and element. Masks and weights are
+// all ones, so every position counts.
+class FakeDataset : public Dataset {
+ public:
+  FakeDataset(std::vector<SampleField> fields, std::uint64_t seed, std::int64_t size)
+      : fields_(std::move(fields)), seed_(seed), size_(size) {}
+
+  std::int64_t size() const override { return size_; }
+
+  void read(std::int64_t index, std::int64_t row, BatchData& batch) const override {
+    for (std::size_t f = 0; f < fields_.size(); ++f) {
+      const SampleField& field = fields_[f];
+      bool ones = field.name.find("mask") != std::string::npos ||
+                  field.name.find("weights") != std::string::npos;
+      std::uint64_t key =
+          graph::mix_keys(graph::mix_keys(seed_, f), static_cast<std::uint64_t>(index));
+      for (std::int64_t e = 0; e < field.elements; ++e) {
+        double u = graph::uniform01(graph::mix_keys(key, static_cast<std::uint64_t>(e)));
+        auto at = static_cast<std::size_t>(row * field.elements + e);
+        if (field.integer) {
+          batch.integers[f][at] =
+              ones ? 1
+                   : static_cast<std::int32_t>(std::floor(u * static_cast<double>(field.limit)));
+        } else {
+          batch.floats[f][at] = ones ? 1.0f : static_cast<float>(u);
+        }
+      }
+    }
+  }
+
+ private:
+  std::vector<SampleField> fields_;
+  std::uint64_t seed_;
+  std::int64_t size_;
+};
+
+// Fake datasets are large enough that no run of the Model Zoo's usual lengths repeats a sample
+// within an epoch.
+constexpr std::int64_t kFakeSamples = 1 << 16;
+
+}  // namespace
+
+BatchData::BatchData(const std::vector<SampleField>& fields, std::int64_t rows) {
+  for (const SampleField& field : fields) {
+    auto count = static_cast<std::size_t>(rows * field.elements);
+    floats.emplace_back(field.integer ? 0 : count, 0.0f);
+    integers.emplace_back(field.integer ? count : 0, 0);
+  }
+}
+
+std::unique_ptr<Dataset> open_dataset(const DataloaderSpec& loader,
+                                      const std::vector<SampleField>& fields, std::uint64_t seed) {
+  if (loader.fake) {
+    std::uint64_t role = loader.role == LoaderRole::train ? 1 : 2;
+    return std::make_unique<FakeDataset>(fields, graph::mix_keys(seed, role), kFakeSamples);
+  }
+  if (loader.processor == "MNISTDataProcessor") return open_mnist(loader, fields);
+  if (loader.processor.starts_with("Gpt") && loader.processor.find("HDF5") != std::string::npos)
+    return open_gpt_hdf5(loader, fields);
+  throw std::runtime_error("csrun does not read " + loader.processor +
+                           " datasets yet; it reads MNISTDataProcessor (IDX files) and the GPT "
+                           "HDF5 processors, or any processor with --fake_data");
+}
+
+std::vector<std::int64_t> sample_order(std::int64_t size, std::uint64_t seed, std::int64_t epoch,
+                                       bool shuffle) {
+  std::vector<std::int64_t> order(static_cast<std::size_t>(size));
+  for (std::int64_t i = 0; i < size; ++i)
+    order[static_cast<std::size_t>(i)] = i;
+  if (!shuffle) return order;
+  // Fisher-Yates with counter-based draws: the same permutation on every machine and library.
+  std::uint64_t key = graph::mix_keys(seed, static_cast<std::uint64_t>(epoch));
+  for (std::int64_t i = size - 1; i > 0; --i) {
+    double u = graph::uniform01(graph::mix_keys(key, static_cast<std::uint64_t>(i)));
+    auto j = static_cast<std::int64_t>(u * static_cast<double>(i + 1));
+    std::swap(order[static_cast<std::size_t>(i)], order[static_cast<std::size_t>(j)]);
+  }
+  return order;
+}
+
+}  // namespace csrun::data

@@ -1,0 +1,56 @@
+#include "trainer_params.hpp"
+
+#include <nlohmann/json.hpp>
+
+namespace csrun::runner {
+
+namespace {
+
+std::string scalar(const config::Node& node) {
+  if (node.is_null()) return "null";
+  if (node.is_string()) return nlohmann::json(node.as_string()).dump();
+  if (node.is_bool()) return node.as_bool() ? "true" : "false";
+  if (node.is_int()) return std::to_string(node.as_int());
+  return nlohmann::json(node.as_number()).dump();
+}
+
+void emit(const config::Node& node, int indent, std::string& out) {
+  std::string pad(static_cast<std::size_t>(indent), ' ');
+  if (node.is_map()) {
+    for (const config::Node::Entry& entry : node.entries()) {
+      out += pad + nlohmann::json(entry.key).dump() + ":";
+      const config::Node& value = entry.value;
+      bool empty =
+          (value.is_map() && value.entries().empty()) || (value.is_list() && value.items().empty());
+      if (value.is_scalar() || empty) {
+        out += " " + (empty ? std::string(value.is_map() ? "{}" : "[]") : scalar(value)) + "\n";
+      } else {
+        out += "\n";
+        emit(value, indent + 2, out);
+      }
+    }
+    return;
+  }
+  if (node.is_list()) {
+    for (const config::Node& item : node.items()) {
+      if (item.is_scalar()) {
+        out += pad + "- " + scalar(item) + "\n";
+      } else {
+        out += pad + "-\n";
+        emit(item, indent + 2, out);
+      }
+    }
+    return;
+  }
+  out += pad + scalar(node) + "\n";
+}
+
+}  // namespace
+
+std::string to_yaml(const config::Node& node) {
+  std::string out;
+  emit(node, 0, out);
+  return out;
+}
+
+}  // namespace csrun::runner

@@ -1,0 +1,63 @@
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "callbacks.hpp"
+#include "compiler/plan.hpp"
+#include "config/run_spec.hpp"
+#include "data/dataloader.hpp"
+#include "data/dataset.hpp"
+
+namespace csrun::runner {
+
+// A compiled step and the batch it reads.
+struct StepProgram {
+  compiler::Plan plan;
+  std::vector<data::SampleField> fields;
+};
+
+// What a run needs, prepared by the subcommand: the trainer, its compiled train and eval steps
+// and their dataloaders.
+struct RunSetup {
+  const config::TrainerSpec* trainer = nullptr;
+  std::string device;  // as log lines name it: CSX, CPU
+  std::string model_name;
+  std::string params_path;
+  std::optional<StepProgram> train;
+  std::optional<StepProgram> eval;
+  std::optional<data::DataloaderSpec> train_loader;
+  std::optional<data::DataloaderSpec> eval_loader;
+  std::string checkpoint_path;  // --checkpoint_path; empty: what the params say
+};
+
+struct EvalResult {
+  std::int64_t global_step = 0;
+  double loss = 0.0;
+  std::map<std::string, double> metrics;
+};
+
+// The Model Zoo's loops on the wafer simulator: fit (train, with evaluation interleaved at
+// eval_frequency, checkpoints at checkpoint steps and the last step) and validate (one
+// checkpoint or each of several). Writes model_dir's logs, events, checkpoints and
+// performance.json. Throws std::runtime_error (CheckpointError, a NaN loss, unreadable data)
+// with a message for the user.
+class TrainingLoop {
+ public:
+  TrainingLoop(RunSetup setup, CallbackList callbacks);
+  ~TrainingLoop();
+  TrainingLoop(const TrainingLoop&) = delete;
+  TrainingLoop& operator=(const TrainingLoop&) = delete;
+
+  void fit();
+  // Evaluates each checkpoint (empty: the one the params and model_dir name).
+  std::vector<EvalResult> validate(const std::vector<std::string>& checkpoints);
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
+}  // namespace csrun::runner

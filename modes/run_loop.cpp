@@ -1,0 +1,162 @@
+#include "run_loop.hpp"
+
+#include <iostream>
+
+#include "compiler/compile.hpp"
+#include "csrun/build_info.hpp"
+#include "graph/fingerprint.hpp"
+#include "models/step_trace.hpp"
+#include "run_check.hpp"
+#include "runner/callbacks.hpp"
+#include "runner/checkpoint.hpp"
+#include "runner/training_loop.hpp"
+
+namespace csrun::modes {
+
+namespace {
+
+// The range fake integers are drawn from, per field: token ids below the vocabulary, positions
+// below the sequence length, classes below their count.
+std::int64_t integer_limit(const models::CheckedModel& model, const models::BatchField& field) {
+  const graph::Shape& shape = field.type.shape;
+  if (field.name == "masked_lm_positions")
+    return model.hints.max_sequence_length.value_or(shape.back());
+  if (field.name == "next_sentence_label" || field.name == "token_type_ids") return 2;
+  if (model.params.has("vocab_size")) return model.params.integer("vocab_size");
+  return model.hints.num_classes.value_or(10);
+}
+
+std::vector<data::SampleField> sample_fields(const models::CheckedModel& model,
+                                             const models::BatchLayout& layout) {
+  std::vector<data::SampleField> fields;
+  for (const models::BatchField& field : layout) {
+    std::int64_t rows = field.type.shape.empty() ? 1 : field.type.shape.front();
+    bool integer = field.type.dtype == graph::DType::i32;
+    fields.push_back({field.name, integer, graph::element_count(field.type.shape) / rows,
+                      integer ? integer_limit(model, field) : 0});
+  }
+  return fields;
+}
+
+// The eval step, traced and compiled as the training step was (same precision), without a wafer
+// mapping: evaluation reports host rates only.
+runner::StepProgram eval_program(const CheckedTrainer& checked, const config::TrainerSpec& trainer,
+                                 const data::DataloaderSpec& loader) {
+  models::CheckedModel model = *checked.model;
+  if (auto length =
+          loader.max_sequence_length ? loader.max_sequence_length : loader.sequence_length)
+    model.hints.max_sequence_length = length;
+  std::int64_t batch = loader.batch_size / trainer.backend.cluster.num_csx;
+  models::TraceOptions options{
+      models::StepKind::eval, static_cast<std::uint64_t>(trainer.seed.value_or(0)), {}};
+  models::TracedStep step = models::trace_step(model, batch, options);
+  compiler::PrecisionPolicy precision = precision_policy(trainer);
+  compiler::StepInfo info{kVersion, graph::fingerprint(step.graph), compiler::StepKind::eval, batch,
+                          step.tokens_per_sample};
+  compiler::CompiledStep compiled = compiler::compile_step(std::move(step.graph), {precision, {}});
+  return {compiler::build_plan(std::move(compiled), info, precision),
+          sample_fields(model, step.batch)};
+}
+
+runner::RunSetup setup_for(const CheckedRun& checked, const CheckedTrainer& trainer_check,
+                           PlannedTrainer planned, LoopKind kind) {
+  const config::TrainerSpec& trainer = checked.run.trainers.at(trainer_check.index);
+  runner::RunSetup setup;
+  setup.trainer = &trainer;
+  setup.device = config::device_name(trainer.backend.device);
+  setup.model_name = trainer_check.model->definition->name;
+  setup.params_path = checked.run.params_path;
+  bool plan_is_training = planned.plan.step == compiler::StepKind::train;
+  if (plan_is_training) {
+    models::CheckedModel model = *trainer_check.model;
+    models::BatchLayout layout = models::batch_layout(model, planned.plan.batch_size);
+    if (auto length = trainer_check.train_loader->max_sequence_length
+                          ? trainer_check.train_loader->max_sequence_length
+                          : trainer_check.train_loader->sequence_length) {
+      model.hints.max_sequence_length = length;
+      layout = models::batch_layout(model, planned.plan.batch_size);
+    }
+    setup.train = runner::StepProgram{std::move(planned.plan), sample_fields(model, layout)};
+    setup.train_loader = trainer_check.train_loader;
+  }
+  if (!trainer_check.eval_loaders.empty()) {
+    setup.eval_loader = trainer_check.eval_loaders.front();
+    bool need_eval = kind == LoopKind::eval || trainer.loop.eval_frequency.has_value();
+    if (!plan_is_training) {
+      setup.eval = eval_program(trainer_check, trainer, *setup.eval_loader);
+    } else if (need_eval) {
+      setup.eval = eval_program(trainer_check, trainer, *setup.eval_loader);
+    }
+  }
+  return setup;
+}
+
+runner::CallbackList callbacks_for(const config::TrainerSpec& trainer) {
+  runner::CallbackList callbacks;
+  for (const config::ClassSpec& callback : trainer.callbacks) {
+    if (!callback.disabled && runner::has_callback(callback.type))
+      callbacks.add(runner::make_callback(callback.type, callback.params));
+  }
+  return callbacks;
+}
+
+std::vector<std::string> checkpoints_to_evaluate(const config::TrainerSpec& trainer,
+                                                 const RunOptions& options) {
+  std::vector<std::string> paths;
+  if (!options.all_checkpoints) return paths;
+  std::string directory = trainer.checkpoint.checkpoint_root.value_or(trainer.model_dir);
+  for (const auto& [step, path] : runner::find_checkpoints(directory))
+    paths.push_back(path);
+  if (paths.empty())
+    throw std::runtime_error("--all: no checkpoint_<step>.mdl files in " + directory);
+  return paths;
+}
+
+int run_trainer(const CheckedRun& checked, const CheckedTrainer& trainer_check,
+                PlannedTrainer planned, const RunOptions& options, LoopKind kind) {
+  const config::TrainerSpec& trainer = checked.run.trainers.at(trainer_check.index);
+  if (kind == LoopKind::train && !trainer_check.train_loader) {
+    std::cerr << "csrun train: trainer " << trainer_check.index
+              << " has no fit.train_dataloader (train_input): nothing to train\n";
+    return 1;
+  }
+  if (kind == LoopKind::eval && trainer_check.eval_loaders.empty()) {
+    std::cerr << "csrun eval: trainer " << trainer_check.index
+              << " has no validation dataloader (eval_input): nothing to evaluate\n";
+    return 1;
+  }
+  std::cerr << "csrun " << (kind == LoopKind::train ? "train" : "eval") << ": plan "
+            << planned.directory.string()
+            << (planned.from_cache ? " (from the compile cache)" : " (compiled now)") << "\n";
+  runner::TrainingLoop loop(setup_for(checked, trainer_check, std::move(planned), kind),
+                            callbacks_for(trainer));
+  if (kind == LoopKind::train) {
+    loop.fit();
+  } else {
+    loop.validate(checkpoints_to_evaluate(trainer, options));
+  }
+  return 0;
+}
+
+}  // namespace
+
+int run_loop(const RunOptions& options, LoopKind kind) {
+  const char* command = kind == LoopKind::train ? "train" : "eval";
+  std::optional<CheckedRun> checked = validation_stage(options, command);
+  if (!checked) return 1;
+  std::optional<std::vector<PlannedTrainer>> planned = plan_stage(*checked, options, command);
+  if (!planned) return 1;
+  try {
+    for (std::size_t i = 0; i < planned->size(); ++i) {
+      int status =
+          run_trainer(*checked, checked->trainers[i], std::move((*planned)[i]), options, kind);
+      if (status != 0) return status;
+    }
+  } catch (const std::exception& error) {
+    std::cerr << "csrun " << command << ": " << error.what() << "\n";
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace csrun::modes

@@ -1,0 +1,91 @@
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "support/process.hpp"
+#include "support/temp_dir.hpp"
+
+using csrun::test::run_csrun;
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::string kRun = R"(trainer:
+  init:
+    device: CSX
+    seed: 3
+    model: {name: fc_mnist, hidden_sizes: [16], compute_eval_metrics: true}
+    optimizer: {SGD: {lr: 0.01, momentum: 0.9}}
+    precision: {enabled: true, fp16_type: cbfloat16, loss_scaling_factor: dynamic}
+    loop: {max_steps: 6, eval_frequency: 3, eval_steps: 2}
+    checkpoint: {steps: 3}
+    logging: {log_steps: 2}
+  fit:
+    train_dataloader: {data_processor: MNISTDataProcessor, batch_size: 8}
+    val_dataloader: {data_processor: MNISTDataProcessor, batch_size: 8}
+)";
+
+std::string read(const fs::path& path) {
+  std::ifstream file(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(file), std::istreambuf_iterator<char>()};
+}
+
+}  // namespace
+
+TEST_CASE(
+    "train writes the Model Zoo's logs, checkpoints, events and performance, then eval reads "
+    "them") {
+  csrun::test::TempDir dir;
+  std::string params = dir.write("p.yaml", kRun);
+  fs::path model_dir = dir.path() / "model";
+  auto train = run_csrun({"train", params, "--fake_data", "-o", model_dir.string()});
+  INFO(train.out << train.err);
+  REQUIRE(train.exit_code == 0);
+  CHECK(train.out.find("| Train Device=CSX, Step=2, Loss=") != std::string::npos);
+  CHECK(train.out.find(" samples/sec, GlobalRate=") != std::string::npos);
+  CHECK(train.out.find("| Eval Device=CSX, GlobalStep=3, Batch=2, Loss=") != std::string::npos);
+  CHECK(train.out.find("Evaluation metrics:") != std::string::npos);
+  CHECK(train.out.find("  - accuracy = ") != std::string::npos);
+  CHECK(train.out.find("samples/sec on the wafer model") != std::string::npos);
+  CHECK(train.out.find("Training completed successfully!") != std::string::npos);
+  CHECK(fs::exists(model_dir / "checkpoint_3.mdl"));
+  CHECK(fs::exists(model_dir / "checkpoint_6.mdl"));
+  fs::path logs = model_dir / "cerebras_logs" / "latest";
+  CHECK(read(logs / "run.log").find("Training completed successfully!") != std::string::npos);
+  CHECK(read(logs / "trainer_params.yaml").find("\"max_steps\": 6") != std::string::npos);
+  auto performance = nlohmann::json::parse(read(logs / "performance.json"));
+  CHECK(performance["total_samples"] == 48);
+  CHECK(performance["simulated_samples_per_sec"].get<double>() > 0.0);
+  REQUIRE(fs::is_directory(model_dir / "events"));
+  std::string events = read(fs::directory_iterator(model_dir / "events")->path());
+  for (const char* tag : {"loss", "lr/0", "local_samples_per_sec", "avg_samples_per_sec",
+                          "loss_scale", "validate_0/accuracy"})
+    CHECK(events.find(tag) != std::string::npos);
+
+  // Rerunning resumes from the latest checkpoint: nothing is left to do at max_steps.
+  auto again =
+      run_csrun({"train", params, "--fake_data", "-o", model_dir.string(), "--max_steps", "8"});
+  CHECK(again.exit_code == 0);
+  CHECK(again.out.find("Found latest checkpoint at") != std::string::npos);
+  CHECK(again.out.find("Step=8,") != std::string::npos);
+  CHECK(again.out.find("Step=2,") == std::string::npos);
+
+  auto all = run_csrun({"eval", params, "--fake_data", "-o", model_dir.string(), "--all"});
+  INFO(all.err);
+  CHECK(all.exit_code == 0);
+  for (const char* checkpoint : {"checkpoint_3.mdl", "checkpoint_6.mdl", "checkpoint_8.mdl"})
+    CHECK(all.out.find(checkpoint) != std::string::npos);
+}
+
+TEST_CASE("a damaged checkpoint stops eval with the file named") {
+  csrun::test::TempDir dir;
+  std::string params = dir.write("p.yaml", kRun);
+  fs::path model_dir = dir.path() / "model";
+  fs::create_directories(model_dir);
+  std::ofstream(model_dir / "checkpoint_5.mdl") << "garbage";
+  auto eval = run_csrun({"eval", params, "--fake_data", "-o", model_dir.string()});
+  CHECK(eval.exit_code == 1);
+  CHECK(eval.err.find("checkpoint_5.mdl is not an HDF5 file") != std::string::npos);
+}

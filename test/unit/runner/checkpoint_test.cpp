@@ -1,0 +1,98 @@
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <fstream>
+
+#include "runner/checkpoint.hpp"
+#include "runner/event_file.hpp"
+#include "support/temp_dir.hpp"
+
+using namespace csrun::runner;
+
+TEST_CASE("a checkpoint round-trips through HDF5 with its dotted keys") {
+  csrun::test::TempDir dir;
+  Checkpoint written;
+  written.tensors["model.fc.weight"] = {{2, 3}, false, {0.5, -1.25, 3.0, 4.0, 5.5, -6.0}};
+  written.tensors["optimizer.state.0.momentum_buffer"] = {{3}, false, {1.0, 2.0, 3.0}};
+  written.tensors["global_step"] = {{}, true, {42}};
+  written.metadata = R"({"model_name": "fc_mnist"})";
+  std::string path = (dir.path() / "checkpoint_42.mdl").string();
+  save_checkpoint(path, written);
+  Checkpoint read = load_checkpoint(path);
+  CHECK(read.global_step() == 42);
+  CHECK(read.metadata == written.metadata);
+  REQUIRE(read.tensors.size() == 3);
+  CHECK(read.tensors["model.fc.weight"].dims == std::vector<std::uint64_t>{2, 3});
+  CHECK(read.tensors["model.fc.weight"].values == written.tensors["model.fc.weight"].values);
+  CHECK(read.tensors["global_step"].integer);
+  // Nothing is left behind but the checkpoint itself.
+  CHECK(std::distance(std::filesystem::directory_iterator(dir.path()),
+                      std::filesystem::directory_iterator()) == 1);
+}
+
+TEST_CASE("a truncated, corrupt or foreign checkpoint is an error naming the file") {
+  csrun::test::TempDir dir;
+  Checkpoint written;
+  written.tensors["global_step"] = {{}, true, {1}};
+  written.tensors["model.w"] = {{1000}, false, std::vector<double>(1000, 1.0)};
+  std::string path = (dir.path() / "checkpoint_1.mdl").string();
+  save_checkpoint(path, written);
+  std::filesystem::resize_file(path, std::filesystem::file_size(path) / 2);
+  CHECK_THROWS_WITH(load_checkpoint(path), Catch::Contains(path) && Catch::Contains("truncated"));
+  std::string garbage = dir.write("checkpoint_2.mdl", "not an hdf5 file at all");
+  CHECK_THROWS_WITH(load_checkpoint(garbage),
+                    Catch::Contains("checkpoint_2.mdl is not an HDF5 file"));
+  CHECK_THROWS_AS(load_checkpoint((dir.path() / "missing.mdl").string()), CheckpointError);
+}
+
+TEST_CASE("checkpoints are found by step, stamped duplicates last") {
+  csrun::test::TempDir dir;
+  for (const char* name : {"checkpoint_20.mdl", "checkpoint_3.mdl",
+                           "checkpoint_20_20261122_101010.mdl", "other.mdl", "checkpoint_x.mdl"})
+    dir.write(name, "");
+  auto found = find_checkpoints(dir.path().string());
+  REQUIRE(found.size() == 3);
+  CHECK(found[0].first == 3);
+  CHECK(found[2].second.ends_with("checkpoint_20_20261122_101010.mdl"));
+}
+
+TEST_CASE("CRC-32C matches the standard check values") {
+  CHECK(crc32c("123456789") == 0xE3069283u);
+  CHECK(crc32c("") == 0u);
+  CHECK(masked_crc32c("") == 0xA282EAD8u);
+}
+
+TEST_CASE("event files are TFRecord framed with valid masked CRCs") {
+  csrun::test::TempDir dir;
+  std::string path;
+  {
+    EventFile events((dir.path() / "events").string());
+    events.scalar("loss", 2.5, 7);
+    events.flush();
+    path = events.path();
+  }
+  std::ifstream file(path, std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  std::size_t at = 0;
+  int records = 0;
+  auto u32 = [&](std::size_t offset) {
+    std::uint32_t value = 0;
+    for (int i = 3; i >= 0; --i)
+      value = value << 8 | static_cast<std::uint8_t>(bytes[offset + static_cast<std::size_t>(i)]);
+    return value;
+  };
+  while (at < bytes.size()) {
+    std::uint64_t length = 0;
+    for (int i = 7; i >= 0; --i)
+      length = length << 8 | static_cast<std::uint8_t>(bytes[at + static_cast<std::size_t>(i)]);
+    CHECK(u32(at + 8) == masked_crc32c(bytes.substr(at, 8)));
+    std::string data = bytes.substr(at + 12, length);
+    CHECK(u32(at + 12 + length) == masked_crc32c(data));
+    at += 12 + length + 4;
+    ++records;
+  }
+  CHECK(at == bytes.size());
+  CHECK(records == 2);  // the file version, then the scalar
+  CHECK(bytes.find("brain.Event:2") != std::string::npos);
+  CHECK(bytes.find("loss") != std::string::npos);
+}

@@ -1,0 +1,154 @@
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+
+#include "compiler/compile.hpp"
+#include "models/step_trace.hpp"
+#include "runner/checkpoint.hpp"
+#include "runner/training_loop.hpp"
+#include "support/params_fixture.hpp"
+#include "support/temp_dir.hpp"
+
+using namespace csrun;
+
+namespace {
+
+// A tiny fc_mnist trainer on fake data, its steps compiled for the CPU.
+struct TinyRun {
+  test::TempDir dir;
+  test::LoadedParams params;
+  std::optional<models::CheckedModel> model;
+
+  explicit TinyRun(const std::string& extra_init) {
+    params = test::load_params_text(
+        "trainer:\n  init:\n    device: CPU\n    model_dir: " + dir.path().string() +
+        "\n    model: {name: fc_mnist, hidden_sizes: [8]}\n" + extra_init +
+        "    loop: {max_steps: 4}\n  fit:\n    train_dataloader: {data_processor: "
+        "MNISTDataProcessor, batch_size: 4}\n");
+    REQUIRE_FALSE(params.diagnostics.has_errors());
+    config::Diagnostics diagnostics;
+    model = models::check_model(params.trainer(), diagnostics);
+    REQUIRE(model);
+  }
+
+  runner::StepProgram program(models::StepKind kind) const {
+    const config::TrainerSpec& trainer = params.trainer();
+    models::TraceOptions options{kind, 0, {}};
+    if (kind == models::StepKind::train)
+      options.training = {*trainer.optimizer, trainer.schedulers, trainer.precision};
+    models::TracedStep step = models::trace_step(*model, 4, options);
+    std::vector<data::SampleField> fields;
+    for (const models::BatchField& field : step.batch) {
+      bool integer = field.type.dtype == graph::DType::i32;
+      fields.push_back({field.name, integer, graph::element_count(field.type.shape) / 4, 10});
+    }
+    compiler::StepInfo info{
+        "test", "fingerprint",
+        kind == models::StepKind::train ? compiler::StepKind::train : compiler::StepKind::eval, 4,
+        0};
+    auto compiled = compiler::compile_step(std::move(step.graph), {});
+    return {compiler::build_plan(std::move(compiled), info, {}), std::move(fields)};
+  }
+
+  runner::RunSetup setup() const {
+    runner::RunSetup result;
+    result.trainer = &params.trainer();
+    result.device = "CPU";
+    result.model_name = "fc_mnist";
+    result.train = program(models::StepKind::train);
+    result.eval = program(models::StepKind::eval);
+    data::DataloaderSpec loader;
+    loader.processor = "MNISTDataProcessor";
+    loader.batch_size = 4;
+    loader.fake = true;
+    result.train_loader = loader;
+    loader.role = data::LoaderRole::eval;
+    result.eval_loader = loader;
+    return result;
+  }
+};
+
+// Records the hooks it sees, by name.
+struct Recorder : runner::Callback {
+  std::vector<std::string>* calls;
+  explicit Recorder(std::vector<std::string>* sink) : calls(sink) {}
+  void on_train_start(const runner::RunState&) override { calls->push_back("train_start"); }
+  void on_train_batch_end(const runner::RunState& s) override {
+    calls->push_back("batch_end " + std::to_string(s.global_step));
+  }
+  void on_train_end(const runner::RunState&) override { calls->push_back("train_end"); }
+  void on_eval_end(const runner::RunState&) override { calls->push_back("eval_end"); }
+  void on_exception(const runner::RunState&, const std::exception& e) override {
+    calls->push_back(std::string("exception ") + e.what());
+  }
+};
+
+std::vector<std::string> recorded;
+
+}  // namespace
+
+TEST_CASE("a registered callback sees the hooks of a run, without changes to the runner") {
+  runner::register_callback(
+      "TestRecorder", [](const config::Node&) { return std::make_unique<Recorder>(&recorded); });
+  REQUIRE(runner::has_callback("TestRecorder"));
+  recorded.clear();
+  TinyRun run("    optimizer: {SGD: {lr: 0.01}}\n");
+  runner::CallbackList callbacks;
+  callbacks.add(runner::make_callback("TestRecorder", config::Node()));
+  runner::TrainingLoop loop(run.setup(), std::move(callbacks));
+  loop.fit();
+  CHECK(recorded == std::vector<std::string>{"train_start", "batch_end 1", "batch_end 2",
+                                             "batch_end 3", "batch_end 4", "train_end"});
+  CHECK(std::filesystem::exists(run.dir.path() / "checkpoint_4.mdl"));
+  CHECK_THROWS_WITH(runner::make_callback("Nope", config::Node()),
+                    Catch::Contains("no callback named 'Nope'"));
+}
+
+TEST_CASE("a NaN loss stops the run with the Model Zoo's message; end hooks do not run") {
+  recorded.clear();
+  TinyRun run("    optimizer: {SGD: {lr: 1.0e+30}}\n");
+  runner::CallbackList callbacks;
+  callbacks.add(std::make_unique<Recorder>(&recorded));
+  runner::TrainingLoop loop(run.setup(), std::move(callbacks));
+  CHECK_THROWS_WITH(loop.fit(), Catch::Contains("loss detected. This could potentially be due"));
+  REQUIRE_FALSE(recorded.empty());
+  CHECK(recorded.back().starts_with("exception "));
+  CHECK(std::find(recorded.begin(), recorded.end(), "train_end") == recorded.end());
+}
+
+TEST_CASE("a resumed run continues the exact sequence of an uninterrupted one") {
+  TinyRun straight("    optimizer: {Adam: {lr: 0.01}}\n");
+  runner::TrainingLoop(straight.setup(), {}).fit();
+
+  TinyRun resumed("    optimizer: {Adam: {lr: 0.01}}\n");
+  runner::RunSetup first = resumed.setup();
+  config::TrainerSpec halfway = resumed.params.trainer();
+  halfway.loop.max_steps = 2;
+  first.trainer = &halfway;
+  runner::TrainingLoop(std::move(first), {}).fit();
+  REQUIRE(std::filesystem::exists(resumed.dir.path() / "checkpoint_2.mdl"));
+  runner::TrainingLoop(resumed.setup(), {}).fit();  // autoloads checkpoint_2
+
+  auto a = runner::load_checkpoint((straight.dir.path() / "checkpoint_4.mdl").string());
+  auto b = runner::load_checkpoint((resumed.dir.path() / "checkpoint_4.mdl").string());
+  CHECK(a.global_step() == 4);
+  REQUIRE(a.tensors.size() == b.tensors.size());
+  for (const auto& [key, tensor] : a.tensors) {
+    INFO(key);
+    CHECK(tensor.values == b.tensors.at(key).values);
+  }
+}
+
+TEST_CASE("eval loads a checkpoint and reports its loss and metrics") {
+  TinyRun run("    optimizer: {SGD: {lr: 0.01}}\n");
+  runner::TrainingLoop(run.setup(), {}).fit();
+  runner::TrainingLoop eval(run.setup(), {});
+  auto results = eval.validate({(run.dir.path() / "checkpoint_4.mdl").string()});
+  REQUIRE(results.size() == 1);
+  CHECK(results[0].global_step == 4);
+  CHECK(std::isfinite(results[0].loss));
+  auto broken = run.dir.write("checkpoint_9.mdl", "garbage");
+  runner::TrainingLoop again(run.setup(), {});
+  CHECK_THROWS_WITH(again.validate({broken}),
+                    Catch::Contains("checkpoint_9.mdl is not an HDF5 file"));
+}
