@@ -19,6 +19,8 @@ T gelu(T x, bool approximate) {
   return T(0.5) * x * (T(1) + std::tanh(inner));
 }
 
+// The op semantics restated, not shared with graph::evaluate_reference: the reference is the
+// oracle the runtime is tested against, so it stays an independent implementation.
 template <class T>
 T unary_value(OpKind op, T x, bool approximate) {
   switch (op) {
