@@ -115,6 +115,12 @@ std::vector<std::string> checkpoints_to_evaluate(const config::TrainerSpec& trai
 int run_trainer(const CheckedRun& checked, const CheckedTrainer& trainer_check,
                 PlannedTrainer planned, const RunOptions& options, LoopKind kind) {
   const config::TrainerSpec& trainer = checked.run.trainers.at(trainer_check.index);
+  if (trainer.backend.device == config::Device::gpu) {
+    std::cerr << "csrun " << (kind == LoopKind::train ? "train" : "eval")
+              << ": device GPU needs a csrun built with CUDA, and this build has none; run on "
+                 "the wafer simulator (--target_device CSX) or the host (--target_device CPU)\n";
+    return 1;
+  }
   if (kind == LoopKind::train && !trainer_check.train_loader) {
     std::cerr << "csrun train: trainer " << trainer_check.index
               << " has no fit.train_dataloader (train_input): nothing to train\n";

@@ -79,6 +79,15 @@ TEST_CASE(
     CHECK(all.out.find(checkpoint) != std::string::npos);
 }
 
+TEST_CASE("the GPU device is a clear error in a build without CUDA") {
+  csrun::test::TempDir dir;
+  std::string params = dir.write("p.yaml", kRun);
+  auto train = run_csrun({"train", params, "--fake_data", "--target_device", "GPU", "-o",
+                          (dir.path() / "model").string()});
+  CHECK(train.exit_code == 1);
+  CHECK(train.err.find("device GPU needs a csrun built with CUDA") != std::string::npos);
+}
+
 TEST_CASE("a damaged checkpoint stops eval with the file named") {
   csrun::test::TempDir dir;
   std::string params = dir.write("p.yaml", kRun);
