@@ -40,12 +40,19 @@ std::vector<data::SampleField> sample_fields(const models::CheckedModel& model,
 
 // The eval step, traced and compiled as the training step was (same precision), without a wafer
 // mapping: evaluation reports host rates only.
-runner::StepProgram eval_program(const CheckedTrainer& checked, const config::TrainerSpec& trainer,
-                                 const data::DataloaderSpec& loader) {
+// The model as it reads `loader`: sequence models take the loader's sequence length.
+models::CheckedModel model_reading(const CheckedTrainer& checked,
+                                   const data::DataloaderSpec& loader) {
   models::CheckedModel model = *checked.model;
   if (auto length =
           loader.max_sequence_length ? loader.max_sequence_length : loader.sequence_length)
     model.hints.max_sequence_length = length;
+  return model;
+}
+
+runner::StepProgram eval_program(const CheckedTrainer& checked, const config::TrainerSpec& trainer,
+                                 const data::DataloaderSpec& loader) {
+  models::CheckedModel model = model_reading(checked, loader);
   std::int64_t batch = loader.batch_size / trainer.backend.cluster.num_csx;
   models::TraceOptions options{
       models::StepKind::eval, static_cast<std::uint64_t>(trainer.seed.value_or(0)), {}};
@@ -68,25 +75,16 @@ runner::RunSetup setup_for(const CheckedRun& checked, const CheckedTrainer& trai
   setup.params_path = checked.run.params_path;
   bool plan_is_training = planned.plan.step == compiler::StepKind::train;
   if (plan_is_training) {
-    models::CheckedModel model = *trainer_check.model;
+    models::CheckedModel model = model_reading(trainer_check, *trainer_check.train_loader);
     models::BatchLayout layout = models::batch_layout(model, planned.plan.batch_size);
-    if (auto length = trainer_check.train_loader->max_sequence_length
-                          ? trainer_check.train_loader->max_sequence_length
-                          : trainer_check.train_loader->sequence_length) {
-      model.hints.max_sequence_length = length;
-      layout = models::batch_layout(model, planned.plan.batch_size);
-    }
     setup.train = runner::StepProgram{std::move(planned.plan), sample_fields(model, layout)};
     setup.train_loader = trainer_check.train_loader;
   }
   if (!trainer_check.eval_loaders.empty()) {
     setup.eval_loader = trainer_check.eval_loaders.front();
     bool need_eval = kind == LoopKind::eval || trainer.loop.eval_frequency.has_value();
-    if (!plan_is_training) {
+    if (!plan_is_training || need_eval)
       setup.eval = eval_program(trainer_check, trainer, *setup.eval_loader);
-    } else if (need_eval) {
-      setup.eval = eval_program(trainer_check, trainer, *setup.eval_loader);
-    }
   }
   return setup;
 }

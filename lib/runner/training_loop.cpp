@@ -132,8 +132,9 @@ struct RateMeter {
   }
 };
 
-std::string output_name_or_empty(const compiler::Plan& plan, const std::string& name) {
-  return plan.graph.find_output(name) ? name : std::string();
+std::optional<Executable::Slot> output_slot(const Executable& executable, const std::string& name) {
+  if (!executable.plan().graph.find_output(name)) return std::nullopt;
+  return executable.slot(name);
 }
 
 }  // namespace
@@ -337,8 +338,8 @@ struct TrainingLoop::State {
     std::int64_t batch = setup.train->plan.batch_size;
     Executable& step = *train;
     auto loss_slot = step.slot("loss");
-    std::string lr_name = output_name_or_empty(step.plan(), "lr/0");
-    std::string scale_name = output_name_or_empty(step.plan(), "loss_scale");
+    std::optional<Executable::Slot> lr = output_slot(step, "lr/0");
+    std::optional<Executable::Slot> scale = output_slot(step, "loss_scale");
     callbacks.call(&Callback::on_train_start, run);
     callbacks.call(&Callback::on_train_epoch_start, run);
     RateMeter rate;
@@ -355,7 +356,7 @@ struct TrainingLoop::State {
       check_loss(run.loss);
       callbacks.call(&Callback::on_train_batch_end, run);
       bool last = done == total;
-      if (last || run.global_step % log_steps == 0) report_train_step(rate, lr_name, scale_name);
+      if (last || run.global_step % log_steps == 0) report_train_step(rate, lr, scale);
       if (last || (trainer.checkpoint.steps && *trainer.checkpoint.steps > 0 &&
                    run.global_step % *trainer.checkpoint.steps == 0))
         save(step);
@@ -379,8 +380,8 @@ struct TrainingLoop::State {
     log.info("Training completed successfully!");
   }
 
-  void report_train_step(RateMeter& rate, const std::string& lr_name,
-                         const std::string& scale_name) {
+  void report_train_step(RateMeter& rate, std::optional<Executable::Slot> lr,
+                         std::optional<Executable::Slot> scale) {
     double local = rate.local();
     double global = rate.global();
     log.info("| Train Device=" + setup.device + ", Step=" + std::to_string(run.global_step) +
@@ -389,10 +390,8 @@ struct TrainingLoop::State {
     events->scalar("loss", run.loss, run.global_step);
     events->scalar("local_samples_per_sec", local, run.global_step);
     events->scalar("avg_samples_per_sec", global, run.global_step);
-    if (!lr_name.empty())
-      events->scalar("lr/0", train->scalar(train->slot(lr_name)), run.global_step);
-    if (!scale_name.empty())
-      events->scalar("loss_scale", train->scalar(train->slot(scale_name)), run.global_step);
+    if (lr) events->scalar("lr/0", train->scalar(*lr), run.global_step);
+    if (scale) events->scalar("loss_scale", train->scalar(*scale), run.global_step);
     events->flush();
   }
 
