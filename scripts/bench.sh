@@ -16,13 +16,17 @@
 #              plan in the compile cache. Target: 96 layers under 1 s and 256 MB, time linear in
 #              the layers.
 #   estimate   the performance model against the measured CS-2 runs it is calibrated on.
+#   train      training samples/s of `csrun train --target_device CPU` against PyTorch CPU fp32 on
+#              the reference workloads of ../shared/bench (fc_mnist batch 256 and 32, gpt2_tiny
+#              batch 8), alternating the two for 3 rounds, with the machine's FMA peak. Needs
+#              python3-torch. Targets: 1.5x PyTorch on fc_mnist batch 32, 1.2x on the others.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
 sections=("$@")
-[ ${#sections[@]} -eq 0 ] && sections=(validate trace compile estimate)
+[ ${#sections[@]} -eq 0 ] && sections=(validate trace compile estimate train)
 
-scripts/build.sh csrun >/dev/null
+scripts/build.sh csrun fma_peak >/dev/null
 csrun=$root/build/apps/csrun/csrun
 
 # Milliseconds per run of a command, one number per line.
@@ -132,6 +136,55 @@ bench_estimate() {
   rm -rf "$work"
 }
 
+# Median of the windowed rates csrun train logs (every log_steps steps), the first window
+# (which includes the first step's set-up) left out.
+csrun_train_rate() {
+  "$csrun" train "$@" --target_device CPU 2>/dev/null |
+    sed -n 's/.*Step=[0-9]*, .*, Rate=\([0-9.]*\) samples\/sec.*/\1/p' | tail -n +2 | sort -n |
+    awk '{ v[NR] = $1 } END { if (NR) printf "%.1f\n", v[int((NR + 1) / 2)]; else print "failed" }'
+}
+
+# PyTorch's samples/s and FLOPs per sample for one workload of the baseline script.
+torch_train_rate() {
+  GOMP_SPINCOUNT=0 /usr/bin/python3 "$baseline" --threads "$(nproc)" --only "$1" 2>/dev/null |
+    python3 -c 'import json, sys
+for line in sys.stdin:
+    r = json.loads(line)
+    if r.get("kind") == "train": print(r["samples_per_s"], r["flops_per_step"] / r["batch"])'
+}
+
+bench_train() {
+  baseline=$root/../shared/bench/torch_baseline.py
+  if [ ! -f "$baseline" ] || ! /usr/bin/python3 -c 'import torch' 2>/dev/null; then
+    echo "## train: skipped (needs ../shared/bench/torch_baseline.py and python3-torch)"
+    return
+  fi
+  scripts/prepare_digits.sh >/dev/null
+  echo "## Training samples/s: csrun train --target_device CPU vs PyTorch CPU fp32 ($(nproc) threads)"
+  echo "OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-(unset)}; PyTorch's BLAS: $(readlink -f /etc/alternatives/libblas.so.3-x86_64-linux-gnu 2>/dev/null || echo unknown)"
+  build/bench/fma_peak 1 "$(nproc)"
+  local peak work
+  peak=$(build/bench/fma_peak "$(nproc)" | awk '{ print $(NF-1) }')
+  work=$(mktemp -d)
+  printf '%-14s %6s %12s %12s %7s %16s\n' "workload" "round" "PyTorch" "csrun" "ratio" "csrun GFLOP/s"
+  for entry in "fc_mnist:bench/configs/fc_mnist.yaml:--set train_input.batch_size=256 --max_steps 400" \
+               "fc_mnist_b32:bench/configs/fc_mnist.yaml:--set train_input.batch_size=32 --max_steps 3000 --set runconfig.log_steps=300" \
+               "gpt2_tiny:bench/configs/gpt2_tiny.yaml:--fake_data"; do
+    local name=${entry%%:*} rest=${entry#*:}
+    local params=${rest%%:*} args=${rest#*:}
+    for round in 1 2 3; do
+      local torch flops csrun_rate
+      read -r torch flops <<<"$(torch_train_rate "$name")"
+      rm -rf "$work/model_dir"
+      # shellcheck disable=SC2086
+      csrun_rate=$(csrun_train_rate "$params" -o "$work/model_dir" $args)
+      awk -v n="$name" -v r="$round" -v t="$torch" -v c="$csrun_rate" -v f="$flops" -v p="$peak" \
+        'BEGIN { printf "%-14s %6s %12.1f %12.1f %6.2fx %8.1f (%2.0f%%)\n", n, r, t, c, c / t, c * f / 1e9, 100 * c * f / 1e9 / p }'
+    done
+  done
+  rm -rf "$work"
+}
+
 echo "# csrun benchmarks, $(date -u +%Y-%m-%dT%H:%MZ) on $(nproc) cores: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)"
 for section in "${sections[@]}"; do
   case $section in
@@ -139,6 +192,7 @@ for section in "${sections[@]}"; do
     trace) bench_trace ;;
     compile) bench_compile ;;
     estimate) bench_estimate ;;
-    *) echo "bench.sh: unknown section '$section' (sections: validate, trace, compile, estimate)" >&2; exit 2 ;;
+    train) bench_train ;;
+    *) echo "bench.sh: unknown section '$section' (sections: validate, trace, compile, estimate, train)" >&2; exit 2 ;;
   esac
 done

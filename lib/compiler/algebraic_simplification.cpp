@@ -1,5 +1,4 @@
 #include <cmath>
-#include <numeric>
 #include <optional>
 
 #include "graph_rewriter.hpp"
@@ -143,15 +142,6 @@ class Simplifier {
     return true;
   }
 
-  static bool swaps_last_axes(const std::vector<std::int64_t>& perm) {
-    std::size_t rank = perm.size();
-    if (rank < 2) return false;
-    std::vector<std::int64_t> swap(rank);
-    std::iota(swap.begin(), swap.end(), 0);
-    std::swap(swap[rank - 1], swap[rank - 2]);
-    return perm == swap;
-  }
-
   // transpose(x, perm) built directly, folding into a transpose beneath it.
   NodeId transposed(NodeId x, std::vector<std::int64_t> perm, NodeId origin) {
     if (built(x).op == OpKind::transpose) {
@@ -173,7 +163,8 @@ class Simplifier {
     // (A B)^T = B^T A^T: the transposes then fuse into the product as operand layouts. Only
     // when the product has no other reader, which would still need it untransposed.
     NodeId product = rewriter_.source().node(id).inputs[0];
-    if (built(x).op != OpKind::matmul || !swaps_last_axes(perm) || users_.sole_user(product) != id)
+    if (built(x).op != OpKind::matmul || !graph::swaps_last_two_axes(perm) ||
+        users_.sole_user(product) != id)
       return std::nullopt;
     const graph::Node& matmul = built(x);
     if (built(matmul.inputs[0]).type.rank() != built(matmul.inputs[1]).type.rank())

@@ -1,5 +1,4 @@
 #include <algorithm>
-#include <numeric>
 
 #include "fusion_groups.hpp"
 #include "node_users.hpp"
@@ -11,16 +10,6 @@ namespace {
 
 using graph::NodeId;
 using graph::OpKind;
-
-bool swaps_last_axes(const graph::Node& node) {
-  const std::vector<std::int64_t>& perm = node.attrs.perm;
-  std::size_t rank = perm.size();
-  if (node.op != OpKind::transpose || rank < 2) return false;
-  std::vector<std::int64_t> swap(rank);
-  std::iota(swap.begin(), swap.end(), 0);
-  std::swap(swap[rank - 1], swap[rank - 2]);
-  return perm == swap;
-}
 
 bool is_activation(OpKind op) {
   return op == OpKind::relu || op == OpKind::gelu || op == OpKind::tanh || op == OpKind::sigmoid;
@@ -69,7 +58,9 @@ class MatmulFusion {
       auto [operand, depth] = *latest;
       candidates.erase(latest);
       const graph::Node& node = graph_.node(operand);
-      bool loadable = swaps_last_axes(node) || node.op == OpKind::cast;
+      bool loadable =
+          (node.op == OpKind::transpose && graph::swaps_last_two_axes(node.attrs.perm)) ||
+          node.op == OpKind::cast;
       if (!loadable || !groups_.can_join(group, operand)) continue;
       groups_.join(group, operand);
       if (depth < 2) candidates.emplace_back(node.inputs[0], depth + 1);

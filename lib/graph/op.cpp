@@ -204,4 +204,14 @@ OpClass op_class(OpKind op) {
   }
 }
 
+bool swaps_last_two_axes(std::span<const std::int64_t> perm) {
+  std::size_t rank = perm.size();
+  if (rank < 2) return false;
+  for (std::size_t axis = 0; axis + 2 < rank; ++axis) {
+    if (perm[axis] != static_cast<std::int64_t>(axis)) return false;
+  }
+  return perm[rank - 2] == static_cast<std::int64_t>(rank - 1) &&
+         perm[rank - 1] == static_cast<std::int64_t>(rank - 2);
+}
+
 }  // namespace csrun::graph

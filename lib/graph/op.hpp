@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string_view>
 #include <vector>
 
@@ -103,5 +104,9 @@ struct Attributes {
 
   friend bool operator==(const Attributes&, const Attributes&) = default;
 };
+
+// A transpose permutation that swaps the last two axes and keeps the others: a matrix transpose
+// of each batch element, which a GEMM can read in place.
+bool swaps_last_two_axes(std::span<const std::int64_t> perm);
 
 }  // namespace csrun::graph

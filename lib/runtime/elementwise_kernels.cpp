@@ -1,7 +1,9 @@
+#include <Eigen/Core>
 #include <algorithm>
 #include <cmath>
 #include <numbers>
 #include <stdexcept>
+#include <unsupported/Eigen/SpecialFunctions>
 
 #include "kernel_families.hpp"
 
@@ -152,15 +154,27 @@ void binary_any(const NodeTask& task) {
                });
 }
 
+// f32 comparisons into booleans; the common ones without a per-element switch.
+void comparison(const NodeTask& task) {
+  OpKind op = task.node->op;
+  switch (op) {
+    case OpKind::less:
+      return binary_f32<std::uint8_t>(task, [](float a, float b) { return a < b; });
+    case OpKind::greater:
+      return binary_f32<std::uint8_t>(task, [](float a, float b) { return a > b; });
+    case OpKind::equal:
+      return binary_f32<std::uint8_t>(task, [](float a, float b) { return a == b; });
+    default:
+      return binary_f32<std::uint8_t>(
+          task, [op](float a, float b) { return binary_value(op, a, b, false); });
+  }
+}
+
 void binary(const NodeTask& task) {
   bool f32_operands = task.in[0].dtype == DType::f32 && task.in[1].dtype == DType::f32;
   if (!f32_operands) return binary_any(task);
+  if (task.out.dtype == DType::boolean) return comparison(task);
   OpKind op = task.node->op;
-  if (task.out.dtype == DType::boolean) {
-    binary_f32<std::uint8_t>(task,
-                             [op](float a, float b) { return binary_value(op, a, b, false); });
-    return;
-  }
   switch (op) {
     case OpKind::add:
       return binary_f32<float>(task, [](float a, float b) { return a + b; });
@@ -176,7 +190,42 @@ void binary(const NodeTask& task) {
   }
 }
 
+// where(boolean, f32, f32) with each operand whole or a single value: the choice per element
+// without index arithmetic (the ReLU gradient, masking).
+bool where_f32(const NodeTask& task) {
+  const TensorRef& out = task.out;
+  bool whole_or_single = std::all_of(task.in.begin(), task.in.end(), [&](const TensorRef& in) {
+    return in.count == out.count || in.count == 1;
+  });
+  if (!whole_or_single || task.in[0].dtype != DType::boolean || task.in[1].dtype != DType::f32 ||
+      task.in[2].dtype != DType::f32 || out.dtype != DType::f32)
+    return false;
+  const std::uint8_t* condition = task.in[0].boolean();
+  const float* a = task.in[1].f32();
+  const float* b = task.in[2].f32();
+  float* result = out.f32();
+  if (task.in[0].count == 1) {
+    const float* chosen = condition[0] ? a : b;
+    std::int64_t step = (condition[0] ? task.in[1] : task.in[2]).count == 1 ? 0 : 1;
+    for (std::int64_t i = 0; i < out.count; ++i)
+      result[i] = chosen[i * step];
+    return true;
+  }
+  std::int64_t a_step = task.in[1].count == 1 ? 0 : 1;
+  std::int64_t b_step = task.in[2].count == 1 ? 0 : 1;
+  if (a_step == 1 && b_step == 0) {
+    float otherwise = b[0];
+    for (std::int64_t i = 0; i < out.count; ++i)
+      result[i] = condition[i] ? a[i] : otherwise;
+    return true;
+  }
+  for (std::int64_t i = 0; i < out.count; ++i)
+    result[i] = condition[i] ? a[i * a_step] : b[i * b_step];
+  return true;
+}
+
 void where(const NodeTask& task) {
+  if (where_f32(task)) return;
   std::array<Dims, 3> strides{broadcast_strides(task.in[0], task.out.rank),
                               broadcast_strides(task.in[1], task.out.rank),
                               broadcast_strides(task.in[2], task.out.rank)};
@@ -207,6 +256,43 @@ void unary_f32(const NodeTask& task, F f) {
     out[i] = f(x[i]);
 }
 
+// The same through Eigen's arrays, whose exp, log, tanh and erf are vectorized.
+template <class F>
+void unary_array(const NodeTask& task, F f) {
+  Eigen::Map<const Eigen::ArrayXf> x(task.in[0].f32(), task.out.count);
+  Eigen::Map<Eigen::ArrayXf>(task.out.f32(), task.out.count) = f(x);
+}
+
+void unary_vectorized(const NodeTask& task, bool approximate) {
+  using Array = Eigen::Map<const Eigen::ArrayXf>;
+  switch (task.node->op) {
+    case OpKind::exp:
+      return unary_array(task, [](const Array& x) { return x.exp(); });
+    case OpKind::log:
+      return unary_array(task, [](const Array& x) { return x.log(); });
+    case OpKind::sqrt:
+      return unary_array(task, [](const Array& x) { return x.sqrt(); });
+    case OpKind::rsqrt:
+      return unary_array(task, [](const Array& x) { return x.sqrt().inverse(); });
+    case OpKind::tanh:
+      return unary_array(task, [](const Array& x) { return x.tanh(); });
+    case OpKind::gelu:
+      if (approximate) {
+        return unary_array(task, [](const Array& x) {
+          float scale = std::sqrt(2.0f / std::numbers::pi_v<float>);
+          return 0.5f * x * (1.0f + (scale * (x + 0.044715f * x.cube())).tanh());
+        });
+      }
+      return unary_array(task, [](const Array& x) {
+        return 0.5f * x * (1.0f + (x * (1.0f / std::numbers::sqrt2_v<float>)).erf());
+      });
+    default:
+      return unary_f32(task, [op = task.node->op, approximate](float v) {
+        return unary_value(op, v, approximate);
+      });
+  }
+}
+
 void unary(const NodeTask& task) {
   const graph::Node& node = *task.node;
   OpKind op = node.op;
@@ -216,13 +302,10 @@ void unary(const NodeTask& task) {
     switch (op) {
       case OpKind::relu:
         return unary_f32(task, [](float v) { return v > 0.0f ? v : 0.0f; });
-      case OpKind::exp:
-        return unary_f32(task, [](float v) { return std::exp(v); });
       case OpKind::neg:
         return unary_f32(task, [](float v) { return -v; });
       default:
-        return unary_f32(task,
-                         [op, approximate](float v) { return unary_value(op, v, approximate); });
+        return unary_vectorized(task, approximate);
     }
   }
   if (op == OpKind::cast && x.dtype == DType::f32 && task.out.dtype != DType::i32 &&

@@ -1,13 +1,18 @@
 #include "executable.hpp"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <new>
 #include <stdexcept>
 #include <string>
 #include <unordered_map>
+#include <variant>
 
+#include "elementwise_chain.hpp"
 #include "kernel_families.hpp"
+#include "thread_team.hpp"
 
 namespace csrun::runtime {
 
@@ -78,6 +83,29 @@ struct Update {
   TensorRef variable;
 };
 
+// A kernel's work in the step: one node, or a chain of elementwise nodes run chunk by chunk.
+using StepWork = std::variant<NodeTask, ElementwiseChain>;
+
+// Runs of at least two elementwise nodes of one size become chains; the other nodes stay alone.
+std::vector<StepWork> chain_elementwise(std::vector<NodeTask> tasks, ThreadTeam& team) {
+  std::vector<StepWork> work;
+  for (std::size_t begin = 0; begin < tasks.size();) {
+    std::int64_t count = tasks[begin].out.count;
+    std::size_t end = begin;
+    while (end < tasks.size() && ElementwiseChain::fits(tasks[end], count))
+      ++end;
+    if (end - begin < 2) {
+      work.emplace_back(std::move(tasks[begin++]));
+      continue;
+    }
+    std::vector<NodeTask> chain(std::make_move_iterator(tasks.begin() + begin),
+                                std::make_move_iterator(tasks.begin() + end));
+    work.emplace_back(ElementwiseChain(std::move(chain), team));
+    begin = end;
+  }
+  return work;
+}
+
 struct NamedValue {
   std::string name;
   NodeId node = -1;
@@ -92,12 +120,13 @@ struct Executable::State {
   AlignedBytes arena;
   AlignedBytes scratch;
   std::vector<TensorRef> values;  // per node: where its value lives
-  std::vector<std::vector<NodeTask>> step_kernels;
+  std::vector<StepWork> step;
   std::vector<Snapshot> snapshots;
   std::vector<Update> updates;
   std::vector<NamedValue> named;
   std::unordered_map<std::string, Slot> slots;
   std::int64_t steps = 0;
+  mutable ThreadTeam team{ThreadTeam::available_cores()};  // shared by the tasks, which run it
 
   explicit State(compiler::Plan source) : plan(std::move(source)) {
     check_memory_plan();
@@ -225,6 +254,7 @@ struct Executable::State {
     NodeTask task;
     task.node = &plan.graph.node(id);
     task.out = values[static_cast<std::size_t>(id)];
+    task.team = &team;
     for (NodeId input : task.node->inputs)
       task.in.push_back(values[static_cast<std::size_t>(input)]);
     prepare_node(task);
@@ -242,14 +272,51 @@ struct Executable::State {
     }
   }
 
+  std::vector<int> use_counts() const {
+    std::vector<int> uses(plan.graph.size(), 0);
+    for (const graph::Node& node : plan.graph.nodes()) {
+      for (NodeId input : node.inputs)
+        ++uses[static_cast<std::size_t>(input)];
+    }
+    return uses;
+  }
+
+  // A matrix transpose that lives inside the kernel and feeds only its matmul is not copied: the
+  // GEMM reads the transpose's source with the transposed flag, and the transpose's task goes.
+  std::vector<NodeTask> fold_transposes(std::vector<NodeTask> tasks, const std::vector<int>& uses) {
+    std::vector<const graph::Node*> folded;
+    for (NodeTask& task : tasks) {
+      if (task.node->op != graph::OpKind::matmul) continue;
+      for (std::size_t operand = 0; operand < 2; ++operand) {
+        NodeId input = task.node->inputs[operand];
+        const graph::Node& source = plan.graph.node(input);
+        bool foldable = source.op == graph::OpKind::transpose &&
+                        graph::swaps_last_two_axes(source.attrs.perm) &&
+                        uses[static_cast<std::size_t>(input)] == 1 &&
+                        plan.memory.buffer_of[static_cast<std::size_t>(input)] < 0;
+        if (!foldable) continue;
+        task.in[operand] = values[static_cast<std::size_t>(source.inputs[0])];
+        task.transposed[operand] = true;
+        folded.push_back(&source);
+      }
+    }
+    std::erase_if(tasks, [&](const NodeTask& task) {
+      return std::find(folded.begin(), folded.end(), task.node) != folded.end();
+    });
+    return tasks;
+  }
+
   // Kernels that compute static values run now, once; the others become the step.
   void bind_kernels() {
+    std::vector<int> uses = use_counts();
     for (const compiler::Kernel& kernel : plan.kernels) {
       std::vector<NodeTask> tasks;
       for (NodeId id : kernel.nodes)
         tasks.push_back(task_for(id));
+      tasks = fold_transposes(std::move(tasks), uses);
       if (!kernel.at_load) {
-        step_kernels.push_back(std::move(tasks));
+        for (StepWork& work : chain_elementwise(std::move(tasks), team))
+          step.push_back(std::move(work));
         continue;
       }
       for (NodeTask& task : tasks)
@@ -258,9 +325,12 @@ struct Executable::State {
   }
 
   void run() {
-    for (std::vector<NodeTask>& kernel : step_kernels) {
-      for (NodeTask& task : kernel)
-        run_node(task);
+    for (StepWork& work : step) {
+      if (auto* chain = std::get_if<ElementwiseChain>(&work)) {
+        chain->run();
+      } else {
+        run_node(std::get<NodeTask>(work));
+      }
     }
     for (const Snapshot& taken : snapshots) {
       std::memcpy(taken.copy, taken.source.data,

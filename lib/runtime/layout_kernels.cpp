@@ -12,24 +12,44 @@ using graph::OpKind;
 
 // Copies every element of `source` (walked in row-major order, read with `source_strides`
 // from `source_base`) to `target` at `target_base` + index · `target_strides`. Elements are
-// moved as raw bytes: layout ops never change a dtype.
+// moved as raw words of their size: layout ops never change a dtype.
+template <class Word>
+void copy_words(const TensorRef& walk, const TensorRef& source, std::int64_t source_base,
+                const Dims& source_strides, const TensorRef& target, std::int64_t target_base,
+                const Dims& target_strides) {
+  const auto* from = reinterpret_cast<const Word*>(source.data) + source_base;
+  auto* to = reinterpret_cast<Word*>(target.data) + target_base;
+  std::array<Dims, 2> strides{source_strides, target_strides};
+  for_each_row(walk, strides, [&](std::int64_t, auto offsets, std::int64_t length, auto steps) {
+    const Word* in = from + offsets[0];
+    Word* out = to + offsets[1];
+    if (steps[0] == 1 && steps[1] == 1) {
+      std::memcpy(out, in, static_cast<std::size_t>(length) * sizeof(Word));
+    } else if (steps[0] == 0 && steps[1] == 1) {
+      std::fill_n(out, length, *in);
+    } else {
+      for (std::int64_t j = 0; j < length; ++j)
+        out[j * steps[1]] = in[j * steps[0]];
+    }
+  });
+}
+
 void copy_strided(const TensorRef& walk, const TensorRef& source, std::int64_t source_base,
                   const Dims& source_strides, const TensorRef& target, std::int64_t target_base,
                   const Dims& target_strides) {
-  auto size = static_cast<std::int64_t>(graph::dtype_size(source.dtype));
-  std::array<Dims, 2> strides{source_strides, target_strides};
-  for_each_row(walk, strides, [&](std::int64_t, auto offsets, std::int64_t length, auto steps) {
-    const std::byte* from = source.data + (source_base + offsets[0]) * size;
-    std::byte* to = target.data + (target_base + offsets[1]) * size;
-    if (steps[0] == 1 && steps[1] == 1) {
-      std::memcpy(to, from, static_cast<std::size_t>(length * size));
-      return;
-    }
-    for (std::int64_t j = 0; j < length; ++j) {
-      std::memcpy(to + j * steps[1] * size, from + j * steps[0] * size,
-                  static_cast<std::size_t>(size));
-    }
-  });
+  switch (graph::dtype_size(source.dtype)) {
+    case 1:
+      return copy_words<std::uint8_t>(walk, source, source_base, source_strides, target,
+                                      target_base, target_strides);
+    case 2:
+      return copy_words<std::uint16_t>(walk, source, source_base, source_strides, target,
+                                       target_base, target_strides);
+    case 4:
+      return copy_words<std::uint32_t>(walk, source, source_base, source_strides, target,
+                                       target_base, target_strides);
+    default:
+      throw std::logic_error("no layout copy for elements of this size");
+  }
 }
 
 void reshape(const NodeTask& task) {

@@ -1,30 +1,18 @@
 #include <Eigen/Core>
-#include <algorithm>
-#include <memory>
 
 #include "kernel_families.hpp"
+#include "thread_team.hpp"
 
 namespace csrun::runtime {
 
 namespace {
 
+// OpenBLAS's own threads would allocate a job table on every product; the products are split
+// across the executable's ThreadTeam instead, each part running single-threaded OpenBLAS.
+extern "C" void openblas_set_num_threads(int threads);
+
 using graph::DType;
-
-// Eigen's GEMM (Goto's algorithm) called below its expression layer, with its packing buffers
-// made once per kernel: a product expression would allocate them on every call once they
-// outgrow the stack. Row-major operands and result, f32 accumulation.
-using Blocking = Eigen::internal::gemm_blocking_space<Eigen::RowMajor, float, float, Eigen::Dynamic,
-                                                      Eigen::Dynamic, Eigen::Dynamic>;
-using Gemm = Eigen::internal::general_matrix_matrix_product<
-    Eigen::Index, float, Eigen::RowMajor, false, float, Eigen::RowMajor, false, Eigen::RowMajor, 1>;
-
-struct GemmState : KernelState {
-  Blocking blocking;
-  GemmState(std::int64_t m, std::int64_t n, std::int64_t k) : blocking(m, n, k, 1, true) {
-    blocking.allocateA();
-    blocking.allocateB();
-  }
-};
+using RowMatrix = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 
 struct GemmShape {
   std::int64_t m = 0;
@@ -34,7 +22,53 @@ struct GemmShape {
 
 GemmShape gemm_shape(const NodeTask& task) {
   const TensorRef& out = task.out;
-  return {out.dim(out.rank - 2), out.dim(out.rank - 1), task.in[0].dim(task.in[0].rank - 1)};
+  const TensorRef& a = task.in[0];
+  int contracted_axis = task.transposed[0] ? a.rank - 2 : a.rank - 1;
+  return {out.dim(out.rank - 2), out.dim(out.rank - 1), a.dim(contracted_axis)};
+}
+
+// Rows [first, first + rows) of one row-major product out = op(a) * op(b). Eigen hands it to
+// OpenBLAS's sgemm (EIGEN_USE_BLAS) with the transposes as flags and the row block as an
+// offset and a leading dimension, so nothing is copied and nothing is allocated.
+void multiply_rows(const float* a, bool a_transposed, const float* b, bool b_transposed, float* out,
+                   GemmShape shape, std::int64_t first, std::int64_t rows) {
+  using Block = Eigen::Map<const RowMatrix, 0, Eigen::OuterStride<>>;
+  auto [m, n, k] = shape;
+  Eigen::Map<RowMatrix> product(out + first * n, rows, n);
+  Block rhs(b, b_transposed ? n : k, b_transposed ? k : n,
+            Eigen::OuterStride<>(b_transposed ? k : n));
+  if (a_transposed) {
+    Block lhs(a + first, k, rows, Eigen::OuterStride<>(m));
+    if (b_transposed) {
+      product.noalias() = lhs.transpose() * rhs.transpose();
+    } else {
+      product.noalias() = lhs.transpose() * rhs;
+    }
+    return;
+  }
+  Block lhs(a + first * k, rows, k, Eigen::OuterStride<>(k));
+  if (b_transposed) {
+    product.noalias() = lhs * rhs.transpose();
+  } else {
+    product.noalias() = lhs * rhs;
+  }
+}
+
+// Below this many multiply-adds a product runs on the calling thread: waking the team costs more.
+constexpr std::int64_t kSplitMultiplyAdds = 1 << 20;
+
+// One product, its rows split across the team.
+void multiply(const float* a, bool a_transposed, const float* b, bool b_transposed, float* out,
+              GemmShape shape, ThreadTeam* team) {
+  std::int64_t parts = team == nullptr ? 1 : team->size();
+  if (shape.m * shape.n * shape.k < kSplitMultiplyAdds || shape.m < 2 * parts) parts = 1;
+  if (parts == 1) return multiply_rows(a, a_transposed, b, b_transposed, out, shape, 0, shape.m);
+  auto work = [&](int part) {
+    std::int64_t first = shape.m * part / parts;
+    std::int64_t last = shape.m * (part + 1) / parts;
+    multiply_rows(a, a_transposed, b, b_transposed, out, shape, first, last - first);
+  };
+  team->run(work);
 }
 
 // An operand as f32: in place, or widened into `scratch` (16-bit operands accumulate in f32).
@@ -69,14 +103,17 @@ std::int64_t batch_offset(std::int64_t index, const TensorRef& out, const Tensor
 }  // namespace
 
 void prepare_matmul(NodeTask& task) {
+  static const bool single_threaded_blas = [] {
+    openblas_set_num_threads(1);
+    return true;
+  }();
+  (void)single_threaded_blas;
   std::int64_t floats = 0;
   for (const TensorRef& operand : task.in) {
     if (operand.dtype != DType::f32) floats += operand.count;
   }
   if (task.out.dtype != DType::f32) floats += task.out.count;
   task.scratch.assign(static_cast<std::size_t>(floats), 0.0f);
-  GemmShape shape = gemm_shape(task);
-  task.state = std::make_unique<GemmState>(shape.m, shape.n, shape.k);
 }
 
 void run_matmul(NodeTask& task) {
@@ -87,15 +124,13 @@ void run_matmul(NodeTask& task) {
   const float* a_data = as_f32(a, scratch);
   const float* b_data = as_f32(b, scratch);
   float* c_data = out.dtype == DType::f32 ? out.f32() : scratch;
-  auto [m, n, k] = gemm_shape(task);
-  auto& blocking = static_cast<GemmState&>(*task.state).blocking;
-  std::fill(c_data, c_data + out.count, 0.0f);
+  GemmShape shape = gemm_shape(task);
+  auto [m, n, k] = shape;
   std::int64_t batches = m * n == 0 ? 0 : out.count / (m * n);
   for (std::int64_t batch = 0; batch < batches; ++batch) {
-    const float* lhs = a_data + batch_offset(batch, out, a) * m * k;
-    const float* rhs = b_data + batch_offset(batch, out, b) * k * n;
-    if (k == 0) break;
-    Gemm::run(m, n, k, lhs, k, rhs, n, c_data + batch * m * n, 1, n, 1.0f, blocking, nullptr);
+    multiply(a_data + batch_offset(batch, out, a) * m * k, task.transposed[0],
+             b_data + batch_offset(batch, out, b) * k * n, task.transposed[1],
+             c_data + batch * m * n, shape, task.team);
   }
   if (out.dtype == DType::f32) return;
   for (std::int64_t i = 0; i < out.count; ++i)

@@ -1,7 +1,10 @@
+#include <Eigen/Core>
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
 #include <stdexcept>
+#include <type_traits>
 
 #include "kernel_families.hpp"
 
@@ -55,12 +58,26 @@ void reduce_block(OpKind op, const AxisSplit& split, In x, Out out) {
     }
     return;
   }
+  // Columns a block at a time, rows in order: each total sums in the same order as one column
+  // at a time would, but the rows are read contiguously.
+  constexpr std::int64_t kColumns = 64;
+  std::array<double, kColumns> totals{};
   for (std::int64_t o = 0; o < split.outer; ++o) {
-    for (std::int64_t i = 0; i < split.inner; ++i) {
-      double total = reduce_identity(op);
-      for (std::int64_t r = 0; r < split.length; ++r)
-        total = combine(op, total, x.get((o * split.length + r) * split.inner + i));
-      out.put(o * split.inner + i, total);
+    for (std::int64_t first = 0; first < split.inner; first += kColumns) {
+      std::int64_t columns = std::min(kColumns, split.inner - first);
+      std::fill_n(totals.begin(), columns, reduce_identity(op));
+      for (std::int64_t r = 0; r < split.length; ++r) {
+        std::int64_t row = (o * split.length + r) * split.inner + first;
+        if (op == OpKind::reduce_max) {
+          for (std::int64_t i = 0; i < columns; ++i)
+            totals[i] = combine(op, totals[i], x.get(row + i));
+        } else {
+          for (std::int64_t i = 0; i < columns; ++i)
+            totals[i] += x.get(row + i);
+        }
+      }
+      for (std::int64_t i = 0; i < columns; ++i)
+        out.put(o * split.inner + first + i, totals[i]);
     }
   }
 }
@@ -157,6 +174,23 @@ void softmax_lines(bool log, const AxisSplit& split, In x, Out out) {
   }
 }
 
+// Rows along the last axis in f32, as PyTorch computes them: max, exp and sum vectorized.
+void softmax_rows_f32(bool log, std::int64_t rows, std::int64_t width, const float* x, float* out) {
+  if (width == 0) return;
+  for (std::int64_t r = 0; r < rows; ++r) {
+    Eigen::Map<const Eigen::ArrayXf> in(x + r * width, width);
+    Eigen::Map<Eigen::ArrayXf> result(out + r * width, width);
+    float top = in.maxCoeff();
+    result = (in - top).exp();
+    float total = result.sum();
+    if (log) {
+      result = (in - top) - std::log(total);
+    } else {
+      result *= 1.0f / total;
+    }
+  }
+}
+
 template <class In, class Out>
 void layer_norm_rows(double eps, std::int64_t rows, std::int64_t width, In x, Out out) {
   for (std::int64_t r = 0; r < rows; ++r) {
@@ -194,7 +228,13 @@ void run_normalization(NodeTask& task) {
       return;
     }
     auto axis = static_cast<int>(node.attrs.axis);
-    softmax_lines(node.op == OpKind::log_softmax, split_at(input, axis, axis), x, out);
+    AxisSplit split = split_at(input, axis, axis);
+    bool log = node.op == OpKind::log_softmax;
+    if constexpr (std::is_same_v<decltype(x), F32Access>) {
+      if (split.inner == 1)
+        return softmax_rows_f32(log, split.outer, split.length, x.data, out.data);
+    }
+    softmax_lines(log, split, x, out);
   });
 }
 

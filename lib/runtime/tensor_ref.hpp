@@ -8,13 +8,14 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
-#include <memory>
 #include <vector>
 
 #include "graph/graph.hpp"
 #include "half_precision.hpp"
 
 namespace csrun::runtime {
+
+class ThreadTeam;
 
 inline constexpr int kMaxRank = 8;
 using Dims = std::array<std::int64_t, kMaxRank>;
@@ -80,20 +81,17 @@ inline Dims strides_of(const TensorRef& t) {
   return strides;
 }
 
-// One node's work: its result and operands in memory and, for kernels that need them, a scratch
-// area and state made when the plan is loaded (operands widened to f32, a product before
-// narrowing, packing buffers), so that running it allocates nothing.
-// What a kernel keeps between steps beyond plain floats (a GEMM's packing buffers).
-struct KernelState {
-  virtual ~KernelState() = default;
-};
-
+// One node's work: its result and operands in memory and, for kernels that need it, a scratch
+// area sized when the plan is loaded (operands widened to f32, a product before narrowing), so
+// that running it allocates nothing.
 struct NodeTask {
   const graph::Node* node = nullptr;
   TensorRef out;
   std::vector<TensorRef> in;
+  // A matmul reads operand i with its last two axes swapped: a transpose folded into the GEMM.
+  std::array<bool, 2> transposed{};
   std::vector<float> scratch;
-  std::unique_ptr<KernelState> state;
+  ThreadTeam* team = nullptr;  // the cores a large kernel splits across; null: the caller alone
 };
 
 // Computes `task.out` from `task.in`. Throws std::out_of_range for a gather or scatter index

@@ -106,9 +106,9 @@ class PipelinePlacer {
   // kernel gets a rectangle near its area and neighbouring kernels land side by side.
   std::vector<Region> pack(const std::vector<double>& areas) const {
     if (static_cast<std::int64_t>(areas.size()) > profile_.pes()) throw too_many(areas.size());
-    std::vector<double> prefix(areas.size() + 1, 0.0);
-    for (std::size_t i = 0; i < areas.size(); ++i)
-      prefix[i + 1] = prefix[i] + areas[i];
+    std::vector<double> prefix = {0.0};
+    for (double area : areas)
+      prefix.push_back(prefix.back() + area);
     std::vector<Region> regions(areas.size());
     slice(prefix, 0, areas.size(), {0, 0, profile_.width, profile_.height}, regions);
     return regions;

@@ -1,0 +1,34 @@
+#pragma once
+
+// Runs consecutive elementwise nodes of one kernel chunk by chunk rather than node by node, so a
+// fused kernel reads and writes each value once and its intermediates stay in cache, as the
+// fused kernel on the wafer would.
+
+#include <vector>
+
+#include "tensor_ref.hpp"
+#include "thread_team.hpp"
+
+namespace csrun::runtime {
+
+class ElementwiseChain {
+ public:
+  // Whether `task` can join a chain over `count` elements: an elementwise node whose result has
+  // `count` elements and whose operands have `count` elements or one.
+  static bool fits(const NodeTask& task, std::int64_t count);
+
+  // Large chains split their chunks across `team` (which must outlive the chain).
+  ElementwiseChain(std::vector<NodeTask> tasks, ThreadTeam& team);
+  void run();
+
+ private:
+  void run_chunks(std::int64_t first, std::int64_t last, std::vector<NodeTask>& chunk);
+
+  std::vector<NodeTask> tasks_;
+  // Per thread of the team: the tasks over one chunk, re-pointed for every chunk.
+  std::vector<std::vector<NodeTask>> chunks_;
+  std::int64_t count_ = 0;
+  ThreadTeam* team_;
+};
+
+}  // namespace csrun::runtime

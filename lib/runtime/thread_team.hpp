@@ -1,0 +1,47 @@
+#pragma once
+
+// The host cores a step's large kernels split their work across. The team is made once with the
+// executable and its helpers wait between kernels, so a step starts no thread and allocates
+// nothing.
+
+#include <atomic>
+#include <cstdint>
+#include <thread>
+#include <vector>
+
+namespace csrun::runtime {
+
+class ThreadTeam {
+ public:
+  // `size` threads in all: the caller and size - 1 helpers.
+  explicit ThreadTeam(int size);
+  ~ThreadTeam();
+  ThreadTeam(const ThreadTeam&) = delete;
+  ThreadTeam& operator=(const ThreadTeam&) = delete;
+
+  int size() const { return static_cast<int>(helpers_.size()) + 1; }
+
+  // Calls work(part) for every part in [0, size()), part 0 on the calling thread, and returns
+  // when all have returned. `work` must not throw.
+  template <class Work>
+  void run(Work& work) {
+    dispatch([](void* context, int part) { (*static_cast<Work*>(context))(part); }, &work);
+  }
+
+  // The cores this process may run on (its CPU affinity).
+  static int available_cores();
+
+ private:
+  using Task = void (*)(void*, int);
+  void dispatch(Task task, void* context);
+  void serve(int part);
+
+  std::vector<std::thread> helpers_;
+  std::atomic<std::uint64_t> generation_{0};
+  std::atomic<int> pending_{0};
+  std::atomic<bool> stopping_{false};
+  Task task_ = nullptr;
+  void* context_ = nullptr;
+};
+
+}  // namespace csrun::runtime
