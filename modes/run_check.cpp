@@ -150,12 +150,11 @@ class TrainerCheck {
     summary.batch_size = system_batch(*loader, trainer_.backend.cluster.num_csx);
     summary.system_batch = loader->batch_size / trainer_.backend.cluster.num_csx;
     summary.micro_batch_fixed = loader->micro_batch_size.has_value();
-    models::TraceOptions options{training ? models::StepKind::train : models::StepKind::eval,
-                                 static_cast<std::uint64_t>(trainer_.seed.value_or(0)),
-                                 {}};
-    if (training) options.training = {*trainer_.optimizer, trainer_.schedulers, trainer_.precision};
+    models::TraceOptions options =
+        trace_options(trainer_, training ? models::StepKind::train : models::StepKind::eval);
     try {
       models::TracedStep step = models::trace_step(model, summary.batch_size, options);
+      if (training && trainer_.backend.retrace_every_iteration) checked.traced_step = step.graph;
       summary.ops = step.graph.size();
       summary.parameters = step.parameter_count;
       summary.flops = step.flops;
@@ -183,6 +182,13 @@ class TrainerCheck {
 };
 
 }  // namespace
+
+models::TraceOptions trace_options(const config::TrainerSpec& trainer, models::StepKind kind) {
+  models::TraceOptions options{kind, static_cast<std::uint64_t>(trainer.seed.value_or(0)), {}};
+  if (kind == models::StepKind::train)
+    options.training = {*trainer.optimizer, trainer.schedulers, trainer.precision};
+  return options;
+}
 
 CheckedRun check_run(const RunOptions& options) {
   CheckedRun checked;

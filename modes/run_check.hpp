@@ -17,10 +17,15 @@ struct CheckedTrainer {
   std::size_t index = 0;
   std::optional<models::CheckedModel> model;
   std::optional<TraceSummary> trace;
+  std::optional<graph::Graph> traced_step;  // kept for retrace_every_iteration only
   std::optional<CompiledTrainer> compiled;  // the compiler's front half, or a cached plan
   std::optional<data::DataloaderSpec> train_loader;
   std::vector<data::DataloaderSpec> eval_loaders;
 };
+
+// How a trainer's step is traced: its seed and, for training, its optimizer, schedulers and
+// precision.
+models::TraceOptions trace_options(const config::TrainerSpec& trainer, models::StepKind kind);
 
 // The result of the validation stage that every subcommand starts with.
 struct CheckedRun {

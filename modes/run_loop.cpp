@@ -6,6 +6,7 @@
 #include "csrun/build_info.hpp"
 #include "graph/fingerprint.hpp"
 #include "models/step_trace.hpp"
+#include "retrace_check.hpp"
 #include "run_check.hpp"
 #include "runner/callbacks.hpp"
 #include "runner/checkpoint.hpp"
@@ -38,8 +39,6 @@ std::vector<data::SampleField> sample_fields(const models::CheckedModel& model,
   return fields;
 }
 
-// The eval step, traced and compiled as the training step was (same precision), without a wafer
-// mapping: evaluation reports host rates only.
 // The model as it reads `loader`: sequence models take the loader's sequence length.
 models::CheckedModel model_reading(const CheckedTrainer& checked,
                                    const data::DataloaderSpec& loader) {
@@ -50,13 +49,14 @@ models::CheckedModel model_reading(const CheckedTrainer& checked,
   return model;
 }
 
+// The eval step, traced and compiled as the training step was (same precision), without a wafer
+// mapping: evaluation reports host rates only.
 runner::StepProgram eval_program(const CheckedTrainer& checked, const config::TrainerSpec& trainer,
                                  const data::DataloaderSpec& loader) {
   models::CheckedModel model = model_reading(checked, loader);
   std::int64_t batch = loader.batch_size / trainer.backend.cluster.num_csx;
-  models::TraceOptions options{
-      models::StepKind::eval, static_cast<std::uint64_t>(trainer.seed.value_or(0)), {}};
-  models::TracedStep step = models::trace_step(model, batch, options);
+  models::TracedStep step =
+      models::trace_step(model, batch, trace_options(trainer, models::StepKind::eval));
   compiler::PrecisionPolicy precision = precision_policy(trainer);
   compiler::StepInfo info{kVersion, graph::fingerprint(step.graph), compiler::StepKind::eval, batch,
                           step.tokens_per_sample};
@@ -89,11 +89,18 @@ runner::RunSetup setup_for(const CheckedRun& checked, const CheckedTrainer& trai
   return setup;
 }
 
-runner::CallbackList callbacks_for(const config::TrainerSpec& trainer) {
+// The params' callbacks csrun's registry knows, and the retrace check when it is asked for.
+runner::CallbackList callbacks_for(const config::TrainerSpec& trainer,
+                                   const CheckedTrainer& checked, std::int64_t batch_size) {
   runner::CallbackList callbacks;
   for (const config::ClassSpec& callback : trainer.callbacks) {
     if (!callback.disabled && runner::has_callback(callback.type))
       callbacks.add(runner::make_callback(callback.type, callback.params));
+  }
+  if (checked.traced_step && checked.train_loader) {
+    callbacks.add(std::make_unique<RetraceCheck>(
+        model_reading(checked, *checked.train_loader), batch_size,
+        trace_options(trainer, models::StepKind::train), *checked.traced_step));
   }
   return callbacks;
 }
@@ -132,8 +139,9 @@ int run_trainer(const CheckedRun& checked, const CheckedTrainer& trainer_check,
   std::cerr << "csrun " << (kind == LoopKind::train ? "train" : "eval") << ": plan "
             << planned.directory.string()
             << (planned.from_cache ? " (from the compile cache)" : " (compiled now)") << "\n";
+  std::int64_t batch_size = planned.plan.batch_size;
   runner::TrainingLoop loop(setup_for(checked, trainer_check, std::move(planned), kind),
-                            callbacks_for(trainer));
+                            callbacks_for(trainer, trainer_check, batch_size));
   if (kind == LoopKind::train) {
     loop.fit();
   } else {

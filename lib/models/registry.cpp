@@ -1,6 +1,7 @@
 #include "registry.hpp"
 
 #include <algorithm>
+#include <stdexcept>
 
 #include "config/spelling.hpp"
 #include "model_definitions.hpp"
@@ -103,13 +104,27 @@ const ModelDefinition* resolve_model(const config::TrainerSpec& trainer, Diagnos
 
 }  // namespace
 
-const std::vector<ModelDefinition>& model_registry() {
-  static const std::vector<ModelDefinition> registry = {
+namespace {
+
+std::vector<ModelDefinition>& registry() {
+  static std::vector<ModelDefinition> definitions = {
       fc_mnist_definition(), gpt2_definition(),        gpt3_definition(),    gptj_definition(),
       llama_definition(),    bert_definition(),        roberta_definition(), linformer_definition(),
       t5_definition(),       transformer_definition(), unet_definition(),
   };
-  return registry;
+  return definitions;
+}
+
+}  // namespace
+
+const std::vector<ModelDefinition>& model_registry() {
+  return registry();
+}
+
+void register_model(ModelDefinition definition) {
+  if (find_model(definition.name) != nullptr)
+    throw std::invalid_argument("a model named '" + definition.name + "' is registered already");
+  registry().push_back(std::move(definition));
 }
 
 const ModelDefinition* find_model(std::string_view name) {

@@ -41,6 +41,9 @@ struct ModelDefinition {
 };
 
 const std::vector<ModelDefinition>& model_registry();
+// Adds a network to the registry, beside the built-in ones, without editing them. Throws
+// std::invalid_argument when a network of that name exists.
+void register_model(ModelDefinition definition);
 const ModelDefinition* find_model(std::string_view name);
 std::vector<std::string> model_names();
 
