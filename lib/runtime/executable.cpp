@@ -5,11 +5,13 @@
 #include <cstring>
 #include <memory>
 #include <new>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <unordered_map>
 #include <variant>
 
+#include "compiler/node_users.hpp"
 #include "elementwise_chain.hpp"
 #include "kernel_families.hpp"
 #include "thread_team.hpp"
@@ -272,27 +274,20 @@ struct Executable::State {
     }
   }
 
-  std::vector<int> use_counts() const {
-    std::vector<int> uses(plan.graph.size(), 0);
-    for (const graph::Node& node : plan.graph.nodes()) {
-      for (NodeId input : node.inputs)
-        ++uses[static_cast<std::size_t>(input)];
-    }
-    return uses;
-  }
-
   // A matrix transpose that lives inside the kernel and feeds only its matmul is not copied: the
   // GEMM reads the transpose's source with the transposed flag, and the transpose's task goes.
-  std::vector<NodeTask> fold_transposes(std::vector<NodeTask> tasks, const std::vector<int>& uses) {
+  std::vector<NodeTask> fold_transposes(std::vector<NodeTask> tasks, std::span<const NodeId> nodes,
+                                        const compiler::NodeUsers& users) {
     std::vector<const graph::Node*> folded;
-    for (NodeTask& task : tasks) {
+    for (std::size_t t = 0; t < tasks.size(); ++t) {
+      NodeTask& task = tasks[t];
       if (task.node->op != graph::OpKind::matmul) continue;
       for (std::size_t operand = 0; operand < 2; ++operand) {
         NodeId input = task.node->inputs[operand];
         const graph::Node& source = plan.graph.node(input);
         bool foldable = source.op == graph::OpKind::transpose &&
                         graph::swaps_last_two_axes(source.attrs.perm) &&
-                        uses[static_cast<std::size_t>(input)] == 1 &&
+                        users.sole_user(input) == nodes[t] &&
                         plan.memory.buffer_of[static_cast<std::size_t>(input)] < 0;
         if (!foldable) continue;
         task.in[operand] = values[static_cast<std::size_t>(source.inputs[0])];
@@ -308,12 +303,12 @@ struct Executable::State {
 
   // Kernels that compute static values run now, once; the others become the step.
   void bind_kernels() {
-    std::vector<int> uses = use_counts();
+    compiler::NodeUsers users(plan.graph);
     for (const compiler::Kernel& kernel : plan.kernels) {
       std::vector<NodeTask> tasks;
       for (NodeId id : kernel.nodes)
         tasks.push_back(task_for(id));
-      tasks = fold_transposes(std::move(tasks), uses);
+      tasks = fold_transposes(std::move(tasks), kernel.nodes, users);
       if (!kernel.at_load) {
         for (StepWork& work : chain_elementwise(std::move(tasks), team))
           step.push_back(std::move(work));
