@@ -18,7 +18,7 @@ class FakeDataset : public Dataset {
 
   std::int64_t size() const override { return size_; }
 
-  void read(std::int64_t index, std::int64_t row, BatchData& batch) const override {
+  void read(std::int64_t index, std::int64_t, std::int64_t row, BatchData& batch) const override {
     for (std::size_t f = 0; f < fields_.size(); ++f) {
       const SampleField& field = fields_[f];
       bool ones = field.name.find("mask") != std::string::npos ||
@@ -68,9 +68,11 @@ std::unique_ptr<Dataset> open_dataset(const DataloaderSpec& loader,
   if (loader.processor == "MNISTDataProcessor") return open_mnist(loader, fields);
   if (loader.processor.starts_with("Gpt") && loader.processor.find("HDF5") != std::string::npos)
     return open_gpt_hdf5(loader, fields);
+  if (loader.processor.starts_with("BertCSV")) return open_bert_csv(loader, fields, seed);
   throw std::runtime_error("csrun does not read " + loader.processor +
-                           " datasets yet; it reads MNISTDataProcessor (IDX files) and the GPT "
-                           "HDF5 processors, or any processor with --fake_data");
+                           " datasets yet; it reads MNISTDataProcessor (IDX files), the GPT "
+                           "HDF5 processors and the BERT CSV processors, or any "
+                           "processor with --fake_data");
 }
 
 std::vector<std::int64_t> sample_order(std::int64_t size, std::uint64_t seed, std::int64_t epoch,

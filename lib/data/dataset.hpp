@@ -31,13 +31,16 @@ class Dataset {
  public:
   virtual ~Dataset() = default;
   virtual std::int64_t size() const = 0;
-  // Writes sample `index` (< size()) into row `row` of every field of `batch`.
-  virtual void read(std::int64_t index, std::int64_t row, BatchData& batch) const = 0;
+  // Writes sample `index` (< size()) as read in `epoch` (dynamic masking differs per epoch) into
+  // row `row` of every field of `batch`.
+  virtual void read(std::int64_t index, std::int64_t epoch, std::int64_t row,
+                    BatchData& batch) const = 0;
 };
 
 // The dataset a checked dataloader names: its files (MNIST IDX, the Model Zoo's GPT HDF5
-// layout), or synthetic samples when it is fake. Throws std::runtime_error naming the file and
-// what is wrong when the data cannot be read as the model's fields.
+// layout, BERT's CSV files with dynamic masking), or synthetic samples when it is fake. Throws
+// std::runtime_error naming the file and what is wrong when the data cannot be read as the model's
+// fields.
 std::unique_ptr<Dataset> open_dataset(const DataloaderSpec& loader,
                                       const std::vector<SampleField>& fields, std::uint64_t seed);
 
@@ -46,10 +49,12 @@ std::unique_ptr<Dataset> open_dataset(const DataloaderSpec& loader,
 std::vector<std::int64_t> sample_order(std::int64_t size, std::uint64_t seed, std::int64_t epoch,
                                        bool shuffle);
 
-// Readers of the formats (mnist_files.cpp, gpt_hdf5_files.cpp).
+// Readers of the formats (mnist_files.cpp, gpt_hdf5_files.cpp, bert_csv_files.cpp).
 std::unique_ptr<Dataset> open_mnist(const DataloaderSpec& loader,
                                     const std::vector<SampleField>& fields);
 std::unique_ptr<Dataset> open_gpt_hdf5(const DataloaderSpec& loader,
                                        const std::vector<SampleField>& fields);
+std::unique_ptr<Dataset> open_bert_csv(const DataloaderSpec& loader,
+                                       const std::vector<SampleField>& fields, std::uint64_t seed);
 
 }  // namespace csrun::data

@@ -84,7 +84,7 @@ class GptDataset : public Dataset {
 
   std::int64_t size() const override { return static_cast<std::int64_t>(examples_); }
 
-  void read(std::int64_t index, std::int64_t row, BatchData& batch) const override {
+  void read(std::int64_t index, std::int64_t, std::int64_t row, BatchData& batch) const override {
     const std::int32_t* example = tokens_.data() + static_cast<std::size_t>(index) * 3 * length_;
     for (std::size_t r = 0; r < 3; ++r) {
       std::int32_t* target =

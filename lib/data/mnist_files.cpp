@@ -138,7 +138,7 @@ class MnistDataset : public Dataset {
 
   std::int64_t size() const override { return count_; }
 
-  void read(std::int64_t index, std::int64_t row, BatchData& batch) const override {
+  void read(std::int64_t index, std::int64_t, std::int64_t row, BatchData& batch) const override {
     constexpr std::int64_t kPixels = kSide * kSide;
     const unsigned char* pixels = pixels_.data() + index * kPixels;
     float* input = batch.floats[input_field_].data() + row * kPixels;

@@ -80,13 +80,15 @@ std::vector<Field> bert_fields(bool dynamic_mask) {
                               "pipeline-mode key; it has no effect"),
   };
   if (dynamic_mask) {
-    for (Field field : {required_field("vocab_file", T::string()),
-                        optional_field("masked_lm_prob", T::number({0.0, 1.0, false, false})),
-                        optional_field("do_lower", T::boolean()),
-                        optional_field("whole_word_masking", T::boolean()),
-                        optional_field("mask_whole_word", T::boolean()),
-                        optional_field("dynamic_mlm_scale", T::boolean()),
-                        optional_field("exclude_from_masking", T::list_of(T::string()))}) {
+    for (Field field :
+         {required_field("vocab_file", T::string()),
+          optional_field("masked_lm_prob", T::number({0.0, 1.0, false, false})),
+          optional_field("do_lower", T::boolean()),
+          optional_field("whole_word_masking", T::boolean()),
+          optional_field("mask_whole_word", T::boolean()),
+          optional_field("dynamic_mlm_scale", T::boolean()),
+          optional_field("exclude_from_masking", T::list_of(T::string())),
+          optional_field("oov_token", T::string()), optional_field("mask_token", T::string())}) {
       fields.push_back(std::move(field));
     }
   }
@@ -156,7 +158,7 @@ const std::vector<ProcessorDefinition>& processor_registry() {
                 "BERT pre-training CSV files listed in meta.dat, masked on the fly",
                 bert_fields(true), check_bert_csv_files),
       processor("BertCSVDataProcessor", "BERT pre-training CSV files with static masks",
-                bert_fields(false), {}, "pre-masked BERT CSV files"),
+                bert_fields(false), check_bert_csv_files),
       processor("BertHDF5DataProcessor", "BERT pre-training HDF5 files", bert_fields(false), {},
                 "BERT HDF5 files"),
       processor("BertMlmOnlyTfRecordsDynamicMaskProcessor",

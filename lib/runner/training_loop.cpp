@@ -86,7 +86,7 @@ class BatchFeed {
   void next(Executable& executable) {
     if (position_ + batch_size_ > dataset_->size()) seek(epoch_ + 1, 0);
     for (std::int64_t row = 0; row < batch_size_; ++row)
-      dataset_->read(order_[static_cast<std::size_t>(position_ + row)], row, batch_);
+      dataset_->read(order_[static_cast<std::size_t>(position_ + row)], epoch_, row, batch_);
     position_ += batch_size_;
     for (std::size_t f = 0; f < fields_.size(); ++f) {
       if (fields_[f].integer) {

@@ -88,8 +88,15 @@ def fc_mnist_loss(params, batch, cfg):
     return F.nll_loss(torch.log_softmax(logits, -1), batch["labels"])
 
 
+def mnist_pixels(stream, shape):
+    """Grey levels 0..255 as an MNIST IDX file stores them, normalized as csrun's MNIST reader and
+    torchvision's ToTensor + Normalize(0.1307, 0.3081) do, in float32."""
+    pixels = integers(stream, shape, 256).float()
+    return (pixels / 255.0 - torch.tensor(0.1307)) / torch.tensor(0.3081)
+
+
 def fc_mnist_batch(step, cfg, size):
-    return {"input": uniform(f"data.input.{step}", (size, 784)), "labels": integers(f"data.labels.{step}", (size,), 10)}
+    return {"input": mnist_pixels(f"data.input.{step}", (size, 784)), "labels": integers(f"data.labels.{step}", (size,), 10)}
 
 
 def gpt2_loss(params, batch, cfg):

@@ -29,6 +29,11 @@ std::vector<double> integers(const std::string& stream, std::size_t count, doubl
   return values;
 }
 
+// A grey level as the MNIST reader normalizes it (in float32, as scripts/golden/curves.py does).
+float mnist_normalized(double pixel) {
+  return (static_cast<float>(pixel) / 255.0f - 0.1307f) / 0.3081f;
+}
+
 // The batch of `step` as scripts/golden/curves.py makes it, for every field of the layout.
 graph::Feeds batch_of(const models::BatchLayout& layout, int step, double vocab) {
   graph::Feeds feeds;
@@ -38,8 +43,8 @@ graph::Feeds batch_of(const models::BatchLayout& layout, int step, double vocab)
     std::string stream = "data." + field.name + "." + std::to_string(step);
     std::vector<double> values;
     if (field.name == "input") {
-      for (double v : uniforms(stream, count))
-        values.push_back(static_cast<float>(v));
+      for (double pixel : integers(stream, count, 256))
+        values.push_back(mnist_normalized(pixel));
     } else if (field.name == "labels" && shape.size() == 1) {
       values = integers(stream, count, 10);
     } else if (field.name == "input_ids" || field.name == "labels" ||
@@ -111,6 +116,7 @@ std::vector<GoldenCurve> golden_curves() {
         .loss_scales = c.value("loss_scales", std::vector<double>{}),
         .parameters = {},
         .vocab = init["model"].value("vocab_size", 10.0),
+        .init = init.dump(),
         .model = *model,
         .step = models::trace_step(*model, c["batch_size"].get<std::int64_t>(), options)};
     for (const json& p : c["parameters"])

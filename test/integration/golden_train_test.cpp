@@ -1,0 +1,172 @@
+// The golden PyTorch curves (test/data/golden/curves.json) through the whole tool: `csrun train
+// --target_device CPU` on data files holding the curves' batches, from a checkpoint holding their
+// initial weights, logs every step's loss within 1e-4 of PyTorch's (read back from its
+// TensorBoard events). On CPU the Model Zoo turns cbfloat16 into bfloat16 and drops loss scaling,
+// which leaves f32 losses unchanged; the loss-scale sequence is checked on the runtime
+// (test/unit/runtime/golden_runtime_test.cpp).
+
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "data/hdf5_file.hpp"
+#include "runner/checkpoint.hpp"
+#include "support/event_reader.hpp"
+#include "support/golden_curves.hpp"
+#include "support/process.hpp"
+#include "support/temp_dir.hpp"
+
+using namespace csrun;
+namespace fs = std::filesystem;
+
+namespace {
+
+// Every field of the curve's batches, step after step: rows of samples in the order csrun reads
+// them without shuffling.
+std::map<std::string, std::vector<double>> batch_rows(const test::GoldenCurve& curve) {
+  std::map<std::string, std::vector<double>> rows;
+  for (int step = 0; step < static_cast<int>(curve.losses.size()); ++step) {
+    for (auto& [name, tensor] : test::golden_batch(curve, step))
+      rows[name].insert(rows[name].end(), tensor.values.begin(), tensor.values.end());
+  }
+  return rows;
+}
+
+void write_be32(std::ofstream& out, std::uint32_t value) {
+  for (int shift = 24; shift >= 0; shift -= 8)
+    out.put(static_cast<char>((value >> shift) & 0xFF));
+}
+
+// MNIST IDX files: the normalized inputs turned back into the grey levels they came from.
+std::string write_mnist(const fs::path& dir,
+                        const std::map<std::string, std::vector<double>>& rows) {
+  const std::vector<double>& input = rows.at("input");
+  const std::vector<double>& labels = rows.at("labels");
+  auto count = static_cast<std::uint32_t>(labels.size());
+  std::ofstream images(dir / "train-images-idx3-ubyte", std::ios::binary);
+  for (std::uint32_t word : {0x803u, count, 28u, 28u})
+    write_be32(images, word);
+  for (double x : input)
+    images.put(static_cast<char>(std::lround((x * 0.3081 + 0.1307) * 255.0)));
+  std::ofstream label_file(dir / "train-labels-idx1-ubyte", std::ios::binary);
+  for (std::uint32_t word : {0x801u, count})
+    write_be32(label_file, word);
+  for (double label : labels)
+    label_file.put(static_cast<char>(label));
+  return "{data_processor: MNISTDataProcessor, data_dir: '" + dir.string() + "'";
+}
+
+// The Model Zoo's GPT HDF5 layout: [n, 3, msl] of input_ids, attention_mask, labels.
+std::string write_gpt(const fs::path& dir, const std::map<std::string, std::vector<double>>& rows,
+                      std::uint64_t length) {
+  std::uint64_t examples = rows.at("input_ids").size() / length;
+  std::vector<std::int32_t> data;
+  for (std::uint64_t e = 0; e < examples; ++e) {
+    for (const char* field : {"input_ids", "attention_mask", "labels"}) {
+      const std::vector<double>& values = rows.at(field);
+      for (std::uint64_t t = 0; t < length; ++t)
+        data.push_back(static_cast<std::int32_t>(values[e * length + t]));
+    }
+  }
+  data::Hdf5Writer writer((dir / "data.h5").string());
+  writer.write("data", {examples, 3, length}, data);
+  writer.set_attribute("n_examples", static_cast<std::int64_t>(examples));
+  writer.close();
+  return "{data_processor: GptHDF5DataProcessor, data_dir: '" + dir.string() +
+         "', max_sequence_length: " + std::to_string(length);
+}
+
+// Pre-masked BERT CSV files (BertCSVDataProcessor): the golden masks are drawn at random.
+std::string write_bert(const fs::path& dir, const std::map<std::string, std::vector<double>>& rows,
+                       std::uint64_t length, std::uint64_t predictions) {
+  const std::vector<std::pair<std::string, std::string>> columns = {
+      {"input_ids", "input_ids"},
+      {"attention_mask", "attention_mask"},
+      {"token_type_ids", "token_type_ids"},
+      {"masked_lm_positions", "masked_lm_positions"},
+      {"labels", "masked_lm_labels"},
+      {"masked_lm_weights", "masked_lm_weights"},
+      {"next_sentence_label", "next_sentence_label"}};
+  std::uint64_t examples = rows.at("next_sentence_label").size();
+  std::ofstream csv(dir / "part-0.csv");
+  for (std::size_t c = 0; c < columns.size(); ++c)
+    csv << (c ? "," : "") << columns[c].first;
+  csv << "\n";
+  for (std::uint64_t e = 0; e < examples; ++e) {
+    for (std::size_t c = 0; c < columns.size(); ++c) {
+      const std::vector<double>& values = rows.at(columns[c].second);
+      std::uint64_t width = values.size() / examples;
+      csv << (c ? ",\"[" : "\"[");
+      for (std::uint64_t i = 0; i < width; ++i)
+        csv << (i ? ", " : "") << static_cast<std::int64_t>(values[e * width + i]);
+      csv << "]\"";
+    }
+    csv << "\n";
+  }
+  std::ofstream(dir / "meta.dat") << "part-0.csv " << examples << "\n";
+  return "{data_processor: BertCSVDataProcessor, data_dir: '" + dir.string() +
+         "', max_sequence_length: " + std::to_string(length) +
+         ", max_predictions_per_seq: " + std::to_string(predictions);
+}
+
+// The data files of the curve's batches; returns the dataloader section that reads them.
+std::string write_data(const test::GoldenCurve& curve, const fs::path& dir) {
+  fs::create_directories(dir);
+  auto rows = batch_rows(curve);
+  std::string loader;
+  const graph::Shape& first = curve.step.batch.front().type.shape;
+  if (rows.contains("input")) {
+    loader = write_mnist(dir, rows);
+  } else if (rows.contains("masked_lm_positions")) {
+    auto predictions = static_cast<std::uint64_t>(curve.step.batch[3].type.shape[1]);
+    loader = write_bert(dir, rows, static_cast<std::uint64_t>(first[1]), predictions);
+  } else {
+    loader = write_gpt(dir, rows, static_cast<std::uint64_t>(first[1]));
+  }
+  return loader + ", batch_size: " + std::to_string(curve.batch_size) + ", shuffle: false}";
+}
+
+std::string write_initial_checkpoint(const test::GoldenCurve& curve, const fs::path& path) {
+  runner::Checkpoint checkpoint;
+  for (auto& [name, tensor] : test::golden_initial_state(curve.step.graph)) {
+    checkpoint.tensors[name] = {
+        std::vector<std::uint64_t>(tensor.shape.begin(), tensor.shape.end()),
+        tensor.dtype == graph::DType::i32, tensor.values};
+  }
+  runner::save_checkpoint(path.string(), checkpoint);
+  return path.string();
+}
+
+}  // namespace
+
+TEST_CASE("csrun train --target_device CPU reproduces the 20-step PyTorch curves within 1e-4") {
+  for (const test::GoldenCurve& curve : test::golden_curves()) {
+    INFO(curve.name);
+    test::TempDir dir;
+    std::string loader = write_data(curve, dir.path() / "data");
+    nlohmann::json init = nlohmann::json::parse(curve.init);
+    init["loop"] = {{"max_steps", curve.losses.size()}};
+    init["logging"] = {{"log_steps", 1}};
+    init["model_dir"] = (dir.path() / "model").string();
+    std::string params =
+        dir.write("params.yaml", "trainer:\n  init: " + init.dump() +
+                                     "\n  fit:\n    train_dataloader: " + loader + "\n");
+    std::string checkpoint = write_initial_checkpoint(curve, dir.path() / "initial.mdl");
+    auto run = test::run_csrun(
+        {"train", params, "--target_device", "CPU", "--checkpoint_path", checkpoint});
+    INFO(run.out << run.err);
+    REQUIRE(run.exit_code == 0);
+    REQUIRE(fs::is_directory(dir.path() / "model" / "events"));
+    auto events = test::read_scalar_events(
+        fs::directory_iterator(dir.path() / "model" / "events")->path().string());
+    std::vector<double> losses = test::scalar_values(events, "loss");
+    REQUIRE(losses.size() == curve.losses.size());
+    double worst = 0.0;
+    for (std::size_t s = 0; s < losses.size(); ++s)
+      worst = std::max(worst, std::fabs(losses[s] - curve.losses[s]) / std::fabs(curve.losses[s]));
+    CHECK(worst <= 1e-4);
+  }
+}
