@@ -1,6 +1,10 @@
 #!/usr/bin/python3
 """Golden 20-step training curves of tiny fc_mnist, gpt2 and bert models, computed by PyTorch.
 
+Cases marked "autocast" run the forward pass under torch.autocast("cpu", dtype=torch.bfloat16)
+(master weights, gradients and optimizer in float32); csrun's CSX bfloat16 curves are compared
+with them within a documented tolerance rather than 1e-4.
+
 Each model is written out with plain tensor operations and parameters named as csrun names them
 (the Model Zoo's PyTorch module names). Both sides start from the same weights and read the same
 batches: golden_common.initial_weight() and value() are reproduced bit for bit by csrun's
@@ -214,7 +218,7 @@ def lamb(params, state, lr, step, options):
 # ------------------------------------------------------------- training ---
 
 def train(name, params_yaml, model_cfg, loss_fn, batch_fn, batch_size, optimizer, options, schedule,
-          clip_norm=None, scaler=None):
+          clip_norm=None, scaler=None, autocast=False):
     params = Parameters()
     state = {}
     losses, scales = [], []
@@ -222,7 +226,9 @@ def train(name, params_yaml, model_cfg, loss_fn, batch_fn, batch_size, optimizer
     clean = 0
     for step in range(STEPS):
         batch = batch_fn(step, model_cfg, batch_size)
-        loss = loss_fn(params, batch, model_cfg)
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast):
+            loss = loss_fn(params, batch, model_cfg)
+        loss = loss.float()
         for p in params.tensors.values():
             p.grad = None
         (loss * scale).backward()
@@ -241,6 +247,8 @@ def train(name, params_yaml, model_cfg, loss_fn, batch_fn, batch_size, optimizer
     case = {"name": name, "params": params_yaml, "batch_size": batch_size, "parameters": params.listing(), "losses": losses}
     if scaler:
         case["loss_scales"] = scales
+    if autocast:
+        case["autocast"] = "bfloat16"
     return case
 
 
@@ -256,6 +264,7 @@ def main():
             "filter_size": 32, "max_position_embeddings": 8, "dropout_rate": 0.0, "layer_norm_epsilon": 1e-5}
     bert_data = dict(bert, max_predictions_per_seq=3)
     fp32 = {"enabled": False}
+    bf16 = {"enabled": True, "fp16_type": "bfloat16"}
     cases = [
         train("fc_mnist SGD", {"device": "CPU", "model": fc, "optimizer": {"SGD": {"lr": 0.05, "momentum": 0.9}},
                                "precision": fp32},
@@ -277,6 +286,15 @@ def main():
         train("bert AdamW", {"device": "CPU", "model": bert, "precision": fp32,
                              "optimizer": {"AdamW": {"lr": 0.005, "weight_decay": 0.01}}},
               bert_data, bert_loss, bert_batch, 2, adamw, {"weight_decay": 0.01}, lambda s: 0.005),
+        # Mixed precision: PyTorch's CPU autocast to bfloat16 against csrun's CSX bfloat16.
+        train("fc_mnist SGD bfloat16", {"device": "CSX", "model": fc, "optimizer": {"SGD": {"lr": 0.05, "momentum": 0.9}},
+                                        "precision": bf16},
+              fc, fc_mnist_loss, fc_mnist_batch, 4, sgd, {"momentum": 0.9}, lambda s: 0.05, autocast=True),
+        train("gpt2 AdamW bfloat16",
+              {"device": "CSX", "model": gpt, "precision": bf16,
+               "optimizer": {"AdamW": {"lr": 0.005, "betas": [0.9, 0.95], "eps": 1e-8, "weight_decay": 0.01}}},
+              gpt, gpt2_loss, gpt2_batch, 2, adamw, {"betas": [0.9, 0.95], "eps": 1e-8, "weight_decay": 0.01},
+              lambda s: 0.005, autocast=True),
     ]
     write("curves.json", {"torch": torch.__version__, "steps": STEPS, "cases": cases})
 

@@ -1,4 +1,6 @@
 #include <catch2/catch.hpp>
+
+#include <filesystem>
 #include <nlohmann/json.hpp>
 
 #include "support/process.hpp"
@@ -132,4 +134,16 @@ TEST_CASE("compile, train and eval start with validation") {
     CHECK(invalid.exit_code == 1);
     CHECK(invalid.err.find(std::string("csrun ") + command + ": 1 error in") != std::string::npos);
   }
+}
+
+TEST_CASE("every example config in configs/ validates (its data replaced by --fake_data)") {
+  int checked = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(CSRUN_SOURCE_DIR "/configs")) {
+    if (entry.path().extension() != ".yaml") continue;
+    auto result = run_csrun({"validate", entry.path().string(), "--fake_data"});
+    INFO(entry.path() << "\n" << result.out << result.err);
+    CHECK(result.exit_code == 0);
+    ++checked;
+  }
+  CHECK(checked >= 4);
 }

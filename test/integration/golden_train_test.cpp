@@ -140,33 +140,54 @@ std::string write_initial_checkpoint(const test::GoldenCurve& curve, const fs::p
   return path.string();
 }
 
+// Trains `curve` with csrun (extra flags appended) and returns the largest relative difference of
+// its logged losses from PyTorch's.
+double worst_difference(const test::GoldenCurve& curve, const std::vector<std::string>& flags) {
+  test::TempDir dir;
+  std::string loader = write_data(curve, dir.path() / "data");
+  nlohmann::json init = nlohmann::json::parse(curve.init);
+  init["loop"] = {{"max_steps", curve.losses.size()}};
+  init["logging"] = {{"log_steps", 1}};
+  init["model_dir"] = (dir.path() / "model").string();
+  std::string params =
+      dir.write("params.yaml", "trainer:\n  init: " + init.dump() +
+                                   "\n  fit:\n    train_dataloader: " + loader + "\n");
+  std::string checkpoint = write_initial_checkpoint(curve, dir.path() / "initial.mdl");
+  std::vector<std::string> arguments = {"train", params, "--checkpoint_path", checkpoint};
+  arguments.insert(arguments.end(), flags.begin(), flags.end());
+  auto run = test::run_csrun(arguments);
+  INFO(run.out << run.err);
+  REQUIRE(run.exit_code == 0);
+  REQUIRE(fs::is_directory(dir.path() / "model" / "events"));
+  auto events = test::read_scalar_events(
+      fs::directory_iterator(dir.path() / "model" / "events")->path().string());
+  std::vector<double> losses = test::scalar_values(events, "loss");
+  REQUIRE(losses.size() == curve.losses.size());
+  double worst = 0.0;
+  for (std::size_t s = 0; s < losses.size(); ++s)
+    worst = std::max(worst, std::fabs(losses[s] - curve.losses[s]) / std::fabs(curve.losses[s]));
+  return worst;
+}
+
 }  // namespace
 
 TEST_CASE("csrun train --target_device CPU reproduces the 20-step PyTorch curves within 1e-4") {
   for (const test::GoldenCurve& curve : test::golden_curves()) {
     INFO(curve.name);
-    test::TempDir dir;
-    std::string loader = write_data(curve, dir.path() / "data");
-    nlohmann::json init = nlohmann::json::parse(curve.init);
-    init["loop"] = {{"max_steps", curve.losses.size()}};
-    init["logging"] = {{"log_steps", 1}};
-    init["model_dir"] = (dir.path() / "model").string();
-    std::string params =
-        dir.write("params.yaml", "trainer:\n  init: " + init.dump() +
-                                     "\n  fit:\n    train_dataloader: " + loader + "\n");
-    std::string checkpoint = write_initial_checkpoint(curve, dir.path() / "initial.mdl");
-    auto run = test::run_csrun(
-        {"train", params, "--target_device", "CPU", "--checkpoint_path", checkpoint});
-    INFO(run.out << run.err);
-    REQUIRE(run.exit_code == 0);
-    REQUIRE(fs::is_directory(dir.path() / "model" / "events"));
-    auto events = test::read_scalar_events(
-        fs::directory_iterator(dir.path() / "model" / "events")->path().string());
-    std::vector<double> losses = test::scalar_values(events, "loss");
-    REQUIRE(losses.size() == curve.losses.size());
-    double worst = 0.0;
-    for (std::size_t s = 0; s < losses.size(); ++s)
-      worst = std::max(worst, std::fabs(losses[s] - curve.losses[s]) / std::fabs(curve.losses[s]));
-    CHECK(worst <= 1e-4);
+    CHECK(worst_difference(curve, {"--target_device", "CPU"}) <= 1e-4);
+  }
+}
+
+// docs/running.md states this tolerance: bfloat16 keeps 8 significant bits, and PyTorch's
+// autocast and csrun's mixed precision round at different places. Measured: 2.0e-4 (fc_mnist)
+// and 3.7e-4 (gpt2); the tolerance leaves a factor of 5.
+TEST_CASE(
+    "csrun train on CSX in bfloat16 stays within 0.2 % of PyTorch's bfloat16 autocast curves") {
+  for (const test::GoldenCurve& curve :
+       test::golden_curves(test::CurvePrecision::bfloat16_autocast)) {
+    INFO(curve.name);
+    double worst = worst_difference(curve, {});
+    CHECK(worst <= 2e-3);
+    CHECK(worst > 0.0);
   }
 }

@@ -91,12 +91,14 @@ std::string loader_for(const json& model) {
 
 }  // namespace
 
-std::vector<GoldenCurve> golden_curves() {
+std::vector<GoldenCurve> golden_curves(CurvePrecision precision) {
   std::ifstream file(std::string(CSRUN_TEST_DATA) + "/golden/curves.json");
   if (!file) throw std::runtime_error("cannot read golden/curves.json");
   json golden = json::parse(file);
   std::vector<GoldenCurve> curves;
   for (const json& c : golden["cases"]) {
+    bool autocast = c.contains("autocast");
+    if (autocast != (precision == CurvePrecision::bfloat16_autocast)) continue;
     json init = c["params"];
     init["loop"] = {{"max_steps", 20}};
     auto loaded =

@@ -24,7 +24,11 @@ struct GoldenCurve {
   models::TracedStep step;  // the training step, traced as the curve's params say
 };
 
-std::vector<GoldenCurve> golden_curves();
+// Which curves: float32 ones (compared within 1e-4), or the ones PyTorch ran under bfloat16
+// autocast (compared with csrun's CSX bfloat16 within a documented tolerance).
+enum class CurvePrecision { f32, bfloat16_autocast };
+
+std::vector<GoldenCurve> golden_curves(CurvePrecision precision = CurvePrecision::f32);
 
 // The curve's batch at `step`, as scripts/golden/curves.py makes it.
 graph::Feeds golden_batch(const GoldenCurve& curve, int step);
