@@ -10,7 +10,7 @@
 #include "run_check.hpp"
 #include "runner/callbacks.hpp"
 #include "runner/checkpoint.hpp"
-#include "runner/training_loop.hpp"
+#include "runner/runner_registry.hpp"
 
 namespace csrun::modes {
 
@@ -120,12 +120,6 @@ std::vector<std::string> checkpoints_to_evaluate(const config::TrainerSpec& trai
 int run_trainer(const CheckedRun& checked, const CheckedTrainer& trainer_check,
                 PlannedTrainer planned, const RunOptions& options, LoopKind kind) {
   const config::TrainerSpec& trainer = checked.run.trainers.at(trainer_check.index);
-  if (trainer.backend.device == config::Device::gpu) {
-    std::cerr << "csrun " << (kind == LoopKind::train ? "train" : "eval")
-              << ": device GPU needs a csrun built with CUDA, and this build has none; run on "
-                 "the wafer simulator (--target_device CSX) or the host (--target_device CPU)\n";
-    return 1;
-  }
   if (kind == LoopKind::train && !trainer_check.train_loader) {
     std::cerr << "csrun train: trainer " << trainer_check.index
               << " has no fit.train_dataloader (train_input): nothing to train\n";
@@ -140,12 +134,13 @@ int run_trainer(const CheckedRun& checked, const CheckedTrainer& trainer_check,
             << planned.directory.string()
             << (planned.from_cache ? " (from the compile cache)" : " (compiled now)") << "\n";
   std::int64_t batch_size = planned.plan.batch_size;
-  runner::TrainingLoop loop(setup_for(checked, trainer_check, std::move(planned), kind),
-                            callbacks_for(trainer, trainer_check, batch_size));
+  std::unique_ptr<runner::Runner> runner =
+      runner::make_runner(setup_for(checked, trainer_check, std::move(planned), kind),
+                          callbacks_for(trainer, trainer_check, batch_size));
   if (kind == LoopKind::train) {
-    loop.fit();
+    runner->fit();
   } else {
-    loop.validate(checkpoints_to_evaluate(trainer, options));
+    runner->validate(checkpoints_to_evaluate(trainer, options));
   }
   return 0;
 }

@@ -15,9 +15,9 @@ namespace csrun::runner {
 
 // What hooks see of the run.
 struct RunState {
-  std::int64_t global_step = 0;  // optimizer steps taken
-  std::int64_t epoch = 0;
-  std::int64_t batch = 0;                 // within the epoch (train) or the eval run
+  std::int64_t global_step = 0;           // optimizer steps taken
+  std::int64_t epoch = 0;                 // training: global_step / steps_per_epoch
+  std::int64_t batch = 0;                 // 1-based, within the epoch (train) or the eval run
   double loss = 0.0;                      // of the last batch
   std::map<std::string, double> metrics;  // eval metrics, once an eval run ends
 };

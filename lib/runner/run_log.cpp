@@ -30,7 +30,8 @@ std::string local_time(const char* format, bool milliseconds) {
 
 }  // namespace
 
-RunLog::RunLog(const std::string& model_dir) {
+RunLog::RunLog(const std::string& model_dir)
+    : progress_(std::cout, ProgressLine::stdout_is_terminal()) {
   fs::path logs = fs::path(model_dir) / "cerebras_logs";
   std::string stamp = local_time("%Y%m%d_%H%M%S", false);
   fs::path directory = logs / stamp;
@@ -55,7 +56,9 @@ void RunLog::warning(const std::string& message) {
 
 void RunLog::line(const char* level, const std::string& message) {
   std::string text = local_time("%Y-%m-%d %H:%M:%S", true) + " " + level + ":     " + message;
+  progress_.hide();
   std::cout << text << std::endl;
+  progress_.restore();
   file_ << text << '\n';
   file_.flush();
 }

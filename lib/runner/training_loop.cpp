@@ -340,29 +340,33 @@ struct TrainingLoop::State {
     auto loss_slot = step.slot("loss");
     std::optional<Executable::Slot> lr = output_slot(step, "lr/0");
     std::optional<Executable::Slot> scale = output_slot(step, "loss_scale");
+    std::int64_t per_epoch = trainer.loop.steps_per_epoch.value_or(train_feed->batches_per_epoch());
+    run.epoch = run.global_step / per_epoch;
     callbacks.call(&Callback::on_train_start, run);
     callbacks.call(&Callback::on_train_epoch_start, run);
     RateMeter rate;
     double simulated_before = step.simulated_seconds();
     for (std::int64_t done = 1; done <= total; ++done) {
-      run.batch = done;
+      run.batch = run.global_step % per_epoch + 1;
       callbacks.call(&Callback::on_train_batch_start, run);
       train_feed->next(step);
       step.run();
       ++run.global_step;
       rate.add(batch);
       run.loss = step.scalar(loss_slot);
-      run.epoch = train_feed->epoch();
       check_loss(run.loss);
       callbacks.call(&Callback::on_train_batch_end, run);
+      log.progress().show(
+          progress_text("Train", done, total, run.loss, rate.global(), seconds_since(rate.start)));
       bool last = done == total;
       if (last || run.global_step % log_steps == 0) report_train_step(rate, lr, scale);
       if (last || (trainer.checkpoint.steps && *trainer.checkpoint.steps > 0 &&
                    run.global_step % *trainer.checkpoint.steps == 0))
         save(step);
       if (every_eval > 0 && (done % every_eval == 0 || last)) run_eval();
+      if (last || run.global_step % per_epoch == 0) end_train_epoch(last);
     }
-    callbacks.call(&Callback::on_train_epoch_end, run);
+    log.progress().finish();
     train_samples = rate.samples;
     train_host_seconds = seconds_since(rate.start);
     double simulated = step.simulated_seconds() - simulated_before;
@@ -378,6 +382,14 @@ struct TrainingLoop::State {
     write_performance(simulated);
     callbacks.call(&Callback::on_train_end, run);
     log.info("Training completed successfully!");
+  }
+
+  // The Model Zoo's epochs: steps_per_epoch steps (default: the batches of the dataset).
+  void end_train_epoch(bool last) {
+    callbacks.call(&Callback::on_train_epoch_end, run);
+    if (last) return;
+    ++run.epoch;
+    callbacks.call(&Callback::on_train_epoch_start, run);
   }
 
   void report_train_step(RateMeter& rate, std::optional<Executable::Slot> lr,
@@ -450,6 +462,8 @@ struct TrainingLoop::State {
       run.loss = step.scalar(step.slot("loss"));
       check_loss(run.loss);
       callbacks.call(&Callback::on_eval_batch_end, run);
+      log.progress().show(
+          progress_text("Eval ", b, batches, run.loss, rate.global(), seconds_since(rate.start)));
       if (b == batches || b % std::max<std::int64_t>(1, trainer.logging.log_steps) == 0) {
         log.info("| Eval Device=" + setup.device + ", GlobalStep=" +
                  std::to_string(run.global_step) + ", Batch=" + std::to_string(b) +
@@ -467,6 +481,7 @@ struct TrainingLoop::State {
         result.metrics[name] = mean;
       }
     }
+    log.progress().finish();
     callbacks.call(&Callback::on_eval_epoch_end, run);
     log.info("Avg Eval Loss: " + format_loss(result.loss));
     log.info("Evaluation metrics:");

@@ -39,21 +39,30 @@ struct EvalResult {
   std::map<std::string, double> metrics;
 };
 
+// What runs a trainer's loops on a device (runner_registry.hpp makes one per device).
+class Runner {
+ public:
+  virtual ~Runner() = default;
+  // Trains: the fit loop with evaluation, checkpoints, logs and events.
+  virtual void fit() = 0;
+  // Evaluates each checkpoint (empty: the one the params and model_dir name).
+  virtual std::vector<EvalResult> validate(const std::vector<std::string>& checkpoints) = 0;
+};
+
 // The Model Zoo's loops on the wafer simulator: fit (train, with evaluation interleaved at
 // eval_frequency, checkpoints at checkpoint steps and the last step) and validate (one
 // checkpoint or each of several). Writes model_dir's logs, events, checkpoints and
 // performance.json. Throws std::runtime_error (CheckpointError, a NaN loss, unreadable data)
 // with a message for the user.
-class TrainingLoop {
+class TrainingLoop : public Runner {
  public:
   TrainingLoop(RunSetup setup, CallbackList callbacks);
-  ~TrainingLoop();
+  ~TrainingLoop() override;
   TrainingLoop(const TrainingLoop&) = delete;
   TrainingLoop& operator=(const TrainingLoop&) = delete;
 
-  void fit();
-  // Evaluates each checkpoint (empty: the one the params and model_dir name).
-  std::vector<EvalResult> validate(const std::vector<std::string>& checkpoints);
+  void fit() override;
+  std::vector<EvalResult> validate(const std::vector<std::string>& checkpoints) override;
 
  private:
   struct State;

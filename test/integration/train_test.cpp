@@ -98,3 +98,23 @@ TEST_CASE("a damaged checkpoint stops eval with the file named") {
   CHECK(eval.exit_code == 1);
   CHECK(eval.err.find("checkpoint_5.mdl is not an HDF5 file") != std::string::npos);
 }
+
+TEST_CASE("on a terminal train shows a live progress line; in a pipe only plain lines") {
+  csrun::test::TempDir dir;
+  std::string params = dir.write("p.yaml", kRun);
+  std::string command = std::string(CSRUN_BINARY) + " train '" + params + "' --fake_data -o '" +
+                        (dir.path() / "tty").string() + "'";
+  // script(1) runs the command on a pseudo-terminal, as an interactive shell would.
+  auto tty = csrun::test::run_process({"/usr/bin/script", "-q", "-e", "-c", command, "/dev/null"});
+  INFO(tty.out << tty.err);
+  REQUIRE(tty.exit_code == 0);
+  CHECK(tty.out.find("\rTrain [") != std::string::npos);
+  CHECK(tty.out.find(" samples/s") != std::string::npos);
+  CHECK(tty.out.find("\rEval  [") != std::string::npos);
+  CHECK(tty.out.find("Training completed successfully!") != std::string::npos);
+
+  auto piped = run_csrun({"train", params, "--fake_data", "-o", (dir.path() / "pipe").string()});
+  REQUIRE(piped.exit_code == 0);
+  CHECK(piped.out.find('\r') == std::string::npos);
+  CHECK(piped.out.find("\033[") == std::string::npos);
+}

@@ -5,7 +5,7 @@
 #include "compiler/compile.hpp"
 #include "models/step_trace.hpp"
 #include "runner/checkpoint.hpp"
-#include "runner/training_loop.hpp"
+#include "runner/runner_registry.hpp"
 #include "support/params_fixture.hpp"
 #include "support/temp_dir.hpp"
 
@@ -19,11 +19,11 @@ struct TinyRun {
   test::LoadedParams params;
   std::optional<models::CheckedModel> model;
 
-  explicit TinyRun(const std::string& extra_init) {
+  explicit TinyRun(const std::string& extra_init, const std::string& loop = "{max_steps: 4}") {
     params = test::load_params_text(
         "trainer:\n  init:\n    device: CPU\n    model_dir: " + dir.path().string() +
-        "\n    model: {name: fc_mnist, hidden_sizes: [8]}\n" + extra_init +
-        "    loop: {max_steps: 4}\n  fit:\n    train_dataloader: {data_processor: "
+        "\n    model: {name: fc_mnist, hidden_sizes: [8]}\n" + extra_init + "    loop: " + loop +
+        "\n  fit:\n    train_dataloader: {data_processor: "
         "MNISTDataProcessor, batch_size: 4}\n");
     REQUIRE_FALSE(params.diagnostics.has_errors());
     config::Diagnostics diagnostics;
@@ -77,6 +77,13 @@ struct Recorder : runner::Callback {
     calls->push_back("batch_end " + std::to_string(s.global_step));
   }
   void on_train_end(const runner::RunState&) override { calls->push_back("train_end"); }
+  void on_train_epoch_start(const runner::RunState& s) override {
+    if (epochs) calls->push_back("epoch_start " + std::to_string(s.epoch));
+  }
+  void on_train_epoch_end(const runner::RunState& s) override {
+    if (epochs) calls->push_back("epoch_end " + std::to_string(s.epoch));
+  }
+  bool epochs = false;
   void on_eval_end(const runner::RunState&) override { calls->push_back("eval_end"); }
   void on_exception(const runner::RunState&, const std::exception& e) override {
     calls->push_back(std::string("exception ") + e.what());
@@ -151,4 +158,57 @@ TEST_CASE("eval loads a checkpoint and reports its loss and metrics") {
   runner::TrainingLoop again(run.setup(), {});
   CHECK_THROWS_WITH(again.validate({broken}),
                     Catch::Contains("checkpoint_9.mdl is not an HDF5 file"));
+}
+
+TEST_CASE("epoch hooks run at every epoch boundary; batch counts within the epoch") {
+  recorded.clear();
+  TinyRun run("    optimizer: {SGD: {lr: 0.01}}\n", "{num_epochs: 3, steps_per_epoch: 2}");
+  runner::CallbackList callbacks;
+  auto recorder = std::make_unique<Recorder>(&recorded);
+  recorder->epochs = true;
+  callbacks.add(std::move(recorder));
+  runner::TrainingLoop(run.setup(), std::move(callbacks)).fit();
+  CHECK(recorded == std::vector<std::string>{
+                        "train_start", "epoch_start 0", "batch_end 1", "batch_end 2", "epoch_end 0",
+                        "epoch_start 1", "batch_end 3", "batch_end 4", "epoch_end 1",
+                        "epoch_start 2", "batch_end 5", "batch_end 6", "epoch_end 2", "train_end"});
+}
+
+namespace {
+
+// A runner that only records that it ran: a user's runner, added without touching the loops.
+struct RecordingRunner : runner::Runner {
+  std::string device;
+  explicit RecordingRunner(std::string name) : device(std::move(name)) {}
+  void fit() override { recorded.push_back("fit on " + device); }
+  std::vector<runner::EvalResult> validate(const std::vector<std::string>&) override { return {}; }
+};
+
+}  // namespace
+
+TEST_CASE("the runner factory: built-in devices, a registered runner, clear errors") {
+  TinyRun run("    optimizer: {SGD: {lr: 0.01}}\n");
+  CHECK(runner::has_runner("CSX"));
+  CHECK(runner::has_runner("CPU"));
+  runner::make_runner(run.setup(), {})->fit();
+  CHECK(std::filesystem::exists(run.dir.path() / "checkpoint_4.mdl"));
+
+  runner::RunSetup gpu = run.setup();
+  gpu.device = "GPU";
+  CHECK_THROWS_WITH(runner::make_runner(std::move(gpu), {}),
+                    Catch::Contains("device GPU needs a csrun built with CUDA"));
+
+  runner::register_runner("TEST", [](runner::RunSetup setup, runner::CallbackList) {
+    return std::make_unique<RecordingRunner>(setup.device);
+  });
+  recorded.clear();
+  runner::RunSetup custom = run.setup();
+  custom.device = "TEST";
+  runner::make_runner(std::move(custom), {})->fit();
+  CHECK(recorded == std::vector<std::string>{"fit on TEST"});
+
+  runner::RunSetup unknown = run.setup();
+  unknown.device = "TPU";
+  CHECK_THROWS_WITH(runner::make_runner(std::move(unknown), {}),
+                    Catch::Contains("no runner for device 'TPU'"));
 }
