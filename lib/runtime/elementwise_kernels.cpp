@@ -6,6 +6,7 @@
 #include <unsupported/Eigen/SpecialFunctions>
 
 #include "kernel_families.hpp"
+#include "thread_team.hpp"
 
 namespace csrun::runtime {
 
@@ -192,35 +193,56 @@ void binary(const NodeTask& task) {
 
 // where(boolean, f32, f32) with each operand whole or a single value: the choice per element
 // without index arithmetic (the ReLU gradient, masking).
+// How many elements of the result a where operand covers before it repeats: all of them, one
+// (a single value), or its count when it is the result's trailing axes (an attention mask over
+// heads); 0 when it broadcasts any other way.
+std::int64_t repeat_period(const TensorRef& operand, const TensorRef& out) {
+  if (operand.count == out.count || operand.count == 1) return operand.count;
+  int first = 0;
+  while (first < operand.rank && operand.dim(first) == 1)
+    ++first;
+  int kept = operand.rank - first;
+  if (kept > out.rank) return 0;
+  for (int i = 0; i < kept; ++i) {
+    if (operand.dim(first + i) != out.dim(out.rank - kept + i)) return 0;
+  }
+  return operand.count;
+}
+
+// where over f32 values whose condition is whole, single or repeated over leading axes, and whose
+// branches are whole or single.
 bool where_f32(const NodeTask& task) {
   const TensorRef& out = task.out;
-  bool whole_or_single = std::all_of(task.in.begin(), task.in.end(), [&](const TensorRef& in) {
+  auto whole_or_single = [&](const TensorRef& in) {
     return in.count == out.count || in.count == 1;
-  });
-  if (!whole_or_single || task.in[0].dtype != DType::boolean || task.in[1].dtype != DType::f32 ||
+  };
+  std::int64_t period = repeat_period(task.in[0], out);
+  if (period == 0 || !whole_or_single(task.in[1]) || !whole_or_single(task.in[2]) ||
+      task.in[0].dtype != DType::boolean || task.in[1].dtype != DType::f32 ||
       task.in[2].dtype != DType::f32 || out.dtype != DType::f32)
     return false;
   const std::uint8_t* condition = task.in[0].boolean();
   const float* a = task.in[1].f32();
   const float* b = task.in[2].f32();
   float* result = out.f32();
-  if (task.in[0].count == 1) {
+  std::int64_t a_step = task.in[1].count == 1 ? 0 : 1;
+  std::int64_t b_step = task.in[2].count == 1 ? 0 : 1;
+  if (period == 1) {
     const float* chosen = condition[0] ? a : b;
-    std::int64_t step = (condition[0] ? task.in[1] : task.in[2]).count == 1 ? 0 : 1;
+    std::int64_t step = condition[0] ? a_step : b_step;
     for (std::int64_t i = 0; i < out.count; ++i)
       result[i] = chosen[i * step];
     return true;
   }
-  std::int64_t a_step = task.in[1].count == 1 ? 0 : 1;
-  std::int64_t b_step = task.in[2].count == 1 ? 0 : 1;
-  if (a_step == 1 && b_step == 0) {
-    float otherwise = b[0];
-    for (std::int64_t i = 0; i < out.count; ++i)
-      result[i] = condition[i] ? a[i] : otherwise;
-    return true;
-  }
-  for (std::int64_t i = 0; i < out.count; ++i)
-    result[i] = condition[i] ? a[i * a_step] : b[i * b_step];
+  split_rows(task.team, out.count / period, out.count, [&](std::int64_t first, std::int64_t last) {
+    for (std::int64_t block = first; block < last; ++block) {
+      std::int64_t base = block * period;
+      for (std::int64_t j = 0; j < period; ++j) {
+        std::int64_t i = base + j;
+        result[i] = condition[j] ? a[i * a_step] : b[i * b_step];
+      }
+    }
+  });
   return true;
 }
 
@@ -276,6 +298,8 @@ void unary_vectorized(const NodeTask& task, bool approximate) {
       return unary_array(task, [](const Array& x) { return x.sqrt().inverse(); });
     case OpKind::tanh:
       return unary_array(task, [](const Array& x) { return x.tanh(); });
+    case OpKind::erf:
+      return unary_array(task, [](const Array& x) { return x.erf(); });
     case OpKind::gelu:
       if (approximate) {
         return unary_array(task, [](const Array& x) {

@@ -88,7 +88,11 @@ struct Update {
 // A kernel's work in the step: one node, or a chain of elementwise nodes run chunk by chunk.
 using StepWork = std::variant<NodeTask, ElementwiseChain>;
 
-// Runs of at least two elementwise nodes of one size become chains; the other nodes stay alone.
+// A lone elementwise node this large runs as a chain of one, so its chunks split across the team.
+constexpr std::int64_t kLoneChainElements = 1 << 16;
+
+// Runs of at least two elementwise nodes of one size, and large lone ones, become chains; the
+// other nodes stay alone.
 std::vector<StepWork> chain_elementwise(std::vector<NodeTask> tasks, ThreadTeam& team) {
   std::vector<StepWork> work;
   for (std::size_t begin = 0; begin < tasks.size();) {
@@ -96,7 +100,7 @@ std::vector<StepWork> chain_elementwise(std::vector<NodeTask> tasks, ThreadTeam&
     std::size_t end = begin;
     while (end < tasks.size() && ElementwiseChain::fits(tasks[end], count))
       ++end;
-    if (end - begin < 2) {
+    if (end == begin || (end - begin == 1 && count < kLoneChainElements)) {
       work.emplace_back(std::move(tasks[begin++]));
       continue;
     }

@@ -3,6 +3,7 @@
 #include <stdexcept>
 
 #include "kernel_families.hpp"
+#include "thread_team.hpp"
 
 namespace csrun::runtime {
 
@@ -65,7 +66,20 @@ void transpose(const NodeTask& task) {
     auto a = static_cast<std::size_t>(axis);
     source[a] = own[static_cast<std::size_t>(task.node->attrs.perm[a])];
   }
-  copy_strided(task.out, task.in[0], 0, source, task.out, 0, strides_of(task.out));
+  Dims target = strides_of(task.out);
+  if (task.out.rank < 2) {
+    copy_strided(task.out, task.in[0], 0, source, task.out, 0, target);
+    return;
+  }
+  // Split along the first axis: each part walks its slab of the result.
+  split_rows(task.team, task.out.dim(0), task.out.count,
+             [&](std::int64_t first, std::int64_t last) {
+               TensorRef slab = task.out;
+               slab.shape[0] = last - first;
+               slab.count = task.out.count / task.out.dim(0) * (last - first);
+               copy_strided(slab, task.in[0], first * source[0], source, task.out,
+                            first * target[0], target);
+             });
 }
 
 void slice(const NodeTask& task) {

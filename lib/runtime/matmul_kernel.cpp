@@ -127,10 +127,22 @@ void run_matmul(NodeTask& task) {
   GemmShape shape = gemm_shape(task);
   auto [m, n, k] = shape;
   std::int64_t batches = m * n == 0 ? 0 : out.count / (m * n);
-  for (std::int64_t batch = 0; batch < batches; ++batch) {
-    multiply(a_data + batch_offset(batch, out, a) * m * k, task.transposed[0],
-             b_data + batch_offset(batch, out, b) * k * n, task.transposed[1],
-             c_data + batch * m * n, shape, task.team);
+  auto operand_a = [&](std::int64_t batch) { return a_data + batch_offset(batch, out, a) * m * k; };
+  auto operand_b = [&](std::int64_t batch) { return b_data + batch_offset(batch, out, b) * k * n; };
+  std::int64_t parts = task.team == nullptr ? 1 : task.team->size();
+  if (batches >= 2 * parts && batches * m * n * k >= kSplitMultiplyAdds && parts > 1) {
+    // Many products (attention heads): whole products per thread, one wake-up for all of them.
+    auto share = [&](int part) {
+      for (std::int64_t batch = batches * part / parts; batch < batches * (part + 1) / parts;
+           ++batch)
+        multiply_rows(operand_a(batch), task.transposed[0], operand_b(batch), task.transposed[1],
+                      c_data + batch * m * n, shape, 0, m);
+    };
+    task.team->run(share);
+  } else {
+    for (std::int64_t batch = 0; batch < batches; ++batch)
+      multiply(operand_a(batch), task.transposed[0], operand_b(batch), task.transposed[1],
+               c_data + batch * m * n, shape, task.team);
   }
   if (out.dtype == DType::f32) return;
   for (std::int64_t i = 0; i < out.count; ++i)

@@ -7,6 +7,7 @@
 #include <type_traits>
 
 #include "kernel_families.hpp"
+#include "thread_team.hpp"
 
 namespace csrun::runtime {
 
@@ -46,9 +47,39 @@ double combine(OpKind op, double total, double value) {
   return std::isnan(value) || value > total ? value : total;
 }
 
+// The sum of a contiguous f32 row in double, as the other paths accumulate, over eight
+// independent lanes so the compiler vectorizes it.
+double sum_row_f32(const float* x, std::int64_t length) {
+  constexpr std::int64_t kLanes = 8;
+  std::array<double, kLanes> lanes{};
+  std::int64_t i = 0;
+  for (; i + kLanes <= length; i += kLanes) {
+    for (std::int64_t j = 0; j < kLanes; ++j)
+      lanes[static_cast<std::size_t>(j)] += x[i + j];
+  }
+  double total = 0.0;
+  for (double lane : lanes)
+    total += lane;
+  for (; i < length; ++i)
+    total += x[i];
+  return total;
+}
+
+void sum_rows_f32(const AxisSplit& split, const float* x, float* out, ThreadTeam* team) {
+  split_rows(team, split.outer, split.outer * split.length,
+             [&](std::int64_t first, std::int64_t last) {
+               for (std::int64_t o = first; o < last; ++o)
+                 out[o] = static_cast<float>(sum_row_f32(x + o * split.length, split.length));
+             });
+}
+
 // Reduced axes forming one block [first, last]: [outer, length, inner] sums.
 template <class In, class Out>
-void reduce_block(OpKind op, const AxisSplit& split, In x, Out out) {
+void reduce_block(OpKind op, const AxisSplit& split, In x, Out out, ThreadTeam* team) {
+  if constexpr (std::is_same_v<In, F32Access>) {
+    if (split.inner == 1 && op != OpKind::reduce_max)
+      return sum_rows_f32(split, x.data, out.data, team);
+  }
   if (split.inner == 1) {
     for (std::int64_t o = 0; o < split.outer; ++o) {
       double total = reduce_identity(op);
@@ -114,7 +145,7 @@ void reduce(const NodeTask& task) {
       for (std::int64_t i = 0; i < input.count; ++i)
         out.put(i, x.get(i));
     } else if (block) {
-      reduce_block(node.op, split_at(input, first, last), x, out);
+      reduce_block(node.op, split_at(input, first, last), x, out, task.team);
     } else {
       Dims result_strides{};
       std::int64_t stride = 1;
@@ -175,9 +206,10 @@ void softmax_lines(bool log, const AxisSplit& split, In x, Out out) {
 }
 
 // Rows along the last axis in f32, as PyTorch computes them: max, exp and sum vectorized.
-void softmax_rows_f32(bool log, std::int64_t rows, std::int64_t width, const float* x, float* out) {
+void softmax_rows_f32(bool log, std::int64_t first, std::int64_t last, std::int64_t width,
+                      const float* x, float* out) {
   if (width == 0) return;
-  for (std::int64_t r = 0; r < rows; ++r) {
+  for (std::int64_t r = first; r < last; ++r) {
     Eigen::Map<const Eigen::ArrayXf> in(x + r * width, width);
     Eigen::Map<Eigen::ArrayXf> result(out + r * width, width);
     float top = in.maxCoeff();
@@ -192,8 +224,9 @@ void softmax_rows_f32(bool log, std::int64_t rows, std::int64_t width, const flo
 }
 
 template <class In, class Out>
-void layer_norm_rows(double eps, std::int64_t rows, std::int64_t width, In x, Out out) {
-  for (std::int64_t r = 0; r < rows; ++r) {
+void layer_norm_rows(double eps, std::int64_t first, std::int64_t last, std::int64_t width, In x,
+                     Out out) {
+  for (std::int64_t r = first; r < last; ++r) {
     std::int64_t base = r * width;
     double mean = 0.0;
     for (std::int64_t k = 0; k < width; ++k)
@@ -224,15 +257,21 @@ void run_normalization(NodeTask& task) {
   with_access(input, task.out, [&](auto x, auto out) {
     if (node.op == OpKind::layer_norm) {
       std::int64_t width = input.rank == 0 ? 1 : input.dim(input.rank - 1);
-      layer_norm_rows(node.attrs.eps, width == 0 ? 0 : input.count / width, width, x, out);
-      return;
+      std::int64_t rows = width == 0 ? 0 : input.count / width;
+      return split_rows(task.team, rows, input.count, [&](std::int64_t first, std::int64_t last) {
+        layer_norm_rows(node.attrs.eps, first, last, width, x, out);
+      });
     }
     auto axis = static_cast<int>(node.attrs.axis);
     AxisSplit split = split_at(input, axis, axis);
     bool log = node.op == OpKind::log_softmax;
     if constexpr (std::is_same_v<decltype(x), F32Access>) {
-      if (split.inner == 1)
-        return softmax_rows_f32(log, split.outer, split.length, x.data, out.data);
+      if (split.inner == 1) {
+        return split_rows(task.team, split.outer, input.count,
+                          [&](std::int64_t first, std::int64_t last) {
+                            softmax_rows_f32(log, first, last, split.length, x.data, out.data);
+                          });
+      }
     }
     softmax_lines(log, split, x, out);
   });

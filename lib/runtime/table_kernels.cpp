@@ -63,8 +63,9 @@ void scatter_add(const NodeTask& task) {
 void one_hot(const NodeTask& task) {
   const TensorRef& indices = task.in[0];
   std::int64_t depth = task.node->attrs.depth;
-  for (std::int64_t i = 0; i < task.out.count; ++i)
-    store(task.out, i, 0.0);
+  // Zero is all-zero bits in every float type.
+  std::memset(task.out.data, 0,
+              static_cast<std::size_t>(task.out.count) * graph::dtype_size(task.out.dtype));
   for (std::int64_t i = 0; i < indices.count; ++i) {
     auto index = static_cast<std::int64_t>(load(indices, i));
     if (index >= 0 && index < depth) store(task.out, i * depth + index, 1.0);

@@ -44,4 +44,15 @@ class ThreadTeam {
   void* context_ = nullptr;
 };
 
+// Calls body(first, last) on row ranges covering [0, rows): split across `team` when the work
+// (`elements` in all) repays waking it, else on the caller alone. `body` must not throw.
+template <class Body>
+void split_rows(ThreadTeam* team, std::int64_t rows, std::int64_t elements, Body&& body) {
+  constexpr std::int64_t kSplitElements = 1 << 16;
+  std::int64_t parts = team == nullptr ? 1 : team->size();
+  if (elements < kSplitElements || rows < 2 * parts) return body(std::int64_t{0}, rows);
+  auto work = [&](int part) { body(rows * part / parts, rows * (part + 1) / parts); };
+  team->run(work);
+}
+
 }  // namespace csrun::runtime
