@@ -92,10 +92,13 @@ std::vector<KernelSpec> make_library() {
        .cost = CostModel::reduction,
        .fixed_cycles = 100.0},
       {.name = "softmax",
-       .summary = "softmax or log-softmax along the last axis",
+       .summary = "softmax or log-softmax along the last axis; the cross-entropy of its rows "
+                  "against integer labels and that loss's gradient, each in one pass",
        .pattern = "",
-       .ops = {{OpKind::softmax, kFloat, kFloat, true},
-               {OpKind::log_softmax, kFloat, kFloat, true}},
+       .ops = joined(
+           {{{OpKind::softmax, kFloat, kFloat, true}, {OpKind::log_softmax, kFloat, kFloat, true}},
+            rules({OpKind::softmax_cross_entropy, OpKind::softmax_cross_entropy_grad},
+                  kFloat | kIndex, kFloat)}),
        .anchor = std::nullopt,
        .max_rank = 4,
        .cost = CostModel::reduction,

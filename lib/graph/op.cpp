@@ -102,6 +102,10 @@ const char* op_name(OpKind op) {
       return "softmax";
     case OpKind::log_softmax:
       return "log_softmax";
+    case OpKind::softmax_cross_entropy:
+      return "softmax_cross_entropy";
+    case OpKind::softmax_cross_entropy_grad:
+      return "softmax_cross_entropy_grad";
     case OpKind::layer_norm:
       return "layer_norm";
     case OpKind::gather:
@@ -193,6 +197,8 @@ OpClass op_class(OpKind op) {
     case OpKind::matmul:
     case OpKind::softmax:
     case OpKind::log_softmax:
+    case OpKind::softmax_cross_entropy:
+    case OpKind::softmax_cross_entropy_grad:
     case OpKind::layer_norm:
     case OpKind::gather:
     case OpKind::scatter_add:

@@ -67,6 +67,12 @@ enum class OpKind : std::uint8_t {
                 // attrs.dtype: the operands' dtype, or f32 (16-bit operands, f32 accumulation)
   softmax,      // along attrs.axis
   log_softmax,  // along attrs.axis
+  // (logits [..., C], labels [...] i32): -log_softmax(logits)[label] per row, computed in one
+  // pass; a label outside [0, C) gives 0 (as a one-hot product would)
+  softmax_cross_entropy,
+  // (logits, labels, g [...]): g * (softmax(logits) - one_hot(labels)) per row, the gradient of
+  // softmax_cross_entropy; 0 on a row whose label is outside [0, C)
+  softmax_cross_entropy_grad,
   layer_norm,   // (x - mean) / sqrt(var + attrs.eps) over the last axis, no affine
   gather,       // rows of a [V, ...] table at integer indices of any shape
   scatter_add,  // (indices, updates) summed into attrs.depth rows: gather's gradient

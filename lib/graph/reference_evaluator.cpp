@@ -214,6 +214,9 @@ class Evaluator {
       case OpKind::softmax:
       case OpKind::log_softmax:
         return softmax(node);
+      case OpKind::softmax_cross_entropy:
+      case OpKind::softmax_cross_entropy_grad:
+        return cross_entropy(node);
       case OpKind::layer_norm:
         return layer_norm(node);
       case OpKind::gather:
@@ -447,6 +450,34 @@ class Evaluator {
                                             : x.values[p] - top - std::log(total);
       }
     });
+    return out;
+  }
+
+  // Per row of the logits: the loss at the label, or the gradient g * (softmax - one_hot).
+  Values cross_entropy(const Node& node) {
+    const HostTensor& logits = in(node, 0);
+    const HostTensor& labels = in(node, 1);
+    bool gradient = node.op == OpKind::softmax_cross_entropy_grad;
+    auto classes = static_cast<std::size_t>(logits.shape.back());
+    Values out(gradient ? logits.values.size() : labels.values.size(), 0.0);
+    for (std::size_t r = 0; r < labels.values.size(); ++r) {
+      auto label = static_cast<std::int64_t>(labels.values[r]);
+      if (label < 0 || label >= static_cast<std::int64_t>(classes)) continue;
+      const double* row = logits.values.data() + r * classes;
+      double top = *std::max_element(row, row + classes);
+      double total = 0.0;
+      for (std::size_t c = 0; c < classes; ++c)
+        total += std::exp(row[c] - top);
+      if (!gradient) {
+        out[r] = std::log(total) - (row[label] - top);
+        continue;
+      }
+      double g = in(node, 2).values[r];
+      for (std::size_t c = 0; c < classes; ++c) {
+        double hit = static_cast<std::int64_t>(c) == label ? 1.0 : 0.0;
+        out[r * classes + c] = g * (std::exp(row[c] - top) / total - hit);
+      }
+    }
     return out;
   }
 

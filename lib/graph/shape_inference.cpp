@@ -235,6 +235,25 @@ TensorType gather(const std::vector<TensorType>& in) {
   return {shape, table.dtype};
 }
 
+// (logits [..., C], labels [...]) -> per-row losses [...]; with g [...] -> the logits' gradient.
+TensorType cross_entropy(OpKind op, const std::vector<TensorType>& in) {
+  bool gradient = op == OpKind::softmax_cross_entropy_grad;
+  expect_arity(in, gradient ? 3 : 2);
+  const TensorType& logits = in[0];
+  const TensorType& labels = in[1];
+  expect_floating(logits);
+  if (logits.rank() < 1) fail("needs logits of rank 1 or more, got " + logits.to_string());
+  if (labels.dtype != DType::i32) fail("needs i32 labels, got " + labels.to_string());
+  Shape rows(logits.shape.begin(), logits.shape.end() - 1);
+  if (labels.shape != rows)
+    fail("labels " + labels.to_string() + " do not match the rows of logits " + logits.to_string());
+  if (!gradient) return {rows, logits.dtype};
+  if (in[2].shape != rows || in[2].dtype != logits.dtype)
+    fail("the gradient " + in[2].to_string() + " does not match the rows of logits " +
+         logits.to_string());
+  return logits;
+}
+
 TensorType scatter_add(const std::vector<TensorType>& in, const Attributes& attrs) {
   expect_arity(in, 2);
   const TensorType& indices = in[0];
@@ -306,6 +325,9 @@ TensorType infer_type(OpKind op, const std::vector<TensorType>& in, const Attrib
       expect_floating(in[0]);
       expect_axis(attrs.axis, in[0].rank());
       return in[0];
+    case OpKind::softmax_cross_entropy:
+    case OpKind::softmax_cross_entropy_grad:
+      return cross_entropy(op, in);
     case OpKind::layer_norm:
       expect_arity(in, 1);
       expect_floating(in[0]);

@@ -327,6 +327,15 @@ Tensor log_softmax(const Tensor& x, std::int64_t axis, Location location) {
   return apply(OpKind::log_softmax, {x}, std::move(attrs), location);
 }
 
+Tensor softmax_cross_entropy(const Tensor& logits, const Tensor& labels, Location location) {
+  return apply(OpKind::softmax_cross_entropy, {logits, labels}, {}, location);
+}
+
+Tensor softmax_cross_entropy_grad(const Tensor& logits, const Tensor& labels, const Tensor& g,
+                                  Location location) {
+  return apply(OpKind::softmax_cross_entropy_grad, {logits, labels, g}, {}, location);
+}
+
 Tensor layer_norm(const Tensor& x, double eps, Location location) {
   Attributes attrs;
   attrs.eps = eps;

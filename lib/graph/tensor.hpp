@@ -130,6 +130,11 @@ Tensor matmul(const Tensor& a, const Tensor& b, Location location = Location::cu
 Tensor softmax(const Tensor& x, std::int64_t axis = -1, Location location = Location::current());
 Tensor log_softmax(const Tensor& x, std::int64_t axis = -1,
                    Location location = Location::current());
+// Per-row cross-entropy of logits [..., C] against i32 labels [...], and its gradient.
+Tensor softmax_cross_entropy(const Tensor& logits, const Tensor& labels,
+                             Location location = Location::current());
+Tensor softmax_cross_entropy_grad(const Tensor& logits, const Tensor& labels, const Tensor& g,
+                                  Location location = Location::current());
 Tensor layer_norm(const Tensor& x, double eps, Location location = Location::current());
 Tensor gather(const Tensor& table, const Tensor& indices, Location location = Location::current());
 Tensor scatter_add(const Tensor& indices, const Tensor& updates, std::int64_t rows,

@@ -207,6 +207,8 @@ Grads compute(const Tensor& y, const Tensor& g) {
       std::int64_t axis = node.attrs.axis;
       return {g - exp(y) * sum(g, {axis}, true)};
     }
+    case OpKind::softmax_cross_entropy:
+      return {softmax_cross_entropy_grad(operand(y, 0), operand(y, 1), g), std::nullopt};
     case OpKind::layer_norm: {
       Tensor x = operand(y, 0);
       Tensor centred = x - mean(x, {-1}, true);

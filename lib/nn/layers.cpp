@@ -133,7 +133,7 @@ Tensor feed_forward(const Scope& scope, const Tensor& x, std::int64_t hidden,
 }
 
 Tensor cross_entropy(const Tensor& logits, const Tensor& labels) {
-  return -sum(log_softmax(logits, -1) * one_hot(labels, logits.dim(-1)), {-1});
+  return softmax_cross_entropy(logits, labels);
 }
 
 }  // namespace csrun::nn

@@ -30,6 +30,9 @@ void run_node(NodeTask& task) {
     case graph::OpKind::log_softmax:
     case graph::OpKind::layer_norm:
       return run_normalization(task);
+    case graph::OpKind::softmax_cross_entropy:
+    case graph::OpKind::softmax_cross_entropy_grad:
+      return run_cross_entropy(task);
     default:
       return run_table(task);
   }

@@ -244,7 +244,75 @@ void layer_norm_rows(double eps, std::int64_t first, std::int64_t last, std::int
   }
 }
 
+// One row of logits in f32: the loss at `label`, or (with `g`) the gradient into `gradient`.
+// Max, exp and sum are vectorized; the row is read twice and the gradient written once.
+void cross_entropy_row_f32(const float* logits, std::int64_t classes, std::int64_t label,
+                           float* loss, float g, float* gradient) {
+  Eigen::Map<const Eigen::ArrayXf> row(logits, classes);
+  if (label < 0 || label >= classes) {
+    if (gradient) Eigen::Map<Eigen::ArrayXf>(gradient, classes).setZero();
+    if (loss) *loss = 0.0f;
+    return;
+  }
+  float top = row.maxCoeff();
+  if (!gradient) {
+    float total = (row - top).exp().sum();
+    *loss = std::log(total) - (logits[label] - top);
+    return;
+  }
+  Eigen::Map<Eigen::ArrayXf> out(gradient, classes);
+  out = (row - top).exp();
+  out *= g / out.sum();
+  gradient[label] -= g;
+}
+
+template <class Logits, class Out>
+void cross_entropy_row(const Logits& logits, std::int64_t base, std::int64_t classes,
+                       std::int64_t label, double g, bool gradient, std::int64_t row, Out out) {
+  if (label < 0 || label >= classes) {
+    if (!gradient) return out.put(row, 0.0);
+    for (std::int64_t c = 0; c < classes; ++c)
+      out.put(base + c, 0.0);
+    return;
+  }
+  double top = -std::numeric_limits<double>::infinity();
+  for (std::int64_t c = 0; c < classes; ++c)
+    top = std::max(top, logits.get(base + c));
+  double total = 0.0;
+  for (std::int64_t c = 0; c < classes; ++c)
+    total += std::exp(logits.get(base + c) - top);
+  if (!gradient) return out.put(row, std::log(total) - (logits.get(base + label) - top));
+  for (std::int64_t c = 0; c < classes; ++c) {
+    double hit = c == label ? 1.0 : 0.0;
+    out.put(base + c, g * (std::exp(logits.get(base + c) - top) / total - hit));
+  }
+}
+
 }  // namespace
+
+void run_cross_entropy(NodeTask& task) {
+  const TensorRef& logits = task.in[0];
+  const TensorRef& labels = task.in[1];
+  bool gradient = task.node->op == OpKind::softmax_cross_entropy_grad;
+  std::int64_t classes = logits.dim(logits.rank - 1);
+  const std::int32_t* label = labels.i32();
+  bool f32 = logits.dtype == DType::f32 && task.out.dtype == DType::f32 &&
+             (!gradient || task.in[2].dtype == DType::f32);
+  split_rows(task.team, labels.count, logits.count, [&](std::int64_t first, std::int64_t last) {
+    for (std::int64_t r = first; r < last; ++r) {
+      if (f32) {
+        cross_entropy_row_f32(logits.f32() + r * classes, classes, label[r],
+                              gradient ? nullptr : task.out.f32() + r,
+                              gradient ? task.in[2].f32()[r] : 0.0f,
+                              gradient ? task.out.f32() + r * classes : nullptr);
+        continue;
+      }
+      double g = gradient ? load(task.in[2], r) : 0.0;
+      cross_entropy_row(AnyAccess{&logits}, r * classes, classes, label[r], g, gradient, r,
+                        AnyAccess{&task.out});
+    }
+  });
+}
 
 void run_reduction(NodeTask& task) {
   if (task.node->op == OpKind::argmax) return argmax(task);

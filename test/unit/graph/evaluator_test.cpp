@@ -96,3 +96,22 @@ TEST_CASE("feeds are checked") {
   CHECK_THROWS_WITH(evaluate_reference(graph, wrong, std::span<const NodeId>(&id, 1)),
                     "the value fed for x is [3], not f32[2]");
 }
+
+TEST_CASE(
+    "softmax cross-entropy: the loss at the label, its gradient, 0 for a label out of range") {
+  Graph graph;
+  Tensor logits = constant_values(graph, {0, std::log(3.0), 5, 5}, {2, 2});
+  Tensor labels = constant_values(graph, {1, -100}, {2}, DType::i32);
+  HostTensor loss = run(softmax_cross_entropy(logits, labels));
+  CHECK(loss.values[0] == Approx(-std::log(0.75)));
+  CHECK(loss.values[1] == 0.0);
+  Tensor g = constant_values(graph, {2, 2}, {2});
+  HostTensor gradient = run(softmax_cross_entropy_grad(logits, labels, g));
+  CHECK(gradient.values[0] == Approx(0.5));   // 2 * (0.25 - 0)
+  CHECK(gradient.values[1] == Approx(-0.5));  // 2 * (0.75 - 1)
+  CHECK(gradient.values[2] == 0.0);
+  CHECK(gradient.values[3] == 0.0);
+  CHECK_THROWS_WITH(
+      softmax_cross_entropy(logits, constant_values(graph, {1, 1, 1}, {3}, DType::i32)),
+      Catch::Contains("do not match the rows of logits"));
+}
