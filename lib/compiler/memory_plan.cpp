@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <iterator>
 #include <map>
+#include <optional>
+#include <set>
 
 #include "kernel_library.hpp"
 
@@ -139,8 +141,9 @@ class MemoryPlanner {
     plan_.persistent_bytes += buffer.bytes;
   }
 
-  // A view's result shares its operand's buffer; every other kernel result gets its own: a
-  // temporary, or a persistent buffer for what the kernels run at load time compute.
+  // A view's result shares its operand's buffer, and so does a variable's new value computed in
+  // place (below); every other kernel result gets its own: a temporary, or a persistent buffer
+  // for what the kernels run at load time compute.
   void add_temporaries() {
     for (std::size_t k = 0; k < kernels_.size(); ++k) {
       const Kernel& kernel = kernels_[k];
@@ -150,6 +153,9 @@ class MemoryPlanner {
           NodeId source = graph_.node(result).inputs[0];
           plan_.buffer_of[static_cast<std::size_t>(result)] =
               plan_.buffer_of[static_cast<std::size_t>(source)];
+        } else if (auto variable = updated_in_place(result, k)) {
+          plan_.buffer_of[static_cast<std::size_t>(result)] =
+              plan_.buffer_of[static_cast<std::size_t>(*variable)];
         } else if (kernel.at_load) {
           add_persistent(result, BufferKind::constant);
         } else {
@@ -158,6 +164,52 @@ class MemoryPlanner {
         }
       }
     }
+  }
+
+  // The variable whose new value `result` (computed by kernel `k`) may be written straight into
+  // the variable's own buffer, saving the end-of-step copy: an elementwise kernel of the same
+  // type computes it, every read of the old value happens before it (in earlier kernels, or in
+  // this one on the path to `result`, element by element), and the step returns nothing that
+  // reads the variable itself.
+  std::optional<NodeId> updated_in_place(NodeId result, std::size_t k) const {
+    const Kernel& kernel = kernels_[k];
+    if (kernel.at_load || kernel_spec(kernel.name).cost != CostModel::streaming) return {};
+    std::optional<NodeId> variable;
+    for (const graph::NamedNode& update : graph_.updates()) {
+      if (update.node != result) continue;
+      if (variable) return {};  // one value updating two variables
+      variable = graph_.find_variable(update.name)->node;
+    }
+    if (!variable || graph_.node(*variable).type != graph_.node(result).type) return {};
+    for (const graph::NamedNode& output : graph_.outputs()) {
+      if (output.node == *variable) return {};
+    }
+    for (std::size_t later = k + 1; later < kernels_.size(); ++later) {
+      const std::vector<NodeId>& read = kernels_[later].operands;
+      if (std::find(read.begin(), read.end(), *variable) != read.end()) return {};
+    }
+    std::set<NodeId> before = kernel_ancestors(kernel, result);
+    for (NodeId id : kernel.nodes) {
+      const std::vector<NodeId>& inputs = graph_.node(id).inputs;
+      bool reads = std::find(inputs.begin(), inputs.end(), *variable) != inputs.end();
+      if (reads && id != result && !before.contains(id)) return {};
+    }
+    return variable;
+  }
+
+  // The members of `kernel` that `node` depends on.
+  std::set<NodeId> kernel_ancestors(const Kernel& kernel, NodeId node) const {
+    std::set<NodeId> members(kernel.nodes.begin(), kernel.nodes.end());
+    std::set<NodeId> found;
+    std::vector<NodeId> pending = {node};
+    while (!pending.empty()) {
+      NodeId current = pending.back();
+      pending.pop_back();
+      for (NodeId input : graph_.node(current).inputs) {
+        if (members.contains(input) && found.insert(input).second) pending.push_back(input);
+      }
+    }
+    return found;
   }
 
   void extend_lifetimes() {

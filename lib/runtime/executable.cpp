@@ -205,7 +205,7 @@ struct Executable::State {
     }
     std::int64_t area = 0;
     for (const graph::NamedNode& update : plan.graph.updates()) {
-      if (persistent(update.node)) snapshot(update.node, area);
+      if (persistent(update.node) && !in_place(update)) snapshot(update.node, area);
     }
     for (const graph::NamedNode& output : plan.graph.outputs()) {
       if (persistent(output.node)) snapshot(output.node, area);
@@ -224,6 +224,13 @@ struct Executable::State {
     }
   }
 
+  // Whether the update's value was computed straight into its variable's buffer.
+  bool in_place(const graph::NamedNode& update) const {
+    const graph::Variable* variable = plan.graph.find_variable(update.name);
+    return plan.memory.buffer_of[static_cast<std::size_t>(update.node)] ==
+           plan.memory.buffer_of[static_cast<std::size_t>(variable->node)];
+  }
+
   TensorRef snapshot_of(NodeId id) const {
     TensorRef value = values[static_cast<std::size_t>(id)];
     for (const Snapshot& taken : snapshots) {
@@ -235,8 +242,8 @@ struct Executable::State {
   void bind_updates() {
     const graph::Graph& graph = plan.graph;
     for (const graph::NamedNode& update : graph.updates()) {
+      if (in_place(update)) continue;
       TensorRef variable = values[static_cast<std::size_t>(graph.find_variable(update.name)->node)];
-      if (values[static_cast<std::size_t>(update.node)].data == variable.data) continue;
       updates.push_back(Update{snapshot_of(update.node), variable});
     }
   }

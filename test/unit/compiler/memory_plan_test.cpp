@@ -92,3 +92,27 @@ TEST_CASE("a reshape shares its operand's buffer, which lives as long as the res
   CHECK(memory.buffers[static_cast<std::size_t>(shared)].last_use ==
         static_cast<std::int32_t>(plan.kernels.size() - 1));
 }
+
+TEST_CASE(
+    "a variable's new value is computed in its own buffer when nothing reads the old one later") {
+  Graph graph;
+  Tensor g(graph, graph.add_input("g", {{64}, DType::f32}));
+  Tensor w(graph, graph.add_variable("w", {{64}, DType::f32}, VariableRole::parameter, {}));
+  Tensor m(graph, graph.add_variable("m", {{64}, DType::f32}, VariableRole::optimizer_state, {}));
+  Tensor momentum = m * 0.9 + g;
+  graph.set_update("m", momentum.id());
+  graph.set_update("w", (w - momentum * 0.1).id());
+  graph.add_output("m_before", m.id());  // the step returns the old m: its update needs a copy
+  compiler::Plan plan = planned(graph);
+  const compiler::MemoryPlan& memory = plan.memory;
+  auto buffer = [&](NodeId id) { return memory.buffer_of[static_cast<std::size_t>(id)]; };
+  auto update_of = [&](const std::string& name) {
+    for (const NamedNode& update : plan.graph.updates()) {
+      if (update.name == name) return update.node;
+    }
+    FAIL("no update of " << name);
+    return NodeId{-1};
+  };
+  CHECK(buffer(update_of("w")) == buffer(plan.graph.find_variable("w")->node));
+  CHECK(buffer(update_of("m")) != buffer(plan.graph.find_variable("m")->node));
+}
