@@ -457,6 +457,12 @@ std::unique_ptr<Dataset> open_bert_csv(const DataloaderSpec& loader,
 // "<file> <number of examples>" per line, and a vocabulary file.
 DatasetFacts check_bert_csv_files(const DataloaderSpec& loader, config::Diagnostics& diagnostics) {
   const config::Node& data_dir = *loader.params.find("data_dir");
+  if (const config::Node* gather = loader.params.find("gather_mlm_labels");
+      gather && gather->is_bool() && !gather->as_bool()) {
+    diagnostics.error(gather->mark(), gather->path(),
+                      "gather_mlm_labels: false is not supported: csrun's BERT reads the labels "
+                      "of the masked positions only (gathered, the Model Zoo's default: true)");
+  }
   std::int64_t examples = 0;
   for (const std::string& directory : loader.data_dirs) {
     if (!require_directory(directory, data_dir, diagnostics)) continue;

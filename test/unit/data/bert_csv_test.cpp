@@ -232,3 +232,29 @@ TEST_CASE("pre-masked BERT CSV (BertCSVDataProcessor): every field as written, c
   CHECK_THROWS_WITH(data::open_dataset(*spec, fields, 1),
                     Catch::Contains("line 1: the header has no column 'attention_mask'"));
 }
+
+TEST_CASE("BERT CSV keys csrun cannot honour are reported at validation") {
+  test::TempDir dir;
+  write_corpus(dir, kRows, 2);
+  auto loaded = test::load_params_text(
+      "trainer:\n  init:\n    device: CSX\n    model: {name: bert, vocab_size: 12}\n"
+      "    loop: {max_steps: 1}\n  fit:\n    train_dataloader: {data_processor: "
+      "BertCSVDynamicMaskDataProcessor, batch_size: 2, data_dir: '" +
+      dir.path().string() + "', vocab_file: '" + dir.path().string() +
+      "/vocab.txt', gather_mlm_labels: false, dynamic_mlm_scale: true}\n");
+  config::Diagnostics diagnostics;
+  data::DataloaderContext context{data::LoaderRole::train, 1, false, {}};
+  data::check_dataloader(loaded.trainer().fit->train_dataloader, context, diagnostics);
+  bool gather_error = false;
+  bool scale_warning = false;
+  for (const config::Diagnostic& d : diagnostics.all()) {
+    if (d.severity == config::Severity::error &&
+        d.message.find("gather_mlm_labels: false is not supported") != std::string::npos)
+      gather_error = true;
+    if (d.severity == config::Severity::warning &&
+        d.message.find("dynamic_mlm_scale has no effect") != std::string::npos)
+      scale_warning = true;
+  }
+  CHECK(gather_error);
+  CHECK(scale_warning);
+}
