@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# The sbatch scripts of scripts/slurm/ as real jobs on a real single-node SLURM cluster
+# (scripts/slurm/cluster.sh brings it up and takes it down): validate, compile, train and eval
+# complete with csrun's exit status and log lines, and a broken params file fails its job.
+# Skipped (77) where the cluster cannot run: not root.
+set -euo pipefail
+root=$1
+csrun=$2
+[ "$(id -u)" -eq 0 ] || { echo "skipped: the SLURM daemons need root"; exit 77; }
+work=$(mktemp -d)
+chmod 755 "$work"  # munged refuses a socket under a directory others cannot enter
+export CSRUN_SLURM_DIR=$work/cluster CSRUN_SLURM_PORT=${CSRUN_SLURM_PORT:-6917}
+trap '"$root/scripts/slurm/cluster.sh" down >/dev/null 2>&1 || true; rm -rf "$work"' EXIT
+cluster_env=$("$root/scripts/slurm/cluster.sh" up) || { echo "FAIL: the cluster did not come up"; exit 1; }
+eval "$cluster_env"
+export CSRUN=$csrun
+cd "$work"
+
+cat >params.yaml <<PARAMS
+trainer:
+  init:
+    device: CSX
+    model_dir: $work/model
+    seed: 1
+    model: {name: fc_mnist, hidden_sizes: [16], compute_eval_metrics: true}
+    optimizer: {SGD: {lr: 0.01, momentum: 0.9}}
+    loop: {max_steps: 6}
+    checkpoint: {steps: 3}
+    logging: {log_steps: 3}
+  fit:
+    train_dataloader: {data_processor: MNISTDataProcessor, batch_size: 8}
+  validate:
+    val_dataloader: {data_processor: MNISTDataProcessor, batch_size: 8}
+PARAMS
+
+# Runs one sbatch script to completion; its output goes to NAME.out. Prints the job's status.
+job() {
+  local name=$1 script=$2
+  shift 2
+  local status=0
+  sbatch --wait --quiet -o "$work/$name.out" "$root/scripts/slurm/$script" "$@" || status=$?
+  echo "$status"
+}
+expect() {
+  local file=$1 text=$2
+  grep -qF "$text" "$work/$file" || { echo "FAIL: $file lacks '$text'"; cat "$work/$file"; exit 1; }
+}
+expect_status() {
+  [ "$2" -eq "$3" ] || { echo "FAIL: $1 ended with $2, expected $3"; cat "$work/$1.out"; exit 1; }
+}
+
+expect_status validate "$(job validate validate.sbatch params.yaml --fake_data)" 0
+expect validate.out "Config validation was successful!"
+expect_status compile "$(job compile compile.sbatch params.yaml --fake_data)" 0
+expect compile.out "compiled"
+expect_status train "$(job train train.sbatch params.yaml --fake_data)" 0
+expect train.out "| Train Device=CSX, Step=6, Loss="
+expect train.out "Training completed successfully!"
+[ -f "$work/model/checkpoint_3.mdl" ] && [ -f "$work/model/checkpoint_6.mdl" ] ||
+  { echo "FAIL: no checkpoints from the train job"; exit 1; }
+expect_status eval "$(job eval eval.sbatch params.yaml --fake_data --all)" 0
+expect eval.out "checkpoint_6.mdl"
+expect eval.out "Evaluation completed successfully!"
+
+printf 'trainer:\n  init:\n    model: {name: fc_mnist}\n    loop: {max_stepz: 5}\n' >broken.yaml
+expect_status broken "$(job broken validate.sbatch broken.yaml --fake_data)" 1
+expect broken.out "max_stepz"
+echo "slurm jobs: validate, compile, train, eval and a failing validate ran as real jobs"
