@@ -356,8 +356,9 @@ struct TrainingLoop::State {
       run.loss = step.scalar(loss_slot);
       check_loss(run.loss);
       callbacks.call(&Callback::on_train_batch_end, run);
-      log.progress().show(
-          progress_text("Train", done, total, run.loss, rate.global(), seconds_since(rate.start)));
+      if (log.progress().live())
+        log.progress().show(progress_text("Train", done, total, run.loss, rate.global(),
+                                          seconds_since(rate.start)));
       bool last = done == total;
       if (last || run.global_step % log_steps == 0) report_train_step(rate, lr, scale);
       if (last || (trainer.checkpoint.steps && *trainer.checkpoint.steps > 0 &&
@@ -462,8 +463,9 @@ struct TrainingLoop::State {
       run.loss = step.scalar(step.slot("loss"));
       check_loss(run.loss);
       callbacks.call(&Callback::on_eval_batch_end, run);
-      log.progress().show(
-          progress_text("Eval ", b, batches, run.loss, rate.global(), seconds_since(rate.start)));
+      if (log.progress().live())
+        log.progress().show(
+            progress_text("Eval ", b, batches, run.loss, rate.global(), seconds_since(rate.start)));
       if (b == batches || b % std::max<std::int64_t>(1, trainer.logging.log_steps) == 0) {
         log.info("| Eval Device=" + setup.device + ", GlobalStep=" +
                  std::to_string(run.global_step) + ", Batch=" + std::to_string(b) +
