@@ -11,6 +11,7 @@
 #include "runner/callbacks.hpp"
 #include "runner/checkpoint.hpp"
 #include "runner/runner_registry.hpp"
+#include "stop_signal.hpp"
 
 namespace csrun::modes {
 
@@ -118,7 +119,8 @@ std::vector<std::string> checkpoints_to_evaluate(const config::TrainerSpec& trai
 }
 
 int run_trainer(const CheckedRun& checked, const CheckedTrainer& trainer_check,
-                PlannedTrainer planned, const RunOptions& options, LoopKind kind) {
+                PlannedTrainer planned, const RunOptions& options, LoopKind kind,
+                const std::atomic<bool>* stop_requested) {
   const config::TrainerSpec& trainer = checked.run.trainers.at(trainer_check.index);
   if (kind == LoopKind::train && !trainer_check.train_loader) {
     std::cerr << "csrun train: trainer " << trainer_check.index
@@ -134,9 +136,10 @@ int run_trainer(const CheckedRun& checked, const CheckedTrainer& trainer_check,
             << planned.directory.string()
             << (planned.from_cache ? " (from the compile cache)" : " (compiled now)") << "\n";
   std::int64_t batch_size = planned.plan.batch_size;
+  runner::RunSetup setup = setup_for(checked, trainer_check, std::move(planned), kind);
+  setup.stop_requested = stop_requested;
   std::unique_ptr<runner::Runner> runner =
-      runner::make_runner(setup_for(checked, trainer_check, std::move(planned), kind),
-                          callbacks_for(trainer, trainer_check, batch_size));
+      runner::make_runner(std::move(setup), callbacks_for(trainer, trainer_check, batch_size));
   if (kind == LoopKind::train) {
     runner->fit();
   } else {
@@ -153,12 +156,19 @@ int run_loop(const RunOptions& options, LoopKind kind) {
   if (!checked) return 1;
   std::optional<std::vector<PlannedTrainer>> planned = plan_stage(*checked, options, command);
   if (!planned) return 1;
+  // Training stops between steps on SIGTERM or SIGINT, checkpointed; evaluation keeps the
+  // signals' default action, as it has no state to save.
+  std::optional<StopSignal> stop_signal;
+  if (kind == LoopKind::train) stop_signal.emplace();
   try {
     for (std::size_t i = 0; i < planned->size(); ++i) {
-      int status =
-          run_trainer(*checked, checked->trainers[i], std::move((*planned)[i]), options, kind);
+      int status = run_trainer(*checked, checked->trainers[i], std::move((*planned)[i]), options,
+                               kind, stop_signal ? &stop_signal->requested() : nullptr);
       if (status != 0) return status;
     }
+  } catch (const runner::StopRequested& stopped) {
+    std::cerr << "csrun " << command << ": " << stopped.what() << "\n";
+    return kStoppedStatus;
   } catch (const std::exception& error) {
     std::cerr << "csrun " << command << ": " << error.what() << "\n";
     return 1;

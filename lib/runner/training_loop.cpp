@@ -361,11 +361,12 @@ struct TrainingLoop::State {
                                           seconds_since(rate.start)));
       bool last = done == total;
       if (last || run.global_step % log_steps == 0) report_train_step(rate, lr, scale);
-      if (last || (trainer.checkpoint.steps && *trainer.checkpoint.steps > 0 &&
-                   run.global_step % *trainer.checkpoint.steps == 0))
-        save(step);
+      bool saved = last || (trainer.checkpoint.steps && *trainer.checkpoint.steps > 0 &&
+                            run.global_step % *trainer.checkpoint.steps == 0);
+      if (saved) save(step);
       if (every_eval > 0 && (done % every_eval == 0 || last)) run_eval();
       if (last || run.global_step % per_epoch == 0) end_train_epoch(last);
+      if (!last && stop_requested()) stop(step, saved);
     }
     log.progress().finish();
     train_samples = rate.samples;
@@ -383,6 +384,20 @@ struct TrainingLoop::State {
     write_performance(simulated);
     callbacks.call(&Callback::on_train_end, run);
     log.info("Training completed successfully!");
+  }
+
+  bool stop_requested() const { return setup.stop_requested && setup.stop_requested->load(); }
+
+  // Ends fit between steps: the state of the step just taken is checkpointed (atomically, as
+  // every checkpoint), so running the same command again resumes from it.
+  [[noreturn]] void stop(const Executable& step, bool saved) {
+    log.progress().finish();
+    if (!saved) save(step);
+    std::string message = "Stopped at step " + std::to_string(run.global_step) +
+                          " on request (SIGTERM or SIGINT), its checkpoint written; run the "
+                          "same command again to resume.";
+    log.info(message);
+    throw StopRequested(message);
   }
 
   // The Model Zoo's epochs: steps_per_epoch steps (default: the batches of the dataset).

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -31,6 +32,15 @@ struct RunSetup {
   std::optional<data::DataloaderSpec> train_loader;
   std::optional<data::DataloaderSpec> eval_loader;
   std::string checkpoint_path;  // --checkpoint_path; empty: what the params say
+  // Set (from a signal handler) when the run must end early: fit checkpoints after the step in
+  // progress and throws StopRequested. Null: the run cannot be stopped this way.
+  const std::atomic<bool>* stop_requested = nullptr;
+};
+
+// fit ended early because stop_requested was set; the checkpoint of the last step is written.
+class StopRequested : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
 };
 
 struct EvalResult {

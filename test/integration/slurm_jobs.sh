@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The sbatch scripts of scripts/slurm/ as real jobs on a real single-node SLURM cluster
 # (scripts/slurm/cluster.sh brings it up and takes it down): validate, compile, train and eval
-# complete with csrun's exit status and log lines, and a broken params file fails its job.
+# complete with csrun's exit status and log lines, a cancelled train job resumes when resubmitted,
+# and a broken params file fails its job.
 # Skipped (77) where the cluster cannot run: not root.
 set -euo pipefail
 root=$1
@@ -62,7 +63,21 @@ expect_status eval "$(job eval eval.sbatch params.yaml --fake_data --all)" 0
 expect eval.out "checkpoint_6.mdl"
 expect eval.out "Evaluation completed successfully!"
 
+# scancel mid-run: csrun checkpoints the step in progress and the job ends; resubmitting resumes.
+sed -e "s|$work/model|$work/long|" -e 's/max_steps: 6/max_steps: 100000000/' \
+  -e 's/{steps: 3}/{steps: 100000000}/' params.yaml >long.yaml
+long_job=$(sbatch --parsable -o "$work/long.out" "$root/scripts/slurm/train.sbatch" long.yaml --fake_data)
+for _ in $(seq 600); do grep -qF "| Train Device=" "$work/long.out" 2>/dev/null && break; sleep 0.1; done
+scancel "$long_job"
+for _ in $(seq 300); do [ -z "$(squeue -h -j "$long_job" 2>/dev/null)" ] && break; sleep 0.1; done
+expect long.out "on request (SIGTERM or SIGINT), its checkpoint written"
+stopped_at=$(ls "$work/long" | sed -n 's/^checkpoint_\([0-9]*\)\.mdl$/\1/p' | sort -n | tail -1)
+[ -n "$stopped_at" ] || { echo "FAIL: no checkpoint after scancel"; cat "$work/long.out"; exit 1; }
+expect_status resumed "$(job resumed train.sbatch long.yaml --fake_data --max_steps $((stopped_at + 3)))" 0
+expect resumed.out "Found latest checkpoint at \"$work/long/checkpoint_$stopped_at.mdl\""
+expect resumed.out "| Train Device=CSX, Step=$((stopped_at + 3)), Loss="
+
 printf 'trainer:\n  init:\n    model: {name: fc_mnist}\n    loop: {max_stepz: 5}\n' >broken.yaml
 expect_status broken "$(job broken validate.sbatch broken.yaml --fake_data)" 1
 expect broken.out "max_stepz"
-echo "slurm jobs: validate, compile, train, eval and a failing validate ran as real jobs"
+echo "slurm jobs: validate, compile, train, eval, a failing validate, and scancel then resubmit ran as real jobs"

@@ -118,3 +118,40 @@ TEST_CASE("on a terminal train shows a live progress line; in a pipe only plain 
   CHECK(piped.out.find('\r') == std::string::npos);
   CHECK(piped.out.find("\033[") == std::string::npos);
 }
+
+TEST_CASE("SIGTERM checkpoints the step in progress and exits 143; rerunning resumes from it") {
+  csrun::test::TempDir dir;
+  std::string long_run = kRun;
+  long_run.replace(long_run.find("max_steps: 6"), 12, "max_steps: 100000000");
+  long_run.replace(long_run.find("log_steps: 2"), 12, "log_steps: 1");
+  long_run.replace(long_run.find("steps: 3}"), 9, "steps: 100000000}");
+  std::string params = dir.write("p.yaml", long_run);
+  fs::path model_dir = dir.path() / "model";
+  std::string out = (dir.path() / "out").string();
+  // The signal comes once training has logged a step, as a scheduler's would mid-run.
+  std::string script =
+      std::string(CSRUN_BINARY) + " train '" + params + "' --fake_data -o '" + model_dir.string() +
+      "' >'" + out + "' 2>&1 & pid=$!\n" + "for i in $(seq 600); do grep -q '| Train Device=' '" +
+      out + "' && break; sleep 0.1; done\n" + "kill -TERM $pid; wait $pid; echo status=$?\n";
+  auto stopped = csrun::test::run_process({"/bin/sh", "-c", script});
+  std::string log = read(out);
+  INFO(stopped.out << stopped.err << log);
+  REQUIRE(stopped.out.find("status=143") != std::string::npos);
+  CHECK(log.find("on request (SIGTERM or SIGINT), its checkpoint written") != std::string::npos);
+  CHECK(log.find("Training completed successfully!") == std::string::npos);
+  std::vector<fs::path> checkpoints;
+  for (const auto& entry : fs::directory_iterator(model_dir))
+    if (entry.path().extension() == ".mdl") checkpoints.push_back(entry.path());
+  REQUIRE(checkpoints.size() == 1);
+  std::string name = checkpoints[0].stem().string();  // checkpoint_<step>
+  std::int64_t step = std::stoll(name.substr(name.find('_') + 1));
+
+  auto resumed = run_csrun({"train", params, "--fake_data", "-o", model_dir.string(), "--max_steps",
+                            std::to_string(step + 2)});
+  INFO(resumed.out << resumed.err);
+  CHECK(resumed.exit_code == 0);
+  CHECK(resumed.out.find("Found latest checkpoint at \"" + checkpoints[0].string()) !=
+        std::string::npos);
+  CHECK(resumed.out.find("Step=" + std::to_string(step + 2) + ",") != std::string::npos);
+  CHECK(resumed.out.find("Step=" + std::to_string(step) + ",") == std::string::npos);
+}

@@ -1,5 +1,6 @@
 #include <catch2/catch.hpp>
 
+#include <atomic>
 #include <filesystem>
 
 #include "compiler/compile.hpp"
@@ -139,6 +140,46 @@ TEST_CASE("a resumed run continues the exact sequence of an uninterrupted one") 
   auto a = runner::load_checkpoint((straight.dir.path() / "checkpoint_4.mdl").string());
   auto b = runner::load_checkpoint((resumed.dir.path() / "checkpoint_4.mdl").string());
   CHECK(a.global_step() == 4);
+  REQUIRE(a.tensors.size() == b.tensors.size());
+  for (const auto& [key, tensor] : a.tensors) {
+    INFO(key);
+    CHECK(tensor.values == b.tensors.at(key).values);
+  }
+}
+
+// Requests a stop, as the SIGTERM handler does, once its step has been taken.
+struct StopAt : runner::Callback {
+  std::atomic<bool>* flag;
+  std::int64_t step;
+  StopAt(std::atomic<bool>* f, std::int64_t at) : flag(f), step(at) {}
+  void on_train_batch_end(const runner::RunState& s) override {
+    if (s.global_step == step) flag->store(true);
+  }
+};
+
+TEST_CASE("a stop request checkpoints the step taken and ends fit; rerunning resumes exactly") {
+  TinyRun straight("    optimizer: {Adam: {lr: 0.01}}\n");
+  runner::TrainingLoop(straight.setup(), {}).fit();
+
+  recorded.clear();
+  TinyRun stopped("    optimizer: {Adam: {lr: 0.01}}\n");
+  std::atomic<bool> stop{false};
+  runner::RunSetup first = stopped.setup();
+  first.stop_requested = &stop;
+  runner::CallbackList callbacks;
+  callbacks.add(std::make_unique<Recorder>(&recorded));
+  callbacks.add(std::make_unique<StopAt>(&stop, 3));
+  CHECK_THROWS_AS(runner::TrainingLoop(std::move(first), std::move(callbacks)).fit(),
+                  runner::StopRequested);
+  CHECK(std::filesystem::exists(stopped.dir.path() / "checkpoint_3.mdl"));
+  CHECK_FALSE(std::filesystem::exists(stopped.dir.path() / "checkpoint_4.mdl"));
+  REQUIRE_FALSE(recorded.empty());
+  CHECK(recorded.back().starts_with("exception Stopped at step 3"));
+  CHECK(std::find(recorded.begin(), recorded.end(), "train_end") == recorded.end());
+
+  runner::TrainingLoop(stopped.setup(), {}).fit();  // autoloads checkpoint_3
+  auto a = runner::load_checkpoint((straight.dir.path() / "checkpoint_4.mdl").string());
+  auto b = runner::load_checkpoint((stopped.dir.path() / "checkpoint_4.mdl").string());
   REQUIRE(a.tensors.size() == b.tensors.size());
   for (const auto& [key, tensor] : a.tensors) {
     INFO(key);

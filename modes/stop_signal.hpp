@@ -1,0 +1,24 @@
+#pragma once
+
+#include <atomic>
+
+namespace csrun::modes {
+
+// While alive, SIGTERM (a SLURM time limit, scancel, preemption) and SIGINT (Ctrl-C) set a flag
+// instead of ending the process, so training checkpoints and stops between steps. A second
+// signal of the same kind ends the process at once.
+class StopSignal {
+ public:
+  StopSignal();
+  ~StopSignal();
+  StopSignal(const StopSignal&) = delete;
+  StopSignal& operator=(const StopSignal&) = delete;
+
+  const std::atomic<bool>& requested() const;
+};
+
+// The exit status of a run stopped this way: 128 + SIGTERM, as a shell reports a process the
+// signal ended, so a job scheduler sees it was not a complete run.
+inline constexpr int kStoppedStatus = 143;
+
+}  // namespace csrun::modes
