@@ -1,6 +1,7 @@
 #include "dataset.hpp"
 
 #include <cmath>
+#include <cstring>
 #include <stdexcept>
 
 #include "graph/counter_rng.hpp"
@@ -56,6 +57,37 @@ BatchData::BatchData(const std::vector<SampleField>& fields, std::int64_t rows) 
     auto count = static_cast<std::size_t>(rows * field.elements);
     floats.emplace_back(field.integer ? 0 : count, 0.0f);
     integers.emplace_back(field.integer ? count : 0, 0);
+  }
+}
+
+std::size_t BatchData::byte_size() const {
+  std::size_t bytes = 0;
+  for (std::size_t f = 0; f < floats.size(); ++f)
+    bytes += floats[f].size() * sizeof(float) + integers[f].size() * sizeof(std::int32_t);
+  return bytes;
+}
+
+void BatchData::copy_to(std::span<std::byte> bytes) const {
+  std::size_t at = 0;
+  for (std::size_t f = 0; f < floats.size(); ++f) {
+    std::span<const std::byte> field = floats[f].empty() ? std::as_bytes(std::span(integers[f]))
+                                                         : std::as_bytes(std::span(floats[f]));
+    std::memcpy(bytes.data() + at, field.data(), field.size());
+    at += field.size();
+  }
+}
+
+void BatchData::copy_from(std::span<const std::byte> bytes) {
+  if (bytes.size() != byte_size()) {
+    throw std::runtime_error("a batch of " + std::to_string(bytes.size()) + " bytes where " +
+                             std::to_string(byte_size()) + " were expected");
+  }
+  std::size_t at = 0;
+  for (std::size_t f = 0; f < floats.size(); ++f) {
+    std::span<std::byte> field = floats[f].empty() ? std::as_writable_bytes(std::span(integers[f]))
+                                                   : std::as_writable_bytes(std::span(floats[f]));
+    std::memcpy(field.data(), bytes.data() + at, field.size());
+    at += field.size();
   }
 }
 

@@ -1,7 +1,9 @@
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -24,6 +26,12 @@ struct BatchData {
   std::vector<std::vector<std::int32_t>> integers;
 
   BatchData(const std::vector<SampleField>& fields, std::int64_t rows);
+
+  // The batch as bytes (each field's values in turn, host byte order) for a data stream, and
+  // back. copy_from throws std::runtime_error when `bytes` is not exactly byte_size() long.
+  std::size_t byte_size() const;
+  void copy_to(std::span<std::byte> bytes) const;
+  void copy_from(std::span<const std::byte> bytes);
 };
 
 // Samples of a dataset in a format csrun reads, by index.

@@ -10,11 +10,11 @@
 #include <stdexcept>
 
 #include "checkpoint.hpp"
+#include "config/yaml_writer.hpp"
 #include "event_file.hpp"
 #include "nn/initializers.hpp"
 #include "run_log.hpp"
 #include "runtime/executable.hpp"
-#include "trainer_params.hpp"
 
 namespace csrun::runner {
 
@@ -50,64 +50,41 @@ void check_loss(double loss) {
                            "hyperparameters and contact Cerebras Support if the issue persists.");
 }
 
-// Samples in the order of the run's seed and epoch, assembled into batches and written into a
-// step's inputs.
+// A dataloader's batches in the run's order, written into a step's inputs.
 class BatchFeed {
  public:
-  BatchFeed(const data::DataloaderSpec& loader, const StepProgram& program, Executable& executable,
-            std::uint64_t seed)
-      : dataset_(data::open_dataset(loader, program.fields, seed)),
+  BatchFeed(std::unique_ptr<data::BatchSource> source, const StepProgram& program,
+            const Executable& executable)
+      : source_(std::move(source)),
         fields_(program.fields),
-        batch_size_(program.plan.batch_size),
-        seed_(seed),
-        shuffle_(loader.shuffle),
-        batch_(program.fields, program.plan.batch_size) {
-    if (dataset_->size() < batch_size_) {
-      throw std::runtime_error("the " + loader.processor + " dataset holds " +
-                               std::to_string(dataset_->size()) +
-                               " samples, fewer than one batch of " + std::to_string(batch_size_));
-    }
+        cursor_(source_->samples(), program.plan.batch_size) {
     for (const data::SampleField& field : fields_)
       slots_.push_back(executable.slot(field.name));
-    order_ = data::sample_order(dataset_->size(), seed_, epoch_, shuffle_);
   }
 
-  std::int64_t batches_per_epoch() const { return dataset_->size() / batch_size_; }
-  std::int64_t epoch() const { return epoch_; }
-  std::int64_t position() const { return position_; }
+  std::int64_t batches_per_epoch() const { return cursor_.batches_per_epoch(); }
+  data::BatchPosition position() const { return cursor_.position(); }
+  void seek(data::BatchPosition at) { cursor_.seek(at); }
+  // The next `count` batches will be read from the position on: the source may fetch ahead.
+  void expect(std::int64_t count) { source_->seek(cursor_.position(), count); }
 
-  void seek(std::int64_t epoch, std::int64_t position) {
-    epoch_ = epoch;
-    position_ = position;
-    order_ = data::sample_order(dataset_->size(), seed_, epoch_, shuffle_);
-  }
-
-  // The next batch (the remainder of an epoch too small for a batch is dropped).
   void next(Executable& executable) {
-    if (position_ + batch_size_ > dataset_->size()) seek(epoch_ + 1, 0);
-    for (std::int64_t row = 0; row < batch_size_; ++row)
-      dataset_->read(order_[static_cast<std::size_t>(position_ + row)], epoch_, row, batch_);
-    position_ += batch_size_;
+    cursor_.take();
+    const data::BatchData& batch = source_->next();
     for (std::size_t f = 0; f < fields_.size(); ++f) {
       if (fields_[f].integer) {
-        executable.write(slots_[f], batch_.integers[f]);
+        executable.write(slots_[f], batch.integers[f]);
       } else {
-        executable.write(slots_[f], batch_.floats[f]);
+        executable.write(slots_[f], batch.floats[f]);
       }
     }
   }
 
  private:
-  std::unique_ptr<data::Dataset> dataset_;
+  std::unique_ptr<data::BatchSource> source_;
   std::vector<data::SampleField> fields_;
-  std::int64_t batch_size_;
-  std::uint64_t seed_;
-  bool shuffle_;
-  data::BatchData batch_;
+  data::BatchCursor cursor_;
   std::vector<Executable::Slot> slots_;
-  std::vector<std::int64_t> order_;
-  std::int64_t epoch_ = 0;
-  std::int64_t position_ = 0;
 };
 
 // Host samples/s over the last log window and since the start.
@@ -137,7 +114,25 @@ std::optional<Executable::Slot> output_slot(const Executable& executable, const 
   return executable.slot(name);
 }
 
+std::uint64_t run_seed(const config::TrainerSpec& trainer) {
+  return static_cast<std::uint64_t>(trainer.seed.value_or(0));
+}
+
+data::LoaderJob loader_job(const RunSetup& setup, const data::DataloaderSpec& loader,
+                           const StepProgram& program) {
+  return {loader, program.fields, program.plan.batch_size, run_seed(*setup.trainer)};
+}
+
 }  // namespace
+
+std::vector<data::LoaderJob> loader_jobs(const RunSetup& setup) {
+  std::vector<data::LoaderJob> jobs;
+  if (setup.train && setup.train_loader)
+    jobs.push_back(loader_job(setup, *setup.train_loader, *setup.train));
+  if (setup.eval && setup.eval_loader)
+    jobs.push_back(loader_job(setup, *setup.eval_loader, *setup.eval));
+  return jobs;
+}
 
 struct TrainingLoop::State {
   RunSetup setup;
@@ -148,6 +143,7 @@ struct TrainingLoop::State {
   std::optional<Executable> train;
   std::optional<Executable> eval;
   std::optional<BatchFeed> train_feed;
+  std::optional<BatchFeed> eval_feed;
   std::unique_ptr<EventFile> events;
   std::uint64_t seed;
   double train_host_seconds = 0.0;
@@ -158,10 +154,11 @@ struct TrainingLoop::State {
         trainer(*setup.trainer),
         callbacks(std::move(hooks)),
         log(trainer.model_dir),
-        seed(static_cast<std::uint64_t>(trainer.seed.value_or(0))) {
+        seed(run_seed(trainer)) {
     if (setup.train) train.emplace(setup.train->plan);
     if (setup.eval) eval.emplace(setup.eval->plan);
-    std::ofstream(fs::path(log.directory()) / "trainer_params.yaml") << to_yaml(trainer.tree);
+    std::ofstream(fs::path(log.directory()) / "trainer_params.yaml")
+        << config::to_yaml(trainer.tree);
     events = std::make_unique<EventFile>((fs::path(trainer.model_dir) / "events").string());
   }
 
@@ -190,8 +187,8 @@ struct TrainingLoop::State {
     scalar("global_step", run.global_step);
     scalar("lr_scheduler.last_epoch", run.global_step);
     if (train_feed) {
-      scalar("dataloader.epoch", train_feed->epoch());
-      scalar("dataloader.samples_in_epoch", train_feed->position());
+      scalar("dataloader.epoch", train_feed->position().epoch);
+      scalar("dataloader.samples_in_epoch", train_feed->position().sample);
     }
     checkpoint.metadata = nlohmann::json{
         {"version", "csrun"},
@@ -240,7 +237,7 @@ struct TrainingLoop::State {
                    ? 0
                    : static_cast<std::int64_t>(found->second.values[0]);
       };
-      train_feed->seek(value("dataloader.epoch"), value("dataloader.samples_in_epoch"));
+      train_feed->seek({value("dataloader.epoch"), value("dataloader.samples_in_epoch")});
     }
   }
 
@@ -330,9 +327,10 @@ struct TrainingLoop::State {
   void fit() {
     if (!train || !setup.train_loader) throw std::logic_error("fit needs a training step");
     initialize(*train);
-    train_feed.emplace(*setup.train_loader, *setup.train, *train, seed);
+    train_feed.emplace(open_batches(data::LoaderRole::train), *setup.train, *train);
     load_into(*train, checkpoint_to_load(trainer.fit ? &trainer.fit->checkpoint : nullptr));
     std::int64_t total = steps_to_run();
+    train_feed->expect(total);
     std::int64_t every_eval = eval_every(total);
     std::int64_t log_steps = std::max<std::int64_t>(1, trainer.logging.log_steps);
     std::int64_t batch = setup.train->plan.batch_size;
@@ -384,6 +382,13 @@ struct TrainingLoop::State {
     write_performance(simulated);
     callbacks.call(&Callback::on_train_end, run);
     log.info("Training completed successfully!");
+  }
+
+  std::unique_ptr<data::BatchSource> open_batches(data::LoaderRole role) const {
+    bool train_role = role == data::LoaderRole::train;
+    data::LoaderJob job = train_role ? loader_job(setup, *setup.train_loader, *setup.train)
+                                     : loader_job(setup, *setup.eval_loader, *setup.eval);
+    return setup.open_batches ? setup.open_batches(job) : data::read_in_process(job);
   }
 
   bool stop_requested() const { return setup.stop_requested && setup.stop_requested->load(); }
@@ -453,9 +458,12 @@ struct TrainingLoop::State {
 
   EvalResult evaluate() {
     Executable& step = *eval;
-    BatchFeed feed(*setup.eval_loader, *setup.eval, step, seed);
+    if (!eval_feed) eval_feed.emplace(open_batches(data::LoaderRole::eval), *setup.eval, step);
+    BatchFeed& feed = *eval_feed;
     std::int64_t batches = trainer.loop.eval_steps.value_or(feed.batches_per_epoch());
     batches = std::min(batches, feed.batches_per_epoch());
+    feed.seek({});
+    feed.expect(batches);
     std::vector<std::pair<std::string, Executable::Slot>> metrics;
     for (const graph::NamedNode& output : step.plan().graph.outputs())
       metrics.emplace_back(output.name, step.slot(output.name));

@@ -2,6 +2,8 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -9,6 +11,7 @@
 #include "callbacks.hpp"
 #include "compiler/plan.hpp"
 #include "config/run_spec.hpp"
+#include "data/batch_source.hpp"
 #include "data/dataloader.hpp"
 #include "data/dataset.hpp"
 
@@ -35,7 +38,14 @@ struct RunSetup {
   // Set (from a signal handler) when the run must end early: fit checkpoints after the step in
   // progress and throws StopRequested. Null: the run cannot be stopped this way.
   const std::atomic<bool>* stop_requested = nullptr;
+  // Opens the batches of one of loader_jobs(): streamed from data workers, for example. Empty:
+  // the loop reads its datasets in this process.
+  std::function<std::unique_ptr<data::BatchSource>(const data::LoaderJob&)> open_batches;
 };
+
+// What the run's dataloaders produce (train first, then eval; those the setup has): a process
+// that opens them produces exactly the batches the loop would read itself.
+std::vector<data::LoaderJob> loader_jobs(const RunSetup& setup);
 
 // fit ended early because stop_requested was set; the checkpoint of the last step is written.
 class StopRequested : public std::runtime_error {

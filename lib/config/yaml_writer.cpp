@@ -1,12 +1,12 @@
-#include "trainer_params.hpp"
+#include "yaml_writer.hpp"
 
 #include <nlohmann/json.hpp>
 
-namespace csrun::runner {
+namespace csrun::config {
 
 namespace {
 
-std::string scalar(const config::Node& node) {
+std::string scalar(const Node& node) {
   if (node.is_null()) return "null";
   if (node.is_string()) return nlohmann::json(node.as_string()).dump();
   if (node.is_bool()) return node.as_bool() ? "true" : "false";
@@ -14,12 +14,12 @@ std::string scalar(const config::Node& node) {
   return nlohmann::json(node.as_number()).dump();
 }
 
-void emit(const config::Node& node, int indent, std::string& out) {
+void emit(const Node& node, int indent, std::string& out) {
   std::string pad(static_cast<std::size_t>(indent), ' ');
   if (node.is_map()) {
-    for (const config::Node::Entry& entry : node.entries()) {
+    for (const Node::Entry& entry : node.entries()) {
       out += pad + nlohmann::json(entry.key).dump() + ":";
-      const config::Node& value = entry.value;
+      const Node& value = entry.value;
       bool empty =
           (value.is_map() && value.entries().empty()) || (value.is_list() && value.items().empty());
       if (value.is_scalar() || empty) {
@@ -32,7 +32,7 @@ void emit(const config::Node& node, int indent, std::string& out) {
     return;
   }
   if (node.is_list()) {
-    for (const config::Node& item : node.items()) {
+    for (const Node& item : node.items()) {
       if (item.is_scalar()) {
         out += pad + "- " + scalar(item) + "\n";
       } else {
@@ -47,10 +47,10 @@ void emit(const config::Node& node, int indent, std::string& out) {
 
 }  // namespace
 
-std::string to_yaml(const config::Node& node) {
+std::string to_yaml(const Node& node) {
   std::string out;
   emit(node, 0, out);
   return out;
 }
 
-}  // namespace csrun::runner
+}  // namespace csrun::config

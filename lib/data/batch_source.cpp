@@ -1,0 +1,68 @@
+#include "batch_source.hpp"
+
+#include <stdexcept>
+
+namespace csrun::data {
+
+BatchPosition BatchCursor::take() {
+  if (at_.sample + size_ > samples_) at_ = {at_.epoch + 1, 0};
+  BatchPosition start = at_;
+  at_.sample += size_;
+  return start;
+}
+
+BatchReader::BatchReader(const LoaderJob& job)
+    : dataset_(open_dataset(job.loader, job.fields, job.seed)), job_(job) {
+  if (dataset_->size() < job_.batch_size) {
+    throw std::runtime_error(
+        "the " + job_.loader.processor + " dataset holds " + std::to_string(dataset_->size()) +
+        " samples, fewer than one batch of " + std::to_string(job_.batch_size));
+  }
+}
+
+std::span<const std::int64_t> BatchReader::read(BatchPosition at, BatchData& batch) {
+  if (at.epoch < 0 || at.sample < 0 || at.sample + job_.batch_size > dataset_->size()) {
+    throw std::runtime_error("no batch of " + std::to_string(job_.batch_size) + " at sample " +
+                             std::to_string(at.sample) + " of epoch " + std::to_string(at.epoch) +
+                             " in a dataset of " + std::to_string(dataset_->size()) + " samples");
+  }
+  if (at.epoch != order_epoch_) {
+    order_ = sample_order(dataset_->size(), job_.seed, at.epoch, job_.loader.shuffle);
+    order_epoch_ = at.epoch;
+  }
+  std::span<const std::int64_t> indices(order_.data() + at.sample,
+                                        static_cast<std::size_t>(job_.batch_size));
+  for (std::size_t row = 0; row < indices.size(); ++row)
+    dataset_->read(indices[row], at.epoch, static_cast<std::int64_t>(row), batch);
+  return indices;
+}
+
+namespace {
+
+class InProcessBatches : public BatchSource {
+ public:
+  explicit InProcessBatches(const LoaderJob& job)
+      : reader_(job),
+        cursor_(reader_.samples(), job.batch_size),
+        batch_(job.fields, job.batch_size) {}
+
+  std::int64_t samples() const override { return reader_.samples(); }
+  void seek(BatchPosition at, std::int64_t) override { cursor_.seek(at); }
+  const BatchData& next() override {
+    reader_.read(cursor_.take(), batch_);
+    return batch_;
+  }
+
+ private:
+  BatchReader reader_;
+  BatchCursor cursor_;
+  BatchData batch_;
+};
+
+}  // namespace
+
+std::unique_ptr<BatchSource> read_in_process(const LoaderJob& job) {
+  return std::make_unique<InProcessBatches>(job);
+}
+
+}  // namespace csrun::data
