@@ -1,5 +1,6 @@
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,10 @@ struct RunOptions {
   bool all_checkpoints = false;      // eval: every checkpoint in model_dir
   std::string wafer = "wse2";        // the wafer profile plans target
   std::vector<std::string> dump_ir;  // print the IR after these passes ("trace" = before any)
+  std::string sample_ledger;         // train, eval: record every sample consumed in this file
+  // The csrun binary local data workers run (`csrun worker`); empty (csrun's libraries used
+  // from another program): the data is read in this process.
+  std::string worker_binary;
   config::Severity shown = config::Severity::note;  // the least severe finding printed
 };
 
@@ -30,5 +35,13 @@ int validate(const RunOptions& options);
 int compile(const RunOptions& options);
 int train(const RunOptions& options);
 int eval(const RunOptions& options);
+
+// csrun worker: a data worker for the coordinator at `address`.
+struct WorkerCommand {
+  std::string address;      // empty: the rendezvous file's
+  std::string secret_file;  // a rendezvous file; empty: the secret is in CSRUN_STREAM_SECRET
+  std::int64_t rank = -1;
+};
+int worker(const WorkerCommand& command);
 
 }  // namespace csrun::modes

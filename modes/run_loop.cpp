@@ -4,6 +4,8 @@
 
 #include "compiler/compile.hpp"
 #include "csrun/build_info.hpp"
+#include "data/sample_ledger.hpp"
+#include "data_stream.hpp"
 #include "graph/fingerprint.hpp"
 #include "models/step_trace.hpp"
 #include "retrace_check.hpp"
@@ -118,9 +120,16 @@ std::vector<std::string> checkpoints_to_evaluate(const config::TrainerSpec& trai
   return paths;
 }
 
+// What every trainer of a command shares.
+struct LoopServices {
+  const std::atomic<bool>* stop_requested = nullptr;
+  data::SampleLedger* ledger = nullptr;
+  std::optional<SrunTask> srun;
+};
+
 int run_trainer(const CheckedRun& checked, const CheckedTrainer& trainer_check,
                 PlannedTrainer planned, const RunOptions& options, LoopKind kind,
-                const std::atomic<bool>* stop_requested) {
+                const LoopServices& services) {
   const config::TrainerSpec& trainer = checked.run.trainers.at(trainer_check.index);
   if (kind == LoopKind::train && !trainer_check.train_loader) {
     std::cerr << "csrun train: trainer " << trainer_check.index
@@ -137,7 +146,11 @@ int run_trainer(const CheckedRun& checked, const CheckedTrainer& trainer_check,
             << (planned.from_cache ? " (from the compile cache)" : " (compiled now)") << "\n";
   std::int64_t batch_size = planned.plan.batch_size;
   runner::RunSetup setup = setup_for(checked, trainer_check, std::move(planned), kind);
-  setup.stop_requested = stop_requested;
+  setup.stop_requested = services.stop_requested;
+  DataStream data_stream(trainer, setup,
+                         {trainer_check.index, trainer_check.index + 1 < checked.trainers.size(),
+                          services.ledger, services.srun, options.worker_binary});
+  data_stream.connect(setup);
   std::unique_ptr<runner::Runner> runner =
       runner::make_runner(std::move(setup), callbacks_for(trainer, trainer_check, batch_size));
   if (kind == LoopKind::train) {
@@ -154,16 +167,23 @@ int run_loop(const RunOptions& options, LoopKind kind) {
   const char* command = kind == LoopKind::train ? "train" : "eval";
   std::optional<CheckedRun> checked = validation_stage(options, command);
   if (!checked) return 1;
+  LoopServices services;
+  services.srun = srun_task();
+  if (services.srun && services.srun->rank > 0)
+    return serve_srun_trainers(checked->run.trainers, *services.srun);
   std::optional<std::vector<PlannedTrainer>> planned = plan_stage(*checked, options, command);
   if (!planned) return 1;
   // Training stops between steps on SIGTERM or SIGINT, checkpointed; evaluation keeps the
   // signals' default action, as it has no state to save.
   std::optional<StopSignal> stop_signal;
   if (kind == LoopKind::train) stop_signal.emplace();
+  if (stop_signal) services.stop_requested = &stop_signal->requested();
   try {
+    std::optional<data::SampleLedger> ledger;
+    if (!options.sample_ledger.empty()) services.ledger = &ledger.emplace(options.sample_ledger);
     for (std::size_t i = 0; i < planned->size(); ++i) {
       int status = run_trainer(*checked, checked->trainers[i], std::move((*planned)[i]), options,
-                               kind, stop_signal ? &stop_signal->requested() : nullptr);
+                               kind, services);
       if (status != 0) return status;
     }
   } catch (const runner::StopRequested& stopped) {

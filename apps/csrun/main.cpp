@@ -5,6 +5,7 @@
 
 #include <charconv>
 #include <cstdint>
+#include <filesystem>
 #include <functional>
 #include <iostream>
 #include <list>
@@ -41,6 +42,7 @@ struct CommandLine {
   std::string execution_mode;
   std::string wafer = "wse2";
   std::vector<std::string> dump_ir;
+  std::string sample_ledger;
   std::int64_t num_csx = 1;
   std::int64_t num_workers_per_csx = 1;
   std::int64_t max_steps = 0;
@@ -79,6 +81,13 @@ CLI::Validator at_least(std::int64_t minimum) {
       "INT>=" + std::to_string(minimum));
 }
 
+// Local data workers run this same binary.
+std::string this_binary() {
+  std::error_code error;
+  std::filesystem::path path = std::filesystem::read_symlink("/proc/self/exe", error);
+  return error ? std::string() : path.string();
+}
+
 std::string uppercase(std::string text) {
   for (char& c : text)
     c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
@@ -94,6 +103,11 @@ class Subcommand {
     if (name == "eval") {
       app_->add_flag("--all", line_.all_checkpoints,
                      "Evaluate every checkpoint in model_dir, oldest first");
+    }
+    if (name == "train" || name == "eval") {
+      app_->add_option("--sample_ledger", line_.sample_ledger,
+                       "Append a line per sample consumed (role, epoch, position, index, "
+                       "producer) to this file");
     }
   }
 
@@ -130,6 +144,8 @@ class Subcommand {
     options.all_checkpoints = line_.all_checkpoints;
     options.wafer = line_.wafer;
     options.dump_ir = line_.dump_ir;
+    options.sample_ledger = line_.sample_ledger;
+    options.worker_binary = this_binary();
     options.shown = logging_levels().at(uppercase(line_.logging));
     return options;
   }
@@ -245,8 +261,19 @@ int main(int argc, char** argv) {
   subcommands.emplace_back(app, "train", "Validate, then train on the wafer simulator",
                            csrun::modes::train);
   subcommands.emplace_back(app, "eval", "Validate, then evaluate a checkpoint", csrun::modes::eval);
+  csrun::modes::WorkerCommand worker;
+  CLI::App* worker_app = app.add_subcommand(
+      "worker", "Serve a train or eval coordinator as a data worker (read, shard, send batches)");
+  worker_app->add_option("--connect", worker.address,
+                         "The coordinator's address (tcp://HOST:PORT or ipc://PATH)");
+  worker_app->add_option("--secret_file", worker.secret_file,
+                         "A rendezvous file with the address and the job's secret (else the "
+                         "secret comes from CSRUN_STREAM_SECRET)");
+  worker_app->add_option("--rank", worker.rank, "This worker's number in logs and the ledger")
+      ->check(at_least(0));
   try {
     app.parse(argc, argv);
+    if (worker_app->parsed()) return csrun::modes::worker(worker);
     for (const Subcommand& subcommand : subcommands) {
       if (subcommand.parsed()) return subcommand.run();
     }

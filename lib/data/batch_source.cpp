@@ -2,6 +2,8 @@
 
 #include <stdexcept>
 
+#include "sample_ledger.hpp"
+
 namespace csrun::data {
 
 BatchPosition BatchCursor::take() {
@@ -41,28 +43,34 @@ namespace {
 
 class InProcessBatches : public BatchSource {
  public:
-  explicit InProcessBatches(const LoaderJob& job)
+  InProcessBatches(const LoaderJob& job, SampleLedger* ledger)
       : reader_(job),
+        role_(job.loader.role),
+        ledger_(ledger),
         cursor_(reader_.samples(), job.batch_size),
         batch_(job.fields, job.batch_size) {}
 
   std::int64_t samples() const override { return reader_.samples(); }
   void seek(BatchPosition at, std::int64_t) override { cursor_.seek(at); }
   const BatchData& next() override {
-    reader_.read(cursor_.take(), batch_);
+    BatchPosition at = cursor_.take();
+    std::span<const std::int64_t> indices = reader_.read(at, batch_);
+    if (ledger_) ledger_->record(role_, at, indices, "in-process");
     return batch_;
   }
 
  private:
   BatchReader reader_;
+  LoaderRole role_;
+  SampleLedger* ledger_;
   BatchCursor cursor_;
   BatchData batch_;
 };
 
 }  // namespace
 
-std::unique_ptr<BatchSource> read_in_process(const LoaderJob& job) {
-  return std::make_unique<InProcessBatches>(job);
+std::unique_ptr<BatchSource> read_in_process(const LoaderJob& job, SampleLedger* ledger) {
+  return std::make_unique<InProcessBatches>(job, ledger);
 }
 
 }  // namespace csrun::data

@@ -67,7 +67,10 @@ class BatchSource {
   virtual const BatchData& next() = 0;
 };
 
-// A BatchSource that reads the job's dataset in this process (num_workers_per_csx: 0).
-std::unique_ptr<BatchSource> read_in_process(const LoaderJob& job);
+class SampleLedger;
+
+// A BatchSource that reads the job's dataset in this process (num_workers_per_csx: 0); each
+// batch's samples go into `ledger` when there is one.
+std::unique_ptr<BatchSource> read_in_process(const LoaderJob& job, SampleLedger* ledger = nullptr);
 
 }  // namespace csrun::data

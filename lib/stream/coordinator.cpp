@@ -1,0 +1,494 @@
+#include "coordinator.hpp"
+
+#include <unistd.h>
+
+#include <deque>
+#include <map>
+#include <optional>
+#include <set>
+#include <stdexcept>
+#include <zmq.hpp>
+
+#include "data/sample_ledger.hpp"
+#include "frame.hpp"
+#include "local_workers.hpp"
+
+namespace csrun::stream {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// A stream tcp endpoint as workers on other nodes reach it: this host's name instead of 0.0.0.0.
+std::string reachable(const std::string& endpoint) {
+  const std::string any = "tcp://0.0.0.0:";
+  if (!endpoint.starts_with(any)) return endpoint;
+  char host[256] = {};
+  if (::gethostname(host, sizeof host - 1) != 0) return endpoint;
+  return "tcp://" + std::string(host) + ":" + endpoint.substr(any.size());
+}
+
+std::string peer_address(zmq::message_t& frame) {
+  try {
+    return frame.gets("Peer-Address");
+  } catch (const zmq::error_t&) {
+    return "a local peer";
+  }
+}
+
+bool same_secret(const std::string& given, const std::string& expected) {
+  if (given.size() != expected.size()) return false;
+  unsigned char difference = 0;
+  for (std::size_t i = 0; i < given.size(); ++i)
+    difference |= static_cast<unsigned char>(given[i] ^ expected[i]);
+  return difference == 0;
+}
+
+}  // namespace
+
+struct Coordinator::State {
+  struct Worker {
+    std::int64_t rank = -1;
+    std::int64_t pid = 0;
+    bool ready = false;
+    std::set<std::uint64_t> tickets;
+    Clock::time_point last_heard;
+    std::int64_t delivered = 0;
+    std::string name() const {
+      return "data worker " + std::to_string(rank) + " (pid " + std::to_string(pid) + ")";
+    }
+  };
+  struct Ticket {
+    std::size_t stream = 0;
+    data::BatchPosition at;
+    std::string worker;  // identity; empty while unassigned
+    bool cancelled = false;
+  };
+  struct Arrival {
+    zmq::message_t frame;
+    std::string producer;
+  };
+  struct Stream {
+    data::LoaderJob job;
+    std::optional<data::BatchCursor> cursor;
+    std::int64_t samples = -1;
+    std::int64_t remaining = 0;
+    std::deque<std::uint64_t> queue;  // tickets in the order the loop reads them
+    data::BatchData batch;
+  };
+
+  CoordinatorOptions options;
+  zmq::context_t context{1};
+  zmq::socket_t socket{context, zmq::socket_type::router};
+  std::string address;
+  std::string jobs_text;
+  std::vector<Stream> streams;
+  std::map<std::string, Worker> workers;  // by ZeroMQ identity
+  std::set<std::string> dropped;
+  std::map<std::uint64_t, Ticket> tickets;
+  std::set<std::uint64_t> unassigned;
+  std::map<std::uint64_t, Arrival> arrived;
+  std::uint64_t next_ticket = 1;
+  std::int64_t next_rank = 0;  // for workers started without a rank
+  std::optional<LocalWorkers> children;
+  std::map<std::int64_t, int> failures_in_a_row;  // by local rank
+  Clock::time_point alone_since = Clock::now();
+
+  State(std::vector<data::LoaderJob> jobs, CoordinatorOptions coordinator_options)
+      : options(std::move(coordinator_options)), jobs_text(data::encode_loader_jobs(jobs)) {
+    for (data::LoaderJob& job : jobs)
+      streams.push_back(
+          {job, std::nullopt, -1, 0, {}, data::BatchData(job.fields, job.batch_size)});
+    socket.set(zmq::sockopt::router_mandatory, 1);
+    socket.set(zmq::sockopt::sndhwm, 0);
+    socket.set(zmq::sockopt::rcvhwm, 0);
+    socket.set(zmq::sockopt::linger, 0);
+    try {
+      socket.bind(options.bind);
+    } catch (const zmq::error_t& error) {
+      throw std::runtime_error("the data coordinator cannot listen on " + options.bind + ": " +
+                               error.what());
+    }
+    address = reachable(socket.get(zmq::sockopt::last_endpoint));
+    if (options.local_workers > 0) {
+      children.emplace(options.executable, address, options.secret);
+      for (std::int64_t rank = 0; rank < options.local_workers; ++rank)
+        children->spawn(rank);
+    }
+  }
+
+  ~State() {
+    Message bye = make_message(MessageType::bye);
+    bye.rank = options.more_follow ? 1 : 0;
+    for (const auto& [identity, worker] : workers)
+      send(identity, bye);
+    socket.set(zmq::sockopt::linger, 2000);
+    if (children) children->finish(2000);
+  }
+
+  void log(const std::string& text) const {
+    if (options.log) options.log(text);
+  }
+
+  bool send(const std::string& identity, const Message& message) {
+    std::vector<std::byte> bytes = encode(message);
+    try {
+      socket.send(zmq::buffer(identity), zmq::send_flags::sndmore);
+      socket.send(zmq::buffer(bytes), zmq::send_flags::none);
+      return true;
+    } catch (const zmq::error_t&) {
+      return false;  // the peer is gone (router_mandatory)
+    }
+  }
+
+  void reject(const std::string& identity, const std::string& reason) {
+    Message message = make_message(MessageType::reject);
+    message.text = reason;
+    send(identity, message);
+  }
+
+  // Gives a worker's unfinished batches back to the pool.
+  void drop(const std::string& identity, const std::string& why) {
+    auto found = workers.find(identity);
+    if (found == workers.end()) return;
+    Worker& worker = found->second;
+    std::size_t reassigned = 0;
+    for (std::uint64_t id : worker.tickets) {
+      Ticket& ticket = tickets.at(id);
+      if (ticket.cancelled) {
+        tickets.erase(id);
+        continue;
+      }
+      ticket.worker.clear();
+      unassigned.insert(id);
+      ++reassigned;
+    }
+    log(worker.name() + " " + why + "; " + std::to_string(reassigned) +
+        " of its batches go to the other workers");
+    if (children && worker.pid) children->kill(static_cast<pid_t>(worker.pid));
+    workers.erase(found);
+    dropped.insert(identity);
+    if (workers.empty()) alone_since = Clock::now();
+  }
+
+  // ---- messages ----
+
+  void pump(std::chrono::milliseconds wait) {
+    zmq::pollitem_t item{socket.handle(), 0, ZMQ_POLLIN, 0};
+    if (zmq::poll(&item, 1, wait) <= 0) return;
+    for (;;) {
+      zmq::message_t identity;
+      if (!socket.recv(identity, zmq::recv_flags::dontwait)) return;
+      zmq::message_t frame;
+      (void)socket.recv(frame, zmq::recv_flags::none);
+      bool extra = false;
+      while (frame.more()) {
+        zmq::message_t rest;
+        (void)socket.recv(rest, zmq::recv_flags::none);
+        extra = true;
+        if (!rest.more()) break;
+      }
+      handle(identity.to_string(), std::move(frame), extra);
+    }
+  }
+
+  void handle(const std::string& identity, zmq::message_t frame, bool extra_frames) {
+    Message message;
+    try {
+      if (extra_frames) throw FrameError("more than one frame in a message");
+      message = decode(std::span(static_cast<const std::byte*>(frame.data()), frame.size()));
+    } catch (const FrameError& error) {
+      log("rejected a malformed frame from " + peer_address(frame) + ": " + error.what());
+      if (workers.contains(identity)) drop(identity, "sent a malformed frame");
+      reject(identity, std::string("malformed frame: ") + error.what());
+      return;
+    }
+    auto found = workers.find(identity);
+    if (found == workers.end()) {
+      if (dropped.contains(identity)) return;  // what a dropped worker still had in flight
+      welcome(identity, message, frame);
+      return;
+    }
+    Worker& worker = found->second;
+    worker.last_heard = Clock::now();
+    switch (message.type) {
+      case MessageType::ready:
+        return ready(identity, worker, message);
+      case MessageType::batch:
+        return arrive(identity, worker, message, std::move(frame));
+      case MessageType::failure:
+        throw std::runtime_error(worker.name() + " cannot produce batches: " + message.text);
+      case MessageType::heartbeat:
+        return;
+      default:
+        drop(identity, std::string("sent an unexpected ") + message_type_name(message.type));
+        reject(identity, "unexpected message");
+    }
+  }
+
+  void welcome(const std::string& identity, const Message& message, zmq::message_t& frame) {
+    if (message.type != MessageType::hello) {
+      log("rejected a " + std::string(message_type_name(message.type)) + " from " +
+          peer_address(frame) + ", which has not said hello");
+      reject(identity, "say hello first");
+      return;
+    }
+    if (!same_secret(message.text, options.secret)) {
+      log("rejected a data worker from " + peer_address(frame) + " (pid " +
+          std::to_string(message.pid) + "): wrong secret");
+      reject(identity, "wrong secret");
+      return;
+    }
+    std::int64_t rank = message.rank >= 0 ? message.rank : next_rank;
+    next_rank = std::max(next_rank, rank + 1);
+    Worker worker{rank, message.pid, false, {}, Clock::now(), 0};
+    Message reply = make_message(MessageType::welcome);
+    reply.text = jobs_text;
+    reply.rank = rank;
+    if (send(identity, reply)) workers.emplace(identity, worker);
+  }
+
+  void ready(const std::string& identity, Worker& worker, const Message& message) {
+    if (message.values.size() != streams.size()) {
+      drop(identity, "reported " + std::to_string(message.values.size()) + " datasets, not " +
+                         std::to_string(streams.size()));
+      return;
+    }
+    for (std::size_t s = 0; s < streams.size(); ++s) {
+      Stream& stream = streams[s];
+      std::int64_t samples = message.values[s];
+      if (stream.samples < 0) {
+        stream.samples = samples;
+        stream.cursor.emplace(samples, stream.job.batch_size);
+      } else if (stream.samples != samples) {
+        throw std::runtime_error(worker.name() + " sees " + std::to_string(samples) +
+                                 " samples in the " + stream.job.loader.processor +
+                                 " dataset where the others see " + std::to_string(stream.samples) +
+                                 "; every worker must read the same files");
+      }
+    }
+    worker.ready = true;
+  }
+
+  void arrive(const std::string& identity, Worker& worker, const Message& message,
+              zmq::message_t frame) {
+    auto found = tickets.find(message.ticket);
+    if (found == tickets.end() || found->second.worker != identity) {
+      drop(identity, "sent a batch it was not asked for");
+      return;
+    }
+    Ticket& ticket = found->second;
+    const Stream& stream = streams[ticket.stream];
+    if (message.values.size() != static_cast<std::size_t>(stream.job.batch_size) ||
+        message.payload.size() != stream.batch.byte_size()) {
+      drop(identity, "sent a batch of the wrong size");
+      return;
+    }
+    worker.tickets.erase(message.ticket);
+    ++worker.delivered;
+    if (worker.rank >= 0) failures_in_a_row[worker.rank] = 0;
+    if (ticket.cancelled) {
+      tickets.erase(found);
+      return;
+    }
+    arrived.emplace(message.ticket,
+                    Arrival{std::move(frame), "worker " + std::to_string(worker.rank)});
+  }
+
+  // ---- workers ----
+
+  void supervise() {
+    if (children) restart_ended_children();
+    auto now = Clock::now();
+    std::vector<std::string> silent;
+    for (const auto& [identity, worker] : workers)
+      if (now - worker.last_heard > options.worker_timeout) silent.push_back(identity);
+    for (const std::string& identity : silent) {
+      auto seconds = std::chrono::duration_cast<std::chrono::seconds>(options.worker_timeout);
+      drop(identity, "stopped answering for " + std::to_string(seconds.count()) + " s");
+    }
+    if (workers.empty() && now - alone_since > options.connect_timeout) {
+      auto seconds = std::chrono::duration_cast<std::chrono::seconds>(options.connect_timeout);
+      throw std::runtime_error("no data worker has been connected for " +
+                               std::to_string(seconds.count()) +
+                               " s; start workers with "
+                               "`csrun worker --connect " +
+                               address +
+                               "` (secret in CSRUN_STREAM_SECRET), or set num_workers_per_csx: 0 "
+                               "to read the data in this process");
+    }
+  }
+
+  void restart_ended_children() {
+    for (const LocalWorkers::Exit& exit : children->reap()) {
+      for (const auto& [identity, worker] : workers) {
+        if (worker.pid != exit.pid) continue;
+        drop(identity, "ended (" + exit.status + ")");
+        break;
+      }
+      if (++failures_in_a_row[exit.rank] >= 3) {
+        throw std::runtime_error("data worker " + std::to_string(exit.rank) +
+                                 " ended 3 times in a row without producing a batch (last: " +
+                                 exit.status + "); its messages are above");
+      }
+      log("restarting data worker " + std::to_string(exit.rank));
+      children->spawn(exit.rank);
+    }
+  }
+
+  bool has_ready_worker() const {
+    for (const auto& [identity, worker] : workers)
+      if (worker.ready) return true;
+    return false;
+  }
+
+  // ---- tickets ----
+
+  std::size_t lookahead() const {
+    std::size_t count = std::max<std::size_t>(
+        workers.size(), static_cast<std::size_t>(std::max<std::int64_t>(1, options.local_workers)));
+    return count * static_cast<std::size_t>(options.credits);
+  }
+
+  void issue(std::size_t s) {
+    Stream& stream = streams[s];
+    while (stream.remaining > 0 && stream.queue.size() < lookahead()) {
+      std::uint64_t id = next_ticket++;
+      tickets[id] = Ticket{s, stream.cursor->take(), {}, false};
+      stream.queue.push_back(id);
+      unassigned.insert(id);
+      --stream.remaining;
+    }
+  }
+
+  Worker* least_busy() {
+    Worker* best = nullptr;
+    for (auto& [identity, worker] : workers) {
+      if (!worker.ready || worker.tickets.size() >= static_cast<std::size_t>(options.credits))
+        continue;
+      if (!best || worker.tickets.size() < best->tickets.size()) best = &worker;
+    }
+    return best;
+  }
+
+  void dispatch() {
+    while (!unassigned.empty()) {
+      Worker* worker = least_busy();
+      if (!worker) return;
+      std::string identity;
+      for (const auto& [key, value] : workers)
+        if (&value == worker) identity = key;
+      std::uint64_t id = *unassigned.begin();
+      const Ticket& ticket = tickets.at(id);
+      Message request = make_message(MessageType::request);
+      request.ticket = id;
+      request.stream = static_cast<std::uint32_t>(ticket.stream);
+      request.epoch = ticket.at.epoch;
+      request.sample = ticket.at.sample;
+      if (!send(identity, request)) {
+        drop(identity, "went away");
+        continue;
+      }
+      tickets.at(id).worker = identity;
+      worker->tickets.insert(id);
+      unassigned.erase(unassigned.begin());
+    }
+  }
+
+  void step(std::chrono::milliseconds wait) {
+    pump(wait);
+    supervise();
+    for (std::size_t s = 0; s < streams.size(); ++s)
+      if (streams[s].cursor) issue(s);
+    dispatch();
+  }
+
+  // ---- the loop's side ----
+
+  void wait_until_ready() {
+    while (!has_ready_worker() || streams.front().samples < 0)
+      step(std::chrono::milliseconds(20));
+  }
+
+  void seek(std::size_t s, data::BatchPosition at, std::int64_t count) {
+    wait_until_ready();
+    Stream& stream = streams[s];
+    for (std::uint64_t id : stream.queue) {
+      if (unassigned.erase(id) || arrived.erase(id)) {
+        tickets.erase(id);
+      } else {
+        tickets.at(id).cancelled = true;
+      }
+    }
+    stream.queue.clear();
+    stream.cursor->seek(at);
+    stream.remaining = count;
+    issue(s);
+    dispatch();
+  }
+
+  const data::BatchData& next(std::size_t s) {
+    wait_until_ready();
+    Stream& stream = streams[s];
+    if (stream.queue.empty()) {
+      stream.remaining += 1;
+      issue(s);
+      dispatch();
+    }
+    std::uint64_t id = stream.queue.front();
+    while (!arrived.contains(id))
+      step(std::chrono::milliseconds(50));
+    Arrival arrival = std::move(arrived.extract(id).mapped());
+    Message message = decode(
+        std::span(static_cast<const std::byte*>(arrival.frame.data()), arrival.frame.size()));
+    stream.batch.copy_from(message.payload);
+    if (options.ledger)
+      options.ledger->record(stream.job.loader.role, tickets.at(id).at, message.values,
+                             arrival.producer);
+    tickets.erase(id);
+    stream.queue.pop_front();
+    issue(s);
+    dispatch();
+    return stream.batch;
+  }
+};
+
+namespace {
+
+class StreamedBatches : public data::BatchSource {
+ public:
+  StreamedBatches(Coordinator::State& state, std::size_t stream) : state_(state), stream_(stream) {}
+
+  std::int64_t samples() const override {
+    state_.wait_until_ready();
+    return state_.streams[stream_].samples;
+  }
+  void seek(data::BatchPosition at, std::int64_t count) override {
+    state_.seek(stream_, at, count);
+  }
+  const data::BatchData& next() override { return state_.next(stream_); }
+
+ private:
+  Coordinator::State& state_;
+  std::size_t stream_;
+};
+
+}  // namespace
+
+Coordinator::Coordinator(std::vector<data::LoaderJob> jobs, CoordinatorOptions options)
+    : state_(std::make_unique<State>(std::move(jobs), std::move(options))) {}
+
+Coordinator::~Coordinator() = default;
+
+const std::string& Coordinator::address() const {
+  return state_->address;
+}
+
+std::unique_ptr<data::BatchSource> Coordinator::batches(const data::LoaderJob& job) {
+  for (std::size_t s = 0; s < state_->streams.size(); ++s)
+    if (state_->streams[s].job.loader.role == job.loader.role)
+      return std::make_unique<StreamedBatches>(*state_, s);
+  throw std::logic_error("the coordinator streams no dataloader of this role");
+}
+
+}  // namespace csrun::stream

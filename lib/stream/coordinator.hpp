@@ -1,0 +1,54 @@
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "data/batch_source.hpp"
+
+namespace csrun::data {
+class SampleLedger;
+}
+
+namespace csrun::stream {
+
+struct CoordinatorOptions {
+  std::string bind;                // where to listen: ipc:///path, or tcp://*:* (any free port)
+  std::string secret;              // what workers must present in their hello
+  std::int64_t local_workers = 0;  // children to start, and restart when they fail
+  std::string executable;          // the csrun binary those children run
+  int credits = 4;                 // batches in flight per worker
+  std::chrono::milliseconds worker_timeout{30000};    // silence after which a worker is dead
+  std::chrono::milliseconds connect_timeout{120000};  // how long to wait with no worker at all
+  std::function<void(const std::string&)> log;        // warnings and notes for the run's log
+  data::SampleLedger* ledger = nullptr;
+  bool more_follow = false;  // the bye tells workers another coordinator (trainer) follows
+};
+
+// The coordinator of a run's data streaming: listens for data workers, authenticates them by
+// the job's secret, sends them the loader jobs, asks each for batches (at most `credits` in
+// flight) and hands the batches to the loop in the run's order, whichever worker produced
+// them. A worker that ends or stops answering has its batches given to the others (and, when
+// it is a local child, is restarted). Bad peers and malformed frames are logged and dropped.
+class Coordinator {
+ public:
+  Coordinator(std::vector<data::LoaderJob> jobs, CoordinatorOptions options);
+  ~Coordinator();  // says bye to the workers and ends the local children
+  Coordinator(const Coordinator&) = delete;
+  Coordinator& operator=(const Coordinator&) = delete;
+
+  // Where workers connect (the bound endpoint, with this host's name for tcp).
+  const std::string& address() const;
+  // The batches of the job with this job's role, streamed. Valid while the coordinator lives.
+  std::unique_ptr<data::BatchSource> batches(const data::LoaderJob& job);
+
+  struct State;
+
+ private:
+  std::unique_ptr<State> state_;
+};
+
+}  // namespace csrun::stream

@@ -1,0 +1,167 @@
+#include "worker.hpp"
+
+#include <unistd.h>
+#include <zmq.h>
+
+#include <optional>
+#include <stdexcept>
+#include <vector>
+#include <zmq.hpp>
+
+#include "data/batch_source.hpp"
+#include "frame.hpp"
+
+namespace csrun::stream {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct Producer {
+  data::BatchReader reader;
+  data::BatchData batch;
+  std::vector<std::byte> bytes;
+
+  explicit Producer(const data::LoaderJob& job)
+      : reader(job), batch(job.fields, job.batch_size), bytes(batch.byte_size()) {}
+};
+
+class Session {
+ public:
+  explicit Session(const WorkerOptions& options) : options_(options) {
+    socket_.set(zmq::sockopt::linger, 1000);
+    socket_.set(zmq::sockopt::sndhwm, 0);
+    if (zmq_socket_monitor(socket_.handle(), "inproc://connection", ZMQ_EVENT_DISCONNECTED) != 0)
+      throw std::runtime_error("cannot watch the connection to the coordinator");
+    monitor_.connect("inproc://connection");
+    try {
+      socket_.connect(options_.address);
+    } catch (const zmq::error_t& error) {
+      throw std::runtime_error("cannot connect to the coordinator at " + options_.address + ": " +
+                               error.what());
+    }
+  }
+
+  WorkerEnd run() {
+    Message hello = make_message(MessageType::hello);
+    hello.text = options_.secret;
+    hello.rank = options_.rank;
+    hello.pid = static_cast<std::int64_t>(::getpid());
+    send(hello);
+    auto started = Clock::now();
+    for (;;) {
+      zmq::pollitem_t items[] = {{socket_.handle(), 0, ZMQ_POLLIN, 0},
+                                 {monitor_.handle(), 0, ZMQ_POLLIN, 0}};
+      zmq::poll(items, 2, options_.heartbeat);
+      if (items[1].revents & ZMQ_POLLIN) {
+        zmq::message_t event;
+        (void)monitor_.recv(event);
+        zmq::message_t endpoint;
+        if (event.more()) (void)monitor_.recv(endpoint);
+        if (welcomed_) return WorkerEnd::coordinator_gone;
+      }
+      if (items[0].revents & ZMQ_POLLIN) {
+        if (auto end = receive()) return *end;
+        continue;
+      }
+      if (!welcomed_ && Clock::now() - started > options_.connect_timeout) {
+        throw std::runtime_error("no coordinator answered at " + options_.address + " within " +
+                                 std::to_string(std::chrono::duration_cast<std::chrono::seconds>(
+                                                    options_.connect_timeout)
+                                                    .count()) +
+                                 " s");
+      }
+      send(make_message(MessageType::heartbeat));
+    }
+  }
+
+ private:
+  std::optional<WorkerEnd> receive() {
+    zmq::message_t frame;
+    (void)socket_.recv(frame);
+    Message message;
+    try {
+      message = decode(std::span(static_cast<const std::byte*>(frame.data()), frame.size()));
+    } catch (const FrameError& error) {
+      throw std::runtime_error("a malformed frame from the coordinator at " + options_.address +
+                               ": " + error.what());
+    }
+    switch (message.type) {
+      case MessageType::welcome:
+        open(message.text);
+        return std::nullopt;
+      case MessageType::request:
+        produce(message);
+        return std::nullopt;
+      case MessageType::reject:
+        throw std::runtime_error("the coordinator at " + options_.address +
+                                 " rejected this worker: " + message.text);
+      case MessageType::bye:
+        return message.rank == 1 ? WorkerEnd::next_trainer : WorkerEnd::finished;
+      default:
+        throw std::runtime_error(std::string("the coordinator sent an unexpected ") +
+                                 message_type_name(message.type));
+    }
+  }
+
+  void open(const std::string& jobs_text) {
+    welcomed_ = true;
+    Message ready = make_message(MessageType::ready);
+    try {
+      for (const data::LoaderJob& job : data::decode_loader_jobs(jobs_text)) {
+        producers_.emplace_back(job);
+        ready.values.push_back(producers_.back().reader.samples());
+      }
+    } catch (const std::exception& error) {
+      fail(0, error.what());
+    }
+    send(ready);
+  }
+
+  void produce(const Message& request) {
+    if (request.stream >= producers_.size()) fail(request.ticket, "no such stream");
+    Producer& producer = producers_[request.stream];
+    Message batch = make_message(MessageType::batch);
+    batch.ticket = request.ticket;
+    try {
+      auto indices = producer.reader.read({request.epoch, request.sample}, producer.batch);
+      batch.values.assign(indices.begin(), indices.end());
+    } catch (const std::exception& error) {
+      fail(request.ticket, error.what());
+    }
+    producer.batch.copy_to(producer.bytes);
+    batch.payload = producer.bytes;
+    zmq::message_t frame(frame_size(batch));
+    encode(batch, std::span(static_cast<std::byte*>(frame.data()), frame.size()));
+    socket_.send(frame, zmq::send_flags::none);
+  }
+
+  [[noreturn]] void fail(std::uint64_t ticket, const std::string& what) {
+    Message failure = make_message(MessageType::failure);
+    failure.text = what;
+    failure.ticket = ticket;
+    send(failure);
+    throw std::runtime_error(what);
+  }
+
+  void send(const Message& message) {
+    std::vector<std::byte> bytes = encode(message);
+    socket_.send(zmq::buffer(bytes), zmq::send_flags::none);
+  }
+
+  const WorkerOptions& options_;
+  zmq::context_t context_{1};
+  zmq::socket_t socket_{context_, zmq::socket_type::dealer};
+  zmq::socket_t monitor_{context_, zmq::socket_type::pair};
+  bool welcomed_ = false;
+  std::vector<Producer> producers_;
+};
+
+}  // namespace
+
+WorkerEnd run_worker(const WorkerOptions& options) {
+  Session session(options);
+  return session.run();
+}
+
+}  // namespace csrun::stream

@@ -1,0 +1,140 @@
+#include "data_stream.hpp"
+
+#include <unistd.h>
+
+#include <csignal>
+#include <cstdlib>
+#include <filesystem>
+#include <iostream>
+
+#include "data/sample_ledger.hpp"
+#include "stream/coordinator.hpp"
+#include "stream/rendezvous.hpp"
+#include "stream/worker.hpp"
+
+namespace csrun::modes {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+std::optional<std::int64_t> integer_variable(const char* name) {
+  const char* text = std::getenv(name);
+  if (!text || !*text) return std::nullopt;
+  char* end = nullptr;
+  long long value = std::strtoll(text, &end, 10);
+  if (*end != '\0') return std::nullopt;
+  return value;
+}
+
+// Timeouts can be shortened for tests and for impatient clusters.
+std::chrono::milliseconds seconds_from(const char* variable, std::int64_t fallback) {
+  std::int64_t seconds = integer_variable(variable).value_or(fallback);
+  return std::chrono::milliseconds(std::max<std::int64_t>(1, seconds) * 1000);
+}
+
+void report(const std::string& text) {
+  std::cerr << "csrun: data stream: " << text << "\n";
+}
+
+}  // namespace
+
+std::optional<SrunTask> srun_task() {
+  auto rank = integer_variable("SLURM_PROCID");
+  auto tasks = integer_variable("SLURM_STEP_NUM_TASKS");
+  if (!tasks) tasks = integer_variable("SLURM_NTASKS");
+  const char* job = std::getenv("SLURM_JOB_ID");
+  const char* step = std::getenv("SLURM_STEP_ID");
+  if (!rank || !tasks || *tasks < 2 || !job || !step) return std::nullopt;
+  return SrunTask{*rank, *tasks, std::string(job) + "." + step};
+}
+
+std::string rendezvous_file(const config::TrainerSpec& trainer, const SrunTask& task,
+                            std::size_t trainer_index) {
+  return (fs::path(trainer.model_dir) /
+          ("csrun-stream-" + task.step + "-" + std::to_string(trainer_index) + ".rendezvous"))
+      .string();
+}
+
+DataStream::DataStream(const config::TrainerSpec& trainer, const runner::RunSetup& setup,
+                       const Context& context)
+    : ledger_(context.ledger) {
+  std::vector<data::LoaderJob> jobs = runner::loader_jobs(setup);
+  const config::ClusterConfig& cluster = trainer.backend.cluster;
+  std::int64_t local = cluster.num_csx * cluster.num_workers_per_csx;
+  if (jobs.empty() || (!context.srun && (local == 0 || context.worker_binary.empty()))) return;
+
+  stream::CoordinatorOptions options;
+  options.secret = stream::make_secret();
+  options.credits = 4;
+  options.worker_timeout = seconds_from("CSRUN_WORKER_TIMEOUT", 30);
+  options.connect_timeout = seconds_from("CSRUN_WORKER_CONNECT_TIMEOUT", 120);
+  options.log = report;
+  options.ledger = context.ledger;
+  options.more_follow = context.more_trainers;
+  if (context.srun) {
+    options.bind = "tcp://*:*";
+    coordinator_ = std::make_unique<stream::Coordinator>(std::move(jobs), options);
+    rendezvous_ = rendezvous_file(trainer, *context.srun, context.trainer_index);
+    fs::create_directories(trainer.model_dir);
+    stream::write_rendezvous(rendezvous_, {coordinator_->address(), options.secret});
+    report("coordinating " + std::to_string(context.srun->tasks - 1) +
+           " srun tasks as data workers at " + coordinator_->address());
+    return;
+  }
+  char directory[] = "/tmp/csrun-stream-XXXXXX";
+  if (!::mkdtemp(directory)) throw std::runtime_error("cannot create a directory under /tmp");
+  socket_directory_ = directory;
+  options.bind = "ipc://" + socket_directory_ + "/coordinator";
+  options.local_workers = local;
+  options.executable = context.worker_binary;
+  coordinator_ = std::make_unique<stream::Coordinator>(std::move(jobs), options);
+}
+
+DataStream::~DataStream() {
+  coordinator_.reset();
+  std::error_code ignored;
+  if (!rendezvous_.empty()) fs::remove(rendezvous_, ignored);
+  if (!socket_directory_.empty()) fs::remove_all(socket_directory_, ignored);
+}
+
+void DataStream::connect(runner::RunSetup& setup) {
+  if (!coordinator_) {
+    if (ledger_) {
+      data::SampleLedger* ledger = ledger_;
+      setup.open_batches = [ledger](const data::LoaderJob& job) {
+        return data::read_in_process(job, ledger);
+      };
+    }
+    return;
+  }
+  stream::Coordinator* coordinator = coordinator_.get();
+  setup.open_batches = [coordinator](const data::LoaderJob& job) {
+    return coordinator->batches(job);
+  };
+}
+
+int serve_srun_trainers(const std::vector<config::TrainerSpec>& trainers, const SrunTask& task) {
+  // scancel and time limits signal every task: a worker keeps serving so its coordinator can
+  // finish the step and checkpoint, and ends when the coordinator says bye or goes away.
+  std::signal(SIGTERM, SIG_IGN);
+  try {
+    for (std::size_t i = 0; i < trainers.size(); ++i) {
+      std::string file = rendezvous_file(trainers[i], task, i);
+      stream::Rendezvous rendezvous =
+          stream::wait_for_rendezvous(file, std::chrono::duration_cast<std::chrono::seconds>(
+                                                seconds_from("CSRUN_WORKER_CONNECT_TIMEOUT", 120)));
+      stream::WorkerOptions options;
+      options.address = rendezvous.address;
+      options.secret = rendezvous.secret;
+      options.rank = task.rank;
+      if (stream::run_worker(options) != stream::WorkerEnd::next_trainer) return 0;
+    }
+    return 0;
+  } catch (const std::exception& error) {
+    std::cerr << "csrun worker (srun task " << task.rank << "): " << error.what() << "\n";
+    return 1;
+  }
+}
+
+}  // namespace csrun::modes

@@ -1,0 +1,67 @@
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "config/run_spec.hpp"
+#include "runner/training_loop.hpp"
+
+namespace csrun::stream {
+class Coordinator;
+}
+namespace csrun::data {
+class SampleLedger;
+}
+
+namespace csrun::modes {
+
+// This process's place in an srun step with more than one task: task 0 coordinates, the others
+// are data workers. Absent outside srun and in one-task steps.
+struct SrunTask {
+  std::int64_t rank = 0;
+  std::int64_t tasks = 1;
+  std::string step;  // "<job id>.<step id>": names the step's rendezvous files
+};
+std::optional<SrunTask> srun_task();
+
+// The rendezvous file of trainer `trainer_index` in an srun step: in its model_dir.
+std::string rendezvous_file(const config::TrainerSpec& trainer, const SrunTask& task,
+                            std::size_t trainer_index);
+
+// Where one trainer's batches come from, for as long as it lives: read in this process
+// (num_workers_per_csx: 0), streamed from local child workers (num_csx × num_workers_per_csx
+// of them), or from the other tasks of the srun step.
+class DataStream {
+ public:
+  struct Context {
+    std::size_t trainer_index = 0;
+    bool more_trainers = false;
+    data::SampleLedger* ledger = nullptr;
+    std::optional<SrunTask> srun;
+    std::string worker_binary;  // what local workers run; empty: no local workers
+  };
+
+  DataStream(const config::TrainerSpec& trainer, const runner::RunSetup& setup,
+             const Context& context);
+  ~DataStream();
+  DataStream(const DataStream&) = delete;
+  DataStream& operator=(const DataStream&) = delete;
+
+  // Sets setup.open_batches (left empty when the data is read in this process).
+  void connect(runner::RunSetup& setup);
+
+ private:
+  data::SampleLedger* ledger_;
+  std::unique_ptr<stream::Coordinator> coordinator_;
+  std::string socket_directory_;
+  std::string rendezvous_;
+};
+
+// The data worker side of an srun step (tasks other than 0): serves each trainer's coordinator
+// in turn. Returns the exit status.
+int serve_srun_trainers(const std::vector<config::TrainerSpec>& trainers, const SrunTask& task);
+
+}  // namespace csrun::modes

@@ -1,0 +1,49 @@
+#include <cstdlib>
+#include <iostream>
+
+#include "modes.hpp"
+#include "stream/rendezvous.hpp"
+#include "stream/worker.hpp"
+
+namespace csrun::modes {
+
+namespace {
+
+stream::WorkerOptions worker_options(const WorkerCommand& command) {
+  stream::WorkerOptions options;
+  options.address = command.address;
+  options.rank = command.rank;
+  if (!command.secret_file.empty()) {
+    std::optional<stream::Rendezvous> rendezvous = stream::read_rendezvous(command.secret_file);
+    if (!rendezvous)
+      throw std::runtime_error("cannot read the rendezvous file " + command.secret_file);
+    if (options.address.empty()) options.address = rendezvous->address;
+    options.secret = rendezvous->secret;
+  } else if (const char* secret = std::getenv("CSRUN_STREAM_SECRET")) {
+    options.secret = secret;
+  }
+  if (options.address.empty())
+    throw std::runtime_error(
+        "no coordinator to connect to: give --connect ADDRESS or --secret_file");
+  if (options.secret.empty()) {
+    throw std::runtime_error(
+        "no secret: set CSRUN_STREAM_SECRET or give --secret_file RENDEZVOUS_FILE");
+  }
+  return options;
+}
+
+}  // namespace
+
+int worker(const WorkerCommand& command) {
+  try {
+    stream::WorkerEnd end = stream::run_worker(worker_options(command));
+    if (end == stream::WorkerEnd::coordinator_gone)
+      std::cerr << "csrun worker: the coordinator went away; exiting\n";
+    return 0;
+  } catch (const std::exception& error) {
+    std::cerr << "csrun worker: " << error.what() << "\n";
+    return 1;
+  }
+}
+
+}  // namespace csrun::modes

@@ -1,0 +1,159 @@
+#include <catch2/catch.hpp>
+
+#include <thread>
+#include <zmq.hpp>
+
+#include "data/sample_ledger.hpp"
+#include "stream/coordinator.hpp"
+#include "stream/frame.hpp"
+#include "stream/worker.hpp"
+#include "support/temp_dir.hpp"
+
+using namespace csrun;
+using namespace std::chrono_literals;
+
+namespace {
+
+const std::string kSecret = "0123456789abcdef";
+
+data::LoaderJob fake_mnist_job() {
+  data::LoaderJob job;
+  job.loader.processor = "MNISTDataProcessor";
+  job.loader.fake = true;
+  job.loader.batch_size = 8;
+  job.fields = {{"input", false, 784, 0}, {"labels", true, 1, 10}};
+  job.batch_size = 8;
+  job.seed = 5;
+  return job;
+}
+
+// A real data worker in a thread of its own, as `csrun worker` runs it.
+struct WorkerThread {
+  std::thread thread;
+  explicit WorkerThread(const std::string& address) {
+    thread = std::thread([address] {
+      stream::WorkerOptions options;
+      options.address = address;
+      options.secret = kSecret;
+      options.rank = 0;
+      stream::run_worker(options);
+    });
+  }
+  ~WorkerThread() { thread.join(); }
+};
+
+// A raw peer that speaks the protocol (or not) as a test dictates.
+struct Peer {
+  zmq::context_t context{1};
+  zmq::socket_t socket{context, zmq::socket_type::dealer};
+  explicit Peer(const std::string& address) {
+    socket.set(zmq::sockopt::linger, 0);
+    socket.connect(address);
+  }
+  void send(const std::vector<std::byte>& bytes) { socket.send(zmq::buffer(bytes)); }
+  void send(const stream::Message& message) { send(stream::encode(message)); }
+  std::optional<stream::Message> receive(std::chrono::milliseconds wait, zmq::message_t& frame) {
+    zmq::pollitem_t item{socket.handle(), 0, ZMQ_POLLIN, 0};
+    if (zmq::poll(&item, 1, wait) <= 0) return std::nullopt;
+    (void)socket.recv(frame);
+    return stream::decode(std::span(static_cast<const std::byte*>(frame.data()), frame.size()));
+  }
+  stream::Message hello(const std::string& secret) {
+    stream::Message message = stream::make_message(stream::MessageType::hello);
+    message.text = secret;
+    message.pid = 1;
+    return message;
+  }
+};
+
+stream::CoordinatorOptions options_in(const test::TempDir& dir, std::vector<std::string>* log) {
+  stream::CoordinatorOptions options;
+  options.bind = "ipc://" + (dir.path() / "coordinator").string();
+  options.secret = kSecret;
+  options.connect_timeout = 20s;
+  options.log = [log](const std::string& line) { log->push_back(line); };
+  return options;
+}
+
+bool logged(const std::vector<std::string>& log, const std::string& text) {
+  for (const std::string& line : log)
+    if (line.find(text) != std::string::npos) return true;
+  return false;
+}
+
+// The streamed batches are the batches the loop would read itself.
+void expect_in_process_batches(data::BatchSource& streamed, data::BatchPosition from, int count,
+                               bool seek = true) {
+  auto local = data::read_in_process(fake_mnist_job());
+  local->seek(from, count);
+  if (seek) streamed.seek(from, count);
+  for (int b = 0; b < count; ++b) {
+    INFO("batch " << b);
+    const data::BatchData& expected = local->next();
+    const data::BatchData& got = streamed.next();
+    CHECK(got.floats == expected.floats);
+    CHECK(got.integers == expected.integers);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("a coordinator streams the in-process batches and rejects bad peers without stopping") {
+  test::TempDir dir;
+  std::vector<std::string> log;
+  data::SampleLedger ledger((dir.path() / "ledger.tsv").string());
+  stream::CoordinatorOptions options = options_in(dir, &log);
+  options.ledger = &ledger;
+  {
+    std::optional<WorkerThread> worker;  // joined after the coordinator has said bye
+    stream::Coordinator coordinator({fake_mnist_job()}, options);
+    Peer intruder(coordinator.address());
+    zmq::message_t frame;
+    intruder.send(std::vector<std::byte>(12, std::byte{0x41}));
+    intruder.send(intruder.hello("not the secret"));
+    intruder.send(stream::make_message(stream::MessageType::batch));
+    worker.emplace(coordinator.address());
+    auto batches = coordinator.batches(fake_mnist_job());
+    CHECK(batches->samples() == 1 << 16);
+    expect_in_process_batches(*batches, {0, 0}, 12);
+    expect_in_process_batches(*batches, {3, 16}, 5);  // a resume elsewhere: a seek
+
+    std::vector<std::string> replies;
+    while (auto reply = intruder.receive(200ms, frame))
+      replies.push_back(reply->text);
+    CHECK(replies.size() == 3);
+    for (const std::string& reply : replies)
+      CHECK_FALSE(reply.empty());
+  }
+  CHECK(logged(log, "rejected a malformed frame"));
+  CHECK(logged(log, "wrong secret"));
+  CHECK(logged(log, "which has not said hello"));
+  std::ifstream lines(dir.path() / "ledger.tsv");
+  std::string line;
+  int count = 0;
+  while (std::getline(lines, line))
+    ++count;
+  CHECK(count == (12 + 5) * 8);
+}
+
+TEST_CASE("a worker that stops answering has its batches produced by another") {
+  test::TempDir dir;
+  std::vector<std::string> log;
+  stream::CoordinatorOptions options = options_in(dir, &log);
+  options.worker_timeout = 1s;
+  std::optional<WorkerThread> worker;
+  stream::Coordinator coordinator({fake_mnist_job()}, options);
+
+  // A worker that says hello, reports its dataset and then never produces anything.
+  Peer stalled(coordinator.address());
+  stalled.send(stalled.hello(kSecret));
+  stream::Message ready = stream::make_message(stream::MessageType::ready);
+  ready.values = {1 << 16};
+  stalled.send(ready);
+  auto batches = coordinator.batches(fake_mnist_job());
+  batches->seek({0, 0}, 6);  // all requests go to the stalled worker, the only one yet
+
+  worker.emplace(coordinator.address());
+  expect_in_process_batches(*batches, {0, 0}, 6, false);
+  CHECK(logged(log, "stopped answering for 1 s"));
+}
