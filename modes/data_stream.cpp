@@ -74,6 +74,7 @@ DataStream::DataStream(const config::TrainerSpec& trainer, const runner::RunSetu
   options.more_follow = context.more_trainers;
   if (context.srun) {
     options.bind = "tcp://*:*";
+    if (const char* node = std::getenv("SLURMD_NODENAME")) options.host = node;
     coordinator_ = std::make_unique<stream::Coordinator>(std::move(jobs), options);
     rendezvous_ = rendezvous_file(trainer, *context.srun, context.trainer_index);
     fs::create_directories(trainer.model_dir);
@@ -94,7 +95,14 @@ DataStream::DataStream(const config::TrainerSpec& trainer, const runner::RunSetu
 DataStream::~DataStream() {
   coordinator_.reset();
   std::error_code ignored;
-  if (!rendezvous_.empty()) fs::remove(rendezvous_, ignored);
+  // Tasks that arrive after the run ended read that it has and exit.
+  if (!rendezvous_.empty()) {
+    try {
+      stream::write_rendezvous(rendezvous_, {"none", "none", true});
+    } catch (const std::exception&) {
+      fs::remove(rendezvous_, ignored);
+    }
+  }
   if (!socket_directory_.empty()) fs::remove_all(socket_directory_, ignored);
 }
 
@@ -124,10 +132,12 @@ int serve_srun_trainers(const std::vector<config::TrainerSpec>& trainers, const 
       stream::Rendezvous rendezvous =
           stream::wait_for_rendezvous(file, std::chrono::duration_cast<std::chrono::seconds>(
                                                 seconds_from("CSRUN_WORKER_CONNECT_TIMEOUT", 120)));
+      if (rendezvous.finished) continue;
       stream::WorkerOptions options;
       options.address = rendezvous.address;
       options.secret = rendezvous.secret;
       options.rank = task.rank;
+      options.rendezvous_file = file;
       if (stream::run_worker(options) != stream::WorkerEnd::next_trainer) return 0;
     }
     return 0;

@@ -17,8 +17,11 @@ stream::WorkerOptions worker_options(const WorkerCommand& command) {
     std::optional<stream::Rendezvous> rendezvous = stream::read_rendezvous(command.secret_file);
     if (!rendezvous)
       throw std::runtime_error("cannot read the rendezvous file " + command.secret_file);
+    if (rendezvous->finished)
+      throw std::runtime_error("the coordinator of " + command.secret_file + " has finished");
     if (options.address.empty()) options.address = rendezvous->address;
     options.secret = rendezvous->secret;
+    options.rendezvous_file = command.secret_file;
   } else if (const char* secret = std::getenv("CSRUN_STREAM_SECRET")) {
     options.secret = secret;
   }

@@ -158,10 +158,13 @@ void Hdf5Writer::write_raw(const std::string& name, const std::vector<std::uint6
                    ? H5Screate(H5S_SCALAR)
                    : H5Screate_simple(static_cast<int>(extent.size()), extent.data(), nullptr),
                H5Sclose);
-  Handle dataset(H5Dcreate2(file_, name.c_str(), file_type, space.get(), H5P_DEFAULT, H5P_DEFAULT,
-                            H5P_DEFAULT),
+  // No modification times in object headers: the same values give the same file, byte for byte.
+  Handle creation(H5Pcreate(H5P_DATASET_CREATE), H5Pclose);
+  H5Pset_obj_track_times(creation.get(), false);
+  Handle dataset(H5Dcreate2(file_, name.c_str(), file_type, space.get(), H5P_DEFAULT,
+                            creation.get(), H5P_DEFAULT),
                  H5Dclose);
-  if (!space.valid() || !dataset.valid() ||
+  if (!space.valid() || !creation.valid() || !dataset.valid() ||
       H5Dwrite(dataset.get(), memory_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data) < 0) {
     throw std::runtime_error("cannot write dataset '" + name + "' to " + path_);
   }

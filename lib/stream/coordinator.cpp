@@ -19,13 +19,16 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// A stream tcp endpoint as workers on other nodes reach it: this host's name instead of 0.0.0.0.
-std::string reachable(const std::string& endpoint) {
+// A tcp endpoint as workers on other nodes reach it: a host name instead of 0.0.0.0.
+std::string reachable(const std::string& endpoint, std::string host) {
   const std::string any = "tcp://0.0.0.0:";
   if (!endpoint.starts_with(any)) return endpoint;
-  char host[256] = {};
-  if (::gethostname(host, sizeof host - 1) != 0) return endpoint;
-  return "tcp://" + std::string(host) + ":" + endpoint.substr(any.size());
+  if (host.empty()) {
+    char name[256] = {};
+    if (::gethostname(name, sizeof name - 1) != 0) return endpoint;
+    host = name;
+  }
+  return "tcp://" + host + ":" + endpoint.substr(any.size());
 }
 
 std::string peer_address(zmq::message_t& frame) {
@@ -109,7 +112,7 @@ struct Coordinator::State {
       throw std::runtime_error("the data coordinator cannot listen on " + options.bind + ": " +
                                error.what());
     }
-    address = reachable(socket.get(zmq::sockopt::last_endpoint));
+    address = reachable(socket.get(zmq::sockopt::last_endpoint), options.host);
     if (options.local_workers > 0) {
       children.emplace(options.executable, address, options.secret);
       for (std::int64_t rank = 0; rank < options.local_workers; ++rank)

@@ -16,12 +16,13 @@ class SampleLedger;
 namespace csrun::stream {
 
 struct CoordinatorOptions {
-  std::string bind;                // where to listen: ipc:///path, or tcp://*:* (any free port)
-  std::string secret;              // what workers must present in their hello
-  std::int64_t local_workers = 0;  // children to start, and restart when they fail
-  std::string executable;          // the csrun binary those children run
-  int credits = 4;                 // batches in flight per worker
-  std::chrono::milliseconds worker_timeout{30000};    // silence after which a worker is dead
+  std::string bind;    // where to listen: ipc:///path, or tcp://*:* (any free port)
+  std::string host;    // tcp: the name workers reach this host by (empty: its host name)
+  std::string secret;  // what workers must present in their hello
+  std::int64_t local_workers = 0;                   // children to start, and restart when they fail
+  std::string executable;                           // the csrun binary those children run
+  int credits = 4;                                  // batches in flight per worker
+  std::chrono::milliseconds worker_timeout{30000};  // silence after which a worker is dead
   std::chrono::milliseconds connect_timeout{120000};  // how long to wait with no worker at all
   std::function<void(const std::string&)> log;        // warnings and notes for the run's log
   data::SampleLedger* ledger = nullptr;

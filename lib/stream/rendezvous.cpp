@@ -31,7 +31,8 @@ void write_rendezvous(const fs::path& file, const Rendezvous& rendezvous) {
   temporary += ".tmp";
   int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
   if (fd < 0) throw std::runtime_error("cannot write the rendezvous file " + temporary.string());
-  std::string text = "address " + rendezvous.address + "\nsecret " + rendezvous.secret + "\n";
+  std::string text = "address " + rendezvous.address + "\nsecret " + rendezvous.secret + "\n" +
+                     (rendezvous.finished ? "finished yes\n" : "");
   bool written = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size()) &&
                  ::fsync(fd) == 0;
   ::close(fd);
@@ -51,6 +52,7 @@ std::optional<Rendezvous> read_rendezvous(const fs::path& file) {
     in >> value;
     if (key == "address") rendezvous.address = value;
     if (key == "secret") rendezvous.secret = value;
+    if (key == "finished") rendezvous.finished = value == "yes";
   }
   if (rendezvous.address.empty() || rendezvous.secret.empty()) {
     throw std::runtime_error("the rendezvous file " + file.string() +

@@ -11,6 +11,8 @@ namespace csrun::stream {
 struct Rendezvous {
   std::string address;  // a ZeroMQ endpoint: tcp://host:port or ipc:///path
   std::string secret;
+  // The coordinator has ended: a worker that arrives late has nothing to do.
+  bool finished = false;
 };
 
 // A per-job secret: 32 bytes from the kernel's random source, as hex.

@@ -10,6 +10,7 @@
 
 #include "data/batch_source.hpp"
 #include "frame.hpp"
+#include "rendezvous.hpp"
 
 namespace csrun::stream {
 
@@ -64,6 +65,7 @@ class Session {
         if (auto end = receive()) return *end;
         continue;
       }
+      if (!welcomed_ && coordinator_finished()) return WorkerEnd::finished;
       if (!welcomed_ && Clock::now() - started > options_.connect_timeout) {
         throw std::runtime_error("no coordinator answered at " + options_.address + " within " +
                                  std::to_string(std::chrono::duration_cast<std::chrono::seconds>(
@@ -76,6 +78,12 @@ class Session {
   }
 
  private:
+  bool coordinator_finished() const {
+    if (options_.rendezvous_file.empty()) return false;
+    std::optional<Rendezvous> rendezvous = read_rendezvous(options_.rendezvous_file);
+    return rendezvous && rendezvous->finished;
+  }
+
   std::optional<WorkerEnd> receive() {
     zmq::message_t frame;
     (void)socket_.recv(frame);

@@ -10,6 +10,9 @@ struct WorkerOptions {
   std::string address;  // the coordinator's endpoint
   std::string secret;
   std::int64_t rank = -1;  // the worker's number (its SLURM task, its launch slot); -1: any
+  // The rendezvous file the address came from, if any: while no coordinator has answered, a
+  // file that says the coordinator finished ends the worker.
+  std::string rendezvous_file;
   std::chrono::milliseconds connect_timeout{120000};
   std::chrono::milliseconds heartbeat{1000};
 };

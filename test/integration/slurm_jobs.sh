@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The sbatch scripts of scripts/slurm/ as real jobs on a real single-node SLURM cluster
 # (scripts/slurm/cluster.sh brings it up and takes it down): validate, compile, train and eval
-# complete with csrun's exit status and log lines, a cancelled train job resumes when resubmitted,
-# and a broken params file fails its job.
+# complete with csrun's exit status and log lines (train as a coordinator and 2 worker tasks),
+# 4 srun tasks train the same bytes as 0 or 3 local workers, a cancelled train job resumes when
+# resubmitted, and a broken params file fails its job.
 # Skipped (77) where the cluster cannot run: not root.
 set -euo pipefail
 root=$1
@@ -57,8 +58,24 @@ expect compile.out "compiled"
 expect_status train "$(job train train.sbatch params.yaml --fake_data)" 0
 expect train.out "| Train Device=CSX, Step=6, Loss="
 expect train.out "Training completed successfully!"
+expect train.out "coordinating 2 srun tasks as data workers"
 [ -f "$work/model/checkpoint_3.mdl" ] && [ -f "$work/model/checkpoint_6.mdl" ] ||
   { echo "FAIL: no checkpoints from the train job"; exit 1; }
+# The same training as one coordinator and 3 worker tasks (srun --ntasks=4), and on this
+# machine with 0 and 3 local workers: the checkpoints are the same bytes.
+status=0
+sbatch --wait --quiet --ntasks=4 -o "$work/srun4.out" "$root/scripts/slurm/train.sbatch" \
+  params.yaml --fake_data -o "$work/srun4" || status=$?
+expect_status srun4 "$status" 0
+expect srun4.out "coordinating 3 srun tasks as data workers"
+for workers in 0 3; do
+  "$csrun" train params.yaml --fake_data -o "$work/local$workers" --num_workers_per_csx "$workers" \
+    >"$work/local$workers.out" 2>&1 || { echo "FAIL: local training with $workers workers"; cat "$work/local$workers.out"; exit 1; }
+done
+for other in srun4 local0 local3; do
+  cmp "$work/model/checkpoint_6.mdl" "$work/$other/checkpoint_6.mdl" ||
+    { echo "FAIL: the checkpoint of $other differs from the 3-task job's"; exit 1; }
+done
 expect_status eval "$(job eval eval.sbatch params.yaml --fake_data --all)" 0
 expect eval.out "checkpoint_6.mdl"
 expect eval.out "Evaluation completed successfully!"

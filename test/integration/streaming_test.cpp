@@ -1,0 +1,166 @@
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "runner/checkpoint.hpp"
+#include "support/process.hpp"
+#include "support/temp_dir.hpp"
+
+using csrun::test::run_csrun;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string params_text(const fs::path& model_dir, int steps) {
+  return "trainer:\n  init:\n    device: CSX\n    model_dir: " + model_dir.string() +
+         "\n    seed: 11\n    model: {name: fc_mnist, hidden_sizes: [32], compute_eval_metrics: "
+         "true}\n    optimizer: {SGD: {lr: 0.01, momentum: 0.9}}\n    loop: {max_steps: " +
+         std::to_string(steps) +
+         ", eval_frequency: 200, eval_steps: 3}\n    checkpoint: {steps: 200}\n"
+         "    logging: {log_steps: 50}\n  fit:\n    train_dataloader: {data_processor: "
+         "MNISTDataProcessor, batch_size: 16}\n    val_dataloader: {data_processor: "
+         "MNISTDataProcessor, batch_size: 16}\n";
+}
+
+// Trains `steps` steps with `workers` local data workers; returns the model_dir.
+fs::path train(csrun::test::TempDir& dir, const std::string& name, int workers, int steps) {
+  fs::path model_dir = dir.path() / name;
+  std::string params = dir.write(name + ".yaml", params_text(model_dir, steps));
+  auto run =
+      run_csrun({"train", params, "--fake_data", "--num_workers_per_csx", std::to_string(workers)});
+  INFO(run.out << run.err);
+  REQUIRE(run.exit_code == 0);
+  return model_dir;
+}
+
+void expect_same_weights(const fs::path& a, const fs::path& b) {
+  auto left = csrun::runner::load_checkpoint(a.string());
+  auto right = csrun::runner::load_checkpoint(b.string());
+  REQUIRE(left.tensors.size() == right.tensors.size());
+  for (const auto& [key, tensor] : left.tensors) {
+    INFO(key);
+    CHECK(tensor.values == right.tensors.at(key).values);
+  }
+}
+
+std::string read(const fs::path& path) {
+  std::ifstream file(path);
+  return {std::istreambuf_iterator<char>(file), std::istreambuf_iterator<char>()};
+}
+
+// Runs `csrun train` in the background under sh, waits until `ready` holds, then runs
+// `action` (with $pid the csrun process) and waits for csrun; prints "status=N".
+csrun::test::ProcessResult train_and_interrupt(const std::string& params, int workers,
+                                               const std::string& extra, const std::string& ready,
+                                               const std::string& action, const fs::path& out) {
+  std::string script = std::string(CSRUN_BINARY) + " train '" + params +
+                       "' --fake_data --num_workers_per_csx " + std::to_string(workers) + " " +
+                       extra + " >'" + out.string() + "' 2>&1 & pid=$!\n" +
+                       "for i in $(seq 600); do " + ready + " && break; sleep 0.05; done\n" +
+                       action + "\nwait $pid; echo status=$?\n";
+  return csrun::test::run_process({"/bin/sh", "-c", script});
+}
+
+}  // namespace
+
+TEST_CASE("streaming: 0, 1 and 3 local workers train bit-identical weights") {
+  csrun::test::TempDir dir;
+  fs::path none = train(dir, "none", 0, 60);
+  fs::path one = train(dir, "one", 1, 60);
+  fs::path three = train(dir, "three", 3, 60);
+  expect_same_weights(none / "checkpoint_60.mdl", one / "checkpoint_60.mdl");
+  expect_same_weights(none / "checkpoint_60.mdl", three / "checkpoint_60.mdl");
+}
+
+TEST_CASE("streaming: a worker killed mid-run changes nothing; each sample is consumed once") {
+  csrun::test::TempDir dir;
+  const int steps = 1200;
+  fs::path reference = train(dir, "reference", 0, steps);
+  fs::path model_dir = dir.path() / "killed";
+  std::string params = dir.write("killed.yaml", params_text(model_dir, steps));
+  fs::path ledger = dir.path() / "ledger.tsv";
+  // Once 100 batches have been consumed, SIGKILL the first worker.
+  auto run = train_and_interrupt(
+      params, 3, "--sample_ledger '" + ledger.string() + "'",
+      "[ \"$(wc -l <'" + ledger.string() + "' 2>/dev/null || echo 0)\" -gt 1600 ]",
+      "kill -KILL $(pgrep -P $pid | head -1)", dir.path() / "out");
+  std::string log = read(dir.path() / "out");
+  INFO(run.out << log);
+  REQUIRE(run.out.find("status=0") != std::string::npos);
+  CHECK(log.find("restarting data worker") != std::string::npos);
+  expect_same_weights(reference / "checkpoint_1200.mdl", model_dir / "checkpoint_1200.mdl");
+
+  // The ledger: train positions 0, 16, ... each once, every epoch's indices distinct.
+  std::ifstream lines(ledger);
+  std::string role, producer;
+  std::int64_t epoch = 0, position = 0, index = 0;
+  std::set<std::pair<std::int64_t, std::int64_t>> positions, indices;
+  std::set<std::string> producers;
+  std::int64_t train_samples = 0;
+  while (lines >> role >> epoch >> position >> index >> producer) {
+    lines >> producer;  // "worker N": two words
+    if (role != "train") continue;
+    ++train_samples;
+    CHECK(positions.insert({epoch, position}).second);
+    CHECK(indices.insert({epoch, index}).second);
+    producers.insert(producer);
+  }
+  CHECK(train_samples == steps * 16);
+  CHECK(positions.size() == static_cast<std::size_t>(steps * 16));
+  CHECK(producers.size() >= 2);
+}
+
+TEST_CASE("streaming: a killed coordinator leaves no workers; rerunning gives the same weights") {
+  csrun::test::TempDir dir;
+  const int steps = 1200;
+  fs::path reference = train(dir, "reference", 0, steps);
+  fs::path model_dir = dir.path() / "crashed";
+  std::string params = dir.write("crashed.yaml", params_text(model_dir, steps));
+  fs::path children = dir.path() / "children";
+  auto run = train_and_interrupt(
+      params, 2, "", "[ -f '" + (model_dir / "checkpoint_400.mdl").string() + "' ]",
+      "pgrep -P $pid >'" + children.string() + "'; kill -KILL $pid", dir.path() / "out");
+  INFO(run.out << read(dir.path() / "out"));
+  REQUIRE(run.out.find("status=137") != std::string::npos);
+  std::string pids = read(children);
+  REQUIRE_FALSE(pids.empty());
+  std::istringstream list(pids);
+  for (std::string pid; list >> pid;) {
+    // Gone, or a zombie waiting for a reaper: not running either way.
+    bool running = false;
+    for (int wait = 0; wait < 100; ++wait) {
+      std::string stat = read("/proc/" + pid + "/stat");
+      running = !stat.empty() && stat.find(") Z ") == std::string::npos;
+      if (!running) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    INFO("worker pid " << pid);
+    CHECK_FALSE(running);
+  }
+  auto again = run_csrun({"train", params, "--fake_data", "--num_workers_per_csx", "2"});
+  INFO(again.out << again.err);
+  REQUIRE(again.exit_code == 0);
+  CHECK(again.out.find("Found latest checkpoint") != std::string::npos);
+  expect_same_weights(reference / "checkpoint_1200.mdl", model_dir / "checkpoint_1200.mdl");
+}
+
+TEST_CASE("csrun worker: a missing secret or coordinator is a clear error") {
+  auto no_secret =
+      csrun::test::run_process({"/usr/bin/env", "-u", "CSRUN_STREAM_SECRET", CSRUN_BINARY, "worker",
+                                "--connect", "tcp://127.0.0.1:1"});
+  CHECK(no_secret.exit_code == 1);
+  CHECK(no_secret.err.find("no secret: set CSRUN_STREAM_SECRET") != std::string::npos);
+  auto no_address = run_csrun({"worker"});
+  CHECK(no_address.exit_code == 1);
+  CHECK(no_address.err.find("give --connect ADDRESS") != std::string::npos);
+  csrun::test::TempDir dir;
+  std::string rendezvous = dir.write("r", "nonsense\n");
+  auto bad_file = run_csrun({"worker", "--secret_file", rendezvous});
+  CHECK(bad_file.exit_code == 1);
+  CHECK(bad_file.err.find("lacks an 'address' or a 'secret' line") != std::string::npos);
+}
