@@ -21,13 +21,19 @@
 #              batch 8), alternating the two for 5 rounds (median ratio per workload), with the
 #              machine's FMA peak (best of 3). Needs python3-torch. Targets: 1.5x PyTorch on
 #              fc_mnist batch 32, 1.2x on the others.
+#   stream     data streaming: ingest of MNIST batches (256 samples, 0.8 MB) from 1, 2 and 4
+#              local `csrun worker` processes over IPC, as fast as a coordinator takes them
+#              (batches/s, samples/s, GB/s; median of 3); and the step-time overhead of
+#              streaming from 1 worker against reading in-process on fc_mnist (batch 256) and
+#              gpt2_tiny, alternating for 5 rounds (median ratio). Targets: >= 2 GB/s ingest,
+#              <= 3 % overhead.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
 sections=("$@")
-[ ${#sections[@]} -eq 0 ] && sections=(validate trace compile estimate train)
+[ ${#sections[@]} -eq 0 ] && sections=(validate trace compile estimate train stream)
 
-scripts/build.sh csrun fma_peak >/dev/null
+scripts/build.sh csrun fma_peak stream_ingest >/dev/null
 csrun=$root/build/apps/csrun/csrun
 
 # Milliseconds per run of a command, one number per line.
@@ -192,6 +198,41 @@ bench_train() {
   rm -rf "$work"
 }
 
+bench_stream() {
+  scripts/prepare_digits.sh >/dev/null
+  echo "## Data streaming: ingest from local workers (MNIST digits, batch 256 = 0.80 MB; median of 3)"
+  printf '%-8s %10s %12s %8s\n' "workers" "batches/s" "samples/s" "GB/s"
+  for workers in 1 2 4; do
+    for _ in 1 2 3; do build/bench/stream_ingest "$csrun" data/digits "$workers" 256 2000; done |
+      sort -k4 -n | sed -n 2p | awk '{ printf "%-8s %10s %12s %8s\n", $1, $2, $3, $4 }'
+  done
+  echo "## Data streaming: training samples/s with 1 worker vs in-process reading (--target_device CPU)"
+  local work
+  work=$(mktemp -d)
+  printf '%-14s %6s %12s %12s %9s\n' "workload" "round" "in-process" "1 worker" "overhead"
+  for entry in "fc_mnist_b256:bench/configs/fc_mnist.yaml:--set train_input.batch_size=256 --max_steps 400" \
+               "gpt2_tiny:bench/configs/gpt2_tiny.yaml:--fake_data"; do
+    local name=${entry%%:*} rest=${entry#*:}
+    local params=${rest%%:*} args=${rest#*:}
+    local overheads=()
+    for round in 1 2 3 4 5; do
+      local local_rate streamed_rate
+      rm -rf "$work/model_dir"
+      # shellcheck disable=SC2086
+      local_rate=$(csrun_train_rate "$params" -o "$work/model_dir" $args --num_workers_per_csx 0)
+      rm -rf "$work/model_dir"
+      # shellcheck disable=SC2086
+      streamed_rate=$(csrun_train_rate "$params" -o "$work/model_dir" $args --num_workers_per_csx 1)
+      overheads+=("$(awk -v a="$local_rate" -v b="$streamed_rate" 'BEGIN { printf "%.2f", 100 * (a / b - 1) }')")
+      awk -v n="$name" -v r="$round" -v a="$local_rate" -v b="$streamed_rate" \
+        'BEGIN { printf "%-14s %6s %12.1f %12.1f %8.1f%%\n", n, r, a, b, 100 * (a / b - 1) }'
+    done
+    printf '%s\n' "${overheads[@]}" | sort -n |
+      awk -v n="$name" '{ v[NR] = $1 } END { printf "%-14s median step-time overhead %.1f%%\n", n, v[int((NR + 1) / 2)] }'
+  done
+  rm -rf "$work"
+}
+
 echo "# csrun benchmarks, $(date -u +%Y-%m-%dT%H:%MZ) on $(nproc) cores: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)"
 for section in "${sections[@]}"; do
   case $section in
@@ -200,6 +241,7 @@ for section in "${sections[@]}"; do
     compile) bench_compile ;;
     estimate) bench_estimate ;;
     train) bench_train ;;
-    *) echo "bench.sh: unknown section '$section' (sections: validate, trace, compile, estimate, train)" >&2; exit 2 ;;
+    stream) bench_stream ;;
+    *) echo "bench.sh: unknown section '$section' (sections: validate, trace, compile, estimate, train, stream)" >&2; exit 2 ;;
   esac
 done

@@ -48,7 +48,7 @@ class Writer {
  public:
   explicit Writer(std::span<std::byte> out) : out_(out) {}
   void bytes(const void* data, std::size_t size) {
-    if (size) std::memcpy(out_.data() + at_, data, size);
+    if (size && data) std::memcpy(out_.data() + at_, data, size);
     at_ += size;
   }
   template <typename T>
@@ -131,6 +131,10 @@ std::size_t frame_size(const Message& message) {
   if (fields.values) size += 8 + 8 * message.values.size();
   if (fields.payload) size += 8 + message.payload.size();
   return size;
+}
+
+std::size_t payload_offset(const Message& message) {
+  return frame_size(message) - message.payload.size();
 }
 
 void encode(const Message& message, std::span<std::byte> out) {

@@ -53,8 +53,11 @@ class FrameError : public std::runtime_error {
 
 const char* message_type_name(MessageType type);
 
-// The frame's size, and the frame written into `out` (exactly that size).
+// The frame's size, and the frame written into `out` (exactly that size). A payload whose
+// data() is null is not copied: its bytes, at payload_offset(), are left for the caller to
+// write in place.
 std::size_t frame_size(const Message& message);
+std::size_t payload_offset(const Message& message);
 void encode(const Message& message, std::span<std::byte> out);
 std::vector<std::byte> encode(const Message& message);
 

@@ -59,6 +59,11 @@ pid_t LocalWorkers::spawn(std::int64_t rank) {
   if (pid < 0) throw std::runtime_error("cannot start a data worker: fork failed");
   if (pid == 0) {
     ::setpgid(0, 0);
+    // A scheduler's SIGTERM reaches every process of the job: the coordinator still needs its
+    // workers to finish the step it checkpoints. They end with it.
+    struct sigaction ignore {};
+    ignore.sa_handler = SIG_IGN;
+    ::sigaction(SIGTERM, &ignore, nullptr);
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (::getppid() != parent) ::_exit(1);
     ::execve(argv[0], argv.data(), envp.data());

@@ -11,8 +11,9 @@ namespace csrun::stream {
 
 // Data workers as child processes: `EXECUTABLE worker --connect ADDRESS --rank N`, the secret in
 // CSRUN_STREAM_SECRET. Children get their own process group (Ctrl-C in a terminal reaches
-// only the coordinator, which stops them) and die with this process (PR_SET_PDEATHSIG), so a
-// coordinator that is killed leaves no orphans.
+// only the coordinator, which stops them), ignore SIGTERM (a scheduler's reaches the whole job,
+// and the coordinator needs them to finish its last step) and die with this process
+// (PR_SET_PDEATHSIG), so a coordinator that is killed leaves no orphans.
 class LocalWorkers {
  public:
   LocalWorkers(std::string executable, std::string address, std::string secret);

@@ -21,10 +21,8 @@ using Clock = std::chrono::steady_clock;
 struct Producer {
   data::BatchReader reader;
   data::BatchData batch;
-  std::vector<std::byte> bytes;
 
-  explicit Producer(const data::LoaderJob& job)
-      : reader(job), batch(job.fields, job.batch_size), bytes(batch.byte_size()) {}
+  explicit Producer(const data::LoaderJob& job) : reader(job), batch(job.fields, job.batch_size) {}
 };
 
 class Session {
@@ -137,10 +135,13 @@ class Session {
     } catch (const std::exception& error) {
       fail(request.ticket, error.what());
     }
-    producer.batch.copy_to(producer.bytes);
-    batch.payload = producer.bytes;
+    // The batch goes straight into the frame's payload.
+    batch.payload = std::span<const std::byte>(static_cast<const std::byte*>(nullptr),
+                                               producer.batch.byte_size());
     zmq::message_t frame(frame_size(batch));
-    encode(batch, std::span(static_cast<std::byte*>(frame.data()), frame.size()));
+    std::span<std::byte> bytes(static_cast<std::byte*>(frame.data()), frame.size());
+    encode(batch, bytes);
+    producer.batch.copy_to(bytes.subspan(payload_offset(batch)));
     socket_.send(frame, zmq::send_flags::none);
   }
 
