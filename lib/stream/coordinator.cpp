@@ -56,7 +56,6 @@ struct Coordinator::State {
     bool ready = false;
     std::set<std::uint64_t> tickets;
     Clock::time_point last_heard;
-    std::int64_t delivered = 0;
     std::string name() const {
       return "data worker " + std::to_string(rank) + " (pid " + std::to_string(pid) + ")";
     }
@@ -244,7 +243,7 @@ struct Coordinator::State {
     }
     std::int64_t rank = message.rank >= 0 ? message.rank : next_rank;
     next_rank = std::max(next_rank, rank + 1);
-    Worker worker{rank, message.pid, false, {}, Clock::now(), 0};
+    Worker worker{rank, message.pid, false, {}, Clock::now()};
     Message reply = make_message(MessageType::welcome);
     reply.text = jobs_text;
     reply.rank = rank;
@@ -288,7 +287,6 @@ struct Coordinator::State {
       return;
     }
     worker.tickets.erase(message.ticket);
-    ++worker.delivered;
     if (worker.rank >= 0) failures_in_a_row[worker.rank] = 0;
     if (ticket.cancelled) {
       tickets.erase(found);
@@ -364,23 +362,23 @@ struct Coordinator::State {
     }
   }
 
-  Worker* least_busy() {
-    Worker* best = nullptr;
-    for (auto& [identity, worker] : workers) {
+  // The ready worker with a credit left that holds the fewest requests; workers.end() if none.
+  std::map<std::string, Worker>::iterator least_busy() {
+    auto best = workers.end();
+    for (auto it = workers.begin(); it != workers.end(); ++it) {
+      const Worker& worker = it->second;
       if (!worker.ready || worker.tickets.size() >= static_cast<std::size_t>(options.credits))
         continue;
-      if (!best || worker.tickets.size() < best->tickets.size()) best = &worker;
+      if (best == workers.end() || worker.tickets.size() < best->second.tickets.size()) best = it;
     }
     return best;
   }
 
   void dispatch() {
     while (!unassigned.empty()) {
-      Worker* worker = least_busy();
-      if (!worker) return;
-      std::string identity;
-      for (const auto& [key, value] : workers)
-        if (&value == worker) identity = key;
+      auto chosen = least_busy();
+      if (chosen == workers.end()) return;
+      std::string identity = chosen->first;
       std::uint64_t id = *unassigned.begin();
       const Ticket& ticket = tickets.at(id);
       Message request = make_message(MessageType::request);
@@ -393,7 +391,7 @@ struct Coordinator::State {
         continue;
       }
       tickets.at(id).worker = identity;
-      worker->tickets.insert(id);
+      chosen->second.tickets.insert(id);
       unassigned.erase(unassigned.begin());
     }
   }

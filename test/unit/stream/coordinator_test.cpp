@@ -157,3 +157,26 @@ TEST_CASE("a worker that stops answering has its batches produced by another") {
   expect_in_process_batches(*batches, {0, 0}, 6, false);
   CHECK(logged(log, "stopped answering for 1 s"));
 }
+
+TEST_CASE("flow control: a worker never holds more than its credits of requests") {
+  test::TempDir dir;
+  std::vector<std::string> log;
+  stream::CoordinatorOptions options = options_in(dir, &log);
+  options.credits = 3;
+  stream::Coordinator coordinator({fake_mnist_job()}, options);
+  Peer slow(coordinator.address());
+  slow.send(slow.hello(kSecret));
+  stream::Message ready = stream::make_message(stream::MessageType::ready);
+  ready.values = {1 << 16};
+  slow.send(ready);
+  auto batches = coordinator.batches(fake_mnist_job());
+  batches->seek({0, 0}, 1000);  // the loop will read 1000 batches; the worker is slow
+
+  zmq::message_t frame;
+  std::vector<stream::Message> requests;
+  while (auto message = slow.receive(300ms, frame))
+    if (message->type == stream::MessageType::request) requests.push_back(*message);
+  REQUIRE(requests.size() == 3);
+  CHECK(requests[0].sample == 0);
+  CHECK(requests[2].sample == 16);
+}
