@@ -12,6 +12,7 @@
 #include "data/sample_ledger.hpp"
 #include "frame.hpp"
 #include "local_workers.hpp"
+#include "socket_poll.hpp"
 
 namespace csrun::stream {
 
@@ -102,6 +103,9 @@ struct Coordinator::State {
       streams.push_back(
           {job, std::nullopt, -1, 0, {}, data::BatchData(job.fields, job.batch_size)});
     socket.set(zmq::sockopt::router_mandatory, 1);
+    // No frame is larger than the largest batch with its header: a peer that sends more is cut
+    // off by ZeroMQ before it is buffered.
+    socket.set(zmq::sockopt::maxmsgsize, static_cast<std::int64_t>(largest_frame()));
     socket.set(zmq::sockopt::sndhwm, 0);
     socket.set(zmq::sockopt::rcvhwm, 0);
     socket.set(zmq::sockopt::linger, 0);
@@ -117,6 +121,15 @@ struct Coordinator::State {
       for (std::int64_t rank = 0; rank < options.local_workers; ++rank)
         children->spawn(rank);
     }
+  }
+
+  std::size_t largest_frame() const {
+    std::size_t largest = jobs_text.size();
+    for (const Stream& stream : streams) {
+      auto indices = static_cast<std::size_t>(stream.job.batch_size) * sizeof(std::int64_t);
+      largest = std::max(largest, stream.batch.byte_size() + indices);
+    }
+    return largest + (1u << 16);
   }
 
   ~State() {
@@ -177,7 +190,7 @@ struct Coordinator::State {
 
   void pump(std::chrono::milliseconds wait) {
     zmq::pollitem_t item{socket.handle(), 0, ZMQ_POLLIN, 0};
-    if (zmq::poll(&item, 1, wait) <= 0) return;
+    if (poll_sockets(&item, 1, wait) <= 0) return;
     for (;;) {
       zmq::message_t identity;
       if (!socket.recv(identity, zmq::recv_flags::dontwait)) return;

@@ -11,6 +11,7 @@
 #include "data/batch_source.hpp"
 #include "frame.hpp"
 #include "rendezvous.hpp"
+#include "socket_poll.hpp"
 
 namespace csrun::stream {
 
@@ -51,7 +52,7 @@ class Session {
     for (;;) {
       zmq::pollitem_t items[] = {{socket_.handle(), 0, ZMQ_POLLIN, 0},
                                  {monitor_.handle(), 0, ZMQ_POLLIN, 0}};
-      zmq::poll(items, 2, options_.heartbeat);
+      poll_sockets(items, 2, options_.heartbeat);
       if (items[1].revents & ZMQ_POLLIN) {
         zmq::message_t event;
         (void)monitor_.recv(event);

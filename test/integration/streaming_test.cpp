@@ -77,7 +77,7 @@ TEST_CASE("streaming: 0, 1 and 3 local workers train bit-identical weights") {
   expect_same_weights(none / "checkpoint_60.mdl", three / "checkpoint_60.mdl");
 }
 
-TEST_CASE("streaming: a worker killed mid-run changes nothing; each sample is consumed once") {
+TEST_CASE("streaming: a worker killed mid-run changes nothing, each sample is consumed once") {
   csrun::test::TempDir dir;
   const int steps = 1200;
   fs::path reference = train(dir, "reference", 0, steps);
@@ -115,7 +115,7 @@ TEST_CASE("streaming: a worker killed mid-run changes nothing; each sample is co
   CHECK(producers.size() >= 2);
 }
 
-TEST_CASE("streaming: a killed coordinator leaves no workers; rerunning gives the same weights") {
+TEST_CASE("streaming: a killed coordinator leaves no workers, rerunning gives the same weights") {
   csrun::test::TempDir dir;
   const int steps = 1200;
   fs::path reference = train(dir, "reference", 0, steps);

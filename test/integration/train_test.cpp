@@ -99,7 +99,7 @@ TEST_CASE("a damaged checkpoint stops eval with the file named") {
   CHECK(eval.err.find("checkpoint_5.mdl is not an HDF5 file") != std::string::npos);
 }
 
-TEST_CASE("on a terminal train shows a live progress line; in a pipe only plain lines") {
+TEST_CASE("on a terminal train shows a live progress line, in a pipe only plain lines") {
   csrun::test::TempDir dir;
   std::string params = dir.write("p.yaml", kRun);
   std::string command = std::string(CSRUN_BINARY) + " train '" + params + "' --fake_data -o '" +
@@ -119,7 +119,7 @@ TEST_CASE("on a terminal train shows a live progress line; in a pipe only plain 
   CHECK(piped.out.find("\033[") == std::string::npos);
 }
 
-TEST_CASE("SIGTERM checkpoints the step in progress and exits 143; rerunning resumes from it") {
+TEST_CASE("SIGTERM checkpoints the step in progress and exits 143, rerunning resumes from it") {
   csrun::test::TempDir dir;
   std::string long_run = kRun;
   long_run.replace(long_run.find("max_steps: 6"), 12, "max_steps: 100000000");

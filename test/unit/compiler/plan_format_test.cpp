@@ -71,7 +71,7 @@ TEST_CASE("damaged plan files are refused with the reason") {
         std::string::npos);
 }
 
-TEST_CASE("a plan reloaded from the compile cache is identical; other settings miss") {
+TEST_CASE("a plan reloaded from the compile cache is identical, other settings miss") {
   test::TempDir dir;
   compiler::PlanCache cache(dir.path() / "compile");
   compiler::Plan plan = sample_plan();

@@ -215,7 +215,7 @@ TEST_CASE("device and backend rules use the Model Zoo's texts") {
   CHECK(defaulted.trainer().backend.device_defaulted);
 }
 
-TEST_CASE("several trainers share one backend type; only cluster_config may differ") {
+TEST_CASE("several trainers share one backend type, only cluster_config may differ") {
   std::string cpu = trainer_with("", "device: CPU");
   std::string csx = trainer_with("", "backend: {backend_type: CSX, cluster_config: {num_csx: 2}}");
   std::string csx_dir = trainer_with("", "backend: {backend_type: CSX, compile_dir: /tmp/x}");

@@ -54,7 +54,7 @@ TEST_CASE("a dataloader in normal form") {
   CHECK(checked.spec->fake);
 }
 
-TEST_CASE("the global batch splits evenly across systems; micro-batches divide a system's share") {
+TEST_CASE("the global batch splits evenly across systems, micro-batches divide a system's share") {
   CHECK(check("{data_processor: GptHDF5DataProcessor, data_dir: d, batch_size: 10}", 4)
             .error("batch_size: batch_size is the global batch, split evenly across num_csx = 4 "
                    "systems: it "

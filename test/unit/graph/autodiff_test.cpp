@@ -190,7 +190,7 @@ TEST_CASE("gradients of reductions, layout and compute ops match finite differen
   }
 }
 
-TEST_CASE("a loss that does not depend on a tensor gives it zeros; gradients accumulate") {
+TEST_CASE("a loss that does not depend on a tensor gives it zeros, gradients accumulate") {
   Graph graph;
   Tensor a(graph, graph.add_variable("a", {{3}, DType::f32}, VariableRole::parameter, {}));
   Tensor b(graph, graph.add_variable("b", {{2}, DType::f32}, VariableRole::parameter, {}));

@@ -73,7 +73,7 @@ TEST_CASE("an eval step computes the loss and the model's metrics, and updates n
 }
 
 TEST_CASE(
-    "nodes record their module and phase; gradients belong to the module they differentiate") {
+    "nodes record their module and phase, gradients belong to the module they differentiate") {
   Traced t = check(
       "{name: gpt2, vocab_size: 50, hidden_size: 16, num_heads: 2, num_hidden_layers: 2, "
       "filter_size: 32, max_position_embeddings: 8}");

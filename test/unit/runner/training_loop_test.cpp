@@ -112,7 +112,7 @@ TEST_CASE("a registered callback sees the hooks of a run, without changes to the
                     Catch::Contains("no callback named 'Nope'"));
 }
 
-TEST_CASE("a NaN loss stops the run with the Model Zoo's message; end hooks do not run") {
+TEST_CASE("a NaN loss stops the run with the Model Zoo's message, end hooks do not run") {
   recorded.clear();
   TinyRun run("    optimizer: {SGD: {lr: 1.0e+30}}\n");
   runner::CallbackList callbacks;
@@ -157,7 +157,7 @@ struct StopAt : runner::Callback {
   }
 };
 
-TEST_CASE("a stop request checkpoints the step taken and ends fit; rerunning resumes exactly") {
+TEST_CASE("a stop request checkpoints the step taken and ends fit, rerunning resumes exactly") {
   TinyRun straight("    optimizer: {Adam: {lr: 0.01}}\n");
   runner::TrainingLoop(straight.setup(), {}).fit();
 
@@ -201,7 +201,7 @@ TEST_CASE("eval loads a checkpoint and reports its loss and metrics") {
                     Catch::Contains("checkpoint_9.mdl is not an HDF5 file"));
 }
 
-TEST_CASE("epoch hooks run at every epoch boundary; batch counts within the epoch") {
+TEST_CASE("epoch hooks run at every epoch boundary, batch counts within the epoch") {
   recorded.clear();
   TinyRun run("    optimizer: {SGD: {lr: 0.01}}\n", "{num_epochs: 3, steps_per_epoch: 2}");
   runner::CallbackList callbacks;
