@@ -49,11 +49,11 @@ std::optional<SrunTask> srun_task() {
   return SrunTask{*rank, *tasks, std::string(job) + "." + step};
 }
 
-std::string rendezvous_file(const config::TrainerSpec& trainer, const SrunTask& task,
+std::string rendezvous_file(const config::TrainerSpec& trainer, const std::string& step,
                             std::size_t trainer_index) {
-  return (fs::path(trainer.model_dir) /
-          ("csrun-stream-" + task.step + "-" + std::to_string(trainer_index) + ".rendezvous"))
-      .string();
+  std::string name = "csrun-stream-" + (step.empty() ? "" : step + "-") +
+                     std::to_string(trainer_index) + ".rendezvous";
+  return (fs::path(trainer.model_dir) / name).string();
 }
 
 DataStream::DataStream(const config::TrainerSpec& trainer, const runner::RunSetup& setup,
@@ -62,7 +62,8 @@ DataStream::DataStream(const config::TrainerSpec& trainer, const runner::RunSetu
   std::vector<data::LoaderJob> jobs = runner::loader_jobs(setup);
   const config::ClusterConfig& cluster = trainer.backend.cluster;
   std::int64_t local = cluster.num_csx * cluster.num_workers_per_csx;
-  if (jobs.empty() || (!context.srun && (local == 0 || context.worker_binary.empty()))) return;
+  bool external = context.srun || !context.listen.empty();
+  if (jobs.empty() || (!external && (local == 0 || context.worker_binary.empty()))) return;
 
   stream::CoordinatorOptions options;
   options.secret = stream::make_secret();
@@ -75,12 +76,19 @@ DataStream::DataStream(const config::TrainerSpec& trainer, const runner::RunSetu
   if (context.srun) {
     options.bind = "tcp://*:*";
     if (const char* node = std::getenv("SLURMD_NODENAME")) options.host = node;
-    coordinator_ = std::make_unique<stream::Coordinator>(std::move(jobs), options);
-    rendezvous_ = rendezvous_file(trainer, *context.srun, context.trainer_index);
-    fs::create_directories(trainer.model_dir);
-    stream::write_rendezvous(rendezvous_, {coordinator_->address(), options.secret});
+    publish(std::move(jobs), options,
+            rendezvous_file(trainer, context.srun->step, context.trainer_index));
     report("coordinating " + std::to_string(context.srun->tasks - 1) +
            " srun tasks as data workers at " + coordinator_->address());
+    return;
+  }
+  if (!context.listen.empty()) {
+    options.bind = context.listen;
+    if (const char* secret = std::getenv("CSRUN_STREAM_SECRET"); secret && *secret)
+      options.secret = secret;
+    publish(std::move(jobs), options, rendezvous_file(trainer, "", context.trainer_index));
+    report("waiting for data workers at " + coordinator_->address() +
+           ": start them with `csrun worker --secret_file " + rendezvous_ + "`");
     return;
   }
   char directory[] = "/tmp/csrun-stream-XXXXXX";
@@ -90,6 +98,14 @@ DataStream::DataStream(const config::TrainerSpec& trainer, const runner::RunSetu
   options.local_workers = local;
   options.executable = context.worker_binary;
   coordinator_ = std::make_unique<stream::Coordinator>(std::move(jobs), options);
+}
+
+void DataStream::publish(std::vector<data::LoaderJob> jobs,
+                         const stream::CoordinatorOptions& options, const std::string& file) {
+  coordinator_ = std::make_unique<stream::Coordinator>(std::move(jobs), options);
+  rendezvous_ = file;
+  fs::create_directories(fs::path(file).parent_path());
+  stream::write_rendezvous(rendezvous_, {coordinator_->address(), options.secret});
 }
 
 DataStream::~DataStream() {
@@ -128,7 +144,7 @@ int serve_srun_trainers(const std::vector<config::TrainerSpec>& trainers, const 
   std::signal(SIGTERM, SIG_IGN);
   try {
     for (std::size_t i = 0; i < trainers.size(); ++i) {
-      std::string file = rendezvous_file(trainers[i], task, i);
+      std::string file = rendezvous_file(trainers[i], task.step, i);
       stream::Rendezvous rendezvous =
           stream::wait_for_rendezvous(file, std::chrono::duration_cast<std::chrono::seconds>(
                                                 seconds_from("CSRUN_WORKER_CONNECT_TIMEOUT", 120)));

@@ -11,7 +11,8 @@
 
 namespace csrun::stream {
 class Coordinator;
-}
+struct CoordinatorOptions;
+}  // namespace csrun::stream
 namespace csrun::data {
 class SampleLedger;
 }
@@ -27,13 +28,15 @@ struct SrunTask {
 };
 std::optional<SrunTask> srun_task();
 
-// The rendezvous file of trainer `trainer_index` in an srun step: in its model_dir.
-std::string rendezvous_file(const config::TrainerSpec& trainer, const SrunTask& task,
+// The rendezvous file of trainer `trainer_index` in its model_dir: of an srun step (`step`), or
+// of a coordinator listening for workers of any launcher (`step` empty).
+std::string rendezvous_file(const config::TrainerSpec& trainer, const std::string& step,
                             std::size_t trainer_index);
 
 // Where one trainer's batches come from, for as long as it lives: read in this process
 // (num_workers_per_csx: 0), streamed from local child workers (num_csx × num_workers_per_csx
-// of them), or from the other tasks of the srun step.
+// of them), from the other tasks of the srun step, or from workers any launcher starts
+// (--stream_listen).
 class DataStream {
  public:
   struct Context {
@@ -42,6 +45,7 @@ class DataStream {
     data::SampleLedger* ledger = nullptr;
     std::optional<SrunTask> srun;
     std::string worker_binary;  // what local workers run; empty: no local workers
+    std::string listen;         // --stream_listen: wait for workers started elsewhere
   };
 
   DataStream(const config::TrainerSpec& trainer, const runner::RunSetup& setup,
@@ -54,6 +58,10 @@ class DataStream {
   void connect(runner::RunSetup& setup);
 
  private:
+  // Starts the coordinator and writes its rendezvous file for workers to find.
+  void publish(std::vector<data::LoaderJob> jobs, const stream::CoordinatorOptions& options,
+               const std::string& file);
+
   data::SampleLedger* ledger_;
   std::unique_ptr<stream::Coordinator> coordinator_;
   std::string socket_directory_;

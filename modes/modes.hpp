@@ -19,6 +19,7 @@ struct RunOptions {
   std::string wafer = "wse2";        // the wafer profile plans target
   std::vector<std::string> dump_ir;  // print the IR after these passes ("trace" = before any)
   std::string sample_ledger;         // train, eval: record every sample consumed in this file
+  std::string stream_listen;         // train, eval: wait for data workers at this endpoint
   // The csrun binary local data workers run (`csrun worker`); empty (csrun's libraries used
   // from another program): the data is read in this process.
   std::string worker_binary;

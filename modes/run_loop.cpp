@@ -147,9 +147,10 @@ int run_trainer(const CheckedRun& checked, const CheckedTrainer& trainer_check,
   std::int64_t batch_size = planned.plan.batch_size;
   runner::RunSetup setup = setup_for(checked, trainer_check, std::move(planned), kind);
   setup.stop_requested = services.stop_requested;
-  DataStream data_stream(trainer, setup,
-                         {trainer_check.index, trainer_check.index + 1 < checked.trainers.size(),
-                          services.ledger, services.srun, options.worker_binary});
+  DataStream data_stream(
+      trainer, setup,
+      {trainer_check.index, trainer_check.index + 1 < checked.trainers.size(), services.ledger,
+       services.srun, options.worker_binary, options.stream_listen});
   data_stream.connect(setup);
   std::unique_ptr<runner::Runner> runner =
       runner::make_runner(std::move(setup), callbacks_for(trainer, trainer_check, batch_size));

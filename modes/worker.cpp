@@ -17,8 +17,6 @@ stream::WorkerOptions worker_options(const WorkerCommand& command) {
     std::optional<stream::Rendezvous> rendezvous = stream::read_rendezvous(command.secret_file);
     if (!rendezvous)
       throw std::runtime_error("cannot read the rendezvous file " + command.secret_file);
-    if (rendezvous->finished)
-      throw std::runtime_error("the coordinator of " + command.secret_file + " has finished");
     if (options.address.empty()) options.address = rendezvous->address;
     options.secret = rendezvous->secret;
     options.rendezvous_file = command.secret_file;
@@ -35,10 +33,22 @@ stream::WorkerOptions worker_options(const WorkerCommand& command) {
   return options;
 }
 
+// A worker started after its run ended has nothing to do, which is not an error.
+bool coordinator_finished(const WorkerCommand& command) {
+  if (command.secret_file.empty()) return false;
+  std::optional<stream::Rendezvous> rendezvous = stream::read_rendezvous(command.secret_file);
+  return rendezvous && rendezvous->finished;
+}
+
 }  // namespace
 
 int worker(const WorkerCommand& command) {
   try {
+    if (coordinator_finished(command)) {
+      std::cerr << "csrun worker: the coordinator of " << command.secret_file
+                << " has finished; nothing to do\n";
+      return 0;
+    }
     stream::WorkerEnd end = stream::run_worker(worker_options(command));
     if (end == stream::WorkerEnd::coordinator_gone)
       std::cerr << "csrun worker: the coordinator went away; exiting\n";

@@ -43,6 +43,7 @@ struct CommandLine {
   std::string wafer = "wse2";
   std::vector<std::string> dump_ir;
   std::string sample_ledger;
+  std::string stream_listen;
   std::int64_t num_csx = 1;
   std::int64_t num_workers_per_csx = 1;
   std::int64_t max_steps = 0;
@@ -105,6 +106,10 @@ class Subcommand {
                      "Evaluate every checkpoint in model_dir, oldest first");
     }
     if (name == "train" || name == "eval") {
+      app_->add_option("--stream_listen", line_.stream_listen,
+                       "Take batches from data workers started elsewhere (csrun worker): listen "
+                       "at this ZeroMQ endpoint, e.g. tcp://*:5555 or tcp://*:* (any port), and "
+                       "write the address and secret to model_dir/csrun-stream-N.rendezvous");
       app_->add_option("--sample_ledger", line_.sample_ledger,
                        "Append a line per sample consumed (role, epoch, position, index, "
                        "producer) to this file");
@@ -145,6 +150,7 @@ class Subcommand {
     options.wafer = line_.wafer;
     options.dump_ir = line_.dump_ir;
     options.sample_ledger = line_.sample_ledger;
+    options.stream_listen = line_.stream_listen;
     options.worker_binary = this_binary();
     options.shown = logging_levels().at(uppercase(line_.logging));
     return options;

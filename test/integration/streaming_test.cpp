@@ -149,6 +149,28 @@ TEST_CASE("streaming: a killed coordinator leaves no workers, rerunning gives th
   expect_same_weights(reference / "checkpoint_1200.mdl", model_dir / "checkpoint_1200.mdl");
 }
 
+TEST_CASE("streaming: workers any launcher starts join a coordinator through --stream_listen") {
+  csrun::test::TempDir dir;
+  fs::path reference = train(dir, "reference", 0, 300);
+  fs::path model_dir = dir.path() / "listening";
+  std::string params = dir.write("listening.yaml", params_text(model_dir, 300));
+  fs::path rendezvous = model_dir / "csrun-stream-0.rendezvous";
+  std::string worker =
+      std::string(CSRUN_BINARY) + " worker --secret_file '" + rendezvous.string() + "'";
+  auto run = train_and_interrupt(
+      params, 0, "--stream_listen 'tcp://127.0.0.1:*'", "[ -f '" + rendezvous.string() + "' ]",
+      worker + " --rank 7 & " + worker + " --rank 8 &", dir.path() / "out");
+  std::string log = read(dir.path() / "out");
+  INFO(run.out << log);
+  REQUIRE(run.out.find("status=0") != std::string::npos);
+  CHECK(log.find("waiting for data workers at tcp://127.0.0.1:") != std::string::npos);
+  expect_same_weights(reference / "checkpoint_300.mdl", model_dir / "checkpoint_300.mdl");
+  CHECK(fs::status(rendezvous).permissions() == (fs::perms::owner_read | fs::perms::owner_write));
+  auto late = run_csrun({"worker", "--secret_file", rendezvous.string()});
+  CHECK(late.exit_code == 0);
+  CHECK(late.err.find("has finished; nothing to do") != std::string::npos);
+}
+
 TEST_CASE("csrun worker: a missing secret or coordinator is a clear error") {
   auto no_secret =
       csrun::test::run_process({"/usr/bin/env", "-u", "CSRUN_STREAM_SECRET", CSRUN_BINARY, "worker",
