@@ -10,7 +10,7 @@
 #include "data/sample_ledger.hpp"
 #include "stream/coordinator.hpp"
 #include "stream/rendezvous.hpp"
-#include "stream/worker.hpp"
+#include "stream/srun_tasks.hpp"
 
 namespace csrun::modes {
 
@@ -18,19 +18,11 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::optional<std::int64_t> integer_variable(const char* name) {
-  const char* text = std::getenv(name);
-  if (!text || !*text) return std::nullopt;
-  char* end = nullptr;
-  long long value = std::strtoll(text, &end, 10);
-  if (*end != '\0') return std::nullopt;
-  return value;
-}
-
 // Timeouts can be shortened for tests and for impatient clusters.
-std::chrono::milliseconds seconds_from(const char* variable, std::int64_t fallback) {
-  std::int64_t seconds = integer_variable(variable).value_or(fallback);
-  return std::chrono::milliseconds(std::max<std::int64_t>(1, seconds) * 1000);
+std::chrono::seconds seconds_from(const char* variable, std::int64_t fallback) {
+  const char* text = std::getenv(variable);
+  std::int64_t seconds = text && *text ? std::atoll(text) : fallback;
+  return std::chrono::seconds(std::max<std::int64_t>(1, seconds));
 }
 
 void report(const std::string& text) {
@@ -39,21 +31,9 @@ void report(const std::string& text) {
 
 }  // namespace
 
-std::optional<SrunTask> srun_task() {
-  auto rank = integer_variable("SLURM_PROCID");
-  auto tasks = integer_variable("SLURM_STEP_NUM_TASKS");
-  if (!tasks) tasks = integer_variable("SLURM_NTASKS");
-  const char* job = std::getenv("SLURM_JOB_ID");
-  const char* step = std::getenv("SLURM_STEP_ID");
-  if (!rank || !tasks || *tasks < 2 || !job || !step) return std::nullopt;
-  return SrunTask{*rank, *tasks, std::string(job) + "." + step};
-}
-
 std::string rendezvous_file(const config::TrainerSpec& trainer, const std::string& step,
                             std::size_t trainer_index) {
-  std::string name = "csrun-stream-" + (step.empty() ? "" : step + "-") +
-                     std::to_string(trainer_index) + ".rendezvous";
-  return (fs::path(trainer.model_dir) / name).string();
+  return (fs::path(trainer.model_dir) / stream::rendezvous_name(step, trainer_index)).string();
 }
 
 DataStream::DataStream(const config::TrainerSpec& trainer, const runner::RunSetup& setup,
@@ -138,24 +118,16 @@ void DataStream::connect(runner::RunSetup& setup) {
   };
 }
 
-int serve_srun_trainers(const std::vector<config::TrainerSpec>& trainers, const SrunTask& task) {
+int serve_srun_trainers(const std::vector<config::TrainerSpec>& trainers,
+                        const stream::SrunTask& task) {
   // scancel and time limits signal every task: a worker keeps serving so its coordinator can
   // finish the step and checkpoint, and ends when the coordinator says bye or goes away.
   std::signal(SIGTERM, SIG_IGN);
+  std::vector<std::string> files;
+  for (std::size_t i = 0; i < trainers.size(); ++i)
+    files.push_back(rendezvous_file(trainers[i], task.step, i));
   try {
-    for (std::size_t i = 0; i < trainers.size(); ++i) {
-      std::string file = rendezvous_file(trainers[i], task.step, i);
-      stream::Rendezvous rendezvous =
-          stream::wait_for_rendezvous(file, std::chrono::duration_cast<std::chrono::seconds>(
-                                                seconds_from("CSRUN_WORKER_CONNECT_TIMEOUT", 120)));
-      if (rendezvous.finished) continue;
-      stream::WorkerOptions options;
-      options.address = rendezvous.address;
-      options.secret = rendezvous.secret;
-      options.rank = task.rank;
-      options.rendezvous_file = file;
-      if (stream::run_worker(options) != stream::WorkerEnd::next_trainer) return 0;
-    }
+    stream::serve_in_turn(files, task.rank, seconds_from("CSRUN_WORKER_CONNECT_TIMEOUT", 120));
     return 0;
   } catch (const std::exception& error) {
     std::cerr << "csrun worker (srun task " << task.rank << "): " << error.what() << "\n";

@@ -8,6 +8,7 @@
 
 #include "config/run_spec.hpp"
 #include "runner/training_loop.hpp"
+#include "stream/srun_tasks.hpp"
 
 namespace csrun::stream {
 class Coordinator;
@@ -18,15 +19,6 @@ class SampleLedger;
 }
 
 namespace csrun::modes {
-
-// This process's place in an srun step with more than one task: task 0 coordinates, the others
-// are data workers. Absent outside srun and in one-task steps.
-struct SrunTask {
-  std::int64_t rank = 0;
-  std::int64_t tasks = 1;
-  std::string step;  // "<job id>.<step id>": names the step's rendezvous files
-};
-std::optional<SrunTask> srun_task();
 
 // The rendezvous file of trainer `trainer_index` in its model_dir: of an srun step (`step`), or
 // of a coordinator listening for workers of any launcher (`step` empty).
@@ -43,7 +35,7 @@ class DataStream {
     std::size_t trainer_index = 0;
     bool more_trainers = false;
     data::SampleLedger* ledger = nullptr;
-    std::optional<SrunTask> srun;
+    std::optional<stream::SrunTask> srun;
     std::string worker_binary;  // what local workers run; empty: no local workers
     std::string listen;         // --stream_listen: wait for workers started elsewhere
   };
@@ -70,6 +62,7 @@ class DataStream {
 
 // The data worker side of an srun step (tasks other than 0): serves each trainer's coordinator
 // in turn. Returns the exit status.
-int serve_srun_trainers(const std::vector<config::TrainerSpec>& trainers, const SrunTask& task);
+int serve_srun_trainers(const std::vector<config::TrainerSpec>& trainers,
+                        const stream::SrunTask& task);
 
 }  // namespace csrun::modes

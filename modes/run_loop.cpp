@@ -124,7 +124,7 @@ std::vector<std::string> checkpoints_to_evaluate(const config::TrainerSpec& trai
 struct LoopServices {
   const std::atomic<bool>* stop_requested = nullptr;
   data::SampleLedger* ledger = nullptr;
-  std::optional<SrunTask> srun;
+  std::optional<stream::SrunTask> srun;
 };
 
 int run_trainer(const CheckedRun& checked, const CheckedTrainer& trainer_check,
@@ -169,7 +169,7 @@ int run_loop(const RunOptions& options, LoopKind kind) {
   std::optional<CheckedRun> checked = validation_stage(options, command);
   if (!checked) return 1;
   LoopServices services;
-  services.srun = srun_task();
+  services.srun = stream::srun_task();
   if (services.srun && services.srun->rank > 0)
     return serve_srun_trainers(checked->run.trainers, *services.srun);
   std::optional<std::vector<PlannedTrainer>> planned = plan_stage(*checked, options, command);
