@@ -58,6 +58,14 @@ struct Peer {
     (void)socket.recv(frame);
     return stream::decode(std::span(static_cast<const std::byte*>(frame.data()), frame.size()));
   }
+  // Says hello with the job's secret and reports the fake dataset: a worker that will then do
+  // whatever the test does.
+  void join() {
+    send(hello(kSecret));
+    stream::Message ready = stream::make_message(stream::MessageType::ready);
+    ready.values = {1 << 16};
+    send(ready);
+  }
   stream::Message hello(const std::string& secret) {
     stream::Message message = stream::make_message(stream::MessageType::hello);
     message.text = secret;
@@ -146,10 +154,7 @@ TEST_CASE("a worker that stops answering has its batches produced by another") {
 
   // A worker that says hello, reports its dataset and then never produces anything.
   Peer stalled(coordinator.address());
-  stalled.send(stalled.hello(kSecret));
-  stream::Message ready = stream::make_message(stream::MessageType::ready);
-  ready.values = {1 << 16};
-  stalled.send(ready);
+  stalled.join();
   auto batches = coordinator.batches(fake_mnist_job());
   batches->seek({0, 0}, 6);  // all requests go to the stalled worker, the only one yet
 
@@ -165,10 +170,7 @@ TEST_CASE("flow control: a worker never holds more than its credits of requests"
   options.credits = 3;
   stream::Coordinator coordinator({fake_mnist_job()}, options);
   Peer slow(coordinator.address());
-  slow.send(slow.hello(kSecret));
-  stream::Message ready = stream::make_message(stream::MessageType::ready);
-  ready.values = {1 << 16};
-  slow.send(ready);
+  slow.join();
   auto batches = coordinator.batches(fake_mnist_job());
   batches->seek({0, 0}, 1000);  // the loop will read 1000 batches; the worker is slow
 
