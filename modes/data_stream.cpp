@@ -29,12 +29,14 @@ void report(const std::string& text) {
   std::cerr << "csrun: data stream: " << text << "\n";
 }
 
-}  // namespace
-
+// A trainer's rendezvous file: in its model_dir, named for the srun step (`step`) or, with `step`
+// empty, for a coordinator waiting for workers of any launcher.
 std::string rendezvous_file(const config::TrainerSpec& trainer, const std::string& step,
                             std::size_t trainer_index) {
   return (fs::path(trainer.model_dir) / stream::rendezvous_name(step, trainer_index)).string();
 }
+
+}  // namespace
 
 DataStream::DataStream(const config::TrainerSpec& trainer, const runner::RunSetup& setup,
                        const Context& context)

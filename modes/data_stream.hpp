@@ -20,11 +20,6 @@ class SampleLedger;
 
 namespace csrun::modes {
 
-// The rendezvous file of trainer `trainer_index` in its model_dir: of an srun step (`step`), or
-// of a coordinator listening for workers of any launcher (`step` empty).
-std::string rendezvous_file(const config::TrainerSpec& trainer, const std::string& step,
-                            std::size_t trainer_index);
-
 // Where one trainer's batches come from, for as long as it lives: read in this process
 // (num_workers_per_csx: 0), streamed from local child workers (num_csx × num_workers_per_csx
 // of them), from the other tasks of the srun step, or from workers any launcher starts
