@@ -93,9 +93,7 @@ std::vector<LoaderJob> decode_loader_jobs(std::string_view text) {
     for (const json& job : in)
       jobs.push_back(decode_job(job));
     return jobs;
-  } catch (const json::exception& error) {
-    throw std::runtime_error(std::string("malformed dataloader description: ") + error.what());
-  } catch (const std::runtime_error& error) {
+  } catch (const std::exception& error) {  // json::exception, or a value out of range
     throw std::runtime_error(std::string("malformed dataloader description: ") + error.what());
   }
 }

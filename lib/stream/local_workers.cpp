@@ -30,10 +30,15 @@ LocalWorkers::LocalWorkers(std::string executable, std::string address, std::str
       secret_(std::move(secret)) {}
 
 LocalWorkers::~LocalWorkers() {
+  kill_all();
+}
+
+void LocalWorkers::kill_all() {
   for (const auto& [pid, rank] : children_) {
     ::kill(pid, SIGKILL);
     ::waitpid(pid, nullptr, 0);
   }
+  children_.clear();
 }
 
 pid_t LocalWorkers::spawn(std::int64_t rank) {
@@ -96,11 +101,7 @@ void LocalWorkers::finish(int milliseconds) {
     reap();
     if (!children_.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
-  for (const auto& [pid, rank] : children_) {
-    ::kill(pid, SIGKILL);
-    ::waitpid(pid, nullptr, 0);
-  }
-  children_.clear();
+  kill_all();
 }
 
 }  // namespace csrun::stream

@@ -35,6 +35,8 @@ class LocalWorkers {
   void finish(int milliseconds);
 
  private:
+  void kill_all();
+
   std::string executable_;
   std::string address_;
   std::string secret_;
