@@ -43,13 +43,13 @@ int main(int argc, char** argv) {
   options.executable = argv[1];
   options.log = [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); };
   double seconds = 0.0;
-  std::size_t bytes = 0;
+  std::size_t bytes = data::batch_byte_size(job.fields, job.batch_size);
   {
     stream::Coordinator coordinator({job}, options);
     auto source = coordinator.batches(job);
     source->seek({0, 0}, batches + 20);
     for (int warm = 0; warm < 20; ++warm)
-      bytes = source->next().byte_size();  // workers started and connected
+      source->next();  // workers started and connected
     auto start = std::chrono::steady_clock::now();
     for (std::int64_t b = 0; b < batches; ++b)
       source->next();

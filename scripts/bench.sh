@@ -16,17 +16,19 @@
 #              plan in the compile cache. Target: 96 layers under 1 s and 256 MB, time linear in
 #              the layers.
 #   estimate   the performance model against the measured CS-2 runs it is calibrated on.
-#   train      training samples/s of `csrun train --target_device CPU` against PyTorch CPU fp32 on
-#              the reference workloads of ../shared/bench (fc_mnist batch 256 and 32, gpt2_tiny
-#              batch 8), alternating the two for 5 rounds (median ratio per workload), with the
-#              machine's FMA peak (best of 3). Needs python3-torch. Targets: 1.5x PyTorch on
-#              fc_mnist batch 32, 1.2x on the others.
+#   train      training samples/s of `csrun train --target_device CPU` (reading in-process, as the
+#              baseline keeps its batches in memory) against PyTorch CPU fp32 on the reference
+#              workloads of ../shared/bench (fc_mnist batch 256 and 32, gpt2_tiny batch 8),
+#              alternating the two for 5 rounds (median ratio per workload), with the machine's
+#              FMA peak (best of 3). Needs python3-torch. Targets: 1.5x PyTorch on fc_mnist batch
+#              32, 1.2x on the others.
 #   stream     data streaming: ingest of MNIST batches (256 samples, 0.8 MB) from 1, 2 and 4
 #              local `csrun worker` processes over IPC, as fast as a coordinator takes them
 #              (batches/s, samples/s, GB/s; median of 3); and the step-time overhead of
 #              streaming from 1 worker against reading in-process on fc_mnist (batch 256) and
-#              gpt2_tiny, alternating for 5 rounds (median ratio). Targets: >= 2 GB/s ingest,
-#              <= 3 % overhead.
+#              gpt2_tiny, alternating for 5 rounds (median ratio): with the worker sharing the
+#              step's cores, and with the run on core 0 and the worker on core 1 of its own.
+#              Targets: >= 2 GB/s ingest, <= 3 % overhead.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
@@ -143,12 +145,29 @@ bench_estimate() {
   rm -rf "$work"
 }
 
-# Median of the windowed rates csrun train logs (every log_steps steps), the first window
-# (which includes the first step's set-up) left out.
-csrun_train_rate() {
-  "$csrun" train "$@" --target_device CPU 2>/dev/null |
-    sed -n 's/.*Step=[0-9]*, .*, Rate=\([0-9.]*\) samples\/sec.*/\1/p' | tail -n +2 | sort -n |
+# Median of the windowed rates in csrun train's log on stdin (every log_steps steps), the first
+# window (which includes the first step's set-up) left out.
+median_logged_rate() {
+  sed -n 's/.*Step=[0-9]*, .*, Rate=\([0-9.]*\) samples\/sec.*/\1/p' | tail -n +2 | sort -n |
     awk '{ v[NR] = $1 } END { if (NR) printf "%.1f\n", v[int((NR + 1) / 2)]; else print "failed" }'
+}
+
+csrun_train_rate() {
+  "$csrun" train "$@" --target_device CPU 2>/dev/null | median_logged_rate
+}
+
+# The same with the run on core 0 and its batches from one `csrun worker` on core 1, as when the
+# workers have CPUs of their own (on a CS system, worker nodes).
+own_core_streamed_rate() {
+  local endpoint="ipc://$work/stream" secret
+  secret=$(od -An -N32 -tx1 /dev/urandom | tr -d ' \n')
+  CSRUN_STREAM_SECRET=$secret taskset -c 0 "$csrun" train "$@" --target_device CPU \
+    --stream_listen "$endpoint" >"$work/train.out" 2>/dev/null &
+  local trainer=$!
+  CSRUN_STREAM_SECRET=$secret taskset -c 1 "$csrun" worker --connect "$endpoint" >/dev/null 2>&1 &
+  wait "$trainer" || true
+  wait
+  median_logged_rate <"$work/train.out"
 }
 
 # PyTorch's samples/s and FLOPs per sample for one workload of the baseline script.
@@ -186,8 +205,9 @@ bench_train() {
       local torch flops csrun_rate
       read -r torch flops <<<"$(torch_train_rate "$name")"
       rm -rf "$work/model_dir"
+      # In-process reading, as the baseline keeps its batches in memory (streaming: section stream).
       # shellcheck disable=SC2086
-      csrun_rate=$(csrun_train_rate "$params" -o "$work/model_dir" $args)
+      csrun_rate=$(csrun_train_rate "$params" -o "$work/model_dir" $args --num_workers_per_csx 0)
       awk -v n="$name" -v r="$round" -v t="$torch" -v c="$csrun_rate" -v f="$flops" -v p="$peak" \
         'BEGIN { printf "%-14s %6s %12.1f %12.1f %6.2fx %8.1f (%2.0f%%)\n", n, r, t, c, c / t, c * f / 1e9, 100 * c * f / 1e9 / p }'
       ratios+=("$(awk -v t="$torch" -v c="$csrun_rate" 'BEGIN { printf "%.3f", c / t }')")
@@ -207,28 +227,41 @@ bench_stream() {
       sort -k4 -n | sed -n 2p | awk '{ printf "%-8s %10s %12s %8s\n", $1, $2, $3, $4 }'
   done
   echo "## Data streaming: training samples/s with 1 worker vs in-process reading (--target_device CPU)"
+  echo "shared: the worker shares the step's $(nproc) cores; own_core: the run on core 0, the worker on core 1"
   local work
   work=$(mktemp -d)
-  printf '%-14s %6s %12s %12s %9s\n' "workload" "round" "in-process" "1 worker" "overhead"
+  printf '%-14s %-10s %6s %12s %12s %9s\n' "workload" "worker" "round" "in-process" "1 worker" "overhead"
   for entry in "fc_mnist_b256:bench/configs/fc_mnist.yaml:--set train_input.batch_size=256 --max_steps 400" \
                "gpt2_tiny:bench/configs/gpt2_tiny.yaml:--fake_data"; do
     local name=${entry%%:*} rest=${entry#*:}
     local params=${rest%%:*} args=${rest#*:}
-    local overheads=()
-    for round in 1 2 3 4 5; do
-      local local_rate streamed_rate
-      rm -rf "$work/model_dir"
-      # shellcheck disable=SC2086
-      local_rate=$(csrun_train_rate "$params" -o "$work/model_dir" $args --num_workers_per_csx 0)
-      rm -rf "$work/model_dir"
-      # shellcheck disable=SC2086
-      streamed_rate=$(csrun_train_rate "$params" -o "$work/model_dir" $args --num_workers_per_csx 1)
-      overheads+=("$(awk -v a="$local_rate" -v b="$streamed_rate" 'BEGIN { printf "%.2f", 100 * (a / b - 1) }')")
-      awk -v n="$name" -v r="$round" -v a="$local_rate" -v b="$streamed_rate" \
-        'BEGIN { printf "%-14s %6s %12.1f %12.1f %8.1f%%\n", n, r, a, b, 100 * (a / b - 1) }'
+    for placement in shared own_core; do
+      [ "$placement" = own_core ] && [ "$(nproc)" -lt 2 ] && continue
+      local overheads=()
+      for round in 1 2 3 4 5; do
+        local local_rate streamed_rate
+        rm -rf "$work/model_dir"
+        if [ "$placement" = shared ]; then
+          # shellcheck disable=SC2086
+          local_rate=$(csrun_train_rate "$params" -o "$work/model_dir" $args --num_workers_per_csx 0)
+          rm -rf "$work/model_dir"
+          # shellcheck disable=SC2086
+          streamed_rate=$(csrun_train_rate "$params" -o "$work/model_dir" $args --num_workers_per_csx 1)
+        else
+          # shellcheck disable=SC2086
+          local_rate=$(taskset -c 0 "$csrun" train "$params" -o "$work/model_dir" $args \
+            --target_device CPU --num_workers_per_csx 0 2>/dev/null | median_logged_rate)
+          rm -rf "$work/model_dir"
+          # shellcheck disable=SC2086
+          streamed_rate=$(own_core_streamed_rate "$params" -o "$work/model_dir" $args)
+        fi
+        overheads+=("$(awk -v a="$local_rate" -v b="$streamed_rate" 'BEGIN { printf "%.2f", 100 * (a / b - 1) }')")
+        awk -v n="$name" -v p="$placement" -v r="$round" -v a="$local_rate" -v b="$streamed_rate" \
+          'BEGIN { printf "%-14s %-10s %6s %12.1f %12.1f %8.1f%%\n", n, p, r, a, b, 100 * (a / b - 1) }'
+      done
+      printf '%s\n' "${overheads[@]}" | sort -n |
+        awk -v n="$name" -v p="$placement" '{ v[NR] = $1 } END { printf "%-14s %-10s median step-time overhead %.1f%%\n", n, p, v[int((NR + 1) / 2)] }'
     done
-    printf '%s\n' "${overheads[@]}" | sort -n |
-      awk -v n="$name" '{ v[NR] = $1 } END { printf "%-14s median step-time overhead %.1f%%\n", n, v[int((NR + 1) / 2)] }'
   done
   rm -rf "$work"
 }

@@ -48,15 +48,16 @@ class InProcessBatches : public BatchSource {
         role_(job.loader.role),
         ledger_(ledger),
         cursor_(reader_.samples(), job.batch_size),
-        batch_(job.fields, job.batch_size) {}
+        batch_(job.fields, job.batch_size),
+        view_(batch_) {}
 
   std::int64_t samples() const override { return reader_.samples(); }
   void seek(BatchPosition at, std::int64_t) override { cursor_.seek(at); }
-  const BatchData& next() override {
+  const BatchView& next() override {
     BatchPosition at = cursor_.take();
     std::span<const std::int64_t> indices = reader_.read(at, batch_);
     if (ledger_) ledger_->record(role_, at, indices, "in-process");
-    return batch_;
+    return view_;
   }
 
  private:
@@ -65,6 +66,7 @@ class InProcessBatches : public BatchSource {
   SampleLedger* ledger_;
   BatchCursor cursor_;
   BatchData batch_;
+  BatchView view_;  // of batch_, whose values never move
 };
 
 }  // namespace

@@ -64,7 +64,7 @@ class BatchSource {
   // The next `count` batches are read from `at` on; a source may produce them ahead.
   virtual void seek(BatchPosition at, std::int64_t count) = 0;
   // The next batch; valid until the next call.
-  virtual const BatchData& next() = 0;
+  virtual const BatchView& next() = 0;
 };
 
 class SampleLedger;

@@ -60,13 +60,6 @@ BatchData::BatchData(const std::vector<SampleField>& fields, std::int64_t rows) 
   }
 }
 
-std::size_t BatchData::byte_size() const {
-  std::size_t bytes = 0;
-  for (std::size_t f = 0; f < floats.size(); ++f)
-    bytes += floats[f].size() * sizeof(float) + integers[f].size() * sizeof(std::int32_t);
-  return bytes;
-}
-
 void BatchData::copy_to(std::span<std::byte> bytes) const {
   std::size_t at = 0;
   for (std::size_t f = 0; f < floats.size(); ++f) {
@@ -77,18 +70,39 @@ void BatchData::copy_to(std::span<std::byte> bytes) const {
   }
 }
 
-void BatchData::copy_from(std::span<const std::byte> bytes) {
-  if (bytes.size() != byte_size()) {
+BatchView::BatchView(const BatchData& batch) {
+  for (std::size_t f = 0; f < batch.floats.size(); ++f) {
+    floats.emplace_back(batch.floats[f]);
+    integers.emplace_back(batch.integers[f]);
+  }
+}
+
+// Floats and 32-bit integers share one size and alignment: a batch's bytes are 4-byte values.
+static_assert(sizeof(float) == sizeof(std::int32_t) && alignof(float) == alignof(std::int32_t));
+
+BatchView::BatchView(std::span<const std::byte> bytes, const std::vector<SampleField>& fields,
+                     std::int64_t rows) {
+  std::size_t expected = batch_byte_size(fields, rows);
+  if (bytes.size() != expected) {
     throw std::runtime_error("a batch of " + std::to_string(bytes.size()) + " bytes where " +
-                             std::to_string(byte_size()) + " were expected");
+                             std::to_string(expected) + " were expected");
   }
-  std::size_t at = 0;
-  for (std::size_t f = 0; f < floats.size(); ++f) {
-    std::span<std::byte> field = floats[f].empty() ? std::as_writable_bytes(std::span(integers[f]))
-                                                   : std::as_writable_bytes(std::span(floats[f]));
-    std::memcpy(field.data(), bytes.data() + at, field.size());
-    at += field.size();
+  if (reinterpret_cast<std::uintptr_t>(bytes.data()) % alignof(float) != 0)
+    throw std::runtime_error("a batch whose bytes are not aligned for its values");
+  const std::byte* at = bytes.data();
+  for (const SampleField& field : fields) {
+    auto count = static_cast<std::size_t>(rows * field.elements);
+    floats.emplace_back(reinterpret_cast<const float*>(at), field.integer ? 0 : count);
+    integers.emplace_back(reinterpret_cast<const std::int32_t*>(at), field.integer ? count : 0);
+    at += count * sizeof(float);
   }
+}
+
+std::size_t batch_byte_size(const std::vector<SampleField>& fields, std::int64_t rows) {
+  std::size_t bytes = 0;
+  for (const SampleField& field : fields)
+    bytes += static_cast<std::size_t>(rows * field.elements) * sizeof(float);
+  return bytes;
 }
 
 std::unique_ptr<Dataset> open_dataset(const DataloaderSpec& loader,

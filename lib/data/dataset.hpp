@@ -27,12 +27,28 @@ struct BatchData {
 
   BatchData(const std::vector<SampleField>& fields, std::int64_t rows);
 
-  // The batch as bytes (each field's values in turn, host byte order) for a data stream, and
-  // back. copy_from throws std::runtime_error when `bytes` is not exactly byte_size() long.
-  std::size_t byte_size() const;
+  // The batch as bytes (each field's values in turn, host byte order; batch_byte_size of them)
+  // for a data stream; BatchView reads them back.
   void copy_to(std::span<std::byte> bytes) const;
-  void copy_from(std::span<const std::byte> bytes);
 };
+
+// A ready batch as the training loop reads it: per field, a read-only view of its values (floats
+// or integers, the other empty), into a BatchData or straight into the bytes a data stream
+// received, so a streamed batch is not copied before it reaches the step.
+struct BatchView {
+  std::vector<std::span<const float>> floats;
+  std::vector<std::span<const std::int32_t>> integers;
+
+  BatchView() = default;
+  explicit BatchView(const BatchData& batch);
+  // The fields of a batch of `rows` samples in `bytes`, as BatchData::copy_to writes them. Throws
+  // std::runtime_error when `bytes` has another size or is not aligned for its values.
+  BatchView(std::span<const std::byte> bytes, const std::vector<SampleField>& fields,
+            std::int64_t rows);
+};
+
+// The bytes of a batch of `rows` samples (BatchData::byte_size without the batch).
+std::size_t batch_byte_size(const std::vector<SampleField>& fields, std::int64_t rows);
 
 // Samples of a dataset in a format csrun reads, by index.
 class Dataset {

@@ -70,7 +70,7 @@ class BatchFeed {
 
   void next(Executable& executable) {
     cursor_.take();
-    const data::BatchData& batch = source_->next();
+    const data::BatchView& batch = source_->next();
     for (std::size_t f = 0; f < fields_.size(); ++f) {
       if (fields_[f].integer) {
         executable.write(slots_[f], batch.integers[f]);

@@ -191,8 +191,6 @@ void binary(const NodeTask& task) {
   }
 }
 
-// where(boolean, f32, f32) with each operand whole or a single value: the choice per element
-// without index arithmetic (the ReLU gradient, masking).
 // How many elements of the result a where operand covers before it repeats: all of them, one
 // (a single value), or its count when it is the result's trailing axes (an attention mask over
 // heads); 0 when it broadcasts any other way.
@@ -207,6 +205,23 @@ std::int64_t repeat_period(const TensorRef& operand, const TensorRef& out) {
     if (operand.dim(first + i) != out.dim(out.rank - kept + i)) return 0;
   }
   return operand.count;
+}
+
+// result[i] = condition[i % period] ? a[i] : b[i] over the blocks [first, last) of `period`
+// elements, where a whole operand steps by 1 and a single value by 0. The steps are template
+// arguments and both branches are read, so the loop compiles to vector blends (the ReLU gradient).
+template <int AStep, int BStep>
+void choose_blocks(const std::uint8_t* condition, const float* a, const float* b, float* result,
+                   std::int64_t period, std::int64_t first, std::int64_t last) {
+  for (std::int64_t block = first; block < last; ++block) {
+    std::int64_t base = block * period;
+    for (std::int64_t j = 0; j < period; ++j) {
+      std::int64_t i = base + j;
+      float if_true = a[i * AStep];
+      float if_false = b[i * BStep];
+      result[i] = condition[j] != 0 ? if_true : if_false;
+    }
+  }
 }
 
 // where over f32 values whose condition is whole, single or repeated over leading axes, and whose
@@ -225,23 +240,20 @@ bool where_f32(const NodeTask& task) {
   const float* a = task.in[1].f32();
   const float* b = task.in[2].f32();
   float* result = out.f32();
-  std::int64_t a_step = task.in[1].count == 1 ? 0 : 1;
-  std::int64_t b_step = task.in[2].count == 1 ? 0 : 1;
+  bool a_whole = task.in[1].count != 1;
+  bool b_whole = task.in[2].count != 1;
   if (period == 1) {
-    const float* chosen = condition[0] ? a : b;
-    std::int64_t step = condition[0] ? a_step : b_step;
+    bool take_a = condition[0] != 0;
+    const float* chosen = take_a ? a : b;
+    std::int64_t step = (take_a ? a_whole : b_whole) ? 1 : 0;
     for (std::int64_t i = 0; i < out.count; ++i)
       result[i] = chosen[i * step];
     return true;
   }
+  auto choose = a_whole ? (b_whole ? choose_blocks<1, 1> : choose_blocks<1, 0>)
+                        : (b_whole ? choose_blocks<0, 1> : choose_blocks<0, 0>);
   split_rows(task.team, out.count / period, out.count, [&](std::int64_t first, std::int64_t last) {
-    for (std::int64_t block = first; block < last; ++block) {
-      std::int64_t base = block * period;
-      for (std::int64_t j = 0; j < period; ++j) {
-        std::int64_t i = base + j;
-        result[i] = condition[j] ? a[i * a_step] : b[i * b_step];
-      }
-    }
+    choose(condition, a, b, result, period, first, last);
   });
   return true;
 }

@@ -57,6 +57,19 @@ std::int64_t value_bytes_of(const TensorRef& value) {
   return value.count * static_cast<std::int64_t>(graph::dtype_size(value.dtype));
 }
 
+// Whether `addend` is one f32 value per column of `product`, and `sum` (their sum) is f32 and
+// shaped as the product: a bias added to every row.
+bool adds_a_row(const TensorRef& addend, const TensorRef& product, const TensorRef& sum) {
+  if (addend.dtype != graph::DType::f32 || sum.dtype != graph::DType::f32) return false;
+  if (addend.rank == 0 || addend.count != addend.dim(addend.rank - 1)) return false;
+  if (addend.count != product.dim(product.rank - 1) || sum.rank != product.rank) return false;
+  return std::equal(sum.shape.begin(), sum.shape.end(), product.shape.begin());
+}
+
+bool overlaps(const TensorRef& a, const TensorRef& b) {
+  return a.data < b.data + value_bytes_of(b) && b.data < a.data + value_bytes_of(a);
+}
+
 TensorRef tensor_at(std::byte* data, const graph::TensorType& type, NodeId id) {
   if (type.shape.size() > static_cast<std::size_t>(kMaxRank)) {
     throw std::invalid_argument("node %" + std::to_string(id) + " has rank " +
@@ -312,6 +325,38 @@ struct Executable::State {
     return tasks;
   }
 
+  // A bias add reading a matmul's product (a value inside the kernel) and one f32 value per
+  // column is folded into the GEMM: the product goes straight into the add's result, each row
+  // starting as the bias, and the add's task goes. PyTorch's addmm does the same.
+  std::vector<NodeTask> fold_bias_adds(std::vector<NodeTask> tasks, std::span<const NodeId> nodes,
+                                       const compiler::NodeUsers& users) {
+    auto id_of = [&](const graph::Node* node) {
+      return *std::find_if(nodes.begin(), nodes.end(),
+                           [&](NodeId id) { return &plan.graph.node(id) == node; });
+    };
+    std::vector<const graph::Node*> folded;
+    for (NodeTask& task : tasks) {
+      if (task.node->op != graph::OpKind::matmul || task.out.dtype != graph::DType::f32) continue;
+      NodeId product = id_of(task.node);
+      NodeId user = users.sole_user(product);
+      if (user < 0 || plan.memory.buffer_of[static_cast<std::size_t>(product)] >= 0) continue;
+      auto add = std::find_if(tasks.begin(), tasks.end(),
+                              [&](const NodeTask& other) { return id_of(other.node) == user; });
+      if (add == tasks.end() || add->node->op != graph::OpKind::add) continue;
+      const TensorRef& bias = add->in[add->node->inputs[0] == product ? 1 : 0];
+      if (!adds_a_row(bias, task.out, add->out) || overlaps(add->out, bias) ||
+          overlaps(add->out, task.in[0]) || overlaps(add->out, task.in[1]))
+        continue;
+      task.out = add->out;
+      task.addend = bias;
+      folded.push_back(add->node);
+    }
+    std::erase_if(tasks, [&](const NodeTask& task) {
+      return std::find(folded.begin(), folded.end(), task.node) != folded.end();
+    });
+    return tasks;
+  }
+
   // Kernels that compute static values run now, once; the others become the step.
   void bind_kernels() {
     compiler::NodeUsers users(plan.graph);
@@ -320,6 +365,7 @@ struct Executable::State {
       for (NodeId id : kernel.nodes)
         tasks.push_back(task_for(id));
       tasks = fold_transposes(std::move(tasks), kernel.nodes, users);
+      tasks = fold_bias_adds(std::move(tasks), kernel.nodes, users);
       if (!kernel.at_load) {
         for (StepWork& work : chain_elementwise(std::move(tasks), team))
           step.push_back(std::move(work));

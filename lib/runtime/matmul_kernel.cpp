@@ -1,4 +1,6 @@
-#include <Eigen/Core>
+#include <cblas.h>
+
+#include <algorithm>
 
 #include "kernel_families.hpp"
 #include "thread_team.hpp"
@@ -7,12 +9,7 @@ namespace csrun::runtime {
 
 namespace {
 
-// OpenBLAS's own threads would allocate a job table on every product; the products are split
-// across the executable's ThreadTeam instead, each part running single-threaded OpenBLAS.
-extern "C" void openblas_set_num_threads(int threads);
-
 using graph::DType;
-using RowMatrix = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 
 struct GemmShape {
   std::int64_t m = 0;
@@ -27,46 +24,44 @@ GemmShape gemm_shape(const NodeTask& task) {
   return {out.dim(out.rank - 2), out.dim(out.rank - 1), a.dim(contracted_axis)};
 }
 
-// Rows [first, first + rows) of one row-major product out = op(a) * op(b). Eigen hands it to
-// OpenBLAS's sgemm (EIGEN_USE_BLAS) with the transposes as flags and the row block as an
-// offset and a leading dimension, so nothing is copied and nothing is allocated.
-void multiply_rows(const float* a, bool a_transposed, const float* b, bool b_transposed, float* out,
-                   GemmShape shape, std::int64_t first, std::int64_t rows) {
-  using Block = Eigen::Map<const RowMatrix, 0, Eigen::OuterStride<>>;
+// Rows [first, first + rows) of one row-major product out = addend + op(a) * op(b), straight
+// through OpenBLAS's sgemm: the transposes are flags, the row block an offset and a leading
+// dimension, so nothing is copied or allocated. Each row starts as the addend (a bias) or zero,
+// and beta = 1 adds the product to it: OpenBLAS would clear the rows for beta = 0 itself, more
+// slowly than memset.
+void multiply_rows(const float* a, bool a_transposed, const float* b, bool b_transposed,
+                   const float* addend, float* out, GemmShape shape, std::int64_t first,
+                   std::int64_t rows) {
   auto [m, n, k] = shape;
-  Eigen::Map<RowMatrix> product(out + first * n, rows, n);
-  Block rhs(b, b_transposed ? n : k, b_transposed ? k : n,
-            Eigen::OuterStride<>(b_transposed ? k : n));
-  if (a_transposed) {
-    Block lhs(a + first, k, rows, Eigen::OuterStride<>(m));
-    if (b_transposed) {
-      product.noalias() = lhs.transpose() * rhs.transpose();
-    } else {
-      product.noalias() = lhs.transpose() * rhs;
-    }
-    return;
-  }
-  Block lhs(a + first * k, rows, k, Eigen::OuterStride<>(k));
-  if (b_transposed) {
-    product.noalias() = lhs * rhs.transpose();
+  float* block = out + first * n;
+  if (addend == nullptr) {
+    std::fill_n(block, rows * n, 0.0f);
   } else {
-    product.noalias() = lhs * rhs;
+    for (std::int64_t row = 0; row < rows; ++row)
+      std::copy_n(addend, n, block + row * n);
   }
+  const float* lhs = a_transposed ? a + first : a + first * k;
+  auto flag = [](bool transposed) { return transposed ? CblasTrans : CblasNoTrans; };
+  cblas_sgemm(CblasRowMajor, flag(a_transposed), flag(b_transposed), static_cast<int>(rows),
+              static_cast<int>(n), static_cast<int>(k), 1.0f, lhs,
+              static_cast<int>(a_transposed ? m : k), b, static_cast<int>(b_transposed ? k : n),
+              1.0f, block, static_cast<int>(n));
 }
 
 // Below this many multiply-adds a product runs on the calling thread: waking the team costs more.
 constexpr std::int64_t kSplitMultiplyAdds = 1 << 20;
 
 // One product, its rows split across the team.
-void multiply(const float* a, bool a_transposed, const float* b, bool b_transposed, float* out,
-              GemmShape shape, ThreadTeam* team) {
+void multiply(const float* a, bool a_transposed, const float* b, bool b_transposed,
+              const float* addend, float* out, GemmShape shape, ThreadTeam* team) {
   std::int64_t parts = team == nullptr ? 1 : team->size();
   if (shape.m * shape.n * shape.k < kSplitMultiplyAdds || shape.m < 2 * parts) parts = 1;
-  if (parts == 1) return multiply_rows(a, a_transposed, b, b_transposed, out, shape, 0, shape.m);
+  if (parts == 1)
+    return multiply_rows(a, a_transposed, b, b_transposed, addend, out, shape, 0, shape.m);
   auto work = [&](int part) {
     std::int64_t first = shape.m * part / parts;
     std::int64_t last = shape.m * (part + 1) / parts;
-    multiply_rows(a, a_transposed, b, b_transposed, out, shape, first, last - first);
+    multiply_rows(a, a_transposed, b, b_transposed, addend, out, shape, first, last - first);
   };
   team->run(work);
 }
@@ -103,6 +98,8 @@ std::int64_t batch_offset(std::int64_t index, const TensorRef& out, const Tensor
 }  // namespace
 
 void prepare_matmul(NodeTask& task) {
+  // OpenBLAS's own threads would allocate a job table on every product; the products are split
+  // across the executable's ThreadTeam instead, each part running single-threaded OpenBLAS.
   static const bool single_threaded_blas = [] {
     openblas_set_num_threads(1);
     return true;
@@ -124,6 +121,7 @@ void run_matmul(NodeTask& task) {
   const float* a_data = as_f32(a, scratch);
   const float* b_data = as_f32(b, scratch);
   float* c_data = out.dtype == DType::f32 ? out.f32() : scratch;
+  const float* addend = task.addend.f32();
   GemmShape shape = gemm_shape(task);
   auto [m, n, k] = shape;
   std::int64_t batches = m * n == 0 ? 0 : out.count / (m * n);
@@ -136,12 +134,12 @@ void run_matmul(NodeTask& task) {
       for (std::int64_t batch = batches * part / parts; batch < batches * (part + 1) / parts;
            ++batch)
         multiply_rows(operand_a(batch), task.transposed[0], operand_b(batch), task.transposed[1],
-                      c_data + batch * m * n, shape, 0, m);
+                      addend, c_data + batch * m * n, shape, 0, m);
     };
     task.team->run(share);
   } else {
     for (std::int64_t batch = 0; batch < batches; ++batch)
-      multiply(operand_a(batch), task.transposed[0], operand_b(batch), task.transposed[1],
+      multiply(operand_a(batch), task.transposed[0], operand_b(batch), task.transposed[1], addend,
                c_data + batch * m * n, shape, task.team);
   }
   if (out.dtype == DType::f32) return;

@@ -90,6 +90,9 @@ struct NodeTask {
   std::vector<TensorRef> in;
   // A matmul reads operand i with its last two axes swapped: a transpose folded into the GEMM.
   std::array<bool, 2> transposed{};
+  // A matmul whose rows start as this row of f32 values, the product added to it: a bias add
+  // folded into the GEMM. Null data: none.
+  TensorRef addend;
   std::vector<float> scratch;
   ThreadTeam* team = nullptr;  // the cores a large kernel splits across; null: the caller alone
 };

@@ -11,6 +11,7 @@
 
 #include "data/sample_ledger.hpp"
 #include "frame.hpp"
+#include "frame_memory.hpp"
 #include "local_workers.hpp"
 #include "socket_poll.hpp"
 
@@ -77,7 +78,12 @@ struct Coordinator::State {
     std::int64_t samples = -1;
     std::int64_t remaining = 0;
     std::deque<std::uint64_t> queue;  // tickets in the order the loop reads them
-    data::BatchData batch;
+    std::size_t batch_bytes = 0;
+    // The batch the loop reads: a view into its frame, or into `realigned`, a copy of its bytes,
+    // when ZeroMQ placed them at an address its values cannot be read from.
+    zmq::message_t frame;
+    std::vector<std::byte> realigned;
+    data::BatchView view;
   };
 
   CoordinatorOptions options;
@@ -100,8 +106,15 @@ struct Coordinator::State {
   State(std::vector<data::LoaderJob> jobs, CoordinatorOptions coordinator_options)
       : options(std::move(coordinator_options)), jobs_text(data::encode_loader_jobs(jobs)) {
     for (data::LoaderJob& job : jobs)
-      streams.push_back(
-          {job, std::nullopt, -1, 0, {}, data::BatchData(job.fields, job.batch_size)});
+      streams.push_back({job,
+                         std::nullopt,
+                         -1,
+                         0,
+                         {},
+                         data::batch_byte_size(job.fields, job.batch_size),
+                         {},
+                         {},
+                         {}});
     socket.set(zmq::sockopt::router_mandatory, 1);
     // No frame is larger than the largest batch with its header: a peer that sends more is cut
     // off by ZeroMQ before it is buffered.
@@ -127,7 +140,7 @@ struct Coordinator::State {
     std::size_t largest = jobs_text.size();
     for (const Stream& stream : streams) {
       auto indices = static_cast<std::size_t>(stream.job.batch_size) * sizeof(std::int64_t);
-      largest = std::max(largest, stream.batch.byte_size() + indices);
+      largest = std::max(largest, stream.batch_bytes + indices);
     }
     return largest + (1u << 16);
   }
@@ -295,7 +308,7 @@ struct Coordinator::State {
     Ticket& ticket = found->second;
     const Stream& stream = streams[ticket.stream];
     if (message.values.size() != static_cast<std::size_t>(stream.job.batch_size) ||
-        message.payload.size() != stream.batch.byte_size()) {
+        message.payload.size() != stream.batch_bytes) {
       drop(identity, "sent a batch of the wrong size");
       return;
     }
@@ -441,7 +454,7 @@ struct Coordinator::State {
     dispatch();
   }
 
-  const data::BatchData& next(std::size_t s) {
+  const data::BatchView& next(std::size_t s) {
     wait_until_ready();
     Stream& stream = streams[s];
     if (stream.queue.empty()) {
@@ -453,9 +466,10 @@ struct Coordinator::State {
     while (!arrived.contains(id))
       step(std::chrono::milliseconds(50));
     Arrival arrival = std::move(arrived.extract(id).mapped());
-    Message message = decode(
-        std::span(static_cast<const std::byte*>(arrival.frame.data()), arrival.frame.size()));
-    stream.batch.copy_from(message.payload);
+    stream.frame = std::move(arrival.frame);
+    Message message =
+        decode(std::span(static_cast<const std::byte*>(stream.frame.data()), stream.frame.size()));
+    stream.view = view_of(message.payload, stream);
     if (options.ledger)
       options.ledger->record(stream.job.loader.role, tickets.at(id).at, message.values,
                              arrival.producer);
@@ -463,7 +477,15 @@ struct Coordinator::State {
     stream.queue.pop_front();
     issue(s);
     dispatch();
-    return stream.batch;
+    return stream.view;
+  }
+
+  static data::BatchView view_of(std::span<const std::byte> payload, Stream& stream) {
+    if (reinterpret_cast<std::uintptr_t>(payload.data()) % alignof(float) != 0) {
+      stream.realigned.assign(payload.begin(), payload.end());
+      payload = stream.realigned;
+    }
+    return data::BatchView(payload, stream.job.fields, stream.job.batch_size);
   }
 };
 
@@ -480,7 +502,7 @@ class StreamedBatches : public data::BatchSource {
   void seek(data::BatchPosition at, std::int64_t count) override {
     state_.seek(stream_, at, count);
   }
-  const data::BatchData& next() override { return state_.next(stream_); }
+  const data::BatchView& next() override { return state_.next(stream_); }
 
  private:
   Coordinator::State& state_;
@@ -489,8 +511,10 @@ class StreamedBatches : public data::BatchSource {
 
 }  // namespace
 
-Coordinator::Coordinator(std::vector<data::LoaderJob> jobs, CoordinatorOptions options)
-    : state_(std::make_unique<State>(std::move(jobs), std::move(options))) {}
+Coordinator::Coordinator(std::vector<data::LoaderJob> jobs, CoordinatorOptions options) {
+  keep_frame_memory();
+  state_ = std::make_unique<State>(std::move(jobs), std::move(options));
+}
 
 Coordinator::~Coordinator() = default;
 

@@ -10,6 +10,7 @@
 
 #include "data/batch_source.hpp"
 #include "frame.hpp"
+#include "frame_memory.hpp"
 #include "rendezvous.hpp"
 #include "socket_poll.hpp"
 
@@ -22,8 +23,12 @@ using Clock = std::chrono::steady_clock;
 struct Producer {
   data::BatchReader reader;
   data::BatchData batch;
+  std::size_t batch_bytes;
 
-  explicit Producer(const data::LoaderJob& job) : reader(job), batch(job.fields, job.batch_size) {}
+  explicit Producer(const data::LoaderJob& job)
+      : reader(job),
+        batch(job.fields, job.batch_size),
+        batch_bytes(data::batch_byte_size(job.fields, job.batch_size)) {}
 };
 
 class Session {
@@ -137,8 +142,8 @@ class Session {
       fail(request.ticket, error.what());
     }
     // The batch goes straight into the frame's payload.
-    batch.payload = std::span<const std::byte>(static_cast<const std::byte*>(nullptr),
-                                               producer.batch.byte_size());
+    batch.payload =
+        std::span<const std::byte>(static_cast<const std::byte*>(nullptr), producer.batch_bytes);
     zmq::message_t frame(frame_size(batch));
     std::span<std::byte> bytes(static_cast<std::byte*>(frame.data()), frame.size());
     encode(batch, bytes);
@@ -170,6 +175,7 @@ class Session {
 }  // namespace
 
 WorkerEnd run_worker(const WorkerOptions& options) {
+  keep_frame_memory();
   Session session(options);
   return session.run();
 }

@@ -1,5 +1,6 @@
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <thread>
 #include <zmq.hpp>
 
@@ -97,10 +98,13 @@ void expect_in_process_batches(data::BatchSource& streamed, data::BatchPosition 
   if (seek) streamed.seek(from, count);
   for (int b = 0; b < count; ++b) {
     INFO("batch " << b);
-    const data::BatchData& expected = local->next();
-    const data::BatchData& got = streamed.next();
-    CHECK(got.floats == expected.floats);
-    CHECK(got.integers == expected.integers);
+    const data::BatchView& expected = local->next();
+    const data::BatchView& got = streamed.next();
+    REQUIRE(got.floats.size() == expected.floats.size());
+    for (std::size_t f = 0; f < got.floats.size(); ++f) {
+      CHECK(std::ranges::equal(got.floats[f], expected.floats[f]));
+      CHECK(std::ranges::equal(got.integers[f], expected.integers[f]));
+    }
   }
 }
 
