@@ -50,11 +50,15 @@ class FakeDataset : public Dataset {
 // within an epoch.
 constexpr std::int64_t kFakeSamples = 1 << 16;
 
+std::size_t values_in_batch(const SampleField& field, std::int64_t rows) {
+  return static_cast<std::size_t>(rows * field.elements);
+}
+
 }  // namespace
 
 BatchData::BatchData(const std::vector<SampleField>& fields, std::int64_t rows) {
   for (const SampleField& field : fields) {
-    auto count = static_cast<std::size_t>(rows * field.elements);
+    std::size_t count = values_in_batch(field, rows);
     floats.emplace_back(field.integer ? 0 : count, 0.0f);
     integers.emplace_back(field.integer ? count : 0, 0);
   }
@@ -91,7 +95,7 @@ BatchView::BatchView(std::span<const std::byte> bytes, const std::vector<SampleF
     throw std::runtime_error("a batch whose bytes are not aligned for its values");
   const std::byte* at = bytes.data();
   for (const SampleField& field : fields) {
-    auto count = static_cast<std::size_t>(rows * field.elements);
+    std::size_t count = values_in_batch(field, rows);
     floats.emplace_back(reinterpret_cast<const float*>(at), field.integer ? 0 : count);
     integers.emplace_back(reinterpret_cast<const std::int32_t*>(at), field.integer ? count : 0);
     at += count * sizeof(float);
@@ -101,7 +105,7 @@ BatchView::BatchView(std::span<const std::byte> bytes, const std::vector<SampleF
 std::size_t batch_byte_size(const std::vector<SampleField>& fields, std::int64_t rows) {
   std::size_t bytes = 0;
   for (const SampleField& field : fields)
-    bytes += static_cast<std::size_t>(rows * field.elements) * sizeof(float);
+    bytes += values_in_batch(field, rows) * sizeof(float);
   return bytes;
 }
 

@@ -57,6 +57,15 @@ std::int64_t value_bytes_of(const TensorRef& value) {
   return value.count * static_cast<std::int64_t>(graph::dtype_size(value.dtype));
 }
 
+// The tasks of nodes other than `folded` (folded into another task's kernel call).
+std::vector<NodeTask> without(std::vector<NodeTask> tasks,
+                              std::span<const graph::Node* const> folded) {
+  std::erase_if(tasks, [&](const NodeTask& task) {
+    return std::find(folded.begin(), folded.end(), task.node) != folded.end();
+  });
+  return tasks;
+}
+
 // Whether `addend` is one f32 value per column of `product`, and `sum` (their sum) is f32 and
 // shaped as the product: a bias added to every row.
 bool adds_a_row(const TensorRef& addend, const TensorRef& product, const TensorRef& sum) {
@@ -319,10 +328,7 @@ struct Executable::State {
         folded.push_back(&source);
       }
     }
-    std::erase_if(tasks, [&](const NodeTask& task) {
-      return std::find(folded.begin(), folded.end(), task.node) != folded.end();
-    });
-    return tasks;
+    return without(std::move(tasks), folded);
   }
 
   // A bias add reading a matmul's product (a value inside the kernel) and one f32 value per
@@ -351,10 +357,7 @@ struct Executable::State {
       task.addend = bias;
       folded.push_back(add->node);
     }
-    std::erase_if(tasks, [&](const NodeTask& task) {
-      return std::find(folded.begin(), folded.end(), task.node) != folded.end();
-    });
-    return tasks;
+    return without(std::move(tasks), folded);
   }
 
   // Kernels that compute static values run now, once; the others become the step.

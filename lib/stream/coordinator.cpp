@@ -78,7 +78,6 @@ struct Coordinator::State {
     std::int64_t samples = -1;
     std::int64_t remaining = 0;
     std::deque<std::uint64_t> queue;  // tickets in the order the loop reads them
-    std::size_t batch_bytes = 0;
     // The batch the loop reads: a view into its frame, or into `realigned`, a copy of its bytes,
     // when ZeroMQ placed them at an address its values cannot be read from.
     zmq::message_t frame;
@@ -105,16 +104,8 @@ struct Coordinator::State {
 
   State(std::vector<data::LoaderJob> jobs, CoordinatorOptions coordinator_options)
       : options(std::move(coordinator_options)), jobs_text(data::encode_loader_jobs(jobs)) {
-    for (data::LoaderJob& job : jobs)
-      streams.push_back({job,
-                         std::nullopt,
-                         -1,
-                         0,
-                         {},
-                         data::batch_byte_size(job.fields, job.batch_size),
-                         {},
-                         {},
-                         {}});
+    for (const data::LoaderJob& job : jobs)
+      streams.emplace_back().job = job;
     socket.set(zmq::sockopt::router_mandatory, 1);
     // No frame is larger than the largest batch with its header: a peer that sends more is cut
     // off by ZeroMQ before it is buffered.
@@ -140,7 +131,7 @@ struct Coordinator::State {
     std::size_t largest = jobs_text.size();
     for (const Stream& stream : streams) {
       auto indices = static_cast<std::size_t>(stream.job.batch_size) * sizeof(std::int64_t);
-      largest = std::max(largest, stream.batch_bytes + indices);
+      largest = std::max(largest, batch_bytes(stream) + indices);
     }
     return largest + (1u << 16);
   }
@@ -308,7 +299,7 @@ struct Coordinator::State {
     Ticket& ticket = found->second;
     const Stream& stream = streams[ticket.stream];
     if (message.values.size() != static_cast<std::size_t>(stream.job.batch_size) ||
-        message.payload.size() != stream.batch_bytes) {
+        message.payload.size() != batch_bytes(stream)) {
       drop(identity, "sent a batch of the wrong size");
       return;
     }
@@ -478,6 +469,10 @@ struct Coordinator::State {
     issue(s);
     dispatch();
     return stream.view;
+  }
+
+  static std::size_t batch_bytes(const Stream& stream) {
+    return data::batch_byte_size(stream.job.fields, stream.job.batch_size);
   }
 
   static data::BatchView view_of(std::span<const std::byte> payload, Stream& stream) {
