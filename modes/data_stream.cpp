@@ -120,6 +120,15 @@ void DataStream::connect(runner::RunSetup& setup) {
   };
 }
 
+stream::WorkerOptions data_worker_options(std::int64_t rank, const std::string& name) {
+  stream::WorkerOptions options;
+  options.rank = rank;
+  options.log = [name](const std::string& text) { std::cerr << name << ": " << text << "\n"; };
+  const char* shared = std::getenv("CSRUN_STREAM_SHARED_MEMORY");
+  options.shared_memory = !(shared && std::string_view(shared) == "0");
+  return options;
+}
+
 int serve_srun_trainers(const std::vector<config::TrainerSpec>& trainers,
                         const stream::SrunTask& task) {
   // scancel and time limits signal every task: a worker keeps serving so its coordinator can
@@ -128,11 +137,13 @@ int serve_srun_trainers(const std::vector<config::TrainerSpec>& trainers,
   std::vector<std::string> files;
   for (std::size_t i = 0; i < trainers.size(); ++i)
     files.push_back(rendezvous_file(trainers[i], task.step, i));
+  std::string name = "csrun worker (srun task " + std::to_string(task.rank) + ")";
   try {
-    stream::serve_in_turn(files, task.rank, seconds_from("CSRUN_WORKER_CONNECT_TIMEOUT", 120));
+    stream::serve_in_turn(files, data_worker_options(task.rank, name),
+                          seconds_from("CSRUN_WORKER_CONNECT_TIMEOUT", 120));
     return 0;
   } catch (const std::exception& error) {
-    std::cerr << "csrun worker (srun task " << task.rank << "): " << error.what() << "\n";
+    std::cerr << name << ": " << error.what() << "\n";
     return 1;
   }
 }

@@ -9,6 +9,7 @@
 #include "config/run_spec.hpp"
 #include "runner/training_loop.hpp"
 #include "stream/srun_tasks.hpp"
+#include "stream/worker.hpp"
 
 namespace csrun::stream {
 class Coordinator;
@@ -54,6 +55,10 @@ class DataStream {
   std::string socket_directory_;
   std::string rendezvous_;
 };
+
+// A data worker of this process with rank `rank` (-1: any), its notes on stderr after `name`:
+// it offers shared memory unless CSRUN_STREAM_SHARED_MEMORY is 0. The caller adds the address.
+stream::WorkerOptions data_worker_options(std::int64_t rank, const std::string& name);
 
 // The data worker side of an srun step (tasks other than 0): serves each trainer's coordinator
 // in turn. Returns the exit status.

@@ -1,6 +1,7 @@
 #include <cstdlib>
 #include <iostream>
 
+#include "data_stream.hpp"
 #include "modes.hpp"
 #include "stream/rendezvous.hpp"
 #include "stream/worker.hpp"
@@ -10,9 +11,8 @@ namespace csrun::modes {
 namespace {
 
 stream::WorkerOptions worker_options(const WorkerCommand& command) {
-  stream::WorkerOptions options;
+  stream::WorkerOptions options = data_worker_options(command.rank, "csrun worker");
   options.address = command.address;
-  options.rank = command.rank;
   if (!command.secret_file.empty()) {
     std::optional<stream::Rendezvous> rendezvous = stream::read_rendezvous(command.secret_file);
     if (!rendezvous)

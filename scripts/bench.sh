@@ -23,7 +23,8 @@
 #              FMA peak (best of 3). Needs python3-torch. Targets: 1.5x PyTorch on fc_mnist batch
 #              32, 1.2x on the others.
 #   stream     data streaming: ingest of MNIST batches (256 samples, 0.8 MB) from 1, 2 and 4
-#              local `csrun worker` processes over IPC, as fast as a coordinator takes them
+#              local `csrun worker` processes, through shared memory and in frames over IPC
+#              (as from another host), as fast as a coordinator takes and copies them
 #              (batches/s, samples/s, GB/s; median of 3); and the step-time overhead of
 #              streaming from 1 worker against reading in-process on fc_mnist (batch 256) and
 #              gpt2_tiny, alternating for 5 rounds (median ratio): with the worker sharing the
@@ -221,17 +222,24 @@ bench_train() {
 bench_stream() {
   scripts/prepare_digits.sh >/dev/null
   echo "## Data streaming: ingest from local workers (MNIST digits, batch 256 = 0.80 MB; median of 3)"
-  printf '%-8s %10s %12s %8s\n' "workers" "batches/s" "samples/s" "GB/s"
-  for workers in 1 2 4; do
-    for _ in 1 2 3; do build/bench/stream_ingest "$csrun" data/digits "$workers" 256 2000; done |
-      sort -k4 -n | sed -n 2p | awk '{ printf "%-8s %10s %12s %8s\n", $1, $2, $3, $4 }'
+  echo "shared_memory: as local workers send batches; frames: in ZeroMQ frames, as from another host"
+  printf '%-8s %-14s %10s %12s %8s\n' "workers" "transport" "batches/s" "samples/s" "GB/s"
+  for transport in shared_memory frames; do
+    local shared=1
+    [ "$transport" = frames ] && shared=0
+    for workers in 1 2 4; do
+      for _ in 1 2 3; do
+        CSRUN_STREAM_SHARED_MEMORY=$shared build/bench/stream_ingest "$csrun" data/digits "$workers" 256 2000
+      done | sort -k4 -n | sed -n 2p |
+        awk -v t="$transport" '{ printf "%-8s %-14s %10s %12s %8s\n", $1, t, $2, $3, $4 }'
+    done
   done
   echo "## Data streaming: training samples/s with 1 worker vs in-process reading (--target_device CPU)"
   echo "shared: the worker shares the step's $(nproc) cores; own_core: the run on core 0, the worker on core 1"
   local work
   work=$(mktemp -d)
   printf '%-14s %-10s %6s %12s %12s %9s\n' "workload" "worker" "round" "in-process" "1 worker" "overhead"
-  for entry in "fc_mnist_b256:bench/configs/fc_mnist.yaml:--set train_input.batch_size=256 --max_steps 400" \
+  for entry in "fc_mnist_b256:bench/configs/fc_mnist.yaml:--set train_input.batch_size=256 --max_steps 1000" \
                "gpt2_tiny:bench/configs/gpt2_tiny.yaml:--fake_data"; do
     local name=${entry%%:*} rest=${entry#*:}
     local params=${rest%%:*} args=${rest#*:}

@@ -13,6 +13,7 @@
 #include "frame.hpp"
 #include "frame_memory.hpp"
 #include "local_workers.hpp"
+#include "shared_slots.hpp"
 #include "socket_poll.hpp"
 
 namespace csrun::stream {
@@ -58,6 +59,7 @@ struct Coordinator::State {
     bool ready = false;
     std::set<std::uint64_t> tickets;
     Clock::time_point last_heard;
+    std::shared_ptr<SlotPool> slots;  // its shared memory, when it is on this host
     std::string name() const {
       return "data worker " + std::to_string(rank) + " (pid " + std::to_string(pid) + ")";
     }
@@ -67,9 +69,11 @@ struct Coordinator::State {
     data::BatchPosition at;
     std::string worker;  // identity; empty while unassigned
     bool cancelled = false;
+    SlotPool::Lease slot;  // where the worker writes the batch; none: in the frame
   };
   struct Arrival {
     zmq::message_t frame;
+    SlotPool::Lease slot;
     std::string producer;
   };
   struct Stream {
@@ -78,9 +82,10 @@ struct Coordinator::State {
     std::int64_t samples = -1;
     std::int64_t remaining = 0;
     std::deque<std::uint64_t> queue;  // tickets in the order the loop reads them
-    // The batch the loop reads: a view into its frame, or into `realigned`, a copy of its bytes,
-    // when ZeroMQ placed them at an address its values cannot be read from.
+    // The batch the loop reads: a view into its slot or its frame, or into `realigned`, a copy of
+    // its bytes, when ZeroMQ placed them at an address its values cannot be read from.
     zmq::message_t frame;
+    SlotPool::Lease slot;
     std::vector<std::byte> realigned;
     data::BatchView view;
   };
@@ -179,6 +184,7 @@ struct Coordinator::State {
         continue;
       }
       ticket.worker.clear();
+      ticket.slot = {};
       unassigned.insert(id);
       ++reassigned;
     }
@@ -260,7 +266,7 @@ struct Coordinator::State {
     }
     std::int64_t rank = message.rank >= 0 ? message.rank : next_rank;
     next_rank = std::max(next_rank, rank + 1);
-    Worker worker{rank, message.pid, false, {}, Clock::now()};
+    Worker worker{rank, message.pid, false, {}, Clock::now(), nullptr};
     Message reply = make_message(MessageType::welcome);
     reply.text = jobs_text;
     reply.rank = rank;
@@ -286,7 +292,24 @@ struct Coordinator::State {
                                  "; every worker must read the same files");
       }
     }
+    worker.slots = shared_slots(worker, message);
     worker.ready = true;
+  }
+
+  std::shared_ptr<SlotPool> shared_slots(const Worker& worker, const Message& ready) const {
+    if (ready.memfd < 0) return nullptr;
+    std::size_t largest = 0;
+    for (const Stream& stream : streams)
+      largest = std::max(largest, batch_bytes(stream));
+    std::string why;
+    std::optional<SharedSlots> slots =
+        SharedSlots::open(worker.pid, ready.memfd, ready.nonce, largest, why);
+    if (!slots) {
+      log(worker.name() + " sends its batches in frames: its shared memory is not reachable (" +
+          why + ")");
+      return nullptr;
+    }
+    return std::make_shared<SlotPool>(std::move(*slots));
   }
 
   void arrive(const std::string& identity, Worker& worker, const Message& message,
@@ -298,9 +321,11 @@ struct Coordinator::State {
     }
     Ticket& ticket = found->second;
     const Stream& stream = streams[ticket.stream];
-    if (message.values.size() != static_cast<std::size_t>(stream.job.batch_size) ||
-        message.payload.size() != batch_bytes(stream)) {
-      drop(identity, "sent a batch of the wrong size");
+    std::size_t payload = ticket.slot.index() >= 0 ? 0 : batch_bytes(stream);
+    if (message.slot != ticket.slot.index() ||
+        message.values.size() != static_cast<std::size_t>(stream.job.batch_size) ||
+        message.payload.size() != payload) {
+      drop(identity, "sent a batch of the wrong size or in the wrong slot");
       return;
     }
     worker.tickets.erase(message.ticket);
@@ -309,8 +334,8 @@ struct Coordinator::State {
       tickets.erase(found);
       return;
     }
-    arrived.emplace(message.ticket,
-                    Arrival{std::move(frame), "worker " + std::to_string(worker.rank)});
+    arrived.emplace(message.ticket, Arrival{std::move(frame), std::move(ticket.slot),
+                                            "worker " + std::to_string(worker.rank)});
   }
 
   // ---- workers ----
@@ -372,7 +397,7 @@ struct Coordinator::State {
     Stream& stream = streams[s];
     while (stream.remaining > 0 && stream.queue.size() < lookahead()) {
       std::uint64_t id = next_ticket++;
-      tickets[id] = Ticket{s, stream.cursor->take(), {}, false};
+      tickets[id] = Ticket{s, stream.cursor->take(), {}, false, {}};
       stream.queue.push_back(id);
       unassigned.insert(id);
       --stream.remaining;
@@ -403,11 +428,14 @@ struct Coordinator::State {
       request.stream = static_cast<std::uint32_t>(ticket.stream);
       request.epoch = ticket.at.epoch;
       request.sample = ticket.at.sample;
+      SlotPool::Lease slot = SlotPool::lease(chosen->second.slots);
+      request.slot = slot.index();
       if (!send(identity, request)) {
         drop(identity, "went away");
         continue;
       }
       tickets.at(id).worker = identity;
+      tickets.at(id).slot = std::move(slot);
       chosen->second.tickets.insert(id);
       unassigned.erase(unassigned.begin());
     }
@@ -458,9 +486,12 @@ struct Coordinator::State {
       step(std::chrono::milliseconds(50));
     Arrival arrival = std::move(arrived.extract(id).mapped());
     stream.frame = std::move(arrival.frame);
+    stream.slot = std::move(arrival.slot);
     Message message =
         decode(std::span(static_cast<const std::byte*>(stream.frame.data()), stream.frame.size()));
-    stream.view = view_of(message.payload, stream);
+    stream.view =
+        view_of(stream.slot.index() >= 0 ? stream.slot.bytes(batch_bytes(stream)) : message.payload,
+                stream);
     if (options.ledger)
       options.ledger->record(stream.job.loader.role, tickets.at(id).at, message.values,
                              arrival.producer);

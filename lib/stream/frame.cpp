@@ -10,14 +10,14 @@ namespace {
 // Integers are little-endian (as every host csrun runs on); strings, value lists and the
 // payload carry their length first.
 constexpr std::uint8_t kMagic[4] = {'C', 'S', 'R', 'S'};
-constexpr std::uint8_t kVersion = 1;
+constexpr std::uint8_t kVersion = 2;
 constexpr std::size_t kHeader = 8;
 constexpr std::uint64_t kMaxText = 1u << 20;
 constexpr std::uint64_t kMaxValues = 1u << 24;
 
 struct Layout {
-  bool text = false, rank = false, pid = false, ticket = false, position = false, values = false,
-       payload = false;
+  bool text = false, rank = false, pid = false, ticket = false, position = false, slot = false,
+       values = false, shared = false, payload = false;
 };
 
 Layout layout(MessageType type) {
@@ -29,11 +29,11 @@ Layout layout(MessageType type) {
     case MessageType::reject:
       return {.text = true};
     case MessageType::ready:
-      return {.values = true};
+      return {.values = true, .shared = true};
     case MessageType::request:
-      return {.ticket = true, .position = true};
+      return {.ticket = true, .position = true, .slot = true};
     case MessageType::batch:
-      return {.ticket = true, .values = true, .payload = true};
+      return {.ticket = true, .slot = true, .values = true, .payload = true};
     case MessageType::failure:
       return {.text = true, .ticket = true};
     case MessageType::heartbeat:
@@ -128,7 +128,9 @@ std::size_t frame_size(const Message& message) {
   if (fields.pid) size += 8;
   if (fields.ticket) size += 8;
   if (fields.position) size += 4 + 8 + 8;
+  if (fields.slot) size += 8;
   if (fields.values) size += 8 + 8 * message.values.size();
+  if (fields.shared) size += 8 + 8;
   if (fields.payload) size += 8 + message.payload.size();
   return size;
 }
@@ -156,9 +158,14 @@ void encode(const Message& message, std::span<std::byte> out) {
     writer.number(message.epoch);
     writer.number(message.sample);
   }
+  if (fields.slot) writer.number(message.slot);
   if (fields.values) {
     writer.number(static_cast<std::uint64_t>(message.values.size()));
     writer.bytes(message.values.data(), 8 * message.values.size());
+  }
+  if (fields.shared) {
+    writer.number(message.memfd);
+    writer.number(message.nonce);
   }
   if (fields.payload) {
     writer.number(static_cast<std::uint64_t>(message.payload.size()));
@@ -198,11 +205,16 @@ Message decode(std::span<const std::byte> frame) {
     message.epoch = reader.number<std::int64_t>("epoch");
     message.sample = reader.number<std::int64_t>("sample");
   }
+  if (fields.slot) message.slot = reader.number<std::int64_t>("slot");
   if (fields.values) {
     auto count = reader.length(kMaxValues, "value count");
     auto values = reader.bytes(8 * count, "values");
     message.values.resize(count);
     if (count) std::memcpy(message.values.data(), values.data(), values.size());
+  }
+  if (fields.shared) {
+    message.memfd = reader.number<std::int64_t>("memfd");
+    message.nonce = reader.number<std::uint64_t>("nonce");
   }
   if (fields.payload)
     message.payload = reader.bytes(reader.length(frame.size(), "payload length"), "payload");

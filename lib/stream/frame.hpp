@@ -16,9 +16,10 @@ enum class MessageType : std::uint8_t {
   hello = 1,  // secret, rank, pid
   welcome,    // text: the job (encoded LoaderJobs); rank: the worker's number
   reject,     // text: why
-  ready,      // values: samples per epoch of each stream
-  request,    // ticket, stream, epoch, sample: produce the batch there
-  batch,      // ticket, values: the samples' dataset indices, payload: the batch's bytes
+  ready,      // values: samples per epoch of each stream; memfd, nonce: its SharedSlots (-1: none)
+  request,    // ticket, stream, epoch, sample: produce the batch there; slot: into that slot
+  batch,      // ticket, slot, values: the samples' dataset indices, payload: the batch's bytes
+              // (empty when it is in the slot)
   failure,    // ticket (0: none), text: what went wrong
   heartbeat,
   bye,  // rank: 1 when another trainer's coordinator follows
@@ -34,6 +35,9 @@ struct Message {
   std::int64_t epoch = 0;
   std::int64_t sample = 0;
   std::vector<std::int64_t> values;
+  std::int64_t memfd = -1;  // ready: the fd of the worker's SharedSlots in its process; -1: none
+  std::uint64_t nonce = 0;
+  std::int64_t slot = -1;              // a SharedSlots slot; -1: the batch is in the frame
   std::span<const std::byte> payload;  // batch: points into the buffer it was decoded from
 };
 

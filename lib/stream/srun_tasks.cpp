@@ -34,15 +34,14 @@ std::string rendezvous_name(const std::string& step, std::size_t index) {
   return "csrun-stream-" + (step.empty() ? "" : step + "-") + std::to_string(index) + ".rendezvous";
 }
 
-void serve_in_turn(std::span<const std::string> rendezvous_files, std::int64_t rank,
+void serve_in_turn(std::span<const std::string> rendezvous_files, const WorkerOptions& worker,
                    std::chrono::seconds connect_timeout) {
   for (const std::string& file : rendezvous_files) {
     Rendezvous rendezvous = wait_for_rendezvous(file, connect_timeout);
     if (rendezvous.finished) continue;
-    WorkerOptions options;
+    WorkerOptions options = worker;
     options.address = rendezvous.address;
     options.secret = rendezvous.secret;
-    options.rank = rank;
     options.rendezvous_file = file;
     if (run_worker(options) != WorkerEnd::next_trainer) return;
   }

@@ -6,6 +6,8 @@
 #include <span>
 #include <string>
 
+#include "worker.hpp"
+
 namespace csrun::stream {
 
 // This process's place in an srun step of more than one task: task 0 coordinates, the others
@@ -24,8 +26,9 @@ std::string rendezvous_name(const std::string& step, std::size_t index);
 
 // A worker task's part: serves the coordinators whose rendezvous files these are, in turn, each
 // until it says bye; skips those already finished. Throws std::runtime_error as run_worker does,
-// or when a file does not appear within `connect_timeout`.
-void serve_in_turn(std::span<const std::string> rendezvous_files, std::int64_t rank,
+// or when a file does not appear within `connect_timeout`. The worker is `worker` (its rank,
+// log, ...) with each rendezvous file's address and secret.
+void serve_in_turn(std::span<const std::string> rendezvous_files, const WorkerOptions& worker,
                    std::chrono::seconds connect_timeout);
 
 }  // namespace csrun::stream

@@ -3,6 +3,7 @@
 #include <unistd.h>
 #include <zmq.h>
 
+#include <algorithm>
 #include <optional>
 #include <stdexcept>
 #include <vector>
@@ -12,6 +13,7 @@
 #include "frame.hpp"
 #include "frame_memory.hpp"
 #include "rendezvous.hpp"
+#include "shared_slots.hpp"
 #include "socket_poll.hpp"
 
 namespace csrun::stream {
@@ -19,6 +21,11 @@ namespace csrun::stream {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+// Slots offered per worker: its credits' batches in flight plus those that wait for the loop,
+// in at most kSharedBytes (the memory is reserved up front); the rest go in frames.
+constexpr std::size_t kSharedSlots = 8;
+constexpr std::size_t kSharedBytes = std::size_t{256} << 20;
 
 struct Producer {
   data::BatchReader reader;
@@ -127,7 +134,26 @@ class Session {
     } catch (const std::exception& error) {
       fail(0, error.what());
     }
+    if (options_.shared_memory) offer_shared_slots(ready);
     send(ready);
+  }
+
+  // Without the memory the batches go in frames: slower where the coordinator is on this host,
+  // but the run goes on.
+  void offer_shared_slots(Message& ready) {
+    std::size_t largest = 0;
+    for (const Producer& producer : producers_)
+      largest = std::max(largest, producer.batch_bytes);
+    try {
+      std::size_t count = std::clamp<std::size_t>(kSharedBytes / std::max<std::size_t>(largest, 1),
+                                                  1, kSharedSlots);
+      slots_.emplace(SharedSlots::create(count, largest));
+    } catch (const std::runtime_error& error) {
+      if (options_.log) options_.log(std::string(error.what()) + "; batches go in frames");
+      return;
+    }
+    ready.memfd = slots_->fd();
+    ready.nonce = slots_->nonce();
   }
 
   void produce(const Message& request) {
@@ -140,6 +166,15 @@ class Session {
       batch.values.assign(indices.begin(), indices.end());
     } catch (const std::exception& error) {
       fail(request.ticket, error.what());
+    }
+    if (request.slot >= 0) {
+      if (!slots_ || static_cast<std::size_t>(request.slot) >= slots_->count())
+        fail(request.ticket, "no such shared batch slot");
+      producer.batch.copy_to(
+          slots_->slot(static_cast<std::size_t>(request.slot)).first(producer.batch_bytes));
+      batch.slot = request.slot;
+      send(batch);
+      return;
     }
     // The batch goes straight into the frame's payload.
     batch.payload =
@@ -170,6 +205,7 @@ class Session {
   zmq::socket_t monitor_{context_, zmq::socket_type::pair};
   bool welcomed_ = false;
   std::vector<Producer> producers_;
+  std::optional<SharedSlots> slots_;
 };
 
 }  // namespace

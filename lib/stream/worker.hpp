@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <string>
 
 namespace csrun::stream {
@@ -15,6 +16,10 @@ struct WorkerOptions {
   std::string rendezvous_file;
   std::chrono::milliseconds connect_timeout{120000};
   std::chrono::milliseconds heartbeat{1000};
+  // Offer the coordinator batch slots in shared memory (used when it is on the same host);
+  // without them every batch travels in its frame.
+  bool shared_memory = true;
+  std::function<void(const std::string&)> log;  // notes for the worker's output
 };
 
 enum class WorkerEnd {

@@ -59,6 +59,9 @@ expect_status train "$(job train train.sbatch params.yaml --fake_data)" 0
 expect train.out "| Train Device=CSX, Step=6, Loss="
 expect train.out "Training completed successfully!"
 expect train.out "coordinating 2 srun tasks as data workers"
+# Tasks on the coordinator's node hand it their batches through shared memory.
+! grep -F "sends its batches in frames" "$work/train.out" ||
+  { echo "FAIL: srun tasks on this node sent their batches in frames"; exit 1; }
 [ -f "$work/model/checkpoint_3.mdl" ] && [ -f "$work/model/checkpoint_6.mdl" ] ||
   { echo "FAIL: no checkpoints from the train job"; exit 1; }
 # The same training as one coordinator and 3 worker tasks (srun --ntasks=4), and on this

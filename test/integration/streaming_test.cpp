@@ -159,7 +159,9 @@ TEST_CASE("streaming: workers any launcher starts join a coordinator through --s
       std::string(CSRUN_BINARY) + " worker --secret_file '" + rendezvous.string() + "'";
   auto run = train_and_interrupt(
       params, 0, "--stream_listen 'tcp://127.0.0.1:*'", "[ -f '" + rendezvous.string() + "' ]",
-      worker + " --rank 7 & " + worker + " --rank 8 &", dir.path() / "out");
+      // One sends its batches through shared memory, the other in frames, as from another host.
+      worker + " --rank 7 & CSRUN_STREAM_SHARED_MEMORY=0 " + worker + " --rank 8 &",
+      dir.path() / "out");
   std::string log = read(dir.path() / "out");
   INFO(run.out << log);
   REQUIRE(run.out.find("status=0") != std::string::npos);

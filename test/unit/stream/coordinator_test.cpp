@@ -1,5 +1,7 @@
 #include <catch2/catch.hpp>
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <thread>
 #include <zmq.hpp>
@@ -7,6 +9,7 @@
 #include "data/sample_ledger.hpp"
 #include "stream/coordinator.hpp"
 #include "stream/frame.hpp"
+#include "stream/shared_slots.hpp"
 #include "stream/worker.hpp"
 #include "support/temp_dir.hpp"
 
@@ -31,12 +34,13 @@ data::LoaderJob fake_mnist_job() {
 // A real data worker in a thread of its own, as `csrun worker` runs it.
 struct WorkerThread {
   std::thread thread;
-  explicit WorkerThread(const std::string& address) {
-    thread = std::thread([address] {
+  explicit WorkerThread(const std::string& address, bool shared_memory = true) {
+    thread = std::thread([address, shared_memory] {
       stream::WorkerOptions options;
       options.address = address;
       options.secret = kSecret;
       options.rank = 0;
+      options.shared_memory = shared_memory;
       stream::run_worker(options);
     });
   }
@@ -59,19 +63,31 @@ struct Peer {
     (void)socket.recv(frame);
     return stream::decode(std::span(static_cast<const std::byte*>(frame.data()), frame.size()));
   }
-  // Says hello with the job's secret and reports the fake dataset: a worker that will then do
-  // whatever the test does.
-  void join() {
+  // Says hello with the job's secret and reports the fake dataset, offering `slots` when given:
+  // a worker that will then do whatever the test does.
+  void join(const stream::SharedSlots* slots = nullptr) {
     send(hello(kSecret));
     stream::Message ready = stream::make_message(stream::MessageType::ready);
     ready.values = {1 << 16};
+    if (slots) {
+      ready.memfd = slots->fd();
+      ready.nonce = slots->nonce();
+    }
     send(ready);
   }
   stream::Message hello(const std::string& secret) {
     stream::Message message = stream::make_message(stream::MessageType::hello);
     message.text = secret;
-    message.pid = 1;
+    message.pid = ::getpid();
     return message;
+  }
+  stream::Message next_request() {
+    zmq::message_t frame;
+    for (;;) {
+      std::optional<stream::Message> message = receive(5s, frame);
+      REQUIRE(message);
+      if (message->type == stream::MessageType::request) return *message;
+    }
   }
 };
 
@@ -185,4 +201,67 @@ TEST_CASE("flow control: a worker never holds more than its credits of requests"
   REQUIRE(requests.size() == 3);
   CHECK(requests[0].sample == 0);
   CHECK(requests[2].sample == 16);
+}
+
+TEST_CASE("batches come in frames from a worker without shared memory, or out of its reach") {
+  test::TempDir dir;
+  std::vector<std::string> log;
+  std::optional<WorkerThread> worker;  // joined after the coordinator has said bye
+  stream::Coordinator coordinator({fake_mnist_job()}, options_in(dir, &log));
+  // Memory the coordinator cannot map (as from another host): requests name no slot.
+  Peer remote(coordinator.address());
+  stream::SharedSlots elsewhere = stream::SharedSlots::create(2, 1 << 16);
+  stream::Message ready = stream::make_message(stream::MessageType::ready);
+  remote.send(remote.hello(kSecret));
+  ready.values = {1 << 16};
+  ready.memfd = elsewhere.fd();
+  ready.nonce = elsewhere.nonce() + 1;
+  remote.send(ready);
+  auto batches = coordinator.batches(fake_mnist_job());
+  batches->seek({0, 0}, 4);
+  CHECK(remote.next_request().slot == -1);
+  CHECK(logged(log, "sends its batches in frames"));
+  remote.socket.close();
+
+  worker.emplace(coordinator.address(), false);
+  expect_in_process_batches(*batches, {1, 8}, 6);
+}
+
+TEST_CASE("a batch in shared memory is read in its slot, and one in the wrong slot is refused") {
+  test::TempDir dir;
+  std::vector<std::string> log;
+  stream::CoordinatorOptions options = options_in(dir, &log);
+  std::optional<WorkerThread> worker;
+  stream::Coordinator coordinator({fake_mnist_job()}, options);
+  stream::SharedSlots slots = stream::SharedSlots::create(4, 1 << 16);
+  Peer peer(coordinator.address());
+  peer.join(&slots);
+  auto batches = coordinator.batches(fake_mnist_job());
+  batches->seek({0, 0}, 2);
+
+  // The first batch: what the worker writes into the slot it is given.
+  auto local = data::read_in_process(fake_mnist_job());
+  local->seek({0, 0}, 2);
+  stream::Message request = peer.next_request();
+  REQUIRE(request.slot >= 0);
+  data::BatchData expected(fake_mnist_job().fields, 8);
+  data::BatchReader reader(fake_mnist_job());
+  auto indices = reader.read({request.epoch, request.sample}, expected);
+  expected.copy_to(slots.slot(static_cast<std::size_t>(request.slot)));
+  stream::Message batch = stream::make_message(stream::MessageType::batch);
+  batch.ticket = request.ticket;
+  batch.slot = request.slot;
+  batch.values.assign(indices.begin(), indices.end());
+  peer.send(batch);
+  // The frame carried no payload: the values can only have come from the slot.
+  CHECK(std::ranges::equal(batches->next().floats[0], local->next().floats[0]));
+
+  // The second, claimed to be in another slot: the peer is dropped and a real worker makes it.
+  request = peer.next_request();
+  batch.ticket = request.ticket;
+  batch.slot = request.slot + 1;
+  peer.send(batch);
+  worker.emplace(coordinator.address());
+  CHECK(std::ranges::equal(batches->next().floats[0], local->next().floats[0]));
+  CHECK(logged(log, "in the wrong slot"));
 }

@@ -21,6 +21,9 @@ std::vector<Message> one_of_each() {
     message.epoch = 2;
     message.sample = 640;
     message.values = {5, 1, 4};
+    message.memfd = 12;
+    message.nonce = 0x0123456789abcdefu;
+    message.slot = 6;
     message.payload = payload;
     messages.push_back(message);
   }
@@ -41,7 +44,12 @@ TEST_CASE("every message survives encoding and decoding") {
   Message batch = decode(encode(one_of_each()[static_cast<int>(MessageType::batch) - 1]));
   CHECK(batch.ticket == 99);
   CHECK(batch.values == std::vector<std::int64_t>{5, 1, 4});
+  CHECK(batch.slot == 6);
   CHECK(batch.payload.size() == 40);
+  Message ready = decode(encode(one_of_each()[static_cast<int>(MessageType::ready) - 1]));
+  CHECK(ready.memfd == 12);
+  CHECK(ready.nonce == 0x0123456789abcdefu);
+  CHECK(decode(encode(one_of_each()[static_cast<int>(MessageType::request) - 1])).slot == 6);
 }
 
 TEST_CASE("frames that are not messages are FrameErrors that say why") {
