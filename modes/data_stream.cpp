@@ -108,15 +108,16 @@ void DataStream::connect(runner::RunSetup& setup) {
   if (!coordinator_) {
     if (ledger_) {
       data::SampleLedger* ledger = ledger_;
-      setup.open_batches = [ledger](const data::LoaderJob& job) {
+      setup.open_batches = [ledger](const data::LoaderJob& job, const auto&) {
         return data::read_in_process(job, ledger);
       };
     }
     return;
   }
   stream::Coordinator* coordinator = coordinator_.get();
-  setup.open_batches = [coordinator](const data::LoaderJob& job) {
-    return coordinator->batches(job);
+  setup.open_batches = [coordinator](const data::LoaderJob& job, const auto& warn) {
+    return coordinator->batches(job,
+                                [warn](const std::string& text) { warn("data stream: " + text); });
   };
 }
 

@@ -384,11 +384,12 @@ struct TrainingLoop::State {
     log.info("Training completed successfully!");
   }
 
-  std::unique_ptr<data::BatchSource> open_batches(data::LoaderRole role) const {
+  std::unique_ptr<data::BatchSource> open_batches(data::LoaderRole role) {
     bool train_role = role == data::LoaderRole::train;
     data::LoaderJob job = train_role ? loader_job(setup, *setup.train_loader, *setup.train)
                                      : loader_job(setup, *setup.eval_loader, *setup.eval);
-    return setup.open_batches ? setup.open_batches(job) : data::read_in_process(job);
+    if (!setup.open_batches) return data::read_in_process(job);
+    return setup.open_batches(job, [this](const std::string& text) { log.warning(text); });
   }
 
   bool stop_requested() const { return setup.stop_requested && setup.stop_requested->load(); }

@@ -38,9 +38,12 @@ struct RunSetup {
   // Set (from a signal handler) when the run must end early: fit checkpoints after the step in
   // progress and throws StopRequested. Null: the run cannot be stopped this way.
   const std::atomic<bool>* stop_requested = nullptr;
-  // Opens the batches of one of loader_jobs(): streamed from data workers, for example. Empty:
-  // the loop reads its datasets in this process.
-  std::function<std::unique_ptr<data::BatchSource>(const data::LoaderJob&)> open_batches;
+  // Opens the batches of one of loader_jobs(): streamed from data workers, for example; what
+  // happens to the stream while they are open (a worker that died) goes to `warn`, the run's
+  // log. Empty: the loop reads its datasets in this process.
+  std::function<std::unique_ptr<data::BatchSource>(
+      const data::LoaderJob&, const std::function<void(const std::string&)>& warn)>
+      open_batches;
 };
 
 // What the run's dataloaders produce (train first, then eval; those the setup has): a process

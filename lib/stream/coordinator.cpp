@@ -106,6 +106,9 @@ struct Coordinator::State {
   std::optional<LocalWorkers> children;
   std::map<std::int64_t, int> failures_in_a_row;  // by local rank
   Clock::time_point alone_since = Clock::now();
+  // The log of the loop whose batches are open (Coordinator::batches), and how many are.
+  std::function<void(const std::string&)> loop_log;
+  int loop_log_users = 0;
 
   State(std::vector<data::LoaderJob> jobs, CoordinatorOptions coordinator_options)
       : options(std::move(coordinator_options)), jobs_text(data::encode_loader_jobs(jobs)) {
@@ -151,7 +154,11 @@ struct Coordinator::State {
   }
 
   void log(const std::string& text) const {
-    if (options.log) options.log(text);
+    if (loop_log) {
+      loop_log(text);
+    } else if (options.log) {
+      options.log(text);
+    }
   }
 
   bool send(const std::string& identity, const Message& message) {
@@ -519,7 +526,18 @@ namespace {
 
 class StreamedBatches : public data::BatchSource {
  public:
-  StreamedBatches(Coordinator::State& state, std::size_t stream) : state_(state), stream_(stream) {}
+  StreamedBatches(Coordinator::State& state, std::size_t stream,
+                  std::function<void(const std::string&)> log)
+      : state_(state), stream_(stream), logs_(static_cast<bool>(log)) {
+    if (!logs_) return;
+    state_.loop_log = std::move(log);
+    ++state_.loop_log_users;
+  }
+  ~StreamedBatches() override {
+    if (logs_ && --state_.loop_log_users == 0) state_.loop_log = nullptr;
+  }
+  StreamedBatches(const StreamedBatches&) = delete;
+  StreamedBatches& operator=(const StreamedBatches&) = delete;
 
   std::int64_t samples() const override {
     state_.wait_until_ready();
@@ -533,6 +551,7 @@ class StreamedBatches : public data::BatchSource {
  private:
   Coordinator::State& state_;
   std::size_t stream_;
+  bool logs_;
 };
 
 }  // namespace
@@ -548,10 +567,11 @@ const std::string& Coordinator::address() const {
   return state_->address;
 }
 
-std::unique_ptr<data::BatchSource> Coordinator::batches(const data::LoaderJob& job) {
+std::unique_ptr<data::BatchSource> Coordinator::batches(
+    const data::LoaderJob& job, std::function<void(const std::string&)> log) {
   for (std::size_t s = 0; s < state_->streams.size(); ++s)
     if (state_->streams[s].job.loader.role == job.loader.role)
-      return std::make_unique<StreamedBatches>(*state_, s);
+      return std::make_unique<StreamedBatches>(*state_, s, std::move(log));
   throw std::logic_error("the coordinator streams no dataloader of this role");
 }
 

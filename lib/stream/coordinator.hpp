@@ -44,7 +44,10 @@ class Coordinator {
   // Where workers connect (the bound endpoint, with this host's name for tcp).
   const std::string& address() const;
   // The batches of the job with this job's role, streamed. Valid while the coordinator lives.
-  std::unique_ptr<data::BatchSource> batches(const data::LoaderJob& job);
+  // While they are open, the coordinator's notes go to `log` (when given) instead of the
+  // options' log: the run's own log, say, which lives as long as its batches.
+  std::unique_ptr<data::BatchSource> batches(const data::LoaderJob& job,
+                                             std::function<void(const std::string&)> log = {});
 
   struct State;
 

@@ -93,6 +93,10 @@ TEST_CASE("streaming: a worker killed mid-run changes nothing, each sample is co
   INFO(run.out << log);
   REQUIRE(run.out.find("status=0") != std::string::npos);
   CHECK(log.find("restarting data worker") != std::string::npos);
+  // What happened to the worker is in the run's log, as a warning.
+  std::string run_log = read(model_dir / "cerebras_logs" / "latest" / "run.log");
+  CHECK(run_log.find("WARNING:     data stream: data worker ") != std::string::npos);
+  CHECK(run_log.find("restarting data worker") != std::string::npos);
   expect_same_weights(reference / "checkpoint_1200.mdl", model_dir / "checkpoint_1200.mdl");
 
   // The ledger: train positions 0, 16, ... each once, every epoch's indices distinct.
