@@ -119,13 +119,13 @@ std::optional<SharedSlots> SharedSlots::open(std::int64_t pid, std::int64_t fd, 
   slots.mapped_ = size;
   Header header{};
   std::memcpy(&header, slots.memory_, sizeof header);
-  bool fits = header.count >= 1 && header.count <= kMostSlots && header.slot_bytes <= size &&
-              header.slot_bytes % page_size() == 0 &&
-              page_size() + header.count * header.slot_bytes <= size;
   if (std::memcmp(header.magic, kMagic, sizeof kMagic) != 0 || header.nonce != nonce) {
     why = path + " is not the worker's batch memory (another host?)";
     return std::nullopt;
   }
+  bool fits = header.count >= 1 && header.count <= kMostSlots && header.slot_bytes <= size &&
+              header.slot_bytes % page_size() == 0 &&
+              page_size() + header.count * header.slot_bytes <= size;
   if (!fits || header.slot_bytes < least_slot_bytes) {
     why = path + " has slots that do not fit its size or the batches";
     return std::nullopt;
@@ -136,13 +136,9 @@ std::optional<SharedSlots> SharedSlots::open(std::int64_t pid, std::int64_t fd, 
   return slots;
 }
 
-SharedSlots::SharedSlots(SharedSlots&& other) noexcept
-    : fd_(std::exchange(other.fd_, -1)),
-      memory_(std::exchange(other.memory_, nullptr)),
-      mapped_(std::exchange(other.mapped_, 0)),
-      nonce_(other.nonce_),
-      count_(other.count_),
-      slot_bytes_(other.slot_bytes_) {}
+SharedSlots::SharedSlots(SharedSlots&& other) noexcept {
+  *this = std::move(other);
+}
 
 SharedSlots& SharedSlots::operator=(SharedSlots&& other) noexcept {
   if (this == &other) return *this;
@@ -168,11 +164,15 @@ void SharedSlots::release() {
 }
 
 std::span<std::byte> SharedSlots::slot(std::size_t index) {
-  return {memory_ + page_size() + index * slot_bytes_, slot_bytes_};
+  return {slot_start(index), slot_bytes_};
 }
 
 std::span<const std::byte> SharedSlots::slot(std::size_t index) const {
-  return {memory_ + page_size() + index * slot_bytes_, slot_bytes_};
+  return {slot_start(index), slot_bytes_};
+}
+
+std::byte* SharedSlots::slot_start(std::size_t index) const {
+  return memory_ + page_size() + index * slot_bytes_;
 }
 
 SlotPool::SlotPool(SharedSlots slots) : slots_(std::move(slots)) {

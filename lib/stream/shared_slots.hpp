@@ -44,6 +44,7 @@ class SharedSlots {
  private:
   SharedSlots() = default;
   void release();
+  std::byte* slot_start(std::size_t index) const;
 
   int fd_ = -1;
   std::byte* memory_ = nullptr;

@@ -63,15 +63,15 @@ struct Peer {
     (void)socket.recv(frame);
     return stream::decode(std::span(static_cast<const std::byte*>(frame.data()), frame.size()));
   }
-  // Says hello with the job's secret and reports the fake dataset, offering `slots` when given:
-  // a worker that will then do whatever the test does.
-  void join(const stream::SharedSlots* slots = nullptr) {
+  // Says hello with the job's secret and reports the fake dataset, offering `slots` when given
+  // (with their nonce + `wrong_nonce`): a worker that will then do whatever the test does.
+  void join(const stream::SharedSlots* slots = nullptr, std::uint64_t wrong_nonce = 0) {
     send(hello(kSecret));
     stream::Message ready = stream::make_message(stream::MessageType::ready);
     ready.values = {1 << 16};
     if (slots) {
       ready.memfd = slots->fd();
-      ready.nonce = slots->nonce();
+      ready.nonce = slots->nonce() + wrong_nonce;
     }
     send(ready);
   }
@@ -211,12 +211,7 @@ TEST_CASE("batches come in frames from a worker without shared memory, or out of
   // Memory the coordinator cannot map (as from another host): requests name no slot.
   Peer remote(coordinator.address());
   stream::SharedSlots elsewhere = stream::SharedSlots::create(2, 1 << 16);
-  stream::Message ready = stream::make_message(stream::MessageType::ready);
-  remote.send(remote.hello(kSecret));
-  ready.values = {1 << 16};
-  ready.memfd = elsewhere.fd();
-  ready.nonce = elsewhere.nonce() + 1;
-  remote.send(ready);
+  remote.join(&elsewhere, 1);
   auto batches = coordinator.batches(fake_mnist_job());
   batches->seek({0, 0}, 4);
   CHECK(remote.next_request().slot == -1);
