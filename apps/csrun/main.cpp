@@ -17,6 +17,7 @@
 #include "config/overrides.hpp"
 #include "csrun/build_info.hpp"
 #include "modes/modes.hpp"
+#include "runtime/host_kernels.hpp"
 
 namespace {
 
@@ -241,9 +242,32 @@ class Subcommand {
   std::vector<RunconfigFlag> flags_;
 };
 
+std::string kernels_line() {
+  try {
+    return csrun::runtime::kernel_set_summary();
+  } catch (const std::invalid_argument& error) {
+    return std::string("none: ") + error.what();
+  }
+}
+
+// The kernels are chosen at start-up, so a CSRUN_CPU this machine cannot honour stops here.
+bool kernels_chosen() {
+  try {
+    csrun::runtime::selected_kernel_set();
+    return true;
+  } catch (const std::invalid_argument& error) {
+    std::cerr << "csrun: " << error.what() << "\n";
+    return false;
+  }
+}
+
 std::string version_text() {
+  std::string sets;
+  for (std::string_view name : csrun::runtime::kernel_set_names())
+    sets += (sets.empty() ? "" : ", ") + std::string(name);
   return std::string("csrun ") + csrun::kVersion + "\nbuilt " + csrun::kBuildType + " with " +
-         csrun::kCompiler + "\nlibraries: " + csrun::kLibraries;
+         csrun::kCompiler + " for " + csrun::kTargetArch + ", kernel sets " + sets +
+         "\nkernels: " + kernels_line() + "\nlibraries: " + csrun::kLibraries;
 }
 
 }  // namespace
@@ -254,7 +278,7 @@ int main(int argc, char** argv) {
       "Linux machine or SLURM cluster.\nParams files are Model Zoo YAML, legacy or trainer "
       "format.",
       "csrun"};
-  app.set_version_flag("--version", version_text(), "Print the version and exit");
+  app.set_version_flag("--version", version_text, "Print the version and exit");
   app.require_subcommand(1);
   // Options bind to members of each Subcommand: they must not move, hence the list.
   std::list<Subcommand> subcommands;
@@ -279,6 +303,7 @@ int main(int argc, char** argv) {
       ->check(at_least(0));
   try {
     app.parse(argc, argv);
+    if (!kernels_chosen()) return kUsageError;
     if (worker_app->parsed()) return csrun::modes::worker(worker);
     for (const Subcommand& subcommand : subcommands) {
       if (subcommand.parsed()) return subcommand.run();

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 
-#include "kernel_families.hpp"
 
 namespace csrun::runtime {
 
@@ -37,10 +36,12 @@ bool ElementwiseChain::fits(const NodeTask& task, std::int64_t count) {
   });
 }
 
-ElementwiseChain::ElementwiseChain(std::vector<NodeTask> tasks, ThreadTeam& team)
+ElementwiseChain::ElementwiseChain(std::vector<NodeTask> tasks, const KernelSet& kernels,
+                                   ThreadTeam& team)
     : tasks_(std::move(tasks)),
       chunks_(static_cast<std::size_t>(team.size()), tasks_),
       count_(tasks_.front().out.count),
+      kernels_(&kernels),
       team_(&team) {}
 
 void ElementwiseChain::run() {
@@ -65,7 +66,7 @@ void ElementwiseChain::run_chunks(std::int64_t first, std::int64_t last,
       part.out = chunk_of(whole.out, count_, begin, length);
       for (std::size_t i = 0; i < whole.in.size(); ++i)
         part.in[i] = chunk_of(whole.in[i], count_, begin, length);
-      run_elementwise(part);
+      kernels_->run_elementwise(part);
     }
   }
 }

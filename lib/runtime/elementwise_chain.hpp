@@ -6,6 +6,7 @@
 
 #include <vector>
 
+#include "kernel_set.hpp"
 #include "tensor_ref.hpp"
 #include "thread_team.hpp"
 
@@ -17,8 +18,9 @@ class ElementwiseChain {
   // `count` elements and whose operands have `count` elements or one.
   static bool fits(const NodeTask& task, std::int64_t count);
 
-  // Large chains split their chunks across `team` (which must outlive the chain).
-  ElementwiseChain(std::vector<NodeTask> tasks, ThreadTeam& team);
+  // Runs each chunk with `kernels`; large chains split their chunks across `team` (which must
+  // outlive the chain).
+  ElementwiseChain(std::vector<NodeTask> tasks, const KernelSet& kernels, ThreadTeam& team);
   void run();
 
  private:
@@ -28,6 +30,7 @@ class ElementwiseChain {
   // Per thread of the team: the tasks over one chunk, re-pointed for every chunk.
   std::vector<std::vector<NodeTask>> chunks_;
   std::int64_t count_ = 0;
+  const KernelSet* kernels_;
   ThreadTeam* team_;
 };
 

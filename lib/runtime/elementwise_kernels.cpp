@@ -1,10 +1,9 @@
-#include <Eigen/Core>
 #include <algorithm>
 #include <cmath>
 #include <numbers>
 #include <stdexcept>
-#include <unsupported/Eigen/SpecialFunctions>
 
+#include "eigen.hpp"
 #include "kernel_families.hpp"
 #include "thread_team.hpp"
 
@@ -344,12 +343,10 @@ void unary(const NodeTask& task) {
         return unary_vectorized(task, approximate);
     }
   }
-  if (op == OpKind::cast && x.dtype == DType::f32 && task.out.dtype != DType::i32 &&
-      task.out.dtype != DType::boolean) {
-    for (std::int64_t i = 0; i < task.out.count; ++i)
-      task.out.half()[i] = narrow_to_half(x.f32()[i], task.out.dtype);
-    return;
-  }
+  if (op == OpKind::cast && x.dtype == DType::f32 && is_half(task.out.dtype))
+    return narrow_to_half(x.f32(), task.out.half(), task.out.count, task.out.dtype);
+  if (op == OpKind::cast && is_half(x.dtype) && task.out.dtype == DType::f32)
+    return widen_from_half(x.half(), task.out.f32(), task.out.count, x.dtype);
   for (std::int64_t i = 0; i < task.out.count; ++i)
     store(task.out, i, unary_value(op, load(x, i), approximate));
 }

@@ -13,7 +13,7 @@
 
 #include "compiler/node_users.hpp"
 #include "elementwise_chain.hpp"
-#include "kernel_families.hpp"
+#include "kernel_set.hpp"
 #include "thread_team.hpp"
 
 namespace csrun::runtime {
@@ -115,7 +115,8 @@ constexpr std::int64_t kLoneChainElements = 1 << 16;
 
 // Runs of at least two elementwise nodes of one size, and large lone ones, become chains; the
 // other nodes stay alone.
-std::vector<StepWork> chain_elementwise(std::vector<NodeTask> tasks, ThreadTeam& team) {
+std::vector<StepWork> chain_elementwise(std::vector<NodeTask> tasks, const KernelSet& kernels,
+                                        ThreadTeam& team) {
   std::vector<StepWork> work;
   for (std::size_t begin = 0; begin < tasks.size();) {
     std::int64_t count = tasks[begin].out.count;
@@ -128,7 +129,7 @@ std::vector<StepWork> chain_elementwise(std::vector<NodeTask> tasks, ThreadTeam&
     }
     std::vector<NodeTask> chain(std::make_move_iterator(tasks.begin() + begin),
                                 std::make_move_iterator(tasks.begin() + end));
-    work.emplace_back(ElementwiseChain(std::move(chain), team));
+    work.emplace_back(ElementwiseChain(std::move(chain), kernels, team));
     begin = end;
   }
   return work;
@@ -145,6 +146,7 @@ struct NamedValue {
 
 struct Executable::State {
   compiler::Plan plan;
+  const KernelSet& kernels;
   AlignedBytes arena;
   AlignedBytes scratch;
   std::vector<TensorRef> values;  // per node: where its value lives
@@ -156,7 +158,8 @@ struct Executable::State {
   std::int64_t steps = 0;
   mutable ThreadTeam team{ThreadTeam::available_cores()};  // shared by the tasks, which run it
 
-  explicit State(compiler::Plan source) : plan(std::move(source)) {
+  State(compiler::Plan source, const KernelSet& chosen)
+      : plan(std::move(source)), kernels(chosen) {
     check_memory_plan();
     arena = AlignedBytes(plan.memory.peak_bytes);
     values.resize(plan.graph.size());
@@ -292,7 +295,7 @@ struct Executable::State {
     task.team = &team;
     for (NodeId input : task.node->inputs)
       task.in.push_back(values[static_cast<std::size_t>(input)]);
-    prepare_node(task);
+    kernels.prepare(task);
     return task;
   }
 
@@ -303,7 +306,7 @@ struct Executable::State {
       if (op != graph::OpKind::constant && op != graph::OpKind::iota) continue;
       if (values[i].data == nullptr) continue;
       NodeTask task = task_for(static_cast<NodeId>(i));
-      run_node(task);
+      kernels.run(task);
     }
   }
 
@@ -370,12 +373,12 @@ struct Executable::State {
       tasks = fold_transposes(std::move(tasks), kernel.nodes, users);
       tasks = fold_bias_adds(std::move(tasks), kernel.nodes, users);
       if (!kernel.at_load) {
-        for (StepWork& work : chain_elementwise(std::move(tasks), team))
+        for (StepWork& work : chain_elementwise(std::move(tasks), kernels, team))
           step.push_back(std::move(work));
         continue;
       }
       for (NodeTask& task : tasks)
-        run_node(task);
+        kernels.run(task);
     }
   }
 
@@ -384,7 +387,7 @@ struct Executable::State {
       if (auto* chain = std::get_if<ElementwiseChain>(&work)) {
         chain->run();
       } else {
-        run_node(std::get<NodeTask>(work));
+        kernels.run(std::get<NodeTask>(work));
       }
     }
     for (const Snapshot& taken : snapshots) {
@@ -417,7 +420,8 @@ struct Executable::State {
   }
 };
 
-Executable::Executable(compiler::Plan plan) : state_(std::make_unique<State>(std::move(plan))) {}
+Executable::Executable(compiler::Plan plan, std::string_view kernel_set_name)
+    : state_(std::make_unique<State>(std::move(plan), kernel_set(kernel_set_name))) {}
 Executable::~Executable() = default;
 Executable::Executable(Executable&&) noexcept = default;
 Executable& Executable::operator=(Executable&&) noexcept = default;
@@ -443,6 +447,10 @@ void Executable::write(Slot slot, std::span<const float> values) {
   const TensorRef& target = state_->writable(slot, values.size());
   if (target.dtype == graph::DType::f32) {
     std::memcpy(target.data, values.data(), values.size_bytes());
+    return;
+  }
+  if (is_half(target.dtype)) {
+    state_->kernels.narrow(values.data(), target.half(), target.count, target.dtype);
     return;
   }
   for (std::size_t i = 0; i < values.size(); ++i)

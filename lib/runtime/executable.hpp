@@ -19,9 +19,10 @@ namespace csrun::runtime {
 // outputs. A name resolves once to a slot, so the step loop never looks anything up by name.
 class Executable {
  public:
-  // Throws std::invalid_argument when the plan's memory plan does not fit its graph (a damaged
-  // plan) or a value has a rank the runtime does not support.
-  explicit Executable(compiler::Plan plan);
+  // Runs with the kernel set called `kernel_set` (host_kernels.hpp), or the selected one when it
+  // is empty. Throws std::invalid_argument when the plan's memory plan does not fit its graph (a
+  // damaged plan), a value has a rank the runtime does not support, or the set cannot run here.
+  explicit Executable(compiler::Plan plan, std::string_view kernel_set = {});
   ~Executable();
   Executable(Executable&&) noexcept;
   Executable& operator=(Executable&&) noexcept;

@@ -1,14 +1,19 @@
 #pragma once
 
-// The kernels of each op family, and the loops they share. Internal to lib/runtime.
+// The kernels of each op family, and the loops they share: the sources of every kernel set
+// (kernel_set.hpp). Internal to lib/runtime.
 
 #include <array>
 #include <cstring>
 
+#include "kernel_set.hpp"
 #include "tensor_ref.hpp"
 
 namespace csrun::runtime {
 
+// This set's KernelSet entries.
+void prepare_node(NodeTask& task);
+void run_node(NodeTask& task);
 void run_elementwise(NodeTask& task);
 void run_layout(NodeTask& task);
 void run_reduction(NodeTask& task);

@@ -70,8 +70,7 @@ void multiply(const float* a, bool a_transposed, const float* b, bool b_transpos
 const float* as_f32(const TensorRef& operand, float*& scratch) {
   if (operand.dtype == DType::f32) return operand.f32();
   float* widened = scratch;
-  for (std::int64_t i = 0; i < operand.count; ++i)
-    widened[i] = static_cast<float>(load(operand, i));
+  widen_from_half(operand.half(), widened, operand.count, operand.dtype);
   scratch += operand.count;
   return widened;
 }
@@ -143,8 +142,7 @@ void run_matmul(NodeTask& task) {
                c_data + batch * m * n, shape, task.team);
   }
   if (out.dtype == DType::f32) return;
-  for (std::int64_t i = 0; i < out.count; ++i)
-    store(out, i, c_data[i]);
+  narrow_to_half(c_data, out.half(), out.count, out.dtype);
 }
 
 }  // namespace csrun::runtime

@@ -39,3 +39,12 @@ void run_node(NodeTask& task) {
 }
 
 }  // namespace csrun::runtime
+
+extern "C" const csrun::runtime::KernelSet csrun_kernel_set = {
+    csrun::runtime::prepare_node, csrun::runtime::run_node, csrun::runtime::run_elementwise,
+    [](const float* values, std::uint16_t* out, std::int64_t count, csrun::graph::DType dtype) {
+      csrun::runtime::narrow_to_half(values, out, count, dtype);
+    },
+    [](const std::uint16_t* bits, float* out, std::int64_t count, csrun::graph::DType dtype) {
+      csrun::runtime::widen_from_half(bits, out, count, dtype);
+    }};

@@ -1,4 +1,3 @@
-#include <Eigen/Core>
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -6,6 +5,7 @@
 #include <stdexcept>
 #include <type_traits>
 
+#include "eigen.hpp"
 #include "kernel_families.hpp"
 #include "thread_team.hpp"
 

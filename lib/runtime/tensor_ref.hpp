@@ -97,11 +97,4 @@ struct NodeTask {
   ThreadTeam* team = nullptr;  // the cores a large kernel splits across; null: the caller alone
 };
 
-// Computes `task.out` from `task.in`. Throws std::out_of_range for a gather or scatter index
-// outside its table (the data is wrong, not the plan).
-void run_node(NodeTask& task);
-
-// Sizes `task.scratch` for the node's kernel, once.
-void prepare_node(NodeTask& task);
-
 }  // namespace csrun::runtime

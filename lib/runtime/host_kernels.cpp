@@ -1,0 +1,153 @@
+#include "host_kernels.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cstdlib>
+#include <stdexcept>
+
+#include "cpu_features.hpp"
+#include "kernel_set.hpp"
+
+#if CSRUN_NATIVE_KERNELS
+extern "C" const csrun::runtime::KernelSet csrun_kernel_set_native;
+#else
+extern "C" const csrun::runtime::KernelSet csrun_kernel_set_avx512;
+extern "C" const csrun::runtime::KernelSet csrun_kernel_set_avx2;
+extern "C" const csrun::runtime::KernelSet csrun_kernel_set_baseline;
+#endif
+
+namespace csrun::runtime {
+
+namespace {
+
+// A kernel set and the CPU features its instruction set (an x86-64 microarchitecture level)
+// needs, as cpu_features() names them.
+struct BuiltSet {
+  std::string_view name;
+  const KernelSet* kernels;
+  std::vector<std::string_view> needs;
+};
+
+const std::vector<BuiltSet>& built_sets() {
+#if CSRUN_NATIVE_KERNELS
+  // Built for the machine that compiled it: nothing to check.
+  static const std::vector<BuiltSet> sets{{"native", &csrun_kernel_set_native, {}}};
+#else
+  static const std::vector<std::string_view> v2{"sse3",   "ssse3",  "cx16",   "sse4_1",
+                                                "sse4_2", "popcnt", "lahf_lm"};
+  static const std::vector<std::string_view> v3 = [] {
+    std::vector<std::string_view> needs = v2;
+    for (std::string_view feature : {"avx", "avx2", "bmi1", "bmi2", "f16c", "fma", "abm", "movbe"})
+      needs.push_back(feature);
+    return needs;
+  }();
+  static const std::vector<std::string_view> v4 = [] {
+    std::vector<std::string_view> needs = v3;
+    for (std::string_view feature : {"avx512f", "avx512bw", "avx512cd", "avx512dq", "avx512vl"})
+      needs.push_back(feature);
+    return needs;
+  }();
+  static const std::vector<BuiltSet> sets{{"avx512", &csrun_kernel_set_avx512, v4},
+                                          {"avx2", &csrun_kernel_set_avx2, v3},
+                                          {"baseline", &csrun_kernel_set_baseline, v2}};
+#endif
+  return sets;
+}
+
+std::vector<std::string_view> missing_features(const BuiltSet& set) {
+  static const std::vector<std::string_view> present = cpu_features();
+  std::vector<std::string_view> missing;
+  for (std::string_view feature : set.needs) {
+    if (std::find(present.begin(), present.end(), feature) == present.end())
+      missing.push_back(feature);
+  }
+  return missing;
+}
+
+std::string joined(const std::vector<std::string_view>& names, std::string_view separator = ", ") {
+  std::string text;
+  for (std::string_view name : names)
+    text += (text.empty() ? "" : std::string(separator)) + std::string(name);
+  return text;
+}
+
+const BuiltSet& runnable_set(std::string_view name, std::string_view asked_by) {
+  const std::vector<BuiltSet>& sets = built_sets();
+  auto found = std::find_if(sets.begin(), sets.end(),
+                            [&](const BuiltSet& set) { return set.name == name; });
+  if (found == sets.end()) {
+    throw std::invalid_argument(std::string(asked_by) + ": this csrun has no kernel set '" +
+                                std::string(name) + "'; it has " + joined(kernel_set_names()));
+  }
+  std::vector<std::string_view> missing = missing_features(*found);
+  if (!missing.empty()) {
+    throw std::invalid_argument(std::string(asked_by) + ": this CPU cannot run the " +
+                                std::string(name) + " kernels: it lacks " + joined(missing) +
+                                " (it runs " + joined(runnable_kernel_sets()) + ")");
+  }
+  return *found;
+}
+
+struct Selection {
+  const BuiltSet* set = nullptr;
+  bool forced = false;
+};
+
+Selection select() {
+  const char* forced = std::getenv("CSRUN_CPU");
+  if (forced != nullptr && *forced != '\0' && std::string_view(forced) != "auto") {
+    return {&runnable_set(forced, "CSRUN_CPU=" + std::string(forced)), true};
+  }
+  for (const BuiltSet& set : built_sets()) {
+    if (missing_features(set).empty()) return {&set, false};
+  }
+  throw std::invalid_argument("this CPU runs none of csrun's kernel sets (" +
+                              joined(kernel_set_names()) + "): it lacks " +
+                              joined(missing_features(built_sets().back())));
+}
+
+// Chosen once; a bad CSRUN_CPU is reported every time it is asked for.
+const Selection& selection() {
+  static const Selection chosen = select();
+  return chosen;
+}
+
+}  // namespace
+
+std::vector<std::string_view> kernel_set_names() {
+  std::vector<std::string_view> names;
+  for (const BuiltSet& set : built_sets())
+    names.push_back(set.name);
+  return names;
+}
+
+std::vector<std::string_view> runnable_kernel_sets() {
+  std::vector<std::string_view> names;
+  for (const BuiltSet& set : built_sets()) {
+    if (missing_features(set).empty()) names.push_back(set.name);
+  }
+  return names;
+}
+
+std::string_view selected_kernel_set() {
+  return selection().set->name;
+}
+
+std::string kernel_set_summary() {
+  const Selection& chosen = selection();
+  std::string name(chosen.set->name);
+  if (chosen.forced) return name + " (CSRUN_CPU)";
+#if CSRUN_NATIVE_KERNELS
+  return name + " (built with -march=native for the machine that compiled it)";
+#else
+  return name + " (the best this CPU runs; CSRUN_CPU=" + joined(kernel_set_names(), "|") +
+         " forces one)";
+#endif
+}
+
+const KernelSet& kernel_set(std::string_view name) {
+  if (name.empty()) return *selection().set->kernels;
+  return *runnable_set(name, "kernel set").kernels;
+}
+
+}  // namespace csrun::runtime

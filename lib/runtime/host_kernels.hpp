@@ -1,0 +1,29 @@
+#pragma once
+
+// Which of its kernel sets this binary runs. The hot kernels (elementwise chains, reductions,
+// softmax and cross-entropy, layer norm, 16-bit conversions, transcendentals) are built for
+// several x86-64 instruction sets and one is chosen at start-up; GEMMs go through OpenBLAS,
+// which chooses its own.
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace csrun::runtime {
+
+// The sets this binary holds, best first: "avx512" (x86-64-v4), "avx2" (x86-64-v3) and
+// "baseline" (x86-64-v2); "native" alone in a CSRUN_NATIVE_ARCH build.
+std::vector<std::string_view> kernel_set_names();
+
+// Those this CPU runs, best first.
+std::vector<std::string_view> runnable_kernel_sets();
+
+// The set steps run with: the one the CSRUN_CPU environment variable names, else the best this
+// CPU runs. Chosen once per process. Throws std::invalid_argument, naming what would be valid,
+// when CSRUN_CPU names no set of this binary or one this CPU cannot run.
+std::string_view selected_kernel_set();
+
+// The choice in a line, e.g. "avx512 (the best this CPU runs)" or "baseline (CSRUN_CPU)".
+std::string kernel_set_summary();
+
+}  // namespace csrun::runtime

@@ -1,0 +1,33 @@
+#pragma once
+
+// One kernel set: the hot kernels compiled for one instruction set (lib/runtime/CMakeLists.txt
+// builds each set from the same sources and links it in isolation). Internal to lib/runtime.
+
+#include <cstdint>
+#include <string_view>
+
+#include "tensor_ref.hpp"
+
+namespace csrun::runtime {
+
+struct KernelSet {
+  // Sizes task.scratch for the node's kernel, once.
+  void (*prepare)(NodeTask& task);
+  // Computes task.out from task.in. Throws std::out_of_range for a gather or scatter index outside
+  // its table (the data is wrong, not the plan).
+  void (*run)(NodeTask& task);
+  // run, for an elementwise node: the chunks of an elementwise chain.
+  void (*run_elementwise)(NodeTask& task);
+  // The 16-bit conversions of half_precision.hpp over arrays: the same bits in every set.
+  void (*narrow)(const float* values, std::uint16_t* out, std::int64_t count, graph::DType dtype);
+  void (*widen)(const std::uint16_t* bits, float* out, std::int64_t count, graph::DType dtype);
+};
+
+// The set called `name`, or the selected one (host_kernels.hpp) for an empty name. Throws
+// std::invalid_argument for a set this binary lacks or this CPU cannot run.
+const KernelSet& kernel_set(std::string_view name);
+
+}  // namespace csrun::runtime
+
+// Each set's sources define it under this name; the build renames it csrun_kernel_set_NAME.
+extern "C" const csrun::runtime::KernelSet csrun_kernel_set;
