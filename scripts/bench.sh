@@ -21,7 +21,10 @@
 #              workloads of ../shared/bench (fc_mnist batch 256 and 32, gpt2_tiny batch 8),
 #              alternating the two for 5 rounds (median ratio per workload), with the machine's
 #              FMA peak (best of 3). Needs python3-torch. Targets: 1.5x PyTorch on fc_mnist batch
-#              32, 1.2x on the others.
+#              32, 1.2x on the others. First, the same binary's samples/s with each kernel set it
+#              runs here (CSRUN_CPU) against a -march=native build of csrun (build-native/), on
+#              fc_mnist batch 256 and gpt2_tiny, CPU (f32) and CSX (bfloat16 emulated), alternating
+#              for 5 rounds (medians). Target: the chosen set within 3 % of native.
 #   stream     data streaming: ingest of MNIST batches (256 samples, 0.8 MB) from 1, 2 and 4
 #              local `csrun worker` processes, through shared memory and in frames over IPC
 #              (as from another host), as fast as a coordinator takes and copies them
@@ -38,6 +41,8 @@ sections=("$@")
 
 scripts/build.sh csrun fma_peak stream_ingest >/dev/null
 csrun=$root/build/apps/csrun/csrun
+# The real Model Zoo params files of the conformance set, beside the checkout.
+modelzoo=$root/../shared/modelzoo-configs
 
 # Milliseconds per run of a command, one number per line.
 time_runs() {
@@ -66,8 +71,8 @@ bench_validate() {
     printf '%-80s ' "$params"
     time_runs 21 "$csrun" validate "$params" | median_and_max
   done
-  for params in test/data/modelzoo/*.yaml; do
-    printf '%-80s ' "$params --fake_data"
+  for params in "$modelzoo"/*.yaml; do
+    printf '%-80s ' "$(basename "$params") --fake_data"
     time_runs 21 "$csrun" validate "$params" --fake_data | median_and_max
   done
 }
@@ -85,7 +90,7 @@ bench_trace() {
   work=$(mktemp -d)
   gpt3_config "$work/gpt3_6p7b.yaml"
   printf '%-50s %8s %8s %8s\n' "model" "median" "max" "peak MB"
-  for entry in "GPT-2 small (124M, batch 112 x 2048):test/data/modelzoo/gpt2_r2.3.1__params_gpt2_small.yaml" \
+  for entry in "GPT-2 small (124M, batch 112 x 2048):$modelzoo/gpt2_r2.3.1__params_gpt2_small.yaml" \
                "GPT-3 6.7B (batch 104 x 2048):$work/gpt3_6p7b.yaml"; do
     local name=${entry%%:*} params=${entry#*:}
     printf '%-50s ' "$name"
@@ -97,7 +102,7 @@ bench_trace() {
 
 # The Model Zoo's GPT-3 6.7B config minus the one key the Model Zoo itself rejects, into $1.
 gpt3_config() {
-  grep -v use_cs_grad_accum test/data/modelzoo/gpt3_r2.0.2__params_gpt3_6p7b.yaml > "$1"
+  grep -v use_cs_grad_accum "$modelzoo"/gpt3_r2.0.2__params_gpt3_6p7b.yaml > "$1"
 }
 
 bench_compile() {
@@ -137,9 +142,9 @@ bench_estimate() {
       'BEGIN { printf "%-44s %10.1f %10.1f %+7.1f%%\n", name, measured, estimate, 100 * (estimate / measured - 1) }'
   }
   report "GPT-2 small, MSL 2048, batch 112 (samples/s)" 494.5 \
-    "$(estimate test/data/modelzoo/gpt2_r2.3.1__params_gpt2_small.yaml)"
+    "$(estimate "$modelzoo"/gpt2_r2.3.1__params_gpt2_small.yaml)"
   report "BERT-Large, MSL 128, batch 1024 (samples/s)" 4040 \
-    "$(estimate test/data/modelzoo/bert__bert_base_MSL128.yaml \
+    "$(estimate "$modelzoo"/bert__bert_base_MSL128.yaml \
         --set trainer.init.model.hidden_size=1024 --set trainer.init.model.num_hidden_layers=24 \
         --set trainer.init.model.num_heads=16 --set trainer.init.model.filter_size=4096 \
         --set trainer.fit.train_dataloader.batch_size=1024)"
@@ -180,7 +185,62 @@ for line in sys.stdin:
     if r.get("kind") == "train": print(r["samples_per_s"], r["flops_per_step"] / r["batch"])'
 }
 
+# Samples/s of `csrun train` (binary first, then its arguments), read in-process.
+train_rate() {
+  local binary=$1; shift
+  "$binary" train "$@" --num_workers_per_csx 0 2>/dev/null | median_logged_rate
+}
+
+# The cost of portability: training samples/s with each kernel set of this binary against a
+# build for this machine only (-march=native, build-native/), alternating for 5 rounds.
+bench_kernel_sets() {
+  scripts/prepare_digits.sh >/dev/null
+  cmake -S "$root" -B "$root/build-native" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+    -DCSRUN_NATIVE_ARCH=ON -DCSRUN_BUILD_TESTS=OFF >/dev/null
+  cmake --build "$root/build-native" --target csrun >/dev/null
+  local native=$root/build-native/apps/csrun/csrun sets=() work
+  for set in avx512 avx2 baseline; do
+    CSRUN_CPU=$set "$csrun" --version >/dev/null 2>&1 && sets+=("$set")
+  done
+  work=$(mktemp -d)
+  echo "## Training samples/s per kernel set against a -march=native build (median of 5 alternating rounds)"
+  echo "CPU: $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1); this binary: $("$csrun" --version | sed -n 's/^kernels: //p')"
+  local header
+  header=$(printf '%10s' native "${sets[@]}")
+  printf '%-18s %s   %s\n' "workload" "$header" "each set / native"
+  for entry in "fc_mnist_b256 CPU:bench/configs/fc_mnist.yaml:--target_device CPU --max_steps 400" \
+               "fc_mnist_b256 CSX:bench/configs/fc_mnist.yaml:--target_device CSX --max_steps 200 --set model.mixed_precision=true --set model.fp16_type=bfloat16" \
+               "gpt2_tiny CPU:bench/configs/gpt2_tiny.yaml:--target_device CPU --fake_data" \
+               "gpt2_tiny CSX:bench/configs/gpt2_tiny.yaml:--target_device CSX --fake_data --max_steps 12 --set model.mixed_precision=true --set model.fp16_type=bfloat16"; do
+    local name=${entry%%:*} rest=${entry#*:}
+    local params=${rest%%:*} args=${rest#*:}
+    local -A rates=()
+    for _ in 1 2 3 4 5; do
+      rm -rf "$work/model_dir"
+      # shellcheck disable=SC2086
+      rates[native]+="$(train_rate "$native" "$params" -o "$work/model_dir" $args) "
+      for set in "${sets[@]}"; do
+        rm -rf "$work/model_dir"
+        # shellcheck disable=SC2086
+        rates[$set]+="$(CSRUN_CPU=$set train_rate "$csrun" "$params" -o "$work/model_dir" $args) "
+      done
+    done
+    local medians=() key
+    for key in native "${sets[@]}"; do
+      medians+=("$(printf '%s\n' ${rates[$key]} | sort -n | sed -n 3p)")
+    done
+    local ratios=""
+    for ((i = 1; i < ${#medians[@]}; i++)); do
+      ratios+=$(awk -v s="${medians[$i]}" -v n="${medians[0]}" 'BEGIN { printf " %6.3f", s / n }')
+    done
+    printf '%-18s %s  %s\n' "$name" "$(printf '%10s' "${medians[@]}")" "$ratios"
+    unset rates
+  done
+  rm -rf "$work"
+}
+
 bench_train() {
+  bench_kernel_sets
   baseline=$root/../shared/bench/torch_baseline.py
   if [ ! -f "$baseline" ] || ! /usr/bin/python3 -c 'import torch' 2>/dev/null; then
     echo "## train: skipped (needs ../shared/bench/torch_baseline.py and python3-torch)"

@@ -22,7 +22,7 @@ step "$csrun" compile configs/fc_mnist.yaml
 rm -rf model_dir/fc_mnist
 step "$csrun" train configs/fc_mnist.yaml
 step "$csrun" eval configs/fc_mnist.yaml --all
-# A real Model Zoo config, sized and compiled without its dataset: weight streaming.
-step "$csrun" compile test/data/modelzoo/gpt3__111m.yaml --fake_data
-# And one the Model Zoo itself would reject.
-step "$csrun" validate test/data/modelzoo/gpt2_r1.8.0__params_gpt2_small_ws.yaml --fake_data || true
+# A real-size model, GPT-3 111M, sized and compiled without its dataset: weight streaming.
+step "$csrun" compile configs/gpt3_111m.yaml --fake_data
+# And a mistake, reported with the key it is about and what would be valid.
+step "$csrun" validate configs/gpt2_tiny.yaml --fake_data --set trainer.init.model.num_heads=5 || true

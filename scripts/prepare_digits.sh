@@ -7,11 +7,12 @@
 # from the package (apt-get download + dpkg-deb); nothing is installed and nothing comes from
 # outside Debian's archive. scripts/data/digits_to_idx.py converts it.
 #
-# Usage: scripts/prepare_digits.sh [OUTPUT_DIR]     (default: data/digits)
+# Usage: scripts/prepare_digits.sh [OUTPUT_DIR]     (default: data/digits in the current directory,
+#                                                   where the configs look for it)
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-out=${1:-$root/data/digits}
+out=${1:-data/digits}
 member=./usr/lib/python3/dist-packages/sklearn/datasets/data/digits.csv.gz
 
 if [ -s "$out/train-images-idx3-ubyte" ] && [ -s "$out/t10k-labels-idx1-ubyte" ]; then

@@ -9,11 +9,12 @@
 # examples and ships none of them. scripts/data/text_corpus.py tokenizes them and
 # csrun-gpt-hdf5 (built with csrun) writes the HDF5 files.
 #
-# Usage: scripts/prepare_text.sh [OUTPUT_DIR]     (default: data/text)
+# Usage: scripts/prepare_text.sh [OUTPUT_DIR]     (default: data/text in the current directory,
+#                                                 where the configs look for it)
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-out=${1:-$root/data/text}
+out=${1:-data/text}
 source_dir=/usr/share/common-licenses
 
 if [ -s "$out/gpt/train/data.h5" ] && [ -s "$out/bert/train/meta.dat" ]; then
@@ -29,8 +30,14 @@ if [ ${#documents[@]} -eq 0 ]; then
   exit 1
 fi
 
-"$root/scripts/build.sh" csrun-gpt-hdf5 >/dev/null
-writer=$root/build/apps/gpt_hdf5/csrun-gpt-hdf5
+# From a checkout, the writer is built there; an installed csrun has it beside csrun.
+if [ -x "$root/scripts/build.sh" ]; then
+  "$root/scripts/build.sh" csrun-gpt-hdf5 >/dev/null
+  writer=$root/build/apps/gpt_hdf5/csrun-gpt-hdf5
+else
+  writer=$(command -v csrun-gpt-hdf5) ||
+    { echo "prepare_text: csrun-gpt-hdf5 is not on PATH (it is installed with csrun)" >&2; exit 1; }
+fi
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 python3 "$root/scripts/data/text_corpus.py" "$work" "${documents[@]}"

@@ -1,13 +1,19 @@
 #!/usr/bin/env bash
-# Installs what csrun needs to build and test, from Debian packages only.
+# Installs what csrun needs to build, from Debian packages only; with --test, also what the test
+# suite needs (Clang 16 for the second compiler, qemu-user to run csrun on older CPUs).
 # Idempotent and non-interactive: packages already present are left alone.
 set -euo pipefail
 
 packages=(
-  build-essential cmake ninja-build ccache pkg-config
+  build-essential cmake ninja-build ccache pkg-config help2man
   libcli11-dev libyaml-cpp-dev nlohmann-json3-dev libspdlog-dev libfmt-dev
   libeigen3-dev libopenblas-dev catch2 libhdf5-dev libzmq3-dev cppzmq-dev python3
 )
+case ${1:-} in
+  --test) packages+=(clang-16 qemu-user) ;;
+  "") ;;
+  *) echo "setup.sh: unknown option $1 (valid: --test)" >&2; exit 2 ;;
+esac
 
 missing=()
 for package in "${packages[@]}"; do

@@ -308,6 +308,9 @@ int main(int argc, char** argv) {
     for (const Subcommand& subcommand : subcommands) {
       if (subcommand.parsed()) return subcommand.run();
     }
+  } catch (const CLI::CallForVersion& version) {
+    app.exit(version);
+    return kernels_chosen() ? 0 : kUsageError;
   } catch (const CLI::ParseError& error) {
     int status = app.exit(error);
     return status == 0 ? 0 : kUsageError;

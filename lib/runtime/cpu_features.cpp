@@ -48,7 +48,7 @@ std::vector<std::string_view> cpu_features() {
   Registers leaf7 = cpuid(7);
   Registers extended = cpuid(0x80000001u);
   std::uint64_t state = saved_state(leaf1);
-  bool avx_state = (state & 0x6) == 0x6;            // XMM and YMM
+  bool avx_state = (state & 0x6) == 0x6;                    // XMM and YMM
   bool avx512_state = avx_state && (state & 0xE0) == 0xE0;  // opmask, ZMM 0-15 upper, ZMM 16-31
   const std::array<Feature, 8> leaf1_features{{{"sse3", &Registers::ecx, 0},
                                                {"ssse3", &Registers::ecx, 9},
@@ -58,12 +58,12 @@ std::vector<std::string_view> cpu_features() {
                                                {"movbe", &Registers::ecx, 22},
                                                {"popcnt", &Registers::ecx, 23},
                                                {"f16c", &Registers::ecx, 29}}};
-  const std::array<Feature, 2> leaf1_avx{{{"avx", &Registers::ecx, 28},
-                                          {"fma", &Registers::ecx, 12}}};
-  const std::array<Feature, 2> extended_features{{{"lahf_lm", &Registers::ecx, 0},
-                                                  {"abm", &Registers::ecx, 5}}};
-  const std::array<Feature, 2> leaf7_features{{{"bmi1", &Registers::ebx, 3},
-                                               {"bmi2", &Registers::ebx, 8}}};
+  const std::array<Feature, 2> leaf1_avx{
+      {{"avx", &Registers::ecx, 28}, {"fma", &Registers::ecx, 12}}};
+  const std::array<Feature, 2> extended_features{
+      {{"lahf_lm", &Registers::ecx, 0}, {"abm", &Registers::ecx, 5}}};
+  const std::array<Feature, 2> leaf7_features{
+      {{"bmi1", &Registers::ebx, 3}, {"bmi2", &Registers::ebx, 8}}};
   const std::array<Feature, 1> leaf7_avx{{{"avx2", &Registers::ebx, 5}}};
   const std::array<Feature, 5> leaf7_avx512{{{"avx512f", &Registers::ebx, 16},
                                              {"avx512dq", &Registers::ebx, 17},

@@ -158,8 +158,7 @@ struct Executable::State {
   std::int64_t steps = 0;
   mutable ThreadTeam team{ThreadTeam::available_cores()};  // shared by the tasks, which run it
 
-  State(compiler::Plan source, const KernelSet& chosen)
-      : plan(std::move(source)), kernels(chosen) {
+  State(compiler::Plan source, const KernelSet& chosen) : plan(std::move(source)), kernels(chosen) {
     check_memory_plan();
     arena = AlignedBytes(plan.memory.peak_bytes);
     values.resize(plan.graph.size());

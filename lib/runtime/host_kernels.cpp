@@ -73,8 +73,8 @@ std::string joined(const std::vector<std::string_view>& names, std::string_view 
 
 const BuiltSet& runnable_set(std::string_view name, std::string_view asked_by) {
   const std::vector<BuiltSet>& sets = built_sets();
-  auto found = std::find_if(sets.begin(), sets.end(),
-                            [&](const BuiltSet& set) { return set.name == name; });
+  auto found =
+      std::find_if(sets.begin(), sets.end(), [&](const BuiltSet& set) { return set.name == name; });
   if (found == sets.end()) {
     throw std::invalid_argument(std::string(asked_by) + ": this csrun has no kernel set '" +
                                 std::string(name) + "'; it has " + joined(kernel_set_names()));

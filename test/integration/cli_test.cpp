@@ -7,10 +7,11 @@
 #include "support/temp_dir.hpp"
 
 using csrun::test::run_csrun;
+using csrun::test::run_process;
 
 namespace {
 
-const std::string kConfigs = CSRUN_TEST_DATA "/modelzoo/";
+const std::string kConfigs = CSRUN_MODELZOO_CONFIGS "/";
 
 const std::string kValid = R"(trainer:
   init:
@@ -42,6 +43,27 @@ TEST_CASE("help and version on every level") {
   auto version = run_csrun({"--version"});
   CHECK(version.exit_code == 0);
   CHECK(version.out.rfind("csrun 0.1.0", 0) == 0);
+}
+
+TEST_CASE("CSRUN_CPU forces a kernel set, and one this csrun lacks is a usage error") {
+  auto forced = run_process({"/usr/bin/env", "CSRUN_CPU=baseline", CSRUN_BINARY, "--version"});
+  CHECK(forced.exit_code == 0);
+  CHECK(forced.out.find("\nkernels: baseline (CSRUN_CPU)\n") != std::string::npos);
+  csrun::test::TempDir dir;
+  std::string params = dir.write("p.yaml", kValid);
+  CHECK(run_process(
+            {"/usr/bin/env", "CSRUN_CPU=baseline", CSRUN_BINARY, "validate", params, "--fake_data"})
+            .exit_code == 0);
+  for (const std::vector<std::string>& command :
+       {std::vector<std::string>{"--version"}, {"validate", params, "--fake_data"}}) {
+    std::vector<std::string> arguments = {"/usr/bin/env", "CSRUN_CPU=sse9", CSRUN_BINARY};
+    arguments.insert(arguments.end(), command.begin(), command.end());
+    auto unknown = run_process(arguments);
+    INFO(command[0] << ": " << unknown.err);
+    CHECK(unknown.exit_code == 2);
+    CHECK(unknown.err.find("csrun: CSRUN_CPU=sse9: this csrun has no kernel set 'sse9'; it has ") !=
+          std::string::npos);
+  }
 }
 
 TEST_CASE("usage errors exit with status 2") {

@@ -18,7 +18,7 @@ using csrun::test::run_csrun;
 using nlohmann::json;
 
 std::string data(const std::string& file) {
-  return std::string(CSRUN_TEST_DATA) + "/modelzoo/" + file;
+  return std::string(CSRUN_MODELZOO_CONFIGS) + "/" + file;
 }
 
 std::string read(const std::filesystem::path& path) {

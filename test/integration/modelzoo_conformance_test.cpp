@@ -1,4 +1,4 @@
-// Every real Model Zoo params file in test/data/modelzoo gets the verdict a Model Zoo user
+// Every real Model Zoo params file in ../shared/modelzoo-configs gets the verdict a Model Zoo user
 // expects from `csrun validate FILE --fake_data`.
 
 #include <catch2/catch.hpp>
@@ -88,8 +88,8 @@ const std::vector<Verdict>& verdicts() {
 
 TEST_CASE("every shipped Model Zoo config gets the expected verdict") {
   for (const Verdict& verdict : verdicts()) {
-    auto result = csrun::test::run_csrun({"validate", verdict.file, "--fake_data"},
-                                         CSRUN_TEST_DATA "/modelzoo");
+    auto result =
+        csrun::test::run_csrun({"validate", verdict.file, "--fake_data"}, CSRUN_MODELZOO_CONFIGS);
     std::string output = result.out + result.err;
     INFO(verdict.file << "\n" << output);
     CHECK(result.exit_code == verdict.exit_code);
@@ -102,7 +102,7 @@ TEST_CASE("every shipped Model Zoo config gets the expected verdict") {
 
 TEST_CASE("without --fake_data a config names the dataset it cannot find") {
   auto result =
-      csrun::test::run_csrun({"validate", "fc_mnist__params.yaml"}, CSRUN_TEST_DATA "/modelzoo");
+      csrun::test::run_csrun({"validate", "fc_mnist__params.yaml"}, CSRUN_MODELZOO_CONFIGS);
   CHECK(result.exit_code == 1);
   CHECK(result.err.find(
             "fc_mnist__params.yaml:3:15: error: train_input.data_dir: the directory './mnist' does "

@@ -32,7 +32,7 @@ const std::vector<std::string> kMutations = {
 
 TEST_CASE("validation survives every mutation of every value of the Model Zoo configs") {
   std::size_t runs = 0;
-  for (const auto& entry : fs::directory_iterator(CSRUN_TEST_DATA "/modelzoo")) {
+  for (const auto& entry : fs::directory_iterator(CSRUN_MODELZOO_CONFIGS)) {
     if (entry.path().extension() != ".yaml") continue;
     csrun::config::Diagnostics ignored;
     Node root = csrun::config::read_yaml_file(entry.path().string(), ignored);

@@ -61,7 +61,7 @@ RunconfigOverride flag(const std::string& key, Node value) {
 }  // namespace
 
 TEST_CASE("a legacy params file and its trainer-format twin describe the same run") {
-  std::string data = CSRUN_TEST_DATA "/modelzoo/";
+  std::string data = CSRUN_MODELZOO_CONFIGS "/";
   Loaded legacy = load_file(data + "fc_mnist__params.yaml");
   Loaded trainer = load_file(data + "fc_mnist__params_cszoov2.yaml");
   REQUIRE_FALSE(legacy.diagnostics.has_errors());
