@@ -128,11 +128,11 @@ class TrainerCheck {
 
   std::optional<TraceSummary> trace(models::CheckedModel model, CheckedTrainer& checked) {
     if (!models::can_trace(model)) {
-      diagnostics_.warning(
-          trainer_.model.mark, trainer_.model.path,
-          "csrun cannot build the " + model.definition->name +
-              " network yet: its params are checked and it is sized, but it is not traced (so "
-              "it cannot be compiled or trained)");
+      checked.untraced_reason = "csrun cannot build the " + model.definition->name + " network yet";
+      diagnostics_.warning(trainer_.model.mark, trainer_.model.path,
+                           checked.untraced_reason +
+                               ": its params are checked and it is sized, but it is not traced "
+                               "(so it cannot be compiled or trained)");
       return std::nullopt;
     }
     bool training = checked.train_loader.has_value();
@@ -165,8 +165,11 @@ class TrainerCheck {
       return summary;
     } catch (const models::UnsupportedModel& error) {
       const config::Node* value = model.params.find(error.key());
-      diagnostics_.error(value ? value->mark() : trainer_.model.mark,
-                         value ? value->path() : trainer_.model.path, error.what());
+      checked.untraced_reason = error.what();
+      diagnostics_.warning(value ? value->mark() : trainer_.model.mark,
+                           value ? value->path() : trainer_.model.path,
+                           checked.untraced_reason +
+                               ": the step is not traced (so it cannot be compiled or trained)");
     } catch (const std::exception& error) {
       diagnostics_.error(trainer_.model.mark, trainer_.model.path,
                          std::string("the model does not trace: ") + error.what());
@@ -251,10 +254,10 @@ std::optional<std::vector<PlannedTrainer>> plan_stage(CheckedRun& checked,
     CheckedTrainer& candidate = checked.trainers[i];
     std::string which = "trainer " + std::to_string(i + 1) + ": ";
     if (!candidate.trace || !candidate.compiled) {
-      std::string model = candidate.model ? candidate.model->definition->name : "the model";
+      std::string reason =
+          candidate.untraced_reason.empty() ? "the step was not traced" : candidate.untraced_reason;
       report_failure(checked, options, command,
-                     which + "csrun cannot build the " + model +
-                         " network yet, so there is no step to compile");
+                     which + reason + ", so there is no step to compile");
       return std::nullopt;
     }
     try {

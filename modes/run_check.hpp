@@ -19,6 +19,9 @@ struct CheckedTrainer {
   std::optional<TraceSummary> trace;
   std::optional<graph::Graph> traced_step;  // kept for retrace_every_iteration only
   std::optional<CompiledTrainer> compiled;  // the compiler's front half, or a cached plan
+  // Why the step is not traced (a network or a key csrun's builders do not implement yet):
+  // validation warns, and compile and train refuse with this reason.
+  std::string untraced_reason;
   std::optional<data::DataloaderSpec> train_loader;
   std::vector<data::DataloaderSpec> eval_loaders;
 };

@@ -32,13 +32,13 @@ std::vector<Field> flag_fields() {
       optional_field("csx.debug.ini", T::mapping()),
       optional_field("csx.debug.debug_args", T::mapping()),
       optional_field("csx.performance.transfer_processes", positive_integer()),
-      optional_field("csx.debug.compile_crd_memory_gi", non_negative_number()),
-      optional_field("csx.debug.execute_crd_memory_gi", non_negative_number()),
-      optional_field("csx.debug.wrk_memory_gi", non_negative_number()),
-      optional_field("csx.debug.act_memory_gi", non_negative_number()),
-      optional_field("csx.debug.cmd_memory_gi", non_negative_number()),
-      optional_field("csx.debug.wgt_memory_gi", non_negative_number()),
-      optional_field("csx.debug.chf_memory_gi", non_negative_number()),
+      optional_field("csx.debug.compile_crd_memory_gi", memory_gibibytes()),
+      optional_field("csx.debug.execute_crd_memory_gi", memory_gibibytes()),
+      optional_field("csx.debug.wrk_memory_gi", memory_gibibytes()),
+      optional_field("csx.debug.act_memory_gi", memory_gibibytes()),
+      optional_field("csx.debug.cmd_memory_gi", memory_gibibytes()),
+      optional_field("csx.debug.wgt_memory_gi", memory_gibibytes()),
+      optional_field("csx.debug.chf_memory_gi", memory_gibibytes()),
   };
 }
 

@@ -5,6 +5,7 @@
 
 #include "class_catalog.hpp"
 #include "param_types.hpp"
+#include "release_migrations.hpp"
 #include "schema.hpp"
 #include "spelling.hpp"
 
@@ -31,7 +32,7 @@ enum class Route {
   mode,             // the subcommand decides; ignored
   strategy,         // 1.7's execution_strategy: init.backend.execution_mode
   no_effect,        // a key of earlier releases
-  removed,          // refused with the Model Zoo's dedicated message
+  grad_accum,       // use_cs_grad_accum: migrated to the dataloaders' micro_batch_size
 };
 
 struct RunconfigKey {
@@ -58,7 +59,7 @@ const std::vector<RunconfigKey>& runconfig_keys() {
     T flag = T::boolean();
     T text = T::string();
     T texts = T::list_of(T::string());
-    T gigabytes = non_negative_number();
+    T gigabytes = memory_gibibytes();
     std::vector<RunconfigKey> k = {
         {"mode", T::choice({"train", "eval", "train_and_eval", "eval_all"}), Route::mode, ""},
         {"target_device", text, Route::backend, "backend_type"},
@@ -133,10 +134,7 @@ const std::vector<RunconfigKey>& runconfig_keys() {
          "experimental (appliance listeners) has no effect in csrun"},
         {"op_profiler_config", T::mapping(), Route::no_effect,
          "op_profiler_config (the appliance op profiler) has no effect in csrun"},
-        {"use_cs_grad_accum", T::any(), Route::removed,
-         "use_cs_grad_accum is no longer a valid option. To control gradient accumulation "
-         "settings on CSX, set micro_batch_size: (\"auto\" | None) in the train_input and/or "
-         "eval_input section of the params yaml file."},
+        {"use_cs_grad_accum", flag, Route::grad_accum, ""},
     };
     for (const char* memory :
          {"compile_crd_memory_gi", "execute_crd_memory_gi", "wrk_memory_gi", "act_memory_gi",
@@ -171,8 +169,6 @@ const Schema& runconfig_schema() {
     for (const RunconfigKey& key : runconfig_keys()) {
       if (key.route == Route::no_effect) {
         fields.push_back(no_effect_field(key.key, key.target));
-      } else if (key.route == Route::removed) {
-        fields.push_back(removed_field(key.key, key.target));
       } else {
         fields.push_back(optional_field(key.key, key.type));
       }
@@ -187,13 +183,6 @@ const RunconfigKey* find_runconfig_key(const std::string& key) {
     if (entry.key == key) return &entry;
   }
   return nullptr;
-}
-
-// Model keys that the trainer format keeps in init.precision.
-const std::set<std::string>& model_precision_keys() {
-  static const std::set<std::string> keys = {"mixed_precision", "fp16_type", "use_bfloat16",
-                                             "precision_opt_level"};
-  return keys;
 }
 
 const std::set<std::string>& optimizer_precision_keys() {
@@ -241,6 +230,7 @@ class LegacyConverter {
           "unknown section of a legacy params file" +
               (hint.empty() ? "; legacy sections are " + quoted_list(sections, "and") : hint));
     }
+    grad_accum_micro_batch_ = migrate_grad_accum(section(params, "runconfig"));
     convert_inputs(params.find("train_input"), params.find("eval_input"));
     if (const Node* model = section(params, "model")) convert_model(*model);
     if (const Node* optimizer = section(params, "optimizer")) convert_optimizer(*optimizer);
@@ -313,11 +303,29 @@ class LegacyConverter {
         .set("val_dataloaders", loader);
   }
 
+  // Model Zoo 2.0's use_cs_grad_accum, as 2.2's config converter migrates it: true lets the
+  // compiler pick the micro-batch (micro_batch_size: auto), false turns splitting off (null).
+  // A micro_batch_size the dataloader sets itself wins.
+  std::optional<Node> migrate_grad_accum(const Node* runconfig) {
+    const Node::Entry* entry = runconfig ? runconfig->find_entry("use_cs_grad_accum") : nullptr;
+    if (!entry || !entry->value.is_bool()) return std::nullopt;
+    bool accumulate = entry->value.as_bool();
+    diagnostics_.warning(entry->key_mark, entry->value.path(),
+                         "use_cs_grad_accum is a Model Zoo 2.0 runconfig key that 2.2 and later "
+                         "refuse; csrun applies their migration: micro_batch_size: " +
+                             std::string(accumulate ? "auto" : "null") +
+                             " in train_input and eval_input, unless they set one");
+    return accumulate ? Node::make_string("auto", entry->value.mark(), entry->value.path())
+                      : Node::make_null(entry->value.mark(), entry->value.path());
+  }
+
   // micro_batch_size moves into a flags callback, as the Model Zoo's conversion does.
   Node move_micro_batch(const Node& input, const std::string& flags_class) {
     Node loader = input;
     if (!loader.is_map()) return loader;
-    if (std::optional<Node> micro = loader.take("micro_batch_size")) {
+    std::optional<Node> micro = loader.take("micro_batch_size");
+    if (!micro) micro = grad_accum_micro_batch_;
+    if (micro) {
       add_class("callbacks", flags_class, input)
           .set("csx.performance.micro_batch_size", std::move(*micro), loader.mark());
     }
@@ -325,46 +333,23 @@ class LegacyConverter {
   }
 
   void convert_model(const Node& model) {
-    Node converted = Node::make_map(model.mark(), model.path());
-    for (const Node::Entry& entry : model.entries()) {
-      if (model_precision_keys().count(entry.key) == 0) {
-        converted.set(entry.key, entry.value, entry.key_mark);
-        continue;
-      }
-      Node& precision = init_section("precision", model);
-      if (entry.key == "mixed_precision") {
-        precision.set("enabled", entry.value, entry.key_mark);
-      } else if (entry.key == "use_bfloat16") {
-        convert_use_bfloat16(entry, precision);
-      } else {
-        if (entry.key == "precision_opt_level") {
-          diagnostics_.warning(entry.key_mark, entry.value.path(),
-                               "model.precision_opt_level is deprecated; set "
-                               "runconfig.precision_opt_level instead");
-        }
-        precision.set(entry.key, entry.value, entry.key_mark);
-      }
+    Node converted = model;
+    if (const Node::Entry* level = model.find_entry("precision_opt_level")) {
+      diagnostics_.warning(level->key_mark, level->value.path(),
+                           "model.precision_opt_level is deprecated; set "
+                           "runconfig.precision_opt_level instead");
     }
+    migrate_model_keys(converted, diagnostics_);
+    Node precision = Node::make_map(model.mark(), model.path());
+    move_model_precision_keys(converted, precision, "", diagnostics_);
+    if (!precision.entries().empty()) merge_precision(precision, model);
     init().set("model", std::move(converted), model.mark());
   }
 
-  void convert_use_bfloat16(const Node::Entry& entry, Node& precision) {
-    if (!entry.value.is_bool()) {
-      diagnostics_.error(entry.value.mark(), entry.value.path(),
-                         "expected a boolean (true or false); found " + entry.value.describe());
-      return;
-    }
-    if (!entry.value.as_bool()) return;
-    if (const Node* other = precision.find("fp16_type");
-        other && other->is_string() && other->as_string() != "bfloat16") {
-      diagnostics_.error(entry.key_mark, entry.value.path(),
-                         "use_bfloat16: true contradicts fp16_type '" + other->as_string() +
-                             "'; keep only fp16_type");
-      return;
-    }
-    precision.set("fp16_type",
-                  Node::make_string("bfloat16", entry.value.mark(), entry.value.path()),
-                  entry.key_mark);
+  void merge_precision(const Node& moved, const Node& source) {
+    Node& precision = init_section("precision", source);
+    for (const Node::Entry& entry : moved.entries())
+      precision.set(entry.key, entry.value, entry.key_mark);
   }
 
   void convert_csconfig(const Node& csconfig) {
@@ -516,8 +501,32 @@ class LegacyConverter {
     return wrapped;
   }
 
+  // TensorFlow-era files wrote `Cosine` with TF's cosine_decay `alpha`, the final rate as a
+  // fraction of the initial one: CosineDecay with end_learning_rate = alpha x initial.
+  Node migrate_tf_cosine(const Node& legacy) {
+    Node migrated = legacy;
+    const Node::Entry* name = legacy.find_entry("scheduler");
+    diagnostics_.warning(name->key_mark, name->value.path(),
+                         "scheduler 'Cosine' is the TensorFlow-era spelling of CosineDecay; "
+                         "csrun reads it as CosineDecay, with end_learning_rate = alpha x "
+                         "initial_learning_rate");
+    migrated.set("scheduler",
+                 Node::make_string("CosineDecay", name->value.mark(), name->value.path()));
+    std::optional<Node> alpha = migrated.take("alpha");
+    const Node* initial = legacy.find("initial_learning_rate");
+    if (alpha && alpha->is_number() && initial && initial->is_number()) {
+      migrated.set("end_learning_rate", Node::make_number(alpha->as_number() * initial->as_number(),
+                                                          alpha->mark(), alpha->path()));
+    }
+    return migrated;
+  }
+
   // {scheduler: Linear, initial_learning_rate: ..., steps: ...} -> {LinearLR: {...}}
-  std::optional<Node> convert_scheduler(const Node& legacy, bool final) {
+  std::optional<Node> convert_scheduler(const Node& written, bool final) {
+    const Node* written_name = written.is_map() ? written.find("scheduler") : nullptr;
+    bool tf_cosine =
+        written_name && written_name->is_string() && written_name->as_string() == "Cosine";
+    const Node legacy = tf_cosine ? migrate_tf_cosine(written) : written;
     if (!legacy.is_map()) {
       diagnostics_.error(legacy.mark(), legacy.path(),
                          "Learning rate must be a float, a dict, or a list of dicts; found " +
@@ -561,6 +570,9 @@ class LegacyConverter {
         diagnostics_.warning(
             item.key_mark, item.value.path(),
             "'" + item.key + "' is not a parameter of " + entry->name + " and has no effect");
+        continue;
+      }
+      if (const Node* earlier = params.find(key); earlier && earlier->same_value(item.value)) {
         continue;
       }
       if (params.contains(key)) {
@@ -636,8 +648,14 @@ class LegacyConverter {
         diagnostics_.note(entry.key_mark, value.path(),
                           "runconfig.mode is ignored: the csrun subcommand chooses the mode");
         return;
+      case Route::grad_accum:
+        if (!grad_accum_micro_batch_) {
+          diagnostics_.warning(entry.key_mark, value.path(),
+                               "use_cs_grad_accum has no effect here; set micro_batch_size in "
+                               "the dataloaders");
+        }
+        return;
       case Route::no_effect:
-      case Route::removed:
         return;
     }
   }
@@ -668,6 +686,7 @@ class LegacyConverter {
 
   Diagnostics& diagnostics_;
   Node trainer_;
+  std::optional<Node> grad_accum_micro_batch_;
 };
 
 }  // namespace

@@ -35,4 +35,8 @@ ValueType micro_batch_size_type() {
       {positive_integer(), ValueType::choice({"auto", "explore"}), ValueType::null()});
 }
 
+ValueType memory_gibibytes() {
+  return ValueType::any_of({non_negative_number(), ValueType::integer(-1, -1)});
+}
+
 }  // namespace csrun::config

@@ -1,6 +1,7 @@
 #include "params_loader.hpp"
 
 #include "legacy_format.hpp"
+#include "release_migrations.hpp"
 #include "spelling.hpp"
 #include "trainer_reader.hpp"
 #include "yaml_reader.hpp"
@@ -170,6 +171,8 @@ RunSpec load_params(const std::string& path, const LoadOptions& options, Diagnos
   Node cli_runconfig = runconfig_from_overrides(options.runconfig_overrides);
   if (root.contains("trainer")) {
     trees = trainer_trees(root, run.format, diagnostics);
+    for (Node& tree : trees)
+      migrate_trainer_tree(tree, diagnostics);
     if (!options.runconfig_overrides.empty()) {
       for (Node& tree : trees)
         apply_to_trainer(tree, convert_runconfig_keys(cli_runconfig, diagnostics));

@@ -62,6 +62,8 @@ void Schema::report_unknown(const Node::Entry& entry, const Node& map,
                           "'" + entry.key + "' is not a parameter of " + name_ + " and is ignored" +
                               (suggestion ? hint : std::string()));
       return;
+    case UnknownKeys::unchecked:
+      return;
   }
 }
 
@@ -69,6 +71,10 @@ Node Schema::check(const Node& map, Diagnostics& diagnostics) const {
   Node result = Node::make_map(map.mark(), map.path());
   for (const Node::Entry& entry : map.entries()) {
     const Field* field = find(entry.key);
+    if (!field && unknown_keys_ == UnknownKeys::unchecked) {
+      result.set(entry.key, entry.value, entry.key_mark);
+      continue;
+    }
     if (!field) {
       report_unknown(entry, map, diagnostics);
       continue;

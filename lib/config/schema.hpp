@@ -35,6 +35,7 @@ enum class UnknownKeys {
   error_jsonschema,  // "Additional properties are not allowed ('k' was unexpected)"
   error_plain,       // "unknown key"
   warn_unused,       // accepted, with a warning that the key is not used
+  unchecked,         // accepted as written: a section whose keys csrun does not know
 };
 
 // The keys of one params mapping: their types, defaults and status.

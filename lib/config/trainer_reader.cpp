@@ -201,7 +201,11 @@ class TrainerReader {
                                group->describe());
         continue;
       }
-      if (group->contains("sparsity") && group->contains("schedule")) {
+      // Model Zoo 2.0's dynamic sparsity (rigl, set) used `schedule: {freq, stop}` for its
+      // update steps, not for the sparsity levels this rule is about.
+      const Node* schedule = group->find("schedule");
+      bool update_steps = schedule && schedule->is_map() && schedule->contains("freq");
+      if (group->contains("sparsity") && schedule && !update_steps) {
         diagnostics_.error(group->mark(), group->path(),
                            "Cannot specify both 'sparsity' and 'schedule' in the same config");
       }

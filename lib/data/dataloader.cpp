@@ -39,6 +39,15 @@ const ProcessorDefinition* resolve_processor(const Node& loader, const Dataloade
     return nullptr;
   }
   const std::string& wanted = name->as_string();
+  bool misspelled = config::closest_match(wanted, processor_names()).has_value();
+  if (context.fake_data && !find_processor(wanted) && !misspelled) {
+    diagnostics.warning(name->mark(), name->path(),
+                        "csrun does not know the data processor " + wanted +
+                            ": --fake_data supplies the batches, and its keys other than "
+                            "batch_size, micro_batch_size, shuffle and num_workers are not "
+                            "checked");
+    return &unknown_processor();
+  }
   if (std::find(allowed.begin(), allowed.end(), wanted) == allowed.end()) {
     diagnostics.error(
         name->mark(), name->path(),
@@ -128,7 +137,9 @@ std::optional<DataloaderSpec> check_dataloader(const Node& loader, const Dataloa
   if (!definition) return std::nullopt;
   Diagnostics findings;
   DataloaderSpec spec;
-  spec.processor = definition->name;
+  const Node* processor_name = loader.find("data_processor");
+  spec.processor =
+      definition == &unknown_processor() ? processor_name->as_string() : definition->name;
   spec.role = context.role;
   spec.mark = loader.mark();
   spec.path = loader.path();

@@ -25,6 +25,9 @@ std::vector<Field> loader_fields() {
       optional_field("to_float16", T::boolean()),
       optional_field("mixed_precision", T::boolean()),
       optional_field("fp16_type", T::choice({"float16", "bfloat16", "cbfloat16"})),
+      no_effect_field("use_multiple_workers",
+                      "use_multiple_workers is a Model Zoo 1.x key; it has no effect "
+                      "(num_workers decides)"),
   };
 }
 
@@ -61,7 +64,10 @@ std::vector<Field> gpt_fields(bool map_style) {
           optional_field("data_subset", T::string().or_null()),
           optional_field("sort_files", T::boolean()), optional_field("pad_last", T::boolean()),
           optional_field("use_worker_cache", T::boolean()),
-          optional_field("dataset_map_fn", T::any())}) {
+          optional_field("dataset_map_fn", T::any()),
+          no_effect_field("data_transforms",
+                          "data_transforms (for example add_sink_tokens) are not applied by "
+                          "csrun's reader yet; it has no effect")}) {
       fields.push_back(std::move(field));
     }
   }
@@ -79,6 +85,16 @@ std::vector<Field> bert_fields(bool dynamic_mask) {
                               "buckets (variable tensor shapes) is a Model Zoo 1.x "
                               "pipeline-mode key; it has no effect"),
   };
+  if (!dynamic_mask) {
+    // 1.9-2.2 configs of the static-mask processor kept the masking keys of the dynamic one,
+    // which it never read.
+    for (const char* key :
+         {"vocab_file", "vocab_size", "masked_lm_prob", "do_lower", "whole_word_masking"}) {
+      fields.push_back(no_effect_field(
+          key, std::string(key) +
+                   " has no effect with static masks (the files hold the masked tokens)"));
+    }
+  }
   if (dynamic_mask) {
     for (Field field :
          {required_field("vocab_file", T::string()),
@@ -137,6 +153,10 @@ std::vector<Field> image_fields() {
       optional_field("use_fast_dataloader", T::boolean()),
       optional_field("use_worker_cache", T::boolean()),
       optional_field("duplicate_act_worker_data", T::boolean()),
+      // SKM-TEA volumes: which echo, and whether the cartilage classes are merged.
+      optional_field("echo_type",
+                     T::choice({"echo1", "echo2", "echo1-echo2-mc", "root_sum_of_squares"})),
+      optional_field("aggregate_cartilage", T::boolean()),
   };
 }
 
@@ -182,6 +202,16 @@ const std::vector<ProcessorDefinition>& processor_registry() {
       processor("SkmDataProcessor", "SKM-TEA MRI volumes", image_fields(), {}, "SKM-TEA volumes"),
   };
   return registry;
+}
+
+const ProcessorDefinition& unknown_processor() {
+  static const ProcessorDefinition definition{
+      "unknown",
+      "a data processor csrun does not know",
+      make_schema("dataloader", loader_fields(), UnknownKeys::unchecked),
+      {},
+      "its data"};
+  return definition;
 }
 
 const ProcessorDefinition* find_processor(std::string_view name) {

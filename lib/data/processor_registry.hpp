@@ -29,6 +29,9 @@ struct ProcessorDefinition {
 };
 
 const std::vector<ProcessorDefinition>& processor_registry();
+// Stands in for a Model Zoo data processor csrun does not know when --fake_data replaces its
+// data: the keys every dataloader shares are checked, the others are taken as written.
+const ProcessorDefinition& unknown_processor();
 const ProcessorDefinition* find_processor(std::string_view name);
 std::vector<std::string> processor_names();
 

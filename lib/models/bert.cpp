@@ -8,13 +8,11 @@
 
 namespace csrun::models {
 
-namespace {
-
 using namespace config;
 using T = ValueType;
 
-std::vector<Field> encoder_fields(bool disable_nsp) {
-  return {
+std::vector<Field> bert_encoder_fields(bool disable_nsp) {
+  std::vector<Field> fields = {
       default_field("vocab_size", positive_integer(), value(30522)),
       default_field("hidden_size", positive_integer(), value(768)),
       default_field("num_hidden_layers", positive_integer(), value(12)),
@@ -50,36 +48,25 @@ std::vector<Field> encoder_fields(bool disable_nsp) {
       optional_field("initializer", initializer_type()),
       optional_field("embedding_initializer", initializer_type()),
       default_field("compute_eval_metrics", T::boolean(), value(true)),
+      default_field("attention_softmax_fp32", T::boolean(), value(true)),
+      default_field("mask_padding_in_positional_embed", T::boolean(), value(false)),
       earlier_release_field("use_position_embedding", "1.x", "position_embedding_type decides"),
       earlier_release_field("enable_vts", "1.x pipeline-mode", "variable tensor shapes"),
       earlier_release_field("boundary_casting", "1.x"),
       earlier_release_field("tf_summary", "TensorFlow-era"),
-      precision_key_field("mixed_precision", "enabled"),
-      precision_key_field("fp16_type", "fp16_type"),
-      precision_key_field("use_bfloat16", "fp16_type: bfloat16"),
   };
-}
-
-std::vector<Field> linformer_fields() {
-  std::vector<Field> fields = encoder_fields(true);
-  fields.push_back(required_field("projected_dims", positive_integer()));
-  fields.push_back(default_field(
-      "attention_style",
-      T::choice({"linformer-shared-kv", "linformer-shared-heads", "linformer-shared-layers"}),
-      value("linformer-shared-kv")));
-  fields.push_back(default_field("disable_attention", T::boolean(), value(false)));
-  for (const char* key : {"dropout_seed", "weight_initialization_seed", "future_implementations"}) {
-    fields.push_back(earlier_release_field(key, "TensorFlow-era"));
-  }
+  for (Field& field : mup_fields())
+    fields.push_back(std::move(field));
   return fields;
 }
 
-void check_encoder(const ModelParams& params, const DataHints& hints, Diagnostics& diagnostics) {
+void check_bert_encoder(const ModelParams& params, const DataHints& hints,
+                        Diagnostics& diagnostics) {
   check_heads_divide_hidden(params, diagnostics);
   check_sequence_fits_positions(params, hints, diagnostics);
 }
 
-std::int64_t count_encoder(const ModelParams& params) {
+std::int64_t count_bert_encoder_body(const ModelParams& params) {
   std::int64_t vocab = params.integer("vocab_size");
   std::int64_t hidden = params.integer("hidden_size");
   std::int64_t ffn = params.integer("filter_size");
@@ -94,13 +81,35 @@ std::int64_t count_encoder(const ModelParams& params) {
                            (params.flag("use_ffn_bias_in_attention") ? hidden : 0);
   std::int64_t feed_forward = 2 * hidden * ffn + (params.flag("use_ffn_bias") ? ffn + hidden : 0);
   std::int64_t layer = attention + feed_forward + 4 * hidden;
+  return embeddings + params.integer("num_hidden_layers") * layer;
+}
+
+namespace {
+
+std::vector<Field> linformer_fields() {
+  std::vector<Field> fields = bert_encoder_fields(true);
+  fields.push_back(required_field("projected_dims", positive_integer()));
+  fields.push_back(default_field(
+      "attention_style",
+      T::choice({"linformer-shared-kv", "linformer-shared-heads", "linformer-shared-layers"}),
+      value("linformer-shared-kv")));
+  fields.push_back(default_field("disable_attention", T::boolean(), value(false)));
+  for (const char* key : {"dropout_seed", "weight_initialization_seed", "future_implementations"}) {
+    fields.push_back(earlier_release_field(key, "TensorFlow-era"));
+  }
+  return fields;
+}
+
+std::int64_t count_encoder(const ModelParams& params) {
+  std::int64_t vocab = params.integer("vocab_size");
+  std::int64_t hidden = params.integer("hidden_size");
   bool nsp = !params.flag("disable_nsp");
   std::int64_t pooler_and_nsp = nsp ? hidden * hidden + hidden + 2 * hidden + 2 : 0;
   std::int64_t mlm_head = hidden * hidden + (params.flag("use_ffn_bias_in_mlm") ? hidden : 0) +
                           2 * hidden +
                           (params.flag("share_embedding_weights") ? 0 : vocab * hidden) +
                           (params.flag("use_output_bias_in_mlm") ? vocab : 0);
-  return embeddings + params.integer("num_hidden_layers") * layer + pooler_and_nsp + mlm_head;
+  return count_bert_encoder_body(params) + pooler_and_nsp + mlm_head;
 }
 
 std::int64_t count_linformer(const ModelParams& params, const DataHints& hints) {
@@ -163,6 +172,9 @@ ModelOutputs build_bert(ModelBuild& b, const std::string& model_name) {
   }
   refuse_unless(p, model_name, "attention_kernel",
                 !p.has("attention_kernel") || p.text("attention_kernel") == "default", "default");
+  refuse_unless(p, model_name, "mask_padding_in_positional_embed",
+                !p.flag("mask_padding_in_positional_embed"), "false");
+  refuse_mup(p, model_name);
   nn::Scope model(b.context, "model");
   nn::Scope encoder = model.child("bert_encoder");
   std::int64_t vocab = p.integer("vocab_size");
@@ -283,9 +295,10 @@ ModelDefinition encoder(const std::string& name, const std::string& description,
   return ModelDefinition{
       name,
       description,
-      {"BertCSVDynamicMaskDataProcessor", "BertCSVDataProcessor", "BertHDF5DataProcessor"},
-      make_schema("model " + name, encoder_fields(disable_nsp)),
-      check_encoder,
+      {"BertCSVDynamicMaskDataProcessor", "BertCSVDataProcessor", "BertHDF5DataProcessor",
+       "BertTfRecordsProcessor"},
+      make_schema("model " + name, bert_encoder_fields(disable_nsp)),
+      check_bert_encoder,
       [](const ModelParams& params, const DataHints&) { return count_encoder(params); },
       bert_layout,
       [name](ModelBuild& b) { return build_bert(b, name); }};
@@ -310,7 +323,7 @@ ModelDefinition linformer_definition() {
       {"BertMlmOnlyTfRecordsDynamicMaskProcessor", "BertMlmOnlyTfRecordsStaticMaskProcessor",
        "BertCSVDynamicMaskDataProcessor"},
       make_schema("model linformer", linformer_fields()),
-      check_encoder,
+      check_bert_encoder,
       count_linformer,
       {},  // no builder yet: checked and sized only
       {}};

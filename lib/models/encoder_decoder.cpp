@@ -56,10 +56,17 @@ std::vector<Field> seq2seq_fields(const Seq2SeqDefaults& d) {
       optional_field("attention_kernel", T::string().or_null()),
       optional_field("label_smoothing", T::number({0.0, 1.0, false, true})),
       default_field("compute_eval_metrics", T::boolean(), value(true)),
+      // muP, as the encoder-decoder networks name it.
+      optional_field("mup_base_d_model", positive_number().or_null()),
+      optional_field("mup_base_d_ff", positive_number().or_null()),
+      optional_field("output_logits_alpha", T::number().or_null()),
+      optional_field("embeddings_alpha", T::number().or_null()),
+      optional_field("encoder_attention_logits_alpha", T::number().or_null()),
+      optional_field("decoder_attention_logits_alpha", T::number().or_null()),
+      optional_field("scale_encoder_qk_dot_by_d", T::boolean()),
+      optional_field("scale_decoder_qk_dot_by_d", T::boolean()),
+      optional_field("scale_output_logits_by_d", T::boolean()),
       earlier_release_field("enable_vts", "1.x pipeline-mode", "variable tensor shapes"),
-      precision_key_field("mixed_precision", "enabled"),
-      precision_key_field("fp16_type", "fp16_type"),
-      precision_key_field("use_bfloat16", "fp16_type: bfloat16"),
   };
 }
 

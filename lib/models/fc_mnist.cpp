@@ -122,8 +122,6 @@ ModelDefinition fc_mnist_definition() {
                       default_field("disable_softmax", T::boolean(), value(false)),
                       default_field("compute_eval_metrics", T::boolean(), value(false)),
                       default_field("to_float16", T::boolean(), value(false)),
-                      precision_key_field("mixed_precision", "enabled"),
-                      precision_key_field("fp16_type", "fp16_type"),
                   },
                   UnknownKeys::error_pydantic);
   return ModelDefinition{"fc_mnist",

@@ -76,26 +76,20 @@ std::vector<Field> decoder_fields(const DecoderDefaults& d, bool parallel_block)
       default_field("loss_weight", positive_number(), value(1.0)),
       default_field("compute_eval_metrics", T::boolean(), value(true)),
       optional_field("output_logits_scale", T::number().or_null()),
-      optional_field("embeddings_scale", T::number()),
-      optional_field("scale_qk_dot_by_d", T::boolean()),
       optional_field("scale_qk_dot_by_layer_idx", T::boolean()),
-      optional_field("attention_logits_alpha", T::number().or_null()),
-      optional_field("mup_base_hidden_size", positive_number().or_null()),
-      optional_field("mup_base_filter_size", positive_number().or_null()),
       optional_field("lr_adjustment_groups", T::mapping().or_null()),
       optional_field("final_logit_softcapping", positive_number().or_null()),
       optional_field("attention_logit_softcapping", positive_number().or_null()),
       optional_field("moe", T::mapping().or_null()),
       optional_field("moe_params", T::mapping().or_null()),
+      optional_field("attention_sink_tokens", non_negative_integer().or_null()),
       earlier_release_field("use_position_embedding", "1.x", "position_embedding_type decides"),
       earlier_release_field("enable_vts", "1.x pipeline-mode", "variable tensor shapes"),
       earlier_release_field("boundary_casting", "1.x"),
       earlier_release_field("tf_summary", "TensorFlow-era"),
-      precision_key_field("mixed_precision", "enabled"),
-      precision_key_field("fp16_type", "fp16_type"),
-      precision_key_field("use_bfloat16", "fp16_type: bfloat16"),
-      precision_key_field("precision_opt_level", "precision_opt_level"),
   };
+  for (Field& field : mup_fields())
+    fields.push_back(std::move(field));
   if (parallel_block) {
     fields.push_back(optional_field("residual_dropout_rate", dropout_type().or_null()));
     fields.push_back(default_field("use_untied_layer_norm", T::boolean(), value(false)));
@@ -198,8 +192,9 @@ void refuse_unsupported(const ModelParams& p, const std::string& model) {
       {"rotary_dim", "pos_scaling_factor", "pos_scaling_type", "pos_scaling_extra_args",
        "alibi_trainable_slopes", "num_relative_attention_buckets", "fixed_sparse_attention",
        "attention_sliding_window_length", "attention_logit_softcapping", "final_logit_softcapping",
-       "moe", "moe_params", "mup_base_hidden_size", "mup_base_filter_size", "output_logits_scale",
-       "attention_logits_alpha", "extra_attention_params", "lr_adjustment_groups"});
+       "moe", "moe_params", "output_logits_scale", "attention_sink_tokens",
+       "extra_attention_params", "lr_adjustment_groups"});
+  refuse_mup(p, model);
   const Node* position = p.find("position_embedding_type");
   bool learned_or_none = !position->is_string() || position->as_string() == "learned";
   refuse_unless(p, model, "position_embedding_type", learned_or_none, "learned, null");
@@ -216,8 +211,6 @@ void refuse_unsupported(const ModelParams& p, const std::string& model) {
   refuse_unless(p, model, "position_embedding_offset",
                 !p.has("position_embedding_offset") || p.integer("position_embedding_offset") == 0,
                 "0");
-  refuse_unless(p, model, "embeddings_scale",
-                !p.has("embeddings_scale") || p.number("embeddings_scale") == 1.0, "1.0");
   refuse_unless(p, model, "scale_qk_dot_by_layer_idx",
                 !p.has("scale_qk_dot_by_layer_idx") || !p.flag("scale_qk_dot_by_layer_idx"),
                 "false");
@@ -322,16 +315,17 @@ ModelOutputs build_gpt(ModelBuild& b, const std::string& model_name) {
 
 ModelDefinition decoder(const std::string& name, const std::string& description,
                         const DecoderDefaults& defaults, bool parallel_block) {
-  return ModelDefinition{name,
-                         description,
-                         {"GptHDF5DataProcessor", "GptHDF5MapDataProcessor"},
-                         make_schema("model " + name, decoder_fields(defaults, parallel_block)),
-                         check_decoder,
-                         [parallel_block](const ModelParams& params, const DataHints&) {
-                           return count_decoder(params, parallel_block);
-                         },
-                         {},  // buildable_decoder adds the builder for the networks csrun traces
-                         {}};
+  return ModelDefinition{
+      name,
+      description,
+      {"GptHDF5DataProcessor", "GptHDF5MapDataProcessor", "GptTfRecordsProcessor"},
+      make_schema("model " + name, decoder_fields(defaults, parallel_block)),
+      check_decoder,
+      [parallel_block](const ModelParams& params, const DataHints&) {
+        return count_decoder(params, parallel_block);
+      },
+      {},  // buildable_decoder adds the builder for the networks csrun traces
+      {}};
 }
 
 // GPT-2 and GPT-3 are the same network; csrun traces both.

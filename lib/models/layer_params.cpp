@@ -48,9 +48,12 @@ config::ValueType dropout_type() {
   return T::number({0.0, 1.0, false, true});
 }
 
-config::ValueType norm_type() {
-  return T::choice({"layernorm", "rmsnorm", "biasless-layernorm", "batchnorm2d", "batchnorm3d",
-                    "groupnorm", "instancenorm2d", "instancenorm3d"});
+config::ValueType norm_type(const std::vector<std::string>& earlier_spellings) {
+  std::vector<std::string> words = {"layernorm",      "rmsnorm",       "biasless-layernorm",
+                                    "batchnorm2d",    "batchnorm3d",   "groupnorm",
+                                    "instancenorm2d", "instancenorm3d"};
+  words.insert(words.end(), earlier_spellings.begin(), earlier_spellings.end());
+  return T::choice(std::move(words));
 }
 
 config::ValueType position_embedding_type() {
@@ -65,16 +68,22 @@ std::int64_t norm_parameters(const std::string& norm, std::int64_t width) {
   return norm == "layernorm" || norm == "batchnorm2d" || norm == "groupnorm" ? 2 * width : width;
 }
 
+std::vector<config::Field> mup_fields() {
+  return {
+      config::optional_field("output_logits_alpha", T::number().or_null()),
+      config::optional_field("mup_base_hidden_size", config::positive_number().or_null()),
+      config::optional_field("mup_base_filter_size", config::positive_number().or_null()),
+      config::optional_field("embeddings_scale", T::number()),
+      config::optional_field("scale_qk_dot_by_d", T::boolean()),
+      config::optional_field("attention_logits_alpha", T::number().or_null()),
+  };
+}
+
 config::Field earlier_release_field(const std::string& name, const std::string& release,
                                     const std::string& instead) {
   return config::no_effect_field(name,
                                  name + " is a Model Zoo " + release + " key; it has no effect" +
                                      (instead.empty() ? std::string() : " (" + instead + ")"));
-}
-
-config::Field precision_key_field(const std::string& name, const std::string& precision_key) {
-  return config::removed_field(name, name + " belongs in trainer.init.precision (as " +
-                                         precision_key + "), not in the model section");
 }
 
 }  // namespace csrun::models

@@ -52,5 +52,8 @@ void refuse_if_set(const ModelParams& params, const std::string& model,
                    std::initializer_list<const char*> keys);
 void refuse_unless(const ModelParams& params, const std::string& model, const char* key,
                    bool supported, const std::string& supported_values);
+// Refuses the muP keys (see mup_fields) when they change the network from standard
+// parametrization.
+void refuse_mup(const ModelParams& params, const std::string& model);
 
 }  // namespace csrun::models

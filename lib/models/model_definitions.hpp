@@ -3,6 +3,7 @@
 // The definitions the registry lists, one per network. Internal to lib/models.
 
 #include <string>
+#include <vector>
 
 #include "registry.hpp"
 
@@ -14,6 +15,9 @@ ModelDefinition gpt3_definition();
 ModelDefinition gptj_definition();
 ModelDefinition llama_definition();
 ModelDefinition bert_definition();
+ModelDefinition bert_classifier_definition();
+ModelDefinition bert_token_classifier_definition();
+ModelDefinition bert_summarization_definition();
 ModelDefinition roberta_definition();
 ModelDefinition linformer_definition();
 ModelDefinition t5_definition();
@@ -25,6 +29,14 @@ void report_at(const ModelParams& params, const std::string& key, const std::str
                config::Diagnostics& diagnostics);
 void warn_at(const ModelParams& params, const std::string& key, const std::string& message,
              config::Diagnostics& diagnostics);
+
+// The BERT encoder that the pre-training network and the fine-tuning heads share: its keys
+// (with the pre-training heads' own when the Model Zoo's configs inherit them), its rules and
+// its parameters without any head.
+std::vector<config::Field> bert_encoder_fields(bool disable_nsp);
+void check_bert_encoder(const ModelParams& params, const DataHints& hints,
+                        config::Diagnostics& diagnostics);
+std::int64_t count_bert_encoder_body(const ModelParams& params);
 
 // Rules every attention-based network shares.
 bool check_heads_divide_hidden(const ModelParams& params, config::Diagnostics& diagnostics);

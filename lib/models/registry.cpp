@@ -108,9 +108,20 @@ namespace {
 
 std::vector<ModelDefinition>& registry() {
   static std::vector<ModelDefinition> definitions = {
-      fc_mnist_definition(), gpt2_definition(),        gpt3_definition(),    gptj_definition(),
-      llama_definition(),    bert_definition(),        roberta_definition(), linformer_definition(),
-      t5_definition(),       transformer_definition(), unet_definition(),
+      fc_mnist_definition(),
+      gpt2_definition(),
+      gpt3_definition(),
+      gptj_definition(),
+      llama_definition(),
+      bert_definition(),
+      bert_classifier_definition(),
+      bert_token_classifier_definition(),
+      bert_summarization_definition(),
+      roberta_definition(),
+      linformer_definition(),
+      t5_definition(),
+      transformer_definition(),
+      unet_definition(),
   };
   return definitions;
 }

@@ -92,7 +92,8 @@ ModelDefinition unet_definition() {
           optional_field("bias_initializer", initializer_type()),
           default_field("loss", T::choice({"bce", "multilabel_bce", "ssce", "ssce_dice"}),
                         value("bce")),
-          optional_field("norm_layer", norm_type().or_null()),
+          // 1.9's UNet also named its group norms 'group' and 'group_instance'.
+          optional_field("norm_layer", norm_type({"group", "group_instance"}).or_null()),
           optional_field("norm_kwargs", T::mapping().or_null()),
           default_field("num_classes", positive_integer(), value(2)),
           optional_field("num_output_channels", positive_integer()),
@@ -105,20 +106,17 @@ ModelDefinition unet_definition() {
           optional_field("eval_ignore_classes", T::list_of(non_negative_integer()).or_null()),
           optional_field("eval_metrics", T::list_of(T::string())),
           default_field("compute_eval_metrics", T::boolean(), value(true)),
-          precision_key_field("mixed_precision", "enabled"),
-          precision_key_field("fp16_type", "fp16_type"),
-          precision_key_field("use_bfloat16", "fp16_type: bfloat16"),
       });
-  return ModelDefinition{
-      "unet",
-      "UNet segmentation network: convolutional encoder, bottleneck, decoder "
-      "with skip connections",
-      {"SeverstalBinaryClassDataProcessor", "InriaAerialDataProcessor", "SkmDataProcessor"},
-      schema,
-      check,
-      count,
-      {},  // no builder yet: checked and sized only
-      {}};
+  return ModelDefinition{"unet",
+                         "UNet segmentation network: convolutional encoder, bottleneck, decoder "
+                         "with skip connections",
+                         {"SeverstalBinaryClassDataProcessor", "InriaAerialDataProcessor",
+                          "SkmDataProcessor", "CityscapesDataProcessor"},
+                         schema,
+                         check,
+                         count,
+                         {},  // no builder yet: checked and sized only
+                         {}};
 }
 
 }  // namespace csrun::models

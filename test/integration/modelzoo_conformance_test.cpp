@@ -3,7 +3,14 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <atomic>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
 #include "support/process.hpp"
+#include "support/temp_dir.hpp"
 
 namespace {
 
@@ -40,13 +47,11 @@ const std::vector<Verdict>& verdicts() {
         "cbfloat16 mixed precision, dynamic loss scaling",
         "traced      training step of 112 samples per system"}},
       {"gpt3_r2.0.2__params_gpt3_6p7b.yaml",
-       1,
-       {"gpt3_r2.0.2__params_gpt3_6p7b.yaml:119:5: error: runconfig.use_cs_grad_accum: "
-        "use_cs_grad_accum is no "
-        "longer a valid option. To control gradient accumulation settings on CSX, set "
-        "micro_batch_size: (\"auto\" | "
-        "None) in the train_input and/or eval_input section of the params yaml file.",
-        "csrun validate: 1 error in"}},
+       0,
+       {"gpt3_r2.0.2__params_gpt3_6p7b.yaml:119:5: warning: runconfig.use_cs_grad_accum: "
+        "use_cs_grad_accum is a Model Zoo 2.0 runconfig key that 2.2 and later refuse; csrun "
+        "applies their migration: micro_batch_size: auto in train_input and eval_input",
+        "model       gpt2 (inferred)"}},
       {"gpt3__111m.yaml",
        0,
        {"model       gpt3, 111,050,496 parameters",
@@ -107,4 +112,90 @@ TEST_CASE("without --fake_data a config names the dataset it cannot find") {
   CHECK(result.err.find(
             "fc_mnist__params.yaml:3:15: error: train_input.data_dir: the directory './mnist' does "
             "not exist") != std::string::npos);
+}
+
+namespace {
+
+struct IndexEntry {
+  std::string file;      // <release>/<family>__<file>
+  std::string expected;  // accept or reject
+};
+
+std::vector<IndexEntry> release_index() {
+  std::ifstream index(CSRUN_MODELZOO_CONFIGS "/releases/INDEX.tsv");
+  REQUIRE(index);
+  std::vector<IndexEntry> entries;
+  std::string line;
+  std::getline(index, line);  // the header
+  while (std::getline(index, line)) {
+    std::istringstream fields(line);
+    IndexEntry entry;
+    std::getline(fields, entry.file, '\t');
+    std::getline(fields, entry.expected, '\t');
+    entries.push_back(entry);
+  }
+  return entries;
+}
+
+// The TensorFlow layouts of Release 1.6.0 that csrun does not map onto the run description
+// yet (linformer's is mapped): csrun still refuses these files (see docs/params.md).
+bool tensorflow_layout_pending(const std::string& file) {
+  static const std::vector<std::string> families = {"bert", "fc_mnist", "gpt2",        "gpt3",
+                                                    "gptj", "t5",       "transformer", "unet"};
+  return std::any_of(families.begin(), families.end(), [&](const std::string& family) {
+    return file.starts_with("R_1.6.0/" + family + "_tf__");
+  });
+}
+
+}  // namespace
+
+TEST_CASE("every params file of seven Model Zoo releases gets its release's verdict") {
+  std::vector<IndexEntry> entries = release_index();
+  REQUIRE(entries.size() == 427);
+  std::vector<csrun::test::ProcessResult> results(entries.size());
+  std::atomic<std::size_t> next = 0;
+  auto work = [&] {
+    for (std::size_t i = next++; i < entries.size(); i = next++) {
+      results[i] = csrun::test::run_csrun({"validate", entries[i].file, "--fake_data"},
+                                          CSRUN_MODELZOO_CONFIGS "/releases");
+    }
+  };
+  std::vector<std::jthread> workers;
+  for (unsigned n = 0; n < std::max(2u, std::thread::hardware_concurrency()); ++n)
+    workers.emplace_back(work);
+  workers.clear();
+  std::size_t pending = 0;
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    const IndexEntry& entry = entries[i];
+    const csrun::test::ProcessResult& result = results[i];
+    INFO(entry.file << " (" << entry.expected << ")\n" << result.err);
+    CHECK(result.exit_code != 124);
+    if (tensorflow_layout_pending(entry.file)) {
+      ++pending;
+      CHECK(result.exit_code == 1);
+      continue;
+    }
+    CHECK(result.exit_code == (entry.expected == "accept" ? 0 : 1));
+    if (entry.expected == "reject")
+      CHECK(result.err.find("Found duplicate YAML key") != std::string::npos);
+  }
+  CHECK(pending == 27);
+}
+
+TEST_CASE("a key the builder does not implement: validate warns, compile refuses with it") {
+  std::string file = "Release_2.10.0/gpt3__Cerebras_GPT_111m_mup.yaml";
+  std::string directory = CSRUN_MODELZOO_CONFIGS "/releases";
+  auto validated = csrun::test::run_csrun({"validate", file, "--fake_data"}, directory);
+  INFO(validated.err);
+  CHECK(validated.exit_code == 0);
+  CHECK(validated.err.find("55:28: warning: trainer.init.model.output_logits_alpha: "
+                           "output_logits_alpha is not supported yet by csrun's gpt3 builder: "
+                           "the step is not traced") != std::string::npos);
+  csrun::test::TempDir dir;
+  auto compiled = csrun::test::run_csrun(
+      {"compile", file, "--fake_data", "-o", (dir.path() / "model").string()}, directory);
+  INFO(compiled.err);
+  CHECK(compiled.exit_code == 1);
+  CHECK(compiled.err.find("output_logits_alpha is not supported yet by csrun's gpt3 builder, so "
+                          "there is no step to compile") != std::string::npos);
 }

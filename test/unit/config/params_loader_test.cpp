@@ -486,3 +486,77 @@ TEST_CASE("a null entry turns a callback off but means empty parameters elsewher
   CHECK(load(trainer_with("    schedulers: [{SequentialLR: null}]\n"))
             .error("Missing required parameters ['schedulers'] for SequentialLR"));
 }
+
+TEST_CASE("use_cs_grad_accum migrates to the dataloaders' micro_batch_size, as 2.2 does") {
+  std::string with_accum = kLegacy + "  use_cs_grad_accum: true\n";
+  Loaded accumulate = load(with_accum);
+  REQUIRE_FALSE(accumulate.diagnostics.has_errors());
+  CHECK(accumulate.warning(
+      "use_cs_grad_accum is a Model Zoo 2.0 runconfig key that 2.2 and later refuse; csrun "
+      "applies their migration: micro_batch_size: auto in train_input and eval_input"));
+  const TrainerSpec& trainer = accumulate.trainer();
+  CHECK(trainer.fit->train_dataloader.find("micro_batch_size")->as_string() == "auto");
+  CHECK(trainer.validate->val_dataloader.find("micro_batch_size")->as_string() == "auto");
+
+  Loaded off = load(kLegacy + "  use_cs_grad_accum: false\n");
+  REQUIRE_FALSE(off.diagnostics.has_errors());
+  CHECK(off.trainer().fit->train_dataloader.find("micro_batch_size")->is_null());
+
+  std::string own_size = with_accum;
+  own_size.replace(own_size.find("  batch_size: 8\n"), 16,
+                   "  batch_size: 8\n  micro_batch_size: 4\n");
+  Loaded kept = load(own_size);
+  REQUIRE_FALSE(kept.diagnostics.has_errors());
+  CHECK(kept.trainer().fit->train_dataloader.find("micro_batch_size")->as_int() == 4);
+  CHECK(kept.trainer().validate->val_dataloader.find("micro_batch_size")->as_string() == "auto");
+
+  CHECK(load(kLegacy + "  use_cs_grad_accum: 'yes'\n").error("expected a boolean"));
+}
+
+TEST_CASE("2.4's precision keys in the model section move to trainer.init.precision") {
+  Loaded moved = load(
+      trainer_with("", "device: CSX")
+          .replace(
+              trainer_with("", "device: CSX").find("      hidden_size: 4\n"), 21,
+              "      hidden_size: 4\n      mixed_precision: true\n      fp16_type: float16\n"));
+  INFO(moved.dump());
+  REQUIRE_FALSE(moved.diagnostics.has_errors());
+  CHECK(
+      moved.warning("mixed_precision in the model section is a Model Zoo 2.4 spelling: later "
+                    "releases read it from trainer.init.precision, where csrun moves it"));
+  CHECK(moved.trainer().precision.fp16_type == HalfType::float16);
+  CHECK_FALSE(moved.trainer().model.params.contains("fp16_type"));
+}
+
+TEST_CASE("1.9's use_rms_norm becomes norm_type") {
+  Loaded loaded =
+      load(R"(train_input: {data_processor: GptHDF5MapDataProcessor, batch_size: 4, data_dir: d}
+model: {name: gpt2, vocab_size: 100, hidden_size: 64, num_heads: 4, num_hidden_layers: 2, use_rms_norm: true}
+optimizer: {optimizer_type: SGD, learning_rate: 0.1}
+runconfig: {max_steps: 2}
+)");
+  CHECK(
+      loaded.warning("use_rms_norm is a Model Zoo 1.9 key; later releases write norm_type: "
+                     "rmsnorm"));
+  CHECK(loaded.trainer().model.params.find("norm_type")->as_string() == "rmsnorm");
+  CHECK_FALSE(loaded.trainer().model.params.contains("use_rms_norm"));
+}
+
+TEST_CASE("TensorFlow-era Cosine schedules become CosineDecay with alpha as the final fraction") {
+  Loaded loaded = load(R"(train_input: {data_processor: MNISTDataProcessor, batch_size: 8}
+model: {name: fc_mnist, depth: 2, hidden_size: 16}
+optimizer:
+  optimizer_type: SGD
+  learning_rate:
+    - {scheduler: Linear, initial_learning_rate: 0.0, end_learning_rate: 0.5, steps: 10}
+    - {scheduler: Cosine, initial_learning_rate: 0.5, alpha: 0.1, decay_steps: 100, steps: 100}
+runconfig: {max_steps: 10}
+)");
+  INFO(loaded.dump());
+  REQUIRE_FALSE(loaded.diagnostics.has_errors());
+  CHECK(loaded.warning("scheduler 'Cosine' is the TensorFlow-era spelling of CosineDecay"));
+  const ClassSpec& cosine = loaded.trainer().schedulers.front().children.at(1);
+  CHECK(cosine.type == "CosineDecayLR");
+  CHECK(cosine.params.find("end_learning_rate")->as_number() == Approx(0.05));
+  CHECK(cosine.params.find("total_iters")->as_int() == 100);
+}

@@ -86,6 +86,28 @@ TEST_CASE("the data processor must be one the model reads") {
   CHECK(single.spec->processor == "MNISTDataProcessor");
 }
 
+TEST_CASE("with fake data, a processor csrun does not know is a warning, not an error") {
+  std::string loader =
+      "{data_processor: GptTfRecordsProcessor, batch_size: 4, data_dir: d, "
+      "max_sequence_length: 128, add_special_tokens: true}";
+  Checked fake = check(loader);
+  REQUIRE(fake.spec);
+  CHECK_FALSE(fake.diagnostics.has_errors());
+  CHECK(fake.spec->processor == "GptTfRecordsProcessor");
+  CHECK(fake.spec->batch_size == 4);
+  CHECK(fake.spec->max_sequence_length == 128);
+  bool warned = false;
+  for (const config::Diagnostic& d : fake.diagnostics.all())
+    warned = warned ||
+             d.message.find(
+                 "csrun does not know the data processor "
+                 "GptTfRecordsProcessor: --fake_data supplies the batches") != std::string::npos;
+  CHECK(warned);
+  CHECK(check(loader, 1, {"GptHDF5DataProcessor", "GptHDF5MapDataProcessor"}, false)
+            .error("Got: GptTfRecordsProcessor"));
+  CHECK(check("{data_processor: GptTfRecordsProcessor, data_dir: d}").error("batch_size"));
+}
+
 TEST_CASE("processor keys are checked") {
   CHECK(
       check("{data_processor: GptHDF5DataProcessor, data_dir: d, batch_size: 4, shuffel: true}")

@@ -1,0 +1,28 @@
+#pragma once
+
+#include <string>
+
+#include "diagnostics.hpp"
+#include "node.hpp"
+
+namespace csrun::config {
+
+// Migrations between Model Zoo releases: keys that an earlier release accepted in one place
+// and a later one moved, renamed or replaced. csrun reads every release, so it applies them
+// (as the Model Zoo's own config converter does) and says so in a warning.
+
+// Moves the precision keys of a model section (mixed_precision, fp16_type, use_bfloat16,
+// precision_opt_level) into `precision`: mixed_precision becomes enabled and use_bfloat16: true
+// becomes fp16_type: bfloat16. `release_note`, when not empty, is the warning given for each
+// key moved (legacy files keep them in the model section by design: no warning there).
+void move_model_precision_keys(Node& model, Node& precision, const std::string& release_note,
+                               Diagnostics& diagnostics);
+
+// Model keys that later releases spell differently: 1.9's use_rms_norm: true becomes
+// norm_type: rmsnorm.
+void migrate_model_keys(Node& model, Diagnostics& diagnostics);
+
+// Applies the migrations of trainer-format files in place (one trainer's tree).
+void migrate_trainer_tree(Node& trainer, Diagnostics& diagnostics);
+
+}  // namespace csrun::config
