@@ -512,12 +512,13 @@ class LegacyConverter {
                          "initial_learning_rate");
     migrated.set("scheduler",
                  Node::make_string("CosineDecay", name->value.mark(), name->value.path()));
-    std::optional<Node> alpha = migrated.take("alpha");
+    // An alpha that cannot be converted stays, so the schedule's check reports it unused.
+    const Node* alpha = legacy.find("alpha");
     const Node* initial = legacy.find("initial_learning_rate");
-    if (alpha && alpha->is_number() && initial && initial->is_number()) {
-      migrated.set("end_learning_rate", Node::make_number(alpha->as_number() * initial->as_number(),
-                                                          alpha->mark(), alpha->path()));
-    }
+    if (!alpha || !alpha->is_number() || !initial || !initial->is_number()) return migrated;
+    migrated.take("alpha");
+    migrated.set("end_learning_rate", Node::make_number(alpha->as_number() * initial->as_number(),
+                                                        alpha->mark(), alpha->path()));
     return migrated;
   }
 
