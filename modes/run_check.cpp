@@ -1,7 +1,6 @@
 #include "run_check.hpp"
 
 #include <algorithm>
-#include <fstream>
 #include <iostream>
 
 #include <nlohmann/json.hpp>
@@ -13,6 +12,7 @@
 #include "nn/optimizer.hpp"
 #include "report.hpp"
 #include "runner/model_dir.hpp"
+#include "storage/atomic_file.hpp"
 #include "wafer/placement_svg.hpp"
 
 namespace csrun::modes {
@@ -215,20 +215,15 @@ std::optional<CheckedRun> validation_stage(const RunOptions& options, const char
 
 namespace {
 
-void write_file(const std::filesystem::path& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary);
-  out << text;
-  if (!out) throw std::runtime_error(path.string() + ": cannot write");
-}
-
 // report.json, kernels.tsv and, for wafer plans, placement.svg beside a new plan.
 void write_artifacts(const config::TrainerSpec& trainer, const TraceSummary& trace,
                      const PlannedTrainer& planned) {
-  write_file(planned.directory / "report.json",
-             compile_report_json(trainer, trace, planned).dump(2) + "\n");
-  write_file(planned.directory / "kernels.tsv", kernel_table(planned.plan));
+  storage::write_file_atomically(planned.directory / "report.json",
+                                 compile_report_json(trainer, trace, planned).dump(2) + "\n");
+  storage::write_file_atomically(planned.directory / "kernels.tsv", kernel_table(planned.plan));
   if (planned.plan.mapping.mode != compiler::ExecutionMode::none)
-    write_file(planned.directory / "placement.svg", wafer::placement_svg(planned.plan));
+    storage::write_file_atomically(planned.directory / "placement.svg",
+                                   wafer::placement_svg(planned.plan));
 }
 
 int report_failure(const CheckedRun& checked, const RunOptions& options, const char* command,

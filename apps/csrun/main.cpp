@@ -4,6 +4,7 @@
 #include <CLI/CLI.hpp>
 
 #include <charconv>
+#include <csignal>
 #include <cstdint>
 #include <filesystem>
 #include <functional>
@@ -273,6 +274,9 @@ std::string version_text() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // A file-size limit (ulimit -f, a cluster's policy) then fails the write with "File too large",
+  // which csrun reports and survives with every earlier file intact, instead of a core dump.
+  std::signal(SIGXFSZ, SIG_IGN);
   CLI::App app{
       "csrun: the Cerebras Model Zoo workflow (validate, compile, train, eval) on any "
       "Linux machine or SLURM cluster.\nParams files are Model Zoo YAML, legacy or trainer "

@@ -1,13 +1,12 @@
 #include "plan_format.hpp"
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <cerrno>
 #include <cstring>
 #include <fstream>
 #include <sstream>
 #include <type_traits>
+
+#include "storage/atomic_file.hpp"
 
 namespace csrun::compiler {
 
@@ -448,17 +447,6 @@ std::string read_file(const std::filesystem::path& path) {
   return bytes.str();
 }
 
-void write_all(int fd, const std::string& bytes, const std::filesystem::path& path) {
-  std::size_t written = 0;
-  while (written < bytes.size()) {
-    ssize_t n = ::write(fd, bytes.data() + written, bytes.size() - written);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0)
-      throw std::runtime_error(path.string() + ": cannot write the plan: " + std::strerror(errno));
-    written += static_cast<std::size_t>(n);
-  }
-}
-
 }  // namespace
 
 std::string encode_plan(const Plan& plan) {
@@ -500,24 +488,7 @@ Plan decode_plan(const std::string& bytes, const std::string& origin) {
 }
 
 void save_plan(const Plan& plan, const std::filesystem::path& path) {
-  std::string bytes = encode_plan(plan);
-  std::filesystem::path temporary = path;
-  temporary += ".tmp-" + std::to_string(::getpid());
-  int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0)
-    throw std::runtime_error(temporary.string() +
-                             ": cannot create the plan: " + std::strerror(errno));
-  try {
-    write_all(fd, bytes, temporary);
-    if (::fsync(fd) != 0)
-      throw std::runtime_error(temporary.string() + ": fsync failed: " + std::strerror(errno));
-  } catch (...) {
-    ::close(fd);
-    std::filesystem::remove(temporary);
-    throw;
-  }
-  ::close(fd);
-  std::filesystem::rename(temporary, path);
+  storage::write_file_atomically(path, encode_plan(plan));
 }
 
 Plan load_plan(const std::filesystem::path& path) {

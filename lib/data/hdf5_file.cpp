@@ -36,7 +36,7 @@ class Handle {
 Hdf5File::Hdf5File(const std::string& path) {
   silence_hdf5();
   if (H5Fis_hdf5(path.c_str()) <= 0) {
-    error_ = "not an HDF5 file";
+    error_ = "is not an HDF5 file";
     return;
   }
   file_ = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
@@ -70,9 +70,12 @@ std::optional<Hdf5File::DatasetInfo> Hdf5File::dataset(const std::string& name) 
   return info;
 }
 
-std::optional<std::int64_t> Hdf5File::integer_attribute(const std::string& name) const {
-  if (!is_open() || H5Aexists(file_, name.c_str()) <= 0) return std::nullopt;
-  Handle attribute(H5Aopen(file_, name.c_str(), H5P_DEFAULT), H5Aclose);
+std::optional<std::int64_t> Hdf5File::integer_attribute(const std::string& name,
+                                                        const std::string& object) const {
+  if (!is_open() || H5Aexists_by_name(file_, object.c_str(), name.c_str(), H5P_DEFAULT) <= 0)
+    return std::nullopt;
+  Handle attribute(H5Aopen_by_name(file_, object.c_str(), name.c_str(), H5P_DEFAULT, H5P_DEFAULT),
+                   H5Aclose);
   if (!attribute.valid()) return std::nullopt;
   long long value = 0;
   if (H5Aread(attribute.get(), H5T_NATIVE_LLONG, &value) < 0) return std::nullopt;
@@ -141,9 +144,13 @@ std::optional<std::vector<std::int32_t>> Hdf5File::read_int32(const std::string&
   return read_all<std::int32_t>(file_, name, H5T_NATIVE_INT32);
 }
 
-Hdf5Writer::Hdf5Writer(const std::string& path) : path_(path) {
+Hdf5Writer::Hdf5Writer(const std::string& path, Target target) : path_(path) {
   silence_hdf5();
-  file_ = H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+  Handle access(H5Pcreate(H5P_FILE_ACCESS), H5Pclose);
+  constexpr std::size_t kGrowth = std::size_t{64} << 20;
+  if (target == Target::memory && H5Pset_fapl_core(access.get(), kGrowth, false) < 0)
+    throw std::runtime_error("cannot create the HDF5 file " + path + " in memory");
+  file_ = H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, access.get());
   if (file_ < 0) throw std::runtime_error("cannot create the HDF5 file " + path);
 }
 
@@ -181,13 +188,7 @@ void Hdf5Writer::write(const std::string& name, const std::vector<std::uint64_t>
 }
 
 void Hdf5Writer::set_attribute(const std::string& name, std::int64_t value) {
-  Handle space(H5Screate(H5S_SCALAR), H5Sclose);
-  Handle attribute(
-      H5Acreate2(file_, name.c_str(), H5T_STD_I64LE, space.get(), H5P_DEFAULT, H5P_DEFAULT),
-      H5Aclose);
-  long long stored = value;
-  if (!attribute.valid() || H5Awrite(attribute.get(), H5T_NATIVE_LLONG, &stored) < 0)
-    throw std::runtime_error("cannot write attribute '" + name + "' to " + path_);
+  set_dataset_attribute(".", name, value);
 }
 
 void Hdf5Writer::set_attribute(const std::string& name, const std::string& value) {
@@ -198,6 +199,29 @@ void Hdf5Writer::set_attribute(const std::string& name, const std::string& value
       H5Acreate2(file_, name.c_str(), type.get(), space.get(), H5P_DEFAULT, H5P_DEFAULT), H5Aclose);
   if (!attribute.valid() || H5Awrite(attribute.get(), type.get(), value.c_str()) < 0)
     throw std::runtime_error("cannot write attribute '" + name + "' to " + path_);
+}
+
+void Hdf5Writer::set_dataset_attribute(const std::string& dataset, const std::string& name,
+                                       std::int64_t value) {
+  Handle space(H5Screate(H5S_SCALAR), H5Sclose);
+  Handle attribute(H5Acreate_by_name(file_, dataset.c_str(), name.c_str(), H5T_STD_I64LE,
+                                     space.get(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
+                   H5Aclose);
+  long long stored = value;
+  if (!attribute.valid() || H5Awrite(attribute.get(), H5T_NATIVE_LLONG, &stored) < 0)
+    throw std::runtime_error("cannot write attribute '" + name + "'" +
+                             (dataset == "." ? "" : " of '" + dataset + "'") + " to " + path_);
+}
+
+std::string Hdf5Writer::image() {
+  if (H5Fflush(file_, H5F_SCOPE_GLOBAL) < 0)
+    throw std::runtime_error("cannot build the HDF5 file " + path_ + " in memory");
+  ssize_t size = H5Fget_file_image(file_, nullptr, 0);
+  std::string bytes(size > 0 ? static_cast<std::size_t>(size) : 0, '\0');
+  if (size <= 0 || H5Fget_file_image(file_, bytes.data(), bytes.size()) != size)
+    throw std::runtime_error("cannot build the HDF5 file " + path_ + " in memory");
+  close();
+  return bytes;
 }
 
 void Hdf5Writer::close() {

@@ -12,7 +12,7 @@ namespace csrun::data {
 // reading its data. Errors come back as messages, never as HDF5's own stderr output.
 class Hdf5File {
  public:
-  // Opens `path`; on failure `error()` says why.
+  // Opens `path`; on failure `error()` says why, as a predicate: "<path> <error()>".
   explicit Hdf5File(const std::string& path);
   ~Hdf5File();
   Hdf5File(const Hdf5File&) = delete;
@@ -29,7 +29,9 @@ class Hdf5File {
   };
   bool has_dataset(const std::string& name) const;
   std::optional<DatasetInfo> dataset(const std::string& name) const;
-  std::optional<std::int64_t> integer_attribute(const std::string& name) const;
+  // An attribute of the file, or of the object (dataset) `object` names.
+  std::optional<std::int64_t> integer_attribute(const std::string& name,
+                                                const std::string& object = ".") const;
   std::optional<std::string> string_attribute(const std::string& name) const;
   // The datasets at the file's root, by name.
   std::vector<std::string> dataset_names() const;
@@ -47,7 +49,10 @@ class Hdf5File {
 // dataset when HDF5 fails (a full disk, a directory that cannot be written).
 class Hdf5Writer {
  public:
-  explicit Hdf5Writer(const std::string& path);  // creates or truncates
+  // On disk: creates or truncates `path`. In memory: nothing touches the disk; image() returns
+  // the file's bytes for the caller to store (a full disk then cannot leave HDF5 half-closed).
+  enum class Target { disk, memory };
+  explicit Hdf5Writer(const std::string& path, Target target = Target::disk);
   ~Hdf5Writer();
   Hdf5Writer(const Hdf5Writer&) = delete;
   Hdf5Writer& operator=(const Hdf5Writer&) = delete;
@@ -58,8 +63,12 @@ class Hdf5Writer {
              const std::vector<std::int32_t>& values);
   void set_attribute(const std::string& name, std::int64_t value);
   void set_attribute(const std::string& name, const std::string& value);
+  void set_dataset_attribute(const std::string& dataset, const std::string& name,
+                             std::int64_t value);
   // Flushes and closes; errors surface here rather than in the destructor.
   void close();
+  // An in-memory file's bytes; closes it.
+  std::string image();
 
  private:
   void write_raw(const std::string& name, const std::vector<std::uint64_t>& dims,

@@ -1,13 +1,15 @@
 #include "checkpoint.hpp"
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <algorithm>
+#include <charconv>
+#include <cstdio>
 #include <filesystem>
+#include <limits>
 #include <regex>
 
 #include "data/hdf5_file.hpp"
+#include "storage/atomic_file.hpp"
+#include "storage/crc32c.hpp"
 
 namespace csrun::runner {
 
@@ -15,12 +17,58 @@ namespace {
 
 namespace fs = std::filesystem;
 
-void fsync_path(const fs::path& path, int flags) {
-  int descriptor = ::open(path.c_str(), flags);
-  if (descriptor < 0) throw std::runtime_error("cannot open " + path.string() + " to sync it");
-  int synced = ::fsync(descriptor);
-  ::close(descriptor);
-  if (synced != 0) throw std::runtime_error("cannot sync " + path.string() + " to disk");
+constexpr char kChecksum[] = "csrun_crc32c";
+
+// The bytes a dataset holds as csrun stores it: little-endian int32 or float32.
+template <class Stored>
+std::uint32_t checksum_as(const std::vector<double>& values) {
+  std::vector<Stored> stored(values.begin(), values.end());
+  return storage::crc32c(std::string_view(reinterpret_cast<const char*>(stored.data()),
+                                          stored.size() * sizeof(Stored)));
+}
+
+std::uint32_t checksum(const CheckpointTensor& tensor) {
+  return tensor.integer ? checksum_as<std::int32_t>(tensor.values)
+                        : checksum_as<float>(tensor.values);
+}
+
+void check_not_a_file(const std::string& path) {
+  std::error_code error;
+  fs::file_status status = fs::status(path, error);
+  if (status.type() == fs::file_type::not_found)
+    throw CheckpointError("checkpoint " + path + " does not exist");
+  if (status.type() == fs::file_type::directory)
+    throw CheckpointError("checkpoint " + path + " is a directory, not a checkpoint file");
+  if (status.type() != fs::file_type::regular)
+    throw CheckpointError("checkpoint " + path +
+                          " is not a regular file (a FIFO, socket or device?)");
+}
+
+// The loop state a run resumes from: a step counter and a dataloader position.
+void check_loop_state(const Checkpoint& checkpoint, const std::string& path) {
+  auto counter = [&](const std::string& key, std::int64_t limit) {
+    auto found = checkpoint.tensors.find(key);
+    if (found == checkpoint.tensors.end()) return;
+    const CheckpointTensor& tensor = found->second;
+    if (tensor.values.size() != 1) {
+      throw CheckpointError("checkpoint " + path + ": '" + key + "' holds " +
+                            std::to_string(tensor.values.size()) + " values, not one");
+    }
+    double value = tensor.values[0];
+    if (tensor.integer && value >= 0 && value <= static_cast<double>(limit)) return;
+    char shown[32];
+    std::snprintf(shown, sizeof shown, "%.17g", value);
+    throw CheckpointError("checkpoint " + path + ": '" + key + "' is " + shown +
+                          (tensor.integer ? "" : ", stored as a float") +
+                          "; it must be an integer from 0 to " + std::to_string(limit) +
+                          " (a damaged or hand-edited file?)");
+  };
+  // The step counter must still count up: the graph holds it as a 32-bit integer.
+  constexpr std::int64_t kLastStep = std::numeric_limits<std::int32_t>::max() - 1;
+  counter("global_step", kLastStep);
+  counter("lr_scheduler.last_epoch", kLastStep);
+  counter("dataloader.epoch", std::numeric_limits<std::int32_t>::max());
+  counter("dataloader.samples_in_epoch", std::numeric_limits<std::int32_t>::max());
 }
 
 }  // namespace
@@ -32,38 +80,26 @@ std::int64_t Checkpoint::global_step() const {
 }
 
 void save_checkpoint(const std::string& path, const Checkpoint& checkpoint) {
-  fs::path target(path);
-  fs::path temporary = target;
-  temporary += ".tmp." + std::to_string(::getpid());
-  try {
-    data::Hdf5Writer writer(temporary.string());
-    for (const auto& [key, tensor] : checkpoint.tensors) {
-      if (tensor.integer) {
-        writer.write(key, tensor.dims,
-                     std::vector<std::int32_t>(tensor.values.begin(), tensor.values.end()));
-      } else {
-        writer.write(key, tensor.dims,
-                     std::vector<float>(tensor.values.begin(), tensor.values.end()));
-      }
+  data::Hdf5Writer writer(path, data::Hdf5Writer::Target::memory);
+  for (const auto& [key, tensor] : checkpoint.tensors) {
+    if (tensor.integer) {
+      writer.write(key, tensor.dims,
+                   std::vector<std::int32_t>(tensor.values.begin(), tensor.values.end()));
+    } else {
+      writer.write(key, tensor.dims,
+                   std::vector<float>(tensor.values.begin(), tensor.values.end()));
     }
-    writer.set_attribute("__metadata__", checkpoint.metadata);
-    writer.close();
-    fsync_path(temporary, O_RDONLY);
-    fs::rename(temporary, target);
-    fsync_path(target.has_parent_path() ? target.parent_path() : fs::path("."),
-               O_RDONLY | O_DIRECTORY);
-  } catch (...) {
-    std::error_code ignored;
-    fs::remove(temporary, ignored);
-    throw;
+    writer.set_dataset_attribute(key, kChecksum, checksum(tensor));
   }
+  writer.set_attribute("__metadata__", checkpoint.metadata);
+  storage::write_file_atomically(path, writer.image());
 }
 
 Checkpoint load_checkpoint(const std::string& path) {
-  if (!fs::is_regular_file(path)) throw CheckpointError("checkpoint " + path + " does not exist");
+  check_not_a_file(path);
   data::Hdf5File file(path);
   if (!file.is_open()) {
-    throw CheckpointError("checkpoint " + path + " is " + file.error() +
+    throw CheckpointError("checkpoint " + path + " " + file.error() +
                           ": truncated, corrupt, or not written by csrun or the Model Zoo");
   }
   Checkpoint checkpoint;
@@ -75,10 +111,17 @@ Checkpoint load_checkpoint(const std::string& path) {
       throw CheckpointError("checkpoint " + path + ": the entry '" + key +
                             "' cannot be read as numbers (damaged file?)");
     }
-    checkpoint.tensors[key] = CheckpointTensor{info->dims, info->is_integer, std::move(*values)};
+    CheckpointTensor tensor{info->dims, info->is_integer, std::move(*values)};
+    auto expected = file.integer_attribute(kChecksum, key);
+    if (expected && static_cast<std::uint32_t>(*expected) != checksum(tensor)) {
+      throw CheckpointError("checkpoint " + path + ": the entry '" + key +
+                            "' does not match its checksum: the file is corrupt");
+    }
+    checkpoint.tensors[key] = std::move(tensor);
   }
   if (!checkpoint.tensors.contains("global_step"))
     throw CheckpointError("checkpoint " + path + " has no global_step: not a training checkpoint");
+  check_loop_state(checkpoint, path);
   return checkpoint;
 }
 
@@ -90,11 +133,23 @@ std::vector<std::pair<std::int64_t, std::string>> find_checkpoints(const std::st
   for (const fs::directory_entry& entry : fs::directory_iterator(directory, error)) {
     std::smatch match;
     std::string file = entry.path().filename().string();
-    if (std::regex_match(file, match, name))
-      found.emplace_back(std::stoll(match[1].str()), entry.path().string());
+    if (!std::regex_match(file, match, name)) continue;
+    std::int64_t step = 0;
+    std::string digits = match[1].str();
+    auto parsed = std::from_chars(digits.data(), digits.data() + digits.size(), step);
+    if (parsed.ec == std::errc()) found.emplace_back(step, entry.path().string());
   }
   std::sort(found.begin(), found.end());
   return found;
+}
+
+std::vector<std::string> remove_stale_checkpoint_files(const std::string& directory) {
+  std::vector<std::string> removed;
+  std::error_code error;
+  if (!fs::is_directory(directory, error)) return removed;
+  for (const fs::path& path : storage::remove_stale_temporaries(directory, ".mdl"))
+    removed.push_back(path.string());
+  return removed;
 }
 
 }  // namespace csrun::runner

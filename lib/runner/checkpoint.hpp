@@ -22,7 +22,8 @@ struct CheckpointTensor {
 
 // A checkpoint_<step>.mdl file: HDF5 with one dataset per flattened dotted key, as the Model
 // Zoo's (model.*, optimizer.*, lr_scheduler.*, grad_scaler.*, dataloader.*, global_step), and a
-// __metadata__ attribute (JSON: csrun version, model, device).
+// __metadata__ attribute (JSON: csrun version, model, device). csrun gives each dataset a
+// csrun_crc32c attribute: the CRC-32C of its stored bytes, verified on load.
 struct Checkpoint {
   std::map<std::string, CheckpointTensor> tensors;
   std::string metadata;
@@ -30,14 +31,19 @@ struct Checkpoint {
   std::int64_t global_step() const;  // the "global_step" entry, or 0
 };
 
-// Writes atomically: a temporary file in the same directory, flushed and fsync'ed, renamed over
-// `path`, then the directory fsync'ed. A crash leaves the old file or the new one, never half.
+// Builds the file in memory, then writes it atomically (storage::write_file_atomically): a crash
+// or a full disk leaves the old file or the new one, never half, and the error says why.
 void save_checkpoint(const std::string& path, const Checkpoint& checkpoint);
 
-// Throws CheckpointError for a missing, truncated, corrupt or non-checkpoint file.
+// Throws CheckpointError for a missing, truncated, corrupt (a checksum that does not match) or
+// non-checkpoint file, and for loop state out of range (global_step, dataloader position).
 Checkpoint load_checkpoint(const std::string& path);
 
-// checkpoint_<step>.mdl files of `directory`, by step (ascending).
+// checkpoint_<step>.mdl entries of `directory`, by step (ascending). A name whose step does not
+// fit a 64-bit integer is no checkpoint of any run and is skipped.
 std::vector<std::pair<std::int64_t, std::string>> find_checkpoints(const std::string& directory);
+
+// Removes the temporary files of checkpoint writes whose process was killed; returns them.
+std::vector<std::string> remove_stale_checkpoint_files(const std::string& directory);
 
 }  // namespace csrun::runner

@@ -8,22 +8,11 @@
 #include <filesystem>
 #include <stdexcept>
 
+#include "storage/crc32c.hpp"
+
 namespace csrun::runner {
 
 namespace {
-
-constexpr std::uint32_t kCastagnoli = 0x82F63B78u;
-
-std::array<std::uint32_t, 256> crc_table() {
-  std::array<std::uint32_t, 256> table{};
-  for (std::uint32_t i = 0; i < 256; ++i) {
-    std::uint32_t crc = i;
-    for (int bit = 0; bit < 8; ++bit)
-      crc = (crc & 1u) ? (crc >> 1) ^ kCastagnoli : crc >> 1;
-    table[i] = crc;
-  }
-  return table;
-}
 
 // Protocol buffer wire format, just what Event and Summary need.
 void varint(std::string& out, std::uint64_t value) {
@@ -66,16 +55,8 @@ std::string event_header(std::int64_t step) {
 
 }  // namespace
 
-std::uint32_t crc32c(std::string_view bytes) {
-  static const std::array<std::uint32_t, 256> table = crc_table();
-  std::uint32_t crc = 0xFFFFFFFFu;
-  for (char byte : bytes)
-    crc = table[(crc ^ static_cast<std::uint8_t>(byte)) & 0xFFu] ^ (crc >> 8);
-  return crc ^ 0xFFFFFFFFu;
-}
-
 std::uint32_t masked_crc32c(std::string_view bytes) {
-  std::uint32_t crc = crc32c(bytes);
+  std::uint32_t crc = storage::crc32c(bytes);
   return ((crc >> 15) | (crc << 17)) + 0xA282EAD8u;
 }
 

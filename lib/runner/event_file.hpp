@@ -7,8 +7,7 @@
 
 namespace csrun::runner {
 
-// CRC-32C (Castagnoli), as TFRecord framing uses it, and its masked form.
-std::uint32_t crc32c(std::string_view bytes);
+// TFRecord framing's masked CRC-32C.
 std::uint32_t masked_crc32c(std::string_view bytes);
 
 // A TensorBoard event file (events.out.tfevents.<time>.<host>) of scalar summaries: TFRecord

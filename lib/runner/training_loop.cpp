@@ -41,6 +41,29 @@ std::string format_loss(double loss) {
   return text;
 }
 
+std::string dims_text(const std::vector<std::uint64_t>& dims) {
+  std::string text = "(";
+  for (std::size_t i = 0; i < dims.size(); ++i)
+    text += (i ? ", " : "") + std::to_string(dims[i]);
+  return text + (dims.size() == 1 ? ",)" : ")");
+}
+
+// A checkpoint entry loads into a model variable only with its exact shape and kind of number.
+void check_fits(const CheckpointTensor& stored, const graph::TensorType& type,
+                const std::string& key, const std::string& path) {
+  std::vector<std::uint64_t> dims(type.shape.begin(), type.shape.end());
+  if (stored.dims != dims) {
+    throw CheckpointError("checkpoint " + path + ": '" + key + "' has shape " +
+                          dims_text(stored.dims) + "; the model's is " + dims_text(dims));
+  }
+  bool integer_variable = !graph::is_floating(type.dtype);
+  if (stored.integer != integer_variable) {
+    throw CheckpointError("checkpoint " + path + ": '" + key + "' is stored as " +
+                          (stored.integer ? "integers" : "floating-point numbers") +
+                          "; the model's is " + type.to_string());
+  }
+}
+
 void check_loss(double loss) {
   if (std::isfinite(loss)) return;
   throw std::runtime_error(std::string(std::isnan(loss) ? "NaN" : "inf") +
@@ -221,12 +244,7 @@ struct TrainingLoop::State {
         continue;
       }
       auto slot = executable.slot(variable.name);
-      std::int64_t expected = graph::element_count(executable.type(slot).shape);
-      if (static_cast<std::int64_t>(found->second.values.size()) != expected) {
-        throw CheckpointError("checkpoint " + path + ": '" + variable.name + "' holds " +
-                              std::to_string(found->second.values.size()) +
-                              " values; the model's is " + executable.type(slot).to_string());
-      }
+      check_fits(found->second, executable.type(slot), variable.name, path);
       executable.write(slot, std::span<const double>(found->second.values));
     }
     if (state_wanted("global_step")) run.global_step = checkpoint.global_step();
@@ -328,8 +346,14 @@ struct TrainingLoop::State {
     if (!train || !setup.train_loader) throw std::logic_error("fit needs a training step");
     initialize(*train);
     train_feed.emplace(open_batches(data::LoaderRole::train), *setup.train, *train);
+    for (const std::string& path : remove_stale_checkpoint_files(checkpoint_directory()))
+      log.warning("Removed " + path + ", left by a checkpoint write that was killed");
     load_into(*train, checkpoint_to_load(trainer.fit ? &trainer.fit->checkpoint : nullptr));
     std::int64_t total = steps_to_run();
+    if (total == 0 && trainer.loop.max_steps) {
+      log.info("The run is at step " + std::to_string(run.global_step) + ", max_steps is " +
+               std::to_string(*trainer.loop.max_steps) + ": there is nothing left to train.");
+    }
     train_feed->expect(total);
     std::int64_t every_eval = eval_every(total);
     std::int64_t log_steps = std::max<std::int64_t>(1, trainer.logging.log_steps);

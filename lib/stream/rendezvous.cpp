@@ -1,12 +1,11 @@
 #include "rendezvous.hpp"
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <array>
 #include <fstream>
 #include <stdexcept>
 #include <thread>
+
+#include "storage/atomic_file.hpp"
 
 namespace csrun::stream {
 
@@ -27,19 +26,10 @@ std::string make_secret() {
 }
 
 void write_rendezvous(const fs::path& file, const Rendezvous& rendezvous) {
-  fs::path temporary = file;
-  temporary += ".tmp";
-  int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-  if (fd < 0) throw std::runtime_error("cannot write the rendezvous file " + temporary.string());
   std::string text = "address " + rendezvous.address + "\nsecret " + rendezvous.secret + "\n" +
                      (rendezvous.finished ? "finished yes\n" : "");
-  bool written = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size()) &&
-                 ::fsync(fd) == 0;
-  ::close(fd);
-  if (!written || std::rename(temporary.c_str(), file.c_str()) != 0) {
-    fs::remove(temporary);
-    throw std::runtime_error("cannot write the rendezvous file " + file.string());
-  }
+  // Only the job's user may read the secret.
+  storage::write_file_atomically(file, text, 0600);
 }
 
 std::optional<Rendezvous> read_rendezvous(const fs::path& file) {

@@ -125,7 +125,7 @@ TEST_CASE("GPT HDF5 files: layout, sequence length and example count") {
         std::string::npos);
   std::filesystem::remove(base + "/e.h5");
   std::ofstream(base + "/f.h5") << "not hdf5";
-  CHECK(check_files(loader + "}", kGpt).find("f.h5 not an HDF5 file") != std::string::npos);
+  CHECK(check_files(loader + "}", kGpt).find("f.h5 is not an HDF5 file") != std::string::npos);
 }
 
 TEST_CASE("BERT CSV: meta.dat lists the files") {

@@ -45,10 +45,73 @@ TEST_CASE("a truncated, corrupt or foreign checkpoint is an error naming the fil
   CHECK_THROWS_AS(load_checkpoint((dir.path() / "missing.mdl").string()), CheckpointError);
 }
 
+namespace {
+
+std::string read_bytes(const std::string& path) {
+  std::ifstream file(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(file), std::istreambuf_iterator<char>()};
+}
+
+Checkpoint small_checkpoint() {
+  Checkpoint checkpoint;
+  checkpoint.tensors["global_step"] = {{}, true, {7}};
+  std::vector<double> weights;
+  for (int i = 0; i < 64; ++i)
+    weights.push_back(0.25 * i + 1.0);
+  checkpoint.tensors["model.w"] = {{8, 8}, false, weights};
+  return checkpoint;
+}
+
+}  // namespace
+
+TEST_CASE("a flipped bit in a tensor's data is an error naming the file and the entry") {
+  csrun::test::TempDir dir;
+  Checkpoint written = small_checkpoint();
+  std::string path = (dir.path() / "checkpoint_7.mdl").string();
+  save_checkpoint(path, written);
+  std::string bytes = read_bytes(path);
+  std::vector<float> stored(written.tensors["model.w"].values.begin(),
+                            written.tensors["model.w"].values.end());
+  auto at = bytes.find(std::string(reinterpret_cast<const char*>(stored.data()), 64));
+  REQUIRE(at != std::string::npos);
+  bytes[at + 41] = static_cast<char>(bytes[at + 41] ^ 0x10);
+  std::ofstream(path, std::ios::binary) << bytes;
+  CHECK_THROWS_WITH(
+      load_checkpoint(path),
+      Catch::Contains(path) && Catch::Contains("'model.w' does not match its checksum"));
+}
+
+TEST_CASE("loop state out of range is an error naming the file and the key") {
+  csrun::test::TempDir dir;
+  std::string path = (dir.path() / "checkpoint_1.mdl").string();
+  auto rejected = [&](const std::string& key, CheckpointTensor value, const std::string& text) {
+    Checkpoint checkpoint = small_checkpoint();
+    checkpoint.tensors[key] = std::move(value);
+    save_checkpoint(path, checkpoint);
+    INFO(key);
+    CHECK_THROWS_WITH(load_checkpoint(path), Catch::Contains(path) && Catch::Contains(text));
+  };
+  rejected("global_step", {{}, true, {-5}}, "'global_step' is -5; it must be an integer from 0");
+  rejected("global_step", {{}, true, {2147483647}}, "'global_step' is 2147483647");
+  rejected("global_step", {{}, false, {3.5}}, "'global_step' is 3.5, stored as a float");
+  rejected("global_step", {{2}, true, {1, 2}}, "'global_step' holds 2 values, not one");
+  rejected("dataloader.samples_in_epoch", {{}, true, {-1}}, "'dataloader.samples_in_epoch' is -1");
+}
+
+TEST_CASE("a checkpoint path that is no file says what it is") {
+  csrun::test::TempDir dir;
+  std::filesystem::create_directory(dir.path() / "checkpoint_40.mdl");
+  CHECK_THROWS_WITH(load_checkpoint((dir.path() / "checkpoint_40.mdl").string()),
+                    Catch::Contains("checkpoint_40.mdl is a directory, not a checkpoint file"));
+  CHECK_THROWS_WITH(load_checkpoint((dir.path() / "checkpoint_41.mdl").string()),
+                    Catch::Contains("checkpoint_41.mdl does not exist"));
+}
+
 TEST_CASE("checkpoints are found by step, stamped duplicates last") {
   csrun::test::TempDir dir;
-  for (const char* name : {"checkpoint_20.mdl", "checkpoint_3.mdl",
-                           "checkpoint_20_20261122_101010.mdl", "other.mdl", "checkpoint_x.mdl"})
+  for (const char* name :
+       {"checkpoint_20.mdl", "checkpoint_3.mdl", "checkpoint_20_20261122_101010.mdl", "other.mdl",
+        "checkpoint_x.mdl", "checkpoint_99999999999999999999999.mdl"})
     dir.write(name, "");
   auto found = find_checkpoints(dir.path().string());
   REQUIRE(found.size() == 3);
@@ -56,9 +119,7 @@ TEST_CASE("checkpoints are found by step, stamped duplicates last") {
   CHECK(found[2].second.ends_with("checkpoint_20_20261122_101010.mdl"));
 }
 
-TEST_CASE("CRC-32C matches the standard check values") {
-  CHECK(crc32c("123456789") == 0xE3069283u);
-  CHECK(crc32c("") == 0u);
+TEST_CASE("TFRecord's masked CRC matches its check value") {
   CHECK(masked_crc32c("") == 0xA282EAD8u);
 }
 

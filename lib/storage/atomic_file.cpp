@@ -1,0 +1,113 @@
+#include "atomic_file.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <csignal>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+
+namespace csrun::storage {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string host_name() {
+  char name[256] = {};
+  if (::gethostname(name, sizeof name - 1) != 0) return "localhost";
+  return name;
+}
+
+[[noreturn]] void fail(const fs::path& path, const std::string& action) {
+  throw std::runtime_error("cannot " + action + " " + path.string() + ": " + std::strerror(errno));
+}
+
+class Descriptor {
+ public:
+  explicit Descriptor(int fd) : fd_(fd) {}
+  ~Descriptor() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  Descriptor(const Descriptor&) = delete;
+  Descriptor& operator=(const Descriptor&) = delete;
+  int get() const { return fd_; }
+  // close(2) reports a delayed write error (NFS, a full disk) that write(2) did not.
+  bool close() {
+    int fd = fd_;
+    fd_ = -1;
+    return ::close(fd) == 0;
+  }
+
+ private:
+  int fd_;
+};
+
+void write_all(const Descriptor& file, std::string_view bytes, const fs::path& path) {
+  while (!bytes.empty()) {
+    ssize_t written = ::write(file.get(), bytes.data(), bytes.size());
+    if (written < 0 && errno == EINTR) continue;
+    if (written < 0) fail(path, "write");
+    bytes.remove_prefix(static_cast<std::size_t>(written));
+  }
+}
+
+// Errors name the file the caller asked for; the temporary file is a detail it never sees.
+void write_and_sync(const fs::path& temporary, std::string_view bytes, unsigned mode,
+                    const fs::path& path) {
+  Descriptor file(::open(temporary.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode));
+  if (file.get() < 0) fail(path, "create a temporary file for");
+  write_all(file, bytes, path);
+  if (::fsync(file.get()) != 0) fail(path, "sync");
+  if (!file.close()) fail(path, "write");
+}
+
+void sync_directory(const fs::path& directory) {
+  Descriptor file(::open(directory.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (file.get() < 0) fail(directory, "open the directory");
+  if (::fsync(file.get()) != 0) fail(directory, "sync the directory");
+}
+
+}  // namespace
+
+void write_file_atomically(const fs::path& path, std::string_view bytes, unsigned mode) {
+  fs::path temporary = path;
+  temporary += ".tmp." + host_name() + "." + std::to_string(::getpid());
+  try {
+    write_and_sync(temporary, bytes, mode, path);
+    if (::rename(temporary.c_str(), path.c_str()) != 0) fail(path, "rename a new file to");
+  } catch (...) {
+    ::unlink(temporary.c_str());
+    throw;
+  }
+  sync_directory(path.has_parent_path() ? path.parent_path() : fs::path("."));
+}
+
+std::vector<fs::path> remove_stale_temporaries(const fs::path& directory,
+                                               std::string_view extension) {
+  std::vector<fs::path> removed;
+  std::error_code error;
+  const std::string host = host_name();
+  const std::string marker = std::string(extension) + ".tmp.";
+  for (const fs::directory_entry& entry : fs::directory_iterator(directory, error)) {
+    std::string name = entry.path().filename().string();
+    auto at = name.find(marker);
+    if (at == std::string::npos || !entry.is_regular_file(error)) continue;
+    // <host>.<pid>; earlier csrun versions wrote <pid> alone, always on this host.
+    std::string owner = name.substr(at + marker.size());
+    auto dot = owner.rfind('.');
+    std::string pid_text = dot == std::string::npos ? owner : owner.substr(dot + 1);
+    if (dot != std::string::npos && owner.substr(0, dot) != host) continue;
+    if (pid_text.empty() || pid_text.size() > 9 ||
+        pid_text.find_first_not_of("0123456789") != std::string::npos)
+      continue;
+    auto pid = static_cast<pid_t>(std::stol(pid_text));
+    bool alive = pid == ::getpid() || ::kill(pid, 0) == 0 || errno == EPERM;
+    if (!alive && fs::remove(entry.path(), error)) removed.push_back(entry.path());
+  }
+  return removed;
+}
+
+}  // namespace csrun::storage

@@ -1,0 +1,101 @@
+#include <catch2/catch.hpp>
+
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+
+#include "storage/atomic_file.hpp"
+#include "support/temp_dir.hpp"
+
+using namespace csrun::storage;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string read(const fs::path& path) {
+  std::ifstream file(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(file), std::istreambuf_iterator<char>()};
+}
+
+std::size_t entries(const fs::path& directory) {
+  return static_cast<std::size_t>(
+      std::distance(fs::directory_iterator(directory), fs::directory_iterator()));
+}
+
+// A process that no longer exists: a child that has exited and been reaped.
+pid_t dead_pid() {
+  pid_t child = ::fork();
+  if (child == 0) ::_exit(0);
+  ::waitpid(child, nullptr, 0);
+  return child;
+}
+
+std::string host() {
+  char name[256] = {};
+  ::gethostname(name, sizeof name - 1);
+  return name;
+}
+
+}  // namespace
+
+TEST_CASE("an atomic write replaces the file and leaves nothing else") {
+  csrun::test::TempDir dir;
+  fs::path path = dir.path() / "state.bin";
+  write_file_atomically(path, "first");
+  write_file_atomically(path, std::string(100000, 'x'));
+  CHECK(read(path) == std::string(100000, 'x'));
+  CHECK(entries(dir.path()) == 1);
+}
+
+TEST_CASE("a failed atomic write names the file and the reason and keeps the old file") {
+  csrun::test::TempDir dir;
+  CHECK_THROWS_WITH(write_file_atomically(dir.path() / "missing" / "f", "x"),
+                    Catch::Contains("missing/f: ") && Catch::Contains("No such file or directory"));
+
+  // A file-size limit fails the write as a full disk does, in a child so the limit stays there.
+  fs::path path = dir.path() / "checkpoint.mdl";
+  write_file_atomically(path, "old contents");
+  std::string message_file = (dir.path() / "message").string();
+  pid_t child = ::fork();
+  if (child == 0) {
+    std::signal(SIGXFSZ, SIG_IGN);
+    rlimit limit{4096, 4096};
+    ::setrlimit(RLIMIT_FSIZE, &limit);
+    try {
+      write_file_atomically(path, std::string(1 << 20, 'n'));
+    } catch (const std::exception& error) {
+      std::ofstream(message_file) << error.what();
+      ::_exit(0);
+    }
+    ::_exit(1);
+  }
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  REQUIRE(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+  std::string message = read(message_file);
+  CHECK_THAT(message, Catch::Contains("cannot write " + path.string() + ": File too large"));
+  CHECK(read(path) == "old contents");
+  CHECK(entries(dir.path()) == 2);  // the file and the child's message
+}
+
+TEST_CASE("temporary files of killed writers on this host are removed, others kept") {
+  csrun::test::TempDir dir;
+  std::string dead = std::to_string(dead_pid());
+  std::string alive = std::to_string(::getpid());
+  dir.write("checkpoint_4.mdl.tmp." + host() + "." + dead, "half");
+  dir.write("checkpoint_5.mdl.tmp." + dead, "half, an older csrun's name");
+  dir.write("checkpoint_6.mdl.tmp." + host() + "." + alive, "in progress");
+  dir.write("checkpoint_7.mdl.tmp.another-host.example." + dead, "another host's");
+  dir.write("plan.bin.tmp." + dead, "another kind of file");
+  dir.write("notes.mdl.tmp.text", "not a temporary file");
+  auto removed = remove_stale_temporaries(dir.path(), ".mdl");
+  REQUIRE(removed.size() == 2);
+  CHECK_FALSE(fs::exists(dir.path() / ("checkpoint_4.mdl.tmp." + host() + "." + dead)));
+  CHECK_FALSE(fs::exists(dir.path() / ("checkpoint_5.mdl.tmp." + dead)));
+  CHECK(entries(dir.path()) == 4);
+}
