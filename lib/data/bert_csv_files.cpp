@@ -28,6 +28,11 @@ struct MetaEntry {
 // The entries of `directory`/meta.dat; `problem` says what is wrong when it cannot be read.
 std::vector<MetaEntry> read_meta(const std::string& directory, std::string& problem) {
   fs::path meta = fs::path(directory) / "meta.dat";
+  if (std::string not_a_file = regular_file_problem(meta.string());
+      !not_a_file.empty() && fs::exists(meta)) {
+    problem = meta.string() + " " + not_a_file;
+    return {};
+  }
   std::ifstream lines(meta);
   if (!lines) {
     problem = "Meta file is missing in the input directory: " + directory + ".";

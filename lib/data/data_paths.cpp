@@ -75,6 +75,20 @@ std::vector<std::string> files_with_suffix(const std::string& directory,
   return files;
 }
 
+std::string regular_file_problem(const std::string& path) {
+  std::error_code error;
+  switch (fs::status(path, error).type()) {
+    case fs::file_type::regular:
+      return {};
+    case fs::file_type::not_found:
+      return "does not exist";
+    case fs::file_type::directory:
+      return "is a directory, not a file";
+    default:
+      return "is not a regular file (a FIFO, socket or device?)";
+  }
+}
+
 bool require_directory(const std::string& path, const config::Node& value,
                        config::Diagnostics& diagnostics) {
   std::error_code error;
@@ -93,10 +107,11 @@ bool require_directory(const std::string& path, const config::Node& value,
 bool require_file(const std::string& path, const config::Node& value,
                   config::Diagnostics& diagnostics) {
   std::error_code error;
-  if (fs::is_regular_file(path, error)) return true;
+  std::string problem = regular_file_problem(path);
+  if (problem.empty()) return true;
   bool exists = fs::exists(path, error);
   diagnostics.error(value.mark(), value.path(),
-                    exists ? "'" + path + "' is not a regular file"
+                    exists ? "'" + path + "' " + problem
                            : "the file '" + path +
                                  "' does not exist (relative paths start from "
                                  "the current directory, " +

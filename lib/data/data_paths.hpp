@@ -19,6 +19,10 @@ std::vector<std::string> expand_paths(const config::Node& value, config::Diagnos
 // Files in `directory` whose names end with `suffix`, sorted.
 std::vector<std::string> files_with_suffix(const std::string& directory, const std::string& suffix);
 
+// Why `path` cannot be read as a data file, as a predicate ("<path> <problem>"), or empty when it
+// is a regular file. Checked before opening: opening a FIFO would wait for a writer forever.
+std::string regular_file_problem(const std::string& path);
+
 // Reports (at `value`) a path that does not exist or is not a directory / regular file.
 bool require_directory(const std::string& path, const config::Node& value,
                        config::Diagnostics& diagnostics);

@@ -1,6 +1,10 @@
+#include <unistd.h>
+
 #include <algorithm>
 #include <array>
+#include <cstdio>
 #include <filesystem>
+#include <span>
 #include <stdexcept>
 
 #include "data_paths.hpp"
@@ -63,6 +67,23 @@ std::optional<FileLayout> read_layout(const std::string& path, std::string& prob
   return {};
 }
 
+// csrun reads a dataset whole into memory: one that cannot fit this machine is an error up
+// front, with the figures, not an allocation failure midway.
+std::string memory_problem(std::uint64_t examples, std::uint64_t length) {
+  constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+  double needed = static_cast<double>(examples) * 3.0 * static_cast<double>(length) * 4.0;
+  double machine = static_cast<double>(::sysconf(_SC_PHYS_PAGES)) *
+                   static_cast<double>(::sysconf(_SC_PAGE_SIZE));
+  if (machine <= 0 || needed <= machine / 2) return {};
+  char text[256];
+  std::snprintf(text, sizeof text,
+                "%llu examples of %llu tokens need %.1f GiB in memory (csrun reads a dataset "
+                "whole), more than half of this machine's %.1f GiB",
+                static_cast<unsigned long long>(examples), static_cast<unsigned long long>(length),
+                needed / kGiB, machine / kGiB);
+  return text;
+}
+
 // Every .h5 file of the data directories, read into memory: token rows of input_ids,
 // attention_mask and labels ([n, 3, msl]; a 5-row layout's extra rows are not read).
 class GptDataset : public Dataset {
@@ -74,6 +95,7 @@ class GptDataset : public Dataset {
       if (fields[f].name == "labels") rows_[2] = f;
       length_ = static_cast<std::uint64_t>(fields[f].elements);
     }
+    vocabulary_ = fields[rows_[0]].limit;
     for (const std::string& directory : loader.data_dirs) {
       for (const std::string& path : files_with_suffix(directory, ".h5"))
         append(path);
@@ -103,20 +125,70 @@ class GptDataset : public Dataset {
                                std::to_string(layout->sequence_length) + "; the model reads " +
                                std::to_string(length_));
     }
+    std::string too_large = memory_problem(examples_ + layout->examples, length_);
+    if (!too_large.empty()) throw std::runtime_error(path + ": " + too_large);
     Hdf5File file(path);
-    auto data = file.read_int32("data");
-    auto info = file.dataset("data");
-    if (!data || !info) throw std::runtime_error(path + ": csrun reads the 'data' layout only");
-    std::uint64_t rows = info->dims[1];
-    for (std::uint64_t e = 0; e < layout->examples; ++e) {
-      auto first = data->begin() + static_cast<std::ptrdiff_t>(e * rows * length_);
-      tokens_.insert(tokens_.end(), first, first + static_cast<std::ptrdiff_t>(3 * length_));
+    if (file.has_dataset("data")) {
+      read_data_layout(file, *layout, path);
+    } else {
+      read_example_layout(file, *layout, path);
     }
     examples_ += layout->examples;
   }
 
+  void read_data_layout(const Hdf5File& file, const FileLayout& layout, const std::string& path) {
+    auto data = file.read_int32("data");
+    auto info = file.dataset("data");
+    if (!data || !info) throw std::runtime_error(path + ": its 'data' cannot be read (damaged?)");
+    std::uint64_t rows = info->dims[1];
+    for (std::uint64_t e = 0; e < layout.examples; ++e)
+      add_example(std::span<const std::int32_t>(*data).subspan(e * rows * length_, 3 * length_),
+                  path, e);
+  }
+
+  // Release 1.6's layout: one [3, max_sequence_length] dataset example_<i> per example.
+  void read_example_layout(const Hdf5File& file, const FileLayout& layout,
+                           const std::string& path) {
+    for (std::uint64_t e = 0; e < layout.examples; ++e) {
+      std::string name = "example_" + std::to_string(e);
+      auto info = file.dataset(name);
+      auto example = file.read_int32(name);
+      if (!info || !example || info->dims != std::vector<std::uint64_t>{3, length_}) {
+        throw std::runtime_error(path + ": n_examples is " + std::to_string(layout.examples) +
+                                 " but '" + name + "' is missing or not [3, " +
+                                 std::to_string(length_) + "]");
+      }
+      add_example(*example, path, e);
+    }
+  }
+
+  void add_example(std::span<const std::int32_t> example, const std::string& path,
+                   std::uint64_t index) {
+    check_tokens(example, path, index);
+    tokens_.insert(tokens_.end(), example.begin(), example.end());
+  }
+
+  // Token ids and labels index the embedding and the softmax: one outside the vocabulary is an
+  // error here, naming the example, rather than a lookup that fails mid-run or a silent zero loss.
+  void check_tokens(std::span<const std::int32_t> example, const std::string& path,
+                    std::uint64_t index) const {
+    for (std::size_t r : {std::size_t{0}, std::size_t{2}}) {
+      auto row = example.subspan(r * length_, length_);
+      auto outside = std::find_if(row.begin(), row.end(), [&](std::int32_t token) {
+        return token < 0 || token >= vocabulary_;
+      });
+      if (outside == row.end()) continue;
+      throw std::runtime_error(
+          path + ": example " + std::to_string(index) + " has " +
+          (r == 0 ? "input_ids" : "labels") + " " + std::to_string(*outside) + " at position " +
+          std::to_string(outside - row.begin()) + ", outside the vocabulary (vocab_size " +
+          std::to_string(vocabulary_) + ": 0 to " + std::to_string(vocabulary_ - 1) + ")");
+    }
+  }
+
   std::array<std::size_t, 3> rows_{0, 1, 2};
   std::uint64_t length_ = 0;
+  std::int64_t vocabulary_ = 0;
   std::uint64_t examples_ = 0;
   std::vector<std::int32_t> tokens_;
 };
@@ -167,12 +239,14 @@ DatasetFacts check_gpt_hdf5_files(const DataloaderSpec& loader, Diagnostics& dia
   std::optional<std::int64_t> found_length;
   if (length != 0) found_length = static_cast<std::int64_t>(length);
   if (!all_checked) return {std::nullopt, found_length};
-  if (examples > 0 && examples < static_cast<std::uint64_t>(loader.batch_size)) {
+  if (examples < static_cast<std::uint64_t>(loader.batch_size)) {
     diagnostics.error(at.mark(), at.path(),
                       "the dataset holds " + std::to_string(examples) +
                           " examples, fewer than one batch of batch_size " +
                           std::to_string(loader.batch_size));
   }
+  if (std::string too_large = memory_problem(examples, length); !too_large.empty())
+    diagnostics.error(at.mark(), at.path(), "the dataset's " + too_large);
   return {static_cast<std::int64_t>(examples), found_length};
 }
 

@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <array>
 #include <filesystem>
 #include <fstream>
@@ -32,15 +33,20 @@ std::uint32_t big_endian(const unsigned char* bytes) {
          (std::uint32_t{bytes[2]} << 8) | std::uint32_t{bytes[3]};
 }
 
-std::optional<IdxHeader> read_header(const std::string& path) {
+constexpr std::streamsize kImageHeader = 16;
+constexpr std::streamsize kLabelHeader = 8;
+
+// Nothing when the file is shorter than its header: `header_bytes` of them.
+std::optional<IdxHeader> read_header(const std::string& path, std::streamsize header_bytes) {
+  if (!regular_file_problem(path).empty()) return {};
   std::ifstream file(path, std::ios::binary);
   std::array<unsigned char, 16> bytes{};
-  file.read(reinterpret_cast<char*>(bytes.data()), bytes.size());
-  if (file.gcount() < 8) return {};
+  file.read(reinterpret_cast<char*>(bytes.data()), header_bytes);
+  if (file.gcount() < header_bytes) return {};
   IdxHeader header;
   header.magic = big_endian(bytes.data());
   header.count = big_endian(bytes.data() + 4);
-  if (file.gcount() == 16) {
+  if (header_bytes == kImageHeader) {
     header.rows = big_endian(bytes.data() + 8);
     header.columns = big_endian(bytes.data() + 12);
   }
@@ -73,6 +79,16 @@ std::string labels_problem(const IdxHeader& header) {
            std::to_string(header.count) + " labels: truncated or damaged";
   }
   return {};
+}
+
+// Why an IDX file's header is not what MNISTDataProcessor reads, or empty when it is.
+std::string header_problem(const fs::path& path, const std::optional<IdxHeader>& header,
+                           std::string (*content_problem)(const IdxHeader&)) {
+  if (header) return content_problem(*header);
+  std::string problem = regular_file_problem(path.string());
+  if (!problem.empty()) return problem;
+  return content_problem == images_problem ? "is shorter than an IDX image file's 16-byte header"
+                                           : "is shorter than an IDX label file's 8-byte header";
 }
 
 std::string split_of(const DataloaderSpec& loader) {
@@ -118,9 +134,9 @@ class MnistDataset : public Dataset {
     auto [images_name, labels_name] = file_names(loader);
     if (directory.empty())
       throw std::runtime_error("no MNIST files " + images_name + " in " + loader.data_dirs.front());
-    auto images = read_header((directory / images_name).string());
-    auto labels = read_header((directory / labels_name).string());
-    std::string problem = !images ? "is too short to be an IDX file" : images_problem(*images);
+    auto images = read_header((directory / images_name).string(), kImageHeader);
+    auto labels = read_header((directory / labels_name).string(), kLabelHeader);
+    std::string problem = header_problem(directory / images_name, images, images_problem);
     if (problem.empty() && (!labels || !labels_problem(*labels).empty()))
       problem = "has no matching labels file " + labels_name;
     if (problem.empty() && labels->count != images->count)
@@ -134,9 +150,22 @@ class MnistDataset : public Dataset {
       if (fields[f].name == "input") input_field_ = f;
       if (fields[f].name == "labels") label_field_ = f;
     }
+    check_labels(directory / labels_name, fields[label_field_].limit);
   }
 
   std::int64_t size() const override { return count_; }
+
+  // As PyTorch's cross entropy does, a label outside the model's classes is an error, not a
+  // sample that trains with no loss.
+  void check_labels(const fs::path& path, std::int64_t classes) const {
+    auto outside = std::find_if(labels_.begin(), labels_.end(),
+                                [&](unsigned char label) { return label >= classes; });
+    if (outside == labels_.end()) return;
+    throw std::runtime_error(
+        path.string() + ": sample " + std::to_string(outside - labels_.begin()) + " has label " +
+        std::to_string(*outside) + ", outside the model's " + std::to_string(classes) +
+        " classes (0 to " + std::to_string(classes - 1) + "; num_classes)");
+  }
 
   void read(std::int64_t index, std::int64_t, std::int64_t row, BatchData& batch) const override {
     constexpr std::int64_t kPixels = kSide * kSide;
@@ -187,17 +216,16 @@ DatasetFacts check_mnist_files(const DataloaderSpec& loader, Diagnostics& diagno
     return {};
   }
   fs::path labels_path = directory / labels_name;
-  auto images = read_header((directory / images_name).string());
-  auto labels = read_header(labels_path.string());
-  std::string problem = !images ? "is too short to be an IDX file" : images_problem(*images);
+  auto images = read_header((directory / images_name).string(), kImageHeader);
+  auto labels = read_header(labels_path.string(), kLabelHeader);
+  std::string problem = header_problem(directory / images_name, images, images_problem);
   if (!problem.empty()) {
     diagnostics.error(data_dir.mark(), data_dir.path(),
                       (directory / images_name).string() + " " + problem);
     return {};
   }
-  problem = !fs::exists(labels_path) ? "is missing"
-            : !labels                ? "is too short to be an IDX file"
-                                     : labels_problem(*labels);
+  problem =
+      !fs::exists(labels_path) ? "is missing" : header_problem(labels_path, labels, labels_problem);
   if (!problem.empty()) {
     diagnostics.error(data_dir.mark(), data_dir.path(), labels_path.string() + " " + problem);
     return {};

@@ -7,6 +7,7 @@
 #include <limits>
 #include <regex>
 
+#include "data/data_paths.hpp"
 #include "data/hdf5_file.hpp"
 #include "storage/atomic_file.hpp"
 #include "storage/crc32c.hpp"
@@ -32,16 +33,9 @@ std::uint32_t checksum(const CheckpointTensor& tensor) {
                         : checksum_as<float>(tensor.values);
 }
 
-void check_not_a_file(const std::string& path) {
-  std::error_code error;
-  fs::file_status status = fs::status(path, error);
-  if (status.type() == fs::file_type::not_found)
-    throw CheckpointError("checkpoint " + path + " does not exist");
-  if (status.type() == fs::file_type::directory)
-    throw CheckpointError("checkpoint " + path + " is a directory, not a checkpoint file");
-  if (status.type() != fs::file_type::regular)
-    throw CheckpointError("checkpoint " + path +
-                          " is not a regular file (a FIFO, socket or device?)");
+void check_is_a_file(const std::string& path) {
+  std::string problem = data::regular_file_problem(path);
+  if (!problem.empty()) throw CheckpointError("checkpoint " + path + " " + problem);
 }
 
 // The loop state a run resumes from: a step counter and a dataloader position.
@@ -96,7 +90,7 @@ void save_checkpoint(const std::string& path, const Checkpoint& checkpoint) {
 }
 
 Checkpoint load_checkpoint(const std::string& path) {
-  check_not_a_file(path);
+  check_is_a_file(path);
   data::Hdf5File file(path);
   if (!file.is_open()) {
     throw CheckpointError("checkpoint " + path + " " + file.error() +

@@ -170,6 +170,6 @@ TEST_CASE("stray names, directories and killed writes in model_dir do not stop a
   fs::create_directory(run.checkpoint(40));
   auto directory = run.resume(12);
   CHECK(directory.exit_code == 1);
-  CHECK(directory.err.find(run.checkpoint(40) + " is a directory, not a checkpoint file") !=
+  CHECK(directory.err.find(run.checkpoint(40) + " is a directory, not a file") !=
         std::string::npos);
 }

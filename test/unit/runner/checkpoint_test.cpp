@@ -102,7 +102,7 @@ TEST_CASE("a checkpoint path that is no file says what it is") {
   csrun::test::TempDir dir;
   std::filesystem::create_directory(dir.path() / "checkpoint_40.mdl");
   CHECK_THROWS_WITH(load_checkpoint((dir.path() / "checkpoint_40.mdl").string()),
-                    Catch::Contains("checkpoint_40.mdl is a directory, not a checkpoint file"));
+                    Catch::Contains("checkpoint_40.mdl is a directory, not a file"));
   CHECK_THROWS_WITH(load_checkpoint((dir.path() / "checkpoint_41.mdl").string()),
                     Catch::Contains("checkpoint_41.mdl does not exist"));
 }
