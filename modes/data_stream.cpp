@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <charconv>
 #include <csignal>
 #include <cstdlib>
 #include <filesystem>
@@ -18,11 +19,22 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// Timeouts can be shortened for tests and for impatient clusters.
+// Timeouts can be shortened for tests and for impatient clusters; a value that is not a whole
+// number of seconds is an error, never a silent 1 s.
 std::chrono::seconds seconds_from(const char* variable, std::int64_t fallback) {
   const char* text = std::getenv(variable);
-  std::int64_t seconds = text && *text ? std::atoll(text) : fallback;
-  return std::chrono::seconds(std::max<std::int64_t>(1, seconds));
+  if (!text || !*text) return std::chrono::seconds(fallback);
+  std::string_view digits(text);
+  std::int64_t seconds = 0;
+  auto [end, error] = std::from_chars(digits.data(), digits.data() + digits.size(), seconds);
+  constexpr std::int64_t kWeek = 7 * 24 * 3600;
+  if (error != std::errc() || end != digits.data() + digits.size() || seconds < 1 ||
+      seconds > kWeek) {
+    throw std::runtime_error(std::string(variable) + "='" + text +
+                             "': expected a whole number of seconds from 1 to " +
+                             std::to_string(kWeek));
+  }
+  return std::chrono::seconds(seconds);
 }
 
 void report(const std::string& text) {
@@ -127,6 +139,7 @@ stream::WorkerOptions data_worker_options(std::int64_t rank, const std::string& 
   options.log = [name](const std::string& text) { std::cerr << name << ": " << text << "\n"; };
   const char* shared = std::getenv("CSRUN_STREAM_SHARED_MEMORY");
   options.shared_memory = !(shared && std::string_view(shared) == "0");
+  options.connect_timeout = seconds_from("CSRUN_WORKER_CONNECT_TIMEOUT", 120);
   return options;
 }
 
@@ -140,8 +153,7 @@ int serve_srun_trainers(const std::vector<config::TrainerSpec>& trainers,
     files.push_back(rendezvous_file(trainers[i], task.step, i));
   std::string name = "csrun worker (srun task " + std::to_string(task.rank) + ")";
   try {
-    stream::serve_in_turn(files, data_worker_options(task.rank, name),
-                          seconds_from("CSRUN_WORKER_CONNECT_TIMEOUT", 120));
+    stream::serve_in_turn(files, data_worker_options(task.rank, name));
     return 0;
   } catch (const std::exception& error) {
     std::cerr << name << ": " << error.what() << "\n";

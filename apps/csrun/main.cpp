@@ -70,18 +70,56 @@ const std::map<std::string, csrun::config::Severity>& logging_levels() {
   return levels;
 }
 
+// The whole of `text` as an integer of type T, or nothing (not a number, out of range).
+template <class T>
+std::optional<T> whole_integer(std::string_view text) {
+  T value = 0;
+  auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (error != std::errc() || end != text.data() + text.size()) return std::nullopt;
+  return value;
+}
+
 // Integer flags are checked here so a bad value is a usage error with a plain message.
 CLI::Validator at_least(std::int64_t minimum) {
   return CLI::Validator(
       [minimum](std::string& text) {
-        std::int64_t value = 0;
-        auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
-        if (error != std::errc() || end != text.data() + text.size() || value < minimum) {
+        auto value = whole_integer<std::int64_t>(text);
+        if (!value || *value < minimum)
           return "expected an integer >= " + std::to_string(minimum) + ", got '" + text + "'";
-        }
         return std::string();
       },
       "INT>=" + std::to_string(minimum));
+}
+
+// A seed is any 64-bit integer, as torch.manual_seed takes; a larger one is refused, not clamped.
+CLI::Validator seed_value() {
+  return CLI::Validator(
+      [](std::string& text) {
+        if (whole_integer<std::int64_t>(text)) return std::string();
+        return "expected an integer from -2^63 to 2^63-1, got '" + text + "'";
+      },
+      "INT");
+}
+
+// A ZeroMQ endpoint csrun can listen at or connect to: tcp://HOST:PORT (PORT 1 to 65535, or *
+// to listen at any free port) or ipc://PATH. ZeroMQ itself would wrap a port beyond 65535.
+CLI::Validator stream_endpoint(bool any_port) {
+  return CLI::Validator(
+      [any_port](std::string& text) {
+        const std::string usage = any_port ? "tcp://HOST:PORT (PORT 1 to 65535 or *) or ipc://PATH"
+                                           : "tcp://HOST:PORT (PORT 1 to 65535) or ipc://PATH";
+        if (text.starts_with("ipc://") && text.size() > 6) return std::string();
+        auto colon = text.rfind(':');
+        if (!text.starts_with("tcp://") || colon < 6)
+          return "expected " + usage + ", got '" + text + "'";
+        std::string port = text.substr(colon + 1);
+        if (any_port && port == "*") return std::string();
+        auto number = whole_integer<int>(port);
+        if (!number || *number < 1 || *number > 65535)
+          return "the port of '" + text + "' must be 1 to 65535" + (any_port ? " or *" : "");
+        return std::string();
+      },
+      "ENDPOINT");
 }
 
 // Local data workers run this same binary.
@@ -111,7 +149,8 @@ class Subcommand {
       app_->add_option("--stream_listen", line_.stream_listen,
                        "Take batches from data workers started elsewhere (csrun worker): listen "
                        "at this ZeroMQ endpoint, e.g. tcp://*:5555 or tcp://*:* (any port), and "
-                       "write the address and secret to model_dir/csrun-stream-N.rendezvous");
+                       "write the address and secret to model_dir/csrun-stream-N.rendezvous")
+          ->check(stream_endpoint(true));
       app_->add_option("--sample_ledger", line_.sample_ledger,
                        "Append a line per sample consumed (role, epoch, position, index, "
                        "producer) to this file");
@@ -200,7 +239,8 @@ class Subcommand {
         ->check(at_least(1));
     runconfig_flag("eval_steps", "--eval_steps", line_.eval_steps, "Number of evaluation steps")
         ->check(at_least(1));
-    runconfig_flag("seed", "--seed", line_.seed, "Random seed (overrides the params' seed)");
+    runconfig_flag("seed", "--seed", line_.seed, "Random seed (overrides the params' seed)")
+        ->check(seed_value());
     runconfig_flag("execution_mode", "--execution_mode", line_.execution_mode,
                    "How the wafer runs the model: auto, pipelined or weight_streaming "
                    "(overrides the params' backend execution_mode)")
@@ -298,8 +338,10 @@ int main(int argc, char** argv) {
   csrun::modes::WorkerCommand worker;
   CLI::App* worker_app = app.add_subcommand(
       "worker", "Serve a train or eval coordinator as a data worker (read, shard, send batches)");
-  worker_app->add_option("--connect", worker.address,
-                         "The coordinator's address (tcp://HOST:PORT or ipc://PATH)");
+  worker_app
+      ->add_option("--connect", worker.address,
+                   "The coordinator's address (tcp://HOST:PORT or ipc://PATH)")
+      ->check(stream_endpoint(false));
   worker_app->add_option("--secret_file", worker.secret_file,
                          "A rendezvous file with the address and the job's secret (else the "
                          "secret comes from CSRUN_STREAM_SECRET)");
@@ -318,6 +360,9 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& error) {
     int status = app.exit(error);
     return status == 0 ? 0 : kUsageError;
+  } catch (const std::bad_alloc&) {
+    std::cerr << "csrun: out of memory\n";
+    return 1;
   } catch (const std::exception& error) {
     std::cerr << "csrun: internal error: " << error.what() << "\n";
     return 1;

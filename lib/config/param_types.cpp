@@ -22,6 +22,14 @@ ValueType non_negative_integer() {
   return ValueType::integer(0);
 }
 
+ValueType dimension() {
+  return ValueType::integer(1, kMaxDimension);
+}
+
+ValueType layer_count() {
+  return ValueType::integer(1, kMaxLayers);
+}
+
 ValueType beta_pair() {
   return ValueType::list_of(ValueType::number({0.0, 1.0, false, true}), 2, 2);
 }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iomanip>
 #include <sstream>
 
 #include "schema.hpp"
@@ -13,7 +14,7 @@ namespace {
 
 std::string format_bound(double value) {
   std::ostringstream out;
-  out << value;
+  out << std::setprecision(15) << value;
   return out.str();
 }
 

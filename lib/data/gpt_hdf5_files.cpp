@@ -1,8 +1,5 @@
-#include <unistd.h>
-
 #include <algorithm>
 #include <array>
-#include <cstdio>
 #include <filesystem>
 #include <span>
 #include <stdexcept>
@@ -11,6 +8,7 @@
 #include "dataset.hpp"
 #include "hdf5_file.hpp"
 #include "processor_registry.hpp"
+#include "storage/host_memory.hpp"
 
 namespace csrun::data {
 
@@ -70,18 +68,13 @@ std::optional<FileLayout> read_layout(const std::string& path, std::string& prob
 // csrun reads a dataset whole into memory: one that cannot fit this machine is an error up
 // front, with the figures, not an allocation failure midway.
 std::string memory_problem(std::uint64_t examples, std::uint64_t length) {
-  constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
   double needed = static_cast<double>(examples) * 3.0 * static_cast<double>(length) * 4.0;
-  double machine = static_cast<double>(::sysconf(_SC_PHYS_PAGES)) *
-                   static_cast<double>(::sysconf(_SC_PAGE_SIZE));
+  auto machine = static_cast<double>(storage::physical_memory_bytes());
   if (machine <= 0 || needed <= machine / 2) return {};
-  char text[256];
-  std::snprintf(text, sizeof text,
-                "%llu examples of %llu tokens need %.1f GiB in memory (csrun reads a dataset "
-                "whole), more than half of this machine's %.1f GiB",
-                static_cast<unsigned long long>(examples), static_cast<unsigned long long>(length),
-                needed / kGiB, machine / kGiB);
-  return text;
+  return std::to_string(examples) + " examples of " + std::to_string(length) + " tokens need " +
+         storage::gibibytes(needed) +
+         " in memory (csrun reads a dataset whole), more than half of this machine's " +
+         storage::gibibytes(machine);
 }
 
 // Every .h5 file of the data directories, read into memory: token rows of input_ids,

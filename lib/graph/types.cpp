@@ -1,6 +1,7 @@
 #include "types.hpp"
 
 #include <algorithm>
+#include <stdexcept>
 
 namespace csrun::graph {
 
@@ -43,8 +44,11 @@ std::size_t dtype_size(DType dtype) {
 
 std::int64_t element_count(const Shape& shape) {
   std::int64_t count = 1;
-  for (std::int64_t dim : shape)
-    count *= dim;
+  for (std::int64_t dim : shape) {
+    if (__builtin_mul_overflow(count, dim, &count))
+      throw std::overflow_error("a tensor of shape " + shape_string(shape) +
+                                " has more elements than a 64-bit count holds");
+  }
   return count;
 }
 

@@ -13,18 +13,18 @@ using T = ValueType;
 
 std::vector<Field> bert_encoder_fields(bool disable_nsp) {
   std::vector<Field> fields = {
-      default_field("vocab_size", positive_integer(), value(30522)),
-      default_field("hidden_size", positive_integer(), value(768)),
-      default_field("num_hidden_layers", positive_integer(), value(12)),
-      default_field("num_heads", positive_integer(), value(12)),
-      default_field("filter_size", positive_integer(), value(3072)),
+      default_field("vocab_size", dimension(), value(30522)),
+      default_field("hidden_size", dimension(), value(768)),
+      default_field("num_hidden_layers", layer_count(), value(12)),
+      default_field("num_heads", dimension(), value(12)),
+      default_field("filter_size", dimension(), value(3072)),
       default_field("encoder_nonlinearity", activation_type(), value("gelu")),
       default_field("pooler_nonlinearity", activation_type(), value("tanh")),
       default_field("mlm_nonlinearity", activation_type(), value("gelu")),
       default_field("dropout_rate", dropout_type(), value(0.1)),
       optional_field("attention_dropout_rate", dropout_type().or_null()),
       optional_field("embedding_dropout_rate", dropout_type().or_null()),
-      default_field("max_position_embeddings", positive_integer(), value(512)),
+      default_field("max_position_embeddings", dimension(), value(512)),
       default_field("position_embedding_type", position_embedding_type(), value("learned")),
       default_field("layer_norm_epsilon", positive_number(), value(1e-5)),
       default_field("mlm_loss_weight", positive_number(), value(1.0)),
@@ -33,7 +33,7 @@ std::vector<Field> bert_encoder_fields(bool disable_nsp) {
                     value("batch_size")),
       default_field("disable_nsp", T::boolean(), value(disable_nsp)),
       default_field("use_segment_embedding", T::boolean(), value(true)),
-      default_field("num_segments", positive_integer(), value(2)),
+      default_field("num_segments", dimension(), value(2)),
       optional_field("pad_token_id", non_negative_integer()),
       default_field("share_embedding_weights", T::boolean(), value(true)),
       default_field("attention_type", T::choice({"dot_product", "scaled_dot_product"}),
@@ -88,7 +88,7 @@ namespace {
 
 std::vector<Field> linformer_fields() {
   std::vector<Field> fields = bert_encoder_fields(true);
-  fields.push_back(required_field("projected_dims", positive_integer()));
+  fields.push_back(required_field("projected_dims", dimension()));
   fields.push_back(default_field(
       "attention_style",
       T::choice({"linformer-shared-kv", "linformer-shared-heads", "linformer-shared-layers"}),

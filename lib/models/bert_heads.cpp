@@ -41,7 +41,7 @@ ModelDefinition bert_classifier_definition() {
       "BERT sequence classifier (SST-2, MNLI): the pooled [CLS] output through a linear layer",
       {"SST2DataProcessor", "MNLIDataProcessor"},
       {
-          default_field("num_labels", positive_integer(), value(2)),
+          default_field("num_labels", dimension(), value(2)),
           optional_field("problem_type", T::choice({"single_label_classification",
                                                     "multi_label_classification", "regression"})
                                              .or_null()),
@@ -62,7 +62,7 @@ ModelDefinition bert_token_classifier_definition() {
               "BERT token classifier (named-entity recognition): a linear layer per token",
               {"BertTokenClassifierDataProcessor"},
               {
-                  required_field("num_classes", positive_integer()),
+                  required_field("num_classes", dimension()),
                   default_field("encoder_output_dropout_rate", dropout_type(), value(0.1)),
                   default_field("loss_weight", positive_number(), value(1.0)),
                   default_field("include_padding_in_loss", T::boolean(), value(false)),

@@ -113,9 +113,9 @@ ModelDefinition fc_mnist_definition() {
   auto schema =
       make_schema("model fc_mnist",
                   {
-                      optional_field("depth", positive_integer()),
-                      optional_field("hidden_size", positive_integer()),
-                      optional_field("hidden_sizes", T::list_of(positive_integer(), 1)),
+                      optional_field("depth", layer_count()),
+                      optional_field("hidden_size", dimension()),
+                      optional_field("hidden_sizes", T::list_of(dimension(), 1)),
                       default_field("activation_fn", T::choice({"relu"}).or_null(), value("relu")),
                       default_field("dropout", dropout_type(), value(0.0)),
                       default_field("use_bias", T::boolean(), value(true)),

@@ -85,8 +85,8 @@ ModelDefinition unet_definition() {
                           list.push_back(value("3x3_conv"));
                           return list;
                         }()),
-          required_field("encoder_filters", T::list_of(positive_integer(), 2)),
-          required_field("decoder_filters", T::list_of(positive_integer(), 1)),
+          required_field("encoder_filters", T::list_of(dimension(), 2)),
+          required_field("decoder_filters", T::list_of(dimension(), 1)),
           default_field("residual_blocks", T::boolean(), value(false)),
           optional_field("initializer", initializer_type()),
           optional_field("bias_initializer", initializer_type()),
@@ -95,9 +95,9 @@ ModelDefinition unet_definition() {
           // 1.9's UNet also named its group norms 'group' and 'group_instance'.
           optional_field("norm_layer", norm_type({"group", "group_instance"}).or_null()),
           optional_field("norm_kwargs", T::mapping().or_null()),
-          default_field("num_classes", positive_integer(), value(2)),
-          optional_field("num_output_channels", positive_integer()),
-          default_field("input_channels", positive_integer(), value(1)),
+          default_field("num_classes", dimension(), value(2)),
+          optional_field("num_output_channels", dimension()),
+          default_field("input_channels", dimension(), value(1)),
           optional_field("downscale_first_conv", T::boolean()),
           optional_field("downscale_encoder_blocks",
                          T::any_of({T::boolean(), T::list_of(T::boolean())})),

@@ -14,6 +14,7 @@
 #include "compiler/node_users.hpp"
 #include "elementwise_chain.hpp"
 #include "kernel_set.hpp"
+#include "storage/host_memory.hpp"
 #include "thread_team.hpp"
 
 namespace csrun::runtime {
@@ -160,6 +161,7 @@ struct Executable::State {
 
   State(compiler::Plan source, const KernelSet& chosen) : plan(std::move(source)), kernels(chosen) {
     check_memory_plan();
+    check_fits_host();
     arena = AlignedBytes(plan.memory.peak_bytes);
     values.resize(plan.graph.size());
     bind_buffers();
@@ -168,6 +170,18 @@ struct Executable::State {
     name_values();
     fill_static_leaves();
     bind_kernels();
+  }
+
+  // Refused with the figures before allocating, not an allocation failure (or the kernel's OOM
+  // killer) once the arena is in use.
+  void check_fits_host() const {
+    auto needed = static_cast<double>(plan.memory.peak_bytes);
+    auto machine = static_cast<double>(storage::physical_memory_bytes());
+    if (machine <= 0 || needed <= machine) return;
+    throw std::runtime_error("the step's memory plan needs " + storage::gibibytes(needed) +
+                             " of host memory (its arena), more than this machine's " +
+                             storage::gibibytes(machine) +
+                             ": lower the batch size or the sequence length");
   }
 
   void check_memory_plan() const {

@@ -103,6 +103,9 @@ struct Coordinator::State {
   std::map<std::uint64_t, Arrival> arrived;
   std::uint64_t next_ticket = 1;
   std::int64_t next_rank = 0;  // for workers started without a rank
+  static constexpr std::int64_t kRejectionsShown = 10;
+  std::int64_t rejections = 0;
+  std::int64_t next_rejection_report = 100;
   std::optional<LocalWorkers> children;
   std::map<std::int64_t, int> failures_in_a_row;  // by local rank
   Clock::time_point alone_since = Clock::now();
@@ -145,12 +148,30 @@ struct Coordinator::State {
   }
 
   ~State() {
+    if (rejections > kRejectionsShown)
+      log(std::to_string(rejections) + " frames were rejected in all");
     Message bye = make_message(MessageType::bye);
     bye.rank = options.more_follow ? 1 : 0;
     for (const auto& [identity, worker] : workers)
       send(identity, bye);
     socket.set(zmq::sockopt::linger, 2000);
     if (children) children->finish(2000);
+  }
+
+  // Hostile or confused peers can send rejected frames without end: the first few are logged
+  // in full, then only a running count at each power of ten and the total at the end.
+  void log_rejection(const std::string& text) {
+    ++rejections;
+    if (rejections <= kRejectionsShown) {
+      log(text);
+      if (rejections == kRejectionsShown)
+        log("further rejected frames are counted, not logged one by one");
+      return;
+    }
+    if (rejections % next_rejection_report == 0) {
+      log(std::to_string(rejections) + " frames rejected so far");
+      next_rejection_report *= 10;
+    }
   }
 
   void log(const std::string& text) const {
@@ -230,7 +251,7 @@ struct Coordinator::State {
       if (extra_frames) throw FrameError("more than one frame in a message");
       message = decode(std::span(static_cast<const std::byte*>(frame.data()), frame.size()));
     } catch (const FrameError& error) {
-      log("rejected a malformed frame from " + peer_address(frame) + ": " + error.what());
+      log_rejection("rejected a malformed frame from " + peer_address(frame) + ": " + error.what());
       if (workers.contains(identity)) drop(identity, "sent a malformed frame");
       reject(identity, std::string("malformed frame: ") + error.what());
       return;
@@ -260,14 +281,14 @@ struct Coordinator::State {
 
   void welcome(const std::string& identity, const Message& message, zmq::message_t& frame) {
     if (message.type != MessageType::hello) {
-      log("rejected a " + std::string(message_type_name(message.type)) + " from " +
-          peer_address(frame) + ", which has not said hello");
+      log_rejection("rejected a " + std::string(message_type_name(message.type)) + " from " +
+                    peer_address(frame) + ", which has not said hello");
       reject(identity, "say hello first");
       return;
     }
     if (!same_secret(message.text, options.secret)) {
-      log("rejected a data worker from " + peer_address(frame) + " (pid " +
-          std::to_string(message.pid) + "): wrong secret");
+      log_rejection("rejected a data worker from " + peer_address(frame) + " (pid " +
+                    std::to_string(message.pid) + "): wrong secret");
       reject(identity, "wrong secret");
       return;
     }

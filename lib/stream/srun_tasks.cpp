@@ -34,10 +34,10 @@ std::string rendezvous_name(const std::string& step, std::size_t index) {
   return "csrun-stream-" + (step.empty() ? "" : step + "-") + std::to_string(index) + ".rendezvous";
 }
 
-void serve_in_turn(std::span<const std::string> rendezvous_files, const WorkerOptions& worker,
-                   std::chrono::seconds connect_timeout) {
+void serve_in_turn(std::span<const std::string> rendezvous_files, const WorkerOptions& worker) {
   for (const std::string& file : rendezvous_files) {
-    Rendezvous rendezvous = wait_for_rendezvous(file, connect_timeout);
+    Rendezvous rendezvous = wait_for_rendezvous(
+        file, std::chrono::duration_cast<std::chrono::seconds>(worker.connect_timeout));
     if (rendezvous.finished) continue;
     WorkerOptions options = worker;
     options.address = rendezvous.address;

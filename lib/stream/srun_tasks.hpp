@@ -26,9 +26,8 @@ std::string rendezvous_name(const std::string& step, std::size_t index);
 
 // A worker task's part: serves the coordinators whose rendezvous files these are, in turn, each
 // until it says bye; skips those already finished. Throws std::runtime_error as run_worker does,
-// or when a file does not appear within `connect_timeout`. The worker is `worker` (its rank,
-// log, ...) with each rendezvous file's address and secret.
-void serve_in_turn(std::span<const std::string> rendezvous_files, const WorkerOptions& worker,
-                   std::chrono::seconds connect_timeout);
+// or when a file does not appear within the worker's connect_timeout. The worker is `worker`
+// (its rank, log, ...) with each rendezvous file's address and secret.
+void serve_in_turn(std::span<const std::string> rendezvous_files, const WorkerOptions& worker);
 
 }  // namespace csrun::stream

@@ -80,6 +80,40 @@ TEST_CASE("usage errors exit with status 2") {
   CHECK(run_csrun({"validate", params, "--logging", "LOUD"}).exit_code == 2);
   CHECK(run_csrun({"validate", params, "--set", "novalue"}).exit_code == 2);
   CHECK(run_csrun({"validate", params, "-p", params}).exit_code == 2);
+  auto seed = run_csrun({"validate", params, "--seed", "18446744073709551616"});
+  CHECK(seed.exit_code == 2);
+  CHECK(seed.err.find("--seed: expected an integer from -2^63 to 2^63-1") != std::string::npos);
+  auto port = run_csrun({"train", params, "--stream_listen", "tcp://127.0.0.1:99999"});
+  CHECK(port.exit_code == 2);
+  CHECK(port.err.find("the port of 'tcp://127.0.0.1:99999' must be 1 to 65535 or *") !=
+        std::string::npos);
+  CHECK(run_csrun({"train", params, "--stream_listen", "udp://x:1"}).exit_code == 2);
+}
+
+TEST_CASE("sizes beyond what csrun can count or this machine can hold are refused up front") {
+  csrun::test::TempDir dir;
+  std::string params = dir.write("p.yaml", kValid);
+  auto wide = run_csrun(
+      {"validate", params, "--fake_data", "--set", "trainer.init.model.hidden_size=2147483648"});
+  CHECK(wide.exit_code == 1);
+  CHECK(wide.err.find("trainer.init.model.hidden_size: expected an integer ≥ 1 and ≤ 1048576; "
+                      "found the integer 2147483648") != std::string::npos);
+  auto positions =
+      run_csrun({"validate", CSRUN_SOURCE_DIR "/configs/bert_tiny.yaml", "--fake_data", "--set",
+                 "trainer.init.model.max_position_embeddings=144115188075855872"});
+  CHECK(positions.exit_code == 1);
+  CHECK(positions.err.find("max_position_embeddings: expected an integer ≥ 1 and ≤ 1048576") !=
+        std::string::npos);
+  auto batch = run_csrun({"compile", params, "--fake_data", "-o", (dir.path() / "a").string(),
+                          "--set", "trainer.fit.train_dataloader.batch_size=4611686018427387904"});
+  CHECK(batch.exit_code == 1);
+  CHECK(batch.err.find("a tensor of shape [4611686018427387904, 784] has more elements than a "
+                       "64-bit count holds") != std::string::npos);
+  auto memory = run_csrun({"train", params, "--fake_data", "-o", (dir.path() / "b").string(),
+                           "--set", "trainer.fit.train_dataloader.batch_size=1000000000"});
+  CHECK(memory.exit_code == 1);
+  CHECK(memory.err.find("of host memory (its arena), more than this machine's") !=
+        std::string::npos);
 }
 
 TEST_CASE("validate: success prints a summary, a failure exits 1 with every error") {

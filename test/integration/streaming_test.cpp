@@ -191,4 +191,18 @@ TEST_CASE("csrun worker: a missing secret or coordinator is a clear error") {
   auto bad_file = run_csrun({"worker", "--secret_file", rendezvous});
   CHECK(bad_file.exit_code == 1);
   CHECK(bad_file.err.find("lacks an 'address' or a 'secret' line") != std::string::npos);
+
+  auto nobody = csrun::test::run_process({"/usr/bin/env", "CSRUN_STREAM_SECRET=s",
+                                          "CSRUN_WORKER_CONNECT_TIMEOUT=1", CSRUN_BINARY, "worker",
+                                          "--connect", "tcp://127.0.0.1:9"});
+  CHECK(nobody.exit_code == 1);
+  CHECK(nobody.err.find("no coordinator answered at tcp://127.0.0.1:9 within 1 s") !=
+        std::string::npos);
+  auto not_seconds = csrun::test::run_process({"/usr/bin/env", "CSRUN_STREAM_SECRET=s",
+                                               "CSRUN_WORKER_CONNECT_TIMEOUT=abc", CSRUN_BINARY,
+                                               "worker", "--connect", "tcp://127.0.0.1:9"});
+  CHECK(not_seconds.exit_code == 1);
+  CHECK(not_seconds.err.find("CSRUN_WORKER_CONNECT_TIMEOUT='abc': expected a whole number of "
+                             "seconds") != std::string::npos);
+  CHECK(run_csrun({"worker", "--connect", "tcp://127.0.0.1:99999"}).exit_code == 2);
 }

@@ -41,6 +41,8 @@ struct WorkerThread {
       options.secret = kSecret;
       options.rank = 0;
       options.shared_memory = shared_memory;
+      // Well inside the 1 s a test may give a silent worker, even on a loaded machine.
+      options.heartbeat = std::chrono::milliseconds(100);
       stream::run_worker(options);
     });
   }
@@ -162,6 +164,38 @@ TEST_CASE("a coordinator streams the in-process batches and rejects bad peers wi
   while (std::getline(lines, line))
     ++count;
   CHECK(count == (12 + 5) * 8);
+}
+
+TEST_CASE("a flood of rejected frames is logged as a count, not line by line") {
+  test::TempDir dir;
+  std::vector<std::string> log;
+  stream::CoordinatorOptions options = options_in(dir, &log);
+  constexpr int kFrames = 2000;
+  {
+    std::optional<WorkerThread> worker;
+    stream::Coordinator coordinator({fake_mnist_job()}, options);
+    Peer intruder(coordinator.address());
+    for (int i = 0; i < kFrames; ++i)
+      intruder.send(std::vector<std::byte>(12, std::byte{0x41}));
+    worker.emplace(coordinator.address());
+    auto batches = coordinator.batches(fake_mnist_job());
+    batches->seek({0, 0}, 4096);
+    zmq::message_t frame;
+    int replies = 0;
+    for (int b = 0; b < 4096 && replies < kFrames; ++b) {
+      batches->next();
+      while (intruder.receive(0ms, frame))
+        ++replies;
+    }
+    CHECK(replies == kFrames);
+  }
+  auto rejections = std::count_if(log.begin(), log.end(), [](const std::string& line) {
+    return line.find("rejected") != std::string::npos;
+  });
+  CHECK(rejections <= 15);
+  CHECK(logged(log, "further rejected frames are counted, not logged one by one"));
+  CHECK(logged(log, "1000 frames rejected so far"));
+  CHECK(logged(log, "2000 frames were rejected in all"));
 }
 
 TEST_CASE("a worker that stops answering has its batches produced by another") {
