@@ -57,6 +57,7 @@ class TrainerCheck {
       runner::expand_checkpoint_patterns(trainer_.validate_all->checkpoint_paths, diagnostics_);
     }
     check_model_dir();
+    if (checked.model) check_ids(*checked.model, checked);
     if (checked.model && !diagnostics_.has_errors()) checked.trace = trace(*checked.model, checked);
     return checked;
   }
@@ -79,6 +80,25 @@ class TrainerCheck {
       if (auto spec = check_loader(loader, data::LoaderRole::eval)) {
         checked.eval_loaders.push_back(std::move(*spec));
       }
+    }
+  }
+
+  // What validate read of each dataset's labels and token ids against the model's range: the
+  // reader checks every one before training, this catches the common mismatch early.
+  void check_ids(const models::CheckedModel& model, const CheckedTrainer& checked) {
+    std::vector<const data::DataloaderSpec*> loaders;
+    if (checked.train_loader) loaders.push_back(&*checked.train_loader);
+    for (const data::DataloaderSpec& loader : checked.eval_loaders)
+      loaders.push_back(&loader);
+    std::int64_t limit = model.id_limit();
+    for (const data::DataloaderSpec* loader : loaders) {
+      if (!loader->largest_id || *loader->largest_id < limit) continue;
+      const Node* at = loader->params.find("data_dir");
+      diagnostics_.error(at ? at->mark() : loader->mark, at ? at->path() : loader->path,
+                         "the data holds the id " + std::to_string(*loader->largest_id) +
+                             " (a label or token), outside the model's range 0 to " +
+                             std::to_string(limit - 1) +
+                             (model.params.has("vocab_size") ? " (vocab_size)" : " (num_classes)"));
     }
   }
 

@@ -26,8 +26,7 @@ std::int64_t integer_limit(const models::CheckedModel& model, const models::Batc
   if (field.name == "masked_lm_positions")
     return model.hints.max_sequence_length.value_or(shape.back());
   if (field.name == "next_sentence_label" || field.name == "token_type_ids") return 2;
-  if (model.params.has("vocab_size")) return model.params.integer("vocab_size");
-  return model.hints.num_classes.value_or(10);
+  return model.id_limit();
 }
 
 std::vector<data::SampleField> sample_fields(const models::CheckedModel& model,

@@ -485,7 +485,7 @@ DatasetFacts check_bert_csv_files(const DataloaderSpec& loader, config::Diagnost
                           " examples, fewer than one batch of batch_size " +
                           std::to_string(loader.batch_size));
   }
-  return {examples, std::nullopt};
+  return {examples, std::nullopt, std::nullopt};
 }
 
 }  // namespace csrun::data

@@ -165,6 +165,7 @@ std::optional<DataloaderSpec> check_dataloader(const Node& loader, const Dataloa
     DatasetFacts facts = definition->check_files(spec, diagnostics);
     spec.samples = facts.samples;
     spec.sequence_length = facts.sequence_length;
+    spec.largest_id = facts.largest_id;
   } else {
     diagnostics.error(spec.mark, spec.path,
                       "csrun has no reader for " + definition->name + " (" +

@@ -28,6 +28,7 @@ struct DataloaderSpec {
   bool fake = false;  // synthetic samples of the configured shapes instead of files
   std::optional<std::int64_t> samples;          // how many the files hold, when they were checked
   std::optional<std::int64_t> sequence_length;  // the sequence length the files hold
+  std::optional<std::int64_t> largest_id;       // see DatasetFacts
   config::Node params;                          // every key in normal form
   config::SourceMark mark;
   std::string path;

@@ -65,6 +65,35 @@ std::optional<FileLayout> read_layout(const std::string& path, std::string& prob
   return {};
 }
 
+// The largest input id or label among a file's first examples: what validate reads of the data
+// (cheap whatever the file's size), where training reads and checks every example.
+std::optional<std::int64_t> sampled_largest_id(const std::string& path) {
+  constexpr std::uint64_t kSampled = 256;
+  Hdf5File file(path);
+  std::optional<std::int64_t> largest;
+  auto take = [&](std::span<const std::int32_t> example, std::uint64_t length) {
+    for (std::uint64_t row : {0u, 2u}) {
+      auto tokens = example.subspan(row * length, length);
+      if (tokens.empty()) continue;
+      largest = std::max<std::int64_t>(largest.value_or(0), *std::ranges::max_element(tokens));
+    }
+  };
+  if (auto info = file.dataset("data"); info && info->dims.size() == 3) {
+    auto rows = file.read_int32_rows("data", 0, kSampled);
+    std::uint64_t stride = info->dims[1] * info->dims[2];
+    if (!rows || stride == 0) return std::nullopt;
+    for (std::uint64_t at = 0; at + stride <= rows->size(); at += stride)
+      take(std::span<const std::int32_t>(*rows).subspan(at, stride), info->dims[2]);
+    return largest;
+  }
+  for (std::uint64_t e = 0; e < kSampled; ++e) {
+    auto example = file.read_int32("example_" + std::to_string(e));
+    if (!example) break;
+    take(*example, example->size() / 3);
+  }
+  return largest;
+}
+
 // csrun reads a dataset whole into memory: one that cannot fit this machine is an error up
 // front, with the figures, not an allocation failure midway.
 std::string memory_problem(std::uint64_t examples, std::uint64_t length) {
@@ -197,6 +226,7 @@ DatasetFacts check_gpt_hdf5_files(const DataloaderSpec& loader, Diagnostics& dia
   const Node* data_dir = loader.params.find("data_dir");
   const Node& at = data_dir ? *data_dir : *loader.params.find("mixture");
   std::uint64_t examples = 0;
+  std::optional<std::int64_t> largest_id;
   // 0 until known: from max_sequence_length, else from the first file.
   std::uint64_t length = static_cast<std::uint64_t>(loader.max_sequence_length.value_or(0));
   std::string length_source = "max_sequence_length";
@@ -225,13 +255,15 @@ DatasetFacts check_gpt_hdf5_files(const DataloaderSpec& loader, Diagnostics& dia
       length_source = "the first file's length";
       examples += layout->examples;
     }
+    if (auto sampled = sampled_largest_id(files.front()))
+      largest_id = std::max(largest_id.value_or(0), *sampled);
   }
   bool all_checked = std::all_of(
       loader.data_dirs.begin(), loader.data_dirs.end(),
       [](const auto& d) { return files_with_suffix(d, ".h5").size() <= kFilesChecked; });
   std::optional<std::int64_t> found_length;
   if (length != 0) found_length = static_cast<std::int64_t>(length);
-  if (!all_checked) return {std::nullopt, found_length};
+  if (!all_checked) return {std::nullopt, found_length, largest_id};
   if (examples < static_cast<std::uint64_t>(loader.batch_size)) {
     diagnostics.error(at.mark(), at.path(),
                       "the dataset holds " + std::to_string(examples) +
@@ -240,7 +272,7 @@ DatasetFacts check_gpt_hdf5_files(const DataloaderSpec& loader, Diagnostics& dia
   }
   if (std::string too_large = memory_problem(examples, length); !too_large.empty())
     diagnostics.error(at.mark(), at.path(), "the dataset's " + too_large);
-  return {static_cast<std::int64_t>(examples), found_length};
+  return {static_cast<std::int64_t>(examples), found_length, largest_id};
 }
 
 }  // namespace csrun::data

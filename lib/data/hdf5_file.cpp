@@ -144,6 +144,32 @@ std::optional<std::vector<std::int32_t>> Hdf5File::read_int32(const std::string&
   return read_all<std::int32_t>(file_, name, H5T_NATIVE_INT32);
 }
 
+std::optional<std::vector<std::int32_t>> Hdf5File::read_int32_rows(const std::string& name,
+                                                                   std::uint64_t first,
+                                                                   std::uint64_t count) const {
+  auto info = dataset(name);
+  if (!info || info->dims.empty() || !info->is_integer || first > info->dims[0])
+    return std::nullopt;
+  std::vector<hsize_t> start(info->dims.size(), 0);
+  std::vector<hsize_t> extent(info->dims.begin(), info->dims.end());
+  start[0] = first;
+  extent[0] = std::min<hsize_t>(count, info->dims[0] - first);
+  Handle data(H5Dopen2(file_, name.c_str(), H5P_DEFAULT), H5Dclose);
+  Handle space(H5Dget_space(data.get()), H5Sclose);
+  Handle memory(H5Screate_simple(static_cast<int>(extent.size()), extent.data(), nullptr),
+                H5Sclose);
+  if (!data.valid() || !space.valid() || !memory.valid() ||
+      H5Sselect_hyperslab(space.get(), H5S_SELECT_SET, start.data(), nullptr, extent.data(),
+                          nullptr) < 0)
+    return std::nullopt;
+  hssize_t elements = H5Sget_select_npoints(space.get());
+  std::vector<std::int32_t> values(static_cast<std::size_t>(std::max<hssize_t>(elements, 0)));
+  if (elements > 0 && H5Dread(data.get(), H5T_NATIVE_INT32, memory.get(), space.get(), H5P_DEFAULT,
+                              values.data()) < 0)
+    return std::nullopt;
+  return values;
+}
+
 Hdf5Writer::Hdf5Writer(const std::string& path, Target target) : path_(path) {
   silence_hdf5();
   Handle access(H5Pcreate(H5P_FILE_ACCESS), H5Pclose);

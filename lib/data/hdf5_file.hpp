@@ -39,6 +39,10 @@ class Hdf5File {
   // 32 bits); nothing when it is missing, not numeric or unreadable.
   std::optional<std::vector<double>> read_numbers(const std::string& name) const;
   std::optional<std::vector<std::int32_t>> read_int32(const std::string& name) const;
+  // Rows [first, first + count) of the dataset's leading dimension (fewer at its end).
+  std::optional<std::vector<std::int32_t>> read_int32_rows(const std::string& name,
+                                                           std::uint64_t first,
+                                                           std::uint64_t count) const;
 
  private:
   std::int64_t file_ = -1;

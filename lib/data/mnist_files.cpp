@@ -243,7 +243,10 @@ DatasetFacts check_mnist_files(const DataloaderSpec& loader, Diagnostics& diagno
                           " samples, fewer than one batch of batch_size " +
                           std::to_string(loader.batch_size));
   }
-  return {images->count, std::nullopt};
+  std::vector<unsigned char> labels_read = read_body(labels_path, 8, labels->count);
+  auto largest = std::max_element(labels_read.begin(), labels_read.end());
+  return {images->count, std::nullopt,
+          largest == labels_read.end() ? std::nullopt : std::optional<std::int64_t>(*largest)};
 }
 
 }  // namespace csrun::data

@@ -15,6 +15,9 @@ namespace csrun::data {
 struct DatasetFacts {
   std::optional<std::int64_t> samples;
   std::optional<std::int64_t> sequence_length;
+  // The largest label or token id the check read (it reads what is cheap: every MNIST label,
+  // the first examples of a GPT HDF5 file), for the model to compare with its range.
+  std::optional<std::int64_t> largest_id;
 };
 
 // A Model Zoo data processor: its keys and, where csrun reads its dataset format, the check

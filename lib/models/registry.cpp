@@ -152,6 +152,11 @@ std::vector<std::string> model_names() {
   return names;
 }
 
+std::int64_t CheckedModel::id_limit() const {
+  if (params.has("vocab_size")) return params.integer("vocab_size");
+  return hints.num_classes.value_or(10);
+}
+
 std::optional<CheckedModel> check_model(const config::TrainerSpec& trainer,
                                         Diagnostics& diagnostics) {
   if (!trainer.model.params.is_map()) return std::nullopt;

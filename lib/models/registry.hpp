@@ -53,6 +53,9 @@ struct CheckedModel {
   ModelParams params;
   DataHints hints;
   std::int64_t parameter_count = 0;
+
+  // The ids its labels and tokens range over, [0, id_limit()): the vocabulary, else the classes.
+  std::int64_t id_limit() const;
 };
 
 // Checks a trainer's model section against the registry: the name (inferred for legacy files

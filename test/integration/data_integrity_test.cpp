@@ -1,0 +1,90 @@
+// Data a model cannot train on is refused where it enters: validate reads what is cheap to read,
+// train checks every sample before the first step; both name the file.
+
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <fstream>
+
+#include "data/hdf5_file.hpp"
+#include "support/process.hpp"
+#include "support/temp_dir.hpp"
+
+using csrun::test::run_csrun;
+namespace fs = std::filesystem;
+
+namespace {
+
+void big_endian(std::ofstream& out, std::uint32_t value) {
+  for (int shift = 24; shift >= 0; shift -= 8)
+    out.put(static_cast<char>((value >> shift) & 0xFF));
+}
+
+// MNIST IDX files of `count` blank images whose last label is `last_label`.
+void write_mnist(const fs::path& directory, std::uint32_t count, unsigned char last_label) {
+  fs::create_directories(directory);
+  std::ofstream images(directory / "train-images-idx3-ubyte", std::ios::binary);
+  for (std::uint32_t value : {0x803u, count, 28u, 28u})
+    big_endian(images, value);
+  images << std::string(count * 28 * 28, '\0');
+  std::ofstream labels(directory / "train-labels-idx1-ubyte", std::ios::binary);
+  big_endian(labels, 0x801);
+  big_endian(labels, count);
+  labels << std::string(count - 1, '\3') << static_cast<char>(last_label);
+}
+
+std::string mnist_params(const fs::path& data) {
+  return "trainer:\n  init:\n    device: CPU\n    model: {name: fc_mnist, hidden_sizes: [8]}\n"
+         "    optimizer: {SGD: {lr: 0.1}}\n    loop: {max_steps: 2}\n  fit:\n"
+         "    train_dataloader: {data_processor: MNISTDataProcessor, batch_size: 4, data_dir: '" +
+         data.string() + "'}\n";
+}
+
+std::string gpt_params(const fs::path& data) {
+  return "trainer:\n  init:\n    device: CPU\n    model: {name: gpt2, vocab_size: 64, hidden_size: "
+         "16, num_hidden_layers: 1, num_heads: 2, filter_size: 32, max_position_embeddings: 8}\n"
+         "    optimizer: {SGD: {lr: 0.1}}\n    loop: {max_steps: 2}\n  fit:\n"
+         "    train_dataloader: {data_processor: GptHDF5DataProcessor, batch_size: 2, data_dir: '" +
+         data.string() + "'}\n";
+}
+
+}  // namespace
+
+TEST_CASE("MNIST labels outside the model's classes fail validate and train, naming the file") {
+  csrun::test::TempDir dir;
+  write_mnist(dir.path() / "digits", 8, 200);
+  std::string params = dir.write("p.yaml", mnist_params(dir.path() / "digits"));
+  auto validate = run_csrun({"validate", params});
+  CHECK(validate.exit_code == 1);
+  CHECK(validate.err.find("the data holds the id 200 (a label or token), outside the model's "
+                          "range 0 to 9 (num_classes)") != std::string::npos);
+  auto train = run_csrun({"train", params, "-o", (dir.path() / "model").string()});
+  CHECK(train.exit_code == 1);
+  CHECK(train.out.find("Training completed successfully") == std::string::npos);
+
+  write_mnist(dir.path() / "digits", 8, 9);
+  auto fine = run_csrun({"train", params, "-o", (dir.path() / "model").string()});
+  INFO(fine.err);
+  CHECK(fine.exit_code == 0);
+}
+
+TEST_CASE("GPT token ids beyond the vocabulary fail validate and train, naming file and example") {
+  csrun::test::TempDir dir;
+  fs::create_directories(dir.path() / "text");
+  std::string file = (dir.path() / "text" / "part-0.h5").string();
+  {
+    std::vector<std::int32_t> tokens(6 * 3 * 8, 5);
+    tokens[(4 * 3 + 2) * 8 + 6] = 64;  // example 4's labels, position 6
+    csrun::data::Hdf5Writer writer(file);
+    writer.write("data", {6, 3, 8}, tokens);
+    writer.set_attribute("n_examples", std::int64_t{6});
+    writer.close();
+  }
+  std::string params = dir.write("p.yaml", gpt_params(dir.path() / "text"));
+  auto validate = run_csrun({"validate", params});
+  CHECK(validate.exit_code == 1);
+  CHECK(validate.err.find("the data holds the id 64 (a label or token), outside the model's "
+                          "range 0 to 63 (vocab_size)") != std::string::npos);
+  auto train = run_csrun({"train", params, "-o", (dir.path() / "model").string()});
+  CHECK(train.exit_code == 1);
+}
