@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "report.hpp"
+#include "storage/host_memory.hpp"
 #include "wafer/byte_size.hpp"
 #include "wafer/wafer_profile.hpp"
 
@@ -214,6 +215,14 @@ json mapping_json(const compiler::WaferMapping& mapping) {
           {"layers", layers}};
 }
 
+// The arena is what `csrun train` allocates on this machine: say so when it cannot.
+std::string host_memory_note(std::int64_t arena_bytes) {
+  auto machine = static_cast<double>(storage::physical_memory_bytes());
+  if (machine <= 0 || static_cast<double>(arena_bytes) <= machine) return {};
+  return "; more than this machine's " + storage::gibibytes(machine) +
+         ": csrun train would refuse it here";
+}
+
 }  // namespace
 
 void print_compile_report(const config::TrainerSpec& trainer, const TraceSummary& trace,
@@ -239,7 +248,7 @@ void print_compile_report(const config::TrainerSpec& trainer, const TraceSummary
                      wafer::byte_size(static_cast<double>(plan.memory.persistent_bytes)) +
                      " persistent; temporaries reuse space: " +
                      wafer::byte_size(static_cast<double>(plan.memory.unshared_bytes)) +
-                     " without reuse)");
+                     " without reuse)" + host_memory_note(plan.memory.peak_bytes));
   if (plan.mapping.mode == compiler::ExecutionMode::none) {
     line("wafer", std::string("none: on ") + config::device_name(trainer.backend.device) +
                       " the plan runs on the host kernels");

@@ -2,20 +2,30 @@
 # Configures and builds csrun (Release, Ninja, ccache when present). Warnings never stop a user's
 # build; scripts/test.sh builds with --werror, as CI does.
 #
-# Usage: scripts/build.sh [--werror] [--clang] [TARGET...]   (default: everything, tests included)
-#   --werror   warnings are errors
-#   --clang    build with Clang 16 into build-clang/ (default: GCC into build/); Debian 12's
-#              default Clang, 14, lacks std::source_location with GCC 12's standard library
+# Usage: scripts/build.sh [--werror] [--clang|--sanitize|--tsan] [TARGET...]
+#   (default: everything, tests included)
+#   --werror    warnings are errors
+#   --clang     build with Clang 16 into build-clang/ (default: GCC into build/); Debian 12's
+#               default Clang, 14, lacks std::source_location with GCC 12's standard library
+#   --sanitize  Clang 16 with AddressSanitizer, UndefinedBehaviorSanitizer and the libFuzzer
+#               targets, into build-sanitize/ (see docs/reliability.md)
+#   --tsan      Clang 16 with ThreadSanitizer and this CPU's kernel set only, into build-tsan/
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 werror=OFF
 dir=$root/build
 compilers=()
+clang=(-DCMAKE_C_COMPILER=clang-16 -DCMAKE_CXX_COMPILER=clang++-16)
 while [ $# -gt 0 ]; do
   case $1 in
     --werror) werror=ON ;;
-    --clang) dir=$root/build-clang; compilers=(-DCMAKE_C_COMPILER=clang-16 -DCMAKE_CXX_COMPILER=clang++-16) ;;
-    --*) echo "build.sh: unknown option $1 (valid: --werror, --clang)" >&2; exit 2 ;;
+    --clang) dir=$root/build-clang; compilers=("${clang[@]}") ;;
+    --sanitize)
+      dir=$root/build-sanitize
+      compilers=("${clang[@]}" -DCSRUN_SANITIZE=address,undefined -DCSRUN_FUZZ=ON) ;;
+    # One kernel set, for this CPU: the build only checks threads, on the machine that builds it.
+    --tsan) dir=$root/build-tsan; compilers=("${clang[@]}" -DCSRUN_SANITIZE=thread -DCSRUN_NATIVE_ARCH=ON) ;;
+    --*) echo "build.sh: unknown option $1 (valid: --werror, --clang, --sanitize, --tsan)" >&2; exit 2 ;;
     *) break ;;
   esac
   shift

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what csrun needs to build, from Debian packages only; with --test, also what the test
-# suite needs (Clang 16 for the second compiler, qemu-user to run csrun on older CPUs).
+# suite needs (Clang 16 and its sanitizer and libFuzzer runtimes, qemu-user to run csrun on older
+# CPUs).
 # Idempotent and non-interactive: packages already present are left alone.
 set -euo pipefail
 
@@ -10,7 +11,7 @@ packages=(
   libeigen3-dev libopenblas-dev catch2 libhdf5-dev libzmq3-dev cppzmq-dev python3
 )
 case ${1:-} in
-  --test) packages+=(clang-16 qemu-user) ;;
+  --test) packages+=(clang-16 libclang-rt-16-dev qemu-user) ;;
   "") ;;
   *) echo "setup.sh: unknown option $1 (valid: --test)" >&2; exit 2 ;;
 esac

@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # From a fresh clone: installs what is missing, builds csrun and its tests with warnings as errors,
 # and runs every test through CTest: once with the kernel set csrun picks for this CPU, again with
-# each other set the CPU runs (CSRUN_CPU), then once more from a Clang build (build-clang/).
+# each other set the CPU runs (CSRUN_CPU; suites that run no kernels only once), then from a Clang
+# build with AddressSanitizer and UndefinedBehaviorSanitizer (build-sanitize/) followed by a fixed
+# run of every fuzz target, and the streaming and thread-team suites from a ThreadSanitizer build
+# (build-tsan/). docs/reliability.md says what the sanitizer runs leave out and why.
 # The last lines are each suite's CTest summary and, last, the count over all of them.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -36,9 +39,20 @@ for set in baseline avx2 avx512; do
   CSRUN_CPU=$set run_suite "GCC, CSRUN_CPU=$set" "$root/build" --label-exclude kernel_set_independent
 done
 
-echo "test: the whole suite from a Clang build"
-"$root/scripts/build.sh" --werror --clang
-run_suite "Clang, kernel set $chosen" "$root/build-clang"
+echo "test: the whole suite from a Clang build with AddressSanitizer and UndefinedBehaviorSanitizer"
+"$root/scripts/build.sh" --werror --sanitize
+# Left out (docs/reliability.md): qemu cannot host AddressSanitizer's shadow memory; the installed
+# and packaged csrun and the SLURM jobs check deployment; the mutation and seven-release validate
+# sweeps take 5 and 3 minutes here, and the params loader's fuzz target covers their code.
+run_suite "Clang + ASan + UBSan, kernel set $chosen" "$root/build-sanitize" \
+  -E "older CPUs|cmake --install|the .deb|sbatch scripts|every mutation|seven Model Zoo releases"
+echo "test: every fuzz target on a fixed set of inputs"
+"$root/scripts/fuzz.sh" --runs 3000
+
+echo "test: the streaming and thread-team suites with ThreadSanitizer"
+"$root/scripts/build.sh" --werror --tsan unit_stream unit_thread_team
+TSAN_OPTIONS=suppressions=$root/test/tsan_suppressions.txt \
+  run_suite "Clang + TSan, streams and thread team" "$root/build-tsan" -R "unit_stream|unit_thread_team"
 
 echo "test: every suite passed"
 printf '  %s\n' "${summaries[@]}"

@@ -109,6 +109,10 @@ TEST_CASE("sizes beyond what csrun can count or this machine can hold are refuse
   CHECK(batch.exit_code == 1);
   CHECK(batch.err.find("a tensor of shape [4611686018427387904, 784] has more elements than a "
                        "64-bit count holds") != std::string::npos);
+  auto planned = run_csrun({"compile", params, "--fake_data", "-o", (dir.path() / "b").string(),
+                            "--set", "trainer.fit.train_dataloader.batch_size=1000000000"});
+  CHECK(planned.exit_code == 0);
+  CHECK(planned.out.find(": csrun train would refuse it here") != std::string::npos);
   auto memory = run_csrun({"train", params, "--fake_data", "-o", (dir.path() / "b").string(),
                            "--set", "trainer.fit.train_dataloader.batch_size=1000000000"});
   CHECK(memory.exit_code == 1);
