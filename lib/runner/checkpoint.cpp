@@ -20,17 +20,24 @@ namespace fs = std::filesystem;
 
 constexpr char kChecksum[] = "csrun_crc32c";
 
-// The bytes a dataset holds as csrun stores it: little-endian int32 or float32.
+// Over the bytes a dataset holds as csrun stores it: little-endian int32 or float32.
 template <class Stored>
-std::uint32_t checksum_as(const std::vector<double>& values) {
-  std::vector<Stored> stored(values.begin(), values.end());
+std::uint32_t checksum_of(const std::vector<Stored>& stored) {
   return storage::crc32c(std::string_view(reinterpret_cast<const char*>(stored.data()),
                                           stored.size() * sizeof(Stored)));
 }
 
 std::uint32_t checksum(const CheckpointTensor& tensor) {
-  return tensor.integer ? checksum_as<std::int32_t>(tensor.values)
-                        : checksum_as<float>(tensor.values);
+  const std::vector<double>& values = tensor.values;
+  return tensor.integer ? checksum_of(std::vector<std::int32_t>(values.begin(), values.end()))
+                        : checksum_of(std::vector<float>(values.begin(), values.end()));
+}
+
+template <class Stored>
+void write_entry(data::Hdf5Writer& writer, const std::string& key, const CheckpointTensor& tensor) {
+  std::vector<Stored> stored(tensor.values.begin(), tensor.values.end());
+  writer.write(key, tensor.dims, stored);
+  writer.set_dataset_attribute(key, kChecksum, checksum_of(stored));
 }
 
 void check_is_a_file(const std::string& path) {
@@ -77,13 +84,10 @@ void save_checkpoint(const std::string& path, const Checkpoint& checkpoint) {
   data::Hdf5Writer writer(path, data::Hdf5Writer::Target::memory);
   for (const auto& [key, tensor] : checkpoint.tensors) {
     if (tensor.integer) {
-      writer.write(key, tensor.dims,
-                   std::vector<std::int32_t>(tensor.values.begin(), tensor.values.end()));
+      write_entry<std::int32_t>(writer, key, tensor);
     } else {
-      writer.write(key, tensor.dims,
-                   std::vector<float>(tensor.values.begin(), tensor.values.end()));
+      write_entry<float>(writer, key, tensor);
     }
-    writer.set_dataset_attribute(key, kChecksum, checksum(tensor));
   }
   writer.set_attribute("__metadata__", checkpoint.metadata);
   storage::write_file_atomically(path, writer.image());
