@@ -74,6 +74,43 @@ bool check_text(std::string_view text, const std::string& origin, Diagnostics& d
   return true;
 }
 
+// The line (1-based) of a ',' that starts a line outside any flow collection, or 0. yaml-cpp 0.7
+// never returns from such a file (", b" alone loops allocating without end), so it is
+// reported here, before yaml-cpp sees it. Quoted scalars and comments are skipped; a quote counts
+// only where a scalar can start.
+std::size_t stray_flow_entry(std::string_view text) {
+  int depth = 0;
+  std::size_t line = 1;
+  char quote = 0;
+  char previous = '\n';
+  for (std::size_t i = 0; i < text.size(); previous = text[i], ++i) {
+    char c = text[i];
+    if (c == '\n') ++line;
+    if (quote) {
+      if (c == '\\' && quote == '"') {
+        ++i;
+      } else if (c == quote) {
+        quote = 0;
+      }
+      continue;
+    }
+    bool token_start = std::string_view(" \t\n:,[{-").find(previous) != std::string_view::npos;
+    if ((c == '"' || c == '\'') && token_start) {
+      quote = c;
+    } else if (c == '#' && (previous == ' ' || previous == '\n')) {
+      while (i + 1 < text.size() && text[i + 1] != '\n')
+        ++i;
+    } else if (c == '[' || c == '{') {
+      ++depth;
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      --depth;
+    } else if (c == ',' && previous == '\n' && depth == 0) {
+      return line;
+    }
+  }
+  return 0;
+}
+
 class Converter {
  public:
   Converter(const std::string& origin, Diagnostics& diagnostics, const YamlLimits& limits)
@@ -301,6 +338,12 @@ Node read_yaml_text(std::string_view text, const std::string& origin, Diagnostic
     return Node::make_null(start);
   }
   if (!check_text(text, origin, diagnostics)) return Node::make_null(start);
+  if (std::size_t line = stray_flow_entry(text)) {
+    diagnostics.error(SourceMark{origin, static_cast<int>(line), 1}, "",
+                      "YAML syntax error: a ',' starts this line outside any flow collection "
+                      "([...] or {...}); quote a value that begins with a comma");
+    return Node::make_null(start);
+  }
   std::vector<YAML::Node> documents;
   try {
     documents = YAML::LoadAll(std::string(text));

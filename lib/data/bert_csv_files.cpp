@@ -29,7 +29,7 @@ struct MetaEntry {
 std::vector<MetaEntry> read_meta(const std::string& directory, std::string& problem) {
   fs::path meta = fs::path(directory) / "meta.dat";
   if (std::string not_a_file = regular_file_problem(meta.string());
-      !not_a_file.empty() && fs::exists(meta)) {
+      !not_a_file.empty() && not_a_file != "does not exist") {
     problem = meta.string() + " " + not_a_file;
     return {};
   }
@@ -51,9 +51,10 @@ std::vector<MetaEntry> read_meta(const std::string& directory, std::string& prob
       return {};
     }
     fs::path csv = fs::path(directory) / file;
-    if (!fs::is_regular_file(csv)) {
+    if (std::string not_a_file = regular_file_problem(csv.string()); !not_a_file.empty()) {
       problem = meta.string() + " line " + std::to_string(number) + " lists '" + file +
-                "', which is not in " + directory;
+                "', which " +
+                (not_a_file == "does not exist" ? "is not in " + directory : not_a_file);
       return {};
     }
     entries.push_back({csv, count});

@@ -84,6 +84,8 @@ std::string regular_file_problem(const std::string& path) {
       return "does not exist";
     case fs::file_type::directory:
       return "is a directory, not a file";
+    case fs::file_type::none:
+      return "cannot be examined (" + error.message() + ")";
     default:
       return "is not a regular file (a FIFO, socket or device?)";
   }

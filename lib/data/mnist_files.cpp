@@ -106,7 +106,8 @@ std::pair<std::string, std::string> file_names(const DataloaderSpec& loader) {
 fs::path split_directory(const DataloaderSpec& loader) {
   fs::path base = loader.data_dirs.front();
   for (const fs::path& candidate : {base, base / "MNIST" / "raw"}) {
-    if (fs::exists(candidate / file_names(loader).first)) return candidate;
+    std::error_code error;
+    if (fs::exists(candidate / file_names(loader).first, error)) return candidate;
   }
   return {};
 }
@@ -204,8 +205,9 @@ DatasetFacts check_mnist_files(const DataloaderSpec& loader, Diagnostics& diagno
   fs::path base = loader.data_dirs.front();
   fs::path directory = split_directory(loader);
   if (directory.empty()) {
-    bool compressed = fs::exists(base / (images_name + ".gz")) ||
-                      fs::exists(base / "MNIST" / "raw" / (images_name + ".gz"));
+    std::error_code error;
+    bool compressed = fs::exists(base / (images_name + ".gz"), error) ||
+                      fs::exists(base / "MNIST" / "raw" / (images_name + ".gz"), error);
     diagnostics.error(data_dir.mark(), data_dir.path(),
                       compressed ? "the MNIST files in '" + base.string() +
                                        "' are gzip-compressed; csrun reads them uncompressed "
@@ -224,8 +226,9 @@ DatasetFacts check_mnist_files(const DataloaderSpec& loader, Diagnostics& diagno
                       (directory / images_name).string() + " " + problem);
     return {};
   }
-  problem =
-      !fs::exists(labels_path) ? "is missing" : header_problem(labels_path, labels, labels_problem);
+  problem = regular_file_problem(labels_path.string()) == "does not exist"
+                ? "is missing"
+                : header_problem(labels_path, labels, labels_problem);
   if (!problem.empty()) {
     diagnostics.error(data_dir.mark(), data_dir.path(), labels_path.string() + " " + problem);
     return {};
