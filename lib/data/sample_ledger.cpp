@@ -1,11 +1,15 @@
 #include "sample_ledger.hpp"
 
+#include <cerrno>
+#include <cstring>
 #include <stdexcept>
 
 namespace csrun::data {
 
 SampleLedger::SampleLedger(const std::string& path) : path_(path), out_(path, std::ios::app) {
-  if (!out_) throw std::runtime_error("cannot write the sample ledger " + path);
+  if (!out_)
+    throw std::runtime_error("cannot write the sample ledger " + path + ": " +
+                             std::strerror(errno));
 }
 
 void SampleLedger::record(LoaderRole role, BatchPosition at, std::span<const std::int64_t> indices,
@@ -16,7 +20,9 @@ void SampleLedger::record(LoaderRole role, BatchPosition at, std::span<const std
          << indices[i] << '\t' << producer << '\n';
   }
   out_.flush();
-  if (!out_) throw std::runtime_error("cannot write the sample ledger " + path_);
+  if (!out_)
+    throw std::runtime_error("cannot write the sample ledger " + path_ + ": " +
+                             std::strerror(errno));
 }
 
 }  // namespace csrun::data

@@ -4,7 +4,9 @@
 
 #include <array>
 #include <bit>
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <filesystem>
 #include <stdexcept>
 
@@ -96,7 +98,9 @@ void EventFile::record(const std::string& event) {
   std::string crc_of_data;
   fixed(crc_of_data, masked_crc32c(event), 4);
   file_ << length << crc_of_length << event << crc_of_data;
-  if (!file_) throw std::runtime_error("cannot write the TensorBoard event file " + path_);
+  if (!file_)
+    throw std::runtime_error("cannot write the TensorBoard event file " + path_ + ": " +
+                             std::strerror(errno));
 }
 
 }  // namespace csrun::runner

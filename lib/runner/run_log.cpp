@@ -1,6 +1,8 @@
 #include "run_log.hpp"
 
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <ctime>
 #include <filesystem>
 #include <iostream>
@@ -40,7 +42,9 @@ RunLog::RunLog(const std::string& model_dir)
   fs::create_directories(directory);
   directory_ = directory.string();
   file_.open(directory / "run.log", std::ios::app);
-  if (!file_) throw std::runtime_error("cannot write " + (directory / "run.log").string());
+  if (!file_)
+    throw std::runtime_error("cannot write " + (directory / "run.log").string() + ": " +
+                             std::strerror(errno));
   fs::path latest = logs / "latest";
   std::error_code ignored;
   fs::remove(latest, ignored);
