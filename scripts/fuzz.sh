@@ -62,7 +62,7 @@ for target in "${targets[@]}"; do
   # sanitizer (HDF5 then reports an error); libhdf5's own leaks on such files are suppressed.
   # shellcheck disable=SC2046
   if ASAN_OPTIONS=allocator_may_return_null=1 \
-      LSAN_OPTIONS=suppressions=$root/test/fuzz/lsan_suppressions.txt OPENBLAS_NUM_THREADS=1 \
+      LSAN_OPTIONS=suppressions=$root/test/lsan_suppressions.txt OPENBLAS_NUM_THREADS=1 \
       "$build/test/fuzz/${target}_fuzz" "${run_limit[@]}" -timeout=10 \
       -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$findings/$target-" \
       "$corpus" "$root/test/fuzz/corpus/$target" $(extra_seeds "$target") >"$log" 2>&1; then

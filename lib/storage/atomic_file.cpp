@@ -55,9 +55,11 @@ void write_all(const Descriptor& file, std::string_view bytes, const fs::path& p
 }
 
 // Errors name the file the caller asked for; the temporary file is a detail it never sees.
+// The temporary's name is this process's alone while it lives; one a crashed process of the
+// same pid left is overwritten.
 void write_and_sync(const fs::path& temporary, std::string_view bytes, unsigned mode,
                     const fs::path& path) {
-  Descriptor file(::open(temporary.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode));
+  Descriptor file(::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode));
   if (file.get() < 0) fail(path, "create a temporary file for");
   write_all(file, bytes, path);
   if (::fsync(file.get()) != 0) fail(path, "sync");
