@@ -219,8 +219,10 @@ struct Coordinator::State {
     log(worker.name() + " " + why + "; " + std::to_string(reassigned) +
         " of its batches go to the other workers");
     if (children && worker.pid) children->kill(static_cast<pid_t>(worker.pid));
-    workers.erase(found);
+    // `identity` may be the erased entry's own key (restart_ended_children passes it): record
+    // it before the entry goes.
     dropped.insert(identity);
+    workers.erase(found);
     if (workers.empty()) alone_since = Clock::now();
   }
 
