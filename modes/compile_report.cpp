@@ -217,9 +217,8 @@ json mapping_json(const compiler::WaferMapping& mapping) {
 
 // The arena is what `csrun train` allocates on this machine: say so when it cannot.
 std::string host_memory_note(std::int64_t arena_bytes) {
-  auto machine = static_cast<double>(storage::physical_memory_bytes());
-  if (machine <= 0 || static_cast<double>(arena_bytes) <= machine) return {};
-  return "; more than this machine's " + storage::gibibytes(machine) +
+  if (!storage::exceeds_physical_memory(static_cast<double>(arena_bytes))) return {};
+  return "; more than this machine's " + storage::physical_memory_text() +
          ": csrun train would refuse it here";
 }
 

@@ -176,11 +176,10 @@ struct Executable::State {
   // killer) once the arena is in use.
   void check_fits_host() const {
     auto needed = static_cast<double>(plan.memory.peak_bytes);
-    auto machine = static_cast<double>(storage::physical_memory_bytes());
-    if (machine <= 0 || needed <= machine) return;
+    if (!storage::exceeds_physical_memory(needed)) return;
     throw std::runtime_error("the step's memory plan needs " + storage::gibibytes(needed) +
                              " of host memory (its arena), more than this machine's " +
-                             storage::gibibytes(machine) +
+                             storage::physical_memory_text() +
                              ": lower the batch size or the sequence length");
   }
 
