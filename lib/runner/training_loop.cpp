@@ -5,7 +5,6 @@
 #include <cstdio>
 #include <ctime>
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
@@ -15,6 +14,7 @@
 #include "nn/initializers.hpp"
 #include "run_log.hpp"
 #include "runtime/executable.hpp"
+#include "storage/atomic_file.hpp"
 
 namespace csrun::runner {
 
@@ -180,8 +180,8 @@ struct TrainingLoop::State {
         seed(run_seed(trainer)) {
     if (setup.train) train.emplace(setup.train->plan);
     if (setup.eval) eval.emplace(setup.eval->plan);
-    std::ofstream(fs::path(log.directory()) / "trainer_params.yaml")
-        << config::to_yaml(trainer.tree);
+    storage::write_file_atomically(fs::path(log.directory()) / "trainer_params.yaml",
+                                   config::to_yaml(trainer.tree));
     events = std::make_unique<EventFile>((fs::path(trainer.model_dir) / "events").string());
   }
 
@@ -463,7 +463,8 @@ struct TrainingLoop::State {
         {"simulated_samples_per_sec",
          simulated > 0.0 ? nlohmann::json(train_samples / simulated) : nlohmann::json(nullptr)},
         {"global_step", run.global_step}};
-    std::ofstream(fs::path(log.directory()) / "performance.json") << performance.dump(2) << "\n";
+    storage::write_file_atomically(fs::path(log.directory()) / "performance.json",
+                                   performance.dump(2) + "\n");
   }
 
   // ---- evaluation ----
