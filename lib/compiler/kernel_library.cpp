@@ -29,26 +29,44 @@ std::vector<OpRule> joined(std::initializer_list<std::vector<OpRule>> parts) {
   return list;
 }
 
+// The dtypes an elementwise op of ops.def runs on. The PEs have no integer divider or integer
+// transcendental unit: an op not listed here takes and gives floating-point values.
+OpRule elementwise_rule(OpKind op) {
+  switch (op) {
+    case OpKind::add:
+    case OpKind::sub:
+    case OpKind::mul:
+    case OpKind::maximum:
+    case OpKind::minimum:
+    case OpKind::neg:
+    case OpKind::abs:
+      return {op, kNumeric, kNumeric};
+    case OpKind::logical_and:
+    case OpKind::logical_or:
+    case OpKind::logical_not:
+      return {op, kBool, kBool};
+    case OpKind::is_finite:
+      return {op, kFloat, kBool};
+    case OpKind::where:
+      return {op, kAny, kNumeric};
+    case OpKind::cast:
+      return {op, kAny, kAny};
+    default:
+      return {op, graph::is_comparison(op) ? kNumeric : kFloat,
+              graph::is_comparison(op) ? kBool : kFloat};
+  }
+}
+
+// Every elementwise op of ops.def, and dropout, which reads the step counter (i32) to draw its
+// mask.
 std::vector<OpRule> elementwise_rules() {
-  return joined({
-      rules({OpKind::add, OpKind::sub, OpKind::mul, OpKind::maximum, OpKind::minimum, OpKind::neg,
-             OpKind::abs},
-            kNumeric, kNumeric),
-      // The PEs have no integer divider or integer transcendental unit.
-      rules({OpKind::div, OpKind::pow, OpKind::exp, OpKind::log, OpKind::sqrt, OpKind::rsqrt,
-             OpKind::sin, OpKind::cos, OpKind::tanh, OpKind::sigmoid, OpKind::relu, OpKind::erf,
-             OpKind::gelu},
-            kFloat, kFloat),
-      rules({OpKind::less, OpKind::less_equal, OpKind::greater, OpKind::greater_equal,
-             OpKind::equal, OpKind::not_equal},
-            kNumeric, kBool),
-      rules({OpKind::logical_and, OpKind::logical_or, OpKind::logical_not}, kBool, kBool),
-      rules({OpKind::is_finite}, kFloat, kBool),
-      rules({OpKind::where}, kAny, kNumeric),
-      rules({OpKind::cast}, kAny, kAny),
-      // Dropout reads the step counter (i32) to draw its mask.
-      rules({OpKind::dropout}, kFloat | kIndex, kFloat),
-  });
+  std::vector<OpRule> list;
+  for (unsigned index = 0; index < graph::kOpCount; ++index) {
+    auto op = static_cast<OpKind>(index);
+    if (graph::op_class(op) == graph::OpClass::elementwise) list.push_back(elementwise_rule(op));
+  }
+  list.push_back({OpKind::dropout, kFloat | kIndex, kFloat});
+  return list;
 }
 
 std::vector<KernelSpec> make_library() {

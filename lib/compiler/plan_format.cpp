@@ -15,13 +15,13 @@ namespace {
 using graph::NodeId;
 
 constexpr char kMagic[8] = {'C', 'S', 'R', 'U', 'N', 'P', 'L', 'N'};
-constexpr std::size_t kHeaderBytes = 8 + 4 + 8 + 8;
+constexpr std::size_t kHeaderBytes = 8 + 4 + 8 + 8 + 8;
 
 // How many values each enum stored in a plan has; a byte beyond is corruption.
 template <class E>
 constexpr unsigned kEnumCount = 0;
 template <>
-constexpr unsigned kEnumCount<graph::OpKind> = static_cast<unsigned>(graph::OpKind::dropout) + 1;
+constexpr unsigned kEnumCount<graph::OpKind> = graph::kOpCount;
 template <>
 constexpr unsigned kEnumCount<graph::DType> = static_cast<unsigned>(graph::DType::boolean) + 1;
 template <>
@@ -454,6 +454,7 @@ std::string encode_plan(const Plan& plan) {
   encoder(plan);
   std::string out(kMagic, sizeof kMagic);
   put_unsigned(out, kPlanFormatVersion, 4);
+  put_unsigned(out, graph::op_table_digest(), 8);
   put_unsigned(out, encoder.bytes.size(), 8);
   put_unsigned(out, checksum(encoder.bytes.data(), encoder.bytes.size()), 8);
   return out + encoder.bytes;
@@ -464,15 +465,21 @@ Plan decode_plan(const std::string& bytes, const std::string& origin) {
     throw PlanFormatError(origin + ": not a csrun plan");
   Decoder header(bytes, sizeof kMagic, origin);
   std::uint32_t version = 0;
+  std::uint64_t ops = 0;
   std::uint64_t size = 0;
   std::uint64_t sum = 0;
   header(version);
-  header(size);
-  header(sum);
   if (version != kPlanFormatVersion)
     throw PlanFormatError(origin + ": plan format version " + std::to_string(version) +
                           ", but this csrun reads version " + std::to_string(kPlanFormatVersion) +
                           "; compile again");
+  header(ops);
+  header(size);
+  header(sum);
+  if (ops != graph::op_table_digest())
+    throw PlanFormatError(origin +
+                          ": the plan was compiled by a csrun with another set of ops; "
+                          "compile again");
   if (bytes.size() - kHeaderBytes != size)
     throw PlanFormatError(origin + ": the plan is truncated or has trailing bytes (" +
                           std::to_string(bytes.size() - kHeaderBytes) + " of " +

@@ -13,54 +13,33 @@ std::string list(const std::vector<std::int64_t>& values) {
   return shape_string(values);
 }
 
-// The attributes an op reads, for the listing.
+// The attributes an op reads, for the listing, in the order of op.hpp's attr bits; a shape and
+// a dtype are in the node's type already.
 std::string attributes_text(const Node& node) {
   const Attributes& a = node.attrs;
-  switch (node.op) {
-    case OpKind::constant: {
-      std::ostringstream text;
-      text << " value=";
-      if (a.values.size() == 1) {
-        text << a.values[0];
-      } else {
-        text << "<" << a.values.size() << " values>";
-      }
-      return text.str();
+  AttributeSet reads = attributes_read(node.op);
+  std::ostringstream text;
+  if (reads & attr::values) {
+    text << " value=";
+    if (a.values.size() == 1) {
+      text << a.values[0];
+    } else {
+      text << "<" << a.values.size() << " values>";
     }
-    case OpKind::iota:
-      return " axis=" + std::to_string(a.axis);
-    case OpKind::reduce_sum:
-    case OpKind::reduce_mean:
-    case OpKind::reduce_max:
-      return " axes=" + list(a.axes) + (a.keepdims ? " keepdims" : "");
-    case OpKind::argmax:
-    case OpKind::concat:
-    case OpKind::softmax:
-    case OpKind::log_softmax:
-      return " axis=" + std::to_string(a.axis);
-    case OpKind::transpose:
-      return " perm=" + list(a.perm);
-    case OpKind::slice:
-    case OpKind::pad:
-      return " begins=" + list(a.begins) + " ends=" + list(a.ends);
-    case OpKind::layer_norm: {
-      std::ostringstream text;
-      text << " eps=" << a.eps;
-      return text.str();
-    }
-    case OpKind::gelu:
-      return a.approximate ? " approximate=tanh" : "";
-    case OpKind::scatter_add:
-    case OpKind::one_hot:
-      return " depth=" + std::to_string(a.depth);
-    case OpKind::dropout: {
-      std::ostringstream text;
-      text << " rate=" << a.rate << " seed=" << a.seed << " salt=" << a.salt;
-      return text.str();
-    }
-    default:
-      return "";
   }
+  if (reads & attr::axis) text << " axis=" << a.axis;
+  if (reads & attr::axes) text << " axes=" << list(a.axes);
+  if ((reads & attr::keepdims) && a.keepdims) text << " keepdims";
+  if (reads & attr::perm) text << " perm=" << list(a.perm);
+  if (reads & attr::begins) text << " begins=" << list(a.begins);
+  if (reads & attr::ends) text << " ends=" << list(a.ends);
+  if (reads & attr::eps) text << " eps=" << a.eps;
+  if ((reads & attr::approximate) && a.approximate) text << " approximate=tanh";
+  if (reads & attr::depth) text << " depth=" << a.depth;
+  if (reads & attr::rate) text << " rate=" << a.rate;
+  if (reads & attr::seed) text << " seed=" << a.seed;
+  if (reads & attr::salt) text << " salt=" << a.salt;
+  return text.str();
 }
 
 }  // namespace

@@ -9,88 +9,56 @@
 
 namespace csrun::graph {
 
-// Every operation of the IR. Each is defined in one place per concern: its type rule
-// (shape_inference.cpp), its value (reference_evaluator.cpp), its gradient (vjp_rules.cpp).
+// The Attributes fields an op reads, as a set of bits (ops.def lists them per op).
+using AttributeSet = std::uint32_t;
+namespace attr {
+inline constexpr AttributeSet none = 0;
+inline constexpr AttributeSet values = 1u << 0;
+inline constexpr AttributeSet axis = 1u << 1;
+inline constexpr AttributeSet axes = 1u << 2;
+inline constexpr AttributeSet keepdims = 1u << 3;
+inline constexpr AttributeSet perm = 1u << 4;
+inline constexpr AttributeSet begins = 1u << 5;
+inline constexpr AttributeSet ends = 1u << 6;
+inline constexpr AttributeSet eps = 1u << 7;
+inline constexpr AttributeSet approximate = 1u << 8;
+inline constexpr AttributeSet depth = 1u << 9;
+inline constexpr AttributeSet rate = 1u << 10;
+inline constexpr AttributeSet seed = 1u << 11;
+inline constexpr AttributeSet salt = 1u << 12;
+inline constexpr AttributeSet shape = 1u << 13;
+inline constexpr AttributeSet dtype = 1u << 14;
+}  // namespace attr
+
+// Every operation of the IR, in the order of ops.def, which declares each one.
 enum class OpKind : std::uint8_t {
-  // Leaves.
-  input,     // a batch tensor fed each step
-  variable,  // state kept across steps: a parameter, optimizer state, the global step
-  constant,  // attrs.values: one value (splat) or one per element
-  iota,      // the index along attrs.axis, of type attrs.dtype and shape attrs.shape
-  // Elementwise, with NumPy broadcasting.
-  add,
-  sub,
-  mul,
-  div,
-  pow,
-  maximum,
-  minimum,
-  less,
-  less_equal,
-  greater,
-  greater_equal,
-  equal,
-  not_equal,
-  logical_and,
-  logical_or,
-  logical_not,
-  where,  // (condition, a, b)
-  neg,
-  abs,
-  exp,
-  log,
-  sqrt,
-  rsqrt,
-  sin,
-  cos,
-  tanh,
-  sigmoid,
-  relu,
-  erf,
-  gelu,       // attrs.approximate: the tanh form
-  is_finite,  // true where the value is neither infinite nor NaN
-  cast,       // to attrs.dtype, rounding to nearest even
-  // Reductions over attrs.axes (attrs.keepdims).
-  reduce_sum,
-  reduce_mean,
-  reduce_max,
-  argmax,  // along attrs.axis, to i32
-  // Layout.
-  reshape,       // to attrs.shape
-  transpose,     // by attrs.perm
-  slice,         // attrs.begins / attrs.ends per axis
-  pad,           // zeros: attrs.begins before, attrs.ends after, per axis
-  concat,        // along attrs.axis
-  broadcast_to,  // attrs.shape
-  // Linear algebra and neural-network primitives.
-  matmul,       // [..., M, K] x [..., K, N], batch dimensions broadcast; the result is
-                // attrs.dtype: the operands' dtype, or f32 (16-bit operands, f32 accumulation)
-  softmax,      // along attrs.axis
-  log_softmax,  // along attrs.axis
-  // (logits [..., C], labels [...] i32): -log_softmax(logits)[label] per row, computed in one
-  // pass; a label outside [0, C) gives 0 (as a one-hot product would)
-  softmax_cross_entropy,
-  // (logits, labels, g [...]): g * (softmax(logits) - one_hot(labels)) per row, the gradient of
-  // softmax_cross_entropy; 0 on a row whose label is outside [0, C)
-  softmax_cross_entropy_grad,
-  layer_norm,   // (x - mean) / sqrt(var + attrs.eps) over the last axis, no affine
-  gather,       // rows of a [V, ...] table at integer indices of any shape
-  scatter_add,  // (indices, updates) summed into attrs.depth rows: gather's gradient
-  one_hot,      // integer indices to attrs.dtype vectors of length attrs.depth
-  dropout,      // (x, step): zero with probability attrs.rate, deterministic in
-                // (attrs.seed, attrs.salt, step, element)
+#define OP(name, class_, arity, reads) name,
+#include "ops.def"
 };
 
-const char* op_name(OpKind op);
+inline constexpr unsigned kOpCount = 0
+#define OP(name, class_, arity, reads) +1
+#include "ops.def"
+    ;
 
 enum class OpClass : std::uint8_t { leaf, elementwise, reduction, layout, compute };
+
+const char* op_name(OpKind op);
 OpClass op_class(OpKind op);
+// How many operands the op takes; -1 for one or more.
+int op_arity(OpKind op);
+AttributeSet attributes_read(OpKind op);
+
+// A digest of ops.def (each op's name, class, arity and attributes, in order). A saved plan
+// records it, so a plan written with another op table is compiled again rather than read with
+// shifted op numbers.
+std::uint64_t op_table_digest();
 
 bool is_binary_elementwise(OpKind op);
 bool is_unary_elementwise(OpKind op);
 bool is_comparison(OpKind op);  // produces booleans
 
-// The parameters of a node; which fields an op reads is listed at the op above.
+// The parameters of a node; which fields an op reads is listed in ops.def.
 struct Attributes {
   Shape shape;
   std::vector<std::int64_t> axes;

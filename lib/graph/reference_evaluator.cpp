@@ -4,10 +4,10 @@
 #include <cmath>
 #include <functional>
 #include <limits>
-#include <numbers>
 #include <stdexcept>
 
 #include "counter_rng.hpp"
+#include "elementwise_semantics.hpp"
 #include "number_formats.hpp"
 
 namespace csrun::graph {
@@ -51,93 +51,11 @@ double store(DType dtype, double value) {
     case DType::f32:
       return value;
     case DType::i32:
-      return std::trunc(value);
+      return to_i32(value);
     case DType::boolean:
       return value != 0.0 ? 1.0 : 0.0;
     default:
       return round_to_format(value, format_of(dtype));
-  }
-}
-
-double gelu(double x, bool approximate) {
-  if (!approximate) return 0.5 * x * (1.0 + std::erf(x / std::numbers::sqrt2));
-  double inner = std::sqrt(2.0 / std::numbers::pi) * (x + 0.044715 * x * x * x);
-  return 0.5 * x * (1.0 + std::tanh(inner));
-}
-
-double unary_value(const Node& node, double x) {
-  switch (node.op) {
-    case OpKind::logical_not:
-      return x == 0.0 ? 1.0 : 0.0;
-    case OpKind::neg:
-      return -x;
-    case OpKind::abs:
-      return std::fabs(x);
-    case OpKind::exp:
-      return std::exp(x);
-    case OpKind::log:
-      return std::log(x);
-    case OpKind::sqrt:
-      return std::sqrt(x);
-    case OpKind::rsqrt:
-      return 1.0 / std::sqrt(x);
-    case OpKind::sin:
-      return std::sin(x);
-    case OpKind::cos:
-      return std::cos(x);
-    case OpKind::tanh:
-      return std::tanh(x);
-    case OpKind::sigmoid:
-      return 1.0 / (1.0 + std::exp(-x));
-    case OpKind::relu:
-      return x > 0.0 ? x : 0.0;
-    case OpKind::erf:
-      return std::erf(x);
-    case OpKind::gelu:
-      return gelu(x, node.attrs.approximate);
-    case OpKind::is_finite:
-      return std::isfinite(x) ? 1.0 : 0.0;
-    case OpKind::cast:
-      return store(node.attrs.dtype, x);
-    default:
-      throw std::logic_error("not a unary op");
-  }
-}
-
-double binary_value(OpKind op, double a, double b, DType dtype) {
-  switch (op) {
-    case OpKind::add:
-      return a + b;
-    case OpKind::sub:
-      return a - b;
-    case OpKind::mul:
-      return a * b;
-    case OpKind::div:
-      return dtype == DType::i32 ? std::trunc(a / b) : a / b;
-    case OpKind::pow:
-      return std::pow(a, b);
-    case OpKind::maximum:
-      return std::max(a, b);
-    case OpKind::minimum:
-      return std::min(a, b);
-    case OpKind::less:
-      return a < b;
-    case OpKind::less_equal:
-      return a <= b;
-    case OpKind::greater:
-      return a > b;
-    case OpKind::greater_equal:
-      return a >= b;
-    case OpKind::equal:
-      return a == b;
-    case OpKind::not_equal:
-      return a != b;
-    case OpKind::logical_and:
-      return a != 0.0 && b != 0.0;
-    case OpKind::logical_or:
-      return a != 0.0 || b != 0.0;
-    default:
-      throw std::logic_error("not a binary op");
   }
 }
 
@@ -179,7 +97,7 @@ class Evaluator {
     if (is_unary_elementwise(node.op)) {
       Values out = in(node, 0).values;
       for (double& v : out)
-        v = unary_value(node, v);
+        v = unary_value(node.op, v, node.attrs.approximate);
       return out;
     }
     if (is_binary_elementwise(node.op) || node.op == OpKind::where) return elementwise(node);
@@ -272,7 +190,7 @@ class Evaluator {
       if (node.op == OpKind::where) {
         out[i] = at(0) != 0.0 ? at(1) : at(2);
       } else {
-        out[i] = binary_value(node.op, at(0), at(1), in(node, 0).dtype);
+        out[i] = binary_value(node.op, at(0), at(1), in(node, 0).dtype == DType::i32);
       }
     }
     return out;

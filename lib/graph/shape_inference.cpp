@@ -40,7 +40,6 @@ Shape broadcast_or_fail(const Shape& a, const Shape& b) {
 }
 
 TensorType binary(OpKind op, const std::vector<TensorType>& in) {
-  expect_arity(in, 2);
   if (in[0].dtype != in[1].dtype) {
     fail("needs operands of one dtype, got " + in[0].to_string() + " and " + in[1].to_string() +
          " (cast one of them)");
@@ -55,7 +54,6 @@ TensorType binary(OpKind op, const std::vector<TensorType>& in) {
 }
 
 TensorType unary(OpKind op, const std::vector<TensorType>& in, const Attributes& attrs) {
-  expect_arity(in, 1);
   const TensorType& x = in[0];
   switch (op) {
     case OpKind::logical_not:
@@ -87,7 +85,6 @@ std::vector<std::int64_t> sorted_axes(const std::vector<std::int64_t>& axes, std
 }
 
 TensorType reduction(OpKind op, const std::vector<TensorType>& in, const Attributes& attrs) {
-  expect_arity(in, 1);
   const TensorType& x = in[0];
   expect_numeric(x);
   if (op == OpKind::reduce_mean) expect_floating(x);
@@ -105,7 +102,6 @@ TensorType reduction(OpKind op, const std::vector<TensorType>& in, const Attribu
 }
 
 TensorType argmax(const std::vector<TensorType>& in, const Attributes& attrs) {
-  expect_arity(in, 1);
   expect_numeric(in[0]);
   expect_axis(attrs.axis, in[0].rank());
   Shape shape = in[0].shape;
@@ -114,7 +110,6 @@ TensorType argmax(const std::vector<TensorType>& in, const Attributes& attrs) {
 }
 
 TensorType reshape(const std::vector<TensorType>& in, const Attributes& attrs) {
-  expect_arity(in, 1);
   if (std::any_of(attrs.shape.begin(), attrs.shape.end(), [](std::int64_t d) { return d < 0; }) ||
       element_count(attrs.shape) != element_count(in[0].shape)) {
     fail("cannot reshape " + in[0].to_string() + " to " + shape_string(attrs.shape));
@@ -123,7 +118,6 @@ TensorType reshape(const std::vector<TensorType>& in, const Attributes& attrs) {
 }
 
 TensorType transpose(const std::vector<TensorType>& in, const Attributes& attrs) {
-  expect_arity(in, 1);
   const TensorType& x = in[0];
   std::vector<std::int64_t> sorted = attrs.perm;
   std::sort(sorted.begin(), sorted.end());
@@ -141,7 +135,6 @@ TensorType transpose(const std::vector<TensorType>& in, const Attributes& attrs)
 }
 
 TensorType slice(const std::vector<TensorType>& in, const Attributes& attrs) {
-  expect_arity(in, 1);
   const TensorType& x = in[0];
   if (static_cast<std::int64_t>(attrs.begins.size()) != x.rank() ||
       static_cast<std::int64_t>(attrs.ends.size()) != x.rank()) {
@@ -159,7 +152,6 @@ TensorType slice(const std::vector<TensorType>& in, const Attributes& attrs) {
 }
 
 TensorType pad(const std::vector<TensorType>& in, const Attributes& attrs) {
-  expect_arity(in, 1);
   const TensorType& x = in[0];
   if (static_cast<std::int64_t>(attrs.begins.size()) != x.rank() ||
       static_cast<std::int64_t>(attrs.ends.size()) != x.rank()) {
@@ -174,7 +166,6 @@ TensorType pad(const std::vector<TensorType>& in, const Attributes& attrs) {
 }
 
 TensorType concat(const std::vector<TensorType>& in, const Attributes& attrs) {
-  if (in.empty()) fail("needs at least one operand");
   TensorType result = in[0];
   expect_axis(attrs.axis, result.rank());
   for (std::size_t k = 1; k < in.size(); ++k) {
@@ -191,7 +182,6 @@ TensorType concat(const std::vector<TensorType>& in, const Attributes& attrs) {
 }
 
 TensorType broadcast_to(const std::vector<TensorType>& in, const Attributes& attrs) {
-  expect_arity(in, 1);
   auto shape = broadcast_shapes(in[0].shape, attrs.shape);
   if (!shape || *shape != attrs.shape) {
     fail("cannot broadcast " + in[0].to_string() + " to " + shape_string(attrs.shape));
@@ -200,7 +190,6 @@ TensorType broadcast_to(const std::vector<TensorType>& in, const Attributes& att
 }
 
 TensorType matmul(const std::vector<TensorType>& in, const Attributes& attrs) {
-  expect_arity(in, 2);
   const TensorType& a = in[0];
   const TensorType& b = in[1];
   expect_floating(a);
@@ -225,7 +214,6 @@ TensorType matmul(const std::vector<TensorType>& in, const Attributes& attrs) {
 }
 
 TensorType gather(const std::vector<TensorType>& in) {
-  expect_arity(in, 2);
   const TensorType& table = in[0];
   const TensorType& indices = in[1];
   if (table.rank() < 1) fail("needs a table of rank 1 or more, got " + table.to_string());
@@ -238,7 +226,6 @@ TensorType gather(const std::vector<TensorType>& in) {
 // (logits [..., C], labels [...]) -> per-row losses [...]; with g [...] -> the logits' gradient.
 TensorType cross_entropy(OpKind op, const std::vector<TensorType>& in) {
   bool gradient = op == OpKind::softmax_cross_entropy_grad;
-  expect_arity(in, gradient ? 3 : 2);
   const TensorType& logits = in[0];
   const TensorType& labels = in[1];
   expect_floating(logits);
@@ -255,7 +242,6 @@ TensorType cross_entropy(OpKind op, const std::vector<TensorType>& in) {
 }
 
 TensorType scatter_add(const std::vector<TensorType>& in, const Attributes& attrs) {
-  expect_arity(in, 2);
   const TensorType& indices = in[0];
   const TensorType& updates = in[1];
   if (indices.dtype != DType::i32) fail("needs i32 indices, got " + indices.to_string());
@@ -273,6 +259,9 @@ TensorType scatter_add(const std::vector<TensorType>& in, const Attributes& attr
 }  // namespace
 
 TensorType infer_type(OpKind op, const std::vector<TensorType>& in, const Attributes& attrs) {
+  int arity = op_arity(op);
+  if (arity >= 0) expect_arity(in, static_cast<std::size_t>(arity));
+  if (arity < 0 && in.empty()) fail("needs at least one operand");
   if (is_binary_elementwise(op)) return binary(op, in);
   if (is_unary_elementwise(op)) return unary(op, in, attrs);
   switch (op) {
@@ -280,18 +269,15 @@ TensorType infer_type(OpKind op, const std::vector<TensorType>& in, const Attrib
     case OpKind::variable:
       fail("is a leaf: its type is given, not inferred");
     case OpKind::constant:
-      expect_arity(in, 0);
       if (attrs.values.size() != 1 &&
           static_cast<std::int64_t>(attrs.values.size()) != element_count(attrs.shape)) {
         fail("needs one value or one per element of " + shape_string(attrs.shape));
       }
       return {attrs.shape, attrs.dtype};
     case OpKind::iota:
-      expect_arity(in, 0);
       expect_axis(attrs.axis, static_cast<std::int64_t>(attrs.shape.size()));
       return {attrs.shape, attrs.dtype};
     case OpKind::where: {
-      expect_arity(in, 3);
       if (in[0].dtype != DType::boolean)
         fail("needs a boolean condition, got " + in[0].to_string());
       if (in[1].dtype != in[2].dtype)
@@ -321,7 +307,6 @@ TensorType infer_type(OpKind op, const std::vector<TensorType>& in, const Attrib
       return matmul(in, attrs);
     case OpKind::softmax:
     case OpKind::log_softmax:
-      expect_arity(in, 1);
       expect_floating(in[0]);
       expect_axis(attrs.axis, in[0].rank());
       return in[0];
@@ -329,7 +314,6 @@ TensorType infer_type(OpKind op, const std::vector<TensorType>& in, const Attrib
     case OpKind::softmax_cross_entropy_grad:
       return cross_entropy(op, in);
     case OpKind::layer_norm:
-      expect_arity(in, 1);
       expect_floating(in[0]);
       if (in[0].rank() < 1) fail("needs an operand of rank 1 or more");
       return in[0];
@@ -338,7 +322,6 @@ TensorType infer_type(OpKind op, const std::vector<TensorType>& in, const Attrib
     case OpKind::scatter_add:
       return scatter_add(in, attrs);
     case OpKind::one_hot: {
-      expect_arity(in, 1);
       if (in[0].dtype != DType::i32) fail("needs i32 indices, got " + in[0].to_string());
       if (attrs.depth <= 0) fail("needs a positive depth");
       Shape shape = in[0].shape;
@@ -346,7 +329,6 @@ TensorType infer_type(OpKind op, const std::vector<TensorType>& in, const Attrib
       return {shape, attrs.dtype};
     }
     case OpKind::dropout:
-      expect_arity(in, 2);
       expect_floating(in[0]);
       if (in[1].dtype != DType::i32 || in[1].rank() != 0)
         fail("needs the global step (an i32 scalar) as second operand");

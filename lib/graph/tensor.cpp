@@ -124,56 +124,42 @@ Tensor iota(Graph& graph, Shape shape, std::int64_t axis, DType dtype, Location 
   return Tensor(graph, graph.add(OpKind::iota, {}, std::move(attrs), location));
 }
 
+#define UNARY_OP(name)             \
+  Tensor name(Operand x) {         \
+    return unary(OpKind::name, x); \
+  }
+#define BINARY_OP(name)                \
+  Tensor name(Operand a, Operand b) {  \
+    return binary(OpKind::name, a, b); \
+  }
+#include "ops.def"
+
 Tensor operator+(Operand a, Operand b) {
-  return binary(OpKind::add, a, b);
+  return add(a, b);
 }
 Tensor operator-(Operand a, Operand b) {
-  return binary(OpKind::sub, a, b);
+  return sub(a, b);
 }
 Tensor operator*(Operand a, Operand b) {
-  return binary(OpKind::mul, a, b);
+  return mul(a, b);
 }
 Tensor operator/(Operand a, Operand b) {
-  return binary(OpKind::div, a, b);
+  return div(a, b);
 }
 Tensor operator-(Operand x) {
-  return unary(OpKind::neg, x);
+  return neg(x);
 }
 Tensor operator<(Operand a, Operand b) {
-  return binary(OpKind::less, a, b);
+  return less(a, b);
 }
 Tensor operator<=(Operand a, Operand b) {
-  return binary(OpKind::less_equal, a, b);
+  return less_equal(a, b);
 }
 Tensor operator>(Operand a, Operand b) {
-  return binary(OpKind::greater, a, b);
+  return greater(a, b);
 }
 Tensor operator>=(Operand a, Operand b) {
-  return binary(OpKind::greater_equal, a, b);
-}
-Tensor pow(Operand a, Operand b) {
-  return binary(OpKind::pow, a, b);
-}
-Tensor maximum(Operand a, Operand b) {
-  return binary(OpKind::maximum, a, b);
-}
-Tensor minimum(Operand a, Operand b) {
-  return binary(OpKind::minimum, a, b);
-}
-Tensor equal(Operand a, Operand b) {
-  return binary(OpKind::equal, a, b);
-}
-Tensor not_equal(Operand a, Operand b) {
-  return binary(OpKind::not_equal, a, b);
-}
-Tensor logical_and(Operand a, Operand b) {
-  return binary(OpKind::logical_and, a, b);
-}
-Tensor logical_or(Operand a, Operand b) {
-  return binary(OpKind::logical_or, a, b);
-}
-Tensor logical_not(Operand x) {
-  return unary(OpKind::logical_not, x);
+  return greater_equal(a, b);
 }
 
 Tensor where(Operand condition, Operand a, Operand b) {
@@ -183,43 +169,6 @@ Tensor where(Operand condition, Operand a, Operand b) {
   Tensor x = as_tensor(a, graph, dtype);
   Tensor y = as_tensor(b, graph, dtype);
   return Tensor(graph, graph.add(OpKind::where, {c.id(), x.id(), y.id()}, {}, condition.location));
-}
-
-Tensor abs(Operand x) {
-  return unary(OpKind::abs, x);
-}
-Tensor exp(Operand x) {
-  return unary(OpKind::exp, x);
-}
-Tensor log(Operand x) {
-  return unary(OpKind::log, x);
-}
-Tensor sqrt(Operand x) {
-  return unary(OpKind::sqrt, x);
-}
-Tensor rsqrt(Operand x) {
-  return unary(OpKind::rsqrt, x);
-}
-Tensor sin(Operand x) {
-  return unary(OpKind::sin, x);
-}
-Tensor cos(Operand x) {
-  return unary(OpKind::cos, x);
-}
-Tensor tanh(Operand x) {
-  return unary(OpKind::tanh, x);
-}
-Tensor sigmoid(Operand x) {
-  return unary(OpKind::sigmoid, x);
-}
-Tensor relu(Operand x) {
-  return unary(OpKind::relu, x);
-}
-Tensor erf(Operand x) {
-  return unary(OpKind::erf, x);
-}
-Tensor is_finite(Operand x) {
-  return unary(OpKind::is_finite, x);
 }
 
 Tensor gelu(Operand x, bool approximate) {

@@ -68,7 +68,12 @@ Tensor constant_values(Graph& graph, std::vector<double> values, Shape shape,
 Tensor iota(Graph& graph, Shape shape, std::int64_t axis, DType dtype = DType::i32,
             Location location = Location::current());
 
-// Elementwise, with broadcasting.
+// Elementwise, with broadcasting: a builder for each UNARY_OP, BINARY_OP and COMPARISON_OP of
+// ops.def (add, sub, mul, div, pow, maximum, minimum, less, ..., logical_not, neg, abs, exp, log,
+// ...), the operators for the common ones, and the ops that read attributes or a condition.
+#define UNARY_OP(name) Tensor name(Operand x);
+#define BINARY_OP(name) Tensor name(Operand a, Operand b);
+#include "ops.def"
 Tensor operator+(Operand a, Operand b);
 Tensor operator-(Operand a, Operand b);
 Tensor operator*(Operand a, Operand b);
@@ -78,29 +83,9 @@ Tensor operator<(Operand a, Operand b);
 Tensor operator<=(Operand a, Operand b);
 Tensor operator>(Operand a, Operand b);
 Tensor operator>=(Operand a, Operand b);
-Tensor pow(Operand a, Operand b);
-Tensor maximum(Operand a, Operand b);
-Tensor minimum(Operand a, Operand b);
-Tensor equal(Operand a, Operand b);
-Tensor not_equal(Operand a, Operand b);
-Tensor logical_and(Operand a, Operand b);
-Tensor logical_or(Operand a, Operand b);
-Tensor logical_not(Operand x);
 // Elementwise selection: where condition is true a, else b. The traced way to branch on data.
 Tensor where(Operand condition, Operand a, Operand b);
-Tensor abs(Operand x);
-Tensor exp(Operand x);
-Tensor log(Operand x);
-Tensor sqrt(Operand x);
-Tensor rsqrt(Operand x);
-Tensor sin(Operand x);
-Tensor cos(Operand x);
-Tensor tanh(Operand x);
-Tensor sigmoid(Operand x);
-Tensor relu(Operand x);
-Tensor erf(Operand x);
 Tensor gelu(Operand x, bool approximate = false);
-Tensor is_finite(Operand x);
 Tensor cast(Operand x, DType dtype);
 
 // Reductions; negative axes count from the end; no axes means all of them.

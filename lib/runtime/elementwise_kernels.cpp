@@ -1,9 +1,11 @@
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numbers>
 #include <stdexcept>
 
 #include "eigen.hpp"
+#include "graph/elementwise_semantics.hpp"
 #include "kernel_families.hpp"
 #include "thread_team.hpp"
 
@@ -11,95 +13,10 @@ namespace csrun::runtime {
 
 namespace {
 
+using graph::binary_value;
 using graph::DType;
 using graph::OpKind;
-
-template <class T>
-T gelu(T x, bool approximate) {
-  if (!approximate) return T(0.5) * x * (T(1) + std::erf(x / std::numbers::sqrt2_v<T>));
-  T inner = std::sqrt(T(2) / std::numbers::pi_v<T>) * (x + T(0.044715) * x * x * x);
-  return T(0.5) * x * (T(1) + std::tanh(inner));
-}
-
-// The op semantics restated, not shared with graph::evaluate_reference: the reference is the
-// oracle the runtime is tested against, so it stays an independent implementation.
-template <class T>
-T unary_value(OpKind op, T x, bool approximate) {
-  switch (op) {
-    case OpKind::logical_not:
-      return x == T(0) ? T(1) : T(0);
-    case OpKind::neg:
-      return -x;
-    case OpKind::abs:
-      return std::fabs(x);
-    case OpKind::exp:
-      return std::exp(x);
-    case OpKind::log:
-      return std::log(x);
-    case OpKind::sqrt:
-      return std::sqrt(x);
-    case OpKind::rsqrt:
-      return T(1) / std::sqrt(x);
-    case OpKind::sin:
-      return std::sin(x);
-    case OpKind::cos:
-      return std::cos(x);
-    case OpKind::tanh:
-      return std::tanh(x);
-    case OpKind::sigmoid:
-      return T(1) / (T(1) + std::exp(-x));
-    case OpKind::relu:
-      return x > T(0) ? x : T(0);
-    case OpKind::erf:
-      return std::erf(x);
-    case OpKind::gelu:
-      return gelu(x, approximate);
-    case OpKind::is_finite:
-      return std::isfinite(x) ? T(1) : T(0);
-    case OpKind::cast:
-      return x;
-    default:
-      throw std::logic_error("not a unary op");
-  }
-}
-
-template <class T>
-T binary_value(OpKind op, T a, T b, bool integer) {
-  switch (op) {
-    case OpKind::add:
-      return a + b;
-    case OpKind::sub:
-      return a - b;
-    case OpKind::mul:
-      return a * b;
-    case OpKind::div:
-      return integer ? std::trunc(a / b) : a / b;
-    case OpKind::pow:
-      return std::pow(a, b);
-    case OpKind::maximum:
-      return std::isnan(a) || std::isnan(b) ? a + b : std::max(a, b);
-    case OpKind::minimum:
-      return std::isnan(a) || std::isnan(b) ? a + b : std::min(a, b);
-    case OpKind::less:
-      return a < b;
-    case OpKind::less_equal:
-      return a <= b;
-    case OpKind::greater:
-      return a > b;
-    case OpKind::greater_equal:
-      return a >= b;
-    case OpKind::equal:
-      return a == b;
-    case OpKind::not_equal:
-      return a != b;
-    case OpKind::logical_and:
-      return a != T(0) && b != T(0);
-    case OpKind::logical_or:
-      return a != T(0) || b != T(0);
-    default:
-      throw std::logic_error("not a binary op");
-  }
-}
+using graph::unary_value;
 
 // f32 operands, f32 or boolean result: the common case, without per-element dtype dispatch.
 template <class Out, class F>
@@ -296,17 +213,41 @@ void unary_array(const NodeTask& task, F f) {
   Eigen::Map<Eigen::ArrayXf>(task.out.f32(), task.out.count) = f(x);
 }
 
+// Eigen 3.4's vectorized exp clamps its argument at about -88.4 (exp(-inf) is 3e-39) and its log
+// takes a subnormal argument for the smallest normal number, on SSE and AVX2 though not on
+// AVX-512; the few elements whose exp is subnormal or zero, or whose log operand is subnormal,
+// are recomputed with the standard functions so every kernel set gives the ops' values.
+template <class Outside, class Exact>
+void recompute_outside(const NodeTask& task, Outside outside, Exact exact) {
+  const float* x = task.in[0].f32();
+  float* out = task.out.f32();
+  for (std::int64_t i = 0; i < task.out.count; ++i) {
+    if (outside(x[i])) out[i] = exact(x[i]);
+  }
+}
+
 void unary_vectorized(const NodeTask& task, bool approximate) {
   using Array = Eigen::Map<const Eigen::ArrayXf>;
+  constexpr float kSmallestNormal = std::numeric_limits<float>::min();
+  constexpr float kLogSmallestNormal = -87.336544f;
   switch (task.node->op) {
     case OpKind::exp:
-      return unary_array(task, [](const Array& x) { return x.exp(); });
+      unary_array(task, [](const Array& x) { return x.exp(); });
+      return recompute_outside(
+          task, [](float v) { return v < kLogSmallestNormal; },
+          [](float v) { return std::exp(v); });
     case OpKind::log:
-      return unary_array(task, [](const Array& x) { return x.log(); });
+      unary_array(task, [](const Array& x) { return x.log(); });
+      return recompute_outside(
+          task, [](float v) { return v > 0.0f && v < kSmallestNormal; },
+          [](float v) { return std::log(v); });
+    // Eigen's fast sqrt (an estimate and a Newton step) loses the last bits, gives NaN for
+    // infinity and flushes subnormals; the hardware's square root is exact and vectorizes too
+    // (the kernel sets build with -fno-math-errno).
     case OpKind::sqrt:
-      return unary_array(task, [](const Array& x) { return x.sqrt(); });
+      return unary_f32(task, [](float v) { return std::sqrt(v); });
     case OpKind::rsqrt:
-      return unary_array(task, [](const Array& x) { return x.sqrt().inverse(); });
+      return unary_f32(task, [](float v) { return 1.0f / std::sqrt(v); });
     case OpKind::tanh:
       return unary_array(task, [](const Array& x) { return x.tanh(); });
     case OpKind::erf:
@@ -336,7 +277,7 @@ void unary(const NodeTask& task) {
   if (x.dtype == DType::f32 && task.out.dtype == DType::f32) {
     switch (op) {
       case OpKind::relu:
-        return unary_f32(task, [](float v) { return v > 0.0f ? v : 0.0f; });
+        return unary_f32(task, [](float v) { return graph::relu_value(v); });
       case OpKind::neg:
         return unary_f32(task, [](float v) { return -v; });
       default:

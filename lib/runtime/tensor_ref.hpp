@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "graph/graph.hpp"
+#include "graph/number_formats.hpp"
 #include "half_precision.hpp"
 
 namespace csrun::runtime {
@@ -48,19 +49,13 @@ inline double load(const TensorRef& t, std::int64_t i) {
   }
 }
 
-inline std::int32_t to_i32(double value) {
-  if (std::isnan(value)) return 0;
-  double limit = static_cast<double>(std::numeric_limits<std::int32_t>::max());
-  return static_cast<std::int32_t>(std::trunc(std::fmin(std::fmax(value, -limit - 1.0), limit)));
-}
-
 inline void store(const TensorRef& t, std::int64_t i, double value) {
   switch (t.dtype) {
     case graph::DType::f32:
       t.f32()[i] = static_cast<float>(value);
       return;
     case graph::DType::i32:
-      t.i32()[i] = to_i32(value);
+      t.i32()[i] = graph::to_i32(value);
       return;
     case graph::DType::boolean:
       t.boolean()[i] = value != 0.0 ? 1 : 0;

@@ -69,6 +69,10 @@ TEST_CASE("damaged plan files are refused with the reason") {
   CHECK(expect_decode_error(newer).find("plan format version " +
                                         std::to_string(compiler::kPlanFormatVersion + 1)) !=
         std::string::npos);
+  std::string other_ops = bytes;
+  other_ops[12] ^= 0x01;  // the op table's digest follows the version
+  CHECK(expect_decode_error(other_ops).find("compiled by a csrun with another set of ops") !=
+        std::string::npos);
 }
 
 TEST_CASE("a plan reloaded from the compile cache is identical, other settings miss") {
