@@ -4,6 +4,7 @@
 #include <chrono>
 #include <iostream>
 
+#include "compiler/host_lowering.hpp"
 #include "compiler/plan_cache.hpp"
 #include "csrun/build_info.hpp"
 #include "wafer/wafer_profile.hpp"
@@ -50,6 +51,16 @@ compiler::PassManager::Observer ir_printer(const RunOptions& options) {
               << program.fusions.size() << " fusions\n"
               << program.to_text() << std::flush;
   };
+}
+
+// The plan's host steps, when --dump_ir names lower-host.
+void print_host_steps(const compiler::Plan& plan, const RunOptions& options) {
+  if (std::find(options.dump_ir.begin(), options.dump_ir.end(), "lower-host") ==
+      options.dump_ir.end())
+    return;
+  std::cout << "# host steps after lower-host: " << plan.host_steps.size() << " steps for "
+            << plan.kernels.size() << " kernels\n"
+            << compiler::host_steps_text(plan) << std::flush;
 }
 
 bool on_wafer(const config::TrainerSpec& trainer) {
@@ -148,6 +159,7 @@ PlannedTrainer plan_trainer(const config::TrainerSpec& trainer, const TraceSumma
                             trace.batch_size, trace.tokens_per_sample};
     planned.plan =
         compiler::build_plan(std::move(*compiled.compiled), info, precision_policy(trainer));
+    print_host_steps(planned.plan, options);
     if (on_wafer(trainer)) planned.plan.mapping = wafer::map_to_wafer(planned.plan, wafer);
     std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start;
     planned.compile_seconds = compiled.seconds + elapsed.count();

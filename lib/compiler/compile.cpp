@@ -1,5 +1,6 @@
 #include "compile.hpp"
 
+#include "host_lowering.hpp"
 #include "memory_plan.hpp"
 
 namespace csrun::compiler {
@@ -24,6 +25,7 @@ std::vector<std::string> dump_points() {
   PassManager manager = standard_passes({});
   for (const Pass& pass : manager.passes())
     names.push_back(pass.name);
+  names.push_back("lower-host");
   return names;
 }
 
@@ -45,6 +47,7 @@ Plan build_plan(CompiledStep compiled, const StepInfo& info, const PrecisionPoli
   plan.tokens_per_sample = info.tokens_per_sample;
   plan.precision = precision;
   plan.memory = plan_memory(compiled.program.graph, compiled.kernels);
+  plan.host_steps = lower_host(compiled.program.graph, compiled.kernels, plan.memory);
   plan.graph = std::move(compiled.program.graph);
   plan.kernels = std::move(compiled.kernels);
   return plan;

@@ -19,7 +19,8 @@ struct CompileOptions {
 // fuse-elementwise.
 PassManager standard_passes(const PrecisionPolicy& precision);
 
-// What --dump_ir accepts: "trace" (the graph before any pass) and every pass name.
+// What --dump_ir accepts: "trace" (the graph before any pass), every pass name, and "lower-host"
+// (the plan's host steps, host_lowering.hpp).
 std::vector<std::string> dump_points();
 
 // A step after the passes and kernel matching: what `csrun validate` checks.

@@ -18,11 +18,6 @@ std::int64_t aligned(std::int64_t bytes) {
   return (bytes + kBufferAlignment - 1) / kBufferAlignment * kBufferAlignment;
 }
 
-std::int64_t value_bytes(const graph::Node& node) {
-  return graph::element_count(node.type.shape) *
-         static_cast<std::int64_t>(graph::dtype_size(node.type.dtype));
-}
-
 // Best-fit placement in a growing arena, merging neighbouring free blocks.
 class ArenaAllocator {
  public:
@@ -118,7 +113,7 @@ class MemoryPlanner {
   std::int32_t add_buffer(NodeId value, BufferKind kind, std::int32_t first, std::int32_t last) {
     auto index = static_cast<std::int32_t>(plan_.buffers.size());
     plan_.buffers.push_back(
-        Buffer{value, kind, 0, aligned(value_bytes(graph_.node(value))), first, last});
+        Buffer{value, kind, 0, aligned(graph_.node(value).type.byte_size()), first, last});
     plan_.buffer_of[static_cast<std::size_t>(value)] = index;
     return index;
   }

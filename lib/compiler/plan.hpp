@@ -90,6 +90,31 @@ struct WaferMapping {
   friend bool operator==(const WaferMapping&, const WaferMapping&) = default;
 };
 
+// One call the host runtime makes in a step, decided by the compiler (lower_host) from the kernels
+// and the memory plan, so the runtime executes exactly what the plan lists.
+enum class HostStepKind : std::uint8_t {
+  node,   // one node's kernel
+  gemm,   // a matmul read through folded transposes, its product written as a folded bias add's
+  chain,  // elementwise nodes over one element count, run chunk by chunk
+};
+const char* host_step_kind_name(HostStepKind kind);  // "node", "gemm", "chain"
+
+struct HostStep {
+  HostStepKind kind = HostStepKind::node;
+  std::int32_t kernel = -1;          // in Plan::kernels
+  std::vector<graph::NodeId> nodes;  // node, gemm: the node (the matmul); chain: in order
+  // A gemm's operands: the matmul's, or a folded transpose's source read with `transposed`.
+  graph::NodeId operand_a = -1;
+  graph::NodeId operand_b = -1;
+  bool transposed_a = false;
+  bool transposed_b = false;
+  graph::NodeId bias = -1;            // one f32 value per column each row starts as (-1: none)
+  graph::NodeId result = -1;          // where the product goes: the matmul, or the folded bias add
+  std::vector<graph::NodeId> folded;  // kernel nodes this step computes without running them
+
+  friend bool operator==(const HostStep&, const HostStep&) = default;
+};
+
 // The compiler's output: everything needed to run a step, and how it would run on the wafer.
 struct Plan {
   std::string csrun_version;
@@ -101,6 +126,7 @@ struct Plan {
   graph::Graph graph;           // after the passes
   std::vector<Kernel> kernels;  // in execution order
   MemoryPlan memory;
+  std::vector<HostStep> host_steps;  // what the runtime calls, kernel by kernel
   WaferMapping mapping;
 
   friend bool operator==(const Plan&, const Plan&) = default;

@@ -1,5 +1,6 @@
 #include "plan_format.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -36,6 +37,8 @@ constexpr unsigned kEnumCount<ExecutionMode> =
     static_cast<unsigned>(ExecutionMode::weight_streaming) + 1;
 template <>
 constexpr unsigned kEnumCount<BufferKind> = static_cast<unsigned>(BufferKind::temporary) + 1;
+template <>
+constexpr unsigned kEnumCount<HostStepKind> = static_cast<unsigned>(HostStepKind::chain) + 1;
 
 std::uint64_t checksum(const char* data, std::size_t size) {
   std::uint64_t hash = 0xCBF29CE484222325ull;
@@ -224,6 +227,20 @@ void visit(Io& io, Kernel& kernel) {
 }
 
 template <class Io>
+void visit(Io& io, HostStep& step) {
+  io(step.kind);
+  io(step.kernel);
+  io(step.nodes);
+  io(step.operand_a);
+  io(step.operand_b);
+  io(step.transposed_a);
+  io(step.transposed_b);
+  io(step.bias);
+  io(step.result);
+  io(step.folded);
+}
+
+template <class Io>
 void visit(Io& io, Buffer& buffer) {
   io(buffer.value);
   io(buffer.kind);
@@ -407,7 +424,27 @@ void visit(Io& io, Plan& plan) {
   io(plan.graph);
   io(plan.kernels);
   io(plan.memory);
+  io(plan.host_steps);
   io(plan.mapping);
+}
+
+// A host step names nodes of the graph and a kernel of the plan; a gemm has its operands and
+// result, and a matmul to run.
+template <class InGraph>
+void check_host_steps(const Plan& plan, const Decoder& io, InGraph in_graph) {
+  auto kernel_count = static_cast<std::int32_t>(plan.kernels.size());
+  for (const HostStep& step : plan.host_steps) {
+    bool valid = step.kernel >= 0 && step.kernel < kernel_count && !step.nodes.empty();
+    for (const std::vector<NodeId>* ids : {&step.nodes, &step.folded}) {
+      valid = valid && std::all_of(ids->begin(), ids->end(), in_graph);
+    }
+    if (valid && step.kind == HostStepKind::gemm) {
+      valid = in_graph(step.operand_a) && in_graph(step.operand_b) && in_graph(step.result) &&
+              (step.bias == -1 || in_graph(step.bias)) &&
+              plan.graph.node(step.nodes.front()).op == graph::OpKind::matmul;
+    }
+    if (!valid) io.fail("a host step names a node or kernel outside the plan");
+  }
 }
 
 // Node and buffer references must point inside the plan, so the runtime can trust them.
@@ -421,6 +458,7 @@ void check_references(const Plan& plan, const Decoder& io) {
       }
     }
   }
+  check_host_steps(plan, io, in_graph);
   if (plan.memory.buffer_of.size() != plan.graph.size())
     io.fail("the memory plan covers " + std::to_string(plan.memory.buffer_of.size()) +
             " nodes of " + std::to_string(plan.graph.size()));

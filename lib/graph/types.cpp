@@ -77,4 +77,8 @@ std::string TensorType::to_string() const {
   return std::string(dtype_name(dtype)) + shape_string(shape);
 }
 
+std::int64_t TensorType::byte_size() const {
+  return element_count(shape) * static_cast<std::int64_t>(dtype_size(dtype));
+}
+
 }  // namespace csrun::graph

@@ -27,7 +27,8 @@ struct TensorType {
   DType dtype = DType::f32;
 
   std::int64_t rank() const { return static_cast<std::int64_t>(shape.size()); }
-  std::string to_string() const;  // "f32[4, 8]"
+  std::string to_string() const;   // "f32[4, 8]"
+  std::int64_t byte_size() const;  // its elements' bytes
   friend bool operator==(const TensorType&, const TensorType&) = default;
 };
 

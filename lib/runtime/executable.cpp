@@ -11,7 +11,6 @@
 #include <unordered_map>
 #include <variant>
 
-#include "compiler/node_users.hpp"
 #include "elementwise_chain.hpp"
 #include "kernel_set.hpp"
 #include "storage/host_memory.hpp"
@@ -49,35 +48,8 @@ class AlignedBytes {
   std::int64_t size_ = 0;
 };
 
-std::int64_t value_bytes(const graph::TensorType& type) {
-  return graph::element_count(type.shape) *
-         static_cast<std::int64_t>(graph::dtype_size(type.dtype));
-}
-
 std::int64_t value_bytes_of(const TensorRef& value) {
   return value.count * static_cast<std::int64_t>(graph::dtype_size(value.dtype));
-}
-
-// The tasks of nodes other than `folded` (folded into another task's kernel call).
-std::vector<NodeTask> without(std::vector<NodeTask> tasks,
-                              std::span<const graph::Node* const> folded) {
-  std::erase_if(tasks, [&](const NodeTask& task) {
-    return std::find(folded.begin(), folded.end(), task.node) != folded.end();
-  });
-  return tasks;
-}
-
-// Whether `addend` is one f32 value per column of `product`, and `sum` (their sum) is f32 and
-// shaped as the product: a bias added to every row.
-bool adds_a_row(const TensorRef& addend, const TensorRef& product, const TensorRef& sum) {
-  if (addend.dtype != graph::DType::f32 || sum.dtype != graph::DType::f32) return false;
-  if (addend.rank == 0 || addend.count != addend.dim(addend.rank - 1)) return false;
-  if (addend.count != product.dim(product.rank - 1) || sum.rank != product.rank) return false;
-  return std::equal(sum.shape.begin(), sum.shape.end(), product.shape.begin());
-}
-
-bool overlaps(const TensorRef& a, const TensorRef& b) {
-  return a.data < b.data + value_bytes_of(b) && b.data < a.data + value_bytes_of(a);
 }
 
 TensorRef tensor_at(std::byte* data, const graph::TensorType& type, NodeId id) {
@@ -110,31 +82,6 @@ struct Update {
 
 // A kernel's work in the step: one node, or a chain of elementwise nodes run chunk by chunk.
 using StepWork = std::variant<NodeTask, ElementwiseChain>;
-
-// A lone elementwise node this large runs as a chain of one, so its chunks split across the team.
-constexpr std::int64_t kLoneChainElements = 1 << 16;
-
-// Runs of at least two elementwise nodes of one size, and large lone ones, become chains; the
-// other nodes stay alone.
-std::vector<StepWork> chain_elementwise(std::vector<NodeTask> tasks, const KernelSet& kernels,
-                                        ThreadTeam& team) {
-  std::vector<StepWork> work;
-  for (std::size_t begin = 0; begin < tasks.size();) {
-    std::int64_t count = tasks[begin].out.count;
-    std::size_t end = begin;
-    while (end < tasks.size() && ElementwiseChain::fits(tasks[end], count))
-      ++end;
-    if (end == begin || (end - begin == 1 && count < kLoneChainElements)) {
-      work.emplace_back(std::move(tasks[begin++]));
-      continue;
-    }
-    std::vector<NodeTask> chain(std::make_move_iterator(tasks.begin() + begin),
-                                std::make_move_iterator(tasks.begin() + end));
-    work.emplace_back(ElementwiseChain(std::move(chain), kernels, team));
-    begin = end;
-  }
-  return work;
-}
 
 struct NamedValue {
   std::string name;
@@ -194,7 +141,7 @@ struct Executable::State {
       std::int32_t index = memory.buffer_of[i];
       if (index < 0) continue;
       const compiler::Buffer& buffer = memory.buffers.at(static_cast<std::size_t>(index));
-      std::int64_t needed = value_bytes(plan.graph.nodes()[i].type);
+      std::int64_t needed = plan.graph.nodes()[i].type.byte_size();
       if (buffer.offset < 0 || buffer.bytes < needed ||
           buffer.offset + buffer.bytes > memory.peak_bytes) {
         throw std::invalid_argument("the plan's buffer for node %" + std::to_string(i) +
@@ -222,7 +169,7 @@ struct Executable::State {
 
   std::int64_t snapshot(NodeId id, std::int64_t& area) {
     snapshots.push_back(Snapshot{values[static_cast<std::size_t>(id)], area, nullptr});
-    area += round_up(value_bytes(plan.graph.node(id).type));
+    area += round_up(plan.graph.node(id).type.byte_size());
     return static_cast<std::int64_t>(snapshots.size()) - 1;
   }
 
@@ -236,7 +183,7 @@ struct Executable::State {
       for (NodeId id : kernel.nodes) {
         if (values[static_cast<std::size_t>(id)].data != nullptr) continue;
         locals.emplace_back(id, offset);
-        offset += round_up(value_bytes(plan.graph.node(id).type));
+        offset += round_up(plan.graph.node(id).type.byte_size());
       }
       largest = std::max(largest, offset);
     }
@@ -322,75 +269,58 @@ struct Executable::State {
     }
   }
 
-  // A matrix transpose that lives inside the kernel and feeds only its matmul is not copied: the
-  // GEMM reads the transpose's source with the transposed flag, and the transpose's task goes.
-  std::vector<NodeTask> fold_transposes(std::vector<NodeTask> tasks, std::span<const NodeId> nodes,
-                                        const compiler::NodeUsers& users) {
-    std::vector<const graph::Node*> folded;
-    for (std::size_t t = 0; t < tasks.size(); ++t) {
-      NodeTask& task = tasks[t];
-      if (task.node->op != graph::OpKind::matmul) continue;
-      for (std::size_t operand = 0; operand < 2; ++operand) {
-        NodeId input = task.node->inputs[operand];
-        const graph::Node& source = plan.graph.node(input);
-        bool foldable = source.op == graph::OpKind::transpose &&
-                        graph::swaps_last_two_axes(source.attrs.perm) &&
-                        users.sole_user(input) == nodes[t] &&
-                        plan.memory.buffer_of[static_cast<std::size_t>(input)] < 0;
-        if (!foldable) continue;
-        task.in[operand] = values[static_cast<std::size_t>(source.inputs[0])];
-        task.transposed[operand] = true;
-        folded.push_back(&source);
-      }
-    }
-    return without(std::move(tasks), folded);
-  }
-
-  // A bias add reading a matmul's product (a value inside the kernel) and one f32 value per
-  // column is folded into the GEMM: the product goes straight into the add's result, each row
-  // starting as the bias, and the add's task goes. PyTorch's addmm does the same.
-  std::vector<NodeTask> fold_bias_adds(std::vector<NodeTask> tasks, std::span<const NodeId> nodes,
-                                       const compiler::NodeUsers& users) {
-    auto id_of = [&](const graph::Node* node) {
-      return *std::find_if(nodes.begin(), nodes.end(),
-                           [&](NodeId id) { return &plan.graph.node(id) == node; });
-    };
-    std::vector<const graph::Node*> folded;
-    for (NodeTask& task : tasks) {
-      if (task.node->op != graph::OpKind::matmul || task.out.dtype != graph::DType::f32) continue;
-      NodeId product = id_of(task.node);
-      NodeId user = users.sole_user(product);
-      if (user < 0 || plan.memory.buffer_of[static_cast<std::size_t>(product)] >= 0) continue;
-      auto add = std::find_if(tasks.begin(), tasks.end(),
-                              [&](const NodeTask& other) { return id_of(other.node) == user; });
-      if (add == tasks.end() || add->node->op != graph::OpKind::add) continue;
-      const TensorRef& bias = add->in[add->node->inputs[0] == product ? 1 : 0];
-      if (!adds_a_row(bias, task.out, add->out) || overlaps(add->out, bias) ||
-          overlaps(add->out, task.in[0]) || overlaps(add->out, task.in[1]))
-        continue;
-      task.out = add->out;
-      task.addend = bias;
-      folded.push_back(add->node);
-    }
-    return without(std::move(tasks), folded);
-  }
-
-  // Kernels that compute static values run now, once; the others become the step.
+  // The plan's host steps: those of kernels that compute static values run now, once; the others
+  // become the step. Every node of a kernel is run or folded by a step.
   void bind_kernels() {
-    compiler::NodeUsers users(plan.graph);
-    for (const compiler::Kernel& kernel : plan.kernels) {
-      std::vector<NodeTask> tasks;
-      for (NodeId id : kernel.nodes)
-        tasks.push_back(task_for(id));
-      tasks = fold_transposes(std::move(tasks), kernel.nodes, users);
-      tasks = fold_bias_adds(std::move(tasks), kernel.nodes, users);
-      if (!kernel.at_load) {
-        for (StepWork& work : chain_elementwise(std::move(tasks), kernels, team))
-          step.push_back(std::move(work));
+    check_host_steps_cover_kernels();
+    for (const compiler::HostStep& host : plan.host_steps) {
+      bool at_load = plan.kernels[static_cast<std::size_t>(host.kernel)].at_load;
+      if (host.kind == compiler::HostStepKind::chain) {
+        std::vector<NodeTask> tasks;
+        for (NodeId id : host.nodes)
+          tasks.push_back(task_for(id));
+        ElementwiseChain chain(std::move(tasks), kernels, team);
+        if (at_load) {
+          chain.run();
+        } else {
+          step.emplace_back(std::move(chain));
+        }
         continue;
       }
-      for (NodeTask& task : tasks)
+      NodeTask task = task_for(host.nodes.front());
+      if (host.kind == compiler::HostStepKind::gemm) bind_gemm(task, host);
+      if (at_load) {
         kernels.run(task);
+      } else {
+        step.emplace_back(std::move(task));
+      }
+    }
+  }
+
+  // A GEMM reads a folded transpose's source with the transposed flag and writes its product
+  // where the plan says (a folded bias add's result, each row starting as the bias).
+  void bind_gemm(NodeTask& task, const compiler::HostStep& host) const {
+    task.in[0] = values[static_cast<std::size_t>(host.operand_a)];
+    task.in[1] = values[static_cast<std::size_t>(host.operand_b)];
+    task.transposed = {host.transposed_a, host.transposed_b};
+    task.out = values[static_cast<std::size_t>(host.result)];
+    if (host.bias >= 0) task.addend = values[static_cast<std::size_t>(host.bias)];
+  }
+
+  void check_host_steps_cover_kernels() const {
+    std::vector<bool> covered(plan.graph.size(), false);
+    for (const compiler::HostStep& host : plan.host_steps) {
+      for (const std::vector<NodeId>* ids : {&host.nodes, &host.folded}) {
+        for (NodeId id : *ids)
+          covered[static_cast<std::size_t>(id)] = true;
+      }
+    }
+    for (std::size_t k = 0; k < plan.kernels.size(); ++k) {
+      for (NodeId id : plan.kernels[k].nodes) {
+        if (!covered[static_cast<std::size_t>(id)])
+          throw std::invalid_argument("node %" + std::to_string(id) + " of kernel " +
+                                      std::to_string(k) + " has no host step in the plan");
+      }
     }
   }
 

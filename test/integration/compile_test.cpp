@@ -142,6 +142,26 @@ TEST_CASE("compile --dump_ir prints the IR after the passes asked for") {
   auto wrong = run_csrun({"compile", params, "--dump_ir", "inline"});
   CHECK(wrong.exit_code == 2);
   CHECK(wrong.err.find("fuse-matmul") != std::string::npos);
+  CHECK(wrong.err.find("lower-host") != std::string::npos);
+}
+
+TEST_CASE("compile --dump_ir lower-host and kernels.tsv show the calls the simulator makes") {
+  csrun::test::TempDir dir;
+  std::string params = dir.write("p.yaml", kFcMnist);
+  std::string model_dir = (dir.path() / "model").string();
+  auto dumped = run_csrun({"compile", params, "--fake_data", "-o", model_dir, "--target_device",
+                           "CPU", "--dump_ir", "lower-host"});
+  REQUIRE(dumped.exit_code == 0);
+  CHECK(dumped.out.find("# host steps after lower-host: ") != std::string::npos);
+  CHECK(dumped.out.find("# IR after") == std::string::npos);
+  CHECK(dumped.out.find("k0 matmul: gemm %") != std::string::npos);
+  CHECK(dumped.out.find("^T) + %") != std::string::npos);
+  CHECK(dumped.out.find(" transpose, %") != std::string::npos);  // [folds %N transpose, %M add]
+  std::filesystem::path plan_dir =
+      std::filesystem::directory_iterator(std::filesystem::path(model_dir) / "compile")->path();
+  std::string table = read(plan_dir / "kernels.tsv");
+  CHECK(table.find("\thost_steps\n") != std::string::npos);
+  CHECK(table.find("\tgemm+bias^T") != std::string::npos);
 }
 
 TEST_CASE("pipelined execution that does not fit is an error saying by how much") {

@@ -135,3 +135,10 @@ TEST_CASE("a memory plan that does not fit its graph is refused") {
   plan.memory.buffer_of.pop_back();
   CHECK_THROWS_WITH(Executable(plan), Catch::Contains("memory plan covers"));
 }
+
+TEST_CASE("the runtime runs the plan's host steps and refuses a plan that leaves a node out") {
+  models::TracedStep step = test::traced_step(kModels[0], 4);
+  compiler::Plan plan = test::compiled_plan(step.graph, 4);
+  plan.host_steps.pop_back();
+  CHECK_THROWS_WITH(Executable(plan), Catch::Contains("has no host step in the plan"));
+}

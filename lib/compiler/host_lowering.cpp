@@ -1,0 +1,217 @@
+#include "host_lowering.hpp"
+
+#include <algorithm>
+
+#include "node_users.hpp"
+
+namespace csrun::compiler {
+
+namespace {
+
+using graph::NodeId;
+using graph::OpKind;
+
+class HostLowering {
+ public:
+  HostLowering(const graph::Graph& graph, const MemoryPlan& memory)
+      : graph_(graph), memory_(memory), users_(graph) {}
+
+  std::vector<HostStep> lower(const Kernel& kernel, std::int32_t index) const {
+    std::vector<HostStep> steps;
+    for (NodeId id : kernel.nodes)
+      steps.push_back(single(id, index));
+    fold_transposes(steps);
+    fold_bias_adds(steps);
+    std::vector<NodeId> folded;
+    for (const HostStep& step : steps)
+      folded.insert(folded.end(), step.folded.begin(), step.folded.end());
+    std::erase_if(steps, [&](const HostStep& step) {
+      return std::find(folded.begin(), folded.end(), step.nodes.front()) != folded.end();
+    });
+    if (kernel.at_load) return steps;
+    return chain_elementwise(std::move(steps));
+  }
+
+ private:
+  HostStep single(NodeId id, std::int32_t kernel) const {
+    HostStep step;
+    step.kernel = kernel;
+    step.nodes = {id};
+    const graph::Node& node = graph_.node(id);
+    if (node.op != OpKind::matmul) return step;
+    step.kind = HostStepKind::gemm;
+    step.operand_a = node.inputs[0];
+    step.operand_b = node.inputs[1];
+    step.result = id;
+    return step;
+  }
+
+  bool inside_kernel(NodeId id) const {
+    return memory_.buffer_of[static_cast<std::size_t>(id)] < 0;
+  }
+
+  const graph::TensorType& type(NodeId id) const { return graph_.node(id).type; }
+
+  // Whether two values share memory when the step runs: values with buffers where their bytes
+  // meet in the arena; a value inside a kernel has its own place in the kernel's scratch.
+  bool overlaps(NodeId a, NodeId b) const {
+    std::int64_t a_bytes = type(a).byte_size();
+    std::int64_t b_bytes = type(b).byte_size();
+    if (a == b) return a_bytes > 0;
+    if (inside_kernel(a) || inside_kernel(b)) return false;
+    std::int64_t a_offset = buffer_offset(a);
+    std::int64_t b_offset = buffer_offset(b);
+    return a_offset < b_offset + b_bytes && b_offset < a_offset + a_bytes;
+  }
+
+  std::int64_t buffer_offset(NodeId id) const {
+    auto buffer = static_cast<std::size_t>(memory_.buffer_of[static_cast<std::size_t>(id)]);
+    return memory_.buffers[buffer].offset;
+  }
+
+  void fold_transposes(std::vector<HostStep>& steps) const {
+    for (HostStep& step : steps) {
+      if (step.kind != HostStepKind::gemm) continue;
+      fold_transpose(step, step.operand_a, step.transposed_a);
+      fold_transpose(step, step.operand_b, step.transposed_b);
+    }
+  }
+
+  void fold_transpose(HostStep& step, NodeId& operand, bool& transposed) const {
+    const graph::Node& source = graph_.node(operand);
+    bool foldable = source.op == OpKind::transpose &&
+                    graph::swaps_last_two_axes(source.attrs.perm) &&
+                    users_.sole_user(operand) == step.nodes.front() && inside_kernel(operand);
+    if (!foldable) return;
+    step.folded.push_back(operand);
+    operand = source.inputs[0];
+    transposed = true;
+  }
+
+  // Whether `bias` is one f32 value per column of `product` and `sum`, their sum, is f32 and
+  // shaped as the product.
+  bool adds_a_row(NodeId bias, NodeId product, NodeId sum) const {
+    const graph::TensorType& addend = type(bias);
+    const graph::TensorType& rows = type(product);
+    if (addend.dtype != graph::DType::f32 || type(sum).dtype != graph::DType::f32) return false;
+    if (addend.rank() == 0 || graph::element_count(addend.shape) != addend.shape.back())
+      return false;
+    return addend.shape.back() == rows.shape.back() && type(sum).shape == rows.shape;
+  }
+
+  void fold_bias_adds(std::vector<HostStep>& steps) const {
+    for (HostStep& step : steps) {
+      NodeId product = step.nodes.front();
+      if (step.kind != HostStepKind::gemm || type(product).dtype != graph::DType::f32) continue;
+      NodeId user = users_.sole_user(product);
+      if (user < 0 || !inside_kernel(product)) continue;
+      bool in_kernel = std::any_of(steps.begin(), steps.end(), [user](const HostStep& other) {
+        return other.nodes[0] == user;
+      });
+      if (!in_kernel || graph_.node(user).op != OpKind::add) continue;
+      const graph::Node& add = graph_.node(user);
+      NodeId bias = add.inputs[0] == product ? add.inputs[1] : add.inputs[0];
+      if (!adds_a_row(bias, product, user) || overlaps(user, bias) ||
+          overlaps(user, step.operand_a) || overlaps(user, step.operand_b))
+        continue;
+      step.bias = bias;
+      step.result = user;
+      step.folded.push_back(user);
+    }
+  }
+
+  // Whether a node can join a chain over `count` elements.
+  bool fits_chain(const HostStep& step, std::int64_t count) const {
+    if (step.kind != HostStepKind::node) return false;
+    const graph::Node& node = graph_.node(step.nodes.front());
+    if (graph::op_class(node.op) != graph::OpClass::elementwise ||
+        graph::element_count(node.type.shape) != count)
+      return false;
+    return std::all_of(node.inputs.begin(), node.inputs.end(), [&](NodeId input) {
+      std::int64_t operand = graph::element_count(type(input).shape);
+      return operand == count || operand == 1;
+    });
+  }
+
+  std::vector<HostStep> chain_elementwise(std::vector<HostStep> steps) const {
+    std::vector<HostStep> result;
+    for (std::size_t begin = 0; begin < steps.size();) {
+      std::int64_t count = graph::element_count(type(steps[begin].nodes.front()).shape);
+      std::size_t end = begin;
+      while (end < steps.size() && fits_chain(steps[end], count))
+        ++end;
+      if (end == begin || (end - begin == 1 && count < kLoneChainElements)) {
+        result.push_back(std::move(steps[begin++]));
+        continue;
+      }
+      HostStep chain;
+      chain.kind = HostStepKind::chain;
+      chain.kernel = steps[begin].kernel;
+      for (; begin < end; ++begin)
+        chain.nodes.push_back(steps[begin].nodes.front());
+      result.push_back(std::move(chain));
+    }
+    return result;
+  }
+
+  const graph::Graph& graph_;
+  const MemoryPlan& memory_;
+  NodeUsers users_;
+};
+
+std::string node_ref(NodeId id) {
+  return "%" + std::to_string(id);
+}
+
+}  // namespace
+
+const char* host_step_kind_name(HostStepKind kind) {
+  switch (kind) {
+    case HostStepKind::node:
+      return "node";
+    case HostStepKind::gemm:
+      return "gemm";
+    case HostStepKind::chain:
+      return "chain";
+  }
+  return "?";
+}
+
+std::vector<HostStep> lower_host(const graph::Graph& graph, std::span<const Kernel> kernels,
+                                 const MemoryPlan& memory) {
+  HostLowering lowering(graph, memory);
+  std::vector<HostStep> steps;
+  for (std::size_t k = 0; k < kernels.size(); ++k) {
+    for (HostStep& step : lowering.lower(kernels[k], static_cast<std::int32_t>(k)))
+      steps.push_back(std::move(step));
+  }
+  return steps;
+}
+
+std::string host_steps_text(const Plan& plan) {
+  auto named = [&](NodeId id) {
+    return node_ref(id) + " " + graph::op_name(plan.graph.node(id).op);
+  };
+  std::string text;
+  for (const HostStep& step : plan.host_steps) {
+    text += "k" + std::to_string(step.kernel) + " " +
+            plan.kernels[static_cast<std::size_t>(step.kernel)].name + ": " +
+            host_step_kind_name(step.kind) + " ";
+    if (step.kind == HostStepKind::gemm) {
+      text += node_ref(step.nodes.front()) + " (" + node_ref(step.operand_a) +
+              (step.transposed_a ? "^T" : "") + ", " + node_ref(step.operand_b) +
+              (step.transposed_b ? "^T" : "") + ")";
+      if (step.bias >= 0) text += " + " + node_ref(step.bias);
+      text += " -> " + node_ref(step.result);
+    } else {
+      for (std::size_t i = 0; i < step.nodes.size(); ++i)
+        text += (i > 0 ? ", " : "") + named(step.nodes[i]);
+    }
+    for (std::size_t i = 0; i < step.folded.size(); ++i)
+      text += (i == 0 ? " [folds " : ", ") + named(step.folded[i]);
+    text += step.folded.empty() ? "\n" : "]\n";
+  }
+  return text;
+}
+
+}  // namespace csrun::compiler

@@ -1,0 +1,34 @@
+#pragma once
+
+#include <span>
+#include <string>
+#include <vector>
+
+#include "plan.hpp"
+
+namespace csrun::compiler {
+
+// A lone elementwise node this large runs as a chain of one, so its chunks split across the
+// host's cores.
+inline constexpr std::int64_t kLoneChainElements = 1 << 16;
+
+// The host steps of a compiled step (lower-host, after kernel matching and memory planning),
+// kernel by kernel:
+// - a matmul whose operand is a transpose of its last two axes living inside the kernel and read
+//   by nothing else reads the transpose's source with the transposed flag (the transpose does not
+//   run);
+// - an f32 matmul whose product lives inside the kernel and feeds only an add of one f32 value
+//   per column writes into the add's result, each row starting as that bias (PyTorch's addmm);
+//   not when the add's result shares memory with what the product reads;
+// - consecutive elementwise nodes over one element count, whose operands have that count or one
+//   element, run as a chain, chunk by chunk; a lone one of kLoneChainElements or more too. A
+//   kernel that runs at load time runs node by node.
+std::vector<HostStep> lower_host(const graph::Graph& graph, std::span<const Kernel> kernels,
+                                 const MemoryPlan& memory);
+
+// The plan's host steps, one line each with its kernel: "k3 matmul: gemm %12 (%3, %9^T) + %10 ->
+// %13 [folds %9 transpose, %13 add]", "k4 fused_elementwise: chain %14 mul, %15 add",
+// "k5 softmax: node %16 softmax".
+std::string host_steps_text(const Plan& plan);
+
+}  // namespace csrun::compiler

@@ -1,0 +1,106 @@
+// lower-host: the calls the simulator makes for each kernel, decided by the compiler.
+
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+
+#include "compiler/compile.hpp"
+#include "compiler/host_lowering.hpp"
+#include "graph/tensor.hpp"
+
+using namespace csrun;
+using namespace csrun::graph;
+using compiler::HostStep;
+using compiler::HostStepKind;
+
+namespace {
+
+compiler::Plan planned(Graph graph) {
+  return compiler::build_plan(compiler::compile_step(std::move(graph), {}), {}, {});
+}
+
+std::vector<HostStep> steps_of(const compiler::Plan& plan, HostStepKind kind) {
+  std::vector<HostStep> found;
+  std::copy_if(plan.host_steps.begin(), plan.host_steps.end(), std::back_inserter(found),
+               [kind](const HostStep& step) { return step.kind == kind; });
+  return found;
+}
+
+// relu(x W^T + b): a linear layer as nn::Linear traces it.
+Graph linear_layer(Shape bias_shape) {
+  Graph graph;
+  Tensor x(graph, graph.add_input("x", {{4, 8}, DType::f32}));
+  Tensor w(graph, graph.add_variable("w", {{16, 8}, DType::f32}, VariableRole::parameter, {}));
+  Tensor b(graph, graph.add_variable("b", {bias_shape, DType::f32}, VariableRole::parameter, {}));
+  graph.add_output("y", relu(matmul(x, transpose(w, {1, 0})) + b).id());
+  return graph;
+}
+
+}  // namespace
+
+TEST_CASE("a linear layer is one GEMM reading the weight transposed, rows starting as the bias") {
+  compiler::Plan plan = planned(linear_layer({16}));
+  std::vector<HostStep> gemms = steps_of(plan, HostStepKind::gemm);
+  REQUIRE(gemms.size() == 1);
+  const HostStep& gemm = gemms.front();
+  CHECK(plan.graph.leaf_name(gemm.operand_b) == "w");
+  CHECK(gemm.transposed_b);
+  CHECK_FALSE(gemm.transposed_a);
+  CHECK(plan.graph.leaf_name(gemm.bias) == "b");
+  CHECK(plan.graph.node(gemm.result).op == OpKind::add);
+  CHECK(gemm.folded.size() == 2);  // the transpose and the add
+  // Neither runs on its own.
+  for (const HostStep& step : plan.host_steps) {
+    OpKind op = plan.graph.node(step.nodes.front()).op;
+    CHECK((op != OpKind::transpose && op != OpKind::add));
+  }
+  CHECK_THAT(compiler::host_steps_text(plan),
+             Catch::Contains("^T) + %") && Catch::Contains("[folds %"));
+}
+
+TEST_CASE("an add that is not one value per column stays a step of its own") {
+  compiler::Plan plan = planned(linear_layer({4, 16}));
+  INFO(compiler::host_steps_text(plan));
+  std::vector<HostStep> gemms = steps_of(plan, HostStepKind::gemm);
+  REQUIRE(gemms.size() == 1);
+  const HostStep& gemm = gemms.front();
+  CHECK(gemm.bias == -1);
+  CHECK(gemm.result == gemm.nodes.front());
+}
+
+TEST_CASE("consecutive elementwise nodes of one size run as one chain, small lone ones alone") {
+  Graph graph;
+  Tensor x(graph, graph.add_input("x", {{64}, DType::f32}));
+  Tensor y(graph, graph.add_input("y", {{64}, DType::f32}));
+  graph.add_output("z", exp(x * y + 1.0).id());
+  graph.add_output("w", softmax(x).id());
+  compiler::Plan plan = planned(graph);
+  std::vector<HostStep> chains = steps_of(plan, HostStepKind::chain);
+  REQUIRE(chains.size() == 1);
+  CHECK(chains.front().nodes.size() == 3);
+  CHECK(steps_of(plan, HostStepKind::node).size() == 1);  // the softmax
+
+  Graph lone;
+  Tensor big(lone, lone.add_input("x", {{compiler::kLoneChainElements}, DType::f32}));
+  Tensor small(lone, lone.add_input("s", {{16}, DType::f32}));
+  lone.add_output("a", exp(big).id());
+  lone.add_output("b", exp(small).id());
+  compiler::Plan lone_plan = planned(lone);
+  CHECK(steps_of(lone_plan, HostStepKind::chain).size() == 1);
+  CHECK(steps_of(lone_plan, HostStepKind::node).size() == 1);
+}
+
+TEST_CASE("every node of every kernel is run or folded by exactly one host step") {
+  compiler::Plan plan = planned(linear_layer({16}));
+  std::vector<int> covered(plan.graph.size(), 0);
+  for (const HostStep& step : plan.host_steps) {
+    for (NodeId id : step.nodes)
+      ++covered[static_cast<std::size_t>(id)];
+    for (NodeId id : step.folded)
+      ++covered[static_cast<std::size_t>(id)];
+  }
+  for (const compiler::Kernel& kernel : plan.kernels) {
+    for (NodeId id : kernel.nodes)
+      CHECK(covered[static_cast<std::size_t>(id)] == 1);
+  }
+}
