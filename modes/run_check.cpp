@@ -161,10 +161,7 @@ class TrainerCheck {
                                              ? nullptr
                                              : &checked.eval_loaders.front();
     if (!loader || (training && !training_supported())) return std::nullopt;
-    if (auto length =
-            loader->max_sequence_length ? loader->max_sequence_length : loader->sequence_length) {
-      model.hints.max_sequence_length = length;
-    }
+    model = model_reading(std::move(model), *loader);
     TraceSummary summary;
     summary.training = training;
     summary.batch_size = system_batch(*loader, trainer_.backend.cluster.num_csx);
@@ -205,6 +202,13 @@ class TrainerCheck {
 };
 
 }  // namespace
+
+models::CheckedModel model_reading(models::CheckedModel model, const data::DataloaderSpec& loader) {
+  if (auto length =
+          loader.max_sequence_length ? loader.max_sequence_length : loader.sequence_length)
+    model.hints.max_sequence_length = length;
+  return model;
+}
 
 models::TraceOptions trace_options(const config::TrainerSpec& trainer, models::StepKind kind) {
   models::TraceOptions options{kind, static_cast<std::uint64_t>(trainer.seed.value_or(0)), {}};

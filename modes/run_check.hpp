@@ -30,6 +30,10 @@ struct CheckedTrainer {
 // precision.
 models::TraceOptions trace_options(const config::TrainerSpec& trainer, models::StepKind kind);
 
+// The model as it reads `loader`: a sequence model takes the loader's sequence length
+// (max_sequence_length, else the length its files hold).
+models::CheckedModel model_reading(models::CheckedModel model, const data::DataloaderSpec& loader);
+
 // The result of the validation stage that every subcommand starts with.
 struct CheckedRun {
   config::RunSpec run;

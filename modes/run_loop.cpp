@@ -19,43 +19,22 @@ namespace csrun::modes {
 
 namespace {
 
-// The range fake integers are drawn from, per field: token ids below the vocabulary, positions
-// below the sequence length, classes below their count.
-std::int64_t integer_limit(const models::CheckedModel& model, const models::BatchField& field) {
-  const graph::Shape& shape = field.type.shape;
-  if (field.name == "masked_lm_positions")
-    return model.hints.max_sequence_length.value_or(shape.back());
-  if (field.name == "next_sentence_label" || field.name == "token_type_ids") return 2;
-  return model.id_limit();
-}
-
-std::vector<data::SampleField> sample_fields(const models::CheckedModel& model,
-                                             const models::BatchLayout& layout) {
+std::vector<data::SampleField> sample_fields(const models::BatchLayout& layout) {
   std::vector<data::SampleField> fields;
   for (const models::BatchField& field : layout) {
     std::int64_t rows = field.type.shape.empty() ? 1 : field.type.shape.front();
     bool integer = field.type.dtype == graph::DType::i32;
     fields.push_back({field.name, integer, graph::element_count(field.type.shape) / rows,
-                      integer ? integer_limit(model, field) : 0});
+                      integer ? field.value_limit : 0});
   }
   return fields;
-}
-
-// The model as it reads `loader`: sequence models take the loader's sequence length.
-models::CheckedModel model_reading(const CheckedTrainer& checked,
-                                   const data::DataloaderSpec& loader) {
-  models::CheckedModel model = *checked.model;
-  if (auto length =
-          loader.max_sequence_length ? loader.max_sequence_length : loader.sequence_length)
-    model.hints.max_sequence_length = length;
-  return model;
 }
 
 // The eval step, traced and compiled as the training step was (same precision), without a wafer
 // mapping: evaluation reports host rates only.
 runner::StepProgram eval_program(const CheckedTrainer& checked, const config::TrainerSpec& trainer,
                                  const data::DataloaderSpec& loader) {
-  models::CheckedModel model = model_reading(checked, loader);
+  models::CheckedModel model = model_reading(*checked.model, loader);
   std::int64_t batch = loader.batch_size / trainer.backend.cluster.num_csx;
   models::TracedStep step =
       models::trace_step(model, batch, trace_options(trainer, models::StepKind::eval));
@@ -63,8 +42,7 @@ runner::StepProgram eval_program(const CheckedTrainer& checked, const config::Tr
   compiler::StepInfo info{kVersion, graph::fingerprint(step.graph), compiler::StepKind::eval, batch,
                           step.tokens_per_sample};
   compiler::CompiledStep compiled = compiler::compile_step(std::move(step.graph), {precision, {}});
-  return {compiler::build_plan(std::move(compiled), info, precision),
-          sample_fields(model, step.batch)};
+  return {compiler::build_plan(std::move(compiled), info, precision), sample_fields(step.batch)};
 }
 
 runner::RunSetup setup_for(const CheckedRun& checked, const CheckedTrainer& trainer_check,
@@ -77,9 +55,9 @@ runner::RunSetup setup_for(const CheckedRun& checked, const CheckedTrainer& trai
   setup.params_path = checked.run.params_path;
   bool plan_is_training = planned.plan.step == compiler::StepKind::train;
   if (plan_is_training) {
-    models::CheckedModel model = model_reading(trainer_check, *trainer_check.train_loader);
+    models::CheckedModel model = model_reading(*trainer_check.model, *trainer_check.train_loader);
     models::BatchLayout layout = models::batch_layout(model, planned.plan.batch_size);
-    setup.train = runner::StepProgram{std::move(planned.plan), sample_fields(model, layout)};
+    setup.train = runner::StepProgram{std::move(planned.plan), sample_fields(layout)};
     setup.train_loader = trainer_check.train_loader;
   }
   if (!trainer_check.eval_loaders.empty()) {
@@ -101,7 +79,7 @@ runner::CallbackList callbacks_for(const config::TrainerSpec& trainer,
   }
   if (checked.traced_step && checked.train_loader) {
     callbacks.add(std::make_unique<RetraceCheck>(
-        model_reading(checked, *checked.train_loader), batch_size,
+        model_reading(*checked.model, *checked.train_loader), batch_size,
         trace_options(trainer, models::StepKind::train), *checked.traced_step));
   }
   return callbacks;

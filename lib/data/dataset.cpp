@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <numeric>
 #include <stdexcept>
 
 #include "graph/counter_rng.hpp"
@@ -127,17 +128,10 @@ std::unique_ptr<Dataset> open_dataset(const DataloaderSpec& loader,
 
 std::vector<std::int64_t> sample_order(std::int64_t size, std::uint64_t seed, std::int64_t epoch,
                                        bool shuffle) {
+  if (shuffle)
+    return graph::permutation(size, graph::mix_keys(seed, static_cast<std::uint64_t>(epoch)));
   std::vector<std::int64_t> order(static_cast<std::size_t>(size));
-  for (std::int64_t i = 0; i < size; ++i)
-    order[static_cast<std::size_t>(i)] = i;
-  if (!shuffle) return order;
-  // Fisher-Yates with counter-based draws: the same permutation on every machine and library.
-  std::uint64_t key = graph::mix_keys(seed, static_cast<std::uint64_t>(epoch));
-  for (std::int64_t i = size - 1; i > 0; --i) {
-    double u = graph::uniform01(graph::mix_keys(key, static_cast<std::uint64_t>(i)));
-    auto j = static_cast<std::int64_t>(u * static_cast<double>(i + 1));
-    std::swap(order[static_cast<std::size_t>(i)], order[static_cast<std::size_t>(j)]);
-  }
+  std::iota(order.begin(), order.end(), 0);
   return order;
 }
 

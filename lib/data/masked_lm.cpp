@@ -2,25 +2,12 @@
 
 #include <algorithm>
 #include <cmath>
-#include <numeric>
 
 #include "graph/counter_rng.hpp"
 
 namespace csrun::data {
 
 namespace {
-
-// A permutation of [0, count) from `key` (Fisher-Yates with counter-based draws).
-std::vector<std::int64_t> shuffled_indices(std::int64_t count, std::uint64_t key) {
-  std::vector<std::int64_t> order(static_cast<std::size_t>(count));
-  std::iota(order.begin(), order.end(), 0);
-  for (std::int64_t i = count - 1; i > 0; --i) {
-    double u = graph::uniform01(graph::mix_keys(key, static_cast<std::uint64_t>(i)));
-    auto j = static_cast<std::int64_t>(u * static_cast<double>(i + 1));
-    std::swap(order[static_cast<std::size_t>(i)], order[static_cast<std::size_t>(j)]);
-  }
-  return order;
-}
 
 bool is_piece(std::span<const std::int32_t> ids, std::int64_t at, const MaskingRules& rules) {
   auto id = static_cast<std::size_t>(ids[static_cast<std::size_t>(at)]);
@@ -54,7 +41,7 @@ std::vector<std::int64_t> choose_positions(std::span<const std::int32_t> ids,
       std::min(rules.max_predictions, std::max<std::int64_t>(1, static_cast<std::int64_t>(wanted)));
   std::vector<bool> taken(ids.size(), false);
   std::vector<std::int64_t> chosen;
-  for (std::int64_t candidate : shuffled_indices(count, key)) {
+  for (std::int64_t candidate : graph::permutation(count, key)) {
     if (static_cast<std::int64_t>(chosen.size()) >= target) break;
     if (taken[static_cast<std::size_t>(candidate)] ||
         is_excluded(ids[static_cast<std::size_t>(candidate)], rules))

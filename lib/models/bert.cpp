@@ -139,14 +139,15 @@ std::int64_t bert_predictions(const ModelParams& params, const DataHints& hints)
 BatchLayout bert_layout(const ModelParams& params, std::int64_t batch, const DataHints& hints) {
   graph::Shape tokens = {batch, bert_length(params, hints)};
   graph::Shape masked = {batch, bert_predictions(params, hints)};
-  BatchLayout layout = {{"input_ids", {tokens, graph::DType::i32}},
-                        {"attention_mask", {tokens, graph::DType::i32}},
-                        {"token_type_ids", {tokens, graph::DType::i32}},
-                        {"masked_lm_positions", {masked, graph::DType::i32}},
-                        {"masked_lm_labels", {masked, graph::DType::i32}},
-                        {"masked_lm_weights", {masked, graph::DType::f32}}};
+  std::int64_t positions = hints.max_sequence_length.value_or(masked.back());
+  BatchLayout layout = {{"input_ids", {tokens, graph::DType::i32}, 0},
+                        {"attention_mask", {tokens, graph::DType::i32}, 0},
+                        {"token_type_ids", {tokens, graph::DType::i32}, 2},
+                        {"masked_lm_positions", {masked, graph::DType::i32}, positions},
+                        {"masked_lm_labels", {masked, graph::DType::i32}, 0},
+                        {"masked_lm_weights", {masked, graph::DType::f32}, 0}};
   if (!params.flag("disable_nsp"))
-    layout.push_back({"next_sentence_label", {{batch}, graph::DType::i32}});
+    layout.push_back({"next_sentence_label", {{batch}, graph::DType::i32}, 2});
   return layout;
 }
 

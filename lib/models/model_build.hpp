@@ -17,6 +17,9 @@ namespace csrun::models {
 struct BatchField {
   std::string name;
   graph::TensorType type;
+  // An integer field's values lie in [0, value_limit): token ids below the vocabulary, positions
+  // below the sequence length, classes below their count (what fake data draws from).
+  std::int64_t value_limit = 0;
 };
 using BatchLayout = std::vector<BatchField>;
 

@@ -12,7 +12,12 @@ BatchLayout batch_layout(const CheckedModel& model, std::int64_t batch_size) {
   if (!can_trace(model))
     throw std::invalid_argument("csrun cannot build the " + model.definition->name +
                                 " network yet");
-  return model.definition->batch_layout(model.params, batch_size, model.hints);
+  BatchLayout layout = model.definition->batch_layout(model.params, batch_size, model.hints);
+  for (BatchField& field : layout) {
+    if (field.type.dtype == graph::DType::i32 && field.value_limit == 0)
+      field.value_limit = model.id_limit();
+  }
+  return layout;
 }
 
 TracedStep trace_step(const CheckedModel& model, std::int64_t batch_size,

@@ -28,7 +28,8 @@ struct TracedStep {
 // Whether csrun can build the model's network (others are checked and sized only).
 bool can_trace(const CheckedModel& model);
 
-// The batch the model reads at `batch_size` samples per step.
+// The batch the model reads at `batch_size` samples per step; an integer field whose layout sets
+// no value limit ranges over the model's id_limit().
 BatchLayout batch_layout(const CheckedModel& model, std::int64_t batch_size);
 
 // Traces the model's training step (forward, loss, backward, optimizer update; one graph) or
