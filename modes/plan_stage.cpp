@@ -38,7 +38,7 @@ std::string plan_settings(const config::TrainerSpec& trainer, const TraceSummary
          config::execution_mode_name(wafer.mode) + "; num_csx " + std::to_string(wafer.num_csx) +
          "; batch " + std::to_string(wafer.system_batch) +
          (wafer.micro_batch_fixed ? " fixed" : " auto") + "; tokens " +
-         std::to_string(trace.tokens_per_sample);
+         std::to_string(trace.tokens_per_sample) + (trace.host_only ? "; host only" : "");
 }
 
 // Prints the program after the passes --dump_ir names.
@@ -63,8 +63,8 @@ void print_host_steps(const compiler::Plan& plan, const RunOptions& options) {
             << compiler::host_steps_text(plan) << std::flush;
 }
 
-bool on_wafer(const config::TrainerSpec& trainer) {
-  return trainer.backend.device == config::Device::csx;
+bool on_wafer(const config::TrainerSpec& trainer, const TraceSummary& trace) {
+  return trainer.backend.device == config::Device::csx && !trace.host_only;
 }
 
 // For comparison: the mode the plan does not use, forced.
@@ -160,13 +160,23 @@ PlannedTrainer plan_trainer(const config::TrainerSpec& trainer, const TraceSumma
     planned.plan =
         compiler::build_plan(std::move(*compiled.compiled), info, precision_policy(trainer));
     print_host_steps(planned.plan, options);
-    if (on_wafer(trainer)) planned.plan.mapping = wafer::map_to_wafer(planned.plan, wafer);
+    if (on_wafer(trainer, trace)) planned.plan.mapping = wafer::map_to_wafer(planned.plan, wafer);
     std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start;
     planned.compile_seconds = compiled.seconds + elapsed.count();
     compiler::PlanCache(compile_root(trainer)).store(planned.key, planned.plan);
   }
-  if (on_wafer(trainer)) add_alternative(planned, wafer);
+  if (on_wafer(trainer, trace)) add_alternative(planned, wafer);
   return planned;
+}
+
+std::optional<PlannedTrainer> plan_step(const config::TrainerSpec& trainer,
+                                        const TraceSummary& trace, graph::Graph traced,
+                                        const RunOptions& options,
+                                        config::Diagnostics& diagnostics) {
+  std::optional<CompiledTrainer> compiled =
+      compile_trainer(trainer, trace, std::move(traced), options, diagnostics);
+  if (!compiled) return std::nullopt;
+  return plan_trainer(trainer, trace, std::move(*compiled), options);
 }
 
 }  // namespace csrun::modes

@@ -62,4 +62,12 @@ struct PlannedTrainer {
 PlannedTrainer plan_trainer(const config::TrainerSpec& trainer, const TraceSummary& trace,
                             CompiledTrainer compiled, const RunOptions& options);
 
+// The one compile driver, both halves in one call: the traced step's plan from the compile cache,
+// or compiled and stored. Problems and warnings go to `diagnostics`; nothing when kernels do not
+// match.
+std::optional<PlannedTrainer> plan_step(const config::TrainerSpec& trainer,
+                                        const TraceSummary& trace, graph::Graph traced,
+                                        const RunOptions& options,
+                                        config::Diagnostics& diagnostics);
+
 }  // namespace csrun::modes

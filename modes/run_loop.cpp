@@ -2,12 +2,12 @@
 
 #include <iostream>
 
-#include "compiler/compile.hpp"
-#include "csrun/build_info.hpp"
 #include "data/sample_ledger.hpp"
 #include "data_stream.hpp"
 #include "graph/fingerprint.hpp"
 #include "models/step_trace.hpp"
+#include "plan_stage.hpp"
+#include "report.hpp"
 #include "retrace_check.hpp"
 #include "run_check.hpp"
 #include "runner/callbacks.hpp"
@@ -30,23 +30,33 @@ std::vector<data::SampleField> sample_fields(const models::BatchLayout& layout) 
   return fields;
 }
 
-// The eval step, traced and compiled as the training step was (same precision), without a wafer
-// mapping: evaluation reports host rates only.
+// The eval step, traced and planned as the training step was (same precision, through the
+// compile cache), for the host only: evaluation reports host rates.
 runner::StepProgram eval_program(const CheckedTrainer& checked, const config::TrainerSpec& trainer,
-                                 const data::DataloaderSpec& loader) {
+                                 const data::DataloaderSpec& loader, const RunOptions& options) {
   models::CheckedModel model = model_reading(*checked.model, loader);
   std::int64_t batch = loader.batch_size / trainer.backend.cluster.num_csx;
   models::TracedStep step =
       models::trace_step(model, batch, trace_options(trainer, models::StepKind::eval));
-  compiler::PrecisionPolicy precision = precision_policy(trainer);
-  compiler::StepInfo info{kVersion, graph::fingerprint(step.graph), compiler::StepKind::eval, batch,
-                          step.tokens_per_sample};
-  compiler::CompiledStep compiled = compiler::compile_step(std::move(step.graph), {precision, {}});
-  return {compiler::build_plan(std::move(compiled), info, precision), sample_fields(step.batch)};
+  TraceSummary trace;
+  trace.training = false;
+  trace.host_only = true;
+  trace.batch_size = batch;
+  trace.system_batch = batch;
+  trace.micro_batch_fixed = loader.micro_batch_size.has_value();
+  trace.tokens_per_sample = step.tokens_per_sample;
+  trace.fingerprint = graph::fingerprint(step.graph);
+  std::vector<data::SampleField> fields = sample_fields(step.batch);
+  config::Diagnostics diagnostics;
+  std::optional<PlannedTrainer> planned =
+      plan_step(trainer, trace, std::move(step.graph), options, diagnostics);
+  print_diagnostics(diagnostics, options.shown, std::cerr);
+  if (!planned) throw std::runtime_error("the eval step cannot be compiled (see the errors above)");
+  return {std::move(planned->plan), std::move(fields)};
 }
 
 runner::RunSetup setup_for(const CheckedRun& checked, const CheckedTrainer& trainer_check,
-                           PlannedTrainer planned, LoopKind kind) {
+                           PlannedTrainer planned, const RunOptions& options, LoopKind kind) {
   const config::TrainerSpec& trainer = checked.run.trainers.at(trainer_check.index);
   runner::RunSetup setup;
   setup.trainer = &trainer;
@@ -64,7 +74,7 @@ runner::RunSetup setup_for(const CheckedRun& checked, const CheckedTrainer& trai
     setup.eval_loader = trainer_check.eval_loaders.front();
     bool need_eval = kind == LoopKind::eval || trainer.loop.eval_frequency.has_value();
     if (!plan_is_training || need_eval)
-      setup.eval = eval_program(trainer_check, trainer, *setup.eval_loader);
+      setup.eval = eval_program(trainer_check, trainer, *setup.eval_loader, options);
   }
   return setup;
 }
@@ -122,7 +132,7 @@ int run_trainer(const CheckedRun& checked, const CheckedTrainer& trainer_check,
             << planned.directory.string()
             << (planned.from_cache ? " (from the compile cache)" : " (compiled now)") << "\n";
   std::int64_t batch_size = planned.plan.batch_size;
-  runner::RunSetup setup = setup_for(checked, trainer_check, std::move(planned), kind);
+  runner::RunSetup setup = setup_for(checked, trainer_check, std::move(planned), options, kind);
   setup.stop_requested = services.stop_requested;
   DataStream data_stream(
       trainer, setup,

@@ -16,6 +16,9 @@ struct TraceSummary {
   std::int64_t parameters = 0;
   double flops = 0.0;  // of one step on one system
   std::string fingerprint;
+  // The eval step beside a training step: planned for the host only (evaluation reports host
+  // rates), never mapped onto the wafer, cached under its own key.
+  bool host_only = false;
 };
 
 }  // namespace csrun::modes

@@ -2,6 +2,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "support/process.hpp"
@@ -154,4 +155,26 @@ TEST_CASE("SIGTERM checkpoints the step in progress and exits 143, rerunning res
         std::string::npos);
   CHECK(resumed.out.find("Step=" + std::to_string(step + 2) + ",") != std::string::npos);
   CHECK(resumed.out.find("Step=" + std::to_string(step) + ",") == std::string::npos);
+}
+
+TEST_CASE("the eval step beside training is planned once, in the compile cache, and reused") {
+  csrun::test::TempDir dir;
+  std::string params = dir.write("p.yaml", kRun);
+  fs::path model_dir = dir.path() / "model";
+  REQUIRE(run_csrun({"train", params, "--fake_data", "-o", model_dir.string()}).exit_code == 0);
+  // The training step (mapped onto the wafer) and the eval step (host only).
+  std::map<fs::path, fs::file_time_type> plans;
+  for (const fs::directory_entry& entry : fs::directory_iterator(model_dir / "compile"))
+    plans[entry.path()] = fs::last_write_time(entry.path() / "plan.bin");
+  CHECK(plans.size() == 2);
+  auto resumed =
+      run_csrun({"train", params, "--fake_data", "-o", model_dir.string(), "--max_steps", "9"});
+  INFO(resumed.out << resumed.err);
+  REQUIRE(resumed.exit_code == 0);
+  std::size_t entries = 0;
+  for (const fs::directory_entry& entry : fs::directory_iterator(model_dir / "compile")) {
+    ++entries;
+    CHECK(fs::last_write_time(entry.path() / "plan.bin") == plans[entry.path()]);
+  }
+  CHECK(entries == 2);
 }
