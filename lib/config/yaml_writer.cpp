@@ -1,56 +1,60 @@
 #include "yaml_writer.hpp"
 
+#include <yaml-cpp/yaml.h>
+
+#include <cmath>
 #include <nlohmann/json.hpp>
 
 namespace csrun::config {
 
 namespace {
 
-std::string scalar(const Node& node) {
-  if (node.is_null()) return "null";
-  if (node.is_string()) return nlohmann::json(node.as_string()).dump();
-  if (node.is_bool()) return node.as_bool() ? "true" : "false";
-  if (node.is_int()) return std::to_string(node.as_int());
-  return nlohmann::json(node.as_number()).dump();
+// The shortest text that reads back as the same double: YAML 1.1 (PyYAML, and csrun's reader)
+// takes "1e-05" for a string, so a mantissa always has its point ("1.0e-05"); the non-finite in
+// YAML's spellings.
+std::string number_text(double value) {
+  if (std::isnan(value)) return ".nan";
+  if (std::isinf(value)) return value > 0 ? ".inf" : "-.inf";
+  std::string text = nlohmann::json(value).dump();
+  std::size_t exponent = text.find_first_of("eE");
+  if (exponent != std::string::npos && text.find('.') == std::string::npos)
+    text.insert(exponent, ".0");
+  return text;
 }
 
-void emit(const Node& node, int indent, std::string& out) {
-  std::string pad(static_cast<std::size_t>(indent), ' ');
+void emit(YAML::Emitter& out, const Node& node) {
   if (node.is_map()) {
+    out << YAML::BeginMap;
     for (const Node::Entry& entry : node.entries()) {
-      out += pad + nlohmann::json(entry.key).dump() + ":";
-      const Node& value = entry.value;
-      bool empty =
-          (value.is_map() && value.entries().empty()) || (value.is_list() && value.items().empty());
-      if (value.is_scalar() || empty) {
-        out += " " + (empty ? std::string(value.is_map() ? "{}" : "[]") : scalar(value)) + "\n";
-      } else {
-        out += "\n";
-        emit(value, indent + 2, out);
-      }
+      out << YAML::Key << entry.key << YAML::Value;
+      emit(out, entry.value);
     }
-    return;
+    out << YAML::EndMap;
+  } else if (node.is_list()) {
+    out << YAML::BeginSeq;
+    for (const Node& item : node.items())
+      emit(out, item);
+    out << YAML::EndSeq;
+  } else if (node.is_null()) {
+    out << YAML::Null;
+  } else if (node.is_string()) {
+    // Quoted, so "true", "1e-3" or "~" stay strings when read back.
+    out << YAML::DoubleQuoted << node.as_string();
+  } else if (node.is_bool()) {
+    out << YAML::TrueFalseBool << node.as_bool();
+  } else if (node.is_int()) {
+    out << node.as_int();
+  } else {
+    out << number_text(node.as_number());
   }
-  if (node.is_list()) {
-    for (const Node& item : node.items()) {
-      if (item.is_scalar()) {
-        out += pad + "- " + scalar(item) + "\n";
-      } else {
-        out += pad + "-\n";
-        emit(item, indent + 2, out);
-      }
-    }
-    return;
-  }
-  out += pad + scalar(node) + "\n";
 }
 
 }  // namespace
 
 std::string to_yaml(const Node& node) {
-  std::string out;
-  emit(node, 0, out);
-  return out;
+  YAML::Emitter out;
+  emit(out, node);
+  return std::string(out.c_str()) + "\n";
 }
 
 }  // namespace csrun::config

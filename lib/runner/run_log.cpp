@@ -1,11 +1,17 @@
 #include "run_log.hpp"
 
+#include <spdlog/logger.h>
+#include <spdlog/pattern_formatter.h>
+#include <spdlog/sinks/base_sink.h>
+#include <spdlog/sinks/basic_file_sink.h>
+
 #include <cerrno>
 #include <chrono>
 #include <cstring>
 #include <ctime>
 #include <filesystem>
 #include <iostream>
+#include <mutex>
 #include <stdexcept>
 
 namespace csrun::runner {
@@ -14,57 +20,122 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string local_time(const char* format, bool milliseconds) {
-  auto now = std::chrono::system_clock::now();
-  std::time_t seconds = std::chrono::system_clock::to_time_t(now);
+std::string local_time(const char* format) {
+  std::time_t seconds = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
   std::tm parts{};
   localtime_r(&seconds, &parts);
   char text[64];
   std::strftime(text, sizeof text, format, &parts);
-  std::string result = text;
-  if (!milliseconds) return result;
-  auto ms =
-      std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() % 1000;
-  char fraction[8];
-  std::snprintf(fraction, sizeof fraction, ",%03d", static_cast<int>(ms));
-  return result + fraction;
+  return text;
+}
+
+// The level as the Model Zoo's logs spell it ("INFO", "WARNING"): the %* of the pattern.
+class ModelZooLevel : public spdlog::custom_flag_formatter {
+ public:
+  void format(const spdlog::details::log_msg& message, const std::tm&,
+              spdlog::memory_buf_t& out) override {
+    std::string_view name = level_name(message.level);
+    out.append(name.data(), name.data() + name.size());
+  }
+  std::unique_ptr<custom_flag_formatter> clone() const override {
+    return std::make_unique<ModelZooLevel>();
+  }
+
+ private:
+  static std::string_view level_name(spdlog::level::level_enum level) {
+    switch (level) {
+      case spdlog::level::trace:
+      case spdlog::level::debug:
+        return "DEBUG";
+      case spdlog::level::warn:
+        return "WARNING";
+      case spdlog::level::err:
+        return "ERROR";
+      case spdlog::level::critical:
+        return "CRITICAL";
+      default:
+        return "INFO";
+    }
+  }
+};
+
+std::unique_ptr<spdlog::formatter> model_zoo_format() {
+  auto formatter = std::make_unique<spdlog::pattern_formatter>();
+  formatter->add_flag<ModelZooLevel>('*').set_pattern("%Y-%m-%d %H:%M:%S,%e %*:     %v");
+  return formatter;
+}
+
+// stdout, with the progress line taken away while a line is written and put back after it.
+class TerminalSink : public spdlog::sinks::base_sink<std::mutex> {
+ public:
+  explicit TerminalSink(ProgressLine& progress) : progress_(progress) {}
+
+ protected:
+  void sink_it_(const spdlog::details::log_msg& message) override {
+    spdlog::memory_buf_t text;
+    formatter_->format(message, text);
+    progress_.hide();
+    std::cout.write(text.data(), static_cast<std::streamsize>(text.size()));
+    std::cout.flush();
+    progress_.restore();
+  }
+  void flush_() override { std::cout.flush(); }
+
+ private:
+  ProgressLine& progress_;
+};
+
+spdlog::level::level_enum level_of(const std::string& level) {
+  if (level == "DEBUG") return spdlog::level::debug;
+  if (level == "WARNING") return spdlog::level::warn;
+  if (level == "ERROR") return spdlog::level::err;
+  if (level == "CRITICAL") return spdlog::level::critical;
+  return spdlog::level::info;
+}
+
+std::shared_ptr<spdlog::sinks::basic_file_sink_mt> file_sink(const fs::path& path) {
+  try {
+    return std::make_shared<spdlog::sinks::basic_file_sink_mt>(path.string());
+  } catch (const spdlog::spdlog_ex&) {
+    throw std::runtime_error("cannot write " + path.string() + ": " + std::strerror(errno));
+  }
 }
 
 }  // namespace
 
-RunLog::RunLog(const std::string& model_dir)
+RunLog::RunLog(const std::string& model_dir, const std::string& level)
     : progress_(std::cout, ProgressLine::stdout_is_terminal()) {
   fs::path logs = fs::path(model_dir) / "cerebras_logs";
-  std::string stamp = local_time("%Y%m%d_%H%M%S", false);
+  std::string stamp = local_time("%Y%m%d_%H%M%S");
   fs::path directory = logs / stamp;
   for (int suffix = 1; fs::exists(directory); ++suffix)
     directory = logs / (stamp + "_" + std::to_string(suffix));
   fs::create_directories(directory);
   directory_ = directory.string();
-  file_.open(directory / "run.log", std::ios::app);
-  if (!file_)
-    throw std::runtime_error("cannot write " + (directory / "run.log").string() + ": " +
-                             std::strerror(errno));
+  fs::path file = directory / "run.log";
+  spdlog::sinks_init_list sinks{std::make_shared<TerminalSink>(progress_), file_sink(file)};
+  logger_ = std::make_shared<spdlog::logger>("run", sinks);
+  logger_->set_formatter(model_zoo_format());
+  logger_->set_level(level_of(level));
+  logger_->flush_on(spdlog::level::trace);
+  // A line that cannot be written is an error of the run, not a note on stderr.
+  logger_->set_error_handler([file](const std::string& problem) {
+    throw std::runtime_error("cannot write " + file.string() + ": " + problem);
+  });
   fs::path latest = logs / "latest";
   std::error_code ignored;
   fs::remove(latest, ignored);
   fs::create_directory_symlink(directory.filename(), latest, ignored);
 }
 
+RunLog::~RunLog() = default;
+
 void RunLog::info(const std::string& message) {
-  line("INFO", message);
-}
-void RunLog::warning(const std::string& message) {
-  line("WARNING", message);
+  logger_->info(message);
 }
 
-void RunLog::line(const char* level, const std::string& message) {
-  std::string text = local_time("%Y-%m-%d %H:%M:%S", true) + " " + level + ":     " + message;
-  progress_.hide();
-  std::cout << text << std::endl;
-  progress_.restore();
-  file_ << text << '\n';
-  file_.flush();
+void RunLog::warning(const std::string& message) {
+  logger_->warn(message);
 }
 
 }  // namespace csrun::runner

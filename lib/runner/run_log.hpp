@@ -1,18 +1,28 @@
 #pragma once
 
-#include <fstream>
+#include <memory>
 #include <string>
 
 #include "progress_line.hpp"
 
+namespace spdlog {
+class logger;
+}
+
 namespace csrun::runner {
 
 // The run's log: model_dir/cerebras_logs/<timestamp>/run.log with a `latest` link to its
-// directory, as the Model Zoo keeps them. Each line goes to stdout and to the file, stamped
-// "2026-11-22 10:00:00,123 INFO:     ". On a terminal a live progress line sits below them.
+// directory, as the Model Zoo keeps them. An spdlog logger writes each line to stdout (below it,
+// on a terminal, a live progress line) and to the file, stamped "2026-11-22 10:00:00,123 INFO:
+// " as the Model Zoo's are, at the trainer's logging.log_level (DEBUG, INFO, WARNING, ERROR or
+// CRITICAL; --logging): lines below it are not written.
 class RunLog {
  public:
-  explicit RunLog(const std::string& model_dir);
+  RunLog(const std::string& model_dir, const std::string& level);
+  ~RunLog();
+  RunLog(const RunLog&) = delete;
+  RunLog& operator=(const RunLog&) = delete;
+
   void info(const std::string& message);
   void warning(const std::string& message);
   const std::string& directory() const { return directory_; }
@@ -20,10 +30,9 @@ class RunLog {
   ProgressLine& progress() { return progress_; }
 
  private:
-  void line(const char* level, const std::string& message);
   std::string directory_;
-  std::ofstream file_;
   ProgressLine progress_;
+  std::shared_ptr<spdlog::logger> logger_;
 };
 
 }  // namespace csrun::runner

@@ -176,7 +176,7 @@ struct TrainingLoop::State {
       : setup(std::move(run_setup)),
         trainer(*setup.trainer),
         callbacks(std::move(hooks)),
-        log(trainer.model_dir),
+        log(trainer.model_dir, trainer.logging.log_level),
         seed(run_seed(trainer)) {
     if (setup.train) train.emplace(setup.train->plan);
     if (setup.eval) eval.emplace(setup.eval->plan);

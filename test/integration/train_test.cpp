@@ -4,6 +4,7 @@
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <regex>
 
 #include "support/process.hpp"
 #include "support/temp_dir.hpp"
@@ -55,7 +56,7 @@ TEST_CASE(
   CHECK(fs::exists(model_dir / "checkpoint_6.mdl"));
   fs::path logs = model_dir / "cerebras_logs" / "latest";
   CHECK(read(logs / "run.log").find("Training completed successfully!") != std::string::npos);
-  CHECK(read(logs / "trainer_params.yaml").find("\"max_steps\": 6") != std::string::npos);
+  CHECK(read(logs / "trainer_params.yaml").find("max_steps: 6\n") != std::string::npos);
   auto performance = nlohmann::json::parse(read(logs / "performance.json"));
   CHECK(performance["total_samples"] == 48);
   CHECK(performance["simulated_samples_per_sec"].get<double>() > 0.0);
@@ -177,4 +178,24 @@ TEST_CASE("the eval step beside training is planned once, in the compile cache, 
     CHECK(fs::last_write_time(entry.path() / "plan.bin") == plans[entry.path()]);
   }
   CHECK(entries == 2);
+}
+
+TEST_CASE("the run's log is written at the logging level, stamped as the Model Zoo's") {
+  csrun::test::TempDir dir;
+  std::string params = dir.write("p.yaml", kRun);
+  fs::path model_dir = dir.path() / "model";
+  auto quiet =
+      run_csrun({"train", params, "--fake_data", "-o", model_dir.string(), "--logging", "warning"});
+  INFO(quiet.out << quiet.err);
+  REQUIRE(quiet.exit_code == 0);
+  CHECK(quiet.out.find("INFO:") == std::string::npos);
+  CHECK(read(model_dir / "cerebras_logs" / "latest" / "run.log").empty());
+  auto full =
+      run_csrun({"train", params, "--fake_data", "-o", model_dir.string(), "--max_steps", "9"});
+  REQUIRE(full.exit_code == 0);
+  std::string log = read(model_dir / "cerebras_logs" / "latest" / "run.log");
+  std::smatch line;
+  REQUIRE(std::regex_search(log, line,
+                            std::regex(R"(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} INFO:     \S)")));
+  CHECK(line.position(0) == 0);
 }
