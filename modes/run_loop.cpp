@@ -52,7 +52,7 @@ runner::StepProgram eval_program(const CheckedTrainer& checked, const config::Tr
       plan_step(trainer, trace, std::move(step.graph), options, diagnostics);
   print_diagnostics(diagnostics, options.shown, std::cerr);
   if (!planned) throw std::runtime_error("the eval step cannot be compiled (see the errors above)");
-  return {std::move(planned->plan), std::move(fields)};
+  return {std::move(planned->plan), std::move(fields), std::move(step.metric_averages)};
 }
 
 runner::RunSetup setup_for(const CheckedRun& checked, const CheckedTrainer& trainer_check,
@@ -67,7 +67,7 @@ runner::RunSetup setup_for(const CheckedRun& checked, const CheckedTrainer& trai
   if (plan_is_training) {
     models::CheckedModel model = model_reading(*trainer_check.model, *trainer_check.train_loader);
     models::BatchLayout layout = models::batch_layout(model, planned.plan.batch_size);
-    setup.train = runner::StepProgram{std::move(planned.plan), sample_fields(layout)};
+    setup.train = runner::StepProgram{std::move(planned.plan), sample_fields(layout), {}};
     setup.train_loader = trainer_check.train_loader;
   }
   if (!trainer_check.eval_loaders.empty()) {

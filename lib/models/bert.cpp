@@ -270,7 +270,7 @@ ModelOutputs build_bert(ModelBuild& b, const std::string& model_name) {
   graph::Tensor mlm_hits =
       graph::cast(graph::equal(graph::argmax(logits, -1), labels), graph::DType::f32);
   if (p.flag("compute_eval_metrics"))
-    result.metrics.emplace_back("eval/accuracy_masked_lm", graph::sum(mlm_hits * weights) / masked);
+    result.metrics.push_back({"eval/accuracy_masked_lm", graph::sum(mlm_hits * weights) / masked});
   if (p.flag("disable_nsp")) return result;
 
   graph::Tensor first = graph::reshape(graph::slice(x, 1, 0, 1), {batch, hidden});
@@ -287,7 +287,7 @@ ModelOutputs build_bert(ModelBuild& b, const std::string& model_name) {
   if (p.flag("compute_eval_metrics")) {
     graph::Tensor nsp_hits =
         graph::cast(graph::equal(graph::argmax(nsp_logits, -1), nsp_labels), graph::DType::f32);
-    result.metrics.emplace_back("eval/accuracy_cls", graph::mean(nsp_hits));
+    result.metrics.push_back({"eval/accuracy_cls", graph::mean(nsp_hits)});
   }
   return result;
 }

@@ -102,7 +102,7 @@ ModelOutputs build(ModelBuild& b) {
   if (p.flag("compute_eval_metrics")) {
     graph::Tensor hits =
         graph::cast(graph::equal(graph::argmax(logits, -1), labels), graph::DType::f32);
-    result.metrics.emplace_back("accuracy", graph::mean(hits));
+    result.metrics.push_back({"accuracy", graph::mean(hits)});
   }
   return result;
 }

@@ -306,8 +306,9 @@ ModelOutputs build_gpt(ModelBuild& b, const std::string& model_name) {
   if (p.flag("compute_eval_metrics")) {
     graph::Tensor hits =
         graph::cast(graph::equal(graph::argmax(logits, -1), labels), graph::DType::f32);
-    result.metrics.emplace_back("eval/lm_perplexity", graph::exp(total / tokens));
-    result.metrics.emplace_back("eval/accuracy", graph::sum(hits * mask) / tokens);
+    result.metrics.push_back(
+        {"eval/lm_perplexity", graph::exp(total / tokens), nn::MetricAverage::geometric});
+    result.metrics.push_back({"eval/accuracy", graph::sum(hits * mask) / tokens});
   }
   return result;
 }

@@ -9,6 +9,7 @@
 
 #include "graph/tensor.hpp"
 #include "model_params.hpp"
+#include "nn/metric.hpp"
 #include "nn/scope.hpp"
 
 namespace csrun::models {
@@ -35,7 +36,7 @@ struct ModelBuild {
 // What it returns: the loss (a scalar) and the metrics of an eval step, by their Model Zoo names.
 struct ModelOutputs {
   graph::Tensor loss;
-  std::vector<std::pair<std::string, graph::Tensor>> metrics;
+  std::vector<nn::Metric> metrics;
 };
 
 // A model key whose value csrun cannot build yet ("not supported yet"); `key` lets the caller

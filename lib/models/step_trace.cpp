@@ -38,8 +38,10 @@ TracedStep trace_step(const CheckedModel& model, std::int64_t batch_size,
     nn::append_training_update(context, outputs.loss, options.training);
   } else {
     traced.graph.add_output("loss", outputs.loss.id());
-    for (const auto& [name, metric] : outputs.metrics)
-      traced.graph.add_output(name, metric.id());
+    for (const nn::Metric& metric : outputs.metrics) {
+      traced.graph.add_output(metric.name, metric.value.id());
+      traced.metric_averages[metric.name] = metric.average;
+    }
   }
   traced.parameter_count = graph::count_elements(traced.graph, graph::VariableRole::parameter);
   traced.flops = graph::count_flops(traced.graph);

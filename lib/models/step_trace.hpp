@@ -1,8 +1,10 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 
 #include "graph/graph.hpp"
+#include "nn/metric.hpp"
 #include "nn/training_step.hpp"
 #include "registry.hpp"
 
@@ -23,6 +25,8 @@ struct TracedStep {
   std::int64_t parameter_count = 0;    // elements of every parameter
   double flops = 0.0;                  // of one step
   std::int64_t tokens_per_sample = 0;  // sequence models: the length of input_ids; else 0
+  // An eval step's metrics (graph outputs besides the loss), as the model averages them.
+  std::map<std::string, nn::MetricAverage> metric_averages;
 };
 
 // Whether csrun can build the model's network (others are checked and sized only).

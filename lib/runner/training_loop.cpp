@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
+#include <tuple>
 
 #include "checkpoint.hpp"
 #include "config/yaml_writer.hpp"
@@ -482,6 +483,12 @@ struct TrainingLoop::State {
     return evaluate();
   }
 
+  bool geometric(const std::string& metric) const {
+    auto found = setup.eval->metric_averages.find(metric);
+    return found != setup.eval->metric_averages.end() &&
+           found->second == nn::MetricAverage::geometric;
+  }
+
   EvalResult evaluate() {
     Executable& step = *eval;
     if (!eval_feed) eval_feed.emplace(open_batches(data::LoaderRole::eval), *setup.eval, step);
@@ -490,9 +497,10 @@ struct TrainingLoop::State {
     batches = std::min(batches, feed.batches_per_epoch());
     feed.seek({});
     feed.expect(batches);
-    std::vector<std::pair<std::string, Executable::Slot>> metrics;
+    // Per output: its slot and whether it averages geometrically (the mean of its logs).
+    std::vector<std::tuple<std::string, Executable::Slot, bool>> metrics;
     for (const graph::NamedNode& output : step.plan().graph.outputs())
-      metrics.emplace_back(output.name, step.slot(output.name));
+      metrics.emplace_back(output.name, step.slot(output.name), geometric(output.name));
     std::map<std::string, double> totals;
     std::int64_t batch = setup.eval->plan.batch_size;
     RateMeter rate;
@@ -505,9 +513,9 @@ struct TrainingLoop::State {
       feed.next(step);
       step.run();
       rate.add(batch);
-      for (const auto& [name, slot] : metrics) {
+      for (const auto& [name, slot, logs] : metrics) {
         double value = step.scalar(slot);
-        totals[name] += name.find("perplexity") != std::string::npos ? std::log(value) : value;
+        totals[name] += logs ? std::log(value) : value;
       }
       run.loss = step.scalar(step.slot("loss"));
       check_loss(run.loss);
@@ -525,7 +533,7 @@ struct TrainingLoop::State {
     EvalResult result{run.global_step, 0.0, {}};
     for (auto& [name, total] : totals) {
       double mean = total / static_cast<double>(std::max<std::int64_t>(batches, 1));
-      if (name.find("perplexity") != std::string::npos) mean = std::exp(mean);
+      if (geometric(name)) mean = std::exp(mean);
       if (name == "loss") {
         result.loss = mean;
       } else {

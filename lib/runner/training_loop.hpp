@@ -3,6 +3,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -14,6 +15,7 @@
 #include "data/batch_source.hpp"
 #include "data/dataloader.hpp"
 #include "data/dataset.hpp"
+#include "nn/metric.hpp"
 
 namespace csrun::runner {
 
@@ -21,6 +23,9 @@ namespace csrun::runner {
 struct StepProgram {
   compiler::Plan plan;
   std::vector<data::SampleField> fields;
+  // How an eval step's metrics average over an evaluation, as the model declares them; an output
+  // not listed (the loss) is a mean.
+  std::map<std::string, nn::MetricAverage> metric_averages;
 };
 
 // What a run needs, prepared by the subcommand: the trainer, its compiled train and eval steps

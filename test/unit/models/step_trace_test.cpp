@@ -67,6 +67,9 @@ TEST_CASE("an eval step computes the loss and the model's metrics, and updates n
   CHECK(step.graph.updates().empty());
   CHECK(step.graph.find_output("eval/lm_perplexity"));
   CHECK(step.graph.find_output("eval/accuracy"));
+  // A perplexity averages over batches as the exp of its mean log; an accuracy as a mean.
+  CHECK(step.metric_averages.at("eval/lm_perplexity") == nn::MetricAverage::geometric);
+  CHECK(step.metric_averages.at("eval/accuracy") == nn::MetricAverage::mean);
   Traced fc = check("{name: fc_mnist, hidden_sizes: [8], compute_eval_metrics: true}");
   CHECK(models::trace_step(fc.model, 4, {models::StepKind::eval, 1, {}})
             .graph.find_output("accuracy"));

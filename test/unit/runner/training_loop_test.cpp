@@ -48,7 +48,8 @@ struct TinyRun {
         kind == models::StepKind::train ? compiler::StepKind::train : compiler::StepKind::eval, 4,
         0};
     auto compiled = compiler::compile_step(std::move(step.graph), {});
-    return {compiler::build_plan(std::move(compiled), info, {}), std::move(fields)};
+    return {compiler::build_plan(std::move(compiled), info, {}), std::move(fields),
+            std::move(step.metric_averages)};
   }
 
   runner::RunSetup setup() const {
@@ -199,6 +200,20 @@ TEST_CASE("eval loads a checkpoint and reports its loss and metrics") {
   runner::TrainingLoop again(run.setup(), {});
   CHECK_THROWS_WITH(again.validate({broken}),
                     Catch::Contains("checkpoint_9.mdl is not an HDF5 file"));
+}
+
+TEST_CASE("a metric averages over an evaluation as its model declares") {
+  TinyRun run("    optimizer: {SGD: {lr: 0.01}}\n");
+  runner::TrainingLoop(run.setup(), {}).fit();
+  std::string checkpoint = (run.dir.path() / "checkpoint_4.mdl").string();
+  double mean = runner::TrainingLoop(run.setup(), {}).validate({checkpoint})[0].loss;
+  runner::RunSetup geometric = run.setup();
+  geometric.eval->metric_averages["loss"] = nn::MetricAverage::geometric;
+  double geometric_mean =
+      runner::TrainingLoop(std::move(geometric), {}).validate({checkpoint})[0].loss;
+  // The batches' losses differ, so their geometric mean is below their mean (and positive).
+  CHECK(geometric_mean > 0.0);
+  CHECK(geometric_mean < mean);
 }
 
 TEST_CASE("epoch hooks run at every epoch boundary, batch counts within the epoch") {
