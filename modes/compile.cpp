@@ -2,8 +2,9 @@
 
 #include "compile_report.hpp"
 #include "modes.hpp"
+#include "plan_stage.hpp"
 #include "report.hpp"
-#include "run_check.hpp"
+#include "validation_stage.hpp"
 
 namespace csrun::modes {
 

@@ -4,8 +4,8 @@
 
 #include <ostream>
 
+#include "compile_driver.hpp"
 #include "config/run_spec.hpp"
-#include "plan_stage.hpp"
 #include "trace_summary.hpp"
 
 namespace csrun::modes {

@@ -1,182 +1,67 @@
 #include "plan_stage.hpp"
 
-#include <algorithm>
-#include <chrono>
 #include <iostream>
+#include <nlohmann/json.hpp>
 
-#include "compiler/host_lowering.hpp"
-#include "compiler/plan_cache.hpp"
-#include "csrun/build_info.hpp"
-#include "wafer/wafer_profile.hpp"
+#include "compile_report.hpp"
+#include "report.hpp"
+#include "storage/atomic_file.hpp"
+#include "wafer/placement_svg.hpp"
 
 namespace csrun::modes {
 
 namespace {
 
-graph::DType half_dtype(config::HalfType type) {
-  switch (type) {
-    case config::HalfType::float16:
-      return graph::DType::f16;
-    case config::HalfType::bfloat16:
-      return graph::DType::bf16;
-    case config::HalfType::cbfloat16:
-      return graph::DType::cb16;
+// report.json, kernels.tsv and, for wafer plans, placement.svg beside a new plan.
+void write_artifacts(const config::TrainerSpec& trainer, const TraceSummary& trace,
+                     const PlannedTrainer& planned) {
+  storage::write_file_atomically(planned.directory / "report.json",
+                                 compile_report_json(trainer, trace, planned).dump(2) + "\n");
+  storage::write_file_atomically(planned.directory / "kernels.tsv", kernel_table(planned.plan));
+  if (planned.plan.mapping.mode != compiler::ExecutionMode::none)
+    storage::write_file_atomically(planned.directory / "placement.svg",
+                                   wafer::placement_svg(planned.plan));
+}
+
+int report_failure(const CheckedRun& checked, const RunOptions& options, const char* command,
+                   const std::string& message) {
+  std::cerr << "csrun " << command << ": " << options.params_path << ": " << message << "\n";
+  if (options.json) {
+    nlohmann::json result = nlohmann::json::parse(report_json(command, checked));
+    result["ok"] = false;
+    result["error"] = message;
+    std::cout << result.dump(2) << "\n";
   }
-  return graph::DType::bf16;
-}
-
-// Every setting that changes the plan, so the cache never hands out a plan made otherwise.
-std::string plan_settings(const config::TrainerSpec& trainer, const TraceSummary& trace,
-                          const RunOptions& options) {
-  compiler::PrecisionPolicy precision = precision_policy(trainer);
-  wafer::WaferOptions wafer = wafer_options(trainer, trace, options);
-  return std::string("csrun ") + kVersion + "; device " +
-         config::device_name(trainer.backend.device) + "; step " +
-         (trace.training ? "train" : "eval") + "; precision " +
-         (precision.mixed ? "mixed " : "f32 ") + graph::dtype_name(precision.half) + " level " +
-         std::to_string(precision.level) + "; wafer " + wafer.wafer + "; mode " +
-         config::execution_mode_name(wafer.mode) + "; num_csx " + std::to_string(wafer.num_csx) +
-         "; batch " + std::to_string(wafer.system_batch) +
-         (wafer.micro_batch_fixed ? " fixed" : " auto") + "; tokens " +
-         std::to_string(trace.tokens_per_sample) + (trace.host_only ? "; host only" : "");
-}
-
-// Prints the program after the passes --dump_ir names.
-compiler::PassManager::Observer ir_printer(const RunOptions& options) {
-  if (options.dump_ir.empty()) return {};
-  std::vector<std::string> wanted = options.dump_ir;
-  return [wanted](std::string_view pass, const compiler::Program& program) {
-    if (std::find(wanted.begin(), wanted.end(), pass) == wanted.end()) return;
-    std::cout << "# IR after " << pass << ": " << program.graph.size() << " nodes, "
-              << program.fusions.size() << " fusions\n"
-              << program.to_text() << std::flush;
-  };
-}
-
-// The plan's host steps, when --dump_ir names lower-host.
-void print_host_steps(const compiler::Plan& plan, const RunOptions& options) {
-  if (std::find(options.dump_ir.begin(), options.dump_ir.end(), "lower-host") ==
-      options.dump_ir.end())
-    return;
-  std::cout << "# host steps after lower-host: " << plan.host_steps.size() << " steps for "
-            << plan.kernels.size() << " kernels\n"
-            << compiler::host_steps_text(plan) << std::flush;
-}
-
-bool on_wafer(const config::TrainerSpec& trainer, const TraceSummary& trace) {
-  return trainer.backend.device == config::Device::csx && !trace.host_only;
-}
-
-// For comparison: the mode the plan does not use, forced.
-void add_alternative(PlannedTrainer& planned, wafer::WaferOptions options) {
-  bool pipelined = planned.plan.mapping.mode == compiler::ExecutionMode::pipelined;
-  options.mode =
-      pipelined ? config::ExecutionMode::weight_streaming : config::ExecutionMode::pipelined;
-  try {
-    planned.alternative = wafer::map_to_wafer(planned.plan, options);
-  } catch (const wafer::MappingError& error) {
-    planned.alternative_problem = error.what();
-  }
+  return 1;
 }
 
 }  // namespace
 
-std::vector<std::string> wafer_names() {
-  return wafer::wafer_keys();
-}
-
-std::vector<std::string> ir_dump_points() {
-  return compiler::dump_points();
-}
-
-compiler::PrecisionPolicy precision_policy(const config::TrainerSpec& trainer) {
-  compiler::PrecisionPolicy policy;
-  policy.mixed = trainer.backend.device == config::Device::csx && trainer.precision.enabled;
-  policy.half = half_dtype(trainer.precision.fp16_type);
-  policy.level = static_cast<int>(trainer.precision.precision_opt_level);
-  return policy;
-}
-
-wafer::WaferOptions wafer_options(const config::TrainerSpec& trainer, const TraceSummary& trace,
-                                  const RunOptions& options) {
-  wafer::WaferOptions result;
-  result.wafer = options.wafer;
-  result.mode = trainer.backend.execution_mode;
-  result.num_csx = trainer.backend.cluster.num_csx;
-  result.system_batch = std::max(trace.system_batch, trace.batch_size);
-  result.micro_batch_fixed = trace.micro_batch_fixed;
-  return result;
-}
-
-std::filesystem::path compile_root(const config::TrainerSpec& trainer) {
-  if (trainer.backend.compile_dir) return *trainer.backend.compile_dir;
-  return std::filesystem::path(trainer.model_dir) / "compile";
-}
-
-std::optional<CompiledTrainer> compile_trainer(const config::TrainerSpec& trainer,
-                                               const TraceSummary& trace, graph::Graph traced,
-                                               const RunOptions& options,
-                                               config::Diagnostics& diagnostics) {
-  compiler::PlanCache cache(compile_root(trainer));
-  CompiledTrainer result;
-  result.key = compiler::PlanCache::key(trace.fingerprint, plan_settings(trainer, trace, options));
-  result.directory = cache.directory(result.key);
-  if (options.dump_ir.empty()) {
-    result.cached = cache.load(result.key, result.cache_problem);
-    if (result.cached) return result;
-    if (!result.cache_problem.empty())
-      diagnostics.warning({"compile cache"}, result.directory.string(),
-                          result.cache_problem + "; compiling again");
+std::optional<std::vector<PlannedTrainer>> plan_stage(CheckedRun& checked,
+                                                      const RunOptions& options,
+                                                      const char* command) {
+  std::vector<PlannedTrainer> planned;
+  for (std::size_t i = 0; i < checked.trainers.size(); ++i) {
+    const config::TrainerSpec& trainer = checked.run.trainers[i];
+    CheckedTrainer& candidate = checked.trainers[i];
+    std::string which = "trainer " + std::to_string(i + 1) + ": ";
+    if (!candidate.trace || !candidate.compiled) {
+      std::string reason =
+          candidate.untraced_reason.empty() ? "the step was not traced" : candidate.untraced_reason;
+      report_failure(checked, options, command,
+                     which + reason + ", so there is no step to compile");
+      return std::nullopt;
+    }
+    try {
+      planned.push_back(
+          plan_trainer(trainer, *candidate.trace, std::move(*candidate.compiled), options));
+      if (!planned.back().from_cache) write_artifacts(trainer, *candidate.trace, planned.back());
+    } catch (const std::exception& error) {
+      report_failure(checked, options, command, which + error.what());
+      return std::nullopt;
+    }
   }
-  try {
-    auto start = std::chrono::steady_clock::now();
-    result.compiled =
-        compiler::compile_step(std::move(traced), {precision_policy(trainer), ir_printer(options)});
-    result.seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  } catch (const compiler::KernelMatchError& error) {
-    for (const std::string& problem : error.problems())
-      diagnostics.error(trainer.model.mark, trainer.model.path, problem);
-    return std::nullopt;
-  }
-  return result;
-}
-
-PlannedTrainer plan_trainer(const config::TrainerSpec& trainer, const TraceSummary& trace,
-                            CompiledTrainer compiled, const RunOptions& options) {
-  PlannedTrainer planned;
-  planned.key = compiled.key;
-  planned.directory = compiled.directory;
-  wafer::WaferOptions wafer = wafer_options(trainer, trace, options);
-  if (compiled.cached) {
-    planned.plan = std::move(*compiled.cached);
-    planned.from_cache = true;
-  } else {
-    auto start = std::chrono::steady_clock::now();
-    planned.passes = compiled.compiled->passes;
-    compiler::StepInfo info{kVersion, trace.fingerprint,
-                            trace.training ? compiler::StepKind::train : compiler::StepKind::eval,
-                            trace.batch_size, trace.tokens_per_sample};
-    planned.plan =
-        compiler::build_plan(std::move(*compiled.compiled), info, precision_policy(trainer));
-    print_host_steps(planned.plan, options);
-    if (on_wafer(trainer, trace)) planned.plan.mapping = wafer::map_to_wafer(planned.plan, wafer);
-    std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start;
-    planned.compile_seconds = compiled.seconds + elapsed.count();
-    compiler::PlanCache(compile_root(trainer)).store(planned.key, planned.plan);
-  }
-  if (on_wafer(trainer, trace)) add_alternative(planned, wafer);
   return planned;
-}
-
-std::optional<PlannedTrainer> plan_step(const config::TrainerSpec& trainer,
-                                        const TraceSummary& trace, graph::Graph traced,
-                                        const RunOptions& options,
-                                        config::Diagnostics& diagnostics) {
-  std::optional<CompiledTrainer> compiled =
-      compile_trainer(trainer, trace, std::move(traced), options, diagnostics);
-  if (!compiled) return std::nullopt;
-  return plan_trainer(trainer, trace, std::move(*compiled), options);
 }
 
 }  // namespace csrun::modes

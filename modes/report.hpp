@@ -4,7 +4,7 @@
 #include <string>
 
 #include "config/diagnostics.hpp"
-#include "run_check.hpp"
+#include "validation_stage.hpp"
 
 namespace csrun::modes {
 

@@ -2,6 +2,7 @@
 
 #include <iostream>
 
+#include "compile_driver.hpp"
 #include "data/sample_ledger.hpp"
 #include "data_stream.hpp"
 #include "graph/fingerprint.hpp"
@@ -9,11 +10,11 @@
 #include "plan_stage.hpp"
 #include "report.hpp"
 #include "retrace_check.hpp"
-#include "run_check.hpp"
 #include "runner/callbacks.hpp"
 #include "runner/checkpoint.hpp"
 #include "runner/runner_registry.hpp"
 #include "stop_signal.hpp"
+#include "validation_stage.hpp"
 
 namespace csrun::modes {
 

@@ -2,7 +2,7 @@
 
 #include "modes.hpp"
 #include "report.hpp"
-#include "run_check.hpp"
+#include "validation_stage.hpp"
 
 namespace csrun::modes {
 

@@ -8,7 +8,7 @@
 #include <functional>
 
 #include "config/yaml_reader.hpp"
-#include "modes/run_check.hpp"
+#include "modes/validation_stage.hpp"
 
 namespace {
 

@@ -1,19 +1,14 @@
-#include "run_check.hpp"
+#include "validation_stage.hpp"
 
 #include <algorithm>
 #include <iostream>
 
-#include <nlohmann/json.hpp>
-
-#include "compile_report.hpp"
 #include "graph/fingerprint.hpp"
 #include "graph/tensor.hpp"
 #include "nn/lr_schedule.hpp"
 #include "nn/optimizer.hpp"
 #include "report.hpp"
 #include "runner/model_dir.hpp"
-#include "storage/atomic_file.hpp"
-#include "wafer/placement_svg.hpp"
 
 namespace csrun::modes {
 
@@ -235,60 +230,6 @@ std::optional<CheckedRun> validation_stage(const RunOptions& options, const char
             << " in " << options.params_path << "\n";
   if (options.json) std::cout << report_json(command, checked) << "\n";
   return std::nullopt;
-}
-
-namespace {
-
-// report.json, kernels.tsv and, for wafer plans, placement.svg beside a new plan.
-void write_artifacts(const config::TrainerSpec& trainer, const TraceSummary& trace,
-                     const PlannedTrainer& planned) {
-  storage::write_file_atomically(planned.directory / "report.json",
-                                 compile_report_json(trainer, trace, planned).dump(2) + "\n");
-  storage::write_file_atomically(planned.directory / "kernels.tsv", kernel_table(planned.plan));
-  if (planned.plan.mapping.mode != compiler::ExecutionMode::none)
-    storage::write_file_atomically(planned.directory / "placement.svg",
-                                   wafer::placement_svg(planned.plan));
-}
-
-int report_failure(const CheckedRun& checked, const RunOptions& options, const char* command,
-                   const std::string& message) {
-  std::cerr << "csrun " << command << ": " << options.params_path << ": " << message << "\n";
-  if (options.json) {
-    nlohmann::json result = nlohmann::json::parse(report_json(command, checked));
-    result["ok"] = false;
-    result["error"] = message;
-    std::cout << result.dump(2) << "\n";
-  }
-  return 1;
-}
-
-}  // namespace
-
-std::optional<std::vector<PlannedTrainer>> plan_stage(CheckedRun& checked,
-                                                      const RunOptions& options,
-                                                      const char* command) {
-  std::vector<PlannedTrainer> planned;
-  for (std::size_t i = 0; i < checked.trainers.size(); ++i) {
-    const config::TrainerSpec& trainer = checked.run.trainers[i];
-    CheckedTrainer& candidate = checked.trainers[i];
-    std::string which = "trainer " + std::to_string(i + 1) + ": ";
-    if (!candidate.trace || !candidate.compiled) {
-      std::string reason =
-          candidate.untraced_reason.empty() ? "the step was not traced" : candidate.untraced_reason;
-      report_failure(checked, options, command,
-                     which + reason + ", so there is no step to compile");
-      return std::nullopt;
-    }
-    try {
-      planned.push_back(
-          plan_trainer(trainer, *candidate.trace, std::move(*candidate.compiled), options));
-      if (!planned.back().from_cache) write_artifacts(trainer, *candidate.trace, planned.back());
-    } catch (const std::exception& error) {
-      report_failure(checked, options, command, which + error.what());
-      return std::nullopt;
-    }
-  }
-  return planned;
 }
 
 }  // namespace csrun::modes

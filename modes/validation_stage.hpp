@@ -3,12 +3,12 @@
 #include <optional>
 #include <vector>
 
+#include "compile_driver.hpp"
 #include "config/run_spec.hpp"
 #include "data/dataloader.hpp"
 #include "models/registry.hpp"
 #include "models/step_trace.hpp"
 #include "modes.hpp"
-#include "plan_stage.hpp"
 #include "trace_summary.hpp"
 
 namespace csrun::modes {
@@ -51,13 +51,5 @@ CheckedRun check_run(const RunOptions& options);
 // Runs the validation stage for `command` and reports its findings (stderr, and stdout as JSON
 // with --json when it fails). Returns the checked run when there was no error.
 std::optional<CheckedRun> validation_stage(const RunOptions& options, const char* command);
-
-// The plan of every trainer: from the compile cache, or finished now, stored in the cache with
-// its report.json, kernels.tsv and placement.svg. Nothing when a trainer has no plan (a network
-// csrun cannot build, a run the wafer cannot do): the reason is reported (stderr; stdout as JSON
-// with --json).
-std::optional<std::vector<PlannedTrainer>> plan_stage(CheckedRun& checked,
-                                                      const RunOptions& options,
-                                                      const char* command);
 
 }  // namespace csrun::modes
