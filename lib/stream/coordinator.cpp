@@ -2,7 +2,6 @@
 
 #include <unistd.h>
 
-#include <deque>
 #include <map>
 #include <optional>
 #include <set>
@@ -15,6 +14,7 @@
 #include "local_workers.hpp"
 #include "shared_slots.hpp"
 #include "socket_poll.hpp"
+#include "ticket_scheduler.hpp"
 
 namespace csrun::stream {
 
@@ -57,19 +57,11 @@ struct Coordinator::State {
     std::int64_t rank = -1;
     std::int64_t pid = 0;
     bool ready = false;
-    std::set<std::uint64_t> tickets;
     Clock::time_point last_heard;
     std::shared_ptr<SlotPool> slots;  // its shared memory, when it is on this host
     std::string name() const {
       return "data worker " + std::to_string(rank) + " (pid " + std::to_string(pid) + ")";
     }
-  };
-  struct Ticket {
-    std::size_t stream = 0;
-    data::BatchPosition at;
-    std::string worker;  // identity; empty while unassigned
-    bool cancelled = false;
-    SlotPool::Lease slot;  // where the worker writes the batch; none: in the frame
   };
   struct Arrival {
     zmq::message_t frame;
@@ -81,7 +73,6 @@ struct Coordinator::State {
     std::optional<data::BatchCursor> cursor;
     std::int64_t samples = -1;
     std::int64_t remaining = 0;
-    std::deque<std::uint64_t> queue;  // tickets in the order the loop reads them
     // The batch the loop reads: a view into its slot or its frame, or into `realigned`, a copy of
     // its bytes, when ZeroMQ placed them at an address its values cannot be read from.
     zmq::message_t frame;
@@ -98,10 +89,10 @@ struct Coordinator::State {
   std::vector<Stream> streams;
   std::map<std::string, Worker> workers;  // by ZeroMQ identity
   std::set<std::string> dropped;
-  std::map<std::uint64_t, Ticket> tickets;
-  std::set<std::uint64_t> unassigned;
+  TicketScheduler scheduler;
+  // Where a worker writes a requested batch, by ticket; none: in the frame.
+  std::map<std::uint64_t, SlotPool::Lease> leases;
   std::map<std::uint64_t, Arrival> arrived;
-  std::uint64_t next_ticket = 1;
   std::int64_t next_rank = 0;  // for workers started without a rank
   static constexpr std::int64_t kRejectionsShown = 10;
   std::int64_t rejections = 0;
@@ -114,7 +105,9 @@ struct Coordinator::State {
   int loop_log_users = 0;
 
   State(std::vector<data::LoaderJob> jobs, CoordinatorOptions coordinator_options)
-      : options(std::move(coordinator_options)), jobs_text(data::encode_loader_jobs(jobs)) {
+      : options(std::move(coordinator_options)),
+        jobs_text(data::encode_loader_jobs(jobs)),
+        scheduler(jobs.size(), options.credits) {
     for (const data::LoaderJob& job : jobs)
       streams.emplace_back().job = job;
     socket.set(zmq::sockopt::router_mandatory, 1);
@@ -204,19 +197,12 @@ struct Coordinator::State {
     auto found = workers.find(identity);
     if (found == workers.end()) return;
     Worker& worker = found->second;
-    std::size_t reassigned = 0;
-    for (std::uint64_t id : worker.tickets) {
-      Ticket& ticket = tickets.at(id);
-      if (ticket.cancelled) {
-        tickets.erase(id);
-        continue;
-      }
-      ticket.worker.clear();
-      ticket.slot = {};
-      unassigned.insert(id);
-      ++reassigned;
+    TicketScheduler::Dropped tickets = scheduler.drop_worker(identity);
+    for (const std::vector<std::uint64_t>* ids : {&tickets.reassigned, &tickets.forgotten}) {
+      for (std::uint64_t id : *ids)
+        leases.erase(id);
     }
-    log(worker.name() + " " + why + "; " + std::to_string(reassigned) +
+    log(worker.name() + " " + why + "; " + std::to_string(tickets.reassigned.size()) +
         " of its batches go to the other workers");
     if (children && worker.pid) children->kill(static_cast<pid_t>(worker.pid));
     // `identity` may be the erased entry's own key (restart_ended_children passes it): record
@@ -296,7 +282,7 @@ struct Coordinator::State {
     }
     std::int64_t rank = message.rank >= 0 ? message.rank : next_rank;
     next_rank = std::max(next_rank, rank + 1);
-    Worker worker{rank, message.pid, false, {}, Clock::now(), nullptr};
+    Worker worker{rank, message.pid, false, Clock::now(), nullptr};
     Message reply = make_message(MessageType::welcome);
     reply.text = jobs_text;
     reply.rank = rank;
@@ -324,6 +310,7 @@ struct Coordinator::State {
     }
     worker.slots = shared_slots(worker, message);
     worker.ready = true;
+    scheduler.add_worker(identity);
   }
 
   std::shared_ptr<SlotPool> shared_slots(const Worker& worker, const Message& ready) const {
@@ -344,27 +331,24 @@ struct Coordinator::State {
 
   void arrive(const std::string& identity, Worker& worker, const Message& message,
               zmq::message_t frame) {
-    auto found = tickets.find(message.ticket);
-    if (found == tickets.end() || found->second.worker != identity) {
+    const TicketScheduler::Ticket* ticket = scheduler.held_by(message.ticket, identity);
+    if (!ticket) {
       drop(identity, "sent a batch it was not asked for");
       return;
     }
-    Ticket& ticket = found->second;
-    const Stream& stream = streams[ticket.stream];
-    std::size_t payload = ticket.slot.index() >= 0 ? 0 : batch_bytes(stream);
-    if (message.slot != ticket.slot.index() ||
+    const Stream& stream = streams[ticket->stream];
+    SlotPool::Lease& slot = leases[message.ticket];
+    std::size_t payload = slot.index() >= 0 ? 0 : batch_bytes(stream);
+    if (message.slot != slot.index() ||
         message.values.size() != static_cast<std::size_t>(stream.job.batch_size) ||
         message.payload.size() != payload) {
       drop(identity, "sent a batch of the wrong size or in the wrong slot");
       return;
     }
-    worker.tickets.erase(message.ticket);
     if (worker.rank >= 0) failures_in_a_row[worker.rank] = 0;
-    if (ticket.cancelled) {
-      tickets.erase(found);
-      return;
-    }
-    arrived.emplace(message.ticket, Arrival{std::move(frame), std::move(ticket.slot),
+    SlotPool::Lease lease = std::move(leases.extract(message.ticket).mapped());
+    if (scheduler.deliver(message.ticket, identity) == TicketScheduler::Delivery::discarded) return;
+    arrived.emplace(message.ticket, Arrival{std::move(frame), std::move(lease),
                                             "worker " + std::to_string(worker.rank)});
   }
 
@@ -425,49 +409,31 @@ struct Coordinator::State {
 
   void issue(std::size_t s) {
     Stream& stream = streams[s];
-    while (stream.remaining > 0 && stream.queue.size() < lookahead()) {
-      std::uint64_t id = next_ticket++;
-      tickets[id] = Ticket{s, stream.cursor->take(), {}, false, {}};
-      stream.queue.push_back(id);
-      unassigned.insert(id);
+    while (stream.remaining > 0 && scheduler.queued(s) < lookahead()) {
+      scheduler.issue(s, stream.cursor->take());
       --stream.remaining;
     }
   }
 
-  // The ready worker with a credit left that holds the fewest requests; workers.end() if none.
-  std::map<std::string, Worker>::iterator least_busy() {
-    auto best = workers.end();
-    for (auto it = workers.begin(); it != workers.end(); ++it) {
-      const Worker& worker = it->second;
-      if (!worker.ready || worker.tickets.size() >= static_cast<std::size_t>(options.credits))
-        continue;
-      if (best == workers.end() || worker.tickets.size() < best->second.tickets.size()) best = it;
-    }
-    return best;
-  }
-
+  // Requests every batch the scheduler can place now; a worker that went away is dropped and
+  // its requests placed again.
   void dispatch() {
-    while (!unassigned.empty()) {
-      auto chosen = least_busy();
-      if (chosen == workers.end()) return;
-      std::string identity = chosen->first;
-      std::uint64_t id = *unassigned.begin();
-      const Ticket& ticket = tickets.at(id);
+    while (auto assignment = scheduler.next_assignment()) {
+      auto [id, identity] = *assignment;
+      const TicketScheduler::Ticket& ticket = scheduler.ticket(id);
       Message request = make_message(MessageType::request);
       request.ticket = id;
       request.stream = static_cast<std::uint32_t>(ticket.stream);
       request.epoch = ticket.at.epoch;
       request.sample = ticket.at.sample;
-      SlotPool::Lease slot = SlotPool::lease(chosen->second.slots);
+      SlotPool::Lease slot = SlotPool::lease(workers.at(identity).slots);
       request.slot = slot.index();
       if (!send(identity, request)) {
         drop(identity, "went away");
         continue;
       }
-      tickets.at(id).worker = identity;
-      tickets.at(id).slot = std::move(slot);
-      chosen->second.tickets.insert(id);
-      unassigned.erase(unassigned.begin());
+      scheduler.assign(id, identity);
+      leases[id] = std::move(slot);
     }
   }
 
@@ -489,14 +455,8 @@ struct Coordinator::State {
   void seek(std::size_t s, data::BatchPosition at, std::int64_t count) {
     wait_until_ready();
     Stream& stream = streams[s];
-    for (std::uint64_t id : stream.queue) {
-      if (unassigned.erase(id) || arrived.erase(id)) {
-        tickets.erase(id);
-      } else {
-        tickets.at(id).cancelled = true;
-      }
-    }
-    stream.queue.clear();
+    for (std::uint64_t id : scheduler.cancel_queue(s))
+      arrived.erase(id);
     stream.cursor->seek(at);
     stream.remaining = count;
     issue(s);
@@ -506,12 +466,12 @@ struct Coordinator::State {
   const data::BatchView& next(std::size_t s) {
     wait_until_ready();
     Stream& stream = streams[s];
-    if (stream.queue.empty()) {
+    if (scheduler.queued(s) == 0) {
       stream.remaining += 1;
       issue(s);
       dispatch();
     }
-    std::uint64_t id = stream.queue.front();
+    std::uint64_t id = scheduler.front(s);
     while (!arrived.contains(id))
       step(std::chrono::milliseconds(50));
     Arrival arrival = std::move(arrived.extract(id).mapped());
@@ -523,10 +483,9 @@ struct Coordinator::State {
         view_of(stream.slot.index() >= 0 ? stream.slot.bytes(batch_bytes(stream)) : message.payload,
                 stream);
     if (options.ledger)
-      options.ledger->record(stream.job.loader.role, tickets.at(id).at, message.values,
+      options.ledger->record(stream.job.loader.role, scheduler.ticket(id).at, message.values,
                              arrival.producer);
-    tickets.erase(id);
-    stream.queue.pop_front();
+    scheduler.pop_front(s);
     issue(s);
     dispatch();
     return stream.view;
