@@ -190,17 +190,12 @@ ModelOutputs build_bert(ModelBuild& b, const std::string& model_name) {
   std::int64_t batch = ids.dim(0);
   std::int64_t length = ids.dim(1);
   nn::Scope embeddings = encoder.child("embedding_layer");
-  graph::Tensor word_table;
-  graph::Tensor x;
+  nn::TokenEmbeddings tokens = nn::token_embeddings(
+      embeddings, ids, vocab, p.integer("max_position_embeddings"), hidden, embedding_init);
+  graph::Tensor word_table = tokens.word_table;
+  graph::Tensor x = tokens.embedded;
   {
     auto entered = embeddings.enter();
-    word_table =
-        nn::embedding_table(embeddings.child("word_embeddings"), vocab, hidden, embedding_init);
-    x = graph::gather(word_table, ids) +
-        graph::gather(
-            nn::embedding_table(embeddings.child("position_embeddings"),
-                                p.integer("max_position_embeddings"), hidden, embedding_init),
-            graph::iota(ids.graph(), {length}, 0));
     if (p.flag("use_segment_embedding")) {
       x = x + graph::gather(nn::embedding_table(embeddings.child("segment_embeddings"),
                                                 p.integer("num_segments"), hidden, embedding_init),

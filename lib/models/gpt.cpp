@@ -241,19 +241,14 @@ ModelOutputs build_gpt(ModelBuild& b, const std::string& model_name) {
   std::int64_t batch = ids.dim(0);
   std::int64_t length = ids.dim(1);
   nn::Scope embeddings = model.child("embedding_layer");
-  graph::Tensor word_table;
-  graph::Tensor x;
+  std::int64_t positions =
+      p.find("position_embedding_type")->is_string() ? p.integer("max_position_embeddings") : 0;
+  nn::TokenEmbeddings embedded =
+      nn::token_embeddings(embeddings, ids, vocab, positions, hidden, embedding_init);
+  graph::Tensor word_table = embedded.word_table;
+  graph::Tensor x = embedded.embedded;
   {
     auto entered = embeddings.enter();
-    word_table =
-        nn::embedding_table(embeddings.child("word_embeddings"), vocab, hidden, embedding_init);
-    x = graph::gather(word_table, ids);
-    if (p.find("position_embedding_type")->is_string()) {
-      graph::Tensor positions =
-          nn::embedding_table(embeddings.child("position_embeddings"),
-                              p.integer("max_position_embeddings"), hidden, embedding_init);
-      x = x + graph::gather(positions, graph::iota(x.graph(), {length}, 0));
-    }
     if (p.flag("embedding_layer_norm")) x = nn::norm(norm, model.child("embedding_ln_f"), x, eps);
     x = nn::dropout(b.context, x, dropout_or(p, "embedding_dropout_rate"));
   }

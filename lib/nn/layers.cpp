@@ -35,6 +35,20 @@ Tensor embedding_table(const Scope& scope, std::int64_t rows, std::int64_t dim,
   return scope.parameter("weight", {rows, dim}, init);
 }
 
+TokenEmbeddings token_embeddings(const Scope& scope, const Tensor& ids, std::int64_t vocab,
+                                 std::int64_t positions, std::int64_t dim,
+                                 const graph::Initializer& init) {
+  auto entered = scope.enter();
+  TokenEmbeddings result;
+  result.word_table = embedding_table(scope.child("word_embeddings"), vocab, dim, init);
+  result.embedded = graph::gather(result.word_table, ids);
+  if (positions == 0) return result;
+  Tensor position_table = embedding_table(scope.child("position_embeddings"), positions, dim, init);
+  result.embedded =
+      result.embedded + graph::gather(position_table, graph::iota(ids.graph(), {ids.dim(1)}, 0));
+  return result;
+}
+
 Tensor layer_norm(const Scope& scope, const Tensor& x, double eps) {
   auto entered = scope.enter();
   std::int64_t width = x.dim(-1);
