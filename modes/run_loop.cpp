@@ -60,7 +60,7 @@ runner::RunSetup setup_for(const CheckedRun& checked, const CheckedTrainer& trai
                            PlannedTrainer planned, const RunOptions& options, LoopKind kind) {
   const config::TrainerSpec& trainer = checked.run.trainers.at(trainer_check.index);
   runner::RunSetup setup;
-  setup.trainer = &trainer;
+  setup.settings = runner::LoopSettings::of(trainer);
   setup.device = config::device_name(trainer.backend.device);
   setup.model_name = trainer_check.model->definition->name;
   setup.params_path = checked.run.params_path;

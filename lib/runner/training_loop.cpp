@@ -138,16 +138,25 @@ std::optional<Executable::Slot> output_slot(const Executable& executable, const 
   return executable.slot(name);
 }
 
-std::uint64_t run_seed(const config::TrainerSpec& trainer) {
-  return static_cast<std::uint64_t>(trainer.seed.value_or(0));
-}
-
 data::LoaderJob loader_job(const RunSetup& setup, const data::DataloaderSpec& loader,
                            const StepProgram& program) {
-  return {loader, program.fields, program.plan.batch_size, run_seed(*setup.trainer)};
+  return {loader, program.fields, program.plan.batch_size, setup.settings.seed};
 }
 
 }  // namespace
+
+LoopSettings LoopSettings::of(const config::TrainerSpec& trainer) {
+  LoopSettings settings;
+  settings.model_dir = trainer.model_dir;
+  settings.seed = static_cast<std::uint64_t>(trainer.seed.value_or(0));
+  settings.loop = trainer.loop;
+  settings.checkpoint = trainer.checkpoint;
+  settings.logging = trainer.logging;
+  if (trainer.fit) settings.fit_checkpoint = trainer.fit->checkpoint;
+  if (trainer.validate) settings.validate_checkpoint = trainer.validate->checkpoint;
+  settings.params = trainer.tree;
+  return settings;
+}
 
 std::vector<data::LoaderJob> loader_jobs(const RunSetup& setup) {
   std::vector<data::LoaderJob> jobs;
@@ -160,7 +169,7 @@ std::vector<data::LoaderJob> loader_jobs(const RunSetup& setup) {
 
 struct TrainingLoop::State {
   RunSetup setup;
-  const config::TrainerSpec& trainer;
+  const LoopSettings& settings;
   CallbackList callbacks;
   RunLog log;
   RunState run;
@@ -175,15 +184,15 @@ struct TrainingLoop::State {
 
   State(RunSetup run_setup, CallbackList hooks)
       : setup(std::move(run_setup)),
-        trainer(*setup.trainer),
+        settings(setup.settings),
         callbacks(std::move(hooks)),
-        log(trainer.model_dir, trainer.logging.log_level),
-        seed(run_seed(trainer)) {
+        log(settings.model_dir, settings.logging.log_level),
+        seed(settings.seed) {
     if (setup.train) train.emplace(setup.train->plan);
     if (setup.eval) eval.emplace(setup.eval->plan);
     storage::write_file_atomically(fs::path(log.directory()) / "trainer_params.yaml",
-                                   config::to_yaml(trainer.tree));
-    events = std::make_unique<EventFile>((fs::path(trainer.model_dir) / "events").string());
+                                   config::to_yaml(settings.params));
+    events = std::make_unique<EventFile>((fs::path(settings.model_dir) / "events").string());
   }
 
   // ---- state: initial values, checkpoints ----
@@ -224,7 +233,7 @@ struct TrainingLoop::State {
   }
 
   bool state_wanted(const std::string& key) const {
-    const std::vector<std::string>& states = trainer.checkpoint.load_checkpoint_states;
+    const std::vector<std::string>& states = settings.checkpoint.load_checkpoint_states;
     if (states.empty()) return true;
     std::string top = key.substr(0, key.find('.'));
     if (top == "global_step") top = "lr_scheduler";
@@ -232,7 +241,7 @@ struct TrainingLoop::State {
   }
 
   void restore(Executable& executable, const Checkpoint& checkpoint, const std::string& path) {
-    bool strict = !trainer.checkpoint.disable_strict_checkpoint_loading;
+    bool strict = !settings.checkpoint.disable_strict_checkpoint_loading;
     for (const graph::Variable& variable : executable.plan().graph.variables()) {
       if (!state_wanted(variable.name)) continue;
       auto found = checkpoint.tensors.find(variable.name);
@@ -261,7 +270,7 @@ struct TrainingLoop::State {
   }
 
   fs::path checkpoint_directory() const {
-    return trainer.checkpoint.checkpoint_root.value_or(trainer.model_dir);
+    return settings.checkpoint.checkpoint_root.value_or(settings.model_dir);
   }
 
   // The checkpoint the params or --checkpoint_path name, or the latest in model_dir.
@@ -269,7 +278,7 @@ struct TrainingLoop::State {
     if (!setup.checkpoint_path.empty()) return setup.checkpoint_path;
     if (choice && choice->kind == config::CheckpointChoice::Kind::path) return choice->path;
     if ((choice && choice->kind == config::CheckpointChoice::Kind::none) ||
-        !trainer.checkpoint.autoload_last_checkpoint)
+        !settings.checkpoint.autoload_last_checkpoint)
       return std::nullopt;
     std::string directory = checkpoint_directory().string();
     log.info("Checkpoint autoloading is enabled. Looking for latest checkpoint in \"" + directory +
@@ -294,7 +303,7 @@ struct TrainingLoop::State {
   }
 
   void save(const Executable& executable) {
-    std::string name = trainer.checkpoint.checkpoint_name;
+    std::string name = settings.checkpoint.checkpoint_name;
     auto placeholder = name.find("{step}");
     if (placeholder != std::string::npos)
       name.replace(placeholder, 6, std::to_string(run.global_step));
@@ -316,9 +325,9 @@ struct TrainingLoop::State {
   }
 
   void prune_checkpoints() {
-    if (!trainer.checkpoint.keep_last) return;
+    if (!settings.checkpoint.keep_last) return;
     auto found = find_checkpoints(checkpoint_directory().string());
-    auto keep = static_cast<std::size_t>(*trainer.checkpoint.keep_last);
+    auto keep = static_cast<std::size_t>(*settings.checkpoint.keep_last);
     for (std::size_t i = 0; i + keep < found.size(); ++i)
       fs::remove(found[i].second);
   }
@@ -326,7 +335,7 @@ struct TrainingLoop::State {
   // ---- training ----
 
   std::int64_t steps_to_run() const {
-    const config::LoopSpec& loop = trainer.loop;
+    const config::LoopSpec& loop = settings.loop;
     if (loop.num_steps) return *loop.num_steps;
     if (loop.max_steps) return std::max<std::int64_t>(0, *loop.max_steps - run.global_step);
     std::int64_t per_epoch = loop.steps_per_epoch.value_or(train_feed->batches_per_epoch());
@@ -334,7 +343,7 @@ struct TrainingLoop::State {
   }
 
   std::int64_t eval_every(std::int64_t total) const {
-    const auto& frequency = trainer.loop.eval_frequency;
+    const auto& frequency = settings.loop.eval_frequency;
     if (!frequency || !setup.eval || !setup.eval_loader) return 0;
     if (frequency->steps) return *frequency->steps;
     if (frequency->fraction)
@@ -349,21 +358,23 @@ struct TrainingLoop::State {
     train_feed.emplace(open_batches(data::LoaderRole::train), *setup.train, *train);
     for (const std::string& path : remove_stale_checkpoint_files(checkpoint_directory()))
       log.warning("Removed " + path + ", left by a checkpoint write that was killed");
-    load_into(*train, checkpoint_to_load(trainer.fit ? &trainer.fit->checkpoint : nullptr));
+    load_into(*train,
+              checkpoint_to_load(settings.fit_checkpoint ? &*settings.fit_checkpoint : nullptr));
     std::int64_t total = steps_to_run();
-    if (total == 0 && trainer.loop.max_steps) {
+    if (total == 0 && settings.loop.max_steps) {
       log.info("The run is at step " + std::to_string(run.global_step) + ", max_steps is " +
-               std::to_string(*trainer.loop.max_steps) + ": there is nothing left to train.");
+               std::to_string(*settings.loop.max_steps) + ": there is nothing left to train.");
     }
     train_feed->expect(total);
     std::int64_t every_eval = eval_every(total);
-    std::int64_t log_steps = std::max<std::int64_t>(1, trainer.logging.log_steps);
+    std::int64_t log_steps = std::max<std::int64_t>(1, settings.logging.log_steps);
     std::int64_t batch = setup.train->plan.batch_size;
     Executable& step = *train;
     auto loss_slot = step.slot("loss");
     std::optional<Executable::Slot> lr = output_slot(step, "lr/0");
     std::optional<Executable::Slot> scale = output_slot(step, "loss_scale");
-    std::int64_t per_epoch = trainer.loop.steps_per_epoch.value_or(train_feed->batches_per_epoch());
+    std::int64_t per_epoch =
+        settings.loop.steps_per_epoch.value_or(train_feed->batches_per_epoch());
     run.epoch = run.global_step / per_epoch;
     callbacks.call(&Callback::on_train_start, run);
     callbacks.call(&Callback::on_train_epoch_start, run);
@@ -384,8 +395,8 @@ struct TrainingLoop::State {
                                           seconds_since(rate.start)));
       bool last = done == total;
       if (last || run.global_step % log_steps == 0) report_train_step(rate, lr, scale);
-      bool saved = last || (trainer.checkpoint.steps && *trainer.checkpoint.steps > 0 &&
-                            run.global_step % *trainer.checkpoint.steps == 0);
+      bool saved = last || (settings.checkpoint.steps && *settings.checkpoint.steps > 0 &&
+                            run.global_step % *settings.checkpoint.steps == 0);
       if (saved) save(step);
       if (every_eval > 0 && (done % every_eval == 0 || last)) run_eval();
       if (last || run.global_step % per_epoch == 0) end_train_epoch(last);
@@ -493,7 +504,7 @@ struct TrainingLoop::State {
     Executable& step = *eval;
     if (!eval_feed) eval_feed.emplace(open_batches(data::LoaderRole::eval), *setup.eval, step);
     BatchFeed& feed = *eval_feed;
-    std::int64_t batches = trainer.loop.eval_steps.value_or(feed.batches_per_epoch());
+    std::int64_t batches = settings.loop.eval_steps.value_or(feed.batches_per_epoch());
     batches = std::min(batches, feed.batches_per_epoch());
     feed.seek({});
     feed.expect(batches);
@@ -523,7 +534,7 @@ struct TrainingLoop::State {
       if (log.progress().live())
         log.progress().show(
             progress_text("Eval ", b, batches, run.loss, rate.global(), seconds_since(rate.start)));
-      if (b == batches || b % std::max<std::int64_t>(1, trainer.logging.log_steps) == 0) {
+      if (b == batches || b % std::max<std::int64_t>(1, settings.logging.log_steps) == 0) {
         log.info("| Eval Device=" + setup.device + ", GlobalStep=" +
                  std::to_string(run.global_step) + ", Batch=" + std::to_string(b) +
                  ", Loss=" + format_loss(run.loss) + ", Rate=" + format_rate(rate.local()) +
@@ -560,8 +571,8 @@ struct TrainingLoop::State {
     if (!eval || !setup.eval_loader) throw std::logic_error("validate needs an eval step");
     std::vector<std::optional<std::string>> targets(checkpoints.begin(), checkpoints.end());
     if (targets.empty())
-      targets.push_back(
-          checkpoint_to_load(trainer.validate ? &trainer.validate->checkpoint : nullptr));
+      targets.push_back(checkpoint_to_load(
+          settings.validate_checkpoint ? &*settings.validate_checkpoint : nullptr));
     std::vector<EvalResult> results;
     for (const auto& path : targets) {
       initialize(*eval);

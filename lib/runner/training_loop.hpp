@@ -28,10 +28,26 @@ struct StepProgram {
   std::map<std::string, nn::MetricAverage> metric_averages;
 };
 
-// What a run needs, prepared by the subcommand: the trainer, its compiled train and eval steps
-// and their dataloaders.
+// The trainer's settings the runner reads, and nothing else of the params: where the run's files
+// go, its seed, its loop, checkpoint and logging sections, the checkpoints fit and validate name,
+// and the trainer as read (written to trainer_params.yaml).
+struct LoopSettings {
+  std::string model_dir;
+  std::uint64_t seed = 0;
+  config::LoopSpec loop;
+  config::CheckpointSpec checkpoint;
+  config::LoggingSpec logging;
+  std::optional<config::CheckpointChoice> fit_checkpoint;
+  std::optional<config::CheckpointChoice> validate_checkpoint;
+  config::Node params;
+
+  static LoopSettings of(const config::TrainerSpec& trainer);
+};
+
+// What a run needs, prepared by the subcommand: the trainer's settings, its compiled train and
+// eval steps and their dataloaders.
 struct RunSetup {
-  const config::TrainerSpec* trainer = nullptr;
+  LoopSettings settings;
   std::string device;  // as log lines name it: CSX, CPU
   std::string model_name;
   std::string params_path;

@@ -54,7 +54,7 @@ struct TinyRun {
 
   runner::RunSetup setup() const {
     runner::RunSetup result;
-    result.trainer = &params.trainer();
+    result.settings = runner::LoopSettings::of(params.trainer());
     result.device = "CPU";
     result.model_name = "fc_mnist";
     result.train = program(models::StepKind::train);
@@ -131,9 +131,7 @@ TEST_CASE("a resumed run continues the exact sequence of an uninterrupted one") 
 
   TinyRun resumed("    optimizer: {Adam: {lr: 0.01}}\n");
   runner::RunSetup first = resumed.setup();
-  config::TrainerSpec halfway = resumed.params.trainer();
-  halfway.loop.max_steps = 2;
-  first.trainer = &halfway;
+  first.settings.loop.max_steps = 2;
   runner::TrainingLoop(std::move(first), {}).fit();
   REQUIRE(std::filesystem::exists(resumed.dir.path() / "checkpoint_2.mdl"));
   runner::TrainingLoop(resumed.setup(), {}).fit();  // autoloads checkpoint_2
