@@ -29,33 +29,29 @@ std::string local_time(const char* format) {
   return text;
 }
 
-// The level as the Model Zoo's logs spell it ("INFO", "WARNING"): the %* of the pattern.
+// spdlog's levels as the Model Zoo's logs and --logging spell them.
+struct LevelName {
+  spdlog::level::level_enum level;
+  std::string_view name;
+};
+constexpr LevelName kLevelNames[] = {
+    {spdlog::level::trace, "DEBUG"}, {spdlog::level::debug, "DEBUG"},
+    {spdlog::level::info, "INFO"},   {spdlog::level::warn, "WARNING"},
+    {spdlog::level::err, "ERROR"},   {spdlog::level::critical, "CRITICAL"}};
+
+// The %* of the pattern: the level's Model Zoo name.
 class ModelZooLevel : public spdlog::custom_flag_formatter {
  public:
   void format(const spdlog::details::log_msg& message, const std::tm&,
               spdlog::memory_buf_t& out) override {
-    std::string_view name = level_name(message.level);
+    std::string_view name = "INFO";
+    for (const LevelName& entry : kLevelNames) {
+      if (entry.level == message.level) name = entry.name;
+    }
     out.append(name.data(), name.data() + name.size());
   }
   std::unique_ptr<custom_flag_formatter> clone() const override {
     return std::make_unique<ModelZooLevel>();
-  }
-
- private:
-  static std::string_view level_name(spdlog::level::level_enum level) {
-    switch (level) {
-      case spdlog::level::trace:
-      case spdlog::level::debug:
-        return "DEBUG";
-      case spdlog::level::warn:
-        return "WARNING";
-      case spdlog::level::err:
-        return "ERROR";
-      case spdlog::level::critical:
-        return "CRITICAL";
-      default:
-        return "INFO";
-    }
   }
 };
 
@@ -85,12 +81,13 @@ class TerminalSink : public spdlog::sinks::base_sink<std::mutex> {
   ProgressLine& progress_;
 };
 
-spdlog::level::level_enum level_of(const std::string& level) {
-  if (level == "DEBUG") return spdlog::level::debug;
-  if (level == "WARNING") return spdlog::level::warn;
-  if (level == "ERROR") return spdlog::level::err;
-  if (level == "CRITICAL") return spdlog::level::critical;
-  return spdlog::level::info;
+// The last match: DEBUG is spdlog's debug, not trace.
+spdlog::level::level_enum level_of(std::string_view name) {
+  spdlog::level::level_enum level = spdlog::level::info;
+  for (const LevelName& entry : kLevelNames) {
+    if (entry.name == name) level = entry.level;
+  }
+  return level;
 }
 
 std::shared_ptr<spdlog::sinks::basic_file_sink_mt> file_sink(const fs::path& path) {

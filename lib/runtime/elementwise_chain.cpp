@@ -27,14 +27,6 @@ TensorRef chunk_of(const TensorRef& whole, std::int64_t count, std::int64_t begi
 
 }  // namespace
 
-bool ElementwiseChain::fits(const NodeTask& task, std::int64_t count) {
-  if (graph::op_class(task.node->op) != graph::OpClass::elementwise || task.out.count != count)
-    return false;
-  return std::all_of(task.in.begin(), task.in.end(), [count](const TensorRef& operand) {
-    return operand.count == count || operand.count == 1;
-  });
-}
-
 ElementwiseChain::ElementwiseChain(std::vector<NodeTask> tasks, const KernelSet& kernels,
                                    ThreadTeam& team)
     : tasks_(std::move(tasks)),

@@ -12,12 +12,10 @@
 
 namespace csrun::runtime {
 
+// Which nodes form a chain is the plan's decision (compiler::lower_host): elementwise nodes over
+// one element count whose operands have that count or one element.
 class ElementwiseChain {
  public:
-  // Whether `task` can join a chain over `count` elements: an elementwise node whose result has
-  // `count` elements and whose operands have `count` elements or one.
-  static bool fits(const NodeTask& task, std::int64_t count);
-
   // Runs each chunk with `kernels`; large chains split their chunks across `team` (which must
   // outlive the chain).
   ElementwiseChain(std::vector<NodeTask> tasks, const KernelSet& kernels, ThreadTeam& team);
