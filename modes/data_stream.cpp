@@ -6,9 +6,9 @@
 #include <csignal>
 #include <cstdlib>
 #include <filesystem>
-#include <iostream>
 
 #include "data/sample_ledger.hpp"
+#include "runner/run_log.hpp"
 #include "stream/coordinator.hpp"
 #include "stream/rendezvous.hpp"
 #include "stream/srun_tasks.hpp"
@@ -38,7 +38,8 @@ std::chrono::seconds seconds_from(const char* variable, std::int64_t fallback) {
 }
 
 void report(const std::string& text) {
-  std::cerr << "csrun: data stream: " << text << "\n";
+  static const runner::ProcessLog log("csrun: data stream");
+  log.info(text);
 }
 
 // A trainer's rendezvous file: in its model_dir, named for the srun step (`step`) or, with `step`
@@ -136,7 +137,7 @@ void DataStream::connect(runner::RunSetup& setup) {
 stream::WorkerOptions data_worker_options(std::int64_t rank, const std::string& name) {
   stream::WorkerOptions options;
   options.rank = rank;
-  options.log = [name](const std::string& text) { std::cerr << name << ": " << text << "\n"; };
+  options.log = [log = runner::ProcessLog(name)](const std::string& text) { log.warning(text); };
   const char* shared = std::getenv("CSRUN_STREAM_SHARED_MEMORY");
   options.shared_memory = !(shared && std::string_view(shared) == "0");
   options.connect_timeout = seconds_from("CSRUN_WORKER_CONNECT_TIMEOUT", 120);
@@ -156,7 +157,7 @@ int serve_srun_trainers(const std::vector<config::TrainerSpec>& trainers,
     stream::serve_in_turn(files, data_worker_options(task.rank, name));
     return 0;
   } catch (const std::exception& error) {
-    std::cerr << name << ": " << error.what() << "\n";
+    runner::ProcessLog(name).error(error.what());
     return 1;
   }
 }

@@ -1,8 +1,8 @@
 #include <cstdlib>
-#include <iostream>
 
 #include "data_stream.hpp"
 #include "modes.hpp"
+#include "runner/run_log.hpp"
 #include "stream/rendezvous.hpp"
 #include "stream/worker.hpp"
 
@@ -43,18 +43,17 @@ bool coordinator_finished(const WorkerCommand& command) {
 }  // namespace
 
 int worker(const WorkerCommand& command) {
+  runner::ProcessLog log("csrun worker");
   try {
     if (coordinator_finished(command)) {
-      std::cerr << "csrun worker: the coordinator of " << command.secret_file
-                << " has finished; nothing to do\n";
+      log.info("the coordinator of " + command.secret_file + " has finished; nothing to do");
       return 0;
     }
     stream::WorkerEnd end = stream::run_worker(worker_options(command));
-    if (end == stream::WorkerEnd::coordinator_gone)
-      std::cerr << "csrun worker: the coordinator went away; exiting\n";
+    if (end == stream::WorkerEnd::coordinator_gone) log.info("the coordinator went away; exiting");
     return 0;
   } catch (const std::exception& error) {
-    std::cerr << "csrun worker: " << error.what() << "\n";
+    log.error(error.what());
     return 1;
   }
 }

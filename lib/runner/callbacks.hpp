@@ -5,6 +5,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -15,11 +16,20 @@ namespace csrun::runner {
 
 // What hooks see of the run.
 struct RunState {
-  std::int64_t global_step = 0;           // optimizer steps taken
-  std::int64_t epoch = 0;                 // training: global_step / steps_per_epoch
-  std::int64_t batch = 0;                 // 1-based, within the epoch (train) or the eval run
-  double loss = 0.0;                      // of the last batch
-  std::map<std::string, double> metrics;  // eval metrics, once an eval run ends
+  std::int64_t global_step = 0;  // optimizer steps taken
+  std::int64_t epoch = 0;        // training: global_step / steps_per_epoch
+  std::int64_t batch = 0;        // 1-based, within the epoch (train) or the eval run
+  std::int64_t done = 0;         // batches this fit or eval run has taken
+  std::int64_t total = 0;        // batches this fit or eval run takes
+  std::int64_t batch_size = 0;   // samples per batch of the step running
+  double loss = 0.0;             // of the last batch
+  // Training: the outputs of the last step that the model has.
+  std::optional<double> learning_rate;
+  std::optional<double> loss_scale;
+  // Once an eval run ends: its mean loss and metrics, averaged as the model declares.
+  double eval_loss = 0.0;
+  std::map<std::string, double> metrics;
+  double simulated_seconds = 0.0;  // at train end: the wafer model's time of this fit's steps
 };
 
 // Hooks of the Model Zoo's Trainer. *_end hooks run only when their stage succeeded; on an

@@ -4,6 +4,7 @@
 #include <spdlog/pattern_formatter.h>
 #include <spdlog/sinks/base_sink.h>
 #include <spdlog/sinks/basic_file_sink.h>
+#include <spdlog/sinks/stdout_sinks.h>
 
 #include <cerrno>
 #include <chrono>
@@ -55,9 +56,11 @@ class ModelZooLevel : public spdlog::custom_flag_formatter {
   }
 };
 
-std::unique_ptr<spdlog::formatter> model_zoo_format() {
+// The Model Zoo's stamp; a process log's lines name their process (the logger's name).
+std::unique_ptr<spdlog::formatter> model_zoo_format(bool named = false) {
   auto formatter = std::make_unique<spdlog::pattern_formatter>();
-  formatter->add_flag<ModelZooLevel>('*').set_pattern("%Y-%m-%d %H:%M:%S,%e %*:     %v");
+  formatter->add_flag<ModelZooLevel>('*').set_pattern(named ? "%Y-%m-%d %H:%M:%S,%e %*:     %n: %v"
+                                                            : "%Y-%m-%d %H:%M:%S,%e %*:     %v");
   return formatter;
 }
 
@@ -133,6 +136,27 @@ void RunLog::info(const std::string& message) {
 
 void RunLog::warning(const std::string& message) {
   logger_->warn(message);
+}
+
+ProcessLog::ProcessLog(const std::string& process)
+    : logger_(std::make_shared<spdlog::logger>(process,
+                                               std::make_shared<spdlog::sinks::stderr_sink_mt>())) {
+  logger_->set_formatter(model_zoo_format(true));
+  logger_->flush_on(spdlog::level::trace);
+  // A diagnostic that cannot be written is lost, as a failed write to stderr always is.
+  logger_->set_error_handler([](const std::string&) {});
+}
+
+void ProcessLog::info(const std::string& message) const {
+  logger_->info(message);
+}
+
+void ProcessLog::warning(const std::string& message) const {
+  logger_->warn(message);
+}
+
+void ProcessLog::error(const std::string& message) const {
+  logger_->error(message);
 }
 
 }  // namespace csrun::runner

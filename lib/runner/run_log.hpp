@@ -35,4 +35,19 @@ class RunLog {
   std::shared_ptr<spdlog::logger> logger_;
 };
 
+// The diagnostics of a process that writes no run log (a data worker, an srun task serving
+// trainers, a trainer's data stream before its run log opens): lines on stderr in the run log's
+// format, each naming its process ("2026-11-22 10:00:00,123 WARNING:     csrun worker: ...").
+class ProcessLog {
+ public:
+  explicit ProcessLog(const std::string& process);
+
+  void info(const std::string& message) const;
+  void warning(const std::string& message) const;
+  void error(const std::string& message) const;
+
+ private:
+  std::shared_ptr<spdlog::logger> logger_;
+};
+
 }  // namespace csrun::runner

@@ -175,6 +175,9 @@ TEST_CASE("streaming: workers any launcher starts join a coordinator through --s
   auto late = run_csrun({"worker", "--secret_file", rendezvous.string()});
   CHECK(late.exit_code == 0);
   CHECK(late.err.find("has finished; nothing to do") != std::string::npos);
+  // Stamped as the run log's lines, naming the process.
+  CHECK(late.err.find(",") == 19);
+  CHECK(late.err.find(" INFO:     csrun worker: the coordinator of ") == 23);
 }
 
 TEST_CASE("csrun worker: a missing secret or coordinator is a clear error") {

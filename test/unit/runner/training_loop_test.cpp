@@ -200,6 +200,28 @@ TEST_CASE("eval loads a checkpoint and reports its loss and metrics") {
                     Catch::Contains("checkpoint_9.mdl is not an HDF5 file"));
 }
 
+TEST_CASE("load_checkpoint_states loads the states it names and no others") {
+  TinyRun run("    optimizer: {SGD: {lr: 0.01}}\n");
+  runner::TrainingLoop(run.setup(), {}).fit();
+  std::string checkpoint = (run.dir.path() / "checkpoint_4.mdl").string();
+  runner::EvalResult all = runner::TrainingLoop(run.setup(), {}).validate({checkpoint})[0];
+  CHECK(all.global_step == 4);
+
+  runner::RunSetup model_only = run.setup();
+  model_only.settings.checkpoint.load_checkpoint_states = {"model"};
+  runner::EvalResult weights =
+      runner::TrainingLoop(std::move(model_only), {}).validate({checkpoint})[0];
+  CHECK(weights.global_step == 0);
+  CHECK(weights.loss == all.loss);
+
+  runner::RunSetup step_only = run.setup();
+  step_only.settings.checkpoint.load_checkpoint_states = {"lr_scheduler"};
+  runner::EvalResult step =
+      runner::TrainingLoop(std::move(step_only), {}).validate({checkpoint})[0];
+  CHECK(step.global_step == 4);
+  CHECK(step.loss != all.loss);  // the initial weights
+}
+
 TEST_CASE("a metric averages over an evaluation as its model declares") {
   TinyRun run("    optimizer: {SGD: {lr: 0.01}}\n");
   runner::TrainingLoop(run.setup(), {}).fit();

@@ -1,0 +1,100 @@
+#include "checkpointing.hpp"
+
+#include <ctime>
+
+namespace csrun::runner {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string time_stamp() {
+  std::time_t now = std::time(nullptr);
+  std::tm parts{};
+  localtime_r(&now, &parts);
+  char stamp[32];
+  std::strftime(stamp, sizeof stamp, "_%Y%m%d_%H%M%S", &parts);
+  return stamp;
+}
+
+}  // namespace
+
+Checkpointing::Checkpointing(const config::CheckpointSpec& settings, fs::path directory,
+                             RunLog& log, std::function<Checkpoint()> snapshot)
+    : settings_(settings),
+      directory_(std::move(directory)),
+      log_(log),
+      snapshot_(std::move(snapshot)) {}
+
+void Checkpointing::on_train_start(const RunState& state) {
+  for (const std::string& path : remove_stale_checkpoint_files(directory_.string()))
+    log_.warning("Removed " + path + ", left by a checkpoint write that was killed");
+  if (!settings_.save_initial_checkpoint) return;
+  for (const auto& [step, path] : find_checkpoints(directory_.string()))
+    if (step == state.global_step) return;  // the run resumes from it
+  save(state);
+}
+
+void Checkpointing::on_train_batch_end(const RunState& state) {
+  bool last = state.done == state.total;
+  bool checkpoint_step =
+      settings_.steps && *settings_.steps > 0 && state.global_step % *settings_.steps == 0;
+  if (last || checkpoint_step) save(state);
+}
+
+void Checkpointing::save_unless_saved(const RunState& state) {
+  if (saved_step_ != state.global_step) save(state);
+}
+
+void Checkpointing::save(const RunState& state) {
+  std::string name = settings_.checkpoint_name;
+  auto placeholder = name.find("{step}");
+  if (placeholder != std::string::npos)
+    name.replace(placeholder, 6, std::to_string(state.global_step));
+  fs::path path = directory_ / name;
+  if (fs::exists(path))
+    path.replace_filename(path.stem().string() + time_stamp() + path.extension().string());
+  fs::create_directories(path.parent_path());
+  log_.info("Saving checkpoint at step " + std::to_string(state.global_step));
+  save_checkpoint(path.string(), snapshot_());
+  saved_step_ = state.global_step;
+  log_.info("Saved checkpoint " + path.string());
+  prune();
+}
+
+void Checkpointing::prune() {
+  if (!settings_.keep_last) return;
+  auto found = find_checkpoints(directory_.string());
+  auto keep = static_cast<std::size_t>(*settings_.keep_last);
+  for (std::size_t i = 0; i + keep < found.size(); ++i)
+    fs::remove(found[i].second);
+}
+
+fs::path checkpoint_directory(const config::CheckpointSpec& settings,
+                              const std::string& model_dir) {
+  return settings.checkpoint_root.value_or(model_dir);
+}
+
+std::optional<std::string> checkpoint_to_load(const std::string& explicit_path,
+                                              const config::CheckpointChoice* choice,
+                                              const config::CheckpointSpec& settings,
+                                              const fs::path& directory, RunLog& log) {
+  if (!explicit_path.empty()) return explicit_path;
+  if (choice && choice->kind == config::CheckpointChoice::Kind::path) return choice->path;
+  if ((choice && choice->kind == config::CheckpointChoice::Kind::none) ||
+      !settings.autoload_last_checkpoint)
+    return std::nullopt;
+  log.info("Checkpoint autoloading is enabled. Looking for latest checkpoint in \"" +
+           directory.string() +
+           "\" directory with the following naming convention: "
+           "`checkpoint_(step)(_timestamp)?.mdl`.");
+  auto found = find_checkpoints(directory.string());
+  if (found.empty()) {
+    log.info("No checkpoints were found in \"" + directory.string() + "\".");
+    return std::nullopt;
+  }
+  log.info("Found latest checkpoint at \"" + found.back().second + "\".");
+  return found.back().second;
+}
+
+}  // namespace csrun::runner

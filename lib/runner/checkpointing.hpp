@@ -1,0 +1,56 @@
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <optional>
+#include <string>
+
+#include "callbacks.hpp"
+#include "checkpoint.hpp"
+#include "config/run_spec.hpp"
+#include "run_log.hpp"
+
+namespace csrun::runner {
+
+// The checkpoint policy of fit, a built-in hook: a checkpoint at every checkpoint step
+// (checkpoint.steps), at the last step, and before the first with save_initial_checkpoint;
+// named by checkpoint_name ("checkpoint_{step}.mdl"; an existing file of that step is kept and
+// the new one gets a time stamp, as the Model Zoo does) in checkpoint_root (default:
+// model_dir); at most keep_last kept. Each write is atomic (save_checkpoint).
+class Checkpointing : public Callback {
+ public:
+  // `snapshot` takes the training step's checkpoint as the run stands.
+  Checkpointing(const config::CheckpointSpec& settings, std::filesystem::path directory,
+                RunLog& log, std::function<Checkpoint()> snapshot);
+
+  void on_train_start(const RunState& state) override;
+  void on_train_batch_end(const RunState& state) override;
+
+  // Writes the checkpoint of the step just taken unless it is written (a stop request).
+  void save_unless_saved(const RunState& state);
+
+ private:
+  void save(const RunState& state);
+  void prune();
+
+  const config::CheckpointSpec& settings_;
+  std::filesystem::path directory_;
+  RunLog& log_;
+  std::function<Checkpoint()> snapshot_;
+  std::optional<std::int64_t> saved_step_;
+};
+
+// checkpoint_root, or model_dir.
+std::filesystem::path checkpoint_directory(const config::CheckpointSpec& settings,
+                                           const std::string& model_dir);
+
+// The checkpoint a run starts from: `explicit_path` (--checkpoint_path), else the one the
+// params' fit or validate section names (`choice`), else, with autoload_last_checkpoint, the
+// latest in `directory`; none: the variables keep their initial values. Says which in the log.
+std::optional<std::string> checkpoint_to_load(const std::string& explicit_path,
+                                              const config::CheckpointChoice* choice,
+                                              const config::CheckpointSpec& settings,
+                                              const std::filesystem::path& directory, RunLog& log);
+
+}  // namespace csrun::runner

@@ -1,0 +1,35 @@
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "nn/metric.hpp"
+#include "runtime/executable.hpp"
+
+namespace csrun::runner {
+
+// An eval step's outputs over the batches of an evaluation, each averaged as its model declares
+// (an output the model lists as geometric: exp of the mean of its logs; any other: the mean).
+class MetricTotals {
+ public:
+  MetricTotals(const runtime::Executable& step,
+               const std::map<std::string, nn::MetricAverage>& averages);
+  // Adds the outputs of the batch the step has just run.
+  void add(const runtime::Executable& step);
+  // Each output's average over the batches added.
+  std::map<std::string, double> averages() const;
+
+ private:
+  struct Output {
+    std::string name;
+    runtime::Executable::Slot slot;
+    bool geometric;
+    double total = 0.0;
+  };
+  std::vector<Output> outputs_;
+  std::int64_t batches_ = 0;
+};
+
+}  // namespace csrun::runner

@@ -1,0 +1,111 @@
+#include "model_state.hpp"
+
+#include <algorithm>
+
+#include "nn/initializers.hpp"
+
+namespace csrun::runner {
+
+namespace {
+
+std::string dims_text(const std::vector<std::uint64_t>& dims) {
+  std::string text = "(";
+  for (std::size_t i = 0; i < dims.size(); ++i)
+    text += (i ? ", " : "") + std::to_string(dims[i]);
+  return text + (dims.size() == 1 ? ",)" : ")");
+}
+
+// A checkpoint entry loads into a model variable only with its exact shape and kind of number.
+void check_fits(const CheckpointTensor& stored, const graph::TensorType& type,
+                const std::string& key, const std::string& path) {
+  std::vector<std::uint64_t> dims(type.shape.begin(), type.shape.end());
+  if (stored.dims != dims) {
+    throw CheckpointError("checkpoint " + path + ": '" + key + "' has shape " +
+                          dims_text(stored.dims) + "; the model's is " + dims_text(dims));
+  }
+  bool integer_variable = !graph::is_floating(type.dtype);
+  if (stored.integer != integer_variable) {
+    throw CheckpointError("checkpoint " + path + ": '" + key + "' is stored as " +
+                          (stored.integer ? "integers" : "floating-point numbers") +
+                          "; the model's is " + type.to_string());
+  }
+}
+
+// load_checkpoint_states names top-level states (model, optimizer, lr_scheduler, dataloader,
+// ...); global_step belongs to the lr_scheduler's.
+bool state_wanted(const config::CheckpointSpec& settings, const std::string& key) {
+  const std::vector<std::string>& states = settings.load_checkpoint_states;
+  if (states.empty()) return true;
+  std::string top = key.substr(0, key.find('.'));
+  if (top == "global_step") top = "lr_scheduler";
+  return std::find(states.begin(), states.end(), top) != states.end();
+}
+
+std::int64_t stored_integer(const Checkpoint& checkpoint, const std::string& key) {
+  auto found = checkpoint.tensors.find(key);
+  return found == checkpoint.tensors.end() ? 0 : static_cast<std::int64_t>(found->second.values[0]);
+}
+
+}  // namespace
+
+void initialize_variables(runtime::Executable& executable, std::uint64_t seed) {
+  for (const graph::Variable& variable : executable.plan().graph.variables()) {
+    const graph::TensorType& type = executable.plan().graph.node(variable.node).type;
+    executable.write(executable.slot(variable.name),
+                     nn::initial_values(variable.init, type.shape, seed, variable.name));
+  }
+}
+
+Checkpoint snapshot(const runtime::Executable& executable, const LoopPosition& position,
+                    std::string metadata) {
+  Checkpoint checkpoint;
+  for (const graph::Variable& variable : executable.plan().graph.variables()) {
+    const graph::TensorType& type = executable.plan().graph.node(variable.node).type;
+    CheckpointTensor tensor{std::vector<std::uint64_t>(type.shape.begin(), type.shape.end()),
+                            type.dtype == graph::DType::i32,
+                            executable.read(executable.slot(variable.name))};
+    checkpoint.tensors[variable.name] = std::move(tensor);
+  }
+  auto scalar = [&](const std::string& key, std::int64_t value) {
+    checkpoint.tensors[key] = CheckpointTensor{{}, true, {static_cast<double>(value)}};
+  };
+  std::int64_t step = position.global_step.value_or(0);
+  scalar("global_step", step);
+  scalar("lr_scheduler.last_epoch", step);
+  if (position.dataloader) {
+    scalar("dataloader.epoch", position.dataloader->epoch);
+    scalar("dataloader.samples_in_epoch", position.dataloader->sample);
+  }
+  checkpoint.metadata = std::move(metadata);
+  return checkpoint;
+}
+
+LoopPosition restore(runtime::Executable& executable, const Checkpoint& checkpoint,
+                     const std::string& path, const config::CheckpointSpec& settings) {
+  bool strict = !settings.disable_strict_checkpoint_loading;
+  for (const graph::Variable& variable : executable.plan().graph.variables()) {
+    if (!state_wanted(settings, variable.name)) continue;
+    auto found = checkpoint.tensors.find(variable.name);
+    if (found == checkpoint.tensors.end()) {
+      if (strict && variable.role == graph::VariableRole::parameter) {
+        throw CheckpointError("checkpoint " + path + " has no entry '" + variable.name +
+                              "' (set disable_strict_checkpoint_loading to start it from its "
+                              "initial value)");
+      }
+      continue;
+    }
+    auto slot = executable.slot(variable.name);
+    check_fits(found->second, executable.type(slot), variable.name, path);
+    executable.write(slot, std::span<const double>(found->second.values));
+  }
+  LoopPosition position;
+  if (state_wanted(settings, "global_step")) position.global_step = checkpoint.global_step();
+  if (state_wanted(settings, "dataloader.epoch")) {
+    position.dataloader =
+        data::BatchPosition{stored_integer(checkpoint, "dataloader.epoch"),
+                            stored_integer(checkpoint, "dataloader.samples_in_epoch")};
+  }
+  return position;
+}
+
+}  // namespace csrun::runner

@@ -1,0 +1,188 @@
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "runner/checkpointing.hpp"
+#include "runner/run_reports.hpp"
+#include "support/event_reader.hpp"
+#include "support/temp_dir.hpp"
+
+using namespace csrun;
+namespace fs = std::filesystem;
+
+namespace {
+
+// The built-in hooks on their own: a run log in a temporary model_dir and the states a loop
+// of `total` steps would show them.
+struct HookBench {
+  test::TempDir dir;
+  runner::RunLog log{dir.path().string(), "INFO"};
+  std::int64_t snapshots = 0;
+
+  runner::Checkpoint snapshot() {
+    ++snapshots;
+    return {{{"model.w", runner::CheckpointTensor{{2}, false, {1.0, 2.0}}},
+             {"global_step", runner::CheckpointTensor{{}, true, {3.0}}}},
+            "{}"};
+  }
+
+  static runner::RunState step(std::int64_t global_step, std::int64_t done, std::int64_t total) {
+    runner::RunState state;
+    state.global_step = global_step;
+    state.done = done;
+    state.total = total;
+    state.batch_size = 4;
+    state.loss = 1.0 / static_cast<double>(global_step);
+    return state;
+  }
+
+  std::vector<std::int64_t> checkpoint_steps(const fs::path& directory) const {
+    std::vector<std::int64_t> steps;
+    for (const auto& [found_step, path] : runner::find_checkpoints(directory.string()))
+      steps.push_back(found_step);
+    return steps;
+  }
+
+  // The scalars of the one event file in model_dir/events.
+  std::vector<test::ScalarEvent> events() const {
+    std::vector<fs::path> files;
+    for (const auto& entry : fs::directory_iterator(dir.path() / "events"))
+      files.push_back(entry.path());
+    REQUIRE(files.size() == 1);
+    return test::read_scalar_events(files[0].string());
+  }
+
+  std::string run_log() const {
+    std::ifstream file(fs::path(log.directory()) / "run.log");
+    std::stringstream text;
+    text << file.rdbuf();
+    return text.str();
+  }
+};
+
+}  // namespace
+
+TEST_CASE("checkpoints are written at checkpoint steps and the last step, keep_last kept") {
+  HookBench bench;
+  config::CheckpointSpec settings;
+  settings.steps = 2;
+  SECTION("every one kept") {
+    runner::Checkpointing hook(settings, bench.dir.path(), bench.log,
+                               [&] { return bench.snapshot(); });
+    for (std::int64_t step = 1; step <= 5; ++step)
+      hook.on_train_batch_end(HookBench::step(step, step, 5));
+    CHECK(bench.checkpoint_steps(bench.dir.path()) == std::vector<std::int64_t>{2, 4, 5});
+  }
+  SECTION("keep_last: 2") {
+    settings.keep_last = 2;
+    runner::Checkpointing hook(settings, bench.dir.path(), bench.log,
+                               [&] { return bench.snapshot(); });
+    for (std::int64_t step = 1; step <= 5; ++step)
+      hook.on_train_batch_end(HookBench::step(step, step, 5));
+    CHECK(bench.checkpoint_steps(bench.dir.path()) == std::vector<std::int64_t>{4, 5});
+  }
+}
+
+TEST_CASE("save_initial_checkpoint writes the starting step unless the run resumes from it") {
+  HookBench bench;
+  config::CheckpointSpec settings;
+  settings.save_initial_checkpoint = true;
+  runner::Checkpointing first(settings, bench.dir.path(), bench.log,
+                              [&] { return bench.snapshot(); });
+  first.on_train_start(HookBench::step(0, 0, 3));
+  CHECK(bench.checkpoint_steps(bench.dir.path()) == std::vector<std::int64_t>{0});
+  runner::Checkpointing resumed(settings, bench.dir.path(), bench.log,
+                                [&] { return bench.snapshot(); });
+  resumed.on_train_start(HookBench::step(0, 0, 3));
+  CHECK(bench.snapshots == 1);
+
+  settings.save_initial_checkpoint = false;
+  runner::Checkpointing without(settings, bench.dir.path() / "other", bench.log,
+                                [&] { return bench.snapshot(); });
+  without.on_train_start(HookBench::step(0, 0, 3));
+  CHECK(bench.snapshots == 1);
+}
+
+TEST_CASE("a checkpoint of an existing name is stamped, a stop writes a step only once") {
+  HookBench bench;
+  config::CheckpointSpec settings;
+  settings.checkpoint_name = "saved/step_{step}.mdl";
+  runner::Checkpointing hook(settings, bench.dir.path(), bench.log,
+                             [&] { return bench.snapshot(); });
+  hook.on_train_batch_end(HookBench::step(3, 3, 3));
+  CHECK(fs::exists(bench.dir.path() / "saved" / "step_3.mdl"));
+  hook.save_unless_saved(HookBench::step(3, 3, 3));
+  CHECK(bench.snapshots == 1);
+
+  runner::Checkpointing again(settings, bench.dir.path(), bench.log,
+                              [&] { return bench.snapshot(); });
+  again.save_unless_saved(HookBench::step(3, 3, 3));
+  std::vector<std::string> names;
+  for (const auto& entry : fs::directory_iterator(bench.dir.path() / "saved"))
+    names.push_back(entry.path().filename().string());
+  std::sort(names.begin(), names.end());
+  REQUIRE(names.size() == 2);
+  CHECK(names[0] == "step_3.mdl");
+  CHECK(names[1].starts_with("step_3_20"));
+  CHECK(runner::load_checkpoint((bench.dir.path() / "saved" / names[1]).string())
+            .tensors.at("model.w")
+            .values == std::vector<double>{1.0, 2.0});
+}
+
+TEST_CASE("run reports log every log_steps and the last step, write events and performance") {
+  HookBench bench;
+  runner::RunReports reports(bench.log, "CPU", 2, (bench.dir.path() / "events").string());
+  runner::RunState state = HookBench::step(0, 0, 5);
+  reports.on_train_start(state);
+  for (std::int64_t step = 1; step <= 5; ++step) {
+    state = HookBench::step(step, step, 5);
+    state.learning_rate = 0.5;
+    reports.on_train_batch_end(state);
+  }
+  state.simulated_seconds = 0.25;
+  reports.on_train_end(state);
+
+  std::string log = bench.run_log();
+  CHECK(log.find("Step=1,") == std::string::npos);
+  CHECK(log.find("| Train Device=CPU, Step=2, Loss=0.50000") != std::string::npos);
+  CHECK(log.find("Step=4,") != std::string::npos);
+  CHECK(log.find("Step=5,") != std::string::npos);
+  CHECK(log.find("Processed 20 training sample(s)") != std::string::npos);
+  CHECK(log.find("Simulated CPU time: 0.25 seconds, 80.00 samples/sec") != std::string::npos);
+
+  std::ifstream performance_file(fs::path(bench.log.directory()) / "performance.json");
+  auto performance = nlohmann::json::parse(performance_file);
+  CHECK(performance["total_samples"] == 20);
+  CHECK(performance["global_step"] == 5);
+  CHECK(performance["simulated_samples_per_sec"].get<double>() == Approx(80.0));
+
+  auto events = bench.events();
+  CHECK(test::scalar_values(events, "loss") == std::vector<double>{0.5, 0.25, 0.20000000298023224});
+  CHECK(test::scalar_values(events, "lr/0").size() == 3);
+  CHECK(test::scalar_values(events, "loss_scale").empty());
+}
+
+TEST_CASE("run reports summarize an evaluation: mean loss, metrics, validate_0 events") {
+  HookBench bench;
+  runner::RunReports reports(bench.log, "CSX", 10, (bench.dir.path() / "events").string());
+  runner::RunState state = HookBench::step(7, 0, 3);
+  reports.on_eval_start(state);
+  for (std::int64_t batch = 1; batch <= 3; ++batch) {
+    state.done = batch;
+    reports.on_eval_batch_end(state);
+  }
+  state.eval_loss = 0.75;
+  state.metrics["accuracy"] = 0.5;
+  reports.on_eval_end(state);
+  std::string log = bench.run_log();
+  CHECK(log.find("Batch=1,") == std::string::npos);
+  CHECK(log.find("| Eval Device=CSX, GlobalStep=7, Batch=3,") != std::string::npos);
+  CHECK(log.find("Avg Eval Loss: 0.75000") != std::string::npos);
+  CHECK(log.find("  - accuracy = 0.500000") != std::string::npos);
+  auto events = bench.events();
+  CHECK(test::scalar_values(events, "validate_0/loss") == std::vector<double>{0.75});
+  CHECK(test::scalar_values(events, "validate_0/accuracy") == std::vector<double>{0.5});
+}
