@@ -168,7 +168,11 @@ const std::vector<ProcessorDefinition>& processor_registry() {
                 {default_field("data_dir", T::string(), value("./")),
                  optional_field("split", T::choice({"train", "val", "test"})),
                  default_field("use_fake_data", T::boolean(), value(false)),
-                 optional_field("fake_data_seed", T::integer())},
+                 optional_field("fake_data_seed", T::integer()),
+                 config::no_effect_field("num_parallel_calls",
+                                         "num_parallel_calls is a TensorFlow-era input key "
+                                         "(tf.data's map parallelism); it has no effect "
+                                         "(num_workers decides)")},
                 check_mnist_files),
       processor("GptHDF5DataProcessor",
                 "token sequences in HDF5 files: dataset 'data', int32 [n, 3, msl]",

@@ -54,6 +54,11 @@ std::vector<Field> bert_encoder_fields(bool disable_nsp) {
       earlier_release_field("enable_vts", "1.x pipeline-mode", "variable tensor shapes"),
       earlier_release_field("boundary_casting", "1.x"),
       earlier_release_field("tf_summary", "TensorFlow-era"),
+      earlier_release_field("use_vsl", "TensorFlow-era",
+                            "variable sequence length, a speed option of the CS-1/CS-2 compiler"),
+      earlier_release_field("dropout_seed", "TensorFlow-era", "runconfig.seed seeds the run"),
+      earlier_release_field("weight_initialization_seed", "TensorFlow-era",
+                            "runconfig.seed seeds the run"),
   };
   for (Field& field : mup_fields())
     fields.push_back(std::move(field));
@@ -94,9 +99,7 @@ std::vector<Field> linformer_fields() {
       T::choice({"linformer-shared-kv", "linformer-shared-heads", "linformer-shared-layers"}),
       value("linformer-shared-kv")));
   fields.push_back(default_field("disable_attention", T::boolean(), value(false)));
-  for (const char* key : {"dropout_seed", "weight_initialization_seed", "future_implementations"}) {
-    fields.push_back(earlier_release_field(key, "TensorFlow-era"));
-  }
+  fields.push_back(earlier_release_field("future_implementations", "TensorFlow-era"));
   return fields;
 }
 
@@ -287,12 +290,12 @@ ModelOutputs build_bert(ModelBuild& b, const std::string& model_name) {
   return result;
 }
 
-ModelDefinition encoder(const std::string& name, const std::string& description, bool disable_nsp) {
+ModelDefinition encoder(const std::string& name, const std::string& description, bool disable_nsp,
+                        std::vector<std::string> processors) {
   return ModelDefinition{
       name,
       description,
-      {"BertCSVDynamicMaskDataProcessor", "BertCSVDataProcessor", "BertHDF5DataProcessor",
-       "BertTfRecordsProcessor"},
+      std::move(processors),
       make_schema("model " + name, bert_encoder_fields(disable_nsp)),
       check_bert_encoder,
       [](const ModelParams& params, const DataHints&) { return count_encoder(params); },
@@ -303,12 +306,17 @@ ModelDefinition encoder(const std::string& name, const std::string& description,
 }  // namespace
 
 ModelDefinition bert_definition() {
-  return encoder("bert", "BERT encoder with the masked-LM head (and NSP unless disable_nsp)",
-                 false);
+  return encoder("bert", "BERT encoder with the masked-LM head (and NSP unless disable_nsp)", false,
+                 {"BertCSVDynamicMaskDataProcessor", "BertCSVDataProcessor",
+                  "BertHDF5DataProcessor", "BertTfRecordsProcessor"});
 }
 
 ModelDefinition roberta_definition() {
-  return encoder("roberta", "RoBERTa: the BERT encoder and masked-LM head without NSP", true);
+  // Release 1.6's TensorFlow RoBERTa masks TF records on the fly, without segments or NSP.
+  return encoder(
+      "roberta", "RoBERTa: the BERT encoder and masked-LM head without NSP", true,
+      {"BertCSVDynamicMaskDataProcessor", "BertCSVDataProcessor", "BertHDF5DataProcessor",
+       "BertTfRecordsProcessor", "BertMlmOnlyTfRecordsDynamicMaskProcessor"});
 }
 
 ModelDefinition linformer_definition() {

@@ -67,6 +67,8 @@ std::vector<Field> seq2seq_fields(const Seq2SeqDefaults& d) {
       optional_field("scale_decoder_qk_dot_by_d", T::boolean()),
       optional_field("scale_output_logits_by_d", T::boolean()),
       earlier_release_field("enable_vts", "1.x pipeline-mode", "variable tensor shapes"),
+      earlier_release_field("use_vsl", "TensorFlow-era",
+                            "variable sequence length, a speed option of the CS-1/CS-2 compiler"),
   };
 }
 

@@ -86,6 +86,8 @@ std::vector<Field> decoder_fields(const DecoderDefaults& d, bool parallel_block)
       earlier_release_field("enable_vts", "1.x pipeline-mode", "variable tensor shapes"),
       earlier_release_field("boundary_casting", "1.x"),
       earlier_release_field("tf_summary", "TensorFlow-era"),
+      earlier_release_field("use_vsl", "TensorFlow-era",
+                            "variable sequence length, a speed option of the CS-1/CS-2 compiler"),
   };
   for (Field& field : mup_fields())
     fields.push_back(std::move(field));

@@ -1,5 +1,7 @@
 #include <catch2/catch.hpp>
 
+#include <cmath>
+
 #include "config/params_loader.hpp"
 #include "support/params_fixture.hpp"
 
@@ -559,4 +561,102 @@ runconfig: {max_steps: 10}
   CHECK(cosine.type == "CosineDecayLR");
   CHECK(cosine.params.find("end_learning_rate")->as_number() == Approx(0.05));
   CHECK(cosine.params.find("total_iters")->as_int() == 100);
+}
+
+TEST_CASE("TensorFlow-layout runconfig keys are read as their modern spellings") {
+  Loaded loaded = load(R"(train_input: {data_processor: MNISTDataProcessor, batch_size: 8}
+model: {name: fc_mnist, depth: 2, hidden_size: 16}
+optimizer: {optimizer_type: SGD, learning_rate: 0.01}
+runconfig:
+  max_steps: 10
+  save_summary_steps: 5
+  log_step_count_steps: 2
+  save_checkpoints_steps: 4
+  keep_checkpoint_max: 3
+  tf_random_seed: 7
+  seed: 9
+)");
+  INFO(loaded.dump());
+  REQUIRE_FALSE(loaded.diagnostics.has_errors());
+  const TrainerSpec& spec = loaded.trainer();
+  CHECK(spec.logging.log_steps == 5);
+  CHECK(
+      loaded.warning("log_step_count_steps is the TensorFlow-era spelling of "
+                     "runconfig.log_steps; an earlier key of this runconfig sets it already"));
+  CHECK(spec.checkpoint.steps == 4);
+  CHECK(spec.checkpoint.keep_last == 3);
+  CHECK(spec.seed == 9);
+  CHECK(
+      loaded.warning("tf_random_seed is the TensorFlow-era spelling of runconfig.seed; "
+                     "runconfig.seed is set too and wins"));
+
+  Loaded keep_all = load(R"(train_input: {data_processor: MNISTDataProcessor, batch_size: 8}
+model: {name: fc_mnist, depth: 2, hidden_size: 16}
+optimizer: {optimizer_type: SGD, learning_rate: 0.01}
+runconfig: {max_steps: 10, keep_checkpoint_max: 0}
+)");
+  REQUIRE_FALSE(keep_all.diagnostics.has_errors());
+  CHECK_FALSE(keep_all.trainer().checkpoint.keep_last);
+  CHECK(keep_all.warning("0 keeps every checkpoint"));
+}
+
+TEST_CASE("a TensorFlow-layout optimizer keeps TensorFlow's meaning and defaults") {
+  Loaded implied = load(
+      "train_input: {data_processor: MNISTDataProcessor, batch_size: 8}\n"
+      "model: {name: fc_mnist, depth: 2, hidden_size: 16}\n"
+      "optimizer: {learning_rate: 0.001, beta1: 0.8, beta2: 0.99, "
+      "epsilon: 1.0e-7}\n"
+      "runconfig: {max_steps: 10, save_checkpoints_steps: 5}\n");
+  INFO(implied.dump());
+  REQUIRE_FALSE(implied.diagnostics.has_errors());
+  const ClassSpec& adam = *implied.trainer().optimizer;
+  CHECK(adam.type == "Adam");
+  CHECK(adam.params.find("eps")->as_number() == Approx(1e-7));
+  CHECK(adam.params.find("betas")->items().at(0).as_number() == Approx(0.8));
+  CHECK(implied.warning("the TensorFlow layout's fc_mnist trains with Adam"));
+
+  Loaded adamw = load(
+      "train_input: {data_processor: MNISTDataProcessor, batch_size: 8}\n"
+      "model: {name: fc_mnist, depth: 2, hidden_size: 16, "
+      "mixed_precision: true}\n"
+      "optimizer: {optimizer_type: adamw, learning_rate: 0.001}\n"
+      "runconfig: {max_steps: 10, save_checkpoints_steps: 5}\n");
+  INFO(adamw.dump());
+  REQUIRE_FALSE(adamw.diagnostics.has_errors());
+  CHECK(adamw.trainer().optimizer->params.find("eps")->as_number() == Approx(1e-5));
+  CHECK_FALSE(adamw.trainer().optimizer->params.find("correct_bias")->as_bool());
+}
+
+TEST_CASE("a TensorFlow-layout model: its vocabulary, its gelu and its initializer lists") {
+  Loaded loaded = load(R"(train_input:
+  data_processor: GptTfRecordsProcessor
+  vocab_size: 50400
+  max_sequence_length: 128
+  batch_size: 8
+model:
+  name: gptj
+  hidden_size: 64
+  num_heads: 4
+  num_hidden_layers: 4
+  filter_size: 256
+  max_position_embeddings: 128
+  nonlinearity: gelu
+  embedding_initializer: [{name: scaled_init_normal, key: vocab_size}]
+  initializer: [{name: variance_scaling, scale: 1.0}]
+  output_layer_initializer: [{name: variance_scaling, scale_type: wang_init}]
+  use_vsl: false
+optimizer: {optimizer_type: adamw, learning_rate: 0.001}
+runconfig: {max_steps: 10, save_checkpoints_steps: 5}
+)");
+  INFO(loaded.dump());
+  REQUIRE_FALSE(loaded.diagnostics.has_errors());
+  const Node& model = loaded.trainer().model.params;
+  CHECK(model.find("vocab_size")->as_int() == 50400);
+  CHECK(model.find("nonlinearity")->as_string() == "gelu_new");
+  const Node& embedding = *model.find("embedding_initializer");
+  CHECK(embedding.find("name")->as_string() == "truncated_normal");
+  CHECK(embedding.find("std")->as_number() == Approx(1.0 / std::sqrt(50400.0)));
+  CHECK(model.find("initializer")->find("scale")->as_number() == Approx(1.0));
+  CHECK(model.find("initializer")->find("mode")->as_string() == "fan_in");
+  CHECK(model.find("output_layer_initializer")->find("scale")->as_number() == Approx(4.0 / 16.0));
 }
