@@ -64,11 +64,10 @@ void RunReports::on_train_end(const RunState& state) {
               " samples/sec on the wafer model (host: " + format_rate(samples / host_seconds) +
               " samples/sec).");
   }
-  write_performance(state);
+  write_performance(state, host_seconds);
 }
 
-void RunReports::write_performance(const RunState& state) const {
-  double host_seconds = train_rate_.elapsed_seconds();
+void RunReports::write_performance(const RunState& state, double host_seconds) const {
   auto samples = static_cast<double>(train_rate_.samples());
   double simulated = state.simulated_seconds;
   nlohmann::json performance{

@@ -28,7 +28,7 @@ class RunReports : public Callback {
 
  private:
   bool log_step(std::int64_t count, const RunState& state) const;
-  void write_performance(const RunState& state) const;
+  void write_performance(const RunState& state, double host_seconds) const;
 
   RunLog& log_;
   std::string device_;

@@ -600,13 +600,18 @@ runconfig: {max_steps: 10, keep_checkpoint_max: 0}
   CHECK(keep_all.warning("0 keeps every checkpoint"));
 }
 
-TEST_CASE("a TensorFlow-layout optimizer keeps TensorFlow's meaning and defaults") {
-  Loaded implied = load(
+// A TensorFlow-layout fc_mnist file (its runconfig has a TF Estimator key).
+Loaded load_tensorflow_fc_mnist(const std::string& model_extra, const std::string& optimizer) {
+  return load(
       "train_input: {data_processor: MNISTDataProcessor, batch_size: 8}\n"
-      "model: {name: fc_mnist, depth: 2, hidden_size: 16}\n"
-      "optimizer: {learning_rate: 0.001, beta1: 0.8, beta2: 0.99, "
-      "epsilon: 1.0e-7}\n"
-      "runconfig: {max_steps: 10, save_checkpoints_steps: 5}\n");
+      "model: {name: fc_mnist, depth: 2, hidden_size: 16" +
+      model_extra + "}\noptimizer: " + optimizer +
+      "\nrunconfig: {max_steps: 10, save_checkpoints_steps: 5}\n");
+}
+
+TEST_CASE("a TensorFlow-layout optimizer keeps TensorFlow's meaning and defaults") {
+  Loaded implied = load_tensorflow_fc_mnist(
+      "", "{learning_rate: 0.001, beta1: 0.8, beta2: 0.99, epsilon: 1.0e-7}");
   INFO(implied.dump());
   REQUIRE_FALSE(implied.diagnostics.has_errors());
   const ClassSpec& adam = *implied.trainer().optimizer;
@@ -615,12 +620,8 @@ TEST_CASE("a TensorFlow-layout optimizer keeps TensorFlow's meaning and defaults
   CHECK(adam.params.find("betas")->items().at(0).as_number() == Approx(0.8));
   CHECK(implied.warning("the TensorFlow layout's fc_mnist trains with Adam"));
 
-  Loaded adamw = load(
-      "train_input: {data_processor: MNISTDataProcessor, batch_size: 8}\n"
-      "model: {name: fc_mnist, depth: 2, hidden_size: 16, "
-      "mixed_precision: true}\n"
-      "optimizer: {optimizer_type: adamw, learning_rate: 0.001}\n"
-      "runconfig: {max_steps: 10, save_checkpoints_steps: 5}\n");
+  Loaded adamw = load_tensorflow_fc_mnist(", mixed_precision: true",
+                                          "{optimizer_type: adamw, learning_rate: 0.001}");
   INFO(adamw.dump());
   REQUIRE_FALSE(adamw.diagnostics.has_errors());
   CHECK(adamw.trainer().optimizer->params.find("eps")->as_number() == Approx(1e-5));
