@@ -37,6 +37,20 @@ int compile(const RunOptions& options);
 int train(const RunOptions& options);
 int eval(const RunOptions& options);
 
+// csrun config convert: the params file in the current (2.10) trainer format.
+struct ConvertCommand {
+  std::string params_path;
+  std::string output_path;  // empty: standard output
+  config::Severity shown = config::Severity::note;
+};
+int convert(const ConvertCommand& command);
+
+// csrun config keys: the keys a network, data processor or class accepts (none named: the names).
+struct KeysCommand {
+  std::string name;
+};
+int keys(const KeysCommand& command);
+
 // csrun worker: a data worker for the coordinator at `address`.
 struct WorkerCommand {
   std::string address;      // empty: the rendezvous file's

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <iostream>
 
+#include "data/vocabulary_files.hpp"
 #include "graph/fingerprint.hpp"
 #include "graph/tensor.hpp"
 #include "nn/lr_schedule.hpp"
@@ -215,6 +216,8 @@ models::TraceOptions trace_options(const config::TrainerSpec& trainer, models::S
 CheckedRun check_run(const RunOptions& options) {
   CheckedRun checked;
   checked.run = config::load_params(options.params_path, options.load, checked.diagnostics);
+  for (config::TrainerSpec& trainer : checked.run.trainers)
+    data::read_vocabulary_sizes(trainer, checked.diagnostics);
   for (const config::TrainerSpec& trainer : checked.run.trainers) {
     checked.trainers.push_back(TrainerCheck(trainer, options, checked.diagnostics).run());
   }

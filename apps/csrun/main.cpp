@@ -347,10 +347,29 @@ int main(int argc, char** argv) {
                          "secret comes from CSRUN_STREAM_SECRET)");
   worker_app->add_option("--rank", worker.rank, "This worker's number in logs and the ledger")
       ->check(at_least(0));
+  csrun::modes::ConvertCommand convert;
+  CLI::App* config_app =
+      app.add_subcommand("config", "Work with params files themselves (convert, keys)");
+  config_app->require_subcommand(1);
+  CLI::App* convert_app = config_app->add_subcommand(
+      "convert",
+      "Write a params file of any Model Zoo release or layout in the current (2.10) trainer "
+      "format, with every migration applied and a comment line per change");
+  convert_app->add_option("PARAMS", convert.params_path, "The params YAML file")->required();
+  convert_app->add_option("-o,--output", convert.output_path,
+                          "Write the converted file here (default: standard output)");
+  csrun::modes::KeysCommand keys;
+  CLI::App* keys_app = config_app->add_subcommand(
+      "keys",
+      "Print the keys a network, data processor, optimizer, LR scheduler, callback or logger "
+      "accepts, with types and defaults (no NAME: list the names)");
+  keys_app->add_option("NAME", keys.name, "What to describe, e.g. gpt2 or AdamW");
   try {
     app.parse(argc, argv);
     if (!kernels_chosen()) return kUsageError;
     if (worker_app->parsed()) return csrun::modes::worker(worker);
+    if (convert_app->parsed()) return csrun::modes::convert(convert);
+    if (keys_app->parsed()) return csrun::modes::keys(keys);
     for (const Subcommand& subcommand : subcommands) {
       if (subcommand.parsed()) return subcommand.run();
     }

@@ -1,7 +1,6 @@
 #include "legacy_format.hpp"
 
 #include <algorithm>
-#include <cmath>
 #include <set>
 
 #include "class_catalog.hpp"
@@ -9,6 +8,7 @@
 #include "release_migrations.hpp"
 #include "schema.hpp"
 #include "spelling.hpp"
+#include "tensorflow_layout.hpp"
 
 namespace csrun::config {
 
@@ -224,7 +224,10 @@ class LegacyConverter {
  public:
   explicit LegacyConverter(Diagnostics& diagnostics) : diagnostics_(diagnostics) {}
 
-  Node convert(const Node& params) {
+  Node convert(const Node& written) {
+    const Node params = is_tensorflow_layout(written)
+                            ? pytorch_layout_of_tensorflow(written, diagnostics_)
+                            : written;
     trainer_ = Node::make_map(params.mark(), "");
     static const std::vector<std::string> sections = {"train_input", "eval_input", "model",
                                                       "optimizer",   "runconfig",  "sparsity",
@@ -243,11 +246,10 @@ class LegacyConverter {
           "unknown section of a legacy params file" +
               (hint.empty() ? "; legacy sections are " + quoted_list(sections, "and") : hint));
     }
-    tensorflow_ = tensorflow_layout(section(params, "runconfig"));
     grad_accum_micro_batch_ = migrate_grad_accum(section(params, "runconfig"));
     convert_inputs(params.find("train_input"), params.find("eval_input"));
-    if (const Node* model = section(params, "model")) convert_model(*model, params);
-    if (const Node* optimizer = section(params, "optimizer")) convert_optimizer(*optimizer, params);
+    if (const Node* model = section(params, "model")) convert_model(*model);
+    if (const Node* optimizer = section(params, "optimizer")) convert_optimizer(*optimizer);
     if (const Node* csconfig = section(params, "csconfig")) convert_csconfig(*csconfig);
     if (const Node* sparsity = params.find("sparsity")) init().set("sparsity", *sparsity);
     if (const Node* wandb = section(params, "wandb"))
@@ -346,13 +348,8 @@ class LegacyConverter {
     return loader;
   }
 
-  void convert_model(const Node& model, const Node& params) {
+  void convert_model(const Node& model) {
     Node converted = model;
-    if (tensorflow_) {
-      move_input_vocab_size(converted, params);
-      use_tanh_gelu(converted);
-      read_initializer_lists(converted);
-    }
     if (const Node::Entry* level = model.find_entry("precision_opt_level")) {
       diagnostics_.warning(level->key_mark, level->value.path(),
                            "model.precision_opt_level is deprecated; set "
@@ -363,136 +360,6 @@ class LegacyConverter {
     move_model_precision_keys(converted, precision, "", diagnostics_);
     if (!precision.entries().empty()) merge_precision(precision, model);
     init().set("model", std::move(converted), model.mark());
-  }
-
-  // The TensorFlow GPT models read the vocabulary size from train_input.
-  void move_input_vocab_size(Node& model, const Node& params) {
-    const Node* input = section(params, "train_input");
-    const Node::Entry* vocab = input ? input->find_entry("vocab_size") : nullptr;
-    if (!vocab || model.contains("vocab_size")) return;
-    diagnostics_.warning(vocab->key_mark, vocab->value.path(),
-                         "the TensorFlow layout gives the model's vocabulary size in "
-                         "train_input; csrun reads it as model.vocab_size");
-    model.set("vocab_size", vocab->value, vocab->key_mark);
-  }
-
-  // TensorFlow's gelu layer is the tanh approximation (csrun's and Hugging Face's gelu_new); its
-  // BERT masked-LM head uses it when mlm_nonlinearity is not given.
-  void use_tanh_gelu(Node& model) {
-    for (const char* key : {"nonlinearity", "encoder_nonlinearity", "mlm_nonlinearity"}) {
-      const Node::Entry* entry = model.find_entry(key);
-      if (!entry || !entry->value.is_string() || entry->value.as_string() != "gelu") continue;
-      diagnostics_.warning(entry->key_mark, entry->value.path(),
-                           "the TensorFlow layout's gelu is the tanh approximation; csrun reads "
-                           "it as gelu_new");
-      SourceMark mark = entry->key_mark;
-      model.set(key, Node::make_string("gelu_new", entry->value.mark(), entry->value.path()), mark);
-    }
-    if (model.contains("encoder_nonlinearity") && !model.contains("mlm_nonlinearity")) {
-      model.set(
-          "mlm_nonlinearity",
-          Node::make_string("gelu_new", model.mark(), join_path(model.path(), "mlm_nonlinearity")),
-          model.mark());
-    }
-  }
-
-  // TensorFlow-layout models (GPT-J) write each initializer as a list and use its first entry,
-  // with two initializers of their own: scaled_init_normal (sigma / sqrt(vocab_size, 2 x layers
-  // or 1)) and variance_scaling with a scale_type (small_init: 0.4, wang_init: 4 / layers^2).
-  void read_initializer_lists(Node& model) {
-    std::vector<std::string> keys;
-    for (const Node::Entry& entry : model.entries()) {
-      if (entry.key.ends_with("initializer") && entry.value.is_list()) keys.push_back(entry.key);
-    }
-    for (const std::string& key : keys) {
-      const Node::Entry& entry = *model.find_entry(key);
-      const Node& list = entry.value;
-      if (list.items().empty() || !list.items().front().is_map()) {
-        diagnostics_.error(list.mark(), list.path(),
-                           "expected a list whose first entry is an initializer mapping (the "
-                           "TensorFlow layout uses that entry); found " +
-                               list.describe());
-        continue;
-      }
-      if (list.items().size() > 1) {
-        diagnostics_.warning(list.items()[1].mark(), list.path(),
-                             "the TensorFlow layout uses the first initializer of the list only; "
-                             "csrun ignores the others");
-      }
-      std::optional<Node> initializer = tensorflow_initializer(list.items().front(), model);
-      if (!initializer) continue;
-      diagnostics_.warning(entry.key_mark, list.path(),
-                           "a list of initializers (TensorFlow layout); csrun reads it as its "
-                           "first entry");
-      SourceMark mark = entry.key_mark;
-      model.set(key, std::move(*initializer), mark);
-    }
-  }
-
-  std::optional<Node> tensorflow_initializer(const Node& written, Node& model) {
-    const Node* name = written.find("name");
-    std::string kind = name && name->is_string() ? name->as_string() : "";
-    Node spec = Node::make_map(written.mark(), written.path());
-    auto number = [&](const char* key, double fallback) {
-      const Node* value = written.find(key);
-      return value && value->is_number() ? value->as_number() : fallback;
-    };
-    auto layers = [&]() -> std::optional<double> {
-      const Node* count = model.find("num_hidden_layers");
-      if (count && count->is_int() && count->as_int() > 0) return count->as_number();
-      diagnostics_.error(written.mark(), written.path(),
-                         kind + " needs model.num_hidden_layers (a positive integer)");
-      return std::nullopt;
-    };
-    auto text = [&](const char* key, const char* fallback) {
-      const Node* value = written.find(key);
-      return Node::make_string(value && value->is_string() ? value->as_string() : fallback,
-                               written.mark());
-    };
-    if (kind == "scaled_init_normal") {
-      const Node* by = written.find("key");
-      double divisor = 1.0;
-      if (by && by->is_string() && by->as_string() == "num_hidden_layers") {
-        std::optional<double> count = layers();
-        if (!count) return std::nullopt;
-        divisor = 2.0 * *count;
-      } else if (by && by->is_string() && by->as_string() == "vocab_size") {
-        const Node* vocab = model.find("vocab_size");
-        if (!vocab || !vocab->is_int() || vocab->as_int() < 1) {
-          diagnostics_.error(written.mark(), written.path(),
-                             "scaled_init_normal by vocab_size needs the vocabulary size "
-                             "(model.vocab_size or train_input.vocab_size)");
-          return std::nullopt;
-        }
-        divisor = vocab->as_number();
-      }
-      spec.set("name", text("distribution", "truncated_normal"));
-      spec.set("mean", Node::make_number(number("mean", 0.0), written.mark()));
-      spec.set("std", Node::make_number(number("sigma", 1.0) / std::sqrt(divisor), written.mark()));
-      return spec;
-    }
-    if (kind == "variance_scaling") {
-      double scale = number("scale", 1.0);
-      if (const Node* type = written.find("scale_type"); type && type->is_string()) {
-        std::optional<double> count = type->as_string() == "wang_init" ? layers() : 1.0;
-        if (!count) return std::nullopt;
-        scale = type->as_string() == "wang_init" ? 4.0 / (*count * *count) : 0.4;
-      }
-      spec.set("name", Node::make_string("variance_scaling", written.mark()));
-      spec.set("scale", Node::make_number(scale, written.mark()));
-      spec.set("mode", text("mode", "fan_in"));
-      spec.set("distribution", text("distribution", "truncated_normal"));
-      return spec;
-    }
-    // Keras spells the parameters of the common initializers differently.
-    for (const Node::Entry& entry : written.entries()) {
-      std::string key = entry.key == "stddev"   ? "std"
-                        : entry.key == "minval" ? "a"
-                        : entry.key == "maxval" ? "b"
-                                                : entry.key;
-      spec.set(key, entry.value, entry.key_mark);
-    }
-    return spec;
   }
 
   void merge_precision(const Node& moved, const Node& source) {
@@ -522,18 +389,8 @@ class LegacyConverter {
     }
   }
 
-  void convert_optimizer(const Node& optimizer, const Node& params) {
+  void convert_optimizer(const Node& optimizer) {
     const Node* type = optimizer.find("optimizer_type");
-    std::optional<Node> implied;
-    if (!type && tensorflow_) {
-      // Release 1.6's TensorFlow fc_mnist builds tf.train.AdamOptimizer from these keys.
-      diagnostics_.warning(optimizer.mark(), optimizer.path(),
-                           "optimizer_type is not set: the TensorFlow layout's fc_mnist trains "
-                           "with Adam; csrun reads the section as Adam");
-      implied = Node::make_string("Adam", optimizer.mark(),
-                                  join_path(optimizer.path(), "optimizer_type"));
-      type = &*implied;
-    }
     if (!type) {
       diagnostics_.error(optimizer.mark(), optimizer.path(),
                          "Field required: 'optimizer_type' (the optimizer's class name, for "
@@ -561,7 +418,6 @@ class LegacyConverter {
       convert_optimizer_key(optimizer, item, kwargs);
     }
     merge_betas(optimizer, kwargs);
-    if (tensorflow_) apply_tensorflow_optimizer_defaults(name, optimizer, params, kwargs);
     Node wrapped = Node::make_map(optimizer.mark(), optimizer.path());
     wrapped.set(name, std::move(kwargs), type->mark());
     init().set("optimizer", std::move(wrapped), optimizer.mark());
@@ -582,10 +438,12 @@ class LegacyConverter {
       init_section("loop", optimizer).set("grad_accum_steps", item.value, item.key_mark);
     } else if (key == "weight_decay_rate") {
       kwargs.set("weight_decay", item.value, item.key_mark);
-    } else if (tensorflow_ && key == "epsilon") {
-      kwargs.set("eps", item.value, item.key_mark);
-    } else if (tensorflow_ && key == "use_bias_correction") {
-      kwargs.set("correct_bias", item.value, item.key_mark);
+    } else if (key == "epsilon" || key == "use_bias_correction") {
+      std::string modern = key == "epsilon" ? "eps" : "correct_bias";
+      diagnostics_.warning(item.key_mark, item.value.path(),
+                           key + " is the Model Zoo 1.x spelling of " + modern +
+                               " (2.0 renamed it); csrun reads it as " + modern);
+      kwargs.set(modern, item.value, item.key_mark);
     } else if (key == "use_nesterov") {
       kwargs.set("nesterov", item.value, item.key_mark);
     } else if (key == "disable_lr_steps_reset") {
@@ -594,29 +452,6 @@ class LegacyConverter {
                            "effect (schedules are closed forms of the global step)");
     } else {
       kwargs.set(key, item.value, item.key_mark);
-    }
-  }
-
-  // The TensorFlow Trainer's defaults where csrun's (PyTorch's) differ: Adam's epsilon is 1e-5
-  // with mixed precision and 1e-8 without; its AdamW corrects no bias.
-  void apply_tensorflow_optimizer_defaults(const std::string& name, const Node& optimizer,
-                                           const Node& params, Node& kwargs) {
-    if (name != "Adam" && name != "AdamW") return;
-    if (!kwargs.contains("eps")) {
-      const Node* model = section(params, "model");
-      const Node* mixed = model ? model->find("mixed_precision") : nullptr;
-      bool half = mixed && mixed->is_bool() && mixed->as_bool();
-      diagnostics_.note(optimizer.mark(), optimizer.path(),
-                        std::string("the TensorFlow layout's default epsilon is ") +
-                            (half ? "1e-5 with" : "1e-8 without") +
-                            " mixed precision; csrun sets eps to it");
-      kwargs.set("eps", Node::make_number(half ? 1e-5 : 1e-8, optimizer.mark()), optimizer.mark());
-    }
-    if (name == "AdamW" && !kwargs.contains("correct_bias")) {
-      diagnostics_.note(optimizer.mark(), optimizer.path(),
-                        "the TensorFlow layout's AdamW corrects no bias (use_bias_correction "
-                        "defaults to false); csrun sets correct_bias: false");
-      kwargs.set("correct_bias", Node::make_bool(false, optimizer.mark()), optimizer.mark());
     }
   }
 
@@ -904,23 +739,22 @@ class LegacyConverter {
     }
   }
 
-  // TensorFlow-layout files (Release 1.6) are the ones whose runconfig is TF Estimator's.
-  static bool tensorflow_layout(const Node* runconfig) {
-    if (!runconfig) return false;
-    return std::any_of(runconfig->entries().begin(), runconfig->entries().end(),
-                       [](const Node::Entry& entry) {
-                         const RunconfigKey* key = find_runconfig_key(entry.key);
-                         return key && key->route == Route::tensorflow;
-                       });
-  }
-
   Diagnostics& diagnostics_;
-  bool tensorflow_ = false;
   Node trainer_;
   std::optional<Node> grad_accum_micro_batch_;
 };
 
 }  // namespace
+
+bool is_tensorflow_layout(const Node& params) {
+  const Node* runconfig = params.find("runconfig");
+  if (!runconfig || !runconfig->is_map()) return false;
+  return std::any_of(runconfig->entries().begin(), runconfig->entries().end(),
+                     [](const Node::Entry& entry) {
+                       const RunconfigKey* key = find_runconfig_key(entry.key);
+                       return key && key->route == Route::tensorflow;
+                     });
+}
 
 Node convert_legacy_params(const Node& params, Diagnostics& diagnostics) {
   return LegacyConverter(diagnostics).convert(params);

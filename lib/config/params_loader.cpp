@@ -148,48 +148,60 @@ void check_backends(const RunSpec& run, Diagnostics& diagnostics) {
 
 }  // namespace
 
-RunSpec load_params(const std::string& path, const LoadOptions& options, Diagnostics& diagnostics) {
-  RunSpec run;
-  run.params_path = path;
+ParamsTrees read_params_trees(const std::string& path, const LoadOptions& options,
+                              Diagnostics& diagnostics) {
+  ParamsTrees trees;
   Node root = read_yaml_file(path, diagnostics);
-  if (diagnostics.has_errors() && root.is_null()) return run;
+  if (diagnostics.has_errors() && root.is_null()) return trees;
   for (const SetOverride& override_ : options.set_overrides) {
     apply_set_override(root, override_, diagnostics);
   }
   if (root.is_null()) {
     diagnostics.error(SourceMark{path, 1, 1}, "",
                       std::string("the params file is empty; it should hold ") + kLegacySections);
-    return run;
+    return trees;
   }
   if (!root.is_map()) {
     diagnostics.error(root.mark(), "",
                       std::string("expected a mapping at the top level of the params file, with ") +
                           kLegacySections + "; found " + root.describe());
-    return run;
+    return trees;
   }
-  std::vector<Node> trees;
   Node cli_runconfig = runconfig_from_overrides(options.runconfig_overrides);
   if (root.contains("trainer")) {
-    trees = trainer_trees(root, run.format, diagnostics);
-    for (Node& tree : trees)
+    trees.trainers = trainer_trees(root, trees.format, diagnostics);
+    for (Node& tree : trees.trainers)
       migrate_trainer_tree(tree, diagnostics);
     if (!options.runconfig_overrides.empty()) {
-      for (Node& tree : trees)
+      for (Node& tree : trees.trainers)
         apply_to_trainer(tree, convert_runconfig_keys(cli_runconfig, diagnostics));
     }
-  } else {
-    run.format = ParamsFormat::legacy;
-    if (!options.runconfig_overrides.empty()) {
-      Node& runconfig = root.ensure_map("runconfig", SourceMark{"command line"}, "runconfig");
-      merge_into(runconfig, cli_runconfig);
-    }
-    trees.push_back(convert_legacy_params(root, diagnostics));
+    return trees;
   }
-  for (std::size_t i = 0; i < trees.size(); ++i) {
-    run.trainers.push_back(read_trainer(trees[i], i, run.format, diagnostics));
+  trees.format = ParamsFormat::legacy;
+  if (!options.runconfig_overrides.empty()) {
+    Node& runconfig = root.ensure_map("runconfig", SourceMark{"command line"}, "runconfig");
+    merge_into(runconfig, cli_runconfig);
+  }
+  trees.tensorflow_layout = is_tensorflow_layout(root);
+  trees.trainers.push_back(convert_legacy_params(root, diagnostics));
+  return trees;
+}
+
+RunSpec read_run_spec(const std::string& path, const ParamsTrees& trees, Diagnostics& diagnostics) {
+  RunSpec run;
+  run.params_path = path;
+  run.format = trees.format;
+  for (std::size_t i = 0; i < trees.trainers.size(); ++i) {
+    run.trainers.push_back(read_trainer(trees.trainers[i], i, run.format, diagnostics));
+    run.trainers.back().tensorflow_layout = trees.tensorflow_layout;
   }
   check_backends(run, diagnostics);
   return run;
+}
+
+RunSpec load_params(const std::string& path, const LoadOptions& options, Diagnostics& diagnostics) {
+  return read_run_spec(path, read_params_trees(path, options, diagnostics), diagnostics);
 }
 
 }  // namespace csrun::config

@@ -51,25 +51,53 @@ void move_model_precision_keys(Node& model, Node& precision, const std::string& 
   }
 }
 
-void migrate_model_keys(Node& model, Diagnostics& diagnostics) {
-  const Node::Entry* found = model.find_entry("use_rms_norm");
+namespace {
+
+// Boolean model switches that 2.0 replaced by norm_type.
+struct NormSwitch {
+  const char* key;
+  const char* release;
+  const char* when_true;
+  const char* when_false;
+};
+
+constexpr NormSwitch kNormSwitches[] = {
+    {"use_rms_norm", "1.9", "rmsnorm", "layernorm"},
+    {"use_t5_layer_norm", "1.x", "rmsnorm", "layernorm"},
+};
+
+void migrate_norm_switch(Node& model, const NormSwitch& norm, Diagnostics& diagnostics) {
+  const Node::Entry* found = model.find_entry(norm.key);
   if (!found) return;
   Node::Entry entry = *found;
-  model.take("use_rms_norm");
+  model.take(norm.key);
   if (!entry.value.is_bool()) {
     diagnostics.error(entry.value.mark(), entry.value.path(),
                       "expected a boolean (true or false); found " + entry.value.describe());
     return;
   }
+  const char* type = entry.value.as_bool() ? norm.when_true : norm.when_false;
+  if (model.contains("norm_type")) {
+    diagnostics.warning(entry.key_mark, entry.value.path(),
+                        std::string(norm.key) + " is a Model Zoo " + norm.release +
+                            " key that 2.0 replaced by norm_type, which this model sets too "
+                            "and wins");
+    return;
+  }
   diagnostics.warning(entry.key_mark, entry.value.path(),
-                      "use_rms_norm is a Model Zoo 1.9 key; later releases write norm_type: " +
-                          std::string(entry.value.as_bool() ? "rmsnorm" : "layernorm") +
+                      std::string(norm.key) + " is a Model Zoo " + norm.release +
+                          " key; later releases write norm_type: " + type +
                           ", which csrun reads it as");
-  if (model.contains("norm_type")) return;
   model.set("norm_type",
-            Node::make_string(entry.value.as_bool() ? "rmsnorm" : "layernorm", entry.value.mark(),
-                              join_path(model.path(), "norm_type")),
+            Node::make_string(type, entry.value.mark(), join_path(model.path(), "norm_type")),
             entry.key_mark);
+}
+
+}  // namespace
+
+void migrate_model_keys(Node& model, Diagnostics& diagnostics) {
+  for (const NormSwitch& norm : kNormSwitches)
+    migrate_norm_switch(model, norm, diagnostics);
 }
 
 void migrate_trainer_tree(Node& trainer, Diagnostics& diagnostics) {

@@ -18,8 +18,8 @@ namespace csrun::config {
 void move_model_precision_keys(Node& model, Node& precision, const std::string& release_note,
                                Diagnostics& diagnostics);
 
-// Model keys that later releases spell differently: 1.9's use_rms_norm: true becomes
-// norm_type: rmsnorm.
+// Model keys that later releases spell differently: 1.9's use_rms_norm and 1.x's
+// use_t5_layer_norm become norm_type (true: rmsnorm, false: layernorm).
 void migrate_model_keys(Node& model, Diagnostics& diagnostics);
 
 // Applies the migrations of trainer-format files in place (one trainer's tree).

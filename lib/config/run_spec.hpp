@@ -135,6 +135,7 @@ struct ValidateAllSpec {
 struct TrainerSpec {
   std::size_t index = 0;
   ParamsFormat format = ParamsFormat::trainer;
+  bool tensorflow_layout = false;  // Release 1.6's TensorFlow layout, read as the PyTorch one
   SourceMark mark;
   BackendSpec backend;
   std::string model_dir = "./model_dir";

@@ -12,11 +12,12 @@ using T = ValueType;
 struct Seq2SeqDefaults {
   const char* position_embedding = "relative";
   const char* nonlinearity = "relu";
-  bool t5_layer_norm = true;
+  const char* norm = "rmsnorm";
   bool ffn_bias = false;
 };
 
 std::vector<Field> seq2seq_fields(const Seq2SeqDefaults& d) {
+  T activation = T::choice({"relu", "gelu", "gelu_new", "gated-gelu", "geglu", "swiglu", "reglu"});
   return {
       required_field("src_vocab_size", dimension()),
       optional_field("tgt_vocab_size", dimension()),
@@ -25,7 +26,7 @@ std::vector<Field> seq2seq_fields(const Seq2SeqDefaults& d) {
       default_field("d_kv", dimension(), value(64)),
       default_field("d_ff", dimension(), value(2048)),
       default_field("num_heads", dimension(), value(8)),
-      default_field("encoder_num_hidden_layers", dimension(), value(6)),
+      default_field("encoder_num_hidden_layers", layer_count(), value(6)),
       optional_field("decoder_num_hidden_layers", layer_count()),
       default_field("dropout_rate", dropout_type(), value(0.1)),
       optional_field("relu_dropout_rate", dropout_type()),
@@ -37,13 +38,9 @@ std::vector<Field> seq2seq_fields(const Seq2SeqDefaults& d) {
       optional_field("tgt_max_position_embeddings", dimension()),
       default_field("share_embedding_weights", T::boolean(), value(true)),
       default_field("share_encoder_decoder_embedding", T::boolean(), value(true)),
-      default_field("use_t5_layer_norm", T::boolean(), value(d.t5_layer_norm)),
-      optional_field("norm_type", norm_type()),
-      default_field("encoder_nonlinearity",
-                    T::choice({"relu", "gelu", "gated-gelu", "geglu", "swiglu", "reglu"}),
-                    value(d.nonlinearity)),
-      optional_field("decoder_nonlinearity",
-                     T::choice({"relu", "gelu", "gated-gelu", "geglu", "swiglu", "reglu"})),
+      default_field("norm_type", norm_type(), value(d.norm)),
+      default_field("encoder_nonlinearity", activation, value(d.nonlinearity)),
+      optional_field("decoder_nonlinearity", activation),
       default_field("layer_norm_epsilon", positive_number(), value(1e-6)),
       default_field("lm_loss_weight", positive_number(), value(1.0)),
       optional_field("mlm_loss_scaling",
@@ -100,10 +97,7 @@ std::int64_t count_seq2seq(const ModelParams& params) {
   std::int64_t decoder_layers = params.has("decoder_num_hidden_layers")
                                     ? params.integer("decoder_num_hidden_layers")
                                     : encoder_layers;
-  std::string norm = params.flag("use_t5_layer_norm") ? "rmsnorm"
-                     : params.has("norm_type")        ? params.text("norm_type")
-                                                      : "layernorm";
-  std::int64_t norm_size = norm_parameters(norm, d);
+  std::int64_t norm_size = norm_parameters(params.text("norm_type"), d);
   bool bias = params.flag("use_ffn_bias");
   auto feed_forward = [&](const std::string& nonlinearity) {
     return (gated(nonlinearity) ? 3 : 2) * d * ff +
@@ -159,7 +153,7 @@ ModelDefinition t5_definition() {
 ModelDefinition transformer_definition() {
   Seq2SeqDefaults defaults;
   defaults.position_embedding = "fixed";
-  defaults.t5_layer_norm = false;
+  defaults.norm = "layernorm";
   defaults.ffn_bias = true;
   return seq2seq("transformer", "Transformer (Vaswani et al.) encoder-decoder for translation",
                  {"TransformerDynamicDataProcessor"}, defaults);

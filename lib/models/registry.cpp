@@ -57,30 +57,36 @@ bool schema_knows_all(const ModelDefinition& model, const Node& params) {
                      [&](const Node::Entry& entry) { return model.schema->find(entry.key); });
 }
 
+bool reads_processor(const ModelDefinition& model, const std::string& processor) {
+  return std::find(model.data_processors.begin(), model.data_processors.end(), processor) !=
+         model.data_processors.end();
+}
+
 // Legacy params leave the model implicit (it was the directory run.py lived in): take the
-// first registered model that reads the configured data processor and knows every key.
+// first registered model that reads the configured data processor and knows every key. A
+// processor no model reads (one csrun does not know) leaves the keys to decide.
 const ModelDefinition* infer_model(const config::TrainerSpec& trainer, Diagnostics& diagnostics) {
   std::string processor = processor_of(trainer);
+  bool known =
+      std::any_of(model_registry().begin(), model_registry().end(),
+                  [&](const ModelDefinition& model) { return reads_processor(model, processor); });
+  std::string evidence =
+      known ? "data_processor " + processor + " and the model keys" : std::string("the model keys");
   for (const ModelDefinition& model : model_registry()) {
-    bool reads = processor.empty() ||
-                 std::find(model.data_processors.begin(), model.data_processors.end(), processor) !=
-                     model.data_processors.end();
+    bool reads = !known || reads_processor(model, processor);
     if (!reads || !schema_knows_all(model, trainer.model.params)) continue;
-    diagnostics.warning(
-        trainer.model.mark, trainer.model.path,
-        "model.name is not set (legacy params left the model to the directory "
-        "of run.py); csrun inferred '" +
-            model.name + "' from " +
-            (processor.empty() ? std::string("the model keys")
-                               : "data_processor " + processor + " and the model keys") +
-            ". Set model.name to choose explicitly");
+    diagnostics.warning(trainer.model.mark, trainer.model.path,
+                        "model.name is not set (legacy params left the model to the directory "
+                        "of run.py); csrun inferred '" +
+                            model.name + "' from " + evidence +
+                            ". Set model.name to choose explicitly");
     return &model;
   }
   std::vector<std::string> names = model_names();
   diagnostics.error(trainer.model.mark, trainer.model.path,
                     "model.name is not set and no registered model matches " +
-                        (processor.empty() ? std::string("these model keys")
-                                           : "data_processor " + processor + " with these keys") +
+                        (known ? "data_processor " + processor + " with these keys"
+                               : std::string("these model keys")) +
                         "; add `name:` to the model section (one of " + config::quoted_list(names) +
                         ")");
   return nullptr;

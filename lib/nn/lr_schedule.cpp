@@ -152,6 +152,10 @@ Tensor schedule_value(graph::Graph& graph, const ClassSpec& s, const Tensor& ste
                               " is not supported yet by csrun's simulator");
 }
 
+bool simulates_schedule(std::string_view type) {
+  return type != "CyclicLR" && type != "OneCycleLR";
+}
+
 Tensor learning_rate(graph::Graph& graph, const std::vector<ClassSpec>& schedulers,
                      const Tensor& step, std::optional<double> optimizer_lr) {
   if (schedulers.empty()) {

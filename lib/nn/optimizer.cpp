@@ -207,6 +207,10 @@ std::unique_ptr<Optimizer> make_optimizer(const config::ClassSpec& spec) {
       " is not supported yet by csrun's simulator (supported: SGD, Adam, AdamW, Lamb)");
 }
 
+bool simulates_optimizer(std::string_view type) {
+  return type == "SGD" || type == "Adam" || type == "AdamW" || type == "Lamb";
+}
+
 std::optional<double> optimizer_learning_rate(const config::ClassSpec& spec) {
   const config::Node* lr = spec.params.find("learning_rate");
   if (lr && lr->is_number()) return lr->as_number();

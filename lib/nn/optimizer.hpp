@@ -3,6 +3,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "config/run_spec.hpp"
@@ -32,6 +33,9 @@ class Optimizer {
 // The optimizer of a checked {ClassName: params} entry. Throws std::invalid_argument for a
 // Model Zoo optimizer csrun does not implement (SGD, Adam, AdamW and Lamb are).
 std::unique_ptr<Optimizer> make_optimizer(const config::ClassSpec& spec);
+
+// Whether make_optimizer builds the Model Zoo optimizer of this class name.
+bool simulates_optimizer(std::string_view type);
 
 // The learning rate the optimizer itself names, if it does.
 std::optional<double> optimizer_learning_rate(const config::ClassSpec& spec);

@@ -1,6 +1,8 @@
 #include <catch2/catch.hpp>
 
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <nlohmann/json.hpp>
 
 #include "support/process.hpp"
@@ -206,4 +208,68 @@ TEST_CASE("every example config in configs/ validates (its data replaced by --fa
     ++checked;
   }
   CHECK(checked >= 4);
+}
+
+TEST_CASE("config convert: a legacy file in the 2.10 trainer format, one comment per change") {
+  csrun::test::TempDir dir;
+  std::string legacy = dir.write("legacy.yaml", R"(# An fc_mnist run of Release 1.9.
+train_input: {data_processor: MNISTDataProcessor, batch_size: 8, use_multiple_workers: true}
+model: {depth: 1, hidden_size: 8, mixed_precision: true}
+optimizer: {optimizer_type: adam, learning_rate: 0.001, epsilon: 1e-8}
+runconfig: {max_steps: 5, use_cs_grad_accum: false, save_losses: true}
+)");
+  std::string converted = (dir.path() / "converted.yaml").string();
+  auto result = run_csrun({"config", "convert", legacy, "-o", converted});
+  INFO(result.err);
+  REQUIRE(result.exit_code == 0);
+  std::ifstream file(converted);
+  std::string text((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  INFO(text);
+  CHECK(text.rfind("# An fc_mnist run of Release 1.9.\n# csrun config convert: legacy.yaml "
+                   "(legacy params) in the Model Zoo 2.10 trainer format; changes:\n",
+                   0) == 0);
+  for (const char* change :
+       {"#   runconfig.use_cs_grad_accum (line 5): use_cs_grad_accum is a Model Zoo 2.0",
+        "#   runconfig.save_losses (line 5): save_losses is a Model Zoo 1.x runconfig key",
+        "#   optimizer.epsilon (line 4): epsilon is the Model Zoo 1.x spelling of eps",
+        "#   train_input.use_multiple_workers (line 2): left out: use_multiple_workers",
+        "#   model.name (line 3): set to 'fc_mnist'",
+        "#   optimizer.epsilon (line 4): written as a number: PyYAML reads 1e-8 as a string"}) {
+    CHECK(text.find(change) != std::string::npos);
+  }
+  CHECK(text.find("\ntrainer:\n  init:\n") != std::string::npos);
+  CHECK(text.find("      name: \"fc_mnist\"\n") != std::string::npos);
+  CHECK(text.find("eps: 1.0e-08") != std::string::npos);
+  CHECK(text.find("use_multiple_workers", text.find("\ntrainer:")) == std::string::npos);
+
+  // The converted file converts to itself, on standard output when no -o is given.
+  auto again = run_csrun({"config", "convert", converted});
+  CHECK(again.exit_code == 0);
+  CHECK(again.out == text);
+}
+
+TEST_CASE("config convert refuses a file with errors, and config keys names what it knows") {
+  csrun::test::TempDir dir;
+  std::string broken =
+      dir.write("broken.yaml", "train_input: {batch_size: 8}\nmodel: {depth: x}\n");
+  auto refused = run_csrun({"config", "convert", broken, "-o", (dir.path() / "out.yaml").string()});
+  CHECK(refused.exit_code == 1);
+  CHECK(refused.err.find("csrun config convert: ") != std::string::npos);
+  CHECK_FALSE(std::filesystem::exists(dir.path() / "out.yaml"));
+  CHECK(run_csrun({"config"}).exit_code == 2);
+  CHECK(run_csrun({"config", "convert"}).exit_code == 2);
+
+  auto listing = run_csrun({"config", "keys"});
+  CHECK(listing.exit_code == 0);
+  CHECK(listing.out.find("networks: fc_mnist gpt2") != std::string::npos);
+  CHECK(listing.out.find("optimizer: SGD Adam AdamW") != std::string::npos);
+  auto gpt2 = run_csrun({"config", "keys", "gpt2"});
+  CHECK(gpt2.out.find("| `vocab_size` | an integer ≥ 1 and ≤ 1048576 | **required** |") !=
+        std::string::npos);
+  auto adamw = run_csrun({"config", "keys", "adamw"});
+  CHECK(adamw.out.find("| `correct_bias` | a boolean (true or false) | true |") !=
+        std::string::npos);
+  auto typo = run_csrun({"config", "keys", "gtp2"});
+  CHECK(typo.exit_code == 1);
+  CHECK(typo.err.find("nothing is named 'gtp2'; did you mean 'gpt2'?") != std::string::npos);
 }

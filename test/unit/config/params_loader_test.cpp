@@ -112,7 +112,12 @@ runconfig: {max_steps: 1000, max_checkpoints: 3, retrace_every_iteration: true, 
   CHECK(betas->items().at(0).as_number() == Approx(0.8));
   CHECK(betas->items().at(1).as_number() == Approx(0.9));
   CHECK(spec.optimizer->params.find("weight_decay")->as_number() == Approx(0.1));
-  CHECK(loaded.warning("optimizer.epsilon: 'epsilon' is not a parameter of AdamW and is ignored"));
+  // 1.x's epsilon is 2.0's eps (it was ignored, and the run took the default 1e-6, until 2.0
+  // renamed it).
+  CHECK(
+      loaded.warning("optimizer.epsilon: epsilon is the Model Zoo 1.x spelling of eps (2.0 "
+                     "renamed it); csrun reads it as eps"));
+  CHECK(spec.optimizer->params.find("eps")->as_number() == Approx(1e-8));
   CHECK(loaded.warning("'alpha' is not a parameter of CosineDecayLR and has no effect"));
   REQUIRE(spec.schedulers.size() == 1);
   const ClassSpec& sequential = spec.schedulers[0];
@@ -660,4 +665,156 @@ runconfig: {max_steps: 10, save_checkpoints_steps: 5}
   CHECK(model.find("initializer")->find("scale")->as_number() == Approx(1.0));
   CHECK(model.find("initializer")->find("mode")->as_string() == "fan_in");
   CHECK(model.find("output_layer_initializer")->find("scale")->as_number() == Approx(4.0 / 16.0));
+}
+
+TEST_CASE("a TensorFlow-layout T5: its input keys, its attention switch and its defaults") {
+  Loaded loaded = load(R"(train_input:
+  data_processor: T5DynamicDataProcessor
+  vocab_file: ./vocab.txt
+  data_dir: ./c4/train
+  extra_ids: 50
+  src_max_sequence_length: 64
+  tgt_max_sequence_length: 16
+  shuffle_buffer_size: 100
+  seed: 3
+  batch_size: 8
+model:
+  positional_embedding_type: fixed
+  d_kv: 16
+  num_heads: 4
+  attention_type: dot_product
+  use_relative_attention_bias: false
+  d_ff: 128
+  d_model: 64
+  encoder_nonlinearity: gelu
+  boundary_casting: false
+optimizer: {optimizer_type: adamw, learning_rate: 0.001}
+runconfig: {max_steps: 10, save_checkpoints_steps: 5}
+)");
+  INFO(loaded.dump());
+  REQUIRE_FALSE(loaded.diagnostics.has_errors());
+  CHECK(loaded.trainer().tensorflow_layout);
+  const Node& model = loaded.trainer().model.params;
+  CHECK(model.find("position_embedding_type")->is_null());
+  CHECK_FALSE(model.contains("positional_embedding_type"));
+  CHECK_FALSE(model.contains("attention_type"));
+  CHECK_FALSE(model.contains("boundary_casting"));
+  CHECK(model.find("encoder_nonlinearity")->as_string() == "gelu_new");
+  CHECK(model.find("extra_ids")->as_int() == 50);
+  CHECK(model.find("norm_type")->as_string() == "layernorm");
+  CHECK(model.find("use_ffn_bias")->as_bool());
+  CHECK(model.find("layer_norm_epsilon")->as_number() == Approx(1e-5));
+  CHECK(model.find("lm_loss_weight")->as_number() == Approx(0.015));
+  CHECK_FALSE(model.contains("mlm_nonlinearity"));  // BERT's default only
+  const Node& input = loaded.trainer().fit->train_dataloader;
+  CHECK(input.find("src_vocab_file")->as_string() == "./vocab.txt");
+  CHECK(input.find("src_data_dir")->as_string() == "./c4/train");
+  CHECK_FALSE(input.contains("shuffle_buffer_size"));
+  CHECK_FALSE(input.contains("seed"));
+  CHECK(
+      loaded.warning("use_relative_attention_bias is the TensorFlow T5's switch; csrun reads "
+                     "it as position_embedding_type: null"));
+  CHECK(loaded.warning("the TensorFlow T5 processor does not read seed; it has no effect"));
+
+  Loaded scaled = load(
+      R"(train_input: {data_processor: T5DynamicDataProcessor, vocab_file: v, data_dir: d, batch_size: 8}
+model: {d_model: 64, attention_type: scaled_dot_product}
+optimizer: {optimizer_type: adamw, learning_rate: 0.001}
+runconfig: {max_steps: 10, tf_random_seed: 1}
+)");
+  CHECK(
+      scaled.error("the TensorFlow T5 maps onto the PyTorch one only with attention_type: "
+                   "dot_product; found 'scaled_dot_product'"));
+}
+
+TEST_CASE("a TensorFlow-layout Transformer: d_model, d_ff and d_kv from its own keys") {
+  Loaded loaded = load(R"(train_input:
+  data_processor: TransformerDynamicDataProcessor
+  src_data_dir: ./en
+  tgt_data_dir: ./de
+  src_vocab_file: ./vocab.en
+  tgt_vocab_file: ./vocab.de
+  batch_size: 16
+  num_buckets: 1
+  repeat: true
+model:
+  hidden_size: 128
+  num_heads: 8
+  filter_size: 512
+  attention_type: scaled_dot_product
+  attention_dropout_rate: 0.1
+  dropout_seed: 0
+optimizer: {optimizer_type: adam, learning_rate: 0.001}
+runconfig: {max_steps: 10, keep_checkpoint_max: 2}
+)");
+  INFO(loaded.dump());
+  REQUIRE_FALSE(loaded.diagnostics.has_errors());
+  const Node& model = loaded.trainer().model.params;
+  CHECK(model.find("d_model")->as_int() == 128);
+  CHECK(model.find("d_ff")->as_int() == 512);
+  CHECK(model.find("d_kv")->as_int() == 16);
+  CHECK(model.find("layer_norm_epsilon")->as_number() == Approx(1e-8));
+  CHECK(model.find("position_embedding_type")->as_string() == "learned");
+  CHECK_FALSE(model.contains("hidden_size"));
+  CHECK_FALSE(model.contains("attention_dropout_rate"));
+  CHECK_FALSE(loaded.trainer().fit->train_dataloader.contains("num_buckets"));
+  CHECK(
+      loaded.warning("hidden_size is the TensorFlow Transformer's d_model; csrun reads it as "
+                     "d_model"));
+}
+
+TEST_CASE("a TensorFlow-layout UNet: its dataset, its batch sizes and its eval input") {
+  Loaded loaded = load(R"(train_input:
+  dataset: SeverstalDataset
+  dataset_path: ./severstal
+  train_batch_size: 16
+  eval_batch_size: 4
+  shuffle_buffer_size: 100
+  augment_data: true
+  image_shape: [64, 64, 1]
+  num_classes: 2
+model:
+  encoder_filters: [8, 16]
+  decoder_filters: [8]
+  data_format: channels_first
+  tf_summary: false
+optimizer: {optimizer_type: adam, learning_rate: 0.001}
+runconfig: {max_steps: 10, save_summary_steps: 5}
+)");
+  INFO(loaded.dump());
+  REQUIRE_FALSE(loaded.diagnostics.has_errors());
+  const Node& train = loaded.trainer().fit->train_dataloader;
+  CHECK(train.find("data_processor")->as_string() == "SeverstalBinaryClassDataProcessor");
+  CHECK(train.find("data_dir")->as_string() == "./severstal");
+  CHECK(train.find("batch_size")->as_int() == 16);
+  CHECK(train.find("shuffle_buffer")->as_int() == 100);
+  CHECK_FALSE(train.contains("eval_batch_size"));
+  REQUIRE(loaded.trainer().validate);
+  const Node& eval = loaded.trainer().validate->val_dataloader;
+  CHECK(eval.find("batch_size")->as_int() == 4);
+  CHECK_FALSE(eval.find("augment_data")->as_bool());
+  CHECK(eval.find("data_dir")->as_string() == "./severstal");
+  CHECK_FALSE(loaded.trainer().model.params.contains("data_format"));
+}
+
+TEST_CASE("1.x model switches become norm_type, unless norm_type is written too") {
+  Loaded loaded = load(
+      R"(train_input: {data_processor: T5DynamicDataProcessor, src_vocab_file: v, src_data_dir: d, batch_size: 8}
+model: {name: t5, src_vocab_size: 100, use_t5_layer_norm: true}
+optimizer: {optimizer_type: adamw, learning_rate: 0.001}
+runconfig: {max_steps: 10}
+)");
+  REQUIRE_FALSE(loaded.diagnostics.has_errors());
+  CHECK(loaded.trainer().model.params.find("norm_type")->as_string() == "rmsnorm");
+  CHECK(
+      loaded.warning("use_t5_layer_norm is a Model Zoo 1.x key; later releases write "
+                     "norm_type: rmsnorm, which csrun reads it as"));
+  Loaded both = load(
+      R"(train_input: {data_processor: T5DynamicDataProcessor, src_vocab_file: v, src_data_dir: d, batch_size: 8}
+model: {name: t5, src_vocab_size: 100, use_t5_layer_norm: false, norm_type: rmsnorm}
+optimizer: {optimizer_type: adamw, learning_rate: 0.001}
+runconfig: {max_steps: 10}
+)");
+  CHECK(both.trainer().model.params.find("norm_type")->as_string() == "rmsnorm");
+  CHECK(both.warning("which this model sets too and wins"));
 }
