@@ -8,6 +8,7 @@
 #include <set>
 
 #include "config/params_loader.hpp"
+#include "config/release_evidence.hpp"
 #include "config/yaml_writer.hpp"
 #include "data/processor_registry.hpp"
 #include "data/vocabulary_files.hpp"
@@ -209,6 +210,7 @@ int convert(const ConvertCommand& command) {
     report(changes, findings, command);
     return 1;
   }
+  config::check_release_consistency(trees.written, trees.format, trees.tensorflow_layout, findings);
   config::RunSpec run = config::read_run_spec(command.params_path, trees, findings);
   std::vector<Node> trainers;
   for (config::TrainerSpec& trainer : run.trainers)

@@ -21,25 +21,45 @@ ClassEntry without_effect(const std::string& name, const std::string& what) {
                     name + " (" + what + ") has no effect in csrun"};
 }
 
+// The backend flags csrun reads (the micro-batch, retracing); the others steer the appliance's
+// compiler, runtime and cluster, which csrun does not have.
 std::vector<Field> flag_fields() {
-  return {
+  std::vector<Field> fields = {
       optional_field("csx.performance.micro_batch_size", micro_batch_size_type()),
       optional_field("csx.debug.retrace_every_iteration", T::boolean()),
-      optional_field("csx.debug.lazy_initialization", T::boolean()),
-      optional_field("csx.debug.log_initialization", T::boolean()),
-      optional_field("csx.debug.drop_data", T::boolean()),
-      optional_field("csx.debug.fabric_type_blacklist", T::list_of(T::string())),
-      optional_field("csx.debug.ini", T::mapping()),
-      optional_field("csx.debug.debug_args", T::mapping()),
-      optional_field("csx.performance.transfer_processes", positive_integer()),
-      optional_field("csx.debug.compile_crd_memory_gi", memory_gibibytes()),
-      optional_field("csx.debug.execute_crd_memory_gi", memory_gibibytes()),
-      optional_field("csx.debug.wrk_memory_gi", memory_gibibytes()),
-      optional_field("csx.debug.act_memory_gi", memory_gibibytes()),
-      optional_field("csx.debug.cmd_memory_gi", memory_gibibytes()),
-      optional_field("csx.debug.wgt_memory_gi", memory_gibibytes()),
-      optional_field("csx.debug.chf_memory_gi", memory_gibibytes()),
   };
+  for (const char* flag : {"csx.debug.lazy_initialization",
+                           "csx.debug.log_initialization",
+                           "csx.debug.drop_data",
+                           "csx.debug.fabric_type_blacklist",
+                           "csx.debug.ini",
+                           "csx.debug.debug_args",
+                           "csx.performance.transfer_processes",
+                           "csx.debug.compile_crd_memory_gi",
+                           "csx.debug.execute_crd_memory_gi",
+                           "csx.debug.wrk_memory_gi",
+                           "csx.debug.act_memory_gi",
+                           "csx.debug.cmd_memory_gi",
+                           "csx.debug.wgt_memory_gi",
+                           "csx.debug.chf_memory_gi",
+                           "csx.performance.max_transfer_bytes",
+                           "csx.performance.compress_weights",
+                           "csx.performance.use_speculative_optimizers",
+                           "csx.cluster.auto_taint",
+                           "csx.storage.s3.profile",
+                           "csx.debug.skip_weight_init",
+                           "csx.debug.optimize_initialization",
+                           "csx.debug.implicit_cast_cb16_to_fp32",
+                           "csx.debug.save_gpv",
+                           "csx.debug.check_constraints",
+                           "csx.debug.op_definition_module",
+                           "csx.debug.skip_connectivity_check"}) {
+    fields.push_back(no_effect_field(
+        flag, std::string(flag) +
+                  " steers the appliance's compiler, runtime or cluster; it has no effect in "
+                  "csrun"));
+  }
+  return fields;
 }
 
 }  // namespace
@@ -89,6 +109,10 @@ const ClassCatalog& callback_catalog() {
           without_effect("OpProfiler", "the appliance op profiler"),
           without_effect("ComputeNormGNS", "gradient-noise-scale norms"),
           without_effect("LossAccumulationCallback", "loss accumulation across steps"),
+          without_effect("EarlyExit", "stopping on a metric's value"),
+          without_effect("RunSchedule", "profiling a chosen range of steps"),
+          without_effect("SaveOldLogProbs", "log-probabilities for reinforcement learning"),
+          without_effect("Profiler", "the PyTorch profiler"),
       },
       "", true);
   return catalog;

@@ -148,6 +148,12 @@ const std::vector<RunconfigKey>& runconfig_keys() {
           "autogen_policy", "experimental_api", "service_dir", "fabric_config_file"}) {
       k.push_back({key, T::any(), Route::no_effect, one_x(key)});
     }
+    for (const char* key : {"use_cstorch_optimizer_step", "skip_train_recv_activations"}) {
+      k.push_back({key, T::any(), Route::no_effect,
+                   std::string(key) +
+                       " is a Model Zoo 1.9-2.2 runconfig key of the appliance's execution; it "
+                       "has no effect"});
+    }
     // TF Estimator's RunConfig: summaries and step logging (both log_steps in csrun; the first
     // in the file counts), checkpoints, the graph seed. Each is checked as its modern key.
     for (auto [key, modern] : {std::pair{"save_summary_steps", "log_steps"},
@@ -446,6 +452,11 @@ class LegacyConverter {
       kwargs.set(modern, item.value, item.key_mark);
     } else if (key == "use_nesterov") {
       kwargs.set("nesterov", item.value, item.key_mark);
+    } else if (key == "log_grads" || key == "log_hists" || key == "ws_summary") {
+      diagnostics_.warning(item.key_mark, item.value.path(),
+                           key +
+                               " is a Model Zoo 1.x optimizer key (summaries of gradients and "
+                               "weights); it has no effect");
     } else if (key == "disable_lr_steps_reset") {
       diagnostics_.warning(item.key_mark, item.value.path(),
                            "disable_lr_steps_reset is a Model Zoo 1.x optimizer key; it has no "
@@ -746,13 +757,15 @@ class LegacyConverter {
 
 }  // namespace
 
+// TF Estimator's keys that no PyTorch release's runconfig took (1.9's also took
+// save_summary_steps and keep_checkpoint_max).
 bool is_tensorflow_layout(const Node& params) {
   const Node* runconfig = params.find("runconfig");
   if (!runconfig || !runconfig->is_map()) return false;
   return std::any_of(runconfig->entries().begin(), runconfig->entries().end(),
                      [](const Node::Entry& entry) {
-                       const RunconfigKey* key = find_runconfig_key(entry.key);
-                       return key && key->route == Route::tensorflow;
+                       return entry.key == "save_checkpoints_steps" ||
+                              entry.key == "log_step_count_steps" || entry.key == "tf_random_seed";
                      });
 }
 

@@ -9,7 +9,8 @@ namespace csrun::config {
 // csconfig) into one trainer in the trainer format ({init, fit, validate, validate_all}) with
 // the Model Zoo's legacy-to-trainer key mapping. Values keep their legacy key paths and
 // positions, so later findings still point at what the user wrote.
-// Release 1.6's TensorFlow layout: a legacy file whose runconfig has TF Estimator keys.
+// Release 1.6's TensorFlow layout: a legacy file whose runconfig has a TF Estimator key no
+// PyTorch release took (save_checkpoints_steps, log_step_count_steps, tf_random_seed).
 bool is_tensorflow_layout(const Node& params);
 
 Node convert_legacy_params(const Node& params, Diagnostics& diagnostics);

@@ -1,6 +1,7 @@
 #include "params_loader.hpp"
 
 #include "legacy_format.hpp"
+#include "release_evidence.hpp"
 #include "release_migrations.hpp"
 #include "spelling.hpp"
 #include "trainer_reader.hpp"
@@ -156,6 +157,7 @@ ParamsTrees read_params_trees(const std::string& path, const LoadOptions& option
   for (const SetOverride& override_ : options.set_overrides) {
     apply_set_override(root, override_, diagnostics);
   }
+  trees.written = root;
   if (root.is_null()) {
     diagnostics.error(SourceMark{path, 1, 1}, "",
                       std::string("the params file is empty; it should hold ") + kLegacySections);
@@ -201,7 +203,9 @@ RunSpec read_run_spec(const std::string& path, const ParamsTrees& trees, Diagnos
 }
 
 RunSpec load_params(const std::string& path, const LoadOptions& options, Diagnostics& diagnostics) {
-  return read_run_spec(path, read_params_trees(path, options, diagnostics), diagnostics);
+  ParamsTrees trees = read_params_trees(path, options, diagnostics);
+  check_release_consistency(trees.written, trees.format, trees.tensorflow_layout, diagnostics);
+  return read_run_spec(path, trees, diagnostics);
 }
 
 }  // namespace csrun::config

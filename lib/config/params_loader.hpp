@@ -17,6 +17,7 @@ struct LoadOptions {
 // The trainers of a params file in the trainer format, before they are read: legacy params
 // converted, Model Zoo release migrations applied, overrides applied.
 struct ParamsTrees {
+  Node written;  // the file as written, with the --set overrides
   ParamsFormat format = ParamsFormat::trainer;
   bool tensorflow_layout = false;  // Release 1.6's TensorFlow layout, read as the PyTorch one
   std::vector<Node> trainers;

@@ -65,6 +65,8 @@ std::vector<Field> gpt_fields(bool map_style) {
           optional_field("sort_files", T::boolean()), optional_field("pad_last", T::boolean()),
           optional_field("use_worker_cache", T::boolean()),
           optional_field("dataset_map_fn", T::any()),
+          no_effect_field("repeat",
+                          "repeat is deprecated (the loop repeats the data); it has no effect"),
           no_effect_field("data_transforms",
                           "data_transforms (for example add_sink_tokens) are not applied by "
                           "csrun's reader yet; it has no effect")}) {
@@ -88,8 +90,8 @@ std::vector<Field> bert_fields(bool dynamic_mask) {
   if (!dynamic_mask) {
     // 1.9-2.2 configs of the static-mask processor kept the masking keys of the dynamic one,
     // which it never read.
-    for (const char* key :
-         {"vocab_file", "vocab_size", "masked_lm_prob", "do_lower", "whole_word_masking"}) {
+    for (const char* key : {"vocab_file", "vocab_size", "masked_lm_prob", "do_lower",
+                            "whole_word_masking", "dynamic_mlm_scale"}) {
       fields.push_back(no_effect_field(
           key, std::string(key) +
                    " has no effect with static masks (the files hold the masked tokens)"));
@@ -106,9 +108,25 @@ std::vector<Field> bert_fields(bool dynamic_mask) {
                                   "dynamic_mlm_scale has no effect: csrun's BERT scales the "
                                   "masked-LM loss as model.mlm_loss_scaling says"),
           optional_field("exclude_from_masking", T::list_of(T::string())),
-          optional_field("oov_token", T::string()), optional_field("mask_token", T::string())}) {
+          optional_field("oov_token", T::string()), optional_field("mask_token", T::string()),
+          optional_field("document_separator_token", T::string())}) {
       fields.push_back(std::move(field));
     }
+    for (const char* key :
+         {"labels_pad_id", "input_pad_id", "attn_mask_pad_id", "segment_pad_id"}) {
+      fields.push_back(no_effect_field(
+          key, std::string(key) + " has no effect: csrun's reader pads with 0, the Model Zoo's "
+                                  "default"));
+    }
+    for (const char* key : {"vocab_size", "num_examples", "steps"}) {
+      fields.push_back(no_effect_field(
+          key, std::string(key) + " is deprecated for BERT CSV data (the files and the model "
+                                  "decide); it has no effect"));
+    }
+  } else {
+    fields.push_back(no_effect_field(
+        "max_position_embeddings",
+        "max_position_embeddings has no effect on static-mask data (the model's decides)"));
   }
   return fields;
 }
@@ -136,8 +154,73 @@ std::vector<Field> seq2seq_fields(bool separate_target) {
   if (separate_target) {
     fields.push_back(optional_field("tgt_vocab_file", T::string()));
     fields.push_back(optional_field("tgt_data_dir", T::string()));
+  } else {
+    for (const char* key : {"tgt_vocab_file", "tgt_data_dir"}) {
+      fields.push_back(no_effect_field(
+          key, std::string(key) + " is deprecated for T5 (source and target share the "
+                                  "vocabulary and the data); it has no effect"));
+    }
+  }
+  fields.push_back(no_effect_field("vocab_size",
+                                   "vocab_size is deprecated here (the model's src_vocab_size and "
+                                   "tgt_vocab_size decide); it has no effect"));
+  // 2.4 on: packing and the special tokens of the vocabulary.
+  for (Field field :
+       {optional_field("pack_sequences", T::boolean()),
+        optional_field("num_documents_to_concatenate", positive_integer()),
+        optional_field("oov_token", T::string()), optional_field("sos_token", T::string()),
+        optional_field("eos_token", T::string()), optional_field("pad_token", T::string()),
+        optional_field("labels_pad_id", T::integer()),
+        optional_field("input_pad_id", T::integer())}) {
+    fields.push_back(std::move(field));
   }
   return fields;
+}
+
+// The pad ids of the fine-tuning processors: csrun's readers pad with the Model Zoo's defaults.
+std::vector<Field> pad_id_fields(std::initializer_list<const char*> keys) {
+  std::vector<Field> fields;
+  for (const char* key : keys) {
+    fields.push_back(no_effect_field(
+        key, std::string(key) + " has no effect: csrun pads as the Model Zoo does by default"));
+  }
+  return fields;
+}
+
+// The sentence-classification processors of SST-2 and MNLI (CSV/TSV files of the GLUE tasks).
+std::vector<Field> glue_fields() {
+  std::vector<Field> fields = {data_dir(true), optional_field("is_training", T::boolean()),
+                               optional_field("vocab_file", T::string()),
+                               optional_field("do_lower", T::boolean()),
+                               optional_field("max_sequence_length", positive_integer())};
+  for (Field& field : pad_id_fields({"labels_pad_id", "input_pad_id", "attn_mask_pad_id"}))
+    fields.push_back(std::move(field));
+  return fields;
+}
+
+std::vector<Field> token_classifier_fields() {
+  std::vector<Field> fields = {data_dir(true),
+                               optional_field("vocab_file", T::string()),
+                               optional_field("label_vocab_file", T::string()),
+                               optional_field("max_sequence_length", positive_integer()),
+                               optional_field("mask_whole_word", T::boolean()),
+                               optional_field("do_lower", T::boolean()),
+                               optional_field("include_padding_in_loss", T::boolean())};
+  for (Field& field : pad_id_fields({"labels_pad_id", "input_pad_id", "attn_mask_pad_id"}))
+    fields.push_back(std::move(field));
+  return fields;
+}
+
+std::vector<Field> summarization_fields() {
+  return {data_dir(true),
+          optional_field("vocab_file", T::string()),
+          optional_field("max_sequence_length", positive_integer()),
+          optional_field("max_cls_tokens", positive_integer()),
+          optional_field("mask_whole_word", T::boolean()),
+          optional_field("do_lower", T::boolean()),
+          no_effect_field("pad_id",
+                          "pad_id has no effect: csrun pads with 0, the Model Zoo's "
+                          "default")};
 }
 
 std::vector<Field> image_fields() {
@@ -204,6 +287,48 @@ const std::vector<ProcessorDefinition>& processor_registry() {
       processor("InriaAerialDataProcessor", "Inria aerial images and masks", image_fields(), {},
                 "Inria aerial images"),
       processor("SkmDataProcessor", "SKM-TEA MRI volumes", image_fields(), {}, "SKM-TEA volumes"),
+      processor(
+          "CityscapesDataProcessor", "Cityscapes street scenes and their label maps",
+          [] {
+            std::vector<Field> fields = image_fields();
+            fields.push_back(
+                optional_field("max_image_shape", T::list_of(positive_integer(), 2, 2)));
+            return fields;
+          }(),
+          {}, "Cityscapes images"),
+      processor("SST2DataProcessor", "SST-2 sentences and their sentiment (GLUE, TSV files)",
+                glue_fields(), {}, "SST-2 files"),
+      processor("MNLIDataProcessor", "MNLI sentence pairs and their entailment (GLUE, TSV files)",
+                glue_fields(), {}, "MNLI files"),
+      processor("BertTokenClassifierDataProcessor",
+                "token-classification (NER) CSV files with a label vocabulary",
+                token_classifier_fields(), {}, "token-classification CSV files"),
+      processor("BertSumCSVDataProcessor",
+                "extractive-summarization CSV files (sentences with their CLS positions)",
+                summarization_fields(), {}, "BertSum CSV files"),
+      processor(
+          "BertTfRecordsProcessor", "TensorFlow records for BERT pre-training (MLM and NSP)",
+          [] {
+            std::vector<Field> fields = {
+                data_dir(true), optional_field("vocab_file", T::string()),
+                optional_field("max_sequence_length", positive_integer()),
+                optional_field("max_predictions_per_seq", positive_integer())};
+            fields.push_back(
+                config::no_effect_field("buckets",
+                                        "buckets (variable tensor shapes) is a Model Zoo 1.x "
+                                        "pipeline-mode key; it has no effect"));
+            return fields;
+          }(),
+          {}, "TensorFlow record files"),
+      processor("GptTfRecordsProcessor", "TensorFlow records of token sequences for GPT models",
+                {data_dir(true), optional_field("max_sequence_length", positive_integer()),
+                 no_effect_field("vocab_size",
+                                 "vocab_size is read as the model's vocabulary size in the "
+                                 "TensorFlow layout; in the input it has no effect"),
+                 no_effect_field("repeat",
+                                 "repeat is a TensorFlow-era input key (the loop repeats the "
+                                 "data); it has no effect")},
+                {}, "TensorFlow record files"),
   };
   return registry;
 }

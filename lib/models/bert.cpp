@@ -47,9 +47,39 @@ std::vector<Field> bert_encoder_fields(bool disable_nsp) {
       default_field("initializer_range", non_negative_number(), value(0.02)),
       optional_field("initializer", initializer_type()),
       optional_field("embedding_initializer", initializer_type()),
+      // 2.4's names of the initializers: default_initializer is initializer, embeddings_ the
+      // embedding one; the position and segment tables may have their own.
+      optional_field("default_initializer", initializer_type().or_null()),
+      optional_field("embeddings_initializer", initializer_type().or_null()),
+      optional_field("position_embeddings_initializer", initializer_type().or_null()),
+      optional_field("segment_embeddings_initializer", initializer_type().or_null()),
       default_field("compute_eval_metrics", T::boolean(), value(true)),
       default_field("attention_softmax_fp32", T::boolean(), value(true)),
       default_field("mask_padding_in_positional_embed", T::boolean(), value(false)),
+      optional_field("label_smoothing", T::number({0.0, 1.0, false, true})),
+      optional_field("num_classes", dimension()),
+      default_field("attention_module", T::choice({"aiayn_attention", "multiquery_attention"}),
+                    value("aiayn_attention")),
+      optional_field("extra_attention_params", T::mapping().or_null()),
+      optional_field("freeze_ffn_bias_in_glu", T::boolean()),
+      optional_field("scale_output_logits_by_d", T::boolean().or_null()),
+      optional_field("lr_adjustment_groups", T::mapping().or_null()),
+      default_field("norm_first", T::boolean(), value(false)),
+      default_field("embedding_layer_norm", T::boolean(), value(true)),
+      default_field("use_final_layer_norm", T::boolean(), value(false)),
+      optional_field("lora_params", T::any_of({T::mapping(), T::list_of(T::mapping())}).or_null()),
+      derived_field("nonlinearity", "encoder_nonlinearity decides"),
+      derived_field("embedding_pad_token_id", "pad_token_id decides"),
+      derived_field("add_pooling_layer", "disable_nsp decides"),
+      derived_field("dtype", "the precision section sets the compute dtype"),
+      earlier_release_field("to_float16", "1.x-2.2", "the precision section decides"),
+      // Release 1.6's TensorFlow BERT.
+      optional_field("embedding_size", dimension()),
+      optional_field("use_pre_normalization", T::boolean()),
+      optional_field("num_cls_classes", dimension()),
+      optional_field("pooler_type", T::string()),
+      earlier_release_field("enable_gpu_optimizations", "TensorFlow-era", "a GPU-only switch"),
+      earlier_release_field("multireplica", "TensorFlow-era", "replicas are runconfig.num_csx"),
       earlier_release_field("use_position_embedding", "1.x", "position_embedding_type decides"),
       earlier_release_field("enable_vts", "1.x pipeline-mode", "variable tensor shapes"),
       earlier_release_field("boundary_casting", "1.x"),
@@ -60,8 +90,10 @@ std::vector<Field> bert_encoder_fields(bool disable_nsp) {
       earlier_release_field("weight_initialization_seed", "TensorFlow-era",
                             "runconfig.seed seeds the run"),
   };
-  for (Field& field : mup_fields())
-    fields.push_back(std::move(field));
+  for (std::vector<Field> more : {position_encoding_fields(), mup_fields()}) {
+    for (Field& field : more)
+      fields.push_back(std::move(field));
+  }
   return fields;
 }
 
@@ -179,6 +211,26 @@ ModelOutputs build_bert(ModelBuild& b, const std::string& model_name) {
   refuse_unless(p, model_name, "mask_padding_in_positional_embed",
                 !p.flag("mask_padding_in_positional_embed"), "false");
   refuse_mup(p, model_name);
+  refuse_if_set(p, model_name,
+                {"rotary_dim", "pos_scaling_factor", "pos_scaling_type", "pos_scaling_extra_args",
+                 "num_relative_attention_buckets", "extra_attention_params", "lr_adjustment_groups",
+                 "position_embeddings_initializer", "segment_embeddings_initializer"});
+  refuse_unless_off(p, model_name,
+                    {"alibi_trainable_slopes", "pad_rope", "fold_rope_consts", "label_smoothing",
+                     "freeze_ffn_bias_in_glu", "norm_first", "use_final_layer_norm", "lora_params",
+                     "use_pre_normalization"});
+  refuse_unless(p, model_name, "attention_module", p.text("attention_module") == "aiayn_attention",
+                "aiayn_attention");
+  refuse_unless(p, model_name, "embedding_layer_norm", p.flag("embedding_layer_norm"), "true");
+  for (const char* classes : {"num_classes", "num_cls_classes"}) {
+    refuse_unless(p, model_name, classes, !p.has(classes) || p.integer(classes) == 2,
+                  "2 (next-sentence prediction)");
+  }
+  refuse_unless(p, model_name, "embedding_size",
+                !p.has("embedding_size") || p.integer("embedding_size") == p.integer("hidden_size"),
+                "hidden_size");
+  refuse_unless(p, model_name, "pooler_type",
+                !p.has("pooler_type") || p.text("pooler_type") == "first", "first");
   nn::Scope model(b.context, "model");
   nn::Scope encoder = model.child("bert_encoder");
   std::int64_t vocab = p.integer("vocab_size");
@@ -187,7 +239,9 @@ ModelOutputs build_bert(ModelBuild& b, const std::string& model_name) {
   double dropout = p.number("dropout_rate");
   graph::Initializer init = nn::initializer_from(
       p.find("initializer"), nn::normal_initializer(p.number("initializer_range")));
+  init = nn::initializer_from(p.find("default_initializer"), init);
   graph::Initializer embedding_init = nn::initializer_from(p.find("embedding_initializer"), init);
+  embedding_init = nn::initializer_from(p.find("embeddings_initializer"), embedding_init);
 
   const graph::Tensor& ids = b.input("input_ids");
   std::int64_t batch = ids.dim(0);

@@ -15,6 +15,8 @@ using T = ValueType;
 std::shared_ptr<const Schema> head_schema(const std::string& name, std::vector<Field> head) {
   std::vector<Field> fields = bert_encoder_fields(true);
   fields.insert(fields.end(), head.begin(), head.end());
+  fields.push_back(earlier_release_field("pretrain_params_path", "TensorFlow-era",
+                                         "fit.ckpt_path loads a pre-trained checkpoint"));
   return make_schema("model " + name, std::move(fields));
 }
 

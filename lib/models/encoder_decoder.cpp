@@ -31,7 +31,10 @@ std::vector<Field> seq2seq_fields(const Seq2SeqDefaults& d) {
       default_field("dropout_rate", dropout_type(), value(0.1)),
       optional_field("relu_dropout_rate", dropout_type()),
       default_field("use_projection_bias_in_attention", T::boolean(), value(false)),
-      default_field("position_embedding_type", position_embedding_type(),
+      default_field("position_embedding_type",
+                    T::any_of({T::choice({"learned", "learned_absolute", "fixed", "relative",
+                                          "rotary", "alibi"}),
+                               T::null()}),
                     value(d.position_embedding)),
       default_field("relative_attention_num_buckets", positive_integer(), value(32)),
       optional_field("src_max_position_embeddings", dimension()),
@@ -63,6 +66,21 @@ std::vector<Field> seq2seq_fields(const Seq2SeqDefaults& d) {
       optional_field("scale_encoder_qk_dot_by_d", T::boolean()),
       optional_field("scale_decoder_qk_dot_by_d", T::boolean()),
       optional_field("scale_output_logits_by_d", T::boolean()),
+      optional_field("mup_base_d_kv", positive_number().or_null()),
+      default_field("attention_softmax_fp32", T::boolean(), value(true)),
+      default_field("initializer_factor", positive_number(), value(1.0)),
+      optional_field("decoder_start_token_id", non_negative_integer().or_null()),
+      optional_field("pad_token_id", non_negative_integer()),
+      default_field("tie_encoder_decoder", T::boolean(), value(false)),
+      default_field("attention_module", T::choice({"aiayn_attention", "multiquery_attention"}),
+                    value("aiayn_attention")),
+      optional_field("extra_attention_params", T::mapping().or_null()),
+      optional_field("lr_adjustment_groups", T::mapping().or_null()),
+      no_effect_field("use_cache",
+                      "use_cache keeps decoder states for text generation; csrun trains and "
+                      "evaluates, so it has no effect"),
+      derived_field("dtype", "the precision section sets the compute dtype"),
+      earlier_release_field("to_float16", "1.x", "the precision section decides"),
       earlier_release_field("enable_vts", "1.x pipeline-mode", "variable tensor shapes"),
       earlier_release_field("use_vsl", "TensorFlow-era",
                             "variable sequence length, a speed option of the CS-1/CS-2 compiler"),
@@ -76,7 +94,7 @@ bool gated(const std::string& nonlinearity) {
 
 void check_seq2seq(const ModelParams& params, const DataHints&, Diagnostics& diagnostics) {
   const Node* position = params.find("position_embedding_type");
-  bool learned = position && position->is_string() && position->as_string() == "learned";
+  bool learned = position && position->is_string() && position->as_string().starts_with("learned");
   if (learned && !params.has("src_max_position_embeddings")) {
     report_at(params, "position_embedding_type",
               "learned position embeddings need src_max_position_embeddings (and "
@@ -118,7 +136,7 @@ std::int64_t count_seq2seq(const ModelParams& params) {
   if (positions == "relative") {
     position_params =
         2 * params.integer("relative_attention_num_buckets") * params.integer("num_heads");
-  } else if (positions == "learned") {
+  } else if (positions.starts_with("learned")) {
     position_params = d * (params.integer("src_max_position_embeddings") +
                            (params.has("tgt_max_position_embeddings")
                                 ? params.integer("tgt_max_position_embeddings")

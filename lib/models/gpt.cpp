@@ -36,15 +36,9 @@ std::vector<Field> decoder_fields(const DecoderDefaults& d, bool parallel_block)
       default_field("position_embedding_type", position_embedding_type(),
                     value(d.position_embedding)),
       optional_field("position_embedding_offset", non_negative_integer()),
-      optional_field("num_relative_attention_buckets", positive_integer()),
-      optional_field("rotary_dim", dimension().or_null()),
-      default_field("rope_theta", positive_number(), value(10000.0)),
-      optional_field("fold_rope_consts", T::boolean()),
-      optional_field("pos_scaling_factor", positive_number()),
-      optional_field("pos_scaling_type",
-                     T::choice({"linear", "yarn", "llama3", "longrope"}).or_null()),
-      optional_field("pos_scaling_extra_args", T::mapping().or_null()),
-      optional_field("alibi_trainable_slopes", T::boolean()),
+      optional_field("constant_pos_embedding", non_negative_integer().or_null()),
+      optional_field("rel_distance_mode", T::choice({"default", "capped", "grouped"})),
+      optional_field("rel_distance_extra_args", T::mapping().or_null()),
       default_field("share_embedding_weights", T::boolean(), value(d.share_embedding_weights)),
       default_field("embedding_layer_norm", T::boolean(), value(false)),
       default_field("dropout_rate", dropout_type(), value(0.1)),
@@ -71,6 +65,8 @@ std::vector<Field> decoder_fields(const DecoderDefaults& d, bool parallel_block)
       optional_field("initializer", initializer_type()),
       optional_field("embedding_initializer", initializer_type()),
       optional_field("output_layer_initializer", initializer_type()),
+      optional_field("ffn_initializer", initializer_type().or_null()),
+      optional_field("ffn_output_layer_initializer", initializer_type().or_null()),
       default_field("loss_scaling", T::choice({"num_tokens", "batch_size"}), value("num_tokens")),
       default_field("loss_weight", positive_number(), value(1.0)),
       default_field("compute_eval_metrics", T::boolean(), value(true)),
@@ -82,6 +78,27 @@ std::vector<Field> decoder_fields(const DecoderDefaults& d, bool parallel_block)
       optional_field("moe", T::mapping().or_null()),
       optional_field("moe_params", T::mapping().or_null()),
       optional_field("attention_sink_tokens", non_negative_integer().or_null()),
+      optional_field("sliding_window_every_other_decoder_layer", T::boolean()),
+      optional_field("attention_vertical_column_spacing", positive_integer().or_null()),
+      optional_field("attention_vertical_column_width", positive_integer().or_null()),
+      optional_field("attention_chunk_size", positive_integer().or_null()),
+      optional_field("attention_qk_norm_layer", norm_type().or_null()),
+      default_field("attention_qk_norm_eps", positive_number(), value(1e-5)),
+      optional_field("attention_inner_dim", dimension().or_null()),
+      optional_field("memory_tokens", T::mapping().or_null()),
+      optional_field("cross_attention_layers", T::list_of(non_negative_integer())),
+      optional_field("num_extra_input_vocab_tokens", non_negative_integer()),
+      optional_field("norm_first_sandwich", T::boolean()),
+      optional_field("extra_ffn_params", T::mapping().or_null()),
+      optional_field("scale_glu_initialization", T::boolean()),
+      optional_field("lora_params", T::any_of({T::mapping(), T::list_of(T::mapping())}).or_null()),
+      derived_field("dtype", "the precision section sets the compute dtype"),
+      no_effect_field("use_experimental_flex_api",
+                      "use_experimental_flex_api picks the Model Zoo's attention implementation; "
+                      "it has no effect on what csrun computes"),
+      no_effect_field("alibi_implementation",
+                      "alibi_implementation (1.9) chose how ALiBi biases were materialized; it "
+                      "has no effect on what csrun computes"),
       earlier_release_field("use_position_embedding", "1.x", "position_embedding_type decides"),
       earlier_release_field("enable_vts", "1.x pipeline-mode", "variable tensor shapes"),
       earlier_release_field("boundary_casting", "1.x"),
@@ -89,8 +106,11 @@ std::vector<Field> decoder_fields(const DecoderDefaults& d, bool parallel_block)
       earlier_release_field("use_vsl", "TensorFlow-era",
                             "variable sequence length, a speed option of the CS-1/CS-2 compiler"),
   };
-  for (Field& field : mup_fields())
-    fields.push_back(std::move(field));
+  for (std::vector<Field> more : {position_encoding_fields(), mup_fields(), generation_fields()}) {
+    for (Field& field : more)
+      fields.push_back(std::move(field));
+  }
+  fields.push_back(optional_field("scale_output_logits_by_d", T::boolean().or_null()));
   if (parallel_block) {
     fields.push_back(optional_field("residual_dropout_rate", dropout_type().or_null()));
     fields.push_back(default_field("use_untied_layer_norm", T::boolean(), value(false)));
@@ -195,6 +215,14 @@ void refuse_unsupported(const ModelParams& p, const std::string& model) {
        "attention_sliding_window_length", "attention_logit_softcapping", "final_logit_softcapping",
        "moe", "moe_params", "output_logits_scale", "attention_sink_tokens",
        "extra_attention_params", "lr_adjustment_groups"});
+  refuse_unless_off(
+      p, model,
+      {"pad_rope", "constant_pos_embedding", "rel_distance_mode", "rel_distance_extra_args",
+       "sliding_window_every_other_decoder_layer", "attention_vertical_column_spacing",
+       "attention_vertical_column_width", "attention_chunk_size", "attention_qk_norm_layer",
+       "attention_inner_dim", "memory_tokens", "cross_attention_layers",
+       "num_extra_input_vocab_tokens", "norm_first_sandwich", "extra_ffn_params",
+       "scale_glu_initialization", "lora_params"});
   refuse_mup(p, model);
   const Node* position = p.find("position_embedding_type");
   bool learned_or_none = !position->is_string() || position->as_string() == "learned";
@@ -236,6 +264,9 @@ ModelOutputs build_gpt(ModelBuild& b, const std::string& model_name) {
   graph::Initializer output_init = nn::initializer_from(
       p.find("output_layer_initializer"),
       nn::normal_initializer(range / std::sqrt(2.0 * static_cast<double>(layers))));
+  graph::Initializer ffn_init = nn::initializer_from(p.find("ffn_initializer"), init);
+  graph::Initializer ffn_output_init =
+      nn::initializer_from(p.find("ffn_output_layer_initializer"), output_init);
   double eps = p.number("layer_norm_epsilon");
   std::string norm = p.text("norm_type");
 
@@ -273,7 +304,7 @@ ModelOutputs build_gpt(ModelBuild& b, const std::string& model_name) {
     x = x + nn::dropout(b.context, attended, dropout);
     graph::Tensor transformed = nn::feed_forward(
         layer.child("ffn"), nn::norm(norm, layer.child("norm3"), x, eps), p.integer("filter_size"),
-        p.text("nonlinearity"), p.flag("use_ffn_bias"), dropout, init, output_init);
+        p.text("nonlinearity"), p.flag("use_ffn_bias"), dropout, ffn_init, ffn_output_init);
     x = x + transformed;
   }
   x = nn::norm(norm, model.child("transformer_decoder").child("norm"), x, eps);

@@ -79,6 +79,38 @@ std::vector<config::Field> mup_fields() {
   };
 }
 
+std::vector<config::Field> position_encoding_fields() {
+  return {
+      config::optional_field("rotary_dim", config::dimension().or_null()),
+      config::default_field("rope_theta", config::positive_number(), config::value(10000.0)),
+      config::optional_field("fold_rope_consts", T::boolean()),
+      config::optional_field("pad_rope", T::boolean()),
+      config::optional_field("pos_scaling_factor", config::positive_number()),
+      config::optional_field("pos_scaling_type",
+                             T::choice({"linear", "yarn", "YaRN", "llama3", "longrope"}).or_null()),
+      config::optional_field("pos_scaling_extra_args", T::mapping().or_null()),
+      config::optional_field("alibi_trainable_slopes", T::boolean()),
+      config::optional_field("num_relative_attention_buckets", config::positive_integer()),
+  };
+}
+
+std::vector<config::Field> generation_fields() {
+  std::vector<config::Field> fields;
+  for (const char* key : {"start_token", "loop_dim", "stop_sequences", "max_tokens", "temperature",
+                          "top_k", "top_p"}) {
+    fields.push_back(config::no_effect_field(
+        key, std::string(key) +
+                 " is a text-generation key of the Model Zoo's inference; csrun trains and "
+                 "evaluates, so it has no effect"));
+  }
+  return fields;
+}
+
+config::Field derived_field(const std::string& name, const std::string& decided_by) {
+  return config::no_effect_field(
+      name, name + " is set by the Model Zoo itself; it has no effect (" + decided_by + ")");
+}
+
 config::Field earlier_release_field(const std::string& name, const std::string& release,
                                     const std::string& instead) {
   return config::no_effect_field(name,

@@ -27,6 +27,29 @@ void refuse_unless(const ModelParams& params, const std::string& model, const ch
                                   " builder (supported: " + supported_values + ")");
 }
 
+namespace {
+
+bool is_off(const config::Node& value) {
+  if (value.is_null()) return true;
+  if (value.is_bool()) return !value.as_bool();
+  if (value.is_number()) return value.as_number() == 0.0;
+  if (value.is_list()) return value.items().empty();
+  if (value.is_map()) return value.entries().empty();
+  return value.as_string() == "default";
+}
+
+}  // namespace
+
+void refuse_unless_off(const ModelParams& params, const std::string& model,
+                       std::initializer_list<const char*> keys) {
+  for (const char* key : keys) {
+    const config::Node* value = params.find(key);
+    if (!value || is_off(*value)) continue;
+    throw UnsupportedModel(key, std::string(key) + " " + value->render() +
+                                    " is not supported yet by csrun's " + model + " builder");
+  }
+}
+
 void refuse_mup(const ModelParams& params, const std::string& model) {
   refuse_if_set(params, model,
                 {"output_logits_alpha", "mup_base_hidden_size", "mup_base_filter_size",

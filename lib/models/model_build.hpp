@@ -56,6 +56,10 @@ void refuse_if_set(const ModelParams& params, const std::string& model,
                    std::initializer_list<const char*> keys);
 void refuse_unless(const ModelParams& params, const std::string& model, const char* key,
                    bool supported, const std::string& supported_values);
+// Refuses each of `keys` that is set to something other than "off": null, false, 0, an empty list
+// or mapping, or 'default'.
+void refuse_unless_off(const ModelParams& params, const std::string& model,
+                       std::initializer_list<const char*> keys);
 // Refuses the muP keys (see mup_fields) when they change the network from standard
 // parametrization.
 void refuse_mup(const ModelParams& params, const std::string& model);

@@ -105,6 +105,11 @@ ModelDefinition unet_definition() {
           optional_field("use_conv3d", T::boolean()),
           optional_field("eval_ignore_classes", T::list_of(non_negative_integer()).or_null()),
           optional_field("eval_metrics", T::list_of(T::string())),
+          // Release 1.9 and 2.0.
+          default_field("ignore_background_class", T::boolean(), value(true)),
+          default_field("dropout_rate", dropout_type(), value(0.0)),
+          optional_field("initial_conv_filters", dimension().or_null()),
+          optional_field("norm_weight_initializer", initializer_type()),
           default_field("compute_eval_metrics", T::boolean(), value(true)),
       });
   return ModelDefinition{"unet",

@@ -745,7 +745,7 @@ model:
   attention_dropout_rate: 0.1
   dropout_seed: 0
 optimizer: {optimizer_type: adam, learning_rate: 0.001}
-runconfig: {max_steps: 10, keep_checkpoint_max: 2}
+runconfig: {max_steps: 10, keep_checkpoint_max: 2, tf_random_seed: 1}
 )");
   INFO(loaded.dump());
   REQUIRE_FALSE(loaded.diagnostics.has_errors());
@@ -779,7 +779,7 @@ model:
   data_format: channels_first
   tf_summary: false
 optimizer: {optimizer_type: adam, learning_rate: 0.001}
-runconfig: {max_steps: 10, save_summary_steps: 5}
+runconfig: {max_steps: 10, save_summary_steps: 5, save_checkpoints_steps: 5}
 )");
   INFO(loaded.dump());
   REQUIRE_FALSE(loaded.diagnostics.has_errors());

@@ -88,12 +88,12 @@ TEST_CASE("the data processor must be one the model reads") {
 
 TEST_CASE("with fake data, a processor csrun does not know is a warning, not an error") {
   std::string loader =
-      "{data_processor: GptTfRecordsProcessor, batch_size: 4, data_dir: d, "
+      "{data_processor: MyCorpusStreamProcessor, batch_size: 4, data_dir: d, "
       "max_sequence_length: 128, add_special_tokens: true}";
   Checked fake = check(loader);
   REQUIRE(fake.spec);
   CHECK_FALSE(fake.diagnostics.has_errors());
-  CHECK(fake.spec->processor == "GptTfRecordsProcessor");
+  CHECK(fake.spec->processor == "MyCorpusStreamProcessor");
   CHECK(fake.spec->batch_size == 4);
   CHECK(fake.spec->max_sequence_length == 128);
   bool warned = false;
@@ -101,11 +101,11 @@ TEST_CASE("with fake data, a processor csrun does not know is a warning, not an 
     warned = warned ||
              d.message.find(
                  "csrun does not know the data processor "
-                 "GptTfRecordsProcessor: --fake_data supplies the batches") != std::string::npos;
+                 "MyCorpusStreamProcessor: --fake_data supplies the batches") != std::string::npos;
   CHECK(warned);
   CHECK(check(loader, 1, {"GptHDF5DataProcessor", "GptHDF5MapDataProcessor"}, false)
-            .error("Got: GptTfRecordsProcessor"));
-  CHECK(check("{data_processor: GptTfRecordsProcessor, data_dir: d}").error("batch_size"));
+            .error("Got: MyCorpusStreamProcessor"));
+  CHECK(check("{data_processor: MyCorpusStreamProcessor, data_dir: d}").error("batch_size"));
 }
 
 TEST_CASE("processor keys are checked") {
