@@ -298,15 +298,17 @@ json compile_report_json(const config::TrainerSpec& trainer, const TraceSummary&
 }
 
 // What the host runtime calls for kernel k, from the plan's host steps: "gemm+bias^T node chain3".
-std::string host_calls(const compiler::Plan& plan, std::size_t k) {
-  std::string calls;
+// What the simulator calls for each kernel ("gemm+bias^T", "chain3", "node"), in one pass over
+// the host steps.
+std::vector<std::string> host_calls(const compiler::Plan& plan) {
+  std::vector<std::string> calls(plan.kernels.size());
   for (const compiler::HostStep& step : plan.host_steps) {
-    if (static_cast<std::size_t>(step.kernel) != k) continue;
-    if (!calls.empty()) calls += ' ';
-    calls += compiler::host_step_kind_name(step.kind);
-    if (step.kind == compiler::HostStepKind::chain) calls += std::to_string(step.nodes.size());
-    if (step.bias >= 0) calls += "+bias";
-    if (step.transposed_a || step.transposed_b) calls += "^T";
+    std::string& call = calls.at(static_cast<std::size_t>(step.kernel));
+    if (!call.empty()) call += ' ';
+    call += compiler::host_step_kind_name(step.kind);
+    if (step.kind == compiler::HostStepKind::chain) call += std::to_string(step.nodes.size());
+    if (step.bias >= 0) call += "+bias";
+    if (step.transposed_a || step.transposed_b) call += "^T";
   }
   return calls;
 }
@@ -315,6 +317,7 @@ std::string kernel_table(const compiler::Plan& plan) {
   std::ostringstream text;
   text << "kernel\tname\tnodes\tphase\tscope\troot\tat_load\tx\ty\twidth\theight\tseconds\tbound\t"
           "host_steps\n";
+  std::vector<std::string> calls = host_calls(plan);
   for (std::size_t k = 0; k < plan.kernels.size(); ++k) {
     const compiler::Kernel& kernel = plan.kernels[k];
     const graph::Node& root = plan.graph.node(kernel.nodes.back());
@@ -329,7 +332,7 @@ std::string kernel_table(const compiler::Plan& plan) {
     } else {
       text << "\t\t\t\t\t\t";
     }
-    text << '\t' << host_calls(plan, k) << '\n';
+    text << '\t' << calls[k] << '\n';
   }
   return text.str();
 }

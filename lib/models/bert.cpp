@@ -261,23 +261,26 @@ ModelOutputs build_bert(ModelBuild& b, const std::string& model_name) {
     x = nn::dropout(b.context, nn::layer_norm(encoder.child("embed_ln_f"), x, eps), dropout);
   }
 
-  nn::AttentionOptions attention{p.integer("num_heads"),
-                                 false,
-                                 p.text("attention_type") == "scaled_dot_product",
-                                 p.flag("use_projection_bias_in_attention"),
-                                 p.flag("use_ffn_bias_in_attention"),
-                                 attention_dropout(p),
-                                 init,
-                                 init};
+  nn::AttentionOptions attention;
+  attention.heads = p.integer("num_heads");
+  attention.score_scale = p.text("attention_type") == "scaled_dot_product"
+                              ? 1.0 / std::sqrt(static_cast<double>(hidden / attention.heads))
+                              : 1.0;
+  attention.projection_bias = p.flag("use_projection_bias_in_attention");
+  attention.output_bias = p.flag("use_ffn_bias_in_attention");
+  attention.dropout = attention_dropout(p);
+  attention.init = init;
+  attention.output_init = init;
   const graph::Tensor& keep = b.input("attention_mask");
   for (std::int64_t i = 0; i < p.integer("num_hidden_layers"); ++i) {
     nn::Scope layer = encoder.child("transformer_encoder").child("layers").child(i);
     auto entered = layer.enter();
     graph::Tensor attended = nn::self_attention(layer.child("self_attn"), x, keep, attention);
     x = nn::layer_norm(layer.child("norm1"), x + nn::dropout(b.context, attended, dropout), eps);
-    graph::Tensor transformed = nn::feed_forward(layer.child("ffn"), x, p.integer("filter_size"),
-                                                 p.text("encoder_nonlinearity"),
-                                                 p.flag("use_ffn_bias"), dropout, init, init);
+    graph::Tensor transformed =
+        nn::feed_forward(layer.child("ffn"), x,
+                         {p.integer("filter_size"), p.text("encoder_nonlinearity"),
+                          p.flag("use_ffn_bias"), dropout, init, init});
     x = nn::layer_norm(layer.child("norm2"), x + transformed, eps);
   }
 

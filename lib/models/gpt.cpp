@@ -122,40 +122,66 @@ std::int64_t head_dim(const ModelParams& params) {
   return params.integer("hidden_size") / params.integer("num_heads");
 }
 
-std::int64_t kv_heads(const ModelParams& params) {
-  if (params.text("attention_module") != "multiquery_attention") return params.integer("num_heads");
+void check_grouped_heads(const ModelParams& params, Diagnostics& diagnostics) {
+  if (params.text("attention_module") != "multiquery_attention") return;
+  std::int64_t heads = params.integer("num_heads");
   const Node* extra = params.find("extra_attention_params");
   const Node* groups = extra && extra->is_map() ? extra->find("num_kv_groups") : nullptr;
-  return groups && groups->is_int() ? groups->as_int() : 1;
+  if (!groups) {
+    warn_at(params, "attention_module",
+            "multiquery_attention without extra_attention_params.num_kv_groups has one key/value "
+            "head (multi-query attention), as the Model Zoo reads it",
+            diagnostics);
+    return;
+  }
+  if (!groups->is_int() || groups->as_int() < 1 || heads % groups->as_int() != 0) {
+    report_at(params, "extra_attention_params",
+              "extra_attention_params.num_kv_groups must be a positive integer that divides "
+              "num_heads (" +
+                  std::to_string(heads) + "); found " + groups->render(),
+              diagnostics);
+  }
+}
+
+// What rotary positions need: an even rotary_dim within the head, and the extra arguments of the
+// scaling type.
+void check_rotary(const ModelParams& params, Diagnostics& diagnostics) {
+  const Node* position = params.find("position_embedding_type");
+  if (!position || !position->is_string() || position->as_string() != "rotary") return;
+  std::int64_t rotary = decoder_rotary_dim(params);
+  if (rotary > head_dim(params) || rotary % 2 != 0 || rotary < 2) {
+    report_at(params, params.has("rotary_dim") ? "rotary_dim" : "num_heads",
+              "rotary_dim " + std::to_string(rotary) +
+                  " must be even, at least 2 and at most the head size hidden_size / num_heads "
+                  "= " +
+                  std::to_string(head_dim(params)),
+              diagnostics);
+  }
+  std::string type = params.has("pos_scaling_type") ? params.text("pos_scaling_type") : "linear";
+  const Node* extra = params.find("pos_scaling_extra_args");
+  bool has_original = extra && extra->is_map() && extra->find("original_max_position_embeddings");
+  if ((type == "yarn" || type == "YaRN" || type == "longrope") && !has_original) {
+    report_at(params, "pos_scaling_type",
+              type + " scaling needs pos_scaling_extra_args.original_max_position_embeddings",
+              diagnostics);
+  }
+  if (type != "longrope" || !extra || !extra->is_map()) return;
+  for (const char* key : {"long_factor", "short_factor"}) {
+    const Node* factors = extra->find(key);
+    if (factors && factors->is_list() &&
+        static_cast<std::int64_t>(factors->items().size()) == rotary / 2)
+      continue;
+    report_at(params, "pos_scaling_extra_args",
+              std::string("longrope scaling needs pos_scaling_extra_args.") + key + ", a list of " +
+                  std::to_string(rotary / 2) + " numbers (one per rotated pair)",
+              diagnostics);
+  }
 }
 
 void check_decoder(const ModelParams& params, const DataHints& hints, Diagnostics& diagnostics) {
   if (!check_heads_divide_hidden(params, diagnostics)) return;
-  std::int64_t heads = params.integer("num_heads");
-  if (params.text("attention_module") == "multiquery_attention") {
-    const Node* extra = params.find("extra_attention_params");
-    const Node* groups = extra && extra->is_map() ? extra->find("num_kv_groups") : nullptr;
-    if (!groups || !groups->is_int() || groups->as_int() < 1 || heads % groups->as_int() != 0) {
-      report_at(params, "extra_attention_params",
-                "multiquery_attention needs extra_attention_params.num_kv_groups, a positive "
-                "integer that divides num_heads (" +
-                    std::to_string(heads) + ")",
-                diagnostics);
-    }
-  }
-  const Node* position = params.find("position_embedding_type");
-  if (position && position->is_string() && position->as_string() == "rotary" &&
-      params.has("rotary_dim")) {
-    std::int64_t rotary = params.integer("rotary_dim");
-    if (rotary > head_dim(params) || rotary % 2 != 0) {
-      report_at(params, "rotary_dim",
-                "rotary_dim " + std::to_string(rotary) +
-                    " must be even and at most the head "
-                    "size hidden_size / num_heads = " +
-                    std::to_string(head_dim(params)),
-                diagnostics);
-    }
-  }
+  check_grouped_heads(params, diagnostics);
+  check_rotary(params, diagnostics);
   check_sequence_fits_positions(params, hints, diagnostics);
   if (params.text("loss_scaling") == "num_tokens" && params.number("loss_weight") != 1.0) {
     warn_at(params, "loss_weight",
@@ -169,7 +195,7 @@ std::int64_t count_decoder(const ModelParams& params, bool parallel_block) {
   std::int64_t vocab = params.integer("vocab_size");
   std::int64_t hidden = params.integer("hidden_size");
   std::int64_t ffn = params.integer("filter_size");
-  std::int64_t kv_width = kv_heads(params) * head_dim(params);
+  std::int64_t kv_width = decoder_kv_heads(params) * head_dim(params);
   std::string norm = params.text("norm_type");
   bool gated = is_gated_activation(params.text("nonlinearity"));
   const Node* position = params.find("position_embedding_type");
@@ -192,155 +218,6 @@ std::int64_t count_decoder(const ModelParams& params, bool parallel_block) {
          norm_parameters(norm, hidden) + head;
 }
 
-std::int64_t sequence_length(const ModelParams& params, const DataHints& hints) {
-  return hints.max_sequence_length.value_or(params.integer("max_position_embeddings"));
-}
-
-BatchLayout gpt_layout(const ModelParams& params, std::int64_t batch, const DataHints& hints) {
-  graph::Shape tokens = {batch, sequence_length(params, hints)};
-  return {{"input_ids", {tokens, graph::DType::i32}},
-          {"attention_mask", {tokens, graph::DType::i32}},
-          {"labels", {tokens, graph::DType::i32}}};
-}
-
-double dropout_or(const ModelParams& params, const char* key) {
-  return params.has(key) ? params.number(key) : params.number("dropout_rate");
-}
-
-void refuse_unsupported(const ModelParams& p, const std::string& model) {
-  refuse_if_set(
-      p, model,
-      {"rotary_dim", "pos_scaling_factor", "pos_scaling_type", "pos_scaling_extra_args",
-       "alibi_trainable_slopes", "num_relative_attention_buckets", "fixed_sparse_attention",
-       "attention_sliding_window_length", "attention_logit_softcapping", "final_logit_softcapping",
-       "moe", "moe_params", "output_logits_scale", "attention_sink_tokens",
-       "extra_attention_params", "lr_adjustment_groups"});
-  refuse_unless_off(
-      p, model,
-      {"pad_rope", "constant_pos_embedding", "rel_distance_mode", "rel_distance_extra_args",
-       "sliding_window_every_other_decoder_layer", "attention_vertical_column_spacing",
-       "attention_vertical_column_width", "attention_chunk_size", "attention_qk_norm_layer",
-       "attention_inner_dim", "memory_tokens", "cross_attention_layers",
-       "num_extra_input_vocab_tokens", "norm_first_sandwich", "extra_ffn_params",
-       "scale_glu_initialization", "lora_params"});
-  refuse_mup(p, model);
-  const Node* position = p.find("position_embedding_type");
-  bool learned_or_none = !position->is_string() || position->as_string() == "learned";
-  refuse_unless(p, model, "position_embedding_type", learned_or_none, "learned, null");
-  refuse_unless(p, model, "attention_module", p.text("attention_module") == "aiayn_attention",
-                "aiayn_attention");
-  refuse_unless(p, model, "attention_type", p.text("attention_type") != "scaled_cosine",
-                "scaled_dot_product, dot_product");
-  refuse_unless(p, model, "nonlinearity", nn::is_supported_activation(p.text("nonlinearity")),
-                "gelu, gelu_new, relu, silu, ... (not the gated swiglu, geglu, reglu)");
-  std::string norm = p.text("norm_type");
-  refuse_unless(p, model, "norm_type", norm == "layernorm" || norm == "rmsnorm",
-                "layernorm, rmsnorm");
-  refuse_unless(p, model, "norm_first", p.flag("norm_first"), "true (pre-LayerNorm)");
-  refuse_unless(p, model, "position_embedding_offset",
-                !p.has("position_embedding_offset") || p.integer("position_embedding_offset") == 0,
-                "0");
-  refuse_unless(p, model, "scale_qk_dot_by_layer_idx",
-                !p.has("scale_qk_dot_by_layer_idx") || !p.flag("scale_qk_dot_by_layer_idx"),
-                "false");
-  refuse_unless(p, model, "attention_kernel",
-                !p.has("attention_kernel") || p.text("attention_kernel") == "default", "default");
-}
-
-// The Model Zoo's GPT2LMHeadModel: embeddings, pre-LayerNorm decoder layers with causal
-// self-attention, a final norm and the language-model head (tied to the word embeddings by
-// default); cross entropy over the tokens the attention mask keeps.
-ModelOutputs build_gpt(ModelBuild& b, const std::string& model_name) {
-  const ModelParams& p = b.params;
-  refuse_unsupported(p, model_name);
-  nn::Scope model(b.context, "model");
-  std::int64_t vocab = p.integer("vocab_size");
-  std::int64_t hidden = p.integer("hidden_size");
-  std::int64_t layers = p.integer("num_hidden_layers");
-  double range = p.number("initializer_range");
-  graph::Initializer init =
-      nn::initializer_from(p.find("initializer"), nn::normal_initializer(range));
-  graph::Initializer embedding_init = nn::initializer_from(p.find("embedding_initializer"), init);
-  graph::Initializer output_init = nn::initializer_from(
-      p.find("output_layer_initializer"),
-      nn::normal_initializer(range / std::sqrt(2.0 * static_cast<double>(layers))));
-  graph::Initializer ffn_init = nn::initializer_from(p.find("ffn_initializer"), init);
-  graph::Initializer ffn_output_init =
-      nn::initializer_from(p.find("ffn_output_layer_initializer"), output_init);
-  double eps = p.number("layer_norm_epsilon");
-  std::string norm = p.text("norm_type");
-
-  const graph::Tensor& ids = b.input("input_ids");
-  std::int64_t batch = ids.dim(0);
-  std::int64_t length = ids.dim(1);
-  nn::Scope embeddings = model.child("embedding_layer");
-  std::int64_t positions =
-      p.find("position_embedding_type")->is_string() ? p.integer("max_position_embeddings") : 0;
-  nn::TokenEmbeddings embedded =
-      nn::token_embeddings(embeddings, ids, vocab, positions, hidden, embedding_init);
-  graph::Tensor word_table = embedded.word_table;
-  graph::Tensor x = embedded.embedded;
-  {
-    auto entered = embeddings.enter();
-    if (p.flag("embedding_layer_norm")) x = nn::norm(norm, model.child("embedding_ln_f"), x, eps);
-    x = nn::dropout(b.context, x, dropout_or(p, "embedding_dropout_rate"));
-  }
-
-  nn::AttentionOptions attention{p.integer("num_heads"),
-                                 true,
-                                 p.text("attention_type") == "scaled_dot_product",
-                                 p.flag("use_projection_bias_in_attention"),
-                                 p.flag("use_ffn_bias_in_attention"),
-                                 dropout_or(p, "attention_dropout_rate"),
-                                 init,
-                                 output_init};
-  double dropout = p.number("dropout_rate");
-  for (std::int64_t i = 0; i < layers; ++i) {
-    nn::Scope layer = model.child("transformer_decoder").child("layers").child(i);
-    auto entered = layer.enter();
-    graph::Tensor attended =
-        nn::self_attention(layer.child("self_attn"), nn::norm(norm, layer.child("norm1"), x, eps),
-                           std::nullopt, attention);
-    x = x + nn::dropout(b.context, attended, dropout);
-    graph::Tensor transformed = nn::feed_forward(
-        layer.child("ffn"), nn::norm(norm, layer.child("norm3"), x, eps), p.integer("filter_size"),
-        p.text("nonlinearity"), p.flag("use_ffn_bias"), dropout, ffn_init, ffn_output_init);
-    x = x + transformed;
-  }
-  x = nn::norm(norm, model.child("transformer_decoder").child("norm"), x, eps);
-
-  // The head's scope also holds the loss and metrics.
-  nn::Scope head = model.child("lm_head");
-  auto entered = head.enter();
-  graph::Tensor rows = graph::reshape(x, {batch * length, hidden});
-  graph::Tensor logits;
-  if (p.flag("share_embedding_weights")) {
-    logits = graph::matmul(rows, graph::swap_last_axes(word_table));
-    if (p.flag("use_bias_in_output"))
-      logits = logits + head.parameter("bias", {vocab}, nn::zeros_initializer());
-  } else {
-    logits = nn::linear(head, rows, vocab,
-                        {p.flag("use_bias_in_output"), init, nn::zeros_initializer()});
-  }
-  graph::Tensor labels = graph::reshape(b.input("labels"), {batch * length});
-  graph::Tensor mask =
-      graph::cast(graph::reshape(b.input("attention_mask"), {batch * length}), graph::DType::f32);
-  graph::Tensor total = graph::sum(nn::cross_entropy(logits, labels) * mask);
-  graph::Tensor tokens = graph::maximum(graph::sum(mask), 1.0);
-  ModelOutputs result;
-  result.loss = p.text("loss_scaling") == "num_tokens"
-                    ? total / tokens
-                    : total / static_cast<double>(batch) * p.number("loss_weight");
-  if (p.flag("compute_eval_metrics")) {
-    graph::Tensor hits =
-        graph::cast(graph::equal(graph::argmax(logits, -1), labels), graph::DType::f32);
-    result.metrics.push_back(
-        {"eval/lm_perplexity", graph::exp(total / tokens), nn::MetricAverage::geometric});
-    result.metrics.push_back({"eval/accuracy", graph::sum(hits * mask) / tokens});
-  }
-  return result;
-}
-
 ModelDefinition decoder(const std::string& name, const std::string& description,
                         const DecoderDefaults& defaults, bool parallel_block) {
   return ModelDefinition{
@@ -352,28 +229,32 @@ ModelDefinition decoder(const std::string& name, const std::string& description,
       [parallel_block](const ModelParams& params, const DataHints&) {
         return count_decoder(params, parallel_block);
       },
-      {},  // buildable_decoder adds the builder for the networks csrun traces
+      {},  // buildable_decoder adds the builder
       {}};
 }
 
-// GPT-2 and GPT-3 are the same network; csrun traces both.
-ModelDefinition buildable_decoder(const std::string& name, const std::string& description) {
-  ModelDefinition definition = decoder(name, description, DecoderDefaults{}, false);
+ModelDefinition buildable_decoder(const std::string& name, const std::string& description,
+                                  const DecoderDefaults& defaults, bool parallel_block) {
+  ModelDefinition definition = decoder(name, description, defaults, parallel_block);
   definition.batch_layout = gpt_layout;
-  definition.build = [name](ModelBuild& b) { return build_gpt(b, name); };
+  definition.build = [name, parallel_block](ModelBuild& b) {
+    return build_decoder(b, name, parallel_block);
+  };
   return definition;
 }
 
 }  // namespace
 
 ModelDefinition gpt2_definition() {
-  return buildable_decoder(
-      "gpt2", "GPT-2 decoder: learned positions, pre-LayerNorm, GELU, tied embeddings");
+  return buildable_decoder("gpt2",
+                           "GPT-2 decoder: learned positions, pre-LayerNorm, GELU, tied embeddings",
+                           DecoderDefaults{}, false);
 }
 
 ModelDefinition gpt3_definition() {
   return buildable_decoder("gpt3",
-                           "GPT-3 / Cerebras-GPT decoder (the GPT-2 network at larger sizes)");
+                           "GPT-3 / Cerebras-GPT decoder (the GPT-2 network at larger sizes)",
+                           DecoderDefaults{}, false);
 }
 
 ModelDefinition gptj_definition() {
@@ -382,21 +263,19 @@ ModelDefinition gptj_definition() {
   defaults.share_embedding_weights = false;
   defaults.projection_bias = false;
   defaults.max_position_embeddings = 2048;
-  return decoder("gptj", "GPT-J decoder: rotary positions, parallel attention and feed-forward",
-                 defaults, true);
+  return buildable_decoder("gptj",
+                           "GPT-J decoder: rotary positions, parallel attention and feed-forward",
+                           defaults, true);
 }
 
+// The Model Zoo's llama is its GPT-2 class under another name, with the GPT-2 defaults: a Llama
+// config writes its rotary positions, RMSNorm, SwiGLU, untied head and no biases, as every
+// shipped one does.
 ModelDefinition llama_definition() {
-  DecoderDefaults defaults;
-  defaults.nonlinearity = "swiglu";
-  defaults.norm = "rmsnorm";
-  defaults.position_embedding = "rotary";
-  defaults.share_embedding_weights = false;
-  defaults.projection_bias = false;
-  defaults.ffn_bias = false;
-  defaults.max_position_embeddings = 2048;
-  return decoder("llama", "LLaMA decoder: RMSNorm, SwiGLU, rotary positions, grouped KV heads",
-                 defaults, false);
+  return buildable_decoder("llama",
+                           "LLaMA decoder (the GPT-2 network with rotary positions, RMSNorm, "
+                           "SwiGLU, grouped KV heads as configured)",
+                           DecoderDefaults{}, false);
 }
 
 }  // namespace csrun::models

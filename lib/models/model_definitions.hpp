@@ -38,6 +38,13 @@ void check_bert_encoder(const ModelParams& params, const DataHints& hints,
                         config::Diagnostics& diagnostics);
 std::int64_t count_bert_encoder_body(const ModelParams& params);
 
+// The decoder-only networks' traced step (decoder_network.cpp): GPT-2's sequential blocks, or
+// GPT-J's parallel ones; their batch; the key/value heads and rotated features they have.
+ModelOutputs build_decoder(ModelBuild& b, const std::string& model_name, bool parallel_block);
+BatchLayout gpt_layout(const ModelParams& params, std::int64_t batch, const DataHints& hints);
+std::int64_t decoder_kv_heads(const ModelParams& params);
+std::int64_t decoder_rotary_dim(const ModelParams& params);
+
 // Rules every attention-based network shares.
 bool check_heads_divide_hidden(const ModelParams& params, config::Diagnostics& diagnostics);
 void check_sequence_fits_positions(const ModelParams& params, const DataHints& hints,

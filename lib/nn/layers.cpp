@@ -99,6 +99,24 @@ Tensor dropout(StepContext& context, const Tensor& x, double rate) {
                         context.next_dropout_salt());
 }
 
+namespace {
+
+// Which keys each query may see: [T, T] booleans (query rows, key columns), or nothing when all.
+std::optional<Tensor> visible_keys(graph::Graph& graph, std::int64_t length,
+                                   const AttentionOptions& options) {
+  if (!options.causal && !options.window) return std::nullopt;
+  Tensor query = iota(graph, {length, length}, 0);
+  Tensor key = iota(graph, {length, length}, 1);
+  Tensor visible = query >= key;
+  if (!options.window) return visible;
+  Tensor near = (query - key) <= static_cast<double>(*options.window - 1);
+  if (options.sink_tokens > 0)
+    near = logical_or(near, key < static_cast<double>(options.sink_tokens));
+  return logical_and(visible, near);
+}
+
+}  // namespace
+
 Tensor self_attention(const Scope& scope, const Tensor& x, const std::optional<Tensor>& keep,
                       const AttentionOptions& options) {
   auto entered = scope.enter();
@@ -106,20 +124,35 @@ Tensor self_attention(const Scope& scope, const Tensor& x, const std::optional<T
   std::int64_t length = x.dim(1);
   std::int64_t width = x.dim(2);
   std::int64_t head = width / options.heads;
+  std::int64_t kv_heads = options.kv_heads > 0 ? options.kv_heads : options.heads;
   LinearOptions projection{options.projection_bias, options.init, zeros_initializer()};
-  auto heads_first = [&](const Tensor& t) {  // [B, T, H] -> [B, heads, T, head]
-    return transpose(reshape(t, {batch, length, options.heads, head}), {0, 2, 1, 3});
+  auto heads_first = [&](const Tensor& t, std::int64_t count) {  // -> [B, count, T, head]
+    return transpose(reshape(t, {batch, length, count, head}), {0, 2, 1, 3});
   };
-  Tensor q = heads_first(linear(scope.child("proj_q_dense_layer"), x, width, projection));
-  Tensor k = heads_first(linear(scope.child("proj_k_dense_layer"), x, width, projection));
-  Tensor v = heads_first(linear(scope.child("proj_v_dense_layer"), x, width, projection));
-  Tensor scores = matmul(q, swap_last_axes(k));
-  if (options.scale_scores) scores = scores * (1.0 / std::sqrt(static_cast<double>(head)));
-  graph::Graph& graph = x.graph();
-  std::optional<Tensor> allowed;
-  if (options.causal) {
-    allowed = iota(graph, {length, length}, 0) >= iota(graph, {length, length}, 1);
+  Tensor q =
+      heads_first(linear(scope.child("proj_q_dense_layer"), x, width, projection), options.heads);
+  Tensor k = heads_first(linear(scope.child("proj_k_dense_layer"), x, kv_heads * head, projection),
+                         kv_heads);
+  Tensor v = heads_first(linear(scope.child("proj_v_dense_layer"), x, kv_heads * head, projection),
+                         kv_heads);
+  if (options.rotary) {
+    q = rotary_embedding(q, *options.rotary);
+    k = rotary_embedding(k, *options.rotary);
   }
+  // Each key/value head serves heads / kv_heads consecutive query heads: their queries, stacked
+  // along the sequence axis ([B, kv_heads, group x T, head]), meet the group's keys and values in
+  // one product, with no copy of a key or value.
+  std::int64_t group = options.heads / kv_heads;
+  auto grouped = [&](const Tensor& t) {
+    return kv_heads == options.heads ? t : reshape(t, {batch, kv_heads, group * length, t.dim(-1)});
+  };
+  auto per_head = [&](const Tensor& t) {
+    return kv_heads == options.heads ? t : reshape(t, {batch, options.heads, length, t.dim(-1)});
+  };
+  Tensor scores = per_head(matmul(grouped(q), swap_last_axes(k)));
+  if (options.score_scale != 1.0) scores = scores * options.score_scale;
+  graph::Graph& graph = x.graph();
+  std::optional<Tensor> allowed = visible_keys(graph, length, options);
   if (keep) {
     Tensor padding = reshape(not_equal(*keep, 0.0), {batch, 1, 1, length});
     allowed = allowed ? logical_and(*allowed, padding) : padding;
@@ -127,23 +160,36 @@ Tensor self_attention(const Scope& scope, const Tensor& x, const std::optional<T
   // Masked scores get a large negative value, so softmax gives them (numerically) zero weight.
   if (allowed) scores = where(*allowed, scores, -1e9);
   Tensor probabilities = dropout(scope.context(), softmax(scores, -1), options.dropout);
-  Tensor context =
-      reshape(transpose(matmul(probabilities, v), {0, 2, 1, 3}), {batch, length, width});
+  Tensor context = reshape(transpose(per_head(matmul(grouped(probabilities), v)), {0, 2, 1, 3}),
+                           {batch, length, width});
   LinearOptions output{options.output_bias, options.output_init, zeros_initializer()};
   return linear(scope.child("proj_output_dense_layer"), context, width, output);
 }
 
-Tensor feed_forward(const Scope& scope, const Tensor& x, std::int64_t hidden,
-                    std::string_view activation_name, bool bias, double dropout_rate,
-                    const graph::Initializer& init, const graph::Initializer& output_init) {
+bool is_gated(std::string_view activation) {
+  return activation == "swiglu" || activation == "geglu" || activation == "reglu" ||
+         activation == "liglu";
+}
+
+Tensor feed_forward(const Scope& scope, const Tensor& x, const FeedForwardOptions& options) {
   auto entered = scope.enter();
   Scope layers = scope.child("ffn");
-  Tensor h =
-      linear(layers.child(0).child("linear_layer"), x, hidden, {bias, init, zeros_initializer()});
-  h = activation(activation_name, h);
+  LinearOptions first{options.bias, options.init, zeros_initializer()};
+  Tensor h = linear(layers.child(0).child("linear_layer"), x, options.hidden, first);
+  if (is_gated(options.activation)) {
+    Tensor gate = linear(layers.child(0).child("linear_layer_for_glu"), x, options.hidden, first);
+    std::string_view act = options.activation;
+    gate = act == "swiglu"  ? gate * sigmoid(gate)
+           : act == "geglu" ? gelu(gate)
+           : act == "reglu" ? relu(gate)
+                            : gate;
+    h = h * gate;
+  } else {
+    h = activation(options.activation, h);
+  }
   Tensor y = linear(layers.child(1).child("linear_layer"), h, x.dim(-1),
-                    {bias, output_init, zeros_initializer()});
-  return dropout(scope.context(), y, dropout_rate);
+                    {options.bias, options.output_init, zeros_initializer()});
+  return dropout(scope.context(), y, options.dropout);
 }
 
 Tensor cross_entropy(const Tensor& logits, const Tensor& labels) {

@@ -1,9 +1,11 @@
 #pragma once
 
 #include <optional>
+#include <string>
 #include <string_view>
 
 #include "graph/tensor.hpp"
+#include "rotary_embedding.hpp"
 #include "scope.hpp"
 
 namespace csrun::nn {
@@ -46,7 +48,7 @@ Tensor norm(std::string_view type, const Scope& scope, const Tensor& x, double e
 
 // The Model Zoo's activations by name: relu, gelu (exact), gelu_new / gelu_fast (tanh form),
 // quick_gelu, silu / swish, tanh, sigmoid, leaky_relu, linear. Throws std::invalid_argument for
-// the gated ones (swiglu, geglu, reglu), which need two projections.
+// the gated ones (swiglu, geglu, reglu, liglu), which need two projections (feed_forward).
 Tensor activation(std::string_view name, const Tensor& x);
 bool is_supported_activation(std::string_view name);
 
@@ -56,8 +58,14 @@ Tensor dropout(StepContext& context, const Tensor& x, double rate);
 
 struct AttentionOptions {
   std::int64_t heads = 1;
+  std::int64_t kv_heads = 0;  // grouped-query attention's key/value heads (0: one per head)
   bool causal = false;
-  bool scale_scores = true;  // scaled_dot_product; dot_product leaves the scores unscaled
+  // A query sees at most this many keys, itself included (sliding-window attention), and the
+  // first sink_tokens positions besides.
+  std::optional<std::int64_t> window;
+  std::int64_t sink_tokens = 0;
+  double score_scale = 1.0;          // the scores' factor, e.g. 1/sqrt(head size)
+  std::optional<RotarySpec> rotary;  // rotates queries and keys
   bool projection_bias = true;
   bool output_bias = true;
   double dropout = 0.0;
@@ -67,15 +75,25 @@ struct AttentionOptions {
 
 // Multi-head self-attention of x [B, T, H] with the Model Zoo's projections
 // (scope.proj_q_dense_layer, proj_k_, proj_v_, proj_output_dense_layer). `keep` [B, T] marks
-// the positions that may be attended to (1) and padding (0).
+// the positions that may be attended to (1) and padding (0). With kv_heads, the key and value
+// projections have kv_heads heads; query head h reads key/value head h / (heads / kv_heads).
 Tensor self_attention(const Scope& scope, const Tensor& x, const std::optional<Tensor>& keep,
                       const AttentionOptions& options);
 
 // The Model Zoo's FeedForwardNetwork: scope.ffn.0.linear_layer (to `hidden`, then the
-// activation) and scope.ffn.1.linear_layer (back to the input width).
-Tensor feed_forward(const Scope& scope, const Tensor& x, std::int64_t hidden,
-                    std::string_view activation_name, bool bias, double dropout,
-                    const graph::Initializer& init, const graph::Initializer& output_init);
+// activation) and scope.ffn.1.linear_layer (back to the input width). A gated activation
+// (swiglu, geglu, reglu, liglu) adds scope.ffn.0.linear_layer_for_glu, the gate:
+// ffn.1(linear_layer(x) * act(linear_layer_for_glu(x))).
+struct FeedForwardOptions {
+  std::int64_t hidden = 0;
+  std::string activation = "relu";
+  bool bias = true;
+  double dropout = 0.0;
+  graph::Initializer init;
+  graph::Initializer output_init;
+};
+Tensor feed_forward(const Scope& scope, const Tensor& x, const FeedForwardOptions& options);
+bool is_gated(std::string_view activation);
 
 // Cross entropy of logits [N, C] against integer labels [N], per row. A row whose label lies
 // outside [0, C) (an ignore index such as -100) gets 0; callers mask and average.

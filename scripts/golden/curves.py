@@ -1,5 +1,6 @@
 #!/usr/bin/python3
-"""Golden 20-step training curves of tiny fc_mnist, gpt2 and bert models, computed by PyTorch.
+"""Golden 20-step training curves of tiny fc_mnist, gpt2, gptj, llama and bert models, computed by
+PyTorch.
 
 Cases marked "autocast" run the forward pass under torch.autocast("cpu", dtype=torch.bfloat16)
 (master weights, gradients and optimizer in float32); csrun's CSX bfloat16 curves are compared
@@ -129,6 +130,118 @@ def gpt2_batch(step, cfg, size):
     return {"input_ids": integers(f"data.input_ids.{step}", (size, length), vocab),
             "attention_mask": mask,
             "labels": integers(f"data.labels.{step}", (size, length), vocab)}
+
+
+def rms_norm(params, prefix, x, eps):
+    weight = params.get(prefix + ".weight", (x.shape[-1],))
+    return x * torch.rsqrt((x * x).mean(-1, keepdim=True) + eps) * weight
+
+
+def norm(params, prefix, x, cfg):
+    if cfg.get("norm_type", "layernorm") == "rmsnorm":
+        return rms_norm(params, prefix, x, cfg["layer_norm_epsilon"])
+    return layer_norm(params, prefix, x, cfg["layer_norm_epsilon"])
+
+
+def rotary_frequencies(cfg):
+    """The Model Zoo's RotaryPositionEmbeddingHelper: inverse frequencies of the rotated pairs and
+    the divisor of the positions, with linear or llama3 scaling."""
+    dim, theta = cfg["rotary_dim"], cfg.get("rope_theta", 10000.0)
+    inverse = [theta ** (-2.0 * i / dim) for i in range(dim // 2)]
+    kind, factor = cfg.get("pos_scaling_type", "linear"), cfg.get("pos_scaling_factor", 1.0)
+    if kind == "linear":
+        return inverse, factor
+    extra = cfg["pos_scaling_extra_args"]
+    original, low, high = extra["original_max_position_embeddings"], extra["low_freq_factor"], extra["high_freq_factor"]
+    scaled = []
+    for f in inverse:
+        wavelength = 2 * math.pi / f
+        if wavelength < original / high:
+            scaled.append(f)
+        elif wavelength > original / low:
+            scaled.append(f / factor)
+        else:
+            smooth = (original / wavelength - low) / (high - low)
+            scaled.append((1 - smooth) * f / factor + smooth * f)
+    return scaled, 1.0
+
+
+def rotary(x, cfg):
+    """x [B, H, T, D]: the first rotary_dim features rotate in interleaved pairs (GPT-J's
+    rotate_every_two), as the Model Zoo does for GPT-J and Llama."""
+    dim = cfg["rotary_dim"]
+    inverse, divisor = rotary_frequencies(cfg)
+    per_feature = torch.tensor([f for f in inverse for _ in (0, 1)], dtype=torch.float32)
+    angles = (torch.arange(x.shape[2], dtype=torch.float32) / divisor)[:, None] * per_feature[None, :]
+    rotating, passing = x[..., :dim], x[..., dim:]
+    pairs = rotating.reshape(*rotating.shape[:-1], dim // 2, 2)
+    turned = torch.stack([-pairs[..., 1], pairs[..., 0]], -1).reshape(rotating.shape)
+    return torch.cat([rotating * torch.cos(angles) + turned * torch.sin(angles), passing], -1)
+
+
+def decoder_attention(params, prefix, x, cfg):
+    """Causal self-attention with rotary positions, grouped key/value heads and an optional
+    sliding window with sink tokens."""
+    batch, length, width = x.shape
+    heads = cfg["num_heads"]
+    head = width // heads
+    groups = cfg.get("extra_attention_params", {}).get("num_kv_groups", heads)
+    bias = cfg.get("use_projection_bias_in_attention", True)
+
+    def split(t, count):
+        return t.reshape(batch, length, count, head).permute(0, 2, 1, 3)
+
+    q = split(linear(params, prefix + ".proj_q_dense_layer", x, width, bias), heads)
+    k = split(linear(params, prefix + ".proj_k_dense_layer", x, groups * head, bias), groups)
+    v = split(linear(params, prefix + ".proj_v_dense_layer", x, groups * head, bias), groups)
+    q, k = rotary(q, cfg), rotary(k, cfg)
+    k = k.repeat_interleave(heads // groups, dim=1)
+    v = v.repeat_interleave(heads // groups, dim=1)
+    scores = q @ k.transpose(-1, -2) / math.sqrt(head)
+    query, key = torch.arange(length)[:, None], torch.arange(length)[None, :]
+    allowed = query >= key
+    if "attention_sliding_window_length" in cfg:
+        near = query - key <= cfg["attention_sliding_window_length"] - 1
+        near = near | (key < cfg.get("attention_sink_tokens", 0))
+        allowed = allowed & near
+    scores = torch.where(allowed, scores, torch.tensor(-1e9))
+    context = (torch.softmax(scores, -1) @ v).permute(0, 2, 1, 3).reshape(batch, length, width)
+    return linear(params, prefix + ".proj_output_dense_layer", context, width, cfg.get("use_ffn_bias_in_attention", True))
+
+
+def decoder_feed_forward(params, prefix, x, cfg):
+    bias = cfg.get("use_ffn_bias", True)
+    hidden = cfg["filter_size"]
+    h = linear(params, prefix + ".ffn.ffn.0.linear_layer", x, hidden, bias)
+    if cfg["nonlinearity"] == "swiglu":
+        gate = linear(params, prefix + ".ffn.ffn.0.linear_layer_for_glu", x, hidden, bias)
+        h = h * F.silu(gate)
+    else:
+        h = F.gelu(h)
+    return linear(params, prefix + ".ffn.ffn.1.linear_layer", h, x.shape[-1], bias)
+
+
+def rotary_decoder_loss(params, batch, cfg):
+    """GPT-J (parallel attention and feed-forward over one norm) or Llama (sequential pre-norm
+    blocks): rotary positions, an untied language-model head."""
+    ids = batch["input_ids"]
+    batch_size, length = ids.shape
+    hidden, vocab = cfg["hidden_size"], cfg["vocab_size"]
+    x = params.get("model.embedding_layer.word_embeddings.weight", (vocab, hidden))[ids]
+    for i in range(cfg["num_hidden_layers"]):
+        prefix = f"model.transformer_decoder.layers.{i}"
+        h = norm(params, prefix + ".norm1", x, cfg)
+        attended = decoder_attention(params, prefix + ".self_attn", h, cfg)
+        if cfg["name"] == "gptj":
+            x = x + attended + decoder_feed_forward(params, prefix, h, cfg)
+        else:
+            x = x + attended
+            x = x + decoder_feed_forward(params, prefix, norm(params, prefix + ".norm3", x, cfg), cfg)
+    x = norm(params, "model.transformer_decoder.norm", x, cfg)
+    logits = linear(params, "model.lm_head", x.reshape(batch_size * length, hidden), vocab, cfg.get("use_bias_in_output", False))
+    mask = batch["attention_mask"].reshape(-1).float()
+    losses = per_row_cross_entropy(logits, batch["labels"].reshape(-1))
+    return (losses * mask).sum() / mask.sum().clamp(min=1.0)
 
 
 def bert_loss(params, batch, cfg):
@@ -263,6 +376,23 @@ def main():
     bert = {"name": "bert", "vocab_size": 32, "hidden_size": 16, "num_hidden_layers": 2, "num_heads": 2,
             "filter_size": 32, "max_position_embeddings": 8, "dropout_rate": 0.0, "layer_norm_epsilon": 1e-5}
     bert_data = dict(bert, max_predictions_per_seq=3)
+    gptj = {"name": "gptj", "vocab_size": 32, "hidden_size": 16, "num_hidden_layers": 2, "num_heads": 2,
+            "filter_size": 32, "max_position_embeddings": 8, "position_embedding_type": "rotary", "rotary_dim": 4,
+            "dropout_rate": 0.0, "attention_dropout_rate": 0.0, "embedding_dropout_rate": 0.0, "layer_norm_epsilon": 1e-5,
+            "nonlinearity": "gelu", "share_embedding_weights": False, "use_bias_in_output": True,
+            "use_projection_bias_in_attention": False, "use_ffn_bias_in_attention": False, "use_ffn_bias": True}
+    llama = {"name": "llama", "vocab_size": 32, "hidden_size": 16, "num_hidden_layers": 2, "num_heads": 4,
+             "filter_size": 24, "max_position_embeddings": 8, "position_embedding_type": "rotary", "rotary_dim": 4,
+             "rope_theta": 10000.0, "pos_scaling_type": "llama3", "pos_scaling_factor": 8.0,
+             "pos_scaling_extra_args": {"original_max_position_embeddings": 8, "low_freq_factor": 1.0, "high_freq_factor": 4.0},
+             "attention_module": "multiquery_attention", "extra_attention_params": {"num_kv_groups": 2},
+             "norm_type": "rmsnorm", "nonlinearity": "swiglu", "dropout_rate": 0.0, "attention_dropout_rate": 0.0,
+             "layer_norm_epsilon": 1e-5, "share_embedding_weights": False, "use_bias_in_output": False,
+             "use_projection_bias_in_attention": False, "use_ffn_bias_in_attention": False, "use_ffn_bias": False}
+    mistral = dict(llama, rotary_dim=2, pos_scaling_type="linear", pos_scaling_factor=2.0,
+                   extra_attention_params={"num_kv_groups": 1}, attention_sliding_window_length=3, attention_sink_tokens=1)
+    del mistral["pos_scaling_extra_args"]
+    adamw_options = {"betas": [0.9, 0.95], "eps": 1e-8, "weight_decay": 0.01}
     fp32 = {"enabled": False}
     bf16 = {"enabled": True, "fp16_type": "bfloat16"}
     cases = [
@@ -286,6 +416,17 @@ def main():
         train("bert AdamW", {"device": "CPU", "model": bert, "precision": fp32,
                              "optimizer": {"AdamW": {"lr": 0.005, "weight_decay": 0.01}}},
               bert_data, bert_loss, bert_batch, 2, adamw, {"weight_decay": 0.01}, lambda s: 0.005),
+        train("gptj AdamW", {"device": "CPU", "model": gptj, "precision": fp32,
+                             "optimizer": {"AdamW": dict(adamw_options, lr=0.005)}},
+              gptj, rotary_decoder_loss, gpt2_batch, 2, adamw, adamw_options, lambda s: 0.005),
+        train("llama AdamW, grouped KV heads, llama3 rotary scaling",
+              {"device": "CPU", "model": llama, "precision": fp32,
+               "optimizer": {"AdamW": dict(adamw_options, lr=0.005)}},
+              llama, rotary_decoder_loss, gpt2_batch, 2, adamw, adamw_options, lambda s: 0.005),
+        train("llama AdamW, one KV head, linear rotary scaling, sliding window with a sink",
+              {"device": "CPU", "model": mistral, "precision": fp32,
+               "optimizer": {"AdamW": dict(adamw_options, lr=0.005)}},
+              mistral, rotary_decoder_loss, gpt2_batch, 2, adamw, adamw_options, lambda s: 0.005),
         # Mixed precision: PyTorch's CPU autocast to bfloat16 against csrun's CSX bfloat16.
         train("fc_mnist SGD bfloat16", {"device": "CSX", "model": fc, "optimizer": {"SGD": {"lr": 0.05, "momentum": 0.9}},
                                         "precision": bf16},
@@ -295,6 +436,10 @@ def main():
                "optimizer": {"AdamW": {"lr": 0.005, "betas": [0.9, 0.95], "eps": 1e-8, "weight_decay": 0.01}}},
               gpt, gpt2_loss, gpt2_batch, 2, adamw, {"betas": [0.9, 0.95], "eps": 1e-8, "weight_decay": 0.01},
               lambda s: 0.005, autocast=True),
+        train("llama AdamW bfloat16",
+              {"device": "CSX", "model": llama, "precision": bf16,
+               "optimizer": {"AdamW": dict(adamw_options, lr=0.005)}},
+              llama, rotary_decoder_loss, gpt2_batch, 2, adamw, adamw_options, lambda s: 0.005, autocast=True),
     ]
     write("curves.json", {"torch": torch.__version__, "steps": STEPS, "cases": cases})
 

@@ -81,7 +81,7 @@ graph::Feeds batch_of(const models::BatchLayout& layout, int step, double vocab)
 std::string loader_for(const json& model) {
   std::string name = model["name"];
   if (name == "fc_mnist") return "{data_processor: MNISTDataProcessor, batch_size: 4}";
-  if (name == "gpt2")
+  if (name == "gpt2" || name == "gptj" || name == "llama")
     return "{data_processor: GptHDF5DataProcessor, data_dir: d, batch_size: 2, "
            "max_sequence_length: 8}";
   return "{data_processor: BertCSVDynamicMaskDataProcessor, data_dir: d, vocab_file: v, "

@@ -69,13 +69,15 @@ TEST_CASE("parameter counts match the published sizes") {
                    "max_position_embeddings: 2048}") == 111'050'496);
   // BERT-base with the pre-training heads (Hugging Face BertForPreTraining): 110,106,428.
   CHECK(parameters("{name: bert}") == 110'106'428);
-  // Llama 3.2 1B: 1,235,814,400.
+  // Llama 3.2 1B: 1,235,814,400 (the Llama keys spelled out: the Model Zoo's llama has GPT-2's
+  // defaults).
   CHECK(parameters(
             "{name: llama, vocab_size: 128256, hidden_size: 2048, num_hidden_layers: 16, "
-            "num_heads: 32, "
-            "filter_size: 8192, attention_module: multiquery_attention, extra_attention_params: "
-            "{num_kv_groups: 8}, share_embedding_weights: true, max_position_embeddings: 8192}") ==
-        1'235'814'400);
+            "num_heads: 32, filter_size: 8192, attention_module: multiquery_attention, "
+            "extra_attention_params: {num_kv_groups: 8}, share_embedding_weights: true, "
+            "max_position_embeddings: 8192, position_embedding_type: rotary, norm_type: rmsnorm, "
+            "nonlinearity: swiglu, use_projection_bias_in_attention: false, "
+            "use_ffn_bias_in_attention: false, use_ffn_bias: false}") == 1'235'814'400);
   // GPT-J 6B with the 50257-token vocabulary (Hugging Face pads to 50400).
   CHECK(parameters("{name: gptj, vocab_size: 50257, hidden_size: 4096, num_hidden_layers: 28, "
                    "num_heads: 16, "
@@ -94,12 +96,14 @@ TEST_CASE("consistency rules between a model's params") {
   CHECK(check("{name: llama, vocab_size: 100, attention_module: multiquery_attention, "
               "extra_attention_params: "
               "{num_kv_groups: 5}}")
-            .error("multiquery_attention needs extra_attention_params.num_kv_groups, a positive "
-                   "integer that "
-                   "divides num_heads (12)"));
+            .error("extra_attention_params.num_kv_groups must be a positive integer that divides "
+                   "num_heads (12); found 5"));
   CHECK(check("{name: gptj, vocab_size: 100, rotary_dim: 100}")
-            .error("rotary_dim 100 must be even and at most the head size hidden_size / num_heads "
-                   "= 64"));
+            .error("rotary_dim 100 must be even, at least 2 and at most the head size "
+                   "hidden_size / num_heads = 64"));
+  CHECK(check("{name: llama, vocab_size: 100, position_embedding_type: rotary, "
+              "pos_scaling_type: yarn, pos_scaling_factor: 4.0}")
+            .error("yarn scaling needs pos_scaling_extra_args.original_max_position_embeddings"));
   CHECK(check("{name: fc_mnist, depth: 2}").error("fc_mnist needs its hidden layers"));
   CHECK(check("{name: unet, encoder_filters: [8, 16, 32], decoder_filters: [8]}")
             .error("UNet needs one decoder block per encoder block but the bottleneck"));

@@ -108,20 +108,43 @@ TEST_CASE("tracing is deterministic: the same params give the same fingerprint")
 }
 
 TEST_CASE("keys a builder does not implement are refused with the key named") {
-  Traced rotary =
-      check("{name: gpt2, vocab_size: 50, position_embedding_type: rotary, rotary_dim: 32}");
+  Traced alibi = check("{name: gpt2, vocab_size: 50, position_embedding_type: alibi}");
   try {
-    models::trace_step(rotary.model, 2, rotary.training_options());
+    models::trace_step(alibi.model, 2, alibi.training_options());
     FAIL("no error");
   } catch (const models::UnsupportedModel& error) {
-    CHECK(error.key() == "rotary_dim");
-    CHECK(std::string(error.what()) == "rotary_dim is not supported yet by csrun's gpt2 builder");
+    CHECK(error.key() == "position_embedding_type");
+    CHECK(std::string(error.what()) ==
+          "position_embedding_type 'alibi' is not supported yet by csrun's gpt2 builder "
+          "(supported: learned, rotary, null)");
   }
-  Traced gated = check("{name: gpt2, vocab_size: 50, nonlinearity: swiglu}");
-  CHECK_THROWS_AS(models::trace_step(gated.model, 2, gated.training_options()),
+  Traced mup = check("{name: llama, vocab_size: 50, mup_base_hidden_size: 256}");
+  CHECK_THROWS_AS(models::trace_step(mup.model, 2, mup.training_options()),
                   models::UnsupportedModel);
   Traced t5 = check("{name: t5, src_vocab_size: 100}");
   CHECK_FALSE(models::can_trace(t5.model));
+}
+
+TEST_CASE("GPT-J and Llama trace: rotary positions, grouped key/value heads, gated feed-forward") {
+  Traced gptj = check(
+      "{name: gptj, vocab_size: 64, hidden_size: 32, num_heads: 4, num_hidden_layers: 2, "
+      "filter_size: 64, rotary_dim: 4, use_bias_in_output: true}");
+  models::TracedStep j = models::trace_step(gptj.model, 2, gptj.training_options());
+  CHECK(j.parameter_count == gptj.model.parameter_count);
+  Traced llama = check(
+      "{name: llama, vocab_size: 64, hidden_size: 32, num_heads: 4, num_hidden_layers: 2, "
+      "filter_size: 48, position_embedding_type: rotary, rotary_dim: 8, norm_type: rmsnorm, "
+      "nonlinearity: swiglu, share_embedding_weights: false, attention_module: "
+      "multiquery_attention, extra_attention_params: {num_kv_groups: 2}, "
+      "attention_sliding_window_length: 4, attention_sink_tokens: 1}");
+  models::TracedStep l = models::trace_step(llama.model, 2, llama.training_options());
+  CHECK(l.parameter_count == llama.model.parameter_count);
+  bool grouped_keys = false;
+  for (const graph::Variable& variable : l.graph.variables()) {
+    if (variable.name == "model.transformer_decoder.layers.0.self_attn.proj_k_dense_layer.weight")
+      grouped_keys = l.graph.node(variable.node).type.shape == graph::Shape{16, 32};
+  }
+  CHECK(grouped_keys);
 }
 
 TEST_CASE("GPT-2 small and GPT-3 6.7B trace shape-only") {
