@@ -25,10 +25,10 @@ std::string position_type(const ModelParams& p) {
 }
 
 void refuse_unsupported(const ModelParams& p, const std::string& model) {
-  refuse_if_set(p, model,
-                {"num_relative_attention_buckets", "fixed_sparse_attention",
-                 "attention_logit_softcapping", "final_logit_softcapping", "moe", "moe_params",
-                 "output_logits_scale", "lr_adjustment_groups"});
+  refuse_if_set(
+      p, model,
+      {"num_relative_attention_buckets", "fixed_sparse_attention", "attention_logit_softcapping",
+       "final_logit_softcapping", "moe", "moe_params", "lr_adjustment_groups"});
   refuse_unless_off(
       p, model,
       {"alibi_trainable_slopes", "constant_pos_embedding", "rel_distance_mode",
@@ -37,7 +37,6 @@ void refuse_unsupported(const ModelParams& p, const std::string& model) {
        "attention_chunk_size", "attention_qk_norm_layer", "attention_inner_dim", "memory_tokens",
        "cross_attention_layers", "num_extra_input_vocab_tokens", "norm_first_sandwich",
        "extra_ffn_params", "scale_glu_initialization", "lora_params"});
-  refuse_mup(p, model);
   std::string position = position_type(p);
   refuse_unless(p, model, "position_embedding_type",
                 position.empty() || position == "learned" || position == "rotary",
@@ -71,9 +70,38 @@ void refuse_unsupported(const ModelParams& p, const std::string& model) {
                 "with attention_sliding_window_length");
 }
 
+// muP (Model Zoo 2.3 on): the widths relative to the base model whose hyper-parameters carry
+// over; off without mup_base_hidden_size (check_decoder wants both bases or neither).
+struct Mup {
+  bool on = false;
+  double width = 1.0;   // hidden_size / mup_base_hidden_size
+  double filter = 1.0;  // filter_size / mup_base_filter_size
+};
+
+Mup mup_of(const ModelParams& p) {
+  if (!p.has("mup_base_hidden_size")) return {};
+  return {true, static_cast<double>(p.integer("hidden_size")) / p.number("mup_base_hidden_size"),
+          static_cast<double>(p.integer("filter_size")) / p.number("mup_base_filter_size")};
+}
+
+// An initializer's spread times `factor` (its std and truncation bounds), as muP scales them.
+graph::Initializer scaled(graph::Initializer init, double factor) {
+  if (init.name != "normal" && init.name != "truncated_normal") {
+    throw UnsupportedModel("initializer",
+                           "muP scales normal and truncated_normal initializers; "
+                           "csrun's decoder builders cannot scale '" +
+                               init.name + "'");
+  }
+  init.std *= factor;
+  init.a *= factor;
+  init.b *= factor;
+  return init;
+}
+
 // The initializers of one network family when the params give none: the GPT-2 class scales its
 // output projections by depth, GPT-J initializes every projection alike and its feed-forward
-// layers as outputs.
+// layers as outputs. Under muP the projections' spreads shrink with the width and the outputs'
+// with the depth as well (the embeddings keep theirs).
 struct DecoderInitializers {
   graph::Initializer kernel;
   graph::Initializer embedding;
@@ -82,21 +110,53 @@ struct DecoderInitializers {
   graph::Initializer ffn_output;
 };
 
-DecoderInitializers decoder_initializers(const ModelParams& p, bool gptj) {
+DecoderInitializers decoder_initializers(const ModelParams& p, bool gptj, const Mup& mup) {
   double range = p.number("initializer_range");
   auto layers = static_cast<double>(p.integer("num_hidden_layers"));
+  double depth = 1.0 / std::sqrt(2.0 * layers);
   DecoderInitializers result;
   result.kernel = nn::initializer_from(p.find("initializer"), nn::normal_initializer(range));
   result.embedding = nn::initializer_from(p.find("embedding_initializer"), result.kernel);
-  graph::Initializer deep = gptj || p.has("initializer")
+  graph::Initializer deep = gptj || p.has("initializer") || mup.on
                                 ? result.kernel
-                                : nn::normal_initializer(range / std::sqrt(2.0 * layers));
+                                : nn::normal_initializer(range * depth);
   result.attention_output = nn::initializer_from(p.find("output_layer_initializer"), deep);
   result.ffn = nn::initializer_from(p.find("ffn_initializer"),
                                     gptj ? result.attention_output : result.kernel);
   result.ffn_output =
       nn::initializer_from(p.find("ffn_output_layer_initializer"), result.attention_output);
+  if (!mup.on) return result;
+  double narrow = 1.0 / std::sqrt(mup.width);
+  result.kernel = scaled(result.kernel, narrow);
+  result.ffn = scaled(result.ffn, narrow);
+  result.attention_output = scaled(result.attention_output, narrow * depth);
+  result.ffn_output = scaled(result.ffn_output, depth / std::sqrt(mup.filter));
   return result;
+}
+
+// The Model Zoo's learning-rate groups of its decoders; muP runs the projections at the base
+// model's rate divided by the width (the second feed-forward layer's by the filter width).
+std::vector<LearningRateGroup> decoder_learning_rate_groups(bool gptj, const Mup& mup) {
+  std::vector<LearningRateGroup> groups = {
+      {"embedding", {"*embedding*weight"}, 1.0},
+      {"decoder_attention", {"*decoder*attn*dense*weight"}, 1.0 / mup.width},
+      {"decoder_input_ffn", {"*decoder*ffn.ffn.[!1]*weight"}, 1.0 / mup.width},
+      {"decoder_output_ffn", {"*decoder*ffn.ffn.[1]*weight"}, 1.0 / mup.filter},
+  };
+  // 2.2's adjust_learning_rate named every decoder projection decoder_kernel.
+  if (!gptj)
+    groups.push_back({"decoder_kernel", {"*decoder*dense*weight", "*decoder*linear*weight"}, 1.0});
+  return groups;
+}
+
+// What multiplies the language-model head's logits: muP's output_logits_alpha over the width (or
+// its square root), else 2.2's output_logits_scale.
+double output_logits_scale(const ModelParams& p, const Mup& mup) {
+  if (!mup.on) return p.has("output_logits_scale") ? p.number("output_logits_scale") : 1.0;
+  double alpha = p.has("output_logits_alpha") ? p.number("output_logits_alpha") : 1.0;
+  if (alpha == 0.0) alpha = 1.0;
+  bool by_width = !p.has("scale_output_logits_by_d") || p.flag("scale_output_logits_by_d");
+  return alpha / (by_width ? mup.width : std::sqrt(mup.width));
 }
 
 double number_in(const Node& map, const char* key, double fallback) {
@@ -145,7 +205,18 @@ nn::PositionScaling position_scaling(const ModelParams& p) {
   return scaling;
 }
 
-nn::AttentionOptions attention_options(const ModelParams& p, const DecoderInitializers& init) {
+// The attention scores' factor: 1/sqrt(head) for scaled_dot_product, 1/head with muP's
+// scale_qk_dot_by_d (on by default under muP), times attention_logits_alpha.
+double score_scale(const ModelParams& p, const Mup& mup, std::int64_t head) {
+  double alpha = p.has("attention_logits_alpha") ? p.number("attention_logits_alpha") : 1.0;
+  if (p.text("attention_type") != "scaled_dot_product") return alpha;
+  bool by_head = p.has("scale_qk_dot_by_d") ? p.flag("scale_qk_dot_by_d") : mup.on;
+  auto d = static_cast<double>(head);
+  return alpha / (by_head ? d : std::sqrt(d));
+}
+
+nn::AttentionOptions attention_options(const ModelParams& p, const DecoderInitializers& init,
+                                       const Mup& mup) {
   nn::AttentionOptions options;
   options.heads = p.integer("num_heads");
   options.kv_heads = decoder_kv_heads(p);
@@ -153,9 +224,7 @@ nn::AttentionOptions attention_options(const ModelParams& p, const DecoderInitia
   if (p.has("attention_sliding_window_length"))
     options.window = p.integer("attention_sliding_window_length");
   if (p.has("attention_sink_tokens")) options.sink_tokens = p.integer("attention_sink_tokens");
-  std::int64_t head = p.integer("hidden_size") / options.heads;
-  if (p.text("attention_type") == "scaled_dot_product")
-    options.score_scale = 1.0 / std::sqrt(static_cast<double>(head));
+  options.score_scale = score_scale(p, mup, p.integer("hidden_size") / options.heads);
   if (position_type(p) == "rotary") {
     nn::RotarySpec rotary;
     rotary.rotary_dim = decoder_rotary_dim(p);
@@ -250,7 +319,8 @@ ModelOutputs build_decoder(ModelBuild& b, const std::string& model_name, bool pa
   nn::Scope model(b.context, "model");
   std::int64_t vocab = p.integer("vocab_size");
   std::int64_t hidden = p.integer("hidden_size");
-  DecoderInitializers init = decoder_initializers(p, parallel_block);
+  Mup mup = mup_of(p);
+  DecoderInitializers init = decoder_initializers(p, parallel_block, mup);
   double eps = p.number("layer_norm_epsilon");
   std::string norm = p.text("norm_type");
 
@@ -264,13 +334,15 @@ ModelOutputs build_decoder(ModelBuild& b, const std::string& model_name, bool pa
   {
     auto entered = embeddings.enter();
     if (p.flag("embedding_layer_norm")) x = nn::norm(norm, model.child("embedding_ln_f"), x, eps);
+    if (p.has("embeddings_scale") && p.number("embeddings_scale") != 1.0)
+      x = x * p.number("embeddings_scale");
     x = nn::dropout(b.context, x, dropout_or(p, "embedding_dropout_rate"));
   }
   double dropout =
       parallel_block ? dropout_or(p, "residual_dropout_rate") : p.number("dropout_rate");
   DecoderLayerParts parts{p,
                           b.context,
-                          attention_options(p, init),
+                          attention_options(p, init, mup),
                           {p.integer("filter_size"), p.text("nonlinearity"), p.flag("use_ffn_bias"),
                            dropout, init.ffn, init.ffn_output},
                           norm,
@@ -297,7 +369,11 @@ ModelOutputs build_decoder(ModelBuild& b, const std::string& model_name, bool pa
         {p.flag("use_bias_in_output"), nn::normal_initializer(p.number("initializer_range")),
          nn::zeros_initializer()});
   }
-  return language_model_outputs(b, logits);
+  double logits_scale = output_logits_scale(p, mup);
+  if (logits_scale != 1.0) logits = logits * logits_scale;
+  ModelOutputs outputs = language_model_outputs(b, logits);
+  outputs.learning_rate_groups = decoder_learning_rate_groups(parallel_block, mup);
+  return outputs;
 }
 
 BatchLayout gpt_layout(const ModelParams& params, std::int64_t batch, const DataHints& hints) {

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "graph/tensor.hpp"
+#include "learning_rate_groups.hpp"
 #include "model_params.hpp"
 #include "nn/metric.hpp"
 #include "nn/scope.hpp"
@@ -37,6 +38,9 @@ struct ModelBuild {
 struct ModelOutputs {
   graph::Tensor loss;
   std::vector<nn::Metric> metrics;
+  // The network's learning-rate groups (muP's per-group factors; the optimizer's
+  // adjust_learning_rate names them).
+  std::vector<LearningRateGroup> learning_rate_groups;
 };
 
 // A model key whose value csrun cannot build yet ("not supported yet"); `key` lets the caller

@@ -35,7 +35,13 @@ TracedStep trace_step(const CheckedModel& model, std::int64_t batch_size,
   }
   ModelOutputs outputs = model.definition->build(build);
   if (training) {
-    nn::append_training_update(context, outputs.loss, options.training);
+    std::vector<std::string> names;
+    for (const graph::Tensor& parameter : context.parameters())
+      names.push_back(traced.graph.leaf_name(parameter.id()));
+    nn::LearningRateScales scales =
+        learning_rate_scales(outputs.learning_rate_groups,
+                             options.training.optimizer.params.find("adjust_learning_rate"), names);
+    nn::append_training_update(context, outputs.loss, options.training, scales);
   } else {
     traced.graph.add_output("loss", outputs.loss.id());
     for (const nn::Metric& metric : outputs.metrics) {

@@ -76,10 +76,11 @@ class Sgd : public Optimizer {
 
   // PyTorch's SGD: the first step stores the gradient itself as momentum buffer.
   void update(Graph& graph, const std::vector<Tensor>& parameters,
-              const std::vector<Tensor>& gradients, const Tensor& lr, const Tensor& global_step,
-              const std::optional<Tensor>& apply) override {
+              const std::vector<Tensor>& gradients, const std::vector<Tensor>& learning_rates,
+              const Tensor& global_step, const std::optional<Tensor>& apply) override {
     for (std::size_t i = 0; i < parameters.size(); ++i) {
       const Tensor& p = parameters[i];
+      const Tensor& lr = learning_rates[i];
       Tensor g = maximize_ ? -gradients[i] : gradients[i];
       if (weight_decay_ != 0.0) g = g + weight_decay_ * p;
       if (momentum_ != 0.0) {
@@ -132,11 +133,12 @@ class AdamFamily : public Optimizer {
   }
 
   void update(Graph& graph, const std::vector<Tensor>& parameters,
-              const std::vector<Tensor>& gradients, const Tensor& lr, const Tensor&,
-              const std::optional<Tensor>& apply) override {
+              const std::vector<Tensor>& gradients, const std::vector<Tensor>& learning_rates,
+              const Tensor&, const std::optional<Tensor>& apply) override {
     auto [beta1, beta2] = betas_;
     for (std::size_t i = 0; i < parameters.size(); ++i) {
       const Tensor& p = parameters[i];
+      const Tensor& lr = learning_rates[i];
       Tensor g = gradients[i];
       if (kind_ == Kind::adam && weight_decay_ != 0.0) g = g + weight_decay_ * p;
       Tensor step = state(graph, i, "step");

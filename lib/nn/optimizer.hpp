@@ -25,9 +25,12 @@ class Optimizer {
   // Traces one update and records the new value of every parameter and state variable in the
   // graph. Where `apply` (a boolean scalar) is false, everything keeps its value: the step is
   // skipped (non-finite gradients under dynamic loss scaling).
+  // learning_rates holds each parameter's (a group's scale times the schedule's rate); decoupled
+  // weight decay follows it, as in cerebras.pytorch's optimizers.
   virtual void update(graph::Graph& graph, const std::vector<Tensor>& parameters,
-                      const std::vector<Tensor>& gradients, const Tensor& learning_rate,
-                      const Tensor& global_step, const std::optional<Tensor>& apply) = 0;
+                      const std::vector<Tensor>& gradients,
+                      const std::vector<Tensor>& learning_rates, const Tensor& global_step,
+                      const std::optional<Tensor>& apply) = 0;
 };
 
 // The optimizer of a checked {ClassName: params} entry. Throws std::invalid_argument for a

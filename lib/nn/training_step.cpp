@@ -80,10 +80,27 @@ std::vector<Tensor> clipped(std::vector<Tensor> gradients, const config::Precisi
   return gradients;
 }
 
+// Each parameter's learning rate: the schedule's, times its scale where it has one (one node per
+// distinct scale).
+std::vector<Tensor> learning_rates(const std::vector<Tensor>& parameters, const Tensor& lr,
+                                   const LearningRateScales& scales) {
+  std::map<double, Tensor> scaled = {{1.0, lr}};
+  std::vector<Tensor> rates;
+  for (const Tensor& parameter : parameters) {
+    auto found = scales.find(parameter.graph().leaf_name(parameter.id()));
+    double scale = found == scales.end() ? 1.0 : found->second;
+    auto [at, inserted] = scaled.try_emplace(scale, lr);
+    if (inserted) at->second = lr * scale;
+    rates.push_back(at->second);
+  }
+  return rates;
+}
+
 }  // namespace
 
 void append_training_update(StepContext& context, const Tensor& loss,
-                            const TrainingOptions& options) {
+                            const TrainingOptions& options,
+                            const LearningRateScales& learning_rate_scales) {
   Graph& graph = context.graph();
   const std::vector<Tensor>& parameters = context.parameters();
   std::unique_ptr<Optimizer> optimizer = make_optimizer(options.optimizer);
@@ -110,7 +127,9 @@ void append_training_update(StepContext& context, const Tensor& loss,
       g = where(*loss_scale.finite, g, 0.0);
   }
   gradients = clipped(std::move(gradients), options.precision, graph);
-  optimizer->update(graph, parameters, gradients, lr, context.global_step(), loss_scale.finite);
+  optimizer->update(graph, parameters, gradients,
+                    learning_rates(parameters, lr, learning_rate_scales), context.global_step(),
+                    loss_scale.finite);
   if (loss_scale.finite) {
     update_dynamic_scale(graph, options.precision.loss_scaling, loss_scale.scale,
                          *loss_scale.finite);

@@ -1,5 +1,7 @@
 #pragma once
 
+#include <map>
+#include <string>
 #include <vector>
 
 #include "config/run_spec.hpp"
@@ -16,6 +18,10 @@ struct TrainingOptions {
   config::PrecisionSpec precision;
 };
 
+// The factor each parameter's learning rate takes (muP's per-group rates, the Model Zoo's
+// adjust_learning_rate), by parameter name; parameters not named keep the schedule's rate.
+using LearningRateScales = std::map<std::string, double>;
+
 // Initial loss scale of dynamic scaling when the params give none (the Model Zoo's legacy
 // default, 2^15).
 inline constexpr double kDefaultInitialLossScale = 32768.0;
@@ -27,6 +33,7 @@ inline constexpr double kDefaultInitialLossScale = 32768.0;
 // loss_scale and grad_norm when they apply. Throws std::invalid_argument for what csrun does
 // not support yet.
 void append_training_update(StepContext& context, const Tensor& loss,
-                            const TrainingOptions& options);
+                            const TrainingOptions& options,
+                            const LearningRateScales& learning_rate_scales = {});
 
 }  // namespace csrun::nn

@@ -58,7 +58,7 @@ def layer_norm(params, prefix, x, eps):
     return F.layer_norm(x, (width,), params.get(prefix + ".weight", (width,)), params.get(prefix + ".bias", (width,)), eps)
 
 
-def attention(params, prefix, x, heads, allowed):
+def attention(params, prefix, x, heads, allowed, scale=None):
     batch, length, width = x.shape
     head = width // heads
 
@@ -68,7 +68,8 @@ def attention(params, prefix, x, heads, allowed):
     q = split(linear(params, prefix + ".proj_q_dense_layer", x, width))
     k = split(linear(params, prefix + ".proj_k_dense_layer", x, width))
     v = split(linear(params, prefix + ".proj_v_dense_layer", x, width))
-    scores = q @ k.transpose(-1, -2) / math.sqrt(head)
+    scores = q @ k.transpose(-1, -2)
+    scores = scores / math.sqrt(head) if scale is None else scores * scale
     scores = torch.where(allowed, scores, torch.tensor(-1e9))
     context = (torch.softmax(scores, -1) @ v).permute(0, 2, 1, 3).reshape(batch, length, width)
     return linear(params, prefix + ".proj_output_dense_layer", context, width)
@@ -104,20 +105,36 @@ def fc_mnist_batch(step, cfg, size):
     return {"input": mnist_pixels(f"data.input.{step}", (size, 784)), "labels": integers(f"data.labels.{step}", (size,), 10)}
 
 
+def mup_widths(cfg):
+    """muP's width multipliers (hidden, filter), 1 without mup_base_hidden_size."""
+    if "mup_base_hidden_size" not in cfg:
+        return 1.0, 1.0
+    return cfg["hidden_size"] / cfg["mup_base_hidden_size"], cfg["filter_size"] / cfg["mup_base_filter_size"]
+
+
 def gpt2_loss(params, batch, cfg):
+    """GPT2LMHeadModel; with muP (Model Zoo 2.3 on) embeddings times embeddings_scale, attention
+    scores alpha * q.k / head, logits times output_logits_alpha / width."""
     ids = batch["input_ids"]
     batch_size, length = ids.shape
     hidden, vocab, eps = cfg["hidden_size"], cfg["vocab_size"], cfg["layer_norm_epsilon"]
+    width, _ = mup_widths(cfg)
+    head = hidden // cfg["num_heads"]
+    scale = cfg["attention_logits_alpha"] / head if "mup_base_hidden_size" in cfg else None
     words = params.get("model.embedding_layer.word_embeddings.weight", (vocab, hidden))
     positions = params.get("model.embedding_layer.position_embeddings.weight", (cfg["max_position_embeddings"], hidden))
     x = words[ids] + positions[torch.arange(length)]
+    if "embeddings_scale" in cfg:
+        x = x * cfg["embeddings_scale"]
     causal = torch.arange(length)[:, None] >= torch.arange(length)[None, :]
     for i in range(cfg["num_hidden_layers"]):
         prefix = f"model.transformer_decoder.layers.{i}"
-        x = x + attention(params, prefix + ".self_attn", layer_norm(params, prefix + ".norm1", x, eps), cfg["num_heads"], causal)
+        x = x + attention(params, prefix + ".self_attn", layer_norm(params, prefix + ".norm1", x, eps), cfg["num_heads"], causal, scale)
         x = x + feed_forward(params, prefix, layer_norm(params, prefix + ".norm3", x, eps), cfg["filter_size"])
     x = layer_norm(params, "model.transformer_decoder.norm", x, eps)
     logits = x.reshape(batch_size * length, hidden) @ words.t()
+    if "mup_base_hidden_size" in cfg:
+        logits = logits * (cfg["output_logits_alpha"] / width)
     mask = batch["attention_mask"].reshape(-1).float()
     losses = per_row_cross_entropy(logits, batch["labels"].reshape(-1))
     return (losses * mask).sum() / mask.sum().clamp(min=1.0)
@@ -296,11 +313,13 @@ def sgd(params, state, lr, step, options):
         p.data -= lr * buffer
 
 
-def adamw(params, state, lr, step, options):
-    """Hugging Face's AdamW (correct_bias, decoupled weight decay after the step)."""
+def adamw(params, state, base_lr, step, options):
+    """Hugging Face's AdamW (correct_bias, decoupled weight decay after the step); a parameter's
+    learning rate is the schedule's times its group's scale (options["lr_scale"](name))."""
     beta1, beta2 = options.get("betas", [0.9, 0.999])
     eps, decay = options.get("eps", 1e-6), options.get("weight_decay", 0.0)
     for name, p in params.tensors.items():
+        lr = base_lr * options.get("lr_scale", lambda n: 1.0)(name)
         m, v, t = state.get(name, (torch.zeros_like(p), torch.zeros_like(p), 0))
         t += 1
         m = beta1 * m + (1 - beta1) * p.grad
@@ -389,6 +408,19 @@ def main():
              "norm_type": "rmsnorm", "nonlinearity": "swiglu", "dropout_rate": 0.0, "attention_dropout_rate": 0.0,
              "layer_norm_epsilon": 1e-5, "share_embedding_weights": False, "use_bias_in_output": False,
              "use_projection_bias_in_attention": False, "use_ffn_bias_in_attention": False, "use_ffn_bias": False}
+    mup = dict(gpt, mup_base_hidden_size=8, mup_base_filter_size=16, output_logits_alpha=2.0,
+               embeddings_scale=3.0, attention_logits_alpha=0.5)
+    mup_width, mup_filter = mup_widths(mup)
+
+    def mup_lr_scale(name):
+        if "self_attn" in name and name.endswith("weight"):
+            return 1 / mup_width
+        if ".ffn.ffn.0." in name and name.endswith("weight"):
+            return 1 / mup_width
+        if ".ffn.ffn.1." in name and name.endswith("weight"):
+            return 1 / mup_filter
+        return 1.0
+
     mistral = dict(llama, rotary_dim=2, pos_scaling_type="linear", pos_scaling_factor=2.0,
                    extra_attention_params={"num_kv_groups": 1}, attention_sliding_window_length=3, attention_sink_tokens=1)
     del mistral["pos_scaling_extra_args"]
@@ -416,6 +448,10 @@ def main():
         train("bert AdamW", {"device": "CPU", "model": bert, "precision": fp32,
                              "optimizer": {"AdamW": {"lr": 0.005, "weight_decay": 0.01}}},
               bert_data, bert_loss, bert_batch, 2, adamw, {"weight_decay": 0.01}, lambda s: 0.005),
+        train("gpt2 muP AdamW (per-group learning rates)",
+              {"device": "CPU", "model": mup, "precision": fp32,
+               "optimizer": {"AdamW": dict(adamw_options, lr=0.005)}},
+              mup, gpt2_loss, gpt2_batch, 2, adamw, dict(adamw_options, lr_scale=mup_lr_scale), lambda s: 0.005),
         train("gptj AdamW", {"device": "CPU", "model": gptj, "precision": fp32,
                              "optimizer": {"AdamW": dict(adamw_options, lr=0.005)}},
               gptj, rotary_decoder_loss, gpt2_batch, 2, adamw, adamw_options, lambda s: 0.005),

@@ -5,6 +5,7 @@
 
 #include "graph/fingerprint.hpp"
 #include "models/step_trace.hpp"
+#include "support/params_fixture.hpp"
 #include "support/step_fixture.hpp"
 
 using namespace csrun;
@@ -159,4 +160,57 @@ TEST_CASE("GPT-2 small and GPT-3 6.7B trace shape-only") {
   models::TracedStep gpt3 = models::trace_step(large.model, 1, large.training_options());
   CHECK(gpt3.parameter_count == large.model.parameter_count);
   CHECK(gpt3.parameter_count > 6'600'000'000);
+}
+
+namespace {
+
+// A tiny gpt3 trainer with these model keys and optimizer, its step traced.
+models::TracedStep traced_trainer(const std::string& model_keys, const std::string& optimizer) {
+  auto loaded = test::load_params_text(
+      "trainer:\n  init:\n    device: CPU\n    model: {name: gpt3, vocab_size: 32, "
+      "hidden_size: 16, filter_size: 32, num_hidden_layers: 2, num_heads: 2, "
+      "max_position_embeddings: 8, embeddings_scale: 10.0, scale_qk_dot_by_d: true, " +
+      model_keys + "}\n    optimizer: " + optimizer +
+      "\n    loop: {max_steps: 1}\n  fit:\n    train_dataloader: {data_processor: "
+      "GptHDF5DataProcessor, data_dir: d, batch_size: 2, max_sequence_length: 8}\n");
+  INFO(loaded.dump());
+  REQUIRE_FALSE(loaded.diagnostics.has_errors());
+  config::Diagnostics diagnostics;
+  auto model = models::check_model(loaded.trainer(), diagnostics);
+  REQUIRE(model);
+  const config::TrainerSpec& trainer = loaded.trainer();
+  return models::trace_step(
+      *model, 2, {models::StepKind::train, 1, {*trainer.optimizer, {}, trainer.precision}});
+}
+
+}  // namespace
+
+// Release 2.2 wrote muP as pre-scaled initializers, output_logits_scale and the optimizer's
+// adjust_learning_rate {decoder_kernel: 1/width}; 2.3's converter turns that into base widths,
+// output_logits_alpha and unscaled initializers, which the network scales itself. Both spell the
+// same step (width 2, 2 layers: the projections' std 0.08/sqrt(2), the outputs' 0.08/sqrt(2*2*2)).
+TEST_CASE("Release 2.2's muP and its 2.3 spelling trace the same step") {
+  models::TracedStep old_spelling = traced_trainer(
+      "initializer: {name: truncated_normal, mean: 0.0, std: 0.056568542494923796, a: "
+      "-0.11313708498984759, b: 0.11313708498984759}, output_layer_initializer: {name: "
+      "truncated_normal, mean: 0.0, std: 0.028284271247461898, a: -0.056568542494923796, b: "
+      "0.056568542494923796}, embedding_initializer: {name: "
+      "truncated_normal, mean: 0.0, std: 0.08, a: -0.16, b: 0.16}, output_logits_scale: 0.5",
+      "{AdamW: {lr: 0.001, adjust_learning_rate: {decoder_kernel: 0.5}}}");
+  models::TracedStep new_spelling = traced_trainer(
+      "initializer: {name: truncated_normal, mean: 0.0, std: 0.08, a: -0.16, b: 0.16}, "
+      "output_layer_initializer: {name: truncated_normal, mean: 0.0, std: 0.08, a: -0.16, b: "
+      "0.16}, embedding_initializer: {name: truncated_normal, mean: 0.0, std: 0.08, a: -0.16, b: "
+      "0.16}, mup_base_hidden_size: 8, mup_base_filter_size: 16, output_logits_alpha: 1.0",
+      "{AdamW: {lr: 0.001}}");
+  CHECK(graph::fingerprint(old_spelling.graph) == graph::fingerprint(new_spelling.graph));
+}
+
+TEST_CASE("adjust_learning_rate names the network's groups; an unknown one is refused") {
+  CHECK_THROWS_WITH(
+      traced_trainer("output_logits_scale: 0.5",
+                     "{AdamW: {lr: 0.001, adjust_learning_rate: "
+                     "{decoder_kernal: 0.5}}}"),
+      Catch::Contains("adjust_learning_rate names the group 'decoder_kernal', which this network "
+                      "does not define (its groups: embedding, decoder_attention"));
 }
