@@ -1,128 +1,17 @@
 #include <algorithm>
-#include <cctype>
-#include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <stdexcept>
-#include <unordered_map>
 
-#include "csv_records.hpp"
+#include "csv_tables.hpp"
 #include "data_paths.hpp"
 #include "dataset.hpp"
 #include "graph/counter_rng.hpp"
 #include "masked_lm.hpp"
 #include "processor_registry.hpp"
+#include "vocabulary.hpp"
 
 namespace csrun::data {
 
-namespace fs = std::filesystem;
-
 namespace {
-
-// One line of a data directory's meta.dat: "<csv file> <number of examples>".
-struct MetaEntry {
-  fs::path file;
-  std::int64_t examples = 0;
-};
-
-// The entries of `directory`/meta.dat; `problem` says what is wrong when it cannot be read.
-std::vector<MetaEntry> read_meta(const std::string& directory, std::string& problem) {
-  fs::path meta = fs::path(directory) / "meta.dat";
-  if (std::string not_a_file = regular_file_problem(meta.string());
-      !not_a_file.empty() && not_a_file != "does not exist") {
-    problem = meta.string() + " " + not_a_file;
-    return {};
-  }
-  std::ifstream lines(meta);
-  if (!lines) {
-    problem = "Meta file is missing in the input directory: " + directory + ".";
-    return {};
-  }
-  std::vector<MetaEntry> entries;
-  std::string line;
-  for (int number = 1; std::getline(lines, line); ++number) {
-    std::istringstream fields(line);
-    std::string file;
-    long long count = -1;
-    if (!(fields >> file)) continue;
-    if (!(fields >> count) || count < 0) {
-      problem = meta.string() + " line " + std::to_string(number) +
-                ": expected '<csv file> <number of examples>'";
-      return {};
-    }
-    fs::path csv = fs::path(directory) / file;
-    if (std::string not_a_file = regular_file_problem(csv.string()); !not_a_file.empty()) {
-      problem = meta.string() + " line " + std::to_string(number) + " lists '" + file +
-                "', which " +
-                (not_a_file == "does not exist" ? "is not in " + directory : not_a_file);
-      return {};
-    }
-    entries.push_back({csv, count});
-  }
-  return entries;
-}
-
-std::string lowered(std::string text) {
-  std::transform(text.begin(), text.end(), text.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return text;
-}
-
-std::string read_text(const fs::path& path) {
-  std::ifstream file(path, std::ios::binary);
-  if (!file) throw std::runtime_error("cannot read " + path.string());
-  std::ostringstream text;
-  text << file.rdbuf();
-  return text.str();
-}
-
-std::string text_key(const DataloaderSpec& loader, std::string_view key, std::string fallback) {
-  const config::Node* node = loader.params.find(key);
-  return node && node->is_string() ? node->as_string() : fallback;
-}
-
-bool flag_key(const DataloaderSpec& loader, std::string_view key) {
-  const config::Node* node = loader.params.find(key);
-  return node && node->is_bool() && node->as_bool();
-}
-
-// A BERT vocabulary file: one token per line, its id the line's index.
-class Vocabulary {
- public:
-  Vocabulary(const std::string& path, bool lower, const std::string& oov_token) : path_(path) {
-    std::istringstream lines(read_text(path));
-    std::string token;
-    while (std::getline(lines, token)) {
-      while (!token.empty() && std::isspace(static_cast<unsigned char>(token.back())))
-        token.pop_back();
-      if (lower) token = lowered(token);
-      ids_.emplace(token, static_cast<std::int32_t>(words_.size()));
-      words_.push_back(token);
-    }
-    oov_ = require(oov_token, "oov_token");
-  }
-
-  std::int32_t require(const std::string& token, const std::string& role) const {
-    auto found = ids_.find(token);
-    if (found == ids_.end())
-      throw std::runtime_error("vocab_file " + path_ + " has no " + role + " '" + token + "'");
-    return found->second;
-  }
-  std::optional<std::int32_t> find(const std::string& token) const {
-    auto found = ids_.find(token);
-    if (found == ids_.end()) return std::nullopt;
-    return found->second;
-  }
-  std::int32_t id(const std::string& token) const { return find(token).value_or(oov_); }
-  const std::vector<std::string>& words() const { return words_; }
-  std::int64_t size() const { return static_cast<std::int64_t>(words_.size()); }
-
- private:
-  std::string path_;
-  std::vector<std::string> words_;
-  std::unordered_map<std::string, std::int32_t> ids_;
-  std::int32_t oov_ = 0;
-};
 
 const std::vector<std::string> kExcludedByDefault = {"[CLS]", "[SEP]", "[PAD]", "[MASK]"};
 
@@ -132,9 +21,10 @@ MaskingRules masking_rules(const DataloaderSpec& loader, const Vocabulary& vocab
   rules.max_predictions = predictions;
   if (const config::Node* prob = loader.params.find("masked_lm_prob"))
     rules.masked_lm_prob = prob->as_number();
-  std::string mask = text_key(loader, "mask_token", "[MASK]");
+  std::string mask = loader_text(loader, "mask_token", "[MASK]");
   rules.mask_id = vocab.require(lower ? lowered(mask) : mask, "mask_token");
-  rules.whole_word = flag_key(loader, "mask_whole_word") || flag_key(loader, "whole_word_masking");
+  rules.whole_word =
+      loader_flag(loader, "mask_whole_word") || loader_flag(loader, "whole_word_masking");
   rules.excluded.assign(static_cast<std::size_t>(vocab.size()), false);
   std::vector<std::string> excluded = kExcludedByDefault;
   if (const config::Node* list = loader.params.find("exclude_from_masking")) {
@@ -184,55 +74,6 @@ struct BertFields {
   }
 };
 
-// The CSV files of one data directory's meta.dat, each read as records after its header, with the
-// header's column index.
-struct CsvTable {
-  std::string source;
-  std::vector<std::string> header;
-  std::vector<CsvRecord> records;  // the examples meta.dat counts
-
-  std::optional<std::size_t> column(const std::string& name, bool needed,
-                                    const std::string& columns) const {
-    auto found = std::find(header.begin(), header.end(), name);
-    if (found != header.end()) return static_cast<std::size_t>(found - header.begin());
-    if (!needed) return std::nullopt;
-    throw std::runtime_error(source + " line 1: the header has no column '" + name + "' (" +
-                             columns + ")");
-  }
-};
-
-std::vector<CsvTable> read_tables(const DataloaderSpec& loader) {
-  std::vector<CsvTable> tables;
-  for (const std::string& directory : loader.data_dirs) {
-    std::string problem;
-    std::vector<MetaEntry> entries = read_meta(directory, problem);
-    if (!problem.empty()) throw std::runtime_error(problem);
-    for (const MetaEntry& entry : entries) {
-      std::string source = entry.file.string();
-      std::vector<CsvRecord> records = parse_csv(read_text(entry.file), source);
-      if (records.empty()) throw std::runtime_error(source + " is empty: expected a header line");
-      auto available = static_cast<std::int64_t>(records.size()) - 1;
-      if (available < entry.examples) {
-        throw std::runtime_error(source + " holds " + std::to_string(available) +
-                                 " examples but meta.dat lists " + std::to_string(entry.examples));
-      }
-      std::vector<std::string> header = std::move(records.front().fields);
-      records.erase(records.begin());
-      records.resize(static_cast<std::size_t>(entry.examples));
-      tables.push_back({source, std::move(header), std::move(records)});
-    }
-  }
-  if (tables.empty()) throw std::runtime_error("no CSV files in " + loader.data_dirs.front());
-  return tables;
-}
-
-const std::string& record_field(const CsvRecord& record, std::size_t column) {
-  if (column >= record.fields.size())
-    throw std::invalid_argument("the record has " + std::to_string(record.fields.size()) +
-                                " fields, fewer than the header's columns");
-  return record.fields[column];
-}
-
 // BertCSVDynamicMaskDataProcessor's input, read into memory: token rows (columns tokens,
 // segment_ids, is_random_next) of the CSV files meta.dat lists, masked anew for every epoch.
 class BertCsvDataset : public Dataset {
@@ -240,11 +81,11 @@ class BertCsvDataset : public Dataset {
   BertCsvDataset(const DataloaderSpec& loader, const std::vector<SampleField>& fields,
                  std::uint64_t seed)
       : fields_(fields), key_(graph::mix_keys(seed, 0x6d6c6dULL)) {
-    bool lower = flag_key(loader, "do_lower");
+    bool lower = loader_flag(loader, "do_lower");
     config::Diagnostics diagnostics;
     auto vocab_path = expand_path(*loader.params.find("vocab_file"), diagnostics);
     if (!vocab_path) throw std::runtime_error("vocab_file: " + diagnostics.all().front().message);
-    Vocabulary vocab(*vocab_path, lower, text_key(loader, "oov_token", "[UNK]"));
+    Vocabulary vocab(*vocab_path, lower, loader_text(loader, "oov_token", "[UNK]"));
     if (vocab.size() > fields_.vocab_limit) {
       throw std::runtime_error(
           "vocab_file " + *vocab_path + " holds " + std::to_string(vocab.size()) +
@@ -252,7 +93,7 @@ class BertCsvDataset : public Dataset {
           "; set model.vocab_size to at least the vocabulary's size");
     }
     rules_ = masking_rules(loader, vocab, lower, fields_.predictions);
-    truncate_ = flag_key(loader, "disable_nsp") || !fields_.next_sentence;
+    truncate_ = loader_flag(loader, "disable_nsp") || !fields_.next_sentence;
     for (const CsvTable& table : read_tables(loader))
       append(table, vocab, lower);
     if (size() == 0)
@@ -462,29 +303,15 @@ std::unique_ptr<Dataset> open_bert_csv(const DataloaderSpec& loader,
 // BertCSVDynamicMaskDataProcessor reads the CSV files that data_dir/meta.dat lists, one
 // "<file> <number of examples>" per line, and a vocabulary file.
 DatasetFacts check_bert_csv_files(const DataloaderSpec& loader, config::Diagnostics& diagnostics) {
-  const config::Node& data_dir = *loader.params.find("data_dir");
   if (const config::Node* gather = loader.params.find("gather_mlm_labels");
       gather && gather->is_bool() && !gather->as_bool()) {
     diagnostics.error(gather->mark(), gather->path(),
                       "gather_mlm_labels: false is not supported: csrun's BERT reads the labels "
                       "of the masked positions only (gathered, the Model Zoo's default: true)");
   }
-  std::int64_t examples = 0;
-  for (const std::string& directory : loader.data_dirs) {
-    if (!require_directory(directory, data_dir, diagnostics)) continue;
-    std::string problem;
-    for (const MetaEntry& entry : read_meta(directory, problem))
-      examples += entry.examples;
-    if (!problem.empty()) diagnostics.error(data_dir.mark(), data_dir.path(), problem);
-  }
+  std::int64_t examples = check_meta_files(loader, diagnostics);
   if (const config::Node* vocab = loader.params.find("vocab_file")) {
     if (auto path = expand_path(*vocab, diagnostics)) require_file(*path, *vocab, diagnostics);
-  }
-  if (examples > 0 && examples < loader.batch_size) {
-    diagnostics.error(data_dir.mark(), data_dir.path(),
-                      "the dataset holds " + std::to_string(examples) +
-                          " examples, fewer than one batch of batch_size " +
-                          std::to_string(loader.batch_size));
   }
   return {examples, std::nullopt, std::nullopt};
 }

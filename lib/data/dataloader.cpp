@@ -175,4 +175,14 @@ std::optional<DataloaderSpec> check_dataloader(const Node& loader, const Dataloa
   return spec;
 }
 
+std::string loader_text(const DataloaderSpec& loader, std::string_view key, std::string fallback) {
+  const config::Node* node = loader.params.find(key);
+  return node && node->is_string() ? node->as_string() : fallback;
+}
+
+bool loader_flag(const DataloaderSpec& loader, std::string_view key) {
+  const config::Node* node = loader.params.find(key);
+  return node && node->is_bool() && node->as_bool();
+}
+
 }  // namespace csrun::data

@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "config/diagnostics.hpp"
@@ -40,6 +41,10 @@ struct DataloaderContext {
   bool fake_data = false;
   std::vector<std::string> model_processors;  // the processors the model reads (empty: any)
 };
+
+// A checked loader's key as text (`fallback` when absent) or as a flag (false when absent).
+std::string loader_text(const DataloaderSpec& loader, std::string_view key, std::string fallback);
+bool loader_flag(const DataloaderSpec& loader, std::string_view key);
 
 // Checks a dataloader section: its processor (matched to the model), every key, the batch
 // against num_csx and micro_batch_size, and (unless the data is fake) that the files are

@@ -62,7 +62,8 @@ class Dataset {
 };
 
 // The dataset a checked dataloader names: its files (MNIST IDX, the Model Zoo's GPT HDF5
-// layout, BERT's CSV files with dynamic masking), or synthetic samples when it is fake. Throws
+// layout, BERT's CSV files, the fine-tuning heads' GLUE, NER and BertSum files), or synthetic
+// samples when it is fake. Throws
 // std::runtime_error naming the file and what is wrong when the data cannot be read as the model's
 // fields.
 std::unique_ptr<Dataset> open_dataset(const DataloaderSpec& loader,
@@ -73,12 +74,16 @@ std::unique_ptr<Dataset> open_dataset(const DataloaderSpec& loader,
 std::vector<std::int64_t> sample_order(std::int64_t size, std::uint64_t seed, std::int64_t epoch,
                                        bool shuffle);
 
-// Readers of the formats (mnist_files.cpp, gpt_hdf5_files.cpp, bert_csv_files.cpp).
+// Readers of the formats (mnist_files.cpp, gpt_hdf5_files.cpp, bert_csv_files.cpp,
+// bert_finetuning_files.cpp).
 std::unique_ptr<Dataset> open_mnist(const DataloaderSpec& loader,
                                     const std::vector<SampleField>& fields);
 std::unique_ptr<Dataset> open_gpt_hdf5(const DataloaderSpec& loader,
                                        const std::vector<SampleField>& fields);
 std::unique_ptr<Dataset> open_bert_csv(const DataloaderSpec& loader,
                                        const std::vector<SampleField>& fields, std::uint64_t seed);
+// The BERT fine-tuning heads' data (bert_finetuning_files.cpp): GLUE TSV, NER CSV, BertSum CSV.
+std::unique_ptr<Dataset> open_bert_finetuning(const DataloaderSpec& loader,
+                                              const std::vector<SampleField>& fields);
 
 }  // namespace csrun::data

@@ -42,5 +42,8 @@ std::vector<std::string> processor_names();
 DatasetFacts check_mnist_files(const DataloaderSpec& loader, config::Diagnostics& diagnostics);
 DatasetFacts check_gpt_hdf5_files(const DataloaderSpec& loader, config::Diagnostics& diagnostics);
 DatasetFacts check_bert_csv_files(const DataloaderSpec& loader, config::Diagnostics& diagnostics);
+DatasetFacts check_glue_files(const DataloaderSpec& loader, config::Diagnostics& diagnostics);
+DatasetFacts check_ner_files(const DataloaderSpec& loader, config::Diagnostics& diagnostics);
+DatasetFacts check_bertsum_files(const DataloaderSpec& loader, config::Diagnostics& diagnostics);
 
 }  // namespace csrun::data

@@ -191,17 +191,10 @@ double attention_dropout(const ModelParams& p) {
                                          : p.number("dropout_rate");
 }
 
-// The Model Zoo's BERT pre-training model: embeddings (word, position, segment) with a layer
-// norm, post-LayerNorm encoder layers attending to the unpadded positions, the masked-LM head
-// (dense, activation, norm, the word embeddings as decoder) and, unless disable_nsp, the pooler
-// and next-sentence head.
-ModelOutputs build_bert(ModelBuild& b, const std::string& model_name) {
-  const ModelParams& p = b.params;
+void refuse_unsupported_encoder(const ModelParams& p, const std::string& model_name) {
   const Node* position = p.find("position_embedding_type");
   refuse_unless(p, model_name, "position_embedding_type",
                 position->is_string() && position->as_string() == "learned", "learned");
-  refuse_unless(p, model_name, "mlm_loss_scaling",
-                p.text("mlm_loss_scaling") != "precomputed_num_masked", "batch_size, num_masked");
   for (const char* key : {"encoder_nonlinearity", "pooler_nonlinearity", "mlm_nonlinearity"}) {
     refuse_unless(p, model_name, key, nn::is_supported_activation(p.text(key)),
                   "gelu, relu, tanh, ...");
@@ -222,34 +215,35 @@ ModelOutputs build_bert(ModelBuild& b, const std::string& model_name) {
   refuse_unless(p, model_name, "attention_module", p.text("attention_module") == "aiayn_attention",
                 "aiayn_attention");
   refuse_unless(p, model_name, "embedding_layer_norm", p.flag("embedding_layer_norm"), "true");
-  for (const char* classes : {"num_classes", "num_cls_classes"}) {
-    refuse_unless(p, model_name, classes, !p.has(classes) || p.integer(classes) == 2,
-                  "2 (next-sentence prediction)");
-  }
   refuse_unless(p, model_name, "embedding_size",
                 !p.has("embedding_size") || p.integer("embedding_size") == p.integer("hidden_size"),
                 "hidden_size");
   refuse_unless(p, model_name, "pooler_type",
                 !p.has("pooler_type") || p.text("pooler_type") == "first", "first");
-  nn::Scope model(b.context, "model");
-  nn::Scope encoder = model.child("bert_encoder");
+}
+
+}  // namespace
+
+BertEncoding encode_bert(ModelBuild& b, const nn::Scope& encoder, const std::string& model_name) {
+  const ModelParams& p = b.params;
+  refuse_unsupported_encoder(p, model_name);
   std::int64_t vocab = p.integer("vocab_size");
   std::int64_t hidden = p.integer("hidden_size");
   double eps = p.number("layer_norm_epsilon");
   double dropout = p.number("dropout_rate");
-  graph::Initializer init = nn::initializer_from(
-      p.find("initializer"), nn::normal_initializer(p.number("initializer_range")));
-  init = nn::initializer_from(p.find("default_initializer"), init);
-  graph::Initializer embedding_init = nn::initializer_from(p.find("embedding_initializer"), init);
+  BertEncoding result;
+  result.init = nn::initializer_from(p.find("initializer"),
+                                     nn::normal_initializer(p.number("initializer_range")));
+  result.init = nn::initializer_from(p.find("default_initializer"), result.init);
+  graph::Initializer embedding_init =
+      nn::initializer_from(p.find("embedding_initializer"), result.init);
   embedding_init = nn::initializer_from(p.find("embeddings_initializer"), embedding_init);
 
   const graph::Tensor& ids = b.input("input_ids");
-  std::int64_t batch = ids.dim(0);
-  std::int64_t length = ids.dim(1);
   nn::Scope embeddings = encoder.child("embedding_layer");
   nn::TokenEmbeddings tokens = nn::token_embeddings(
       embeddings, ids, vocab, p.integer("max_position_embeddings"), hidden, embedding_init);
-  graph::Tensor word_table = tokens.word_table;
+  result.word_table = tokens.word_table;
   graph::Tensor x = tokens.embedded;
   {
     auto entered = embeddings.enter();
@@ -269,8 +263,8 @@ ModelOutputs build_bert(ModelBuild& b, const std::string& model_name) {
   attention.projection_bias = p.flag("use_projection_bias_in_attention");
   attention.output_bias = p.flag("use_ffn_bias_in_attention");
   attention.dropout = attention_dropout(p);
-  attention.init = init;
-  attention.output_init = init;
+  attention.init = result.init;
+  attention.output_init = result.init;
   const graph::Tensor& keep = b.input("attention_mask");
   for (std::int64_t i = 0; i < p.integer("num_hidden_layers"); ++i) {
     nn::Scope layer = encoder.child("transformer_encoder").child("layers").child(i);
@@ -280,9 +274,50 @@ ModelOutputs build_bert(ModelBuild& b, const std::string& model_name) {
     graph::Tensor transformed =
         nn::feed_forward(layer.child("ffn"), x,
                          {p.integer("filter_size"), p.text("encoder_nonlinearity"),
-                          p.flag("use_ffn_bias"), dropout, init, init});
+                          p.flag("use_ffn_bias"), dropout, result.init, result.init});
     x = nn::layer_norm(layer.child("norm2"), x + transformed, eps);
   }
+  result.sequence = x;
+  return result;
+}
+
+graph::Tensor bert_pooler(const ModelParams& p, const nn::Scope& encoder,
+                          const BertEncoding& encoding) {
+  const graph::Tensor& x = encoding.sequence;
+  std::int64_t hidden = x.dim(2);
+  graph::Tensor first = graph::reshape(graph::slice(x, 1, 0, 1), {x.dim(0), hidden});
+  return nn::activation(
+      p.text("pooler_nonlinearity"),
+      nn::linear(
+          encoder.child("pooler").child("pooler").child("ffn").child(0).child("linear_layer"),
+          first, hidden, {true, encoding.init, nn::zeros_initializer()}));
+}
+
+namespace {
+
+// The Model Zoo's BERT pre-training model: embeddings (word, position, segment) with a layer
+// norm, post-LayerNorm encoder layers attending to the unpadded positions, the masked-LM head
+// (dense, activation, norm, the word embeddings as decoder) and, unless disable_nsp, the pooler
+// and next-sentence head.
+ModelOutputs build_bert(ModelBuild& b, const std::string& model_name) {
+  const ModelParams& p = b.params;
+  refuse_unless(p, model_name, "mlm_loss_scaling",
+                p.text("mlm_loss_scaling") != "precomputed_num_masked", "batch_size, num_masked");
+  for (const char* classes : {"num_classes", "num_cls_classes"}) {
+    refuse_unless(p, model_name, classes, !p.has(classes) || p.integer(classes) == 2,
+                  "2 (next-sentence prediction)");
+  }
+  nn::Scope model(b.context, "model");
+  nn::Scope encoder = model.child("bert_encoder");
+  BertEncoding encoding = encode_bert(b, encoder, model_name);
+  const graph::Tensor& x = encoding.sequence;
+  const graph::Tensor& word_table = encoding.word_table;
+  const graph::Initializer& init = encoding.init;
+  std::int64_t vocab = p.integer("vocab_size");
+  std::int64_t hidden = p.integer("hidden_size");
+  double eps = p.number("layer_norm_epsilon");
+  std::int64_t batch = x.dim(0);
+  std::int64_t length = x.dim(1);
 
   // Masked LM: the hidden states at the masked positions, through the transform, decoded by the
   // word embeddings.
@@ -328,12 +363,7 @@ ModelOutputs build_bert(ModelBuild& b, const std::string& model_name) {
     result.metrics.push_back({"eval/accuracy_masked_lm", graph::sum(mlm_hits * weights) / masked});
   if (p.flag("disable_nsp")) return result;
 
-  graph::Tensor first = graph::reshape(graph::slice(x, 1, 0, 1), {batch, hidden});
-  graph::Tensor pooled = nn::activation(
-      p.text("pooler_nonlinearity"),
-      nn::linear(
-          encoder.child("pooler").child("pooler").child("ffn").child(0).child("linear_layer"),
-          first, hidden, {true, init, nn::zeros_initializer()}));
+  graph::Tensor pooled = bert_pooler(p, encoder, encoding);
   graph::Tensor nsp_logits = nn::linear(
       model.child("bert_cls_head").child("classifier").child("ffn").child(0).child("linear_layer"),
       pooled, 2, {true, init, nn::zeros_initializer()});

@@ -1,9 +1,11 @@
-// The Model Zoo's BERT fine-tuning networks: the BERT encoder under a sequence classifier, a
-// token classifier or an extractive-summarization head. csrun checks and sizes them.
+// The Model Zoo's BERT fine-tuning networks: the BERT encoder (model.bert) under a sequence
+// classifier, a token classifier or an extractive-summarization head (model.classifier).
 
 #include "config/param_types.hpp"
 #include "layer_params.hpp"
 #include "model_definitions.hpp"
+#include "nn/initializers.hpp"
+#include "nn/layers.hpp"
 
 namespace csrun::models {
 
@@ -12,8 +14,13 @@ namespace {
 using namespace config;
 using T = ValueType;
 
+// The heads take the encoder's keys; like the Model Zoo's they compute eval metrics only when
+// asked.
 std::shared_ptr<const Schema> head_schema(const std::string& name, std::vector<Field> head) {
   std::vector<Field> fields = bert_encoder_fields(true);
+  for (Field& field : fields) {
+    if (field.name == "compute_eval_metrics") field.default_value = value(false);
+  }
   fields.insert(fields.end(), head.begin(), head.end());
   fields.push_back(earlier_release_field("pretrain_params_path", "TensorFlow-era",
                                          "fit.ckpt_path loads a pre-trained checkpoint"));
@@ -31,14 +38,200 @@ ModelDefinition head(const std::string& name, const std::string& description,
                          [count_head](const ModelParams& params, const DataHints&) {
                            return count_bert_encoder_body(params) + count_head(params);
                          },
-                         {},  // no builder yet: checked and sized only
+                         {},
                          {}};
+}
+
+std::int64_t sequence_length(const ModelParams& params, const DataHints& hints) {
+  return hints.max_sequence_length.value_or(params.integer("max_position_embeddings"));
+}
+
+// The encoder's inputs, then the head's fields. Callers read the params (a read can throw) before
+// they build the fields: GCC 12 otherwise warns of uninitialized shapes on the exception path.
+BatchLayout head_layout(const ModelParams& params, std::int64_t batch, const DataHints& hints,
+                        std::initializer_list<BatchField> head_fields) {
+  graph::Shape tokens = {batch, sequence_length(params, hints)};
+  BatchLayout layout = {{"input_ids", {tokens, graph::DType::i32}, 0},
+                        {"attention_mask", {tokens, graph::DType::i32}, 0},
+                        {"token_type_ids", {tokens, graph::DType::i32}, 2}};
+  layout.insert(layout.end(), head_fields);
+  return layout;
+}
+
+graph::Tensor classifier(const nn::Scope& model, const graph::Tensor& x, std::int64_t outputs,
+                         bool bias, const graph::Initializer& init) {
+  return nn::linear(model.child("classifier"), x, outputs, {bias, init, nn::zeros_initializer()});
+}
+
+// [2, C] of a ratio metric (MetricAverage::ratio) from C numerators and C denominators.
+graph::Tensor ratio(const std::vector<graph::Tensor>& numerators,
+                    const std::vector<graph::Tensor>& denominators) {
+  std::vector<graph::Tensor> rows;
+  for (const std::vector<graph::Tensor>* row : {&numerators, &denominators}) {
+    std::vector<graph::Tensor> parts;
+    for (const graph::Tensor& value : *row)
+      parts.push_back(graph::reshape(value, {1, 1}));
+    rows.push_back(graph::concat(parts, 1));
+  }
+  return graph::concat(rows, 0);
+}
+
+// single_label_classification: cross entropy; regression: mean squared error of one output;
+// without problem_type, one label means regression (as Hugging Face decides).
+bool regression(const ModelParams& p) {
+  if (!p.has("problem_type")) return p.integer("num_labels") == 1;
+  return p.text("problem_type") == "regression";
+}
+
+BatchLayout classifier_layout(const ModelParams& params, std::int64_t batch,
+                              const DataHints& hints) {
+  bool regresses = regression(params);
+  std::int64_t classes = regresses ? 0 : params.integer("num_labels");
+  graph::DType type = regresses ? graph::DType::f32 : graph::DType::i32;
+  return head_layout(params, batch, hints, {{"labels", {{batch}, type}, classes}});
+}
+
+// BertForSequenceClassification: the pooled first position, dropout (task_dropout), the
+// classifier; loss averaged over the batch.
+ModelOutputs build_classifier(ModelBuild& b) {
+  const ModelParams& p = b.params;
+  const std::string name = "bert/classifier";
+  refuse_unless(p, name, "problem_type",
+                !p.has("problem_type") || p.text("problem_type") != "multi_label_classification",
+                "single_label_classification, regression");
+  refuse_unless(p, name, "add_pooling_layer", p.flag("add_pooling_layer"), "true");
+  nn::Scope model(b.context, "model");
+  nn::Scope encoder = model.child("bert");
+  BertEncoding encoding = encode_bert(b, encoder, name);
+  graph::Tensor pooled =
+      nn::dropout(b.context, bert_pooler(p, encoder, encoding), p.number("task_dropout"));
+  std::int64_t labels_count = p.integer("num_labels");
+  auto entered = model.child("classifier").enter();
+  graph::Tensor logits = classifier(model, pooled, labels_count, true,
+                                    nn::normal_initializer(p.number("initializer_range")));
+  const graph::Tensor& labels = b.input("labels");
+  ModelOutputs result;
+  if (regression(p)) {
+    graph::Tensor error = graph::reshape(logits, {labels.dim(0)}) - labels;
+    result.loss = graph::mean(error * error);
+    return result;
+  }
+  result.loss = graph::mean(nn::cross_entropy(logits, labels));
+  if (!p.flag("compute_eval_metrics")) return result;
+  graph::Tensor hits =
+      graph::mean(graph::cast(graph::equal(graph::argmax(logits, -1), labels), graph::DType::f32));
+  result.metrics.push_back({"eval/accuracy", hits});
+  // The Model Zoo's F1 of a two-class task is scikit-learn's micro average: the accuracy.
+  if (labels_count == 2) result.metrics.push_back({"eval/f1_score", hits});
+  return result;
+}
+
+BatchLayout token_classifier_layout(const ModelParams& params, std::int64_t batch,
+                                    const DataHints& hints) {
+  std::int64_t classes = params.integer("num_classes");
+  graph::Shape tokens = {batch, sequence_length(params, hints)};
+  return head_layout(params, batch, hints,
+                     {{"labels", {tokens, graph::DType::i32}, classes},
+                      {"loss_mask", {tokens, graph::DType::i32}, 2}});
+}
+
+// The label ids whose F1 the Model Zoo averages: those of "B" and "I" in its NER label vocabulary
+// ([PAD] 0, B 1, I 2, O 3, X 4, [CLS] 5, [SEP] 6).
+constexpr std::int64_t kEntityLabels[] = {1, 2};
+
+// BertForTokenClassification: dropout (encoder_output_dropout_rate) and the classifier at every
+// position; cross entropy where loss_mask is set, summed, over the batch (and the length with
+// include_padding_in_loss), times loss_weight.
+ModelOutputs build_token_classifier(ModelBuild& b) {
+  const ModelParams& p = b.params;
+  const std::string name = "bert/token_classifier";
+  nn::Scope model(b.context, "model");
+  BertEncoding encoding = encode_bert(b, model.child("bert"), name);
+  std::int64_t batch = encoding.sequence.dim(0);
+  std::int64_t length = encoding.sequence.dim(1);
+  std::int64_t hidden = encoding.sequence.dim(2);
+  graph::Tensor x =
+      nn::dropout(b.context, encoding.sequence, p.number("encoder_output_dropout_rate"));
+  auto entered = model.child("classifier").enter();
+  graph::Tensor logits =
+      classifier(model, graph::reshape(x, {batch * length, hidden}), p.integer("num_classes"), true,
+                 nn::normal_initializer(p.number("initializer_range")));
+  graph::Tensor labels = graph::reshape(b.input("labels"), {batch * length});
+  graph::Tensor mask =
+      graph::cast(graph::reshape(b.input("loss_mask"), {batch * length}), graph::DType::f32);
+  double divisor = static_cast<double>(batch) *
+                   (p.flag("include_padding_in_loss") ? static_cast<double>(length) : 1.0);
+  ModelOutputs result;
+  result.loss =
+      graph::sum(nn::cross_entropy(logits, labels) * mask) / divisor * p.number("loss_weight");
+  if (!p.flag("compute_eval_metrics")) return result;
+  graph::Tensor predicted = graph::argmax(logits, -1);
+  graph::Tensor hits = graph::cast(graph::equal(predicted, labels), graph::DType::f32);
+  result.metrics.push_back({"eval/accuracy", ratio({graph::sum(hits * mask)}, {graph::sum(mask)}),
+                            nn::MetricAverage::ratio});
+  // Token-level F1 of each entity label over every position, macro-averaged: 2 TP / (predicted +
+  // actual).
+  std::vector<graph::Tensor> numerators;
+  std::vector<graph::Tensor> denominators;
+  for (std::int64_t label : kEntityLabels) {
+    auto value = static_cast<double>(label);
+    graph::Tensor is_predicted = graph::cast(graph::equal(predicted, value), graph::DType::f32);
+    graph::Tensor is_actual = graph::cast(graph::equal(labels, value), graph::DType::f32);
+    numerators.push_back(2.0 * graph::sum(is_predicted * is_actual));
+    denominators.push_back(graph::sum(is_predicted) + graph::sum(is_actual));
+  }
+  result.metrics.push_back(
+      {"eval/f1_score", ratio(numerators, denominators), nn::MetricAverage::ratio});
+  return result;
+}
+
+// The sentences' [CLS] positions per sequence: the data's max_cls_tokens, else 50.
+std::int64_t sentences(const DataHints& hints) {
+  return hints.max_cls_tokens.value_or(50);
+}
+
+BatchLayout summarization_layout(const ModelParams& params, std::int64_t batch,
+                                 const DataHints& hints) {
+  std::int64_t classes = params.integer("num_labels");
+  std::int64_t length = sequence_length(params, hints);
+  graph::Shape per_sentence = {batch, sentences(hints)};
+  return head_layout(params, batch, hints,
+                     {{"labels", {per_sentence, graph::DType::i32}, classes},
+                      {"cls_indices", {per_sentence, graph::DType::i32}, length},
+                      {"cls_weights", {per_sentence, graph::DType::f32}, 0}});
+}
+
+// BertSummarizationModel (BertSum): the encoder's outputs at each sentence's [CLS] position
+// through the classifier; cross entropy weighted by cls_weights, summed over the batch's
+// sentences, over the batch, times loss_weight.
+ModelOutputs build_summarization(ModelBuild& b) {
+  const ModelParams& p = b.params;
+  const std::string name = "bert/extractive_summarization";
+  nn::Scope model(b.context, "model");
+  BertEncoding encoding = encode_bert(b, model.child("bert"), name);
+  std::int64_t batch = encoding.sequence.dim(0);
+  std::int64_t length = encoding.sequence.dim(1);
+  std::int64_t hidden = encoding.sequence.dim(2);
+  const graph::Tensor& positions = b.input("cls_indices");
+  std::int64_t count = positions.dim(1);
+  auto entered = model.child("classifier").enter();
+  graph::Tensor at_sentences = graph::matmul(graph::one_hot(positions, length), encoding.sequence);
+  graph::Tensor logits = classifier(model, graph::reshape(at_sentences, {batch * count, hidden}),
+                                    p.integer("num_labels"), p.flag("use_cls_bias"),
+                                    nn::normal_initializer(p.number("initializer_range")));
+  graph::Tensor labels = graph::reshape(b.input("labels"), {batch * count});
+  graph::Tensor weights = graph::reshape(b.input("cls_weights"), {batch * count});
+  double loss_weight = p.has("loss_weight") ? p.number("loss_weight") : 1.0;
+  ModelOutputs result;
+  result.loss = graph::sum(nn::cross_entropy(logits, labels) * weights) /
+                static_cast<double>(batch) * loss_weight;
+  return result;
 }
 
 }  // namespace
 
 ModelDefinition bert_classifier_definition() {
-  return head(
+  ModelDefinition definition = head(
       "bert/classifier",
       "BERT sequence classifier (SST-2, MNLI): the pooled [CLS] output through a linear layer",
       {"SST2DataProcessor", "MNLIDataProcessor"},
@@ -57,41 +250,52 @@ ModelDefinition bert_classifier_definition() {
         std::int64_t pooler = p.flag("add_pooling_layer") ? hidden * hidden + hidden : 0;
         return pooler + hidden * labels + labels;
       });
+  definition.batch_layout = classifier_layout;
+  definition.build = build_classifier;
+  return definition;
 }
 
 ModelDefinition bert_token_classifier_definition() {
-  return head("bert/token_classifier",
-              "BERT token classifier (named-entity recognition): a linear layer per token",
-              {"BertTokenClassifierDataProcessor"},
-              {
-                  required_field("num_classes", dimension()),
-                  default_field("encoder_output_dropout_rate", dropout_type(), value(0.1)),
-                  default_field("loss_weight", positive_number(), value(1.0)),
-                  default_field("include_padding_in_loss", T::boolean(), value(false)),
-                  optional_field("label_vocab_file", T::string()),
-                  default_field("add_pooling_layer", T::boolean(), value(false)),
-              },
-              [](const ModelParams& p) {
-                std::int64_t classes = p.integer("num_classes");
-                return p.integer("hidden_size") * classes + classes;
-              });
+  ModelDefinition definition =
+      head("bert/token_classifier",
+           "BERT token classifier (named-entity recognition): a linear layer per token",
+           {"BertTokenClassifierDataProcessor"},
+           {
+               required_field("num_classes", dimension()),
+               default_field("encoder_output_dropout_rate", dropout_type(), value(0.1)),
+               default_field("loss_weight", positive_number(), value(1.0)),
+               default_field("include_padding_in_loss", T::boolean(), value(false)),
+               optional_field("label_vocab_file", T::string()),
+               default_field("add_pooling_layer", T::boolean(), value(false)),
+           },
+           [](const ModelParams& p) {
+             std::int64_t classes = p.integer("num_classes");
+             return p.integer("hidden_size") * classes + classes;
+           });
+  definition.batch_layout = token_classifier_layout;
+  definition.build = build_token_classifier;
+  return definition;
 }
 
 ModelDefinition bert_summarization_definition() {
-  return head("bert/extractive_summarization",
-              "BERT extractive summarization (BertSum): a score per sentence's [CLS] token",
-              {"BertSumCSVDataProcessor"},
-              {
-                  optional_field("loss_weight", positive_number().or_null()),
-                  default_field("use_cls_bias", T::boolean(), value(true)),
-                  optional_field("vocab_file", T::string()),
-                  default_field("num_labels", T::integer(1, 2), value(2)),
-                  default_field("add_pooling_layer", T::boolean(), value(false)),
-              },
-              [](const ModelParams& p) {
-                std::int64_t labels = p.integer("num_labels");
-                return p.integer("hidden_size") * labels + (p.flag("use_cls_bias") ? labels : 0);
-              });
+  ModelDefinition definition =
+      head("bert/extractive_summarization",
+           "BERT extractive summarization (BertSum): a score per sentence's [CLS] token",
+           {"BertSumCSVDataProcessor"},
+           {
+               optional_field("loss_weight", positive_number().or_null()),
+               default_field("use_cls_bias", T::boolean(), value(true)),
+               optional_field("vocab_file", T::string()),
+               default_field("num_labels", T::integer(1, 2), value(2)),
+               default_field("add_pooling_layer", T::boolean(), value(false)),
+           },
+           [](const ModelParams& p) {
+             std::int64_t labels = p.integer("num_labels");
+             return p.integer("hidden_size") * labels + (p.flag("use_cls_bias") ? labels : 0);
+           });
+  definition.batch_layout = summarization_layout;
+  definition.build = build_summarization;
+  return definition;
 }
 
 }  // namespace csrun::models

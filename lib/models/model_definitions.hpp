@@ -38,6 +38,20 @@ void check_bert_encoder(const ModelParams& params, const DataHints& hints,
                         config::Diagnostics& diagnostics);
 std::int64_t count_bert_encoder_body(const ModelParams& params);
 
+// The BERT encoder traced under `encoder` (model.bert_encoder for pre-training, model.bert for the
+// heads): embeddings and their norm, post-LayerNorm layers attending to the unpadded positions;
+// its output [B, T, H], the word table and the kernels' initializer. Refuses what csrun does not
+// build yet (UnsupportedModel).
+struct BertEncoding {
+  graph::Tensor sequence;
+  graph::Tensor word_table;
+  graph::Initializer init;
+};
+BertEncoding encode_bert(ModelBuild& b, const nn::Scope& encoder, const std::string& model_name);
+// The pooler: pooler_nonlinearity of a dense layer over the first position, [B, H].
+graph::Tensor bert_pooler(const ModelParams& params, const nn::Scope& encoder,
+                          const BertEncoding& encoding);
+
 // The decoder-only networks' traced step (decoder_network.cpp): GPT-2's sequential blocks, or
 // GPT-J's parallel ones; their batch; the key/value heads and rotated features they have.
 ModelOutputs build_decoder(ModelBuild& b, const std::string& model_name, bool parallel_block);

@@ -49,6 +49,8 @@ DataHints read_hints(const config::TrainerSpec& trainer) {
       predictions && predictions->is_int()) {
     hints.max_predictions = predictions->as_int();
   }
+  if (const Node* sentences = loader->find("max_cls_tokens"); sentences && sentences->is_int())
+    hints.max_cls_tokens = sentences->as_int();
   return hints;
 }
 

@@ -22,6 +22,7 @@ struct DataHints {
   std::vector<std::int64_t> image_shape;  // [H, W, C]
   std::optional<std::int64_t> num_classes;
   std::optional<std::int64_t> max_predictions;  // masked positions per sequence (BERT)
+  std::optional<std::int64_t> max_cls_tokens;   // sentences per sequence (BertSum)
 };
 
 // One network of the Model Zoo workflow: its params schema, the data processors that feed it,

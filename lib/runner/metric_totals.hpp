@@ -11,7 +11,8 @@
 namespace csrun::runner {
 
 // An eval step's outputs over the batches of an evaluation, each averaged as its model declares
-// (an output the model lists as geometric: exp of the mean of its logs; any other: the mean).
+// (geometric: exp of the mean of its logs; ratio: the mean over classes of summed numerators over
+// summed denominators; any other: the mean).
 class MetricTotals {
  public:
   MetricTotals(const runtime::Executable& step,
@@ -25,8 +26,8 @@ class MetricTotals {
   struct Output {
     std::string name;
     runtime::Executable::Slot slot;
-    bool geometric;
-    double total = 0.0;
+    nn::MetricAverage average;
+    std::vector<double> totals;  // one, or a ratio's numerators then denominators
   };
   std::vector<Output> outputs_;
   std::int64_t batches_ = 0;

@@ -12,6 +12,18 @@ special tokens and every token seen at least twice in the training documents. Ex
 sentence of another document otherwise (is_random_next), written as the Model Zoo's BERT CSV
 files (columns tokens, segment_ids, is_random_next) with meta.dat and vocab.txt.
 
+Fine-tuning sets for the BERT heads, in the layouts of the Model Zoo's processors, from the same
+sentences and vocabulary:
+- glue (SST2DataProcessor: train.tsv, dev.tsv with columns sentence, label): a sentence and
+  whether it comes from a GNU license (GPL, LGPL, GFDL: 1) or another one (0), the classes
+  balanced;
+- ner (BertTokenClassifierDataProcessor: meta.dat, CSV columns tokens, labels, label2id.json):
+  [CLS] sentence [SEP] with the numbers (runs of digits joined by '.' or ',', such as a version or
+  a section number) tagged B for their first token and I for the others, O elsewhere;
+- bertsum (BertSumCSVDataProcessor: meta.dat, CSV columns input_token_ids, labels, segment_ids,
+  cls_ids): runs of up to 8 sentences, [CLS] sentence [SEP] each, labeled 1 when the sentence
+  speaks of warranty or liability (the sentences a license summary keeps) and 0 otherwise.
+
 The last tenth of every document goes to the validation split, the rest to training.
 
 Usage: text_corpus.py OUTPUT_DIR DOCUMENT...
@@ -19,6 +31,7 @@ Only the Python standard library is used; the output depends on the documents on
 """
 import collections
 import csv
+import json
 import os
 import random
 import re
@@ -27,6 +40,11 @@ import sys
 
 GPT_LENGTH = 128
 BERT_LENGTH = 64
+FINETUNE_LENGTH = 64
+SUMMARY_LENGTH = 128
+SUMMARY_SENTENCES = 8
+NER_LABELS = {"[PAD]": 0, "B": 1, "I": 2, "O": 3, "X": 4, "[CLS]": 5, "[SEP]": 6}
+SUMMARY_WORDS = {"warranty", "warranties", "liability", "liable", "damages"}
 SPECIAL = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 WORD = re.compile(r"[a-z]+|[0-9]+|[^\sa-z0-9]")
 
@@ -100,6 +118,97 @@ def write_bert(directory, examples):
         meta.write("part-0.csv %d\n" % len(examples))
 
 
+def write_glue(directory, name, labeled):
+    os.makedirs(directory, exist_ok=True)
+    with open(os.path.join(directory, name), "w") as out:
+        out.write("sentence\tlabel\n")
+        for tokens, label in labeled:
+            out.write("%s\t%d\n" % (" ".join(tokens), label))
+
+
+def glue_examples(documents, gnu, rng):
+    """Sentences with their license family, as many of each class."""
+    by_class = {0: [], 1: []}
+    for tokens_list, is_gnu in zip(documents, gnu):
+        for tokens in tokens_list:
+            if 3 <= len(tokens) <= FINETUNE_LENGTH - 2:
+                by_class[int(is_gnu)].append(tokens)
+    count = min(len(by_class[0]), len(by_class[1]))
+    labeled = [(t, label) for label in (0, 1) for t in rng.sample(by_class[label], count)]
+    rng.shuffle(labeled)
+    return labeled
+
+
+def ner_labels(tokens):
+    """B, I or O per token: runs of digits joined by '.' or ',' are the entities."""
+    labels = []
+    for i, token in enumerate(tokens):
+        number = token.isdigit()
+        joiner = token in (".", ",") and 0 < i < len(tokens) - 1 and tokens[i - 1].isdigit() and tokens[i + 1].isdigit()
+        if not (number or joiner):
+            labels.append("O")
+        elif labels and labels[-1] in ("B", "I") and (joiner or tokens[i - 1] in (".", ",")):
+            labels.append("I")
+        else:
+            labels.append("B")
+    return labels
+
+
+def write_csv_split(directory, header, rows):
+    os.makedirs(directory, exist_ok=True)
+    with open(os.path.join(directory, "part-0.csv"), "w", newline="") as out:
+        writer = csv.writer(out)
+        writer.writerow(header)
+        writer.writerows(rows)
+    with open(os.path.join(directory, "meta.dat"), "w") as meta:
+        meta.write("part-0.csv %d\n" % len(rows))
+
+
+def ner_rows(documents):
+    rows = []
+    for document in documents:
+        for tokens in document:
+            tokens = tokens[:FINETUNE_LENGTH - 2]
+            labels = ner_labels(tokens)
+            if "B" in labels or len(rows) % 4 == 0:
+                rows.append([" ".join(["[CLS]"] + tokens + ["[SEP]"]), " ".join(["[CLS]"] + labels + ["[SEP]"])])
+    return rows
+
+
+def bertsum_rows(documents, ids):
+    rows = []
+    for document in documents:
+        for start in range(0, len(document), SUMMARY_SENTENCES):
+            tokens, labels, segments, cls = [], [], [], []
+            for k, sentence in enumerate(document[start:start + SUMMARY_SENTENCES]):
+                piece = ["[CLS]"] + sentence[:30] + ["[SEP]"]
+                if len(tokens) + len(piece) > SUMMARY_LENGTH:
+                    break
+                cls.append(len(tokens))
+                tokens += piece
+                segments += [k % 2] * len(piece)
+                labels.append(int(any(w in SUMMARY_WORDS for w in sentence)))
+            if len(cls) >= 3:
+                rows.append([repr([ids.get(t, ids["[UNK]"]) for t in tokens]), repr(labels), repr(segments), repr(cls)])
+    return rows
+
+
+def write_finetuning(out, train_docs, val_docs, gnu, vocab, rng):
+    ids = {token: i for i, token in enumerate(vocab)}
+    for name, docs, file in (("train", train_docs, "train.tsv"), ("val", val_docs, "dev.tsv")):
+        examples = glue_examples(docs, gnu, rng)
+        write_glue(os.path.join(out, "glue"), file, examples)
+        print("glue %s: %d sentences" % (name, len(examples)))
+        ner = ner_rows(docs)
+        write_csv_split(os.path.join(out, "ner", name), ["tokens", "labels"], ner)
+        print("ner %s: %d sentences" % (name, len(ner)))
+        summaries = bertsum_rows(docs, ids)
+        write_csv_split(os.path.join(out, "bertsum", name), ["input_token_ids", "labels", "segment_ids", "cls_ids"], summaries)
+        print("bertsum %s: %d documents" % (name, len(summaries)))
+    with open(os.path.join(out, "ner", "label2id.json"), "w") as labels:
+        json.dump(NER_LABELS, labels)
+
+
 def main():
     if len(sys.argv) < 3:
         sys.exit("usage: text_corpus.py OUTPUT_DIR DOCUMENT...")
@@ -122,10 +231,13 @@ def main():
     os.makedirs(os.path.join(out, "bert"), exist_ok=True)
     with open(os.path.join(out, "bert", "vocab.txt"), "w") as v:
         v.write("\n".join(vocab) + "\n")
-    for name, split in (("train", train_sentences), ("val", [sentences(t) for t in val])):
+    val_sentences = [sentences(t) for t in val]
+    for name, split in (("train", train_sentences), ("val", val_sentences)):
         examples = bert_examples(split, rng)
         write_bert(os.path.join(out, "bert", name), examples)
         print("bert %s: %d examples, vocabulary of %d tokens" % (name, len(examples), len(vocab)))
+    gnu = [os.path.basename(path).startswith(("GPL", "LGPL", "GFDL")) for path in sys.argv[2:]]
+    write_finetuning(out, train_sentences, val_sentences, gnu, vocab, random.Random(2))
 
 
 if __name__ == "__main__":

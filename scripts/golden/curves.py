@@ -261,20 +261,63 @@ def rotary_decoder_loss(params, batch, cfg):
     return (losses * mask).sum() / mask.sum().clamp(min=1.0)
 
 
+def bert_encoder(params, encoder, batch, cfg):
+    """The BERT encoder under `encoder` (model.bert_encoder, or model.bert for the fine-tuning
+    heads): embeddings and their norm, post-LayerNorm layers; the output and the word table."""
+    ids = batch["input_ids"]
+    batch_size, length = ids.shape
+    hidden, vocab, eps = cfg["hidden_size"], cfg["vocab_size"], cfg["layer_norm_epsilon"]
+    prefix = encoder + ".embedding_layer"
+    words = params.get(prefix + ".word_embeddings.weight", (vocab, hidden))
+    x = (words[ids] + params.get(prefix + ".position_embeddings.weight", (cfg["max_position_embeddings"], hidden))[torch.arange(length)]
+         + params.get(prefix + ".segment_embeddings.weight", (2, hidden))[batch["token_type_ids"]])
+    x = layer_norm(params, encoder + ".embed_ln_f", x, eps)
+    allowed = (batch["attention_mask"] != 0).reshape(batch_size, 1, 1, length)
+    for i in range(cfg["num_hidden_layers"]):
+        layer = f"{encoder}.transformer_encoder.layers.{i}"
+        x = layer_norm(params, layer + ".norm1", x + attention(params, layer + ".self_attn", x, cfg["num_heads"], allowed), eps)
+        x = layer_norm(params, layer + ".norm2", x + feed_forward(params, layer, x, cfg["filter_size"]), eps)
+    return x, words
+
+
+def bert_pooler(params, encoder, x):
+    return torch.tanh(linear(params, encoder + ".pooler.pooler.ffn.0.linear_layer", x[:, 0], x.shape[-1]))
+
+
+def bert_classifier_loss(params, batch, cfg):
+    """BertForSequenceClassification: the pooled first position through model.classifier; the
+    mean cross entropy."""
+    x, _ = bert_encoder(params, "model.bert", batch, cfg)
+    logits = linear(params, "model.classifier", bert_pooler(params, "model.bert", x), cfg["num_labels"])
+    return per_row_cross_entropy(logits, batch["labels"]).mean()
+
+
+def bert_token_classifier_loss(params, batch, cfg):
+    """BertForTokenClassification: model.classifier at every position; cross entropy where
+    loss_mask is set, summed, over the batch, times loss_weight."""
+    x, _ = bert_encoder(params, "model.bert", batch, cfg)
+    batch_size, length, hidden = x.shape
+    logits = linear(params, "model.classifier", x.reshape(batch_size * length, hidden), cfg["num_classes"])
+    losses = per_row_cross_entropy(logits, batch["labels"].reshape(-1)) * batch["loss_mask"].reshape(-1).float()
+    return losses.sum() / batch_size * cfg["loss_weight"]
+
+
+def bert_summarization_loss(params, batch, cfg):
+    """BertSum: the encoder's outputs at the sentences' [CLS] positions through model.classifier;
+    cross entropy weighted by cls_weights, over the batch."""
+    x, _ = bert_encoder(params, "model.bert", batch, cfg)
+    batch_size, length, hidden = x.shape
+    at = F.one_hot(batch["cls_indices"], length).float() @ x
+    logits = linear(params, "model.classifier", at.reshape(-1, hidden), 2)
+    losses = per_row_cross_entropy(logits, batch["labels"].reshape(-1)) * batch["cls_weights"].reshape(-1)
+    return losses.sum() / batch_size
+
+
 def bert_loss(params, batch, cfg):
     ids = batch["input_ids"]
     batch_size, length = ids.shape
     hidden, vocab, eps = cfg["hidden_size"], cfg["vocab_size"], cfg["layer_norm_epsilon"]
-    prefix = "model.bert_encoder.embedding_layer"
-    words = params.get(prefix + ".word_embeddings.weight", (vocab, hidden))
-    x = (words[ids] + params.get(prefix + ".position_embeddings.weight", (cfg["max_position_embeddings"], hidden))[torch.arange(length)]
-         + params.get(prefix + ".segment_embeddings.weight", (2, hidden))[batch["token_type_ids"]])
-    x = layer_norm(params, "model.bert_encoder.embed_ln_f", x, eps)
-    allowed = (batch["attention_mask"] != 0).reshape(batch_size, 1, 1, length)
-    for i in range(cfg["num_hidden_layers"]):
-        layer = f"model.bert_encoder.transformer_encoder.layers.{i}"
-        x = layer_norm(params, layer + ".norm1", x + attention(params, layer + ".self_attn", x, cfg["num_heads"], allowed), eps)
-        x = layer_norm(params, layer + ".norm2", x + feed_forward(params, layer, x, cfg["filter_size"]), eps)
+    x, words = bert_encoder(params, "model.bert_encoder", batch, cfg)
     positions = batch["masked_lm_positions"]
     at_masks = F.one_hot(positions, length).float() @ x
     h = linear(params, "model.bert_mlm_head.mlm_transform.ffn.ffn.0.linear_layer", at_masks, hidden)
@@ -285,6 +328,37 @@ def bert_loss(params, batch, cfg):
     pooled = torch.tanh(linear(params, "model.bert_encoder.pooler.pooler.ffn.0.linear_layer", x[:, 0], hidden))
     nsp_logits = linear(params, "model.bert_cls_head.classifier.ffn.0.linear_layer", pooled, 2)
     return mlm + per_row_cross_entropy(nsp_logits, batch["next_sentence_label"]).mean()
+
+
+def bert_tokens(step, cfg, size):
+    """The encoder's inputs, as bert_batch makes them."""
+    length, vocab = cfg["max_position_embeddings"], cfg["vocab_size"]
+    mask = torch.ones(size, length, dtype=torch.long)
+    mask[1, length - 2:] = 0
+    return {"input_ids": integers(f"data.input_ids.{step}", (size, length), vocab),
+            "attention_mask": mask,
+            "token_type_ids": (torch.arange(length)[None, :] >= length // 2).long().expand(size, length).contiguous()}
+
+
+def bert_classifier_batch(step, cfg, size):
+    return dict(bert_tokens(step, cfg, size), labels=integers(f"data.labels.{step}", (size,), cfg["num_labels"]))
+
+
+def bert_token_classifier_batch(step, cfg, size):
+    length = cfg["max_position_embeddings"]
+    loss_mask = torch.ones(size, length, dtype=torch.long)
+    loss_mask[0, length - 1] = 0
+    return dict(bert_tokens(step, cfg, size), labels=integers(f"data.labels.{step}", (size, length), cfg["num_classes"]),
+                loss_mask=loss_mask)
+
+
+def bert_summarization_batch(step, cfg, size):
+    sentences = cfg["max_cls_tokens"]
+    weights = torch.ones(size, sentences)
+    weights[0, sentences - 1] = 0.0
+    return dict(bert_tokens(step, cfg, size), labels=integers(f"data.labels.{step}", (size, sentences), 2),
+                cls_indices=integers(f"data.cls_indices.{step}", (size, sentences), cfg["max_position_embeddings"]),
+                cls_weights=weights)
 
 
 def bert_batch(step, cfg, size):
@@ -421,6 +495,10 @@ def main():
             return 1 / mup_filter
         return 1.0
 
+    heads = dict(bert, dropout_rate=0.0, attention_dropout_rate=0.0)
+    classifier = dict(heads, name="bert/classifier", num_labels=3, task_dropout=0.0, problem_type="single_label_classification")
+    token_classifier = dict(heads, name="bert/token_classifier", num_classes=5, encoder_output_dropout_rate=0.0, loss_weight=0.5)
+    summarization = dict(heads, name="bert/extractive_summarization")
     mistral = dict(llama, rotary_dim=2, pos_scaling_type="linear", pos_scaling_factor=2.0,
                    extra_attention_params={"num_kv_groups": 1}, attention_sliding_window_length=3, attention_sink_tokens=1)
     del mistral["pos_scaling_extra_args"]
@@ -463,6 +541,17 @@ def main():
               {"device": "CPU", "model": mistral, "precision": fp32,
                "optimizer": {"AdamW": dict(adamw_options, lr=0.005)}},
               mistral, rotary_decoder_loss, gpt2_batch, 2, adamw, adamw_options, lambda s: 0.005),
+        train("bert/classifier AdamW", {"device": "CPU", "model": classifier, "precision": fp32,
+                                        "optimizer": {"AdamW": {"lr": 0.005, "weight_decay": 0.01}}},
+              classifier, bert_classifier_loss, bert_classifier_batch, 2, adamw, {"weight_decay": 0.01}, lambda s: 0.005),
+        train("bert/token_classifier AdamW", {"device": "CPU", "model": token_classifier, "precision": fp32,
+                                              "optimizer": {"AdamW": {"lr": 0.005, "weight_decay": 0.01}}},
+              token_classifier, bert_token_classifier_loss, bert_token_classifier_batch, 2, adamw, {"weight_decay": 0.01},
+              lambda s: 0.005),
+        train("bert/extractive_summarization AdamW", {"device": "CPU", "model": summarization, "precision": fp32,
+                                                      "optimizer": {"AdamW": {"lr": 0.005, "weight_decay": 0.01}}},
+              dict(summarization, max_cls_tokens=3), bert_summarization_loss, bert_summarization_batch, 2, adamw,
+              {"weight_decay": 0.01}, lambda s: 0.005),
         # Mixed precision: PyTorch's CPU autocast to bfloat16 against csrun's CSX bfloat16.
         train("fc_mnist SGD bfloat16", {"device": "CSX", "model": fc, "optimizer": {"SGD": {"lr": 0.05, "momentum": 0.9}},
                                         "precision": bf16},

@@ -7,6 +7,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -112,6 +113,19 @@ std::string write_bert(const fs::path& dir, const std::map<std::string, std::vec
          ", max_predictions_per_seq: " + std::to_string(predictions);
 }
 
+// Whether the curve's batches can be written as files csrun reads back as the same batches: the
+// fine-tuning heads' formats tokenize text and derive their masks, so their curves are checked on
+// the runtime (test/unit/runtime) and their readers by test/unit/data instead.
+bool writable(const test::GoldenCurve& curve) {
+  bool fine_tuning = false;
+  for (const models::BatchField& field : curve.step.batch)
+    fine_tuning = fine_tuning || field.name == "token_type_ids";
+  bool pretraining =
+      std::any_of(curve.step.batch.begin(), curve.step.batch.end(),
+                  [](const models::BatchField& f) { return f.name == "masked_lm_positions"; });
+  return !fine_tuning || pretraining;
+}
+
 // The data files of the curve's batches; returns the dataloader section that reads them.
 std::string write_data(const test::GoldenCurve& curve, const fs::path& dir) {
   fs::create_directories(dir);
@@ -173,6 +187,7 @@ double worst_difference(const test::GoldenCurve& curve, const std::vector<std::s
 
 TEST_CASE("csrun train --target_device CPU reproduces the 20-step PyTorch curves within 1e-4") {
   for (const test::GoldenCurve& curve : test::golden_curves()) {
+    if (!writable(curve)) continue;
     INFO(curve.name);
     CHECK(worst_difference(curve, {"--target_device", "CPU"}) <= 1e-4);
   }
@@ -185,6 +200,7 @@ TEST_CASE(
     "csrun train on CSX in bfloat16 stays within 0.2 % of PyTorch's bfloat16 autocast curves") {
   for (const test::GoldenCurve& curve :
        test::golden_curves(test::CurvePrecision::bfloat16_autocast)) {
+    if (!writable(curve)) continue;
     INFO(curve.name);
     double worst = worst_difference(curve, {});
     CHECK(worst <= 2e-3);

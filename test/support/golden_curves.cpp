@@ -34,8 +34,10 @@ float mnist_normalized(double pixel) {
   return (static_cast<float>(pixel) / 255.0f - 0.1307f) / 0.3081f;
 }
 
-// The batch of `step` as scripts/golden/curves.py makes it, for every field of the layout.
-graph::Feeds batch_of(const models::BatchLayout& layout, int step, double vocab) {
+// The batch of `step` as scripts/golden/curves.py makes it, for every field of the layout: integer
+// fields uniform below their value limit, masks ones (a padded position or two), weights ones but
+// the last.
+graph::Feeds batch_of(const models::BatchLayout& layout, int step) {
   graph::Feeds feeds;
   for (const models::BatchField& field : layout) {
     const graph::Shape& shape = field.type.shape;
@@ -45,15 +47,6 @@ graph::Feeds batch_of(const models::BatchLayout& layout, int step, double vocab)
     if (field.name == "input") {
       for (double pixel : integers(stream, count, 256))
         values.push_back(mnist_normalized(pixel));
-    } else if (field.name == "labels" && shape.size() == 1) {
-      values = integers(stream, count, 10);
-    } else if (field.name == "input_ids" || field.name == "labels" ||
-               field.name == "masked_lm_labels") {
-      values = integers(stream, count, vocab);
-    } else if (field.name == "masked_lm_positions") {
-      values = integers(stream, count, static_cast<double>(layout[0].type.shape[1]));
-    } else if (field.name == "next_sentence_label") {
-      values = integers(stream, count, 2);
     } else if (field.name == "attention_mask") {
       values.assign(count, 1.0);
       std::size_t length = static_cast<std::size_t>(shape[1]);
@@ -64,13 +57,20 @@ graph::Feeds batch_of(const models::BatchLayout& layout, int step, double vocab)
       } else {
         values[length - 1] = 0.0;
       }
+    } else if (field.name == "loss_mask") {
+      values.assign(count, 1.0);
+      values[static_cast<std::size_t>(shape[1]) - 1] = 0.0;
     } else if (field.name == "token_type_ids") {
       std::size_t length = static_cast<std::size_t>(shape[1]);
       for (std::size_t i = 0; i < count; ++i)
         values.push_back(i % length >= length / 2 ? 1.0 : 0.0);
-    } else if (field.name == "masked_lm_weights") {
+    } else if (field.name == "masked_lm_weights" || field.name == "cls_weights") {
       values.assign(count, 1.0);
       values[static_cast<std::size_t>(shape[1]) - 1] = 0.0;
+    } else if (field.type.dtype == graph::DType::i32) {
+      values = integers(stream, count, static_cast<double>(field.value_limit));
+    } else {
+      values = uniforms(stream, count);
     }
     feeds[field.name] = HostTensor{shape, field.type.dtype, std::move(values)};
   }
@@ -84,6 +84,15 @@ std::string loader_for(const json& model) {
   if (name == "gpt2" || name == "gptj" || name == "llama")
     return "{data_processor: GptHDF5DataProcessor, data_dir: d, batch_size: 2, "
            "max_sequence_length: 8}";
+  if (name == "bert/classifier")
+    return "{data_processor: SST2DataProcessor, data_dir: d, batch_size: 2, "
+           "max_sequence_length: 8}";
+  if (name == "bert/token_classifier")
+    return "{data_processor: BertTokenClassifierDataProcessor, data_dir: d, batch_size: 2, "
+           "max_sequence_length: 8}";
+  if (name == "bert/extractive_summarization")
+    return "{data_processor: BertSumCSVDataProcessor, data_dir: d, batch_size: 2, "
+           "max_sequence_length: 8, max_cls_tokens: 3}";
   return "{data_processor: BertCSVDynamicMaskDataProcessor, data_dir: d, vocab_file: v, "
          "batch_size: 2, "
          "max_sequence_length: 8, max_predictions_per_seq: 3}";
@@ -117,7 +126,6 @@ std::vector<GoldenCurve> golden_curves(CurvePrecision precision) {
         .losses = c["losses"].get<std::vector<double>>(),
         .loss_scales = c.value("loss_scales", std::vector<double>{}),
         .parameters = {},
-        .vocab = init["model"].value("vocab_size", 10.0),
         .init = init.dump(),
         .model = *model,
         .step = models::trace_step(*model, c["batch_size"].get<std::int64_t>(), options)};
@@ -129,7 +137,7 @@ std::vector<GoldenCurve> golden_curves(CurvePrecision precision) {
 }
 
 graph::Feeds golden_batch(const GoldenCurve& curve, int step) {
-  return batch_of(curve.step.batch, step, curve.vocab);
+  return batch_of(curve.step.batch, step);
 }
 
 graph::Feeds golden_initial_state(const graph::Graph& graph) {

@@ -18,8 +18,7 @@ struct GoldenCurve {
   std::vector<double> losses;
   std::vector<double> loss_scales;                               // with dynamic loss scaling
   std::vector<std::pair<std::string, graph::Shape>> parameters;  // PyTorch's names and shapes
-  double vocab = 10.0;  // the range of the batch's integer fields
-  std::string init;     // the params' trainer.init section, as JSON (YAML reads it too)
+  std::string init;  // the params' trainer.init section, as JSON (YAML reads it too)
   models::CheckedModel model;
   models::TracedStep step;  // the training step, traced as the curve's params say
 };

@@ -29,6 +29,28 @@ const std::map<std::string, std::string>& tiny_models() {
       {"roberta",
        "{name: roberta, vocab_size: 40, hidden_size: 16, num_heads: 2, num_hidden_layers: 1, "
        "filter_size: 32, max_position_embeddings: 8}"},
+      {"gptj",
+       "{name: gptj, vocab_size: 40, hidden_size: 16, num_heads: 2, num_hidden_layers: 2, "
+       "filter_size: 32, max_position_embeddings: 8, rotary_dim: 4, use_bias_in_output: true}"},
+      {"llama",
+       "{name: llama, vocab_size: 40, hidden_size: 16, num_heads: 4, num_hidden_layers: 2, "
+       "filter_size: 24, max_position_embeddings: 8, position_embedding_type: rotary, "
+       "rotary_dim: 4, norm_type: rmsnorm, nonlinearity: swiglu, share_embedding_weights: false, "
+       "attention_module: multiquery_attention, extra_attention_params: {num_kv_groups: 2}, "
+       "pos_scaling_type: llama3, pos_scaling_factor: 8.0, pos_scaling_extra_args: "
+       "{original_max_position_embeddings: 8}, attention_sliding_window_length: 4, "
+       "attention_sink_tokens: 1}"},
+      {"bert/classifier",
+       "{name: bert/classifier, vocab_size: 40, hidden_size: 16, num_heads: 2, "
+       "num_hidden_layers: 1, filter_size: 32, max_position_embeddings: 8, num_labels: 3, "
+       "compute_eval_metrics: true}"},
+      {"bert/token_classifier",
+       "{name: bert/token_classifier, vocab_size: 40, hidden_size: 16, num_heads: 2, "
+       "num_hidden_layers: 1, filter_size: 32, max_position_embeddings: 8, num_classes: 7, "
+       "compute_eval_metrics: true}"},
+      {"bert/extractive_summarization",
+       "{name: bert/extractive_summarization, vocab_size: 40, hidden_size: 16, num_heads: 2, "
+       "num_hidden_layers: 1, filter_size: 32, max_position_embeddings: 8}"},
   };
   return models;
 }

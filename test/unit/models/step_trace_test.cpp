@@ -119,7 +119,9 @@ TEST_CASE("keys a builder does not implement are refused with the key named") {
           "position_embedding_type 'alibi' is not supported yet by csrun's gpt2 builder "
           "(supported: learned, rotary, null)");
   }
-  Traced mup = check("{name: llama, vocab_size: 50, mup_base_hidden_size: 256}");
+  Traced mup = check(
+      "{name: bert, vocab_size: 50, mup_base_hidden_size: 256, "
+      "mup_base_filter_size: 1024}");
   CHECK_THROWS_AS(models::trace_step(mup.model, 2, mup.training_options()),
                   models::UnsupportedModel);
   Traced t5 = check("{name: t5, src_vocab_size: 100}");
@@ -206,7 +208,7 @@ TEST_CASE("Release 2.2's muP and its 2.3 spelling trace the same step") {
   CHECK(graph::fingerprint(old_spelling.graph) == graph::fingerprint(new_spelling.graph));
 }
 
-TEST_CASE("adjust_learning_rate names the network's groups; an unknown one is refused") {
+TEST_CASE("adjust_learning_rate names the network's groups, and an unknown one is refused") {
   CHECK_THROWS_WITH(
       traced_trainer("output_logits_scale: 0.5",
                      "{AdamW: {lr: 0.001, adjust_learning_rate: "
