@@ -3,6 +3,7 @@
 #include "config/param_types.hpp"
 #include "layer_params.hpp"
 #include "model_definitions.hpp"
+#include "mup.hpp"
 #include "nn/initializers.hpp"
 #include "nn/layers.hpp"
 
@@ -99,9 +100,26 @@ std::vector<Field> bert_encoder_fields(bool disable_nsp) {
 
 void check_bert_encoder(const ModelParams& params, const DataHints& hints,
                         Diagnostics& diagnostics) {
+  check_mup(params, diagnostics);
   check_heads_divide_hidden(params, diagnostics);
   check_sequence_fits_positions(params, hints, diagnostics);
 }
+
+namespace {
+
+std::int64_t bert_pad_id(const ModelParams& params) {
+  return params.has("pad_token_id") ? params.integer("pad_token_id") : 0;
+}
+
+// With mask_padding_in_positional_embed the Model Zoo offsets the positions by the pad id and
+// keeps a row for the padding.
+std::int64_t bert_position_rows(const ModelParams& params) {
+  std::int64_t rows = params.integer("max_position_embeddings");
+  if (!params.flag("mask_padding_in_positional_embed")) return rows;
+  return rows + bert_pad_id(params) + 1;
+}
+
+}  // namespace
 
 std::int64_t count_bert_encoder_body(const ModelParams& params) {
   std::int64_t vocab = params.integer("vocab_size");
@@ -110,7 +128,7 @@ std::int64_t count_bert_encoder_body(const ModelParams& params) {
   const Node* position = params.find("position_embedding_type");
   bool learned = position && position->is_string() && position->as_string() == "learned";
   std::int64_t embeddings =
-      vocab * hidden + (learned ? params.integer("max_position_embeddings") * hidden : 0) +
+      vocab * hidden + (learned ? bert_position_rows(params) * hidden : 0) +
       (params.flag("use_segment_embedding") ? params.integer("num_segments") * hidden : 0) +
       2 * hidden;
   std::int64_t attention = 4 * hidden * hidden +
@@ -201,9 +219,6 @@ void refuse_unsupported_encoder(const ModelParams& p, const std::string& model_n
   }
   refuse_unless(p, model_name, "attention_kernel",
                 !p.has("attention_kernel") || p.text("attention_kernel") == "default", "default");
-  refuse_unless(p, model_name, "mask_padding_in_positional_embed",
-                !p.flag("mask_padding_in_positional_embed"), "false");
-  refuse_mup(p, model_name);
   refuse_if_set(p, model_name,
                 {"rotary_dim", "pos_scaling_factor", "pos_scaling_type", "pos_scaling_extra_args",
                  "num_relative_attention_buckets", "extra_attention_params", "lr_adjustment_groups",
@@ -224,7 +239,21 @@ void refuse_unsupported_encoder(const ModelParams& p, const std::string& model_n
 
 }  // namespace
 
-BertEncoding encode_bert(ModelBuild& b, const nn::Scope& encoder, const std::string& model_name) {
+namespace {
+
+// The positions the Model Zoo looks up with mask_padding_in_positional_embed: 1 + the index for a
+// token, 0 for padding, plus the pad id. The index counts the padding too, so a sequence padded
+// anywhere but at its end gets other positions than Hugging Face's RoBERTa gives it.
+graph::Tensor padding_masked_positions(const graph::Tensor& ids, std::int64_t pad) {
+  graph::Tensor index = graph::iota(ids.graph(), {ids.dim(0), ids.dim(1)}, 1);
+  auto offset = static_cast<double>(pad);
+  return graph::where(graph::not_equal(ids, offset), index + (1.0 + offset), offset);
+}
+
+}  // namespace
+
+BertEncoding encode_bert(ModelBuild& b, const nn::Scope& encoder, const std::string& model_name,
+                         const Mup& mup) {
   const ModelParams& p = b.params;
   refuse_unsupported_encoder(p, model_name);
   std::int64_t vocab = p.integer("vocab_size");
@@ -232,17 +261,20 @@ BertEncoding encode_bert(ModelBuild& b, const nn::Scope& encoder, const std::str
   double eps = p.number("layer_norm_epsilon");
   double dropout = p.number("dropout_rate");
   BertEncoding result;
-  result.init = nn::initializer_from(p.find("initializer"),
-                                     nn::normal_initializer(p.number("initializer_range")));
+  result.init = nn::initializer_from(
+      p.find("initializer"), nn::truncated_normal_initializer(p.number("initializer_range")));
   result.init = nn::initializer_from(p.find("default_initializer"), result.init);
   graph::Initializer embedding_init =
       nn::initializer_from(p.find("embedding_initializer"), result.init);
   embedding_init = nn::initializer_from(p.find("embeddings_initializer"), embedding_init);
 
   const graph::Tensor& ids = b.input("input_ids");
+  std::optional<graph::Tensor> positions;
+  if (p.flag("mask_padding_in_positional_embed"))
+    positions = padding_masked_positions(ids, bert_pad_id(p));
   nn::Scope embeddings = encoder.child("embedding_layer");
-  nn::TokenEmbeddings tokens = nn::token_embeddings(
-      embeddings, ids, vocab, p.integer("max_position_embeddings"), hidden, embedding_init);
+  nn::TokenEmbeddings tokens = nn::token_embeddings(embeddings, ids, vocab, bert_position_rows(p),
+                                                    hidden, embedding_init, positions);
   result.word_table = tokens.word_table;
   graph::Tensor x = tokens.embedded;
   {
@@ -252,14 +284,18 @@ BertEncoding encode_bert(ModelBuild& b, const nn::Scope& encoder, const std::str
                                                 p.integer("num_segments"), hidden, embedding_init),
                             b.input("token_type_ids"));
     }
-    x = nn::dropout(b.context, nn::layer_norm(encoder.child("embed_ln_f"), x, eps), dropout);
+    // Unlike the decoders, BERT scales the embeddings before their norm.
+    if (p.has("embeddings_scale") && p.number("embeddings_scale") != 1.0)
+      x = x * p.number("embeddings_scale");
+    double embedding_dropout =
+        p.has("embedding_dropout_rate") ? p.number("embedding_dropout_rate") : dropout;
+    x = nn::dropout(b.context, nn::layer_norm(encoder.child("embed_ln_f"), x, eps),
+                    embedding_dropout);
   }
 
   nn::AttentionOptions attention;
   attention.heads = p.integer("num_heads");
-  attention.score_scale = p.text("attention_type") == "scaled_dot_product"
-                              ? 1.0 / std::sqrt(static_cast<double>(hidden / attention.heads))
-                              : 1.0;
+  attention.score_scale = attention_score_scale(p, mup, hidden / attention.heads);
   attention.projection_bias = p.flag("use_projection_bias_in_attention");
   attention.output_bias = p.flag("use_ffn_bias_in_attention");
   attention.dropout = attention_dropout(p);
@@ -295,6 +331,19 @@ graph::Tensor bert_pooler(const ModelParams& p, const nn::Scope& encoder,
 
 namespace {
 
+// The Model Zoo's learning-rate groups of BERT; muP runs the encoder's projections and the pooler
+// at the base model's rate divided by the width (the second feed-forward layer's by the filter
+// width).
+std::vector<LearningRateGroup> bert_learning_rate_groups(const Mup& mup) {
+  return {
+      {"embedding", {"*embedding*weight"}, 1.0},
+      {"encoder_attention", {"*transformer_encoder*attn*dense*weight"}, 1.0 / mup.width},
+      {"encoder_input_ffn", {"*transformer_encoder*ffn.ffn.[!1]*weight"}, 1.0 / mup.width},
+      {"encoder_output_ffn", {"*transformer_encoder*ffn.ffn.[1]*weight"}, 1.0 / mup.filter},
+      {"pooler", {"*pooler*weight"}, 1.0 / mup.width},
+  };
+}
+
 // The Model Zoo's BERT pre-training model: embeddings (word, position, segment) with a layer
 // norm, post-LayerNorm encoder layers attending to the unpadded positions, the masked-LM head
 // (dense, activation, norm, the word embeddings as decoder) and, unless disable_nsp, the pooler
@@ -309,7 +358,8 @@ ModelOutputs build_bert(ModelBuild& b, const std::string& model_name) {
   }
   nn::Scope model(b.context, "model");
   nn::Scope encoder = model.child("bert_encoder");
-  BertEncoding encoding = encode_bert(b, encoder, model_name);
+  Mup mup = mup_of(p);
+  BertEncoding encoding = encode_bert(b, encoder, model_name, mup);
   const graph::Tensor& x = encoding.sequence;
   const graph::Tensor& word_table = encoding.word_table;
   const graph::Initializer& init = encoding.init;
@@ -348,6 +398,8 @@ ModelOutputs build_bert(ModelBuild& b, const std::string& model_name) {
                           .child("linear_layer")
                           .parameter("bias", {vocab}, nn::zeros_initializer());
   }
+  double logits_scale = mup_logits_scale(p, mup);
+  if (logits_scale != 1.0) logits = logits * logits_scale;
   graph::Tensor labels = graph::reshape(b.input("masked_lm_labels"), {batch * predictions});
   graph::Tensor weights = graph::reshape(b.input("masked_lm_weights"), {batch * predictions});
   graph::Tensor mlm_total = graph::sum(nn::cross_entropy(logits, labels) * weights);
@@ -356,6 +408,7 @@ ModelOutputs build_bert(ModelBuild& b, const std::string& model_name) {
                                ? mlm_total / masked
                                : mlm_total / static_cast<double>(batch);
   ModelOutputs result;
+  result.learning_rate_groups = bert_learning_rate_groups(mup);
   result.loss = mlm_loss * p.number("mlm_loss_weight");
   graph::Tensor mlm_hits =
       graph::cast(graph::equal(graph::argmax(logits, -1), labels), graph::DType::f32);
@@ -367,6 +420,7 @@ ModelOutputs build_bert(ModelBuild& b, const std::string& model_name) {
   graph::Tensor nsp_logits = nn::linear(
       model.child("bert_cls_head").child("classifier").child("ffn").child(0).child("linear_layer"),
       pooled, 2, {true, init, nn::zeros_initializer()});
+  if (logits_scale != 1.0) nsp_logits = nsp_logits * logits_scale;
   const graph::Tensor& nsp_labels = b.input("next_sentence_label");
   result.loss = result.loss + graph::mean(nn::cross_entropy(nsp_logits, nsp_labels));
   if (p.flag("compute_eval_metrics")) {

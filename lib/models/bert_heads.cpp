@@ -63,6 +63,12 @@ graph::Tensor classifier(const nn::Scope& model, const graph::Tensor& x, std::in
   return nn::linear(model.child("classifier"), x, outputs, {bias, init, nn::zeros_initializer()});
 }
 
+// A head's encoder, without muP: csrun does not build the fine-tuning models' muP yet.
+BertEncoding encode_for_head(ModelBuild& b, const nn::Scope& encoder, const std::string& name) {
+  refuse_mup(b.params, name);
+  return encode_bert(b, encoder, name, Mup{});
+}
+
 // [2, C] of a ratio metric (MetricAverage::ratio) from C numerators and C denominators.
 graph::Tensor ratio(const std::vector<graph::Tensor>& numerators,
                     const std::vector<graph::Tensor>& denominators) {
@@ -102,7 +108,7 @@ ModelOutputs build_classifier(ModelBuild& b) {
   refuse_unless(p, name, "add_pooling_layer", p.flag("add_pooling_layer"), "true");
   nn::Scope model(b.context, "model");
   nn::Scope encoder = model.child("bert");
-  BertEncoding encoding = encode_bert(b, encoder, name);
+  BertEncoding encoding = encode_for_head(b, encoder, name);
   graph::Tensor pooled =
       nn::dropout(b.context, bert_pooler(p, encoder, encoding), p.number("task_dropout"));
   std::int64_t labels_count = p.integer("num_labels");
@@ -146,7 +152,7 @@ ModelOutputs build_token_classifier(ModelBuild& b) {
   const ModelParams& p = b.params;
   const std::string name = "bert/token_classifier";
   nn::Scope model(b.context, "model");
-  BertEncoding encoding = encode_bert(b, model.child("bert"), name);
+  BertEncoding encoding = encode_for_head(b, model.child("bert"), name);
   std::int64_t batch = encoding.sequence.dim(0);
   std::int64_t length = encoding.sequence.dim(1);
   std::int64_t hidden = encoding.sequence.dim(2);
@@ -208,7 +214,7 @@ ModelOutputs build_summarization(ModelBuild& b) {
   const ModelParams& p = b.params;
   const std::string name = "bert/extractive_summarization";
   nn::Scope model(b.context, "model");
-  BertEncoding encoding = encode_bert(b, model.child("bert"), name);
+  BertEncoding encoding = encode_for_head(b, model.child("bert"), name);
   std::int64_t batch = encoding.sequence.dim(0);
   std::int64_t length = encoding.sequence.dim(1);
   std::int64_t hidden = encoding.sequence.dim(2);

@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "model_definitions.hpp"
+#include "mup.hpp"
 #include "nn/initializers.hpp"
 #include "nn/layers.hpp"
 
@@ -68,20 +69,6 @@ void refuse_unsupported(const ModelParams& p, const std::string& model) {
                 !p.has("attention_sink_tokens") || p.integer("attention_sink_tokens") == 0 ||
                     p.has("attention_sliding_window_length"),
                 "with attention_sliding_window_length");
-}
-
-// muP (Model Zoo 2.3 on): the widths relative to the base model whose hyper-parameters carry
-// over; off without mup_base_hidden_size (check_decoder wants both bases or neither).
-struct Mup {
-  bool on = false;
-  double width = 1.0;   // hidden_size / mup_base_hidden_size
-  double filter = 1.0;  // filter_size / mup_base_filter_size
-};
-
-Mup mup_of(const ModelParams& p) {
-  if (!p.has("mup_base_hidden_size")) return {};
-  return {true, static_cast<double>(p.integer("hidden_size")) / p.number("mup_base_hidden_size"),
-          static_cast<double>(p.integer("filter_size")) / p.number("mup_base_filter_size")};
 }
 
 // An initializer's spread times `factor` (its std and truncation bounds), as muP scales them.
@@ -149,14 +136,10 @@ std::vector<LearningRateGroup> decoder_learning_rate_groups(bool gptj, const Mup
   return groups;
 }
 
-// What multiplies the language-model head's logits: muP's output_logits_alpha over the width (or
-// its square root), else 2.2's output_logits_scale.
+// What multiplies the language-model head's logits: muP's, else 2.2's output_logits_scale.
 double output_logits_scale(const ModelParams& p, const Mup& mup) {
   if (!mup.on) return p.has("output_logits_scale") ? p.number("output_logits_scale") : 1.0;
-  double alpha = p.has("output_logits_alpha") ? p.number("output_logits_alpha") : 1.0;
-  if (alpha == 0.0) alpha = 1.0;
-  bool by_width = !p.has("scale_output_logits_by_d") || p.flag("scale_output_logits_by_d");
-  return alpha / (by_width ? mup.width : std::sqrt(mup.width));
+  return mup_logits_scale(p, mup);
 }
 
 double number_in(const Node& map, const char* key, double fallback) {
@@ -205,16 +188,6 @@ nn::PositionScaling position_scaling(const ModelParams& p) {
   return scaling;
 }
 
-// The attention scores' factor: 1/sqrt(head) for scaled_dot_product, 1/head with muP's
-// scale_qk_dot_by_d (on by default under muP), times attention_logits_alpha.
-double score_scale(const ModelParams& p, const Mup& mup, std::int64_t head) {
-  double alpha = p.has("attention_logits_alpha") ? p.number("attention_logits_alpha") : 1.0;
-  if (p.text("attention_type") != "scaled_dot_product") return alpha;
-  bool by_head = p.has("scale_qk_dot_by_d") ? p.flag("scale_qk_dot_by_d") : mup.on;
-  auto d = static_cast<double>(head);
-  return alpha / (by_head ? d : std::sqrt(d));
-}
-
 nn::AttentionOptions attention_options(const ModelParams& p, const DecoderInitializers& init,
                                        const Mup& mup) {
   nn::AttentionOptions options;
@@ -224,7 +197,7 @@ nn::AttentionOptions attention_options(const ModelParams& p, const DecoderInitia
   if (p.has("attention_sliding_window_length"))
     options.window = p.integer("attention_sliding_window_length");
   if (p.has("attention_sink_tokens")) options.sink_tokens = p.integer("attention_sink_tokens");
-  options.score_scale = score_scale(p, mup, p.integer("hidden_size") / options.heads);
+  options.score_scale = attention_score_scale(p, mup, p.integer("hidden_size") / options.heads);
   if (position_type(p) == "rotary") {
     nn::RotarySpec rotary;
     rotary.rotary_dim = decoder_rotary_dim(p);

@@ -3,6 +3,7 @@
 #include "config/param_types.hpp"
 #include "layer_params.hpp"
 #include "model_definitions.hpp"
+#include "mup.hpp"
 #include "nn/initializers.hpp"
 #include "nn/layers.hpp"
 
@@ -178,23 +179,9 @@ void check_rotary(const ModelParams& params, Diagnostics& diagnostics) {
   }
 }
 
-// muP's bases come in pairs, and 2.2's output_logits_scale is what 2.3's converter turns into
-// them: one or the other.
-void check_mup(const ModelParams& params, Diagnostics& diagnostics) {
-  bool hidden = params.has("mup_base_hidden_size");
-  bool filter = params.has("mup_base_filter_size");
-  if (hidden != filter) {
-    report_at(params, hidden ? "mup_base_hidden_size" : "mup_base_filter_size",
-              "muP needs both mup_base_hidden_size and mup_base_filter_size", diagnostics);
-  }
-  for (const char* key : {"output_logits_alpha", "scale_output_logits_by_d"}) {
-    if (!hidden && params.has(key)) {
-      warn_at(params, key,
-              std::string(key) + " has no effect without mup_base_hidden_size (muP is off)",
-              diagnostics);
-    }
-  }
-  if (hidden && params.has("output_logits_scale")) {
+// 2.2's output_logits_scale is what 2.3's converter turns into muP's bases: one or the other.
+void check_mup_logits(const ModelParams& params, Diagnostics& diagnostics) {
+  if (params.has("mup_base_hidden_size") && params.has("output_logits_scale")) {
     report_at(params, "output_logits_scale",
               "output_logits_scale is Release 2.2's muP; with mup_base_hidden_size give "
               "output_logits_alpha instead (2.3's converter sets it to output_logits_scale x "
@@ -205,6 +192,7 @@ void check_mup(const ModelParams& params, Diagnostics& diagnostics) {
 
 void check_decoder(const ModelParams& params, const DataHints& hints, Diagnostics& diagnostics) {
   check_mup(params, diagnostics);
+  check_mup_logits(params, diagnostics);
   if (!check_heads_divide_hidden(params, diagnostics)) return;
   check_grouped_heads(params, diagnostics);
   check_rotary(params, diagnostics);

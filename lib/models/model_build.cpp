@@ -50,14 +50,4 @@ void refuse_unless_off(const ModelParams& params, const std::string& model,
   }
 }
 
-void refuse_mup(const ModelParams& params, const std::string& model) {
-  refuse_if_set(params, model,
-                {"output_logits_alpha", "mup_base_hidden_size", "mup_base_filter_size",
-                 "attention_logits_alpha"});
-  refuse_unless(params, model, "embeddings_scale",
-                !params.has("embeddings_scale") || params.number("embeddings_scale") == 1.0, "1.0");
-  refuse_unless(params, model, "scale_qk_dot_by_d",
-                !params.has("scale_qk_dot_by_d") || !params.flag("scale_qk_dot_by_d"), "false");
-}
-
 }  // namespace csrun::models

@@ -64,8 +64,5 @@ void refuse_unless(const ModelParams& params, const std::string& model, const ch
 // or mapping, or 'default'.
 void refuse_unless_off(const ModelParams& params, const std::string& model,
                        std::initializer_list<const char*> keys);
-// Refuses the muP keys (see mup_fields) when they change the network from standard
-// parametrization.
-void refuse_mup(const ModelParams& params, const std::string& model);
 
 }  // namespace csrun::models

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "mup.hpp"
 #include "registry.hpp"
 
 namespace csrun::models {
@@ -40,14 +41,15 @@ std::int64_t count_bert_encoder_body(const ModelParams& params);
 
 // The BERT encoder traced under `encoder` (model.bert_encoder for pre-training, model.bert for the
 // heads): embeddings and their norm, post-LayerNorm layers attending to the unpadded positions;
-// its output [B, T, H], the word table and the kernels' initializer. Refuses what csrun does not
-// build yet (UnsupportedModel).
+// its output [B, T, H], the word table and the kernels' initializer; `mup` scales its attention
+// scores. Refuses what csrun does not build yet (UnsupportedModel).
 struct BertEncoding {
   graph::Tensor sequence;
   graph::Tensor word_table;
   graph::Initializer init;
 };
-BertEncoding encode_bert(ModelBuild& b, const nn::Scope& encoder, const std::string& model_name);
+BertEncoding encode_bert(ModelBuild& b, const nn::Scope& encoder, const std::string& model_name,
+                         const Mup& mup);
 // The pooler: pooler_nonlinearity of a dense layer over the first position, [B, H].
 graph::Tensor bert_pooler(const ModelParams& params, const nn::Scope& encoder,
                           const BertEncoding& encoding);

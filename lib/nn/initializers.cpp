@@ -149,4 +149,12 @@ Initializer normal_initializer(double std, double mean) {
   return init;
 }
 
+Initializer truncated_normal_initializer(double std) {
+  Initializer init = normal_initializer(std);
+  init.name = "truncated_normal";
+  init.a = -2.0 * std;
+  init.b = 2.0 * std;
+  return init;
+}
+
 }  // namespace csrun::nn

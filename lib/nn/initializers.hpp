@@ -23,5 +23,7 @@ graph::Initializer initializer_from(const config::Node* spec, graph::Initializer
 graph::Initializer zeros_initializer();
 graph::Initializer ones_initializer();
 graph::Initializer normal_initializer(double std, double mean = 0.0);
+// Centred, truncated at two standard deviations (the Model Zoo's default for BERT).
+graph::Initializer truncated_normal_initializer(double std);
 
 }  // namespace csrun::nn

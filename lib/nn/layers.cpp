@@ -37,15 +37,16 @@ Tensor embedding_table(const Scope& scope, std::int64_t rows, std::int64_t dim,
 
 TokenEmbeddings token_embeddings(const Scope& scope, const Tensor& ids, std::int64_t vocab,
                                  std::int64_t positions, std::int64_t dim,
-                                 const graph::Initializer& init) {
+                                 const graph::Initializer& init,
+                                 const std::optional<Tensor>& position_ids) {
   auto entered = scope.enter();
   TokenEmbeddings result;
   result.word_table = embedding_table(scope.child("word_embeddings"), vocab, dim, init);
   result.embedded = graph::gather(result.word_table, ids);
   if (positions == 0) return result;
   Tensor position_table = embedding_table(scope.child("position_embeddings"), positions, dim, init);
-  result.embedded =
-      result.embedded + graph::gather(position_table, graph::iota(ids.graph(), {ids.dim(1)}, 0));
+  Tensor at = position_ids ? *position_ids : graph::iota(ids.graph(), {ids.dim(1)}, 0);
+  result.embedded = result.embedded + graph::gather(position_table, at);
   return result;
 }
 

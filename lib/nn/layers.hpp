@@ -29,7 +29,7 @@ Tensor embedding_table(const Scope& scope, std::int64_t rows, std::int64_t dim,
 
 // The Model Zoo's EmbeddingLayer inside `scope`: word embeddings [vocab, dim] gathered at the
 // token ids [B, T], plus, when `positions` (the position table's rows) is not 0, learned
-// position embeddings of positions 0..T-1 (scope.word_embeddings.weight,
+// position embeddings of `position_ids` ([B, T]; by default 0..T-1) (scope.word_embeddings.weight,
 // scope.position_embeddings.weight). The word table is returned too: output heads share it.
 struct TokenEmbeddings {
   Tensor word_table;
@@ -37,7 +37,8 @@ struct TokenEmbeddings {
 };
 TokenEmbeddings token_embeddings(const Scope& scope, const Tensor& ids, std::int64_t vocab,
                                  std::int64_t positions, std::int64_t dim,
-                                 const graph::Initializer& init);
+                                 const graph::Initializer& init,
+                                 const std::optional<Tensor>& position_ids = std::nullopt);
 
 // Layer normalization over the last axis with scope.weight (ones) and scope.bias (zeros).
 Tensor layer_norm(const Scope& scope, const Tensor& x, double eps);

@@ -261,21 +261,37 @@ def rotary_decoder_loss(params, batch, cfg):
     return (losses * mask).sum() / mask.sum().clamp(min=1.0)
 
 
+def bert_positions(ids, cfg):
+    """The position ids and the position table's rows: 0..T-1, or, with
+    mask_padding_in_positional_embed, 1 + the index for a token and 0 for padding, plus the pad
+    id, in a table with a row for the padding (the Model Zoo's LearnedPositionEmbeddingLayer)."""
+    length, rows = ids.shape[1], cfg["max_position_embeddings"]
+    if not cfg.get("mask_padding_in_positional_embed", False):
+        return torch.arange(length), rows
+    pad = cfg.get("pad_token_id", 0)
+    index = torch.arange(1, length + 1).expand(ids.shape)
+    return torch.where(ids != pad, index, torch.zeros_like(index)) + pad, rows + pad + 1
+
+
 def bert_encoder(params, encoder, batch, cfg):
     """The BERT encoder under `encoder` (model.bert_encoder, or model.bert for the fine-tuning
-    heads): embeddings and their norm, post-LayerNorm layers; the output and the word table."""
+    heads): embeddings (times embeddings_scale, before their norm) and their norm, post-LayerNorm
+    layers (muP's attention scores alpha * q.k / head); the output and the word table."""
     ids = batch["input_ids"]
     batch_size, length = ids.shape
     hidden, vocab, eps = cfg["hidden_size"], cfg["vocab_size"], cfg["layer_norm_epsilon"]
+    head = hidden // cfg["num_heads"]
+    scale = cfg["attention_logits_alpha"] / head if "mup_base_hidden_size" in cfg else None
     prefix = encoder + ".embedding_layer"
     words = params.get(prefix + ".word_embeddings.weight", (vocab, hidden))
-    x = (words[ids] + params.get(prefix + ".position_embeddings.weight", (cfg["max_position_embeddings"], hidden))[torch.arange(length)]
+    positions, rows = bert_positions(ids, cfg)
+    x = (words[ids] + params.get(prefix + ".position_embeddings.weight", (rows, hidden))[positions]
          + params.get(prefix + ".segment_embeddings.weight", (2, hidden))[batch["token_type_ids"]])
-    x = layer_norm(params, encoder + ".embed_ln_f", x, eps)
+    x = layer_norm(params, encoder + ".embed_ln_f", x * cfg.get("embeddings_scale", 1.0), eps)
     allowed = (batch["attention_mask"] != 0).reshape(batch_size, 1, 1, length)
     for i in range(cfg["num_hidden_layers"]):
         layer = f"{encoder}.transformer_encoder.layers.{i}"
-        x = layer_norm(params, layer + ".norm1", x + attention(params, layer + ".self_attn", x, cfg["num_heads"], allowed), eps)
+        x = layer_norm(params, layer + ".norm1", x + attention(params, layer + ".self_attn", x, cfg["num_heads"], allowed, scale), eps)
         x = layer_norm(params, layer + ".norm2", x + feed_forward(params, layer, x, cfg["filter_size"]), eps)
     return x, words
 
@@ -322,11 +338,15 @@ def bert_loss(params, batch, cfg):
     at_masks = F.one_hot(positions, length).float() @ x
     h = linear(params, "model.bert_mlm_head.mlm_transform.ffn.ffn.0.linear_layer", at_masks, hidden)
     h = layer_norm(params, "model.bert_mlm_head.mlm_transform.layer_norm", F.gelu(h), eps)
+    width, _ = mup_widths(cfg)
+    logits_scale = cfg["output_logits_alpha"] / width if "mup_base_hidden_size" in cfg else 1.0
     logits = h.reshape(-1, hidden) @ words.t() + params.get("model.bert_mlm_head.classifier.ffn.0.linear_layer.bias", (vocab,))
     weights = batch["masked_lm_weights"].reshape(-1).float()
-    mlm = (per_row_cross_entropy(logits, batch["masked_lm_labels"].reshape(-1)) * weights).sum() / batch_size
+    mlm = (per_row_cross_entropy(logits * logits_scale, batch["masked_lm_labels"].reshape(-1)) * weights).sum() / batch_size
+    if cfg.get("disable_nsp", cfg["name"] == "roberta"):
+        return mlm
     pooled = torch.tanh(linear(params, "model.bert_encoder.pooler.pooler.ffn.0.linear_layer", x[:, 0], hidden))
-    nsp_logits = linear(params, "model.bert_cls_head.classifier.ffn.0.linear_layer", pooled, 2)
+    nsp_logits = linear(params, "model.bert_cls_head.classifier.ffn.0.linear_layer", pooled, 2) * logits_scale
     return mlm + per_row_cross_entropy(nsp_logits, batch["next_sentence_label"]).mean()
 
 
@@ -495,6 +515,21 @@ def main():
             return 1 / mup_filter
         return 1.0
 
+    bert_mup_keys = {"mup_base_hidden_size": 8, "mup_base_filter_size": 16, "output_logits_alpha": 2.0,
+                     "embeddings_scale": 3.0, "attention_logits_alpha": 0.5}
+
+    def bert_mup_lr_scale(name):
+        if "transformer_encoder" in name and "self_attn" in name and name.endswith("weight"):
+            return 1 / mup_width
+        if "transformer_encoder" in name and ".ffn.ffn.0." in name and name.endswith("weight"):
+            return 1 / mup_width
+        if "transformer_encoder" in name and ".ffn.ffn.1." in name and name.endswith("weight"):
+            return 1 / mup_filter
+        if "pooler" in name and name.endswith("weight"):
+            return 1 / mup_width
+        return 1.0
+
+    roberta_keys = {"name": "roberta", "mask_padding_in_positional_embed": True}
     heads = dict(bert, dropout_rate=0.0, attention_dropout_rate=0.0)
     classifier = dict(heads, name="bert/classifier", num_labels=3, task_dropout=0.0, problem_type="single_label_classification")
     token_classifier = dict(heads, name="bert/token_classifier", num_classes=5, encoder_output_dropout_rate=0.0, loss_weight=0.5)
@@ -530,6 +565,15 @@ def main():
               {"device": "CPU", "model": mup, "precision": fp32,
                "optimizer": {"AdamW": dict(adamw_options, lr=0.005)}},
               mup, gpt2_loss, gpt2_batch, 2, adamw, dict(adamw_options, lr_scale=mup_lr_scale), lambda s: 0.005),
+        train("bert muP AdamW (per-group learning rates)",
+              {"device": "CPU", "model": dict(bert, **bert_mup_keys), "precision": fp32,
+               "optimizer": {"AdamW": dict(adamw_options, lr=0.005)}},
+              dict(bert_data, **bert_mup_keys), bert_loss, bert_batch, 2, adamw, dict(adamw_options, lr_scale=bert_mup_lr_scale),
+              lambda s: 0.005),
+        train("roberta AdamW, padding-masked positions",
+              {"device": "CPU", "model": dict(bert, **roberta_keys), "precision": fp32,
+               "optimizer": {"AdamW": dict(adamw_options, lr=0.005)}},
+              dict(bert_data, **roberta_keys), bert_loss, bert_batch, 2, adamw, adamw_options, lambda s: 0.005),
         train("gptj AdamW", {"device": "CPU", "model": gptj, "precision": fp32,
                              "optimizer": {"AdamW": dict(adamw_options, lr=0.005)}},
               gptj, rotary_decoder_loss, gpt2_batch, 2, adamw, adamw_options, lambda s: 0.005),

@@ -83,15 +83,14 @@ std::string write_gpt(const fs::path& dir, const std::map<std::string, std::vect
 // Pre-masked BERT CSV files (BertCSVDataProcessor): the golden masks are drawn at random.
 std::string write_bert(const fs::path& dir, const std::map<std::string, std::vector<double>>& rows,
                        std::uint64_t length, std::uint64_t predictions) {
-  const std::vector<std::pair<std::string, std::string>> columns = {
-      {"input_ids", "input_ids"},
-      {"attention_mask", "attention_mask"},
-      {"token_type_ids", "token_type_ids"},
-      {"masked_lm_positions", "masked_lm_positions"},
-      {"labels", "masked_lm_labels"},
-      {"masked_lm_weights", "masked_lm_weights"},
-      {"next_sentence_label", "next_sentence_label"}};
-  std::uint64_t examples = rows.at("next_sentence_label").size();
+  // The next-sentence labels only where the model has its head (not RoBERTa).
+  std::vector<std::pair<std::string, std::string>> columns = {
+      {"input_ids", "input_ids"},           {"attention_mask", "attention_mask"},
+      {"token_type_ids", "token_type_ids"}, {"masked_lm_positions", "masked_lm_positions"},
+      {"labels", "masked_lm_labels"},       {"masked_lm_weights", "masked_lm_weights"}};
+  if (rows.contains("next_sentence_label"))
+    columns.emplace_back("next_sentence_label", "next_sentence_label");
+  std::uint64_t examples = rows.at("input_ids").size() / length;
   std::ofstream csv(dir / "part-0.csv");
   for (std::size_t c = 0; c < columns.size(); ++c)
     csv << (c ? "," : "") << columns[c].first;

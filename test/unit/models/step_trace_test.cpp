@@ -34,7 +34,10 @@ TEST_CASE("traced parameters agree with the registry's closed-form counts") {
         "filter_size: 64, "
         "max_position_embeddings: 16}",
         "{name: roberta, vocab_size: 100, hidden_size: 32, num_heads: 4, num_hidden_layers: 2, "
-        "filter_size: 64, max_position_embeddings: 16}"}) {
+        "filter_size: 64, max_position_embeddings: 16}",
+        "{name: roberta, vocab_size: 100, hidden_size: 32, num_heads: 4, num_hidden_layers: 2, "
+        "filter_size: 64, max_position_embeddings: 16, mask_padding_in_positional_embed: true, "
+        "pad_token_id: 1}"}) {
     INFO(yaml);
     Traced t = check(yaml);
     models::TracedStep step = models::trace_step(t.model, 2, t.training_options());
@@ -120,8 +123,8 @@ TEST_CASE("keys a builder does not implement are refused with the key named") {
           "(supported: learned, rotary, null)");
   }
   Traced mup = check(
-      "{name: bert, vocab_size: 50, mup_base_hidden_size: 256, "
-      "mup_base_filter_size: 1024}");
+      "{name: bert/classifier, vocab_size: 50, num_labels: 2, "
+      "mup_base_hidden_size: 256, mup_base_filter_size: 1024}");
   CHECK_THROWS_AS(models::trace_step(mup.model, 2, mup.training_options()),
                   models::UnsupportedModel);
   Traced t5 = check("{name: t5, src_vocab_size: 100}");
@@ -215,4 +218,55 @@ TEST_CASE("adjust_learning_rate names the network's groups, and an unknown one i
                      "{decoder_kernal: 0.5}}}"),
       Catch::Contains("adjust_learning_rate names the group 'decoder_kernal', which this network "
                       "does not define (its groups: embedding, decoder_attention"));
+}
+
+TEST_CASE("BERT's kernels start from the Model Zoo's truncated normal") {
+  Traced bert = check(
+      "{name: bert, vocab_size: 50, hidden_size: 16, num_heads: 2, "
+      "num_hidden_layers: 1, filter_size: 32, initializer_range: 0.03}");
+  models::TracedStep step = models::trace_step(bert.model, 2, bert.training_options());
+  for (const char* name : {"model.bert_encoder.transformer_encoder.layers.0.self_attn."
+                           "proj_q_dense_layer.weight",
+                           "model.bert_encoder.embedding_layer.word_embeddings.weight"}) {
+    INFO(name);
+    const graph::Variable* variable = step.graph.find_variable(name);
+    REQUIRE(variable);
+    CHECK(variable->init.name == "truncated_normal");
+    CHECK(variable->init.std == 0.03);
+    CHECK(variable->init.a == -0.06);
+    CHECK(variable->init.b == 0.06);
+  }
+}
+
+TEST_CASE("BERT's embedding dropout is embedding_dropout_rate, dropout_rate without it") {
+  auto fingerprint = [](const std::string& keys) {
+    Traced bert = check(
+        "{name: bert, vocab_size: 50, hidden_size: 16, num_heads: 2, "
+        "num_hidden_layers: 1, filter_size: 32, dropout_rate: 0.1" +
+        keys + "}");
+    return graph::fingerprint(models::trace_step(bert.model, 2, bert.training_options()).graph);
+  };
+  std::string plain = fingerprint("");
+  CHECK(fingerprint(", embedding_dropout_rate: 0.1") == plain);
+  CHECK(fingerprint(", embedding_dropout_rate: 0.3") != plain);
+}
+
+TEST_CASE("BERT's muP traces with BERT's learning-rate groups") {
+  auto loaded = test::load_params_text(
+      "trainer:\n  init:\n    device: CPU\n    model: {name: bert, vocab_size: 32, "
+      "hidden_size: 16, filter_size: 32, num_hidden_layers: 2, num_heads: 2, "
+      "max_position_embeddings: 8, mup_base_hidden_size: 8, mup_base_filter_size: 16, "
+      "output_logits_alpha: 2.0}\n    optimizer: {AdamW: {lr: 0.001, adjust_learning_rate: "
+      "{decoder_attention: 0.5}}}\n    loop: {max_steps: 1}\n  fit:\n    train_dataloader: "
+      "{data_processor: BertCSVDataProcessor, data_dir: d, batch_size: 2}\n");
+  REQUIRE_FALSE(loaded.diagnostics.has_errors());
+  config::Diagnostics diagnostics;
+  auto model = models::check_model(loaded.trainer(), diagnostics);
+  REQUIRE(model);
+  const config::TrainerSpec& trainer = loaded.trainer();
+  CHECK_THROWS_WITH(
+      models::trace_step(*model, 2,
+                         {models::StepKind::train, 1, {*trainer.optimizer, {}, trainer.precision}}),
+      Catch::Contains("(its groups: embedding, encoder_attention, encoder_input_ffn, "
+                      "encoder_output_ffn, pooler)"));
 }
