@@ -50,10 +50,10 @@ std::vector<Field> bert_encoder_fields(bool disable_nsp) {
       optional_field("embedding_initializer", initializer_type()),
       // 2.4's names of the initializers: default_initializer is initializer, embeddings_ the
       // embedding one; the position and segment tables may have their own.
-      optional_field("default_initializer", initializer_type().or_null()),
-      optional_field("embeddings_initializer", initializer_type().or_null()),
-      optional_field("position_embeddings_initializer", initializer_type().or_null()),
-      optional_field("segment_embeddings_initializer", initializer_type().or_null()),
+      optional_field("default_initializer", initializer_type()),
+      optional_field("embeddings_initializer", initializer_type()),
+      optional_field("position_embeddings_initializer", initializer_type()),
+      optional_field("segment_embeddings_initializer", initializer_type()),
       default_field("compute_eval_metrics", T::boolean(), value(true)),
       default_field("attention_softmax_fp32", T::boolean(), value(true)),
       default_field("mask_padding_in_positional_embed", T::boolean(), value(false)),

@@ -85,8 +85,9 @@ graph::Initializer scaled(graph::Initializer init, double factor) {
   return init;
 }
 
-// The initializers of one network family when the params give none: the GPT-2 class scales its
-// output projections by depth, GPT-J initializes every projection alike and its feed-forward
+// The initializers of one network family when the params give none (normals of
+// initializer_range truncated at two deviations): the GPT-2 class scales its output projections
+// by depth, GPT-J initializes every projection alike and its feed-forward
 // layers as outputs. Under muP the projections' spreads shrink with the width and the outputs'
 // with the depth as well (the embeddings keep theirs).
 struct DecoderInitializers {
@@ -102,11 +103,12 @@ DecoderInitializers decoder_initializers(const ModelParams& p, bool gptj, const 
   auto layers = static_cast<double>(p.integer("num_hidden_layers"));
   double depth = 1.0 / std::sqrt(2.0 * layers);
   DecoderInitializers result;
-  result.kernel = nn::initializer_from(p.find("initializer"), nn::normal_initializer(range));
+  result.kernel =
+      nn::initializer_from(p.find("initializer"), nn::truncated_normal_initializer(range));
   result.embedding = nn::initializer_from(p.find("embedding_initializer"), result.kernel);
   graph::Initializer deep = gptj || p.has("initializer") || mup.on
                                 ? result.kernel
-                                : nn::normal_initializer(range * depth);
+                                : nn::truncated_normal_initializer(range * depth);
   result.attention_output = nn::initializer_from(p.find("output_layer_initializer"), deep);
   result.ffn = nn::initializer_from(p.find("ffn_initializer"),
                                     gptj ? result.attention_output : result.kernel);
