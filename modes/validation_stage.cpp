@@ -203,6 +203,7 @@ models::CheckedModel model_reading(models::CheckedModel model, const data::Datal
   if (auto length =
           loader.max_sequence_length ? loader.max_sequence_length : loader.sequence_length)
     model.hints.max_sequence_length = length;
+  model.hints.matched_partitions = data::has_matched_partitions(loader);
   return model;
 }
 

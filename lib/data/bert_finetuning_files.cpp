@@ -236,6 +236,14 @@ void encode_glue(std::vector<std::string> a, std::optional<std::vector<std::stri
   table.put("token_type_ids", segments);
 }
 
+// MNLI's evaluation marks each sample with the set it comes from.
+void put_partition(const fs::path& file, SampleTable& table) {
+  if (!table.has("is_matched")) return;
+  std::int64_t matched = file.filename() == "dev_matched.tsv" ? 1 : 0;
+  table.put("is_matched", std::vector<std::int64_t>{matched});
+  table.put("is_mismatched", std::vector<std::int64_t>{1 - matched});
+}
+
 std::unique_ptr<Dataset> open_glue(const DataloaderSpec& loader,
                                    const std::vector<SampleField>& fields) {
   bool lower = loader_flag(loader, "do_lower");
@@ -262,6 +270,7 @@ std::unique_ptr<Dataset> open_glue(const DataloaderSpec& loader,
                     *table);
         std::vector<std::int64_t> value = {glue_label(row[label], mnli)};
         table->put("labels", value);
+        put_partition(path, *table);
         table->end_sample();
       });
     }
@@ -402,6 +411,10 @@ void require_key_file(const DataloaderSpec& loader, const char* key,
 }
 
 }  // namespace
+
+bool has_matched_partitions(const DataloaderSpec& loader) {
+  return is_mnli(loader) && !training_split(loader);
+}
 
 std::unique_ptr<Dataset> open_bert_finetuning(const DataloaderSpec& loader,
                                               const std::vector<SampleField>& fields) {

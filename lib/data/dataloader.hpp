@@ -46,6 +46,10 @@ struct DataloaderContext {
 std::string loader_text(const DataloaderSpec& loader, std::string_view key, std::string fallback);
 bool loader_flag(const DataloaderSpec& loader, std::string_view key);
 
+// Whether the loader's samples say which of two evaluation sets each comes from (is_matched,
+// is_mismatched): MNLI's evaluation reads dev_matched.tsv and dev_mismatched.tsv.
+bool has_matched_partitions(const DataloaderSpec& loader);
+
 // Checks a dataloader section: its processor (matched to the model), every key, the batch
 // against num_csx and micro_batch_size, and (unless the data is fake) that the files are
 // there in the layout the processor reads.

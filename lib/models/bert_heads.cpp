@@ -94,7 +94,12 @@ BatchLayout classifier_layout(const ModelParams& params, std::int64_t batch,
   bool regresses = regression(params);
   std::int64_t classes = regresses ? 0 : params.integer("num_labels");
   graph::DType type = regresses ? graph::DType::f32 : graph::DType::i32;
-  return head_layout(params, batch, hints, {{"labels", {{batch}, type}, classes}});
+  if (!hints.matched_partitions)
+    return head_layout(params, batch, hints, {{"labels", {{batch}, type}, classes}});
+  return head_layout(params, batch, hints,
+                     {{"labels", {{batch}, type}, classes},
+                      {"is_matched", {{batch}, graph::DType::i32}, 2},
+                      {"is_mismatched", {{batch}, graph::DType::i32}, 2}});
 }
 
 // BertForSequenceClassification: the pooled first position, dropout (task_dropout), the
@@ -125,10 +130,19 @@ ModelOutputs build_classifier(ModelBuild& b) {
   result.loss = graph::mean(nn::cross_entropy(logits, labels));
   if (!p.flag("compute_eval_metrics")) return result;
   graph::Tensor hits =
-      graph::mean(graph::cast(graph::equal(graph::argmax(logits, -1), labels), graph::DType::f32));
-  result.metrics.push_back({"eval/accuracy", hits});
+      graph::cast(graph::equal(graph::argmax(logits, -1), labels), graph::DType::f32);
+  result.metrics.push_back({"eval/accuracy", graph::mean(hits)});
   // The Model Zoo's F1 of a two-class task is scikit-learn's micro average: the accuracy.
-  if (labels_count == 2) result.metrics.push_back({"eval/f1_score", hits});
+  if (labels_count == 2) result.metrics.push_back({"eval/f1_score", graph::mean(hits)});
+  // MNLI: the accuracy of each evaluation set, over the whole evaluation.
+  for (const char* partition : {"matched", "mismatched"}) {
+    std::string field = std::string("is_") + partition;
+    if (!b.batch.contains(field)) continue;
+    graph::Tensor in_set = graph::cast(b.input(field), graph::DType::f32);
+    result.metrics.push_back({std::string("eval/accuracy_") + partition,
+                              ratio({graph::sum(hits * in_set)}, {graph::sum(in_set)}),
+                              nn::MetricAverage::ratio});
+  }
   return result;
 }
 

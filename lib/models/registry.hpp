@@ -23,6 +23,7 @@ struct DataHints {
   std::optional<std::int64_t> num_classes;
   std::optional<std::int64_t> max_predictions;  // masked positions per sequence (BERT)
   std::optional<std::int64_t> max_cls_tokens;   // sentences per sequence (BertSum)
+  bool matched_partitions = false;  // is_matched and is_mismatched per sample (MNLI's evaluation)
 };
 
 // One network of the Model Zoo workflow: its params schema, the data processors that feed it,

@@ -108,6 +108,38 @@ TEST_CASE(
   CHECK(batch.integers[3] == std::vector<std::int32_t>{1});
 }
 
+TEST_CASE(
+    "MNLI evaluation: dev_matched.tsv then dev_mismatched.tsv, each sample marked with its "
+    "set") {
+  test::TempDir dir;
+  dir.write("vocab.txt", kVocab);
+  std::string header = "sentence1\tsentence2\tgold_label\n";
+  dir.write("dev_matched.tsv", header + "the cat\tthe mat\tentailment\n");
+  dir.write("dev_mismatched.tsv", header + "the mat\tthe cat\tcontradiction\n");
+  dir.write("train.tsv", header + "the cat\tthe mat\tneutral\n");
+  data::DataloaderSpec loader = checked(
+      "{name: bert/classifier, num_labels: 3}",
+      "{data_processor: MNLIDataProcessor, batch_size: 2, data_dir: '" + dir.path().string() +
+          "', vocab_file: '" + dir.path().string() + "/vocab.txt', max_sequence_length: 8}",
+      data::LoaderRole::eval);
+  CHECK(data::has_matched_partitions(loader));
+  std::vector<data::SampleField> fields = {
+      {"input_ids", true, 8, 14}, {"attention_mask", true, 8, 2}, {"token_type_ids", true, 8, 2},
+      {"labels", true, 1, 3},     {"is_matched", true, 1, 2},     {"is_mismatched", true, 1, 2}};
+  auto samples = data::open_dataset(loader, fields, 1);
+  REQUIRE(samples->size() == 2);
+  data::BatchData batch(fields, 2);
+  samples->read(0, 0, 0, batch);
+  samples->read(1, 0, 1, batch);
+  CHECK(batch.integers[3] == std::vector<std::int32_t>{0, 2});
+  CHECK(batch.integers[4] == std::vector<std::int32_t>{1, 0});
+  CHECK(batch.integers[5] == std::vector<std::int32_t>{0, 1});
+  CHECK_FALSE(data::has_matched_partitions(checked(
+      "{name: bert/classifier, num_labels: 3}",
+      "{data_processor: MNLIDataProcessor, batch_size: 2, data_dir: '" + dir.path().string() +
+          "', vocab_file: '" + dir.path().string() + "/vocab.txt', max_sequence_length: 8}")));
+}
+
 TEST_CASE("NER CSV files: tokens through the vocabulary, labels through label2id.json") {
   test::TempDir dir;
   dir.write("vocab.txt", kVocab);

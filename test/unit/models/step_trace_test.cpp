@@ -270,3 +270,27 @@ TEST_CASE("BERT's muP traces with BERT's learning-rate groups") {
       Catch::Contains("(its groups: embedding, encoder_attention, encoder_input_ffn, "
                       "encoder_output_ffn, pooler)"));
 }
+
+TEST_CASE("MNLI's evaluation reports each set's accuracy, summed over the whole evaluation") {
+  Traced mnli = check(
+      "{name: bert/classifier, vocab_size: 50, hidden_size: 16, num_heads: 2, "
+      "num_hidden_layers: 1, filter_size: 32, num_labels: 3, compute_eval_metrics: true}");
+  CHECK_FALSE(models::trace_step(mnli.model, 4, {models::StepKind::eval, 1, {}})
+                  .graph.find_output("eval/accuracy_matched"));
+  mnli.model.hints.matched_partitions = true;
+  models::TracedStep step = models::trace_step(mnli.model, 4, {models::StepKind::eval, 1, {}});
+  CHECK(step.metric_averages.at("eval/accuracy_matched") == nn::MetricAverage::ratio);
+  CHECK(step.metric_averages.at("eval/accuracy_mismatched") == nn::MetricAverage::ratio);
+  graph::Feeds feeds = test::sample_feeds(step.graph);
+  feeds["labels"].values = {0, 1, 2, 1};
+  feeds["is_matched"].values = {1, 1, 1, 0};
+  feeds["is_mismatched"].values = {0, 0, 0, 1};
+  std::vector<graph::NodeId> fetch = {*step.graph.find_output("eval/accuracy"),
+                                      *step.graph.find_output("eval/accuracy_matched"),
+                                      *step.graph.find_output("eval/accuracy_mismatched")};
+  auto values = graph::evaluate_reference(step.graph, feeds, fetch);
+  // [numerator, denominator]: hits within the set, and the set's size.
+  CHECK(values[1].values[1] == 3.0);
+  CHECK(values[2].values[1] == 1.0);
+  CHECK(values[1].values[0] + values[2].values[0] == values[0].values[0] * 4.0);
+}
