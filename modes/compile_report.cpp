@@ -5,6 +5,7 @@
 #include <map>
 #include <sstream>
 
+#include "host_batch.hpp"
 #include "report.hpp"
 #include "storage/host_memory.hpp"
 #include "wafer/byte_size.hpp"
@@ -222,6 +223,20 @@ std::string host_memory_note(std::int64_t arena_bytes) {
          ": csrun train would refuse it here";
 }
 
+// How csrun train runs the step on this machine.
+std::string host_batch_text(const HostBatch& host) {
+  std::string text = "csrun train runs " +
+                     (host.micro_steps == 1 ? std::string("the whole batch in one step")
+                                            : grouped(host.micro_steps) + " micro-steps of " +
+                                                  grouped(host.micro_batch) + " samples per step") +
+                     ", about " + storage::gibibytes(host.bytes) + " of host memory";
+  if (storage::exceeds_physical_memory(host.bytes))
+    return text + "; more than this machine's " + storage::physical_memory_text() +
+           ": csrun train would refuse it here";
+  if (!host.reason.empty()) return text + " (" + host.reason + ")";
+  return text;
+}
+
 }  // namespace
 
 void print_compile_report(const config::TrainerSpec& trainer, const TraceSummary& trace,
@@ -247,7 +262,9 @@ void print_compile_report(const config::TrainerSpec& trainer, const TraceSummary
                      wafer::byte_size(static_cast<double>(plan.memory.persistent_bytes)) +
                      " persistent; temporaries reuse space: " +
                      wafer::byte_size(static_cast<double>(plan.memory.unshared_bytes)) +
-                     " without reuse)" + host_memory_note(plan.memory.peak_bytes));
+                     " without reuse)" +
+                     (trace.training ? std::string() : host_memory_note(plan.memory.peak_bytes)));
+  if (trace.training) line("host", host_batch_text(plan_host_batch(trainer, trace, plan)));
   if (plan.mapping.mode == compiler::ExecutionMode::none) {
     line("wafer", std::string("none: on ") + config::device_name(trainer.backend.device) +
                       " the plan runs on the host kernels");

@@ -6,6 +6,7 @@
 #include "data/sample_ledger.hpp"
 #include "data_stream.hpp"
 #include "graph/fingerprint.hpp"
+#include "host_batch.hpp"
 #include "models/step_trace.hpp"
 #include "plan_stage.hpp"
 #include "report.hpp"
@@ -31,29 +32,67 @@ std::vector<data::SampleField> sample_fields(const models::BatchLayout& layout) 
   return fields;
 }
 
-// The eval step, traced and planned as the training step was (same precision, through the
-// compile cache), for the host only: evaluation reports host rates.
+// A step beside the trainer's planned one (the eval step, the micro-steps and update of a split
+// batch), planned as it was (same precision, through the compile cache) for the host only: they
+// report host rates.
+compiler::Plan plan_on_host(const config::TrainerSpec& trainer, bool training,
+                            std::int64_t batch_size, graph::Graph step,
+                            std::int64_t tokens_per_sample, const RunOptions& options,
+                            const std::string& what) {
+  TraceSummary trace;
+  trace.training = training;
+  trace.host_only = true;
+  trace.batch_size = batch_size;
+  trace.system_batch = batch_size;
+  trace.tokens_per_sample = tokens_per_sample;
+  trace.fingerprint = graph::fingerprint(step);
+  config::Diagnostics diagnostics;
+  std::optional<PlannedTrainer> planned =
+      plan_step(trainer, trace, std::move(step), options, diagnostics);
+  print_diagnostics(diagnostics, options.shown, std::cerr);
+  if (!planned) throw std::runtime_error(what + " cannot be compiled (see the errors above)");
+  return std::move(planned->plan);
+}
+
 runner::StepProgram eval_program(const CheckedTrainer& checked, const config::TrainerSpec& trainer,
                                  const data::DataloaderSpec& loader, const RunOptions& options) {
   models::CheckedModel model = model_reading(*checked.model, loader);
   std::int64_t batch = loader.batch_size / trainer.backend.cluster.num_csx;
   models::TracedStep step =
       models::trace_step(model, batch, trace_options(trainer, models::StepKind::eval));
-  TraceSummary trace;
-  trace.training = false;
-  trace.host_only = true;
-  trace.batch_size = batch;
-  trace.system_batch = batch;
-  trace.micro_batch_fixed = loader.micro_batch_size.has_value();
-  trace.tokens_per_sample = step.tokens_per_sample;
-  trace.fingerprint = graph::fingerprint(step.graph);
   std::vector<data::SampleField> fields = sample_fields(step.batch);
-  config::Diagnostics diagnostics;
-  std::optional<PlannedTrainer> planned =
-      plan_step(trainer, trace, std::move(step.graph), options, diagnostics);
-  print_diagnostics(diagnostics, options.shown, std::cerr);
-  if (!planned) throw std::runtime_error("the eval step cannot be compiled (see the errors above)");
-  return {std::move(planned->plan), std::move(fields), std::move(step.metric_averages)};
+  return {plan_on_host(trainer, false, batch, std::move(step.graph), step.tokens_per_sample,
+                       options, "the eval step"),
+          std::move(fields), std::move(step.metric_averages)};
+}
+
+// A global batch that runs as several micro-steps (num_csx replicas, micro_batch_size,
+// grad_accum_steps): the micro-step and the update that `setup` runs instead of the fused step.
+void plan_micro_steps(runner::RunSetup& setup, const CheckedTrainer& checked,
+                      const config::TrainerSpec& trainer, const data::DataloaderSpec& loader,
+                      const HostBatch& host, const RunOptions& options) {
+  std::int64_t micro_batch = host.micro_batch;
+  models::CheckedModel model = model_reading(*checked.model, loader);
+  models::TracedSplitStep split = models::trace_split_step(
+      model, micro_batch, loader.batch_size, trace_options(trainer, models::StepKind::train));
+  std::int64_t replicas = trainer.backend.cluster.num_csx;
+  std::int64_t tokens = split.micro_step.tokens_per_sample;
+  std::vector<data::SampleField> fields = sample_fields(split.micro_step.batch);
+  runner::MicroSteps micro;
+  micro.split = {replicas, micro_batch, loader.batch_size / replicas / micro_batch};
+  micro.normalizer_fields = std::move(split.normalizer_fields);
+  micro.simulated_step_seconds = setup.train->plan.mapping.estimate.step_seconds;
+  micro.why = host.reason;
+  micro.program = {plan_on_host(trainer, true, micro_batch, std::move(split.micro_step.graph),
+                                tokens, options, "the micro-step"),
+                   fields,
+                   {}};
+  setup.train =
+      runner::StepProgram{plan_on_host(trainer, true, loader.batch_size, std::move(split.update),
+                                       tokens, options, "the update step"),
+                          std::move(fields),
+                          {}};
+  setup.train_micro_steps = std::move(micro);
 }
 
 runner::RunSetup setup_for(const CheckedRun& checked, const CheckedTrainer& trainer_check,
@@ -70,6 +109,10 @@ runner::RunSetup setup_for(const CheckedRun& checked, const CheckedTrainer& trai
     models::BatchLayout layout = models::batch_layout(model, planned.plan.batch_size);
     setup.train = runner::StepProgram{std::move(planned.plan), sample_fields(layout), {}};
     setup.train_loader = trainer_check.train_loader;
+    HostBatch host = plan_host_batch(trainer, *trainer_check.trace, setup.train->plan);
+    check_fits_host(host);
+    if (host.micro_batch != setup.train_loader->batch_size)
+      plan_micro_steps(setup, trainer_check, trainer, *setup.train_loader, host, options);
   }
   if (!trainer_check.eval_loaders.empty()) {
     setup.eval_loader = trainer_check.eval_loaders.front();

@@ -133,13 +133,20 @@ class TrainerCheck {
       diagnostics_.error(first->mark, first->path, error.what());
       return false;
     }
-    if (trainer_.loop.grad_accum_steps > 1) {
-      diagnostics_.error(trainer_.mark, trainer_.tree.path(),
-                         "grad_accum_steps > 1 is not supported yet by csrun's training step; set "
-                         "micro_batch_size in the dataloader instead");
-      return false;
-    }
     return true;
+  }
+
+  // A replica's share of the batch divides into grad_accum_steps micro-batches.
+  void check_grad_accum_steps(const data::DataloaderSpec& loader) {
+    std::int64_t steps = trainer_.loop.grad_accum_steps;
+    std::int64_t share = loader.batch_size / trainer_.backend.cluster.num_csx;
+    if (steps <= 1 || loader.micro_batch_size || share % steps == 0) return;
+    const Node* loop = init_value(trainer_, "loop");
+    const Node* key = loop ? loop->find("grad_accum_steps") : nullptr;
+    diagnostics_.error(key ? key->mark() : trainer_.mark, key ? key->path() : trainer_.tree.path(),
+                       "grad_accum_steps " + std::to_string(steps) +
+                           " must divide the batch each system receives, batch_size / num_csx = " +
+                           std::to_string(share));
   }
 
   std::optional<TraceSummary> trace(models::CheckedModel model, CheckedTrainer& checked) {
@@ -157,6 +164,7 @@ class TrainerCheck {
                                              ? nullptr
                                              : &checked.eval_loaders.front();
     if (!loader || (training && !training_supported())) return std::nullopt;
+    if (training) check_grad_accum_steps(*loader);
     model = model_reading(std::move(model), *loader);
     TraceSummary summary;
     summary.training = training;

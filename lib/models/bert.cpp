@@ -404,9 +404,10 @@ ModelOutputs build_bert(ModelBuild& b, const std::string& model_name) {
   graph::Tensor weights = graph::reshape(b.input("masked_lm_weights"), {batch * predictions});
   graph::Tensor mlm_total = graph::sum(nn::cross_entropy(logits, labels) * weights);
   graph::Tensor masked = graph::maximum(graph::sum(weights), 1.0);
-  graph::Tensor mlm_loss = p.text("mlm_loss_scaling") == "num_masked"
-                               ? mlm_total / masked
-                               : mlm_total / static_cast<double>(batch);
+  graph::Tensor mlm_loss =
+      p.text("mlm_loss_scaling") == "num_masked"
+          ? b.context.average_over_field(mlm_total, weights, "masked_lm_weights")
+          : b.context.average_over_samples(mlm_total, batch);
   ModelOutputs result;
   result.learning_rate_groups = bert_learning_rate_groups(mup);
   result.loss = mlm_loss * p.number("mlm_loss_weight");
@@ -422,7 +423,8 @@ ModelOutputs build_bert(ModelBuild& b, const std::string& model_name) {
       pooled, 2, {true, init, nn::zeros_initializer()});
   if (logits_scale != 1.0) nsp_logits = nsp_logits * logits_scale;
   const graph::Tensor& nsp_labels = b.input("next_sentence_label");
-  result.loss = result.loss + graph::mean(nn::cross_entropy(nsp_logits, nsp_labels));
+  result.loss = result.loss + b.context.average_over_samples(
+                                  graph::sum(nn::cross_entropy(nsp_logits, nsp_labels)), batch);
   if (p.flag("compute_eval_metrics")) {
     graph::Tensor nsp_hits =
         graph::cast(graph::equal(graph::argmax(nsp_logits, -1), nsp_labels), graph::DType::f32);

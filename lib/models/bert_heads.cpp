@@ -124,10 +124,11 @@ ModelOutputs build_classifier(ModelBuild& b) {
   ModelOutputs result;
   if (regression(p)) {
     graph::Tensor error = graph::reshape(logits, {labels.dim(0)}) - labels;
-    result.loss = graph::mean(error * error);
+    result.loss = b.context.average_over_samples(graph::sum(error * error), labels.dim(0));
     return result;
   }
-  result.loss = graph::mean(nn::cross_entropy(logits, labels));
+  result.loss =
+      b.context.average_over_samples(graph::sum(nn::cross_entropy(logits, labels)), labels.dim(0));
   if (!p.flag("compute_eval_metrics")) return result;
   graph::Tensor hits =
       graph::cast(graph::equal(graph::argmax(logits, -1), labels), graph::DType::f32);
@@ -179,11 +180,11 @@ ModelOutputs build_token_classifier(ModelBuild& b) {
   graph::Tensor labels = graph::reshape(b.input("labels"), {batch * length});
   graph::Tensor mask =
       graph::cast(graph::reshape(b.input("loss_mask"), {batch * length}), graph::DType::f32);
-  double divisor = static_cast<double>(batch) *
-                   (p.flag("include_padding_in_loss") ? static_cast<double>(length) : 1.0);
+  double per_sample = p.flag("include_padding_in_loss") ? static_cast<double>(length) : 1.0;
   ModelOutputs result;
   result.loss =
-      graph::sum(nn::cross_entropy(logits, labels) * mask) / divisor * p.number("loss_weight");
+      b.context.average_over_samples(graph::sum(nn::cross_entropy(logits, labels) * mask), batch) /
+      per_sample * p.number("loss_weight");
   if (!p.flag("compute_eval_metrics")) return result;
   graph::Tensor predicted = graph::argmax(logits, -1);
   graph::Tensor hits = graph::cast(graph::equal(predicted, labels), graph::DType::f32);
@@ -243,8 +244,9 @@ ModelOutputs build_summarization(ModelBuild& b) {
   graph::Tensor weights = graph::reshape(b.input("cls_weights"), {batch * count});
   double loss_weight = p.has("loss_weight") ? p.number("loss_weight") : 1.0;
   ModelOutputs result;
-  result.loss = graph::sum(nn::cross_entropy(logits, labels) * weights) /
-                static_cast<double>(batch) * loss_weight;
+  result.loss = b.context.average_over_samples(
+                    graph::sum(nn::cross_entropy(logits, labels) * weights), batch) *
+                loss_weight;
   return result;
 }
 

@@ -261,8 +261,8 @@ ModelOutputs language_model_outputs(ModelBuild& b, const graph::Tensor& logits) 
   graph::Tensor tokens = graph::maximum(graph::sum(mask), 1.0);
   ModelOutputs result;
   result.loss = p.text("loss_scaling") == "num_tokens"
-                    ? total / tokens
-                    : total / static_cast<double>(batch) * p.number("loss_weight");
+                    ? b.context.average_over_field(total, mask, "attention_mask")
+                    : b.context.average_over_samples(total, batch) * p.number("loss_weight");
   if (p.flag("compute_eval_metrics")) {
     graph::Tensor hits =
         graph::cast(graph::equal(graph::argmax(logits, -1), labels), graph::DType::f32);

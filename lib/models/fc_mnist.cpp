@@ -96,9 +96,9 @@ ModelOutputs build(ModelBuild& b) {
   graph::Tensor logits = nn::linear(last, x, kClasses, torch_linear(x.dim(-1), bias));
   graph::Tensor outputs = p.flag("disable_softmax") ? logits : graph::log_softmax(logits, -1);
   const graph::Tensor& labels = b.input("labels");
-  double batch = static_cast<double>(labels.dim(0));
   ModelOutputs result;
-  result.loss = -graph::sum(outputs * graph::one_hot(labels, kClasses)) / batch;
+  result.loss = b.context.average_over_samples(
+      -graph::sum(outputs * graph::one_hot(labels, kClasses)), labels.dim(0));
   if (p.flag("compute_eval_metrics")) {
     graph::Tensor hits =
         graph::cast(graph::equal(graph::argmax(logits, -1), labels), graph::DType::f32);

@@ -20,12 +20,11 @@ BatchLayout batch_layout(const CheckedModel& model, std::int64_t batch_size) {
   return layout;
 }
 
-TracedStep trace_step(const CheckedModel& model, std::int64_t batch_size,
-                      const TraceOptions& options) {
-  TracedStep traced;
-  traced.batch = batch_layout(model, batch_size);
-  bool training = options.kind == StepKind::train;
-  nn::StepContext context(traced.graph, training, options.seed);
+namespace {
+
+// The step's batch inputs and the model's forward pass over them.
+ModelOutputs trace_forward(const CheckedModel& model, TracedStep& traced,
+                           nn::StepContext& context) {
   ModelBuild build{model.params, context, {}};
   for (const BatchField& field : traced.batch) {
     if (field.name == "input_ids" && field.type.rank() == 2)
@@ -33,15 +32,37 @@ TracedStep trace_step(const CheckedModel& model, std::int64_t batch_size,
     build.batch.emplace(
         field.name, graph::Tensor(traced.graph, traced.graph.add_input(field.name, field.type)));
   }
-  ModelOutputs outputs = model.definition->build(build);
+  return model.definition->build(build);
+}
+
+nn::LearningRateScales parameter_learning_rates(const ModelOutputs& outputs,
+                                                const nn::StepContext& context,
+                                                const TraceOptions& options) {
+  std::vector<std::string> names;
+  for (const graph::Tensor& parameter : context.parameters())
+    names.push_back(context.graph().leaf_name(parameter.id()));
+  return learning_rate_scales(outputs.learning_rate_groups,
+                              options.training.optimizer.params.find("adjust_learning_rate"),
+                              names);
+}
+
+void count(TracedStep& traced) {
+  traced.parameter_count = graph::count_elements(traced.graph, graph::VariableRole::parameter);
+  traced.flops = graph::count_flops(traced.graph);
+}
+
+}  // namespace
+
+TracedStep trace_step(const CheckedModel& model, std::int64_t batch_size,
+                      const TraceOptions& options) {
+  TracedStep traced;
+  traced.batch = batch_layout(model, batch_size);
+  bool training = options.kind == StepKind::train;
+  nn::StepContext context(traced.graph, training, options.seed);
+  ModelOutputs outputs = trace_forward(model, traced, context);
   if (training) {
-    std::vector<std::string> names;
-    for (const graph::Tensor& parameter : context.parameters())
-      names.push_back(traced.graph.leaf_name(parameter.id()));
-    nn::LearningRateScales scales =
-        learning_rate_scales(outputs.learning_rate_groups,
-                             options.training.optimizer.params.find("adjust_learning_rate"), names);
-    nn::append_training_update(context, outputs.loss, options.training, scales);
+    nn::append_training_update(context, outputs.loss, options.training,
+                               parameter_learning_rates(outputs, context, options));
   } else {
     traced.graph.add_output("loss", outputs.loss.id());
     for (const nn::Metric& metric : outputs.metrics) {
@@ -49,9 +70,37 @@ TracedStep trace_step(const CheckedModel& model, std::int64_t batch_size,
       traced.metric_averages[metric.name] = metric.average;
     }
   }
-  traced.parameter_count = graph::count_elements(traced.graph, graph::VariableRole::parameter);
-  traced.flops = graph::count_flops(traced.graph);
+  count(traced);
   return traced;
+}
+
+TracedSplitStep trace_split_step(const CheckedModel& model, std::int64_t micro_batch,
+                                 std::int64_t global_batch, const TraceOptions& options) {
+  if (micro_batch <= 0 || global_batch % micro_batch != 0)
+    throw std::invalid_argument("a micro-batch of " + std::to_string(micro_batch) +
+                                " samples does not divide the batch of " +
+                                std::to_string(global_batch));
+  TracedSplitStep split;
+  TracedStep& micro = split.micro_step;
+  micro.batch = batch_layout(model, micro_batch);
+  nn::StepContext context(micro.graph, true, options.seed);
+  context.compute_share_of(global_batch, global_batch / micro_batch);
+  ModelOutputs outputs = trace_forward(model, micro, context);
+  nn::append_scaled_gradients(context, outputs.loss, options.training);
+  count(micro);
+  split.normalizer_fields = context.normalizer_fields();
+
+  split.update.adopt_scopes(micro.graph);
+  nn::StepContext update(split.update, true, options.seed);
+  for (const graph::Tensor& parameter : context.parameters()) {
+    const graph::Variable& variable =
+        *micro.graph.find_variable(micro.graph.leaf_name(parameter.id()));
+    update.add_parameter(graph::Tensor(
+        split.update, split.update.add_variable(variable, micro.graph.node(variable.node))));
+  }
+  nn::append_update_of_gradients(update, options.training,
+                                 parameter_learning_rates(outputs, context, options));
+  return split;
 }
 
 }  // namespace csrun::models

@@ -2,6 +2,8 @@
 
 #include <cstdint>
 #include <map>
+#include <string>
+#include <vector>
 
 #include "graph/graph.hpp"
 #include "nn/metric.hpp"
@@ -42,5 +44,23 @@ BatchLayout batch_layout(const CheckedModel& model, std::int64_t batch_size);
 // std::invalid_argument for other settings csrun does not support yet.
 TracedStep trace_step(const CheckedModel& model, std::int64_t batch_size,
                       const TraceOptions& options);
+
+// A training step whose global batch runs as micro-steps (num_csx replicas, micro-batches,
+// grad_accum_steps): the micro-step traces forward and backward over `micro_batch` samples with
+// the loss averaged over the global batch (its outputs: gradient/<parameter> and loss), the update
+// applies the summed gradients (inputs gradient/<parameter>; the same variables as the
+// fused step). A micro-step also reads the i32 input micro_batch (its index in the global step)
+// and, for each of normalizer_fields, the f32 input loss_normalizer/<field>: that field's sum
+// over the global batch.
+struct TracedSplitStep {
+  TracedStep micro_step;
+  graph::Graph update;
+  std::vector<std::string> normalizer_fields;
+};
+
+// Throws as trace_step does, and std::invalid_argument when micro_batch does not divide
+// global_batch.
+TracedSplitStep trace_split_step(const CheckedModel& model, std::int64_t micro_batch,
+                                 std::int64_t global_batch, const TraceOptions& options);
 
 }  // namespace csrun::models

@@ -96,7 +96,7 @@ Tensor activation(std::string_view name, const Tensor& x) {
 
 Tensor dropout(StepContext& context, const Tensor& x, double rate) {
   if (!context.training() || rate <= 0.0) return x;
-  return graph::dropout(x, context.global_step(), rate, context.seed(),
+  return graph::dropout(x, context.dropout_counter(), rate, context.seed(),
                         context.next_dropout_salt());
 }
 

@@ -7,7 +7,32 @@ StepContext::StepContext(graph::Graph& graph, bool training, std::uint64_t seed)
       training_(training),
       seed_(seed),
       global_step_(graph, graph.add_variable("global_step", {{}, graph::DType::i32},
-                                             graph::VariableRole::step_counter, {})) {}
+                                             graph::VariableRole::step_counter, {})),
+      dropout_counter_(global_step_) {}
+
+void StepContext::compute_share_of(std::int64_t global_batch, std::int64_t shares) {
+  global_batch_ = global_batch;
+  graph::Tensor share(*graph_, graph_->add_input("micro_batch", {{}, graph::DType::i32}));
+  dropout_counter_ = global_step_ * static_cast<double>(shares) + share;
+}
+
+graph::Tensor StepContext::average_over_samples(const graph::Tensor& total,
+                                                std::int64_t samples) const {
+  return total / static_cast<double>(global_batch_.value_or(samples));
+}
+
+graph::Tensor StepContext::average_over_field(const graph::Tensor& total,
+                                              const graph::Tensor& weights,
+                                              const std::string& field) {
+  if (!global_batch_) return total / graph::maximum(graph::sum(weights), 1.0);
+  std::string name = "loss_normalizer/" + field;
+  std::optional<graph::NodeId> input = graph_->find_input(name);
+  if (!input) {
+    input = graph_->add_input(name, {{}, graph::DType::f32});
+    normalizer_fields_.push_back(field);
+  }
+  return total / graph::maximum(graph::Tensor(*graph_, *input), 1.0);
+}
 
 Scope Scope::child(std::string_view name) const {
   return Scope(*context_, prefix_.empty() ? std::string(name) : prefix_ + "." + std::string(name));

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -25,12 +26,33 @@ class StepContext {
   void add_parameter(const graph::Tensor& parameter) { parameters_.push_back(parameter); }
   // A distinct, deterministic salt for each dropout site of the trace.
   std::uint64_t next_dropout_salt() { return ++dropout_sites_; }
+  // What dropout masks count: the global step, or in a micro-step the micro-batch it runs.
+  const graph::Tensor& dropout_counter() const { return dropout_counter_; }
+
+  // The step computes one share (a micro-batch of a replica) of a global batch of
+  // `global_batch` samples that `shares` such steps cover: its loss averages over the global
+  // batch (the shares' gradients then add up to the whole batch's), and its dropout masks count
+  // the share, read from the i32 input `micro_batch` (global_step * shares + its index).
+  void compute_share_of(std::int64_t global_batch, std::int64_t shares);
+  // The loss of the batch from the sum of its samples' losses: over the samples of the
+  // (global) batch; `samples` is the traced batch's count.
+  graph::Tensor average_over_samples(const graph::Tensor& total, std::int64_t samples) const;
+  // The loss from the sum of its weighted terms, over the sum of the weights (at least 1): the
+  // weights are the batch field `field` (as f32). In a share the sum is the global batch's, the
+  // f32 input loss_normalizer/<field> that the runner computes from the whole batch.
+  graph::Tensor average_over_field(const graph::Tensor& total, const graph::Tensor& weights,
+                                   const std::string& field);
+  // The fields average_over_field read from the whole batch, as inputs of a share.
+  const std::vector<std::string>& normalizer_fields() const { return normalizer_fields_; }
 
  private:
   graph::Graph* graph_;
   bool training_;
   std::uint64_t seed_;
   graph::Tensor global_step_;
+  graph::Tensor dropout_counter_;
+  std::optional<std::int64_t> global_batch_;
+  std::vector<std::string> normalizer_fields_;
   std::vector<graph::Tensor> parameters_;
   std::uint64_t dropout_sites_ = 0;
 };

@@ -1,5 +1,6 @@
 #include "training_step.hpp"
 
+#include <memory>
 #include <optional>
 
 #include "graph/autodiff.hpp"
@@ -98,25 +99,18 @@ std::vector<Tensor> learning_rates(const std::vector<Tensor>& parameters, const 
 
 }  // namespace
 
-void append_training_update(StepContext& context, const Tensor& loss,
-                            const TrainingOptions& options,
-                            const LearningRateScales& learning_rate_scales) {
+namespace {
+
+// The update from gradients of the loss times `loss_scale.scale`: unscaling, the finite check and
+// clipping (they see every gradient), the optimizer with each parameter's learning rate, the
+// loss scale's own update and global_step + 1. Outputs the loss when given, then lr/0 and the
+// loss scale.
+void append_update(StepContext& context, std::vector<Tensor> gradients, LossScale loss_scale,
+                   Optimizer& optimizer, const Tensor& lr, const TrainingOptions& options,
+                   const LearningRateScales& learning_rate_scales,
+                   const std::optional<Tensor>& loss) {
   Graph& graph = context.graph();
   const std::vector<Tensor>& parameters = context.parameters();
-  std::unique_ptr<Optimizer> optimizer = make_optimizer(options.optimizer);
-  auto entered = graph.enter_scope("optimizer");
-  graph.set_phase(graph::Phase::update);
-  optimizer->preinitialize(graph, parameters);
-  Tensor step = cast(context.global_step(), DType::f32);
-  Tensor lr =
-      learning_rate(graph, options.schedulers, step, optimizer_learning_rate(options.optimizer));
-
-  // The backward pass; each gradient node takes the scope of the forward node it differentiates.
-  // Unscaling, checking and clipping belong to the update, which sees every gradient.
-  graph.set_phase(graph::Phase::backward);
-  LossScale loss_scale = make_loss_scale(graph, options.precision);
-  // d(scale * loss) = scale * d(loss): seeding the backward pass with the scale scales the loss.
-  std::vector<Tensor> gradients = graph::gradients(loss, parameters, loss_scale.scale);
   graph.set_phase(graph::Phase::update);
   for (Tensor& g : gradients)
     g = g / loss_scale.scale;
@@ -127,19 +121,89 @@ void append_training_update(StepContext& context, const Tensor& loss,
       g = where(*loss_scale.finite, g, 0.0);
   }
   gradients = clipped(std::move(gradients), options.precision, graph);
-  optimizer->update(graph, parameters, gradients,
-                    learning_rates(parameters, lr, learning_rate_scales), context.global_step(),
-                    loss_scale.finite);
+  optimizer.update(graph, parameters, gradients,
+                   learning_rates(parameters, lr, learning_rate_scales), context.global_step(),
+                   loss_scale.finite);
   if (loss_scale.finite) {
     update_dynamic_scale(graph, options.precision.loss_scaling, loss_scale.scale,
                          *loss_scale.finite);
   }
   graph.set_update("global_step", (context.global_step() + 1.0).id());
-  graph.add_output("loss", loss.id());
+  if (loss) graph.add_output("loss", loss->id());
   graph.add_output("lr/0", lr.id());
   if (options.precision.loss_scaling.dynamic || options.precision.loss_scaling.factor != 1.0) {
     graph.add_output("loss_scale", loss_scale.scale.id());
   }
+}
+
+// The optimizer with its state created, and the learning rate of the step.
+struct OptimizerStart {
+  std::unique_ptr<Optimizer> optimizer;
+  Tensor lr;
+};
+
+OptimizerStart start_optimizer(StepContext& context, const TrainingOptions& options) {
+  Graph& graph = context.graph();
+  std::unique_ptr<Optimizer> optimizer = make_optimizer(options.optimizer);
+  graph.set_phase(graph::Phase::update);
+  optimizer->preinitialize(graph, context.parameters());
+  Tensor step = cast(context.global_step(), DType::f32);
+  Tensor lr =
+      learning_rate(graph, options.schedulers, step, optimizer_learning_rate(options.optimizer));
+  return {std::move(optimizer), lr};
+}
+
+}  // namespace
+
+std::string gradient_name(std::string_view parameter) {
+  return "gradient/" + std::string(parameter);
+}
+
+void append_training_update(StepContext& context, const Tensor& loss,
+                            const TrainingOptions& options,
+                            const LearningRateScales& learning_rate_scales) {
+  Graph& graph = context.graph();
+  auto entered = graph.enter_scope("optimizer");
+  OptimizerStart start = start_optimizer(context, options);
+  // The backward pass; each gradient node takes the scope of the forward node it differentiates.
+  graph.set_phase(graph::Phase::backward);
+  LossScale loss_scale = make_loss_scale(graph, options.precision);
+  // d(scale * loss) = scale * d(loss): seeding the backward pass with the scale scales the loss.
+  std::vector<Tensor> gradients = graph::gradients(loss, context.parameters(), loss_scale.scale);
+  append_update(context, std::move(gradients), loss_scale, *start.optimizer, start.lr, options,
+                learning_rate_scales, loss);
+}
+
+void append_scaled_gradients(StepContext& context, const Tensor& loss,
+                             const TrainingOptions& options) {
+  Graph& graph = context.graph();
+  graph.set_phase(graph::Phase::backward);
+  const config::LossScaling& settings = options.precision.loss_scaling;
+  Tensor scale = settings.dynamic
+                     ? Tensor(graph, graph.add_input("grad_scaler.scale", {{}, DType::f32}))
+                     : constant(graph, options.precision.enabled ? settings.factor : 1.0);
+  std::vector<Tensor> gradients = graph::gradients(loss, context.parameters(), scale);
+  for (std::size_t i = 0; i < gradients.size(); ++i) {
+    graph.add_output(gradient_name(graph.leaf_name(context.parameters()[i].id())),
+                     gradients[i].id());
+  }
+  graph.add_output("loss", loss.id());
+}
+
+void append_update_of_gradients(StepContext& context, const TrainingOptions& options,
+                                const LearningRateScales& learning_rate_scales) {
+  Graph& graph = context.graph();
+  auto entered = graph.enter_scope("optimizer");
+  OptimizerStart start = start_optimizer(context, options);
+  LossScale loss_scale = make_loss_scale(graph, options.precision);
+  std::vector<Tensor> gradients;
+  for (const Tensor& parameter : context.parameters()) {
+    const std::string name = graph.leaf_name(parameter.id());
+    gradients.emplace_back(graph,
+                           graph.add_input(gradient_name(name), graph.node(parameter.id()).type));
+  }
+  append_update(context, std::move(gradients), loss_scale, *start.optimizer, start.lr, options,
+                learning_rate_scales, std::nullopt);
 }
 
 }  // namespace csrun::nn

@@ -2,6 +2,7 @@
 
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "config/run_spec.hpp"
@@ -35,5 +36,18 @@ inline constexpr double kDefaultInitialLossScale = 32768.0;
 void append_training_update(StepContext& context, const Tensor& loss,
                             const TrainingOptions& options,
                             const LearningRateScales& learning_rate_scales = {});
+
+// The two halves of a training step whose global batch runs as several micro-steps, whose
+// gradients the runner adds up before one update:
+// - the micro-step: backward from `loss` (seeded with the loss scale: the constant factor, or the
+//   input grad_scaler.scale under dynamic scaling), outputs gradient/<parameter> and loss;
+// - the update: inputs gradient/<parameter> (the summed, still scaled gradients) for the
+//   context's parameters, then what append_training_update does after the backward pass.
+void append_scaled_gradients(StepContext& context, const Tensor& loss,
+                             const TrainingOptions& options);
+void append_update_of_gradients(StepContext& context, const TrainingOptions& options,
+                                const LearningRateScales& learning_rate_scales = {});
+// The name of a parameter's gradient in those two halves.
+std::string gradient_name(std::string_view parameter);
 
 }  // namespace csrun::nn

@@ -49,6 +49,14 @@ data::LoaderJob loader_job(const RunSetup& setup, const data::DataloaderSpec& lo
   return {loader, program.fields, program.plan.batch_size, setup.settings.seed};
 }
 
+std::string split_text(const BatchSplit& split) {
+  std::string text = "Each step runs " + std::to_string(split.micro_steps()) + " micro-steps of " +
+                     std::to_string(split.micro_batch) + " samples (";
+  if (split.replicas > 1) text += std::to_string(split.replicas) + " replicas x ";
+  return text + std::to_string(split.micro_batches_per_replica) +
+         " micro-batches) and one update with the sum of their gradients.";
+}
+
 }  // namespace
 
 LoopSettings LoopSettings::of(const config::TrainerSpec& trainer) {
@@ -85,7 +93,8 @@ struct TrainingLoop::State {
   Checkpointing checkpointing;
   CallbackList user_callbacks;
   RunState run;
-  std::optional<Executable> train;
+  std::optional<Executable> train;  // with micro-steps: the update, which holds the state
+  std::optional<AccumulatedStep> micro_steps;
   std::optional<Executable> eval;
   std::optional<BatchFeed> train_feed;
   std::optional<BatchFeed> eval_feed;
@@ -101,6 +110,11 @@ struct TrainingLoop::State {
         checkpointing(settings.checkpoint, checkpoints, log, [this] { return train_snapshot(); }),
         user_callbacks(std::move(hooks)) {
     if (setup.train) train.emplace(setup.train->plan);
+    if (setup.train_micro_steps) {
+      const MicroSteps& micro = *setup.train_micro_steps;
+      micro_steps.emplace(Executable(micro.program.plan), micro.program.fields, micro.split,
+                          micro.normalizer_fields, *train);
+    }
     if (setup.eval) eval.emplace(setup.eval->plan);
     storage::write_file_atomically(fs::path(log.directory()) / "trainer_params.yaml",
                                    config::to_yaml(settings.params));
@@ -184,8 +198,10 @@ struct TrainingLoop::State {
     if (!train || !setup.train_loader) throw std::logic_error("fit needs a training step");
     Executable& step = *train;
     initialize_variables(step, settings.seed);
-    train_feed.emplace(open_batches(*setup.train_loader, *setup.train), setup.train->fields,
-                       setup.train->plan.batch_size, step);
+    train_feed.emplace(open_batches(*setup.train_loader, *setup.train),
+                       setup.train->plan.batch_size);
+    std::optional<BatchInputs> inputs;
+    if (!micro_steps) inputs.emplace(setup.train->fields, step);
     load_into(step, checkpoint_named(settings.fit_checkpoint));
     std::int64_t total = steps_to_run();
     if (total == 0 && settings.loop.max_steps) {
@@ -194,13 +210,19 @@ struct TrainingLoop::State {
     }
     train_feed->expect(total);
     std::int64_t every_eval = eval_every(total);
-    auto loss = step.slot("loss");
+    std::optional<Executable::Slot> loss = output_slot(step, "loss");
     std::optional<Executable::Slot> lr = output_slot(step, "lr/0");
     std::optional<Executable::Slot> scale = output_slot(step, "loss_scale");
     std::int64_t per_epoch =
         settings.loop.steps_per_epoch.value_or(train_feed->batches_per_epoch());
     run.epoch = run.global_step / per_epoch;
     start_train_batches(total);
+    if (setup.train_micro_steps) {
+      log.info(split_text(setup.train_micro_steps->split));
+      if (!setup.train_micro_steps->why.empty())
+        log.info("The micro-batch is smaller than configured: " + setup.train_micro_steps->why +
+                 ".");
+    }
     call(&Callback::on_train_start);
     call(&Callback::on_train_epoch_start);
     double simulated_before = step.simulated_seconds();
@@ -208,10 +230,16 @@ struct TrainingLoop::State {
       run.done = done;
       run.batch = run.global_step % per_epoch + 1;
       call(&Callback::on_train_batch_start);
-      train_feed->next(step);
-      step.run();
+      const data::BatchView& batch = train_feed->next();
+      if (micro_steps) {
+        micro_steps->run(batch, step);
+        run.loss = micro_steps->loss();
+      } else {
+        inputs->write(step, batch);
+        step.run();
+        run.loss = step.scalar(*loss);
+      }
       ++run.global_step;
-      run.loss = step.scalar(loss);
       run.learning_rate = scalar_of(step, lr);
       run.loss_scale = scalar_of(step, scale);
       check_loss(run.loss);
@@ -222,6 +250,9 @@ struct TrainingLoop::State {
       if (!last && stop_requested()) stop();
     }
     run.simulated_seconds = step.simulated_seconds() - simulated_before;
+    if (setup.train_micro_steps)
+      run.simulated_seconds =
+          static_cast<double>(total) * setup.train_micro_steps->simulated_step_seconds;
     call(&Callback::on_train_end);
     log.info("Training completed successfully!");
   }
@@ -273,9 +304,9 @@ struct TrainingLoop::State {
   EvalResult evaluate() {
     Executable& step = *eval;
     if (!eval_feed)
-      eval_feed.emplace(open_batches(*setup.eval_loader, *setup.eval), setup.eval->fields,
-                        setup.eval->plan.batch_size, step);
+      eval_feed.emplace(open_batches(*setup.eval_loader, *setup.eval), setup.eval->plan.batch_size);
     BatchFeed& feed = *eval_feed;
+    BatchInputs inputs(setup.eval->fields, step);
     std::int64_t batches = settings.loop.eval_steps.value_or(feed.batches_per_epoch());
     batches = std::min(batches, feed.batches_per_epoch());
     feed.seek({});
@@ -291,7 +322,7 @@ struct TrainingLoop::State {
     for (std::int64_t b = 1; b <= batches; ++b) {
       run.batch = run.done = b;
       call(&Callback::on_eval_batch_start);
-      feed.next(step);
+      inputs.write(step, feed.next());
       step.run();
       totals.add(step);
       run.loss = step.scalar(loss);

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "accumulated_step.hpp"
 #include "callbacks.hpp"
 #include "compiler/plan.hpp"
 #include "config/run_spec.hpp"
@@ -26,6 +27,18 @@ struct StepProgram {
   // How an eval step's metrics average over an evaluation, as the model declares them; an output
   // not listed (the loss) is a mean.
   std::map<std::string, nn::MetricAverage> metric_averages;
+};
+
+// A training step whose global batch runs as micro-steps (AccumulatedStep): the micro-step
+// program, how the batch splits, and the batch fields its loss averages over. The RunSetup's
+// `train` program is then the update alone; its plan's batch_size is the global batch.
+struct MicroSteps {
+  StepProgram program;
+  BatchSplit split;
+  std::vector<std::string> normalizer_fields;
+  // The wafer's estimate of one whole step (the plan stage's), for the simulated time.
+  double simulated_step_seconds = 0.0;
+  std::string why;  // why the micro-batch is smaller than configured (host memory); or empty
 };
 
 // The trainer's settings the runner reads, and nothing else of the params: where the run's files
@@ -52,6 +65,7 @@ struct RunSetup {
   std::string model_name;
   std::string params_path;
   std::optional<StepProgram> train;
+  std::optional<MicroSteps> train_micro_steps;
   std::optional<StepProgram> eval;
   std::optional<data::DataloaderSpec> train_loader;
   std::optional<data::DataloaderSpec> eval_loader;

@@ -97,7 +97,8 @@ struct Executable::State {
   const KernelSet& kernels;
   AlignedBytes arena;
   AlignedBytes scratch;
-  std::vector<TensorRef> values;  // per node: where its value lives
+  std::vector<float> task_scratch;  // the largest scratch a kernel's task needs, shared
+  std::vector<TensorRef> values;    // per node: where its value lives
   std::vector<StepWork> step;
   std::vector<Snapshot> snapshots;
   std::vector<Update> updates;
@@ -247,7 +248,7 @@ struct Executable::State {
       add_name(output.name, output.node, snapshot_of(output.node), false);
   }
 
-  NodeTask task_for(NodeId id) const {
+  NodeTask task_for(NodeId id) {
     NodeTask task;
     task.node = &plan.graph.node(id);
     task.out = values[static_cast<std::size_t>(id)];
@@ -255,6 +256,11 @@ struct Executable::State {
     for (NodeId input : task.node->inputs)
       task.in.push_back(values[static_cast<std::size_t>(input)]);
     kernels.prepare(task);
+    if (task.scratch_floats > 0) {
+      auto floats = static_cast<std::size_t>(task.scratch_floats);
+      if (task_scratch.size() < floats) task_scratch.resize(floats);
+      task.scratch = &task_scratch;
+    }
     return task;
   }
 
@@ -427,6 +433,15 @@ double Executable::scalar(Slot slot) const {
   return load(state_->named[static_cast<std::size_t>(slot)].value, 0);
 }
 
+std::span<const float> Executable::floats(Slot slot) const {
+  const NamedValue& named = state_->value(slot);
+  if (named.value.dtype != graph::DType::f32) {
+    throw std::invalid_argument("'" + named.name + "' holds " +
+                                std::string(graph::dtype_name(named.value.dtype)) + ", not f32");
+  }
+  return {named.value.f32(), static_cast<std::size_t>(named.value.count)};
+}
+
 void Executable::run() {
   state_->run();
 }
@@ -443,7 +458,8 @@ std::int64_t Executable::arena_bytes() const {
   return state_->arena.size();
 }
 std::int64_t Executable::scratch_bytes() const {
-  return state_->scratch.size();
+  return static_cast<std::int64_t>(state_->scratch.size() +
+                                   state_->task_scratch.size() * sizeof(float));
 }
 
 }  // namespace csrun::runtime

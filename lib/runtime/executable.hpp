@@ -43,6 +43,9 @@ class Executable {
   std::vector<double> read(Slot slot) const;
   // The first element, without allocating: for scalars such as the loss.
   double scalar(Slot slot) const;
+  // An f32 value's elements where they lie, valid until the next run() or write to it; throws
+  // std::invalid_argument for a value of another dtype.
+  std::span<const float> floats(Slot slot) const;
 
   // One step: every kernel in order, then the variables take their updated values. Throws
   // std::out_of_range when a batch holds an index outside its embedding table.

@@ -11,7 +11,7 @@
 namespace csrun::runtime {
 
 struct KernelSet {
-  // Sizes task.scratch for the node's kernel, once.
+  // Sets task.scratch_floats for the node's kernel, once.
   void (*prepare)(NodeTask& task);
   // Computes task.out from task.in. Throws std::out_of_range for a gather or scatter index outside
   // its table (the data is wrong, not the plan).

@@ -109,14 +109,14 @@ void prepare_matmul(NodeTask& task) {
     if (operand.dtype != DType::f32) floats += operand.count;
   }
   if (task.out.dtype != DType::f32) floats += task.out.count;
-  task.scratch.assign(static_cast<std::size_t>(floats), 0.0f);
+  task.scratch_floats = floats;
 }
 
 void run_matmul(NodeTask& task) {
   const TensorRef& a = task.in[0];
   const TensorRef& b = task.in[1];
   const TensorRef& out = task.out;
-  float* scratch = task.scratch.data();
+  float* scratch = task.scratch ? task.scratch->data() : nullptr;
   const float* a_data = as_f32(a, scratch);
   const float* b_data = as_f32(b, scratch);
   float* c_data = out.dtype == DType::f32 ? out.f32() : scratch;

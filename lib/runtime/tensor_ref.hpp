@@ -76,9 +76,9 @@ inline Dims strides_of(const TensorRef& t) {
   return strides;
 }
 
-// One node's work: its result and operands in memory and, for kernels that need it, a scratch
-// area sized when the plan is loaded (operands widened to f32, a product before narrowing), so
-// that running it allocates nothing.
+// One node's work: its result and operands in memory and, for kernels that need it, scratch
+// sized when the plan is loaded (operands widened to f32, a product before narrowing), so that
+// running it allocates nothing.
 struct NodeTask {
   const graph::Node* node = nullptr;
   TensorRef out;
@@ -88,7 +88,10 @@ struct NodeTask {
   // A matmul whose rows start as this row of f32 values, the product added to it: a bias add
   // folded into the GEMM. Null data: none.
   TensorRef addend;
-  std::vector<float> scratch;
+  // The floats of scratch the kernel needs (prepare sets it) and where they are: one area the
+  // executable shares between its kernels, which run one at a time.
+  std::int64_t scratch_floats = 0;
+  std::vector<float>* scratch = nullptr;
   ThreadTeam* team = nullptr;  // the cores a large kernel splits across; null: the caller alone
 };
 

@@ -118,8 +118,8 @@ TEST_CASE("sizes beyond what csrun can count or this machine can hold are refuse
   auto memory = run_csrun({"train", params, "--fake_data", "-o", (dir.path() / "b").string(),
                            "--set", "trainer.fit.train_dataloader.batch_size=1000000000"});
   CHECK(memory.exit_code == 1);
-  CHECK(memory.err.find("of host memory (its arena), more than this machine's") !=
-        std::string::npos);
+  CHECK(memory.err.find("of host memory at a micro-batch of 1 samples (its arena, copies of its "
+                        "state, the batch's data), more than this machine's") != std::string::npos);
 }
 
 TEST_CASE("validate: success prints a summary, a failure exits 1 with every error") {

@@ -153,9 +153,9 @@ std::string write_initial_checkpoint(const test::GoldenCurve& curve, const fs::p
   return path.string();
 }
 
-// Trains `curve` with csrun (extra flags appended) and returns the largest relative difference of
-// its logged losses from PyTorch's.
-double worst_difference(const test::GoldenCurve& curve, const std::vector<std::string>& flags) {
+// Trains `curve` with csrun (extra flags appended) and returns its logged losses.
+std::vector<double> train_losses(const test::GoldenCurve& curve,
+                                 const std::vector<std::string>& flags) {
   test::TempDir dir;
   std::string loader = write_data(curve, dir.path() / "data");
   nlohmann::json init = nlohmann::json::parse(curve.init);
@@ -171,15 +171,29 @@ double worst_difference(const test::GoldenCurve& curve, const std::vector<std::s
   auto run = test::run_csrun(arguments);
   INFO(run.out << run.err);
   REQUIRE(run.exit_code == 0);
+  bool split = std::find(flags.begin(), flags.end(), "--num_csx") != flags.end() ||
+               std::find(flags.begin(), flags.end(), "--set") != flags.end();
+  bool logged = (run.err + run.out).find("micro-steps of") != std::string::npos;
+  CHECK(logged == split);
   REQUIRE(fs::is_directory(dir.path() / "model" / "events"));
   auto events = test::read_scalar_events(
       fs::directory_iterator(dir.path() / "model" / "events")->path().string());
   std::vector<double> losses = test::scalar_values(events, "loss");
   REQUIRE(losses.size() == curve.losses.size());
+  return losses;
+}
+
+double worst_relative_difference(const std::vector<double>& losses,
+                                 const std::vector<double>& expected) {
   double worst = 0.0;
   for (std::size_t s = 0; s < losses.size(); ++s)
-    worst = std::max(worst, std::fabs(losses[s] - curve.losses[s]) / std::fabs(curve.losses[s]));
+    worst = std::max(worst, std::fabs(losses[s] - expected[s]) / std::fabs(expected[s]));
   return worst;
+}
+
+// The largest relative difference of csrun's losses (extra flags appended) from PyTorch's.
+double worst_difference(const test::GoldenCurve& curve, const std::vector<std::string>& flags) {
+  return worst_relative_difference(train_losses(curve, flags), curve.losses);
 }
 
 }  // namespace
@@ -204,5 +218,31 @@ TEST_CASE(
     double worst = worst_difference(curve, {});
     CHECK(worst <= 2e-3);
     CHECK(worst > 0.0);
+  }
+}
+
+// docs/training.md: the global batch is split across num_csx replicas and each replica's share
+// into micro-batches (micro_batch_size, or grad_accum_steps on CPU); the gradients add up to the
+// whole batch's before one update, so every split trains the curve the whole batch trains, up to
+// the order of fp32 sums.
+TEST_CASE("every split of the global batch into replicas and micro-batches trains the same curve") {
+  for (const test::GoldenCurve& curve : test::golden_curves()) {
+    if (!writable(curve) || curve.batch_size % 2 != 0) continue;
+    INFO(curve.name);
+    std::vector<double> whole = train_losses(curve, {"--target_device", "CPU"});
+    const std::string micro_batch = "trainer.fit.train_dataloader.micro_batch_size=";
+    std::vector<std::vector<std::string>> splits = {
+        {"--num_csx", "2"},
+        {"--set", micro_batch + std::to_string(curve.batch_size / 2)},
+        {"--set", "trainer.init.loop.grad_accum_steps=2"}};
+    if (curve.batch_size % 4 == 0)
+      splits.push_back(
+          {"--num_csx", "2", "--set", micro_batch + std::to_string(curve.batch_size / 4)});
+    for (const std::vector<std::string>& split : splits) {
+      std::vector<std::string> flags = {"--target_device", "CPU"};
+      flags.insert(flags.end(), split.begin(), split.end());
+      INFO(split.front() << " " << split.at(1) << (split.size() > 2 ? " " + split.back() : ""));
+      CHECK(worst_relative_difference(train_losses(curve, flags), whole) <= 1e-5);
+    }
   }
 }

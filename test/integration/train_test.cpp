@@ -199,3 +199,48 @@ TEST_CASE("the run's log is written at the logging level, stamped as the Model Z
                             std::regex(R"(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} INFO:     \S)")));
   CHECK(line.position(0) == 0);
 }
+
+// docs/training.md: batch_size is the global batch of one optimizer step, whatever num_csx and
+// micro_batch_size split it into, and the data streams it whole.
+TEST_CASE("3 steps of batch 32 consume 96 samples for every num_csx and micro-batch, each once") {
+  csrun::test::TempDir dir;
+  std::string text =
+      std::regex_replace(kRun, std::regex("batch_size: 8\\}\n    val"), "batch_size: 32}\n    val");
+  text = std::regex_replace(text, std::regex("max_steps: 6, eval_frequency: 3, eval_steps: 2"),
+                            "max_steps: 3");
+  std::string params = dir.write("params.yaml", text);
+  for (const char* num_csx : {"1", "2"}) {
+    for (const char* micro_batch : {"", "8"}) {
+      for (const char* workers : {"0", "2"}) {
+        std::string name = std::string(num_csx) + "_" + micro_batch + "_" + workers;
+        INFO(name);
+        fs::path ledger = dir.path() / (name + ".tsv");
+        std::vector<std::string> arguments = {
+            "train",        params,  "--fake_data",           "-o",    (dir.path() / name).string(),
+            "--num_csx",    num_csx, "--num_workers_per_csx", workers, "--sample_ledger",
+            ledger.string()};
+        if (*micro_batch) {
+          arguments.push_back("--set");
+          arguments.push_back(std::string("trainer.fit.train_dataloader.micro_batch_size=") +
+                              micro_batch);
+        }
+        auto run = run_csrun(arguments);
+        INFO(run.out << run.err);
+        REQUIRE(run.exit_code == 0);
+        std::ifstream lines(ledger);
+        std::map<std::int64_t, int> uses;
+        std::string role, producer;
+        std::int64_t epoch = 0, position = 0, index = 0;
+        std::int64_t samples = 0;
+        while (lines >> role >> epoch >> position >> index >> producer) {
+          if (producer == "worker") lines >> producer;
+          if (role != "train") continue;
+          ++samples;
+          ++uses[index];
+        }
+        CHECK(samples == 96);
+        CHECK(uses.size() == 96);
+      }
+    }
+  }
+}

@@ -1,0 +1,111 @@
+#include "host_batch.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "graph/flops.hpp"
+#include "storage/host_memory.hpp"
+
+namespace csrun::modes {
+
+namespace {
+
+// Host memory of a training run as a function of the samples of one (micro-)step:
+// - the plan's persistent values (parameters, optimizer state, inputs) stand for each copy of the
+//   run's state: the step's own; with a split batch the micro-step's parameters and the update's
+//   state; and a checkpoint being written (its tensors as doubles, then the file's image);
+// - the plan's temporaries scale with the samples of a (micro-)step;
+// - a split batch adds the gradient sums (one per replica beside the total) and the update's
+//   gradient inputs;
+// - the global batch's data, a few batches of it in flight.
+struct MemoryModel {
+  double persistent = 0.0;
+  double per_sample = 0.0;
+  double gradients = 0.0;
+  double batch_data = 0.0;
+  std::int64_t global_batch = 1;
+  std::int64_t replicas = 1;
+
+  MemoryModel(const compiler::Plan& fused, std::int64_t global, std::int64_t replica_count)
+      : global_batch(global), replicas(replica_count) {
+    persistent = static_cast<double>(fused.memory.persistent_bytes);
+    double traced = static_cast<double>(std::max<std::int64_t>(fused.batch_size, 1));
+    per_sample = (static_cast<double>(fused.memory.peak_bytes) - persistent) / traced;
+    gradients = 4.0 * static_cast<double>(
+                          graph::count_elements(fused.graph, graph::VariableRole::parameter));
+    double inputs = 0.0;
+    for (const graph::NamedNode& input : fused.graph.inputs())
+      inputs +=
+          4.0 * static_cast<double>(graph::element_count(fused.graph.node(input.node).type.shape));
+    batch_data = 4.0 * inputs / traced * static_cast<double>(global_batch);
+  }
+
+  bool split(std::int64_t micro_batch) const { return micro_batch != global_batch; }
+
+  double fixed(bool split_batch) const {
+    double bytes = 4.0 * persistent + batch_data;
+    if (!split_batch) return bytes;
+    return bytes + persistent + gradients * (replicas > 1 ? 3.0 : 2.0);
+  }
+
+  double bytes(std::int64_t micro_batch) const {
+    return fixed(split(micro_batch)) + per_sample * static_cast<double>(micro_batch);
+  }
+};
+
+// The largest divisor of `number` that is at most `limit` (1 when none is larger).
+std::int64_t largest_divisor_up_to(std::int64_t number, std::int64_t limit) {
+  std::int64_t best = 1;
+  for (std::int64_t d = 1; d * d <= number; ++d) {
+    if (number % d != 0) continue;
+    if (d <= limit) best = std::max(best, d);
+    if (number / d <= limit) best = std::max(best, number / d);
+  }
+  return best;
+}
+
+}  // namespace
+
+HostBatch plan_host_batch(std::int64_t global_batch, std::int64_t replicas,
+                          std::int64_t configured_micro_batch, const compiler::Plan& fused) {
+  MemoryModel model(fused, global_batch, replicas);
+  auto budget = static_cast<double>(storage::physical_memory_bytes()) * kHostMemoryShare;
+  HostBatch host;
+  host.micro_batch = configured_micro_batch;
+  if (budget > 0.0 && model.bytes(configured_micro_batch) > budget) {
+    double room = (budget - model.fixed(true)) / std::max(model.per_sample, 1.0);
+    auto limit = static_cast<std::int64_t>(std::clamp(std::floor(room), 1.0, 9.0e18));
+    host.micro_batch = largest_divisor_up_to(configured_micro_batch, limit);
+  }
+  host.micro_steps = global_batch / host.micro_batch;
+  host.bytes = model.bytes(host.micro_batch);
+  if (host.micro_batch < configured_micro_batch) {
+    host.reason =
+        "a micro-step of " + std::to_string(configured_micro_batch) + " samples needs " +
+        storage::gibibytes(model.bytes(configured_micro_batch)) + " of host memory, more than " +
+        std::to_string(static_cast<int>(kHostMemoryShare * 100)) + "% of this machine's " +
+        storage::physical_memory_text() + "; " + std::to_string(host.micro_batch) +
+        " samples need about " + storage::gibibytes(host.bytes);
+  }
+  return host;
+}
+
+HostBatch plan_host_batch(const config::TrainerSpec& trainer, const TraceSummary& trace,
+                          const compiler::Plan& fused) {
+  std::int64_t replicas = trainer.backend.cluster.num_csx;
+  std::int64_t configured = trace.micro_batch_fixed
+                                ? trace.batch_size
+                                : trace.system_batch / trainer.loop.grad_accum_steps;
+  return plan_host_batch(trace.system_batch * replicas, replicas, configured, fused);
+}
+
+void check_fits_host(const HostBatch& host) {
+  if (!storage::exceeds_physical_memory(host.bytes)) return;
+  throw std::runtime_error(
+      "the run needs about " + storage::gibibytes(host.bytes) +
+      " of host memory at a micro-batch of " + std::to_string(host.micro_batch) +
+      " samples (its arena, copies of its state, the batch's data), more than this machine's " +
+      storage::physical_memory_text() + ": lower the batch size or the sequence length");
+}
+
+}  // namespace csrun::modes

@@ -1,0 +1,42 @@
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "compiler/plan.hpp"
+#include "config/run_spec.hpp"
+#include "trace_summary.hpp"
+
+namespace csrun::modes {
+
+// How the simulator runs a training step's global batch on this machine: in host micro-steps of
+// `micro_batch` samples (numerically the same accumulation as any other split,
+// docs/training.md), the configured split (num_csx replicas, micro_batch_size or
+// grad_accum_steps) unless a micro-step of that size would not fit this machine's memory.
+struct HostBatch {
+  std::int64_t micro_batch = 0;
+  std::int64_t micro_steps = 1;  // per optimizer step, over every replica
+  double bytes = 0.0;            // the host memory the run needs at that size (estimated)
+  std::string reason;            // why smaller than configured; empty when it is not
+};
+
+// The share of this machine's memory a run may plan to use (the rest is the system's, the data
+// workers' and the allocator's).
+inline constexpr double kHostMemoryShare = 0.8;
+
+// `fused` is the trainer's planned step, traced at `fused.batch_size` samples per system;
+// `configured_micro_batch` divides global_batch / replicas.
+HostBatch plan_host_batch(std::int64_t global_batch, std::int64_t replicas,
+                          std::int64_t configured_micro_batch, const compiler::Plan& fused);
+
+// The same for a trainer's training step as traced (`trace`) and planned (`fused`): the
+// configured micro-batch is the dataloader's micro_batch_size when it is a number, else a
+// system's share of the batch over the loop's grad_accum_steps.
+HostBatch plan_host_batch(const config::TrainerSpec& trainer, const TraceSummary& trace,
+                          const compiler::Plan& fused);
+
+// Refuses (std::runtime_error, with the figures) a run that needs more than this machine's
+// memory even in micro-steps of one sample.
+void check_fits_host(const HostBatch& host);
+
+}  // namespace csrun::modes
