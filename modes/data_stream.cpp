@@ -56,7 +56,7 @@ DataStream::DataStream(const config::TrainerSpec& trainer, const runner::RunSetu
     : ledger_(context.ledger) {
   std::vector<data::LoaderJob> jobs = runner::loader_jobs(setup);
   const config::ClusterConfig& cluster = trainer.backend.cluster;
-  std::int64_t local = cluster.num_csx * cluster.num_workers_per_csx;
+  std::int64_t local = context.systems * cluster.num_workers_per_csx;
   bool external = context.srun || !context.listen.empty();
   if (jobs.empty() || (!external && (local == 0 || context.worker_binary.empty()))) return;
 

@@ -34,6 +34,9 @@ class DataStream {
     std::optional<stream::SrunTask> srun;
     std::string worker_binary;  // what local workers run; empty: no local workers
     std::string listen;         // --stream_listen: wait for workers started elsewhere
+    // The systems this process feeds: num_csx, or one for a rank of an MPI job (each rank streams
+    // its own replica's data from its own num_workers_per_csx workers).
+    std::int64_t systems = 1;
   };
 
   DataStream(const config::TrainerSpec& trainer, const runner::RunSetup& setup,

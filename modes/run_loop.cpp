@@ -9,6 +9,7 @@
 #include "host_batch.hpp"
 #include "models/step_trace.hpp"
 #include "plan_stage.hpp"
+#include "replicas/replica_group.hpp"
 #include "report.hpp"
 #include "retrace_check.hpp"
 #include "runner/callbacks.hpp"
@@ -79,7 +80,11 @@ void plan_micro_steps(runner::RunSetup& setup, const CheckedTrainer& checked,
   std::int64_t tokens = split.micro_step.tokens_per_sample;
   std::vector<data::SampleField> fields = sample_fields(split.micro_step.batch);
   runner::MicroSteps micro;
-  micro.split = {replicas, micro_batch, loader.batch_size / replicas / micro_batch};
+  micro.split = {replicas, micro_batch, loader.batch_size / replicas / micro_batch, 0, replicas};
+  if (setup.group && setup.group->size() > 1) {
+    micro.split.first_replica = setup.group->rank();
+    micro.split.local_replicas = 1;
+  }
   micro.normalizer_fields = std::move(split.normalizer_fields);
   micro.simulated_step_seconds = setup.train->plan.mapping.estimate.step_seconds;
   micro.why = host.reason;
@@ -96,9 +101,11 @@ void plan_micro_steps(runner::RunSetup& setup, const CheckedTrainer& checked,
 }
 
 runner::RunSetup setup_for(const CheckedRun& checked, const CheckedTrainer& trainer_check,
-                           PlannedTrainer planned, const RunOptions& options, LoopKind kind) {
+                           PlannedTrainer planned, const RunOptions& options, LoopKind kind,
+                           const replicas::ReplicaGroup* group) {
   const config::TrainerSpec& trainer = checked.run.trainers.at(trainer_check.index);
   runner::RunSetup setup;
+  setup.group = group;
   setup.settings = runner::LoopSettings::of(trainer);
   setup.device = config::device_name(trainer.backend.device);
   setup.model_name = trainer_check.model->definition->name;
@@ -153,6 +160,7 @@ std::vector<std::string> checkpoints_to_evaluate(const config::TrainerSpec& trai
 
 // What every trainer of a command shares.
 struct LoopServices {
+  const replicas::ReplicaGroup* group = nullptr;
   const std::atomic<bool>* stop_requested = nullptr;
   data::SampleLedger* ledger = nullptr;
   std::optional<stream::SrunTask> srun;
@@ -175,13 +183,25 @@ int run_trainer(const CheckedRun& checked, const CheckedTrainer& trainer_check,
   std::cerr << "csrun " << (kind == LoopKind::train ? "train" : "eval") << ": plan "
             << planned.directory.string()
             << (planned.from_cache ? " (from the compile cache)" : " (compiled now)") << "\n";
+  std::int64_t num_csx = trainer.backend.cluster.num_csx;
+  bool ranks = services.group->size() > 1;
+  // Evaluation has no replicas to combine: the first rank evaluates, the others have nothing to do.
+  if (ranks && kind == LoopKind::eval && !services.group->primary()) return 0;
+  if (ranks && num_csx != services.group->size()) {
+    throw std::runtime_error("the MPI job has " + std::to_string(services.group->size()) +
+                             " ranks and num_csx is " + std::to_string(num_csx) +
+                             ": each rank runs one replica, so start as many ranks as num_csx "
+                             "(mpirun -n " +
+                             std::to_string(num_csx) + ")");
+  }
   std::int64_t batch_size = planned.plan.batch_size;
-  runner::RunSetup setup = setup_for(checked, trainer_check, std::move(planned), options, kind);
+  runner::RunSetup setup =
+      setup_for(checked, trainer_check, std::move(planned), options, kind, services.group);
   setup.stop_requested = services.stop_requested;
   DataStream data_stream(
       trainer, setup,
       {trainer_check.index, trainer_check.index + 1 < checked.trainers.size(), services.ledger,
-       services.srun, options.worker_binary, options.stream_listen});
+       services.srun, options.worker_binary, options.stream_listen, ranks ? 1 : num_csx});
   data_stream.connect(setup);
   std::unique_ptr<runner::Runner> runner =
       runner::make_runner(std::move(setup), callbacks_for(trainer, trainer_check, batch_size));
@@ -199,8 +219,18 @@ int run_loop(const RunOptions& options, LoopKind kind) {
   const char* command = kind == LoopKind::train ? "train" : "eval";
   std::optional<CheckedRun> checked = validation_stage(options, command);
   if (!checked) return 1;
+  std::optional<replicas::ReplicaGroup> joined;
+  try {
+    joined.emplace(replicas::ReplicaGroup::join());
+  } catch (const std::exception& error) {
+    std::cerr << "csrun " << command << ": " << error.what() << "\n";
+    return 1;
+  }
+  const replicas::ReplicaGroup& group = *joined;
   LoopServices services;
-  services.srun = stream::srun_task();
+  services.group = &group;
+  // Under an MPI launcher srun's tasks are ranks, not data workers.
+  if (!replicas::started_by_mpi()) services.srun = stream::srun_task();
   if (services.srun && services.srun->rank > 0)
     return serve_srun_trainers(checked->run.trainers, *services.srun);
   std::optional<std::vector<PlannedTrainer>> planned = plan_stage(*checked, options, command);
@@ -212,7 +242,8 @@ int run_loop(const RunOptions& options, LoopKind kind) {
   if (stop_signal) services.stop_requested = &stop_signal->requested();
   try {
     std::optional<data::SampleLedger> ledger;
-    if (!options.sample_ledger.empty()) services.ledger = &ledger.emplace(options.sample_ledger);
+    if (!options.sample_ledger.empty() && group.primary())
+      services.ledger = &ledger.emplace(options.sample_ledger);
     for (std::size_t i = 0; i < planned->size(); ++i) {
       int status = run_trainer(*checked, checked->trainers[i], std::move((*planned)[i]), options,
                                kind, services);

@@ -18,6 +18,7 @@
 #include "config/overrides.hpp"
 #include "csrun/build_info.hpp"
 #include "modes/modes.hpp"
+#include "replicas/replica_group.hpp"
 #include "runtime/host_kernels.hpp"
 
 namespace {
@@ -308,7 +309,9 @@ std::string version_text() {
     sets += (sets.empty() ? "" : ", ") + std::string(name);
   return std::string("csrun ") + csrun::kVersion + "\nbuilt " + csrun::kBuildType + " with " +
          csrun::kCompiler + " for " + csrun::kTargetArch + ", kernel sets " + sets +
-         "\nkernels: " + kernels_line() + "\nlibraries: " + csrun::kLibraries;
+         "\nkernels: " + kernels_line() + "\nlibraries: " + csrun::kLibraries + "\nreplicas: " +
+         (csrun::replicas::built_with_mpi() ? "one process, or MPI ranks (mpirun, srun --mpi=pmix)"
+                                            : "one process (built without MPI)");
 }
 
 }  // namespace

@@ -26,9 +26,9 @@ double field_sum(const data::BatchView& batch, std::size_t field, bool integer) 
   return total;
 }
 
-void add_into(std::vector<float>& sum, std::span<const float> values, bool first) {
+void add_into(std::span<float> sum, std::span<const float> values, bool first) {
   if (first) {
-    sum.assign(values.begin(), values.end());
+    std::copy(values.begin(), values.end(), sum.begin());
     return;
   }
   for (std::size_t i = 0; i < values.size(); ++i)
@@ -40,23 +40,29 @@ void add_into(std::vector<float>& sum, std::span<const float> values, bool first
 AccumulatedStep::AccumulatedStep(Executable micro_step,
                                  const std::vector<data::SampleField>& fields, BatchSplit split,
                                  std::vector<std::string> normalizer_fields,
-                                 const Executable& update)
+                                 const Executable& update, const replicas::ReplicaGroup* group)
     : micro_(std::move(micro_step)),
       inputs_(fields, micro_),
       fields_(fields),
       split_(split),
+      group_(group && group->size() > 1 ? group : nullptr),
       micro_batch_index_(micro_.slot("micro_batch")),
       loss_slot_(micro_.slot("loss")) {
   const graph::Graph& graph = micro_.plan().graph;
+  std::size_t offset = 0;
   for (const graph::Variable& variable : graph.variables()) {
     if (variable.role == graph::VariableRole::parameter) {
-      gradients_.push_back({micro_.slot(nn::gradient_name(variable.name)),
-                            update.slot(nn::gradient_name(variable.name)),
-                            {},
-                            {}});
+      Gradient gradient{micro_.slot(nn::gradient_name(variable.name)),
+                        update.slot(nn::gradient_name(variable.name)), offset, 0};
+      gradient.size =
+          static_cast<std::size_t>(graph::element_count(micro_.type(gradient.output).shape));
+      offset += gradient.size;
+      gradients_.push_back(gradient);
     }
     variables_.push_back({update.slot(variable.name), micro_.slot(variable.name)});
   }
+  replica_sum_.resize(offset);
+  if (split_.replicas > 1) total_.resize(offset);
   if (graph.find_input("grad_scaler.scale"))
     variables_.push_back({update.slot("grad_scaler.scale"), micro_.slot("grad_scaler.scale")});
   for (const std::string& name : normalizer_fields) {
@@ -89,35 +95,61 @@ void AccumulatedStep::write_normalizers(const data::BatchView& batch) {
   }
 }
 
-void AccumulatedStep::add_gradients(std::int64_t micro_batch) {
-  for (Gradient& gradient : gradients_)
-    add_into(gradient.replica_sum, micro_.floats(gradient.output), micro_batch == 0);
+void AccumulatedStep::add_gradients(bool first) {
+  for (const Gradient& gradient : gradients_) {
+    add_into(std::span(replica_sum_).subspan(gradient.offset, gradient.size),
+             micro_.floats(gradient.output), first);
+  }
 }
 
-void AccumulatedStep::add_replica(std::int64_t replica) {
-  if (split_.replicas == 1) return;
-  for (Gradient& gradient : gradients_)
-    add_into(gradient.total, gradient.replica_sum, replica == 0);
+// The replica's micro-batches in order, their gradients summed into replica_sum_.
+void AccumulatedStep::run_replica(const data::BatchView& batch, std::int64_t replica) {
+  for (std::int64_t m = 0; m < split_.micro_batches_per_replica; ++m) {
+    std::int64_t index = replica * split_.micro_batches_per_replica + m;
+    inputs_.write(micro_, batch, index * split_.micro_batch, split_.micro_batch);
+    auto share = static_cast<std::int32_t>(index);
+    micro_.write(micro_batch_index_, std::span<const std::int32_t>(&share, 1));
+    micro_.run();
+    losses_.push_back(micro_.scalar(loss_slot_));
+    add_gradients(m == 0);
+  }
+}
+
+// Rank r (one replica each) adds its sum to the ranks' before it, in the order one process adds
+// its replicas, and passes the sum on; the last rank's total (and loss) reaches every rank.
+void AccumulatedStep::combine_ranks() {
+  double loss = 0.0;
+  group_->receive_sum(std::span(total_));
+  group_->receive_sum(std::span(&loss, 1));
+  add_into(total_, replica_sum_, group_->rank() == 0);
+  for (double share : losses_)
+    loss += share;
+  group_->pass_sum(std::span<const float>(total_));
+  group_->pass_sum(std::span<const double>(&loss, 1));
+  group_->share_total(std::span(total_));
+  group_->share_total(std::span(&loss, 1));
+  loss_ = loss;
 }
 
 void AccumulatedStep::run(const data::BatchView& batch, Executable& update) {
   take_variables(update);
   write_normalizers(batch);
-  loss_ = 0.0;
-  std::int64_t index = 0;
-  for (std::int64_t replica = 0; replica < split_.replicas; ++replica) {
-    for (std::int64_t m = 0; m < split_.micro_batches_per_replica; ++m, ++index) {
-      inputs_.write(micro_, batch, index * split_.micro_batch, split_.micro_batch);
-      std::int32_t share = static_cast<std::int32_t>(index);
-      micro_.write(micro_batch_index_, std::span<const std::int32_t>(&share, 1));
-      micro_.run();
-      loss_ += micro_.scalar(loss_slot_);
-      add_gradients(m);
-    }
-    add_replica(replica);
+  losses_.clear();
+  for (std::int64_t j = 0; j < split_.local_replicas; ++j) {
+    std::int64_t replica = split_.first_replica + j;
+    run_replica(batch, replica);
+    if (!group_ && split_.replicas > 1) add_into(total_, replica_sum_, replica == 0);
   }
+  if (group_) {
+    combine_ranks();
+  } else {
+    loss_ = 0.0;
+    for (double share : losses_)
+      loss_ += share;
+  }
+  const std::vector<float>& summed = split_.replicas > 1 ? total_ : replica_sum_;
   for (const Gradient& gradient : gradients_)
-    update.write(gradient.input, split_.replicas == 1 ? gradient.replica_sum : gradient.total);
+    update.write(gradient.input, std::span(summed).subspan(gradient.offset, gradient.size));
   update.run();
 }
 

@@ -5,43 +5,50 @@
 #include <vector>
 
 #include "batch_feed.hpp"
+#include "replicas/replica_group.hpp"
 #include "runtime/executable.hpp"
 
 namespace csrun::runner {
 
 // How a training step's global batch divides: evenly across `replicas` (num_csx systems), each
-// replica's share in micro-batches of `micro_batch` samples.
+// replica's share in micro-batches of `micro_batch` samples. This process runs
+// `local_replicas` of them from `first_replica` on: all of them, or one per MPI rank.
 struct BatchSplit {
   std::int64_t replicas = 1;
   std::int64_t micro_batch = 0;
   std::int64_t micro_batches_per_replica = 1;
+  std::int64_t first_replica = 0;
+  std::int64_t local_replicas = 1;
 
   std::int64_t micro_steps() const { return replicas * micro_batches_per_replica; }
 };
 
 // A training step over a global batch as micro-steps, numerically one step on the whole batch:
 // each replica runs its micro-batches in order and sums their gradients, the replicas' sums are
-// added in replica order (as ranks would all-reduce them), and the update applies the total once.
-// The micro-step program (models::trace_split_step's micro_step) computes the gradients; the
-// update program holds every variable of the run (parameters, optimizer state, global step, loss
-// scale): checkpoints and evaluation read it.
+// added in replica order (in this process, or along the ranks' chain: the same bits), and the
+// update applies the total once, on every rank. The micro-step program
+// (models::trace_split_step's micro_step) computes the gradients; the update program holds every
+// variable of the run (parameters, optimizer state, global step, loss scale): checkpoints and
+// evaluation read it.
 class AccumulatedStep {
  public:
+  // `group` (null: this process alone) must outlive the step.
   AccumulatedStep(runtime::Executable micro_step, const std::vector<data::SampleField>& fields,
                   BatchSplit split, std::vector<std::string> normalizer_fields,
-                  const runtime::Executable& update);
+                  const runtime::Executable& update, const replicas::ReplicaGroup* group);
 
-  // One optimizer step on `batch` (split.micro_steps() * split.micro_batch samples).
+  // One optimizer step on `batch` (the global batch: split.micro_steps() * split.micro_batch
+  // samples).
   void run(const data::BatchView& batch, runtime::Executable& update);
-  // The step's loss: the sum of the micro-steps' shares.
+  // The step's loss: the sum of the micro-steps' shares, in micro-step order.
   double loss() const { return loss_; }
 
  private:
   struct Gradient {
     runtime::Executable::Slot output;  // in the micro-step
     runtime::Executable::Slot input;   // in the update
-    std::vector<float> replica_sum;
-    std::vector<float> total;
+    std::size_t offset = 0;            // in the flat sums
+    std::size_t size = 0;
   };
   struct Copied {  // a variable of the update the micro-step reads
     runtime::Executable::Slot from;
@@ -54,18 +61,23 @@ class AccumulatedStep {
 
   void take_variables(const runtime::Executable& update);
   void write_normalizers(const data::BatchView& batch);
-  void add_gradients(std::int64_t micro_batch);
-  void add_replica(std::int64_t replica);
+  void run_replica(const data::BatchView& batch, std::int64_t replica);
+  void add_gradients(bool first);
+  void combine_ranks();
 
   runtime::Executable micro_;
   BatchInputs inputs_;
   std::vector<data::SampleField> fields_;
   BatchSplit split_;
+  const replicas::ReplicaGroup* group_;
   std::vector<Gradient> gradients_;
   std::vector<Copied> variables_;
   std::vector<Normalizer> normalizers_;
   runtime::Executable::Slot micro_batch_index_;
   runtime::Executable::Slot loss_slot_;
+  std::vector<float> replica_sum_;  // every gradient, one after another
+  std::vector<float> total_;        // over the replicas
+  std::vector<double> losses_;      // this process's micro-steps'
   double loss_ = 0.0;
 };
 

@@ -128,6 +128,14 @@ RunLog::RunLog(const std::string& model_dir, const std::string& level)
   fs::create_directory_symlink(directory.filename(), latest, ignored);
 }
 
+RunLog::RunLog(const std::string& level)
+    : progress_(std::cout, ProgressLine::stdout_is_terminal()) {
+  spdlog::sinks_init_list sinks{std::make_shared<TerminalSink>(progress_)};
+  logger_ = std::make_shared<spdlog::logger>("run", sinks);
+  logger_->set_formatter(model_zoo_format());
+  logger_->set_level(level_of(level));
+}
+
 RunLog::~RunLog() = default;
 
 void RunLog::info(const std::string& message) {

@@ -19,6 +19,8 @@ namespace csrun::runner {
 class RunLog {
  public:
   RunLog(const std::string& model_dir, const std::string& level);
+  // A log on the terminal only, at `level` (another rank's: the first writes the run's log).
+  explicit RunLog(const std::string& level);
   ~RunLog();
   RunLog(const RunLog&) = delete;
   RunLog& operator=(const RunLog&) = delete;

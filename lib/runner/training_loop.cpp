@@ -86,6 +86,7 @@ std::vector<data::LoaderJob> loader_jobs(const RunSetup& setup) {
 struct TrainingLoop::State {
   RunSetup setup;
   const LoopSettings& settings;
+  bool primary;  // writes the run's files; the other ranks of an MPI job only train
   RunLog log;
   fs::path checkpoints;
   LiveProgress progress;
@@ -102,7 +103,8 @@ struct TrainingLoop::State {
   State(RunSetup run_setup, CallbackList hooks)
       : setup(std::move(run_setup)),
         settings(setup.settings),
-        log(settings.model_dir, settings.logging.log_level),
+        primary(!setup.group || setup.group->primary()),
+        log(primary ? RunLog(settings.model_dir, settings.logging.log_level) : RunLog("WARNING")),
         checkpoints(checkpoint_directory(settings.checkpoint, settings.model_dir)),
         progress(log),
         reports(log, setup.device, settings.logging.log_steps,
@@ -113,11 +115,12 @@ struct TrainingLoop::State {
     if (setup.train_micro_steps) {
       const MicroSteps& micro = *setup.train_micro_steps;
       micro_steps.emplace(Executable(micro.program.plan), micro.program.fields, micro.split,
-                          micro.normalizer_fields, *train);
+                          micro.normalizer_fields, *train, setup.group);
     }
     if (setup.eval) eval.emplace(setup.eval->plan);
-    storage::write_file_atomically(fs::path(log.directory()) / "trainer_params.yaml",
-                                   config::to_yaml(settings.params));
+    if (primary)
+      storage::write_file_atomically(fs::path(log.directory()) / "trainer_params.yaml",
+                                     config::to_yaml(settings.params));
   }
 
   // The built-in hooks run first, in this order, then the user's.
@@ -125,12 +128,14 @@ struct TrainingLoop::State {
 
   template <class Hook>
   void call(Hook hook) {
+    if (!primary) return;
     for (Callback* callback : built_in_callbacks())
       (callback->*hook)(run);
     user_callbacks.call(hook, run);
   }
 
   void exception(const std::exception& error) {
+    if (!primary) return;
     for (Callback* callback : built_in_callbacks())
       callback->on_exception(run, error);
     user_callbacks.exception(run, error);
@@ -245,7 +250,7 @@ struct TrainingLoop::State {
       check_loss(run.loss);
       call(&Callback::on_train_batch_end);
       bool last = done == total;
-      if (every_eval > 0 && (done % every_eval == 0 || last)) run_eval();
+      if (primary && every_eval > 0 && (done % every_eval == 0 || last)) run_eval();
       if (last || run.global_step % per_epoch == 0) end_train_epoch(last);
       if (!last && stop_requested()) stop();
     }
@@ -263,12 +268,16 @@ struct TrainingLoop::State {
     run.batch_size = setup.train->plan.batch_size;
   }
 
-  bool stop_requested() const { return setup.stop_requested && setup.stop_requested->load(); }
+  // Collective in an MPI job: the ranks stop together when any of them was asked to.
+  bool stop_requested() const {
+    bool asked = setup.stop_requested && setup.stop_requested->load();
+    return setup.group ? setup.group->any(asked) : asked;
+  }
 
   // Ends fit between steps: the state of the step just taken is checkpointed (atomically, as
   // every checkpoint), so running the same command again resumes from it.
   [[noreturn]] void stop() {
-    checkpointing.save_unless_saved(run);
+    if (primary) checkpointing.save_unless_saved(run);
     std::string message = "Stopped at step " + std::to_string(run.global_step) +
                           " on request (SIGTERM or SIGINT), its checkpoint written; run the "
                           "same command again to resume.";

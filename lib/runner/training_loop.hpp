@@ -70,6 +70,9 @@ struct RunSetup {
   std::optional<data::DataloaderSpec> train_loader;
   std::optional<data::DataloaderSpec> eval_loader;
   std::string checkpoint_path;  // --checkpoint_path; empty: what the params say
+  // The ranks of an MPI job this process is one of (null: this process alone). Every rank runs
+  // the loop; only the first writes the run's files (log, events, checkpoints) and evaluates.
+  const replicas::ReplicaGroup* group = nullptr;
   // Set (from a signal handler) when the run must end early: fit checkpoints after the step in
   // progress and throws StopRequested. Null: the run cannot be stopped this way.
   const std::atomic<bool>* stop_requested = nullptr;

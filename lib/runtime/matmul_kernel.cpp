@@ -48,22 +48,39 @@ void multiply_rows(const float* a, bool a_transposed, const float* b, bool b_tra
               1.0f, block, static_cast<int>(n));
 }
 
-// Below this many multiply-adds a product runs on the calling thread: waking the team costs more.
+// Below this many multiply-adds a product is one block: waking the team costs more.
 constexpr std::int64_t kSplitMultiplyAdds = 1 << 20;
+constexpr std::int64_t kMinBlockRows = 64;
+constexpr std::int64_t kMaxBlocks = 16;
 
-// One product, its rows split across the team.
+// The row blocks of a product, from its shape alone. OpenBLAS may round a block differently for
+// another block height (it picks kernels by size), so blocks that depended on the number of cores
+// would make a run's bits depend on the machine (or on the cores an MPI rank is bound to).
+std::int64_t row_blocks(GemmShape shape) {
+  if (shape.m * shape.n * shape.k < kSplitMultiplyAdds) return 1;
+  return std::clamp<std::int64_t>(shape.m / kMinBlockRows, 1, kMaxBlocks);
+}
+
+// One product, its row blocks shared out across the team.
 void multiply(const float* a, bool a_transposed, const float* b, bool b_transposed,
               const float* addend, float* out, GemmShape shape, ThreadTeam* team) {
-  std::int64_t parts = team == nullptr ? 1 : team->size();
-  if (shape.m * shape.n * shape.k < kSplitMultiplyAdds || shape.m < 2 * parts) parts = 1;
-  if (parts == 1)
-    return multiply_rows(a, a_transposed, b, b_transposed, addend, out, shape, 0, shape.m);
-  auto work = [&](int part) {
-    std::int64_t first = shape.m * part / parts;
-    std::int64_t last = shape.m * (part + 1) / parts;
+  std::int64_t blocks = row_blocks(shape);
+  auto block = [&](std::int64_t index) {
+    std::int64_t first = shape.m * index / blocks;
+    std::int64_t last = shape.m * (index + 1) / blocks;
     multiply_rows(a, a_transposed, b, b_transposed, addend, out, shape, first, last - first);
   };
-  team->run(work);
+  std::int64_t members = team == nullptr ? 1 : team->size();
+  if (blocks == 1 || members == 1) {
+    for (std::int64_t index = 0; index < blocks; ++index)
+      block(index);
+    return;
+  }
+  auto share = [&](int part) {
+    for (std::int64_t index = part; index < blocks; index += members)
+      block(index);
+  };
+  team->run(share);
 }
 
 // An operand as f32: in place, or widened into `scratch` (16-bit operands accumulate in f32).
@@ -126,20 +143,27 @@ void run_matmul(NodeTask& task) {
   std::int64_t batches = m * n == 0 ? 0 : out.count / (m * n);
   auto operand_a = [&](std::int64_t batch) { return a_data + batch_offset(batch, out, a) * m * k; };
   auto operand_b = [&](std::int64_t batch) { return b_data + batch_offset(batch, out, b) * k * n; };
-  std::int64_t parts = task.team == nullptr ? 1 : task.team->size();
-  if (batches >= 2 * parts && batches * m * n * k >= kSplitMultiplyAdds && parts > 1) {
-    // Many products (attention heads): whole products per thread, one wake-up for all of them.
-    auto share = [&](int part) {
-      for (std::int64_t batch = batches * part / parts; batch < batches * (part + 1) / parts;
-           ++batch)
-        multiply_rows(operand_a(batch), task.transposed[0], operand_b(batch), task.transposed[1],
-                      addend, c_data + batch * m * n, shape, 0, m);
-    };
-    task.team->run(share);
+  if (batches == 1) {
+    multiply(operand_a(0), task.transposed[0], operand_b(0), task.transposed[1], addend, c_data,
+             shape, task.team);
   } else {
-    for (std::int64_t batch = 0; batch < batches; ++batch)
-      multiply(operand_a(batch), task.transposed[0], operand_b(batch), task.transposed[1], addend,
-               c_data + batch * m * n, shape, task.team);
+    // Many products (attention heads): whole products, shared out across the team when they
+    // repay waking it; a product is one block whatever the cores, so the bits are the same.
+    auto product = [&](std::int64_t batch) {
+      multiply_rows(operand_a(batch), task.transposed[0], operand_b(batch), task.transposed[1],
+                    addend, c_data + batch * m * n, shape, 0, m);
+    };
+    std::int64_t members = task.team == nullptr ? 1 : task.team->size();
+    if (members == 1 || batches * m * n * k < kSplitMultiplyAdds) {
+      for (std::int64_t batch = 0; batch < batches; ++batch)
+        product(batch);
+    } else {
+      auto share = [&](int part) {
+        for (std::int64_t batch = part; batch < batches; batch += members)
+          product(batch);
+      };
+      task.team->run(share);
+    }
   }
   if (out.dtype == DType::f32) return;
   narrow_to_half(c_data, out.half(), out.count, out.dtype);

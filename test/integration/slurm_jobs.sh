@@ -79,6 +79,21 @@ for other in srun4 local0 local3; do
   cmp "$work/model/checkpoint_6.mdl" "$work/$other/checkpoint_6.mdl" ||
     { echo "FAIL: the checkpoint of $other differs from the 3-task job's"; exit 1; }
 done
+# num_csx 2 as 2 MPI ranks (srun --mpi=pmix), where csrun has MPI and SLURM its PMIx plugin:
+# the same bytes as the 2 replicas in one process.
+if "$csrun" --version | grep -qF "MPI ranks" && srun --mpi=list 2>&1 | grep -qw pmix; then
+  status=0
+  sbatch --wait --quiet --nodes=1 --ntasks-per-node=2 -o "$work/ranks.out" \
+    "$root/scripts/slurm/train_ranks.sbatch" params.yaml --fake_data -o "$work/ranks" || status=$?
+  expect_status ranks "$status" 0
+  "$csrun" train params.yaml --fake_data -o "$work/replicas" --num_csx 2 \
+    >"$work/replicas.out" 2>&1 || { echo "FAIL: 2 replicas in one process"; cat "$work/replicas.out"; exit 1; }
+  cmp "$work/replicas/checkpoint_6.mdl" "$work/ranks/checkpoint_6.mdl" ||
+    { echo "FAIL: 2 MPI ranks trained other bytes than 2 replicas in one process"; exit 1; }
+  ranks_checked=", 2 MPI ranks"
+else
+  echo "slurm jobs: no MPI ranks (csrun without MPI, or SLURM without PMIx): train_ranks.sbatch not run"
+fi
 expect_status eval "$(job eval eval.sbatch params.yaml --fake_data --all)" 0
 expect eval.out "checkpoint_6.mdl"
 expect eval.out "Evaluation completed successfully!"
@@ -100,4 +115,4 @@ expect resumed.out "| Train Device=CSX, Step=$((stopped_at + 3)), Loss="
 printf 'trainer:\n  init:\n    model: {name: fc_mnist}\n    loop: {max_stepz: 5}\n' >broken.yaml
 expect_status broken "$(job broken validate.sbatch broken.yaml --fake_data)" 1
 expect broken.out "max_stepz"
-echo "slurm jobs: validate, compile, train, eval, a failing validate, and scancel then resubmit ran as real jobs"
+echo "slurm jobs: validate, compile, train${ranks_checked:-}, eval, a failing validate, and scancel then resubmit ran as real jobs"

@@ -7,10 +7,11 @@
 #include <sstream>
 #include <thread>
 
-#include "runner/checkpoint.hpp"
 #include "support/process.hpp"
+#include "support/same_weights.hpp"
 #include "support/temp_dir.hpp"
 
+using csrun::test::expect_same_weights;
 using csrun::test::run_csrun;
 namespace fs = std::filesystem;
 
@@ -36,16 +37,6 @@ fs::path train(csrun::test::TempDir& dir, const std::string& name, int workers, 
   INFO(run.out << run.err);
   REQUIRE(run.exit_code == 0);
   return model_dir;
-}
-
-void expect_same_weights(const fs::path& a, const fs::path& b) {
-  auto left = csrun::runner::load_checkpoint(a.string());
-  auto right = csrun::runner::load_checkpoint(b.string());
-  REQUIRE(left.tensors.size() == right.tensors.size());
-  for (const auto& [key, tensor] : left.tensors) {
-    INFO(key);
-    CHECK(tensor.values == right.tensors.at(key).values);
-  }
 }
 
 std::string read(const fs::path& path) {

@@ -244,3 +244,34 @@ TEST_CASE("3 steps of batch 32 consume 96 samples for every num_csx and micro-ba
     }
   }
 }
+
+// A run's bits depend on its config and seed, not on the cores it runs on: products split into
+// row blocks by their shape alone (docs/numerics.md), so one core and all of them agree, and so
+// do MPI ranks bound to one core each.
+TEST_CASE("training on one core and on every core gives the same checkpoint bit for bit") {
+  csrun::test::TempDir dir;
+  for (const char* config : {"llama_tiny", "gpt2_tiny"}) {
+    INFO(config);
+    std::vector<fs::path> checkpoints;
+    for (bool one_core : {true, false}) {
+      fs::path model_dir = dir.path() / (std::string(config) + (one_core ? "_one" : "_all"));
+      std::vector<std::string> command = {
+          CSRUN_BINARY,
+          "train",
+          CSRUN_SOURCE_DIR "/configs/" + std::string(config) + ".yaml",
+          "--fake_data",
+          "-o",
+          model_dir.string(),
+          "--max_steps",
+          "4",
+          "--set",
+          "trainer.init.checkpoint.steps=4"};
+      if (one_core) command.insert(command.begin(), {"/usr/bin/taskset", "-c", "0"});
+      auto run = csrun::test::run_process(command);
+      INFO(run.out << run.err);
+      REQUIRE(run.exit_code == 0);
+      checkpoints.push_back(model_dir / "checkpoint_4.mdl");
+    }
+    CHECK(read(checkpoints[0]) == read(checkpoints[1]));
+  }
+}
