@@ -1,6 +1,7 @@
 #include "accumulated_step.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <stdexcept>
 
 #include "nn/training_step.hpp"
@@ -118,6 +119,7 @@ void AccumulatedStep::run_replica(const data::BatchView& batch, std::int64_t rep
 // Rank r (one replica each) adds its sum to the ranks' before it, in the order one process adds
 // its replicas, and passes the sum on; the last rank's total (and loss) reaches every rank.
 void AccumulatedStep::combine_ranks() {
+  auto start = std::chrono::steady_clock::now();
   double loss = 0.0;
   group_->receive_sum(std::span(total_));
   group_->receive_sum(std::span(&loss, 1));
@@ -129,6 +131,8 @@ void AccumulatedStep::combine_ranks() {
   group_->share_total(std::span(total_));
   group_->share_total(std::span(&loss, 1));
   loss_ = loss;
+  combining_seconds_ +=
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
 void AccumulatedStep::run(const data::BatchView& batch, Executable& update) {

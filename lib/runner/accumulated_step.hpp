@@ -42,6 +42,8 @@ class AccumulatedStep {
   void run(const data::BatchView& batch, runtime::Executable& update);
   // The step's loss: the sum of the micro-steps' shares, in micro-step order.
   double loss() const { return loss_; }
+  // Wall seconds spent combining the ranks' sums so far (waiting included); 0 in one process.
+  double combining_seconds() const { return combining_seconds_; }
 
  private:
   struct Gradient {
@@ -79,6 +81,7 @@ class AccumulatedStep {
   std::vector<float> total_;        // over the replicas
   std::vector<double> losses_;      // this process's micro-steps'
   double loss_ = 0.0;
+  double combining_seconds_ = 0.0;
 };
 
 }  // namespace csrun::runner

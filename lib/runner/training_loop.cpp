@@ -1,7 +1,9 @@
 #include "training_loop.hpp"
 
 #include <array>
+#include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
@@ -231,6 +233,7 @@ struct TrainingLoop::State {
     call(&Callback::on_train_start);
     call(&Callback::on_train_epoch_start);
     double simulated_before = step.simulated_seconds();
+    auto started = std::chrono::steady_clock::now();
     for (std::int64_t done = 1; done <= total; ++done) {
       run.done = done;
       run.batch = run.global_step % per_epoch + 1;
@@ -255,11 +258,27 @@ struct TrainingLoop::State {
       if (!last && stop_requested()) stop();
     }
     run.simulated_seconds = step.simulated_seconds() - simulated_before;
+    if (micro_steps && setup.group && setup.group->size() > 1) log_combining(started);
     if (setup.train_micro_steps)
       run.simulated_seconds =
           static_cast<double>(total) * setup.train_micro_steps->simulated_step_seconds;
     call(&Callback::on_train_end);
     log.info("Training completed successfully!");
+  }
+
+  // How much of the run the ranks spent adding up their gradients (waiting for each other
+  // included): the cost of running the replicas as MPI ranks.
+  void log_combining(std::chrono::steady_clock::time_point started) {
+    double total =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    double combining = micro_steps->combining_seconds();
+    char text[160];
+    std::snprintf(text, sizeof text,
+                  "The %d ranks spent %.3f s of the %.3f s of training (%.1f %%) combining their "
+                  "gradients.",
+                  setup.group->size(), combining, total,
+                  total > 0.0 ? 100.0 * combining / total : 0.0);
+    log.info(text);
   }
 
   void start_train_batches(std::int64_t total) {
