@@ -116,10 +116,12 @@ runner::RunSetup setup_for(const CheckedRun& checked, const CheckedTrainer& trai
     models::BatchLayout layout = models::batch_layout(model, planned.plan.batch_size);
     setup.train = runner::StepProgram{std::move(planned.plan), sample_fields(layout), {}};
     setup.train_loader = trainer_check.train_loader;
-    HostBatch host = plan_host_batch(trainer, *trainer_check.trace, setup.train->plan);
-    check_fits_host(host);
-    if (host.micro_batch != setup.train_loader->batch_size)
-      plan_micro_steps(setup, trainer_check, trainer, *setup.train_loader, host, options);
+    if (kind == LoopKind::train) {
+      HostBatch host = plan_host_batch(trainer, *trainer_check.trace, setup.train->plan);
+      check_fits_host(host);
+      if (host.micro_batch != setup.train_loader->batch_size)
+        plan_micro_steps(setup, trainer_check, trainer, *setup.train_loader, host, options);
+    }
   }
   if (!trainer_check.eval_loaders.empty()) {
     setup.eval_loader = trainer_check.eval_loaders.front();

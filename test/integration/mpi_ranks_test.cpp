@@ -60,14 +60,15 @@ TEST_CASE("num_csx 2 as 2 MPI ranks trains the bits of num_csx 2 in one process"
   CHECK(std::distance(fs::directory_iterator(dir.path() / "ranks" / "cerebras_logs"),
                       fs::directory_iterator()) == 2);  // one run directory and "latest"
 
-  // A rank killed mid-run ends the job; the same command resumes from the last checkpoint.
+  // A rank killed mid-run (one of this job's: other tests run csrun beside it) ends the job; the
+  // same command resumes from the last checkpoint.
   fs::path killed = dir.path() / "killed";
   std::string script =
       mpirun(2) + CSRUN_BINARY " train '" + params + "' --fake_data -o '" + killed.string() +
-      "' --num_csx 2 --num_workers_per_csx 0 --max_steps 2000 >'" + (dir.path() / "out").string() +
+      "' --num_csx 2 --num_workers_per_csx 0 --max_steps 20000 >'" + (dir.path() / "out").string() +
       "' 2>&1 & pid=$!\n" + "for i in $(seq 600); do [ -f '" +
       (killed / "checkpoint_10.mdl").string() + "' ] && break; sleep 0.05; done\n" +
-      "kill -KILL $(pgrep -x csrun | tail -1); wait $pid; echo status=$?\n";
+      "kill -KILL $(pgrep -P $pid -x csrun | tail -1); wait $pid; echo status=$?\n";
   auto interrupted = csrun::test::run_process({"/bin/sh", "-c", script});
   INFO(interrupted.out);
   CHECK(interrupted.out.find("status=0") == std::string::npos);
