@@ -10,9 +10,14 @@ StepContext::StepContext(graph::Graph& graph, bool training, std::uint64_t seed)
                                              graph::VariableRole::step_counter, {})),
       dropout_counter_(global_step_) {}
 
+std::string loss_normalizer_name(std::string_view field) {
+  return "loss_normalizer/" + std::string(field);
+}
+
 void StepContext::compute_share_of(std::int64_t global_batch, std::int64_t shares) {
   global_batch_ = global_batch;
-  graph::Tensor share(*graph_, graph_->add_input("micro_batch", {{}, graph::DType::i32}));
+  graph::Tensor share(*graph_,
+                      graph_->add_input(std::string(kShareIndexInput), {{}, graph::DType::i32}));
   dropout_counter_ = global_step_ * static_cast<double>(shares) + share;
 }
 
@@ -25,7 +30,7 @@ graph::Tensor StepContext::average_over_field(const graph::Tensor& total,
                                               const graph::Tensor& weights,
                                               const std::string& field) {
   if (!global_batch_) return total / graph::maximum(graph::sum(weights), 1.0);
-  std::string name = "loss_normalizer/" + field;
+  std::string name = loss_normalizer_name(field);
   std::optional<graph::NodeId> input = graph_->find_input(name);
   if (!input) {
     input = graph_->add_input(name, {{}, graph::DType::f32});

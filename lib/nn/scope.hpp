@@ -57,6 +57,11 @@ class StepContext {
   std::uint64_t dropout_sites_ = 0;
 };
 
+// The inputs of a step that computes a share of a global batch (StepContext::compute_share_of):
+// the share's index, and each normalizing field's sum over the global batch.
+inline constexpr std::string_view kShareIndexInput = "micro_batch";
+std::string loss_normalizer_name(std::string_view field);
+
 // A dotted name prefix for parameters, like a PyTorch module path: model.fc_layers.0 makes
 // model.fc_layers.0.weight.
 class Scope {

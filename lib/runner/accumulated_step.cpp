@@ -4,6 +4,7 @@
 #include <chrono>
 #include <stdexcept>
 
+#include "nn/scope.hpp"
 #include "nn/training_step.hpp"
 
 namespace csrun::runner {
@@ -11,8 +12,6 @@ namespace csrun::runner {
 namespace {
 
 using runtime::Executable;
-
-constexpr std::string_view kNormalizerPrefix = "loss_normalizer/";
 
 // A field's values over the whole batch, summed in double.
 double field_sum(const data::BatchView& batch, std::size_t field, bool integer) {
@@ -44,10 +43,9 @@ AccumulatedStep::AccumulatedStep(Executable micro_step,
                                  const Executable& update, const replicas::ReplicaGroup* group)
     : micro_(std::move(micro_step)),
       inputs_(fields, micro_),
-      fields_(fields),
       split_(split),
       group_(group && group->size() > 1 ? group : nullptr),
-      micro_batch_index_(micro_.slot("micro_batch")),
+      micro_batch_index_(micro_.slot(nn::kShareIndexInput)),
       loss_slot_(micro_.slot("loss")) {
   const graph::Graph& graph = micro_.plan().graph;
   std::size_t offset = 0;
@@ -60,20 +58,26 @@ AccumulatedStep::AccumulatedStep(Executable micro_step,
       offset += gradient.size;
       gradients_.push_back(gradient);
     }
+    const graph::TensorType& type = graph.node(variable.node).type;
+    if (type.dtype != graph::DType::f32 && graph::element_count(type.shape) != 1)
+      throw std::invalid_argument("the micro-step's variable '" + variable.name +
+                                  "' is neither f32 nor a scalar");
     variables_.push_back({update.slot(variable.name), micro_.slot(variable.name)});
   }
   replica_sum_.resize(offset);
   if (split_.replicas > 1) total_.resize(offset);
   if (graph.find_input("grad_scaler.scale"))
     variables_.push_back({update.slot("grad_scaler.scale"), micro_.slot("grad_scaler.scale")});
+  losses_.reserve(
+      static_cast<std::size_t>(split_.local_replicas * split_.micro_batches_per_replica));
   for (const std::string& name : normalizer_fields) {
-    auto field = std::find_if(fields_.begin(), fields_.end(),
+    auto field = std::find_if(fields.begin(), fields.end(),
                               [&](const data::SampleField& f) { return f.name == name; });
-    if (field == fields_.end())
+    if (field == fields.end())
       throw std::invalid_argument("the micro-step averages its loss over the batch field '" + name +
                                   "', which its batch does not have");
-    normalizers_.push_back({static_cast<std::size_t>(field - fields_.begin()),
-                            micro_.slot(std::string(kNormalizerPrefix) + name)});
+    normalizers_.push_back({static_cast<std::size_t>(field - fields.begin()), field->integer,
+                            micro_.slot(nn::loss_normalizer_name(name))});
   }
 }
 
@@ -82,16 +86,16 @@ void AccumulatedStep::take_variables(const Executable& update) {
     if (update.type(variable.from).dtype == graph::DType::f32) {
       micro_.write(variable.to, update.floats(variable.from));
     } else {
-      std::vector<double> values = update.read(variable.from);
-      micro_.write(variable.to, std::span<const double>(values));
+      // The step counters: scalars, copied without allocating.
+      double value = update.scalar(variable.from);
+      micro_.write(variable.to, std::span<const double>(&value, 1));
     }
   }
 }
 
 void AccumulatedStep::write_normalizers(const data::BatchView& batch) {
   for (const Normalizer& normalizer : normalizers_) {
-    float total =
-        static_cast<float>(field_sum(batch, normalizer.field, fields_[normalizer.field].integer));
+    auto total = static_cast<float>(field_sum(batch, normalizer.field, normalizer.integer));
     micro_.write(normalizer.input, std::span<const float>(&total, 1));
   }
 }

@@ -58,6 +58,7 @@ class AccumulatedStep {
   };
   struct Normalizer {
     std::size_t field;
+    bool integer;
     runtime::Executable::Slot input;
   };
 
@@ -69,7 +70,6 @@ class AccumulatedStep {
 
   runtime::Executable micro_;
   BatchInputs inputs_;
-  std::vector<data::SampleField> fields_;
   BatchSplit split_;
   const replicas::ReplicaGroup* group_;
   std::vector<Gradient> gradients_;
