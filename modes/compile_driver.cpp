@@ -37,8 +37,9 @@ std::string plan_settings(const config::TrainerSpec& trainer, const TraceSummary
          std::to_string(precision.level) + "; wafer " + wafer.wafer + "; mode " +
          config::execution_mode_name(wafer.mode) + "; num_csx " + std::to_string(wafer.num_csx) +
          "; batch " + std::to_string(wafer.system_batch) +
-         (wafer.micro_batch_fixed ? " fixed" : " auto") + "; tokens " +
-         std::to_string(trace.tokens_per_sample) + (trace.host_only ? "; host only" : "");
+         (wafer.micro_batch_fixed ? " fixed" : " auto") + "; releases " +
+         wafer.releases.describe() + "; tokens " + std::to_string(trace.tokens_per_sample) +
+         (trace.host_only ? "; host only" : "");
 }
 
 // Prints the program after the passes --dump_ir names.
@@ -105,6 +106,7 @@ wafer::WaferOptions wafer_options(const config::TrainerSpec& trainer, const Trac
   result.num_csx = trainer.backend.cluster.num_csx;
   result.system_batch = std::max(trace.system_batch, trace.batch_size);
   result.micro_batch_fixed = trace.micro_batch_fixed;
+  result.releases = trainer.releases;
   return result;
 }
 

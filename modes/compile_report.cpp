@@ -134,7 +134,19 @@ void print_layers(const compiler::WaferMapping& mapping, std::ostream& out) {
                 "its weights in)\n");
 }
 
-void print_mapping(const PlannedTrainer& planned, std::ostream& out,
+// One system's samples per optimizer step, and the whole cluster's.
+struct StepBatch {
+  std::int64_t system = 0;
+  std::int64_t global = 0;
+  bool micro_batch_given = false;
+};
+
+StepBatch step_batch(const config::TrainerSpec& trainer, const TraceSummary& trace) {
+  std::int64_t system = std::max(trace.system_batch, trace.batch_size);
+  return {system, system * trainer.backend.cluster.num_csx, trace.micro_batch_fixed};
+}
+
+void print_mapping(const PlannedTrainer& planned, const StepBatch& batch, std::ostream& out,
                    const std::function<void(const char*, const std::string&)>& line) {
   const compiler::WaferMapping& mapping = planned.plan.mapping;
   const compiler::Estimate& e = mapping.estimate;
@@ -142,8 +154,10 @@ void print_mapping(const PlannedTrainer& planned, std::ostream& out,
   line("wafer", wafer_text(profile));
   line("mode", std::string(mode_words(mapping.mode)) + ": " + mapping.mode_reason);
   if (mapping.mode == compiler::ExecutionMode::weight_streaming) {
-    line("micro-batch",
-         grouped(e.micro_batch_size) + " samples x " + grouped(e.micro_batches) + " per step");
+    line("micro-batch", grouped(e.micro_batch_size) + " samples x " + grouped(e.micro_batches) +
+                            " per step" +
+                            (batch.micro_batch_given ? " (micro_batch_size)"
+                                                     : " (auto: the fastest the estimate finds)"));
   }
   line("SRAM",
        wafer::byte_size(static_cast<double>(e.sram_bytes)) + " of " +
@@ -160,7 +174,8 @@ void print_mapping(const PlannedTrainer& planned, std::ostream& out,
   if (e.cluster_tokens_per_second > 0.0)
     cluster += ", " + rate(e.cluster_tokens_per_second) + " tokens/s";
   line("cluster",
-       grouped(e.num_csx) + " x " + std::string(profile.system) + ": " + cluster +
+       grouped(e.num_csx) + " x " + std::string(profile.system) + ", " + grouped(batch.global) +
+           " samples per step: " + cluster +
            (e.num_csx > 1 ? " (SwarmX adds " +
                                 milliseconds(e.cluster_step_seconds - e.step_seconds) + " per step)"
                           : ""));
@@ -218,9 +233,8 @@ json mapping_json(const compiler::WaferMapping& mapping) {
 
 // The arena is what `csrun train` allocates on this machine: say so when it cannot.
 std::string host_memory_note(std::int64_t arena_bytes) {
-  if (!storage::exceeds_physical_memory(static_cast<double>(arena_bytes))) return {};
-  return "; more than this machine's " + storage::physical_memory_text() +
-         ": csrun train would refuse it here";
+  if (!storage::exceeds_usable_memory(static_cast<double>(arena_bytes))) return {};
+  return "; more than " + storage::usable_memory_text() + ": csrun train would refuse it here";
 }
 
 // How csrun train runs the step on this machine.
@@ -229,9 +243,9 @@ std::string host_batch_text(const HostBatch& host) {
                      (host.micro_steps == 1 ? std::string("the whole batch in one step")
                                             : grouped(host.micro_steps) + " micro-steps of " +
                                                   grouped(host.micro_batch) + " samples per step") +
-                     ", about " + storage::gibibytes(host.bytes) + " of host memory";
-  if (storage::exceeds_physical_memory(host.bytes))
-    return text + "; more than this machine's " + storage::physical_memory_text() +
+                     ", about " + storage::memory_size(host.bytes) + " of host memory";
+  if (storage::exceeds_usable_memory(host.bytes))
+    return text + "; more than " + storage::usable_memory_text() +
            ": csrun train would refuse it here";
   if (!host.reason.empty()) return text + " (" + host.reason + ")";
   return text;
@@ -242,9 +256,15 @@ std::string host_batch_text(const HostBatch& host) {
 void print_compile_report(const config::TrainerSpec& trainer, const TraceSummary& trace,
                           const PlannedTrainer& planned, std::size_t trainers, std::ostream& out) {
   const compiler::Plan& plan = planned.plan;
+  StepBatch batch = step_batch(trainer, trace);
   out << "Trainer " << trainer.index + 1 << " of " << trainers << ": "
-      << (trace.training ? "training" : "eval") << " step of " << grouped(trace.batch_size)
-      << " samples per system\n";
+      << (trace.training ? "training" : "eval") << " step of ";
+  if (batch.global == batch.system) {
+    out << grouped(batch.system) << " samples per system\n";
+  } else {
+    out << grouped(batch.global) << " samples: " << grouped(batch.system) << " per system on "
+        << trainer.backend.cluster.num_csx << " systems\n";
+  }
   auto line = [&](const char* label, const std::string& value) {
     out << "  " << label << std::string(12 - std::string(label).size(), ' ') << value << "\n";
   };
@@ -270,7 +290,7 @@ void print_compile_report(const config::TrainerSpec& trainer, const TraceSummary
                       " the plan runs on the host kernels");
     return;
   }
-  print_mapping(planned, out, line);
+  print_mapping(planned, batch, out, line);
 }
 
 json compile_report_json(const config::TrainerSpec& trainer, const TraceSummary& trace,
@@ -286,7 +306,8 @@ json compile_report_json(const config::TrainerSpec& trainer, const TraceSummary&
       {"trainer", trainer.index},
       {"device", config::device_name(trainer.backend.device)},
       {"step", compiler::step_kind_name(plan.step)},
-      {"batch_size_per_system", trace.batch_size},
+      {"batch_size_per_system", step_batch(trainer, trace).system},
+      {"global_batch_size", step_batch(trainer, trace).global},
       {"plan",
        {{"key", planned.key},
         {"directory", planned.directory.string()},

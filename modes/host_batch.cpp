@@ -69,7 +69,7 @@ std::int64_t largest_divisor_up_to(std::int64_t number, std::int64_t limit) {
 HostBatch plan_host_batch(std::int64_t global_batch, std::int64_t replicas,
                           std::int64_t configured_micro_batch, const compiler::Plan& fused) {
   MemoryModel model(fused, global_batch, replicas);
-  auto budget = static_cast<double>(storage::physical_memory_bytes()) * kHostMemoryShare;
+  auto budget = static_cast<double>(storage::usable_memory_bytes()) * kHostMemoryShare;
   HostBatch host;
   host.micro_batch = configured_micro_batch;
   if (budget > 0.0 && model.bytes(configured_micro_batch) > budget) {
@@ -80,12 +80,12 @@ HostBatch plan_host_batch(std::int64_t global_batch, std::int64_t replicas,
   host.micro_steps = global_batch / host.micro_batch;
   host.bytes = model.bytes(host.micro_batch);
   if (host.micro_batch < configured_micro_batch) {
-    host.reason =
-        "a micro-step of " + std::to_string(configured_micro_batch) + " samples needs " +
-        storage::gibibytes(model.bytes(configured_micro_batch)) + " of host memory, more than " +
-        std::to_string(static_cast<int>(kHostMemoryShare * 100)) + "% of this machine's " +
-        storage::physical_memory_text() + "; " + std::to_string(host.micro_batch) +
-        " samples need about " + storage::gibibytes(host.bytes);
+    host.reason = "a micro-step of " + std::to_string(configured_micro_batch) + " samples needs " +
+                  storage::memory_size(model.bytes(configured_micro_batch)) +
+                  " of host memory, more than " +
+                  std::to_string(static_cast<int>(kHostMemoryShare * 100)) + "% of " +
+                  storage::usable_memory_text() + "; " + std::to_string(host.micro_batch) +
+                  " samples need about " + storage::memory_size(host.bytes);
   }
   return host;
 }
@@ -99,13 +99,39 @@ HostBatch plan_host_batch(const config::TrainerSpec& trainer, const TraceSummary
   return plan_host_batch(trace.system_batch * replicas, replicas, configured, fused);
 }
 
+HostBatch plan_host_eval_batch(const compiler::Plan& eval, double beside_bytes) {
+  auto persistent = static_cast<double>(eval.memory.persistent_bytes);
+  auto peak = static_cast<double>(eval.memory.peak_bytes);
+  std::int64_t batch = std::max<std::int64_t>(eval.batch_size, 1);
+  double per_sample = (peak - persistent) / static_cast<double>(batch);
+  double budget =
+      static_cast<double>(storage::usable_memory_bytes()) * kHostMemoryShare - beside_bytes;
+  HostBatch host{batch, 1, peak, {}};
+  if (storage::usable_memory_bytes() == 0 || peak <= budget) return host;
+  double room = (budget - persistent) / std::max(per_sample, 1.0);
+  auto limit = static_cast<std::int64_t>(std::clamp(std::floor(room), 1.0, 9.0e18));
+  host.micro_batch = largest_divisor_up_to(batch, limit);
+  host.micro_steps = batch / host.micro_batch;
+  host.bytes = persistent + per_sample * static_cast<double>(host.micro_batch);
+  std::string beside = beside_bytes > 0.0
+                           ? " beside the " + storage::memory_size(beside_bytes) + " of training"
+                           : "";
+  host.reason = "Each eval batch of " + std::to_string(batch) + " samples runs as " +
+                std::to_string(host.micro_steps) + " host batches of " +
+                std::to_string(host.micro_batch) + " (the whole batch needs " +
+                storage::memory_size(peak) + " of host memory" + beside + ", more than " +
+                std::to_string(static_cast<int>(kHostMemoryShare * 100)) + "% of " +
+                storage::usable_memory_text() + "); its metrics average over the host batches.";
+  return host;
+}
+
 void check_fits_host(const HostBatch& host) {
-  if (!storage::exceeds_physical_memory(host.bytes)) return;
+  if (!storage::exceeds_usable_memory(host.bytes)) return;
   throw std::runtime_error(
-      "the run needs about " + storage::gibibytes(host.bytes) +
+      "the run needs about " + storage::memory_size(host.bytes) +
       " of host memory at a micro-batch of " + std::to_string(host.micro_batch) +
-      " samples (its arena, copies of its state, the batch's data), more than this machine's " +
-      storage::physical_memory_text() + ": lower the batch size or the sequence length");
+      " samples (its arena, copies of its state, the batch's data), more than " +
+      storage::usable_memory_text() + ": lower the batch size or the sequence length");
 }
 
 }  // namespace csrun::modes

@@ -35,6 +35,12 @@ HostBatch plan_host_batch(std::int64_t global_batch, std::int64_t replicas,
 HostBatch plan_host_batch(const config::TrainerSpec& trainer, const TraceSummary& trace,
                           const compiler::Plan& fused);
 
+// How the eval step runs one system's eval batch (`eval` is its plan at that batch) on this
+// machine, beside `beside_bytes` that training holds in the same process: the whole batch at
+// once, or in host batches of the largest divisor of it that fits (its metrics then average
+// over them). Memory that cannot fit even one sample is left to the executable's own refusal.
+HostBatch plan_host_eval_batch(const compiler::Plan& eval, double beside_bytes);
+
 // Refuses (std::runtime_error, with the figures) a run that needs more than this machine's
 // memory even in micro-steps of one sample.
 void check_fits_host(const HostBatch& host);

@@ -55,16 +55,28 @@ compiler::Plan plan_on_host(const config::TrainerSpec& trainer, bool training,
   return std::move(planned->plan);
 }
 
-runner::StepProgram eval_program(const CheckedTrainer& checked, const config::TrainerSpec& trainer,
-                                 const data::DataloaderSpec& loader, const RunOptions& options) {
-  models::CheckedModel model = model_reading(*checked.model, loader);
-  std::int64_t batch = loader.batch_size / trainer.backend.cluster.num_csx;
+runner::StepProgram eval_program(const models::CheckedModel& model,
+                                 const config::TrainerSpec& trainer, std::int64_t batch,
+                                 const RunOptions& options) {
   models::TracedStep step =
       models::trace_step(model, batch, trace_options(trainer, models::StepKind::eval));
   std::vector<data::SampleField> fields = sample_fields(step.batch);
   return {plan_on_host(trainer, false, batch, std::move(step.graph), step.tokens_per_sample,
                        options, "the eval step"),
           std::move(fields), std::move(step.metric_averages)};
+}
+
+// The eval step of one system's share of the eval batch, in host batches when the whole share
+// does not fit this machine's memory beside `beside_bytes` of training.
+void plan_eval(runner::RunSetup& setup, const CheckedTrainer& checked,
+               const config::TrainerSpec& trainer, double beside_bytes, const RunOptions& options) {
+  models::CheckedModel model = model_reading(*checked.model, *setup.eval_loader);
+  std::int64_t batch = setup.eval_loader->batch_size / trainer.backend.cluster.num_csx;
+  setup.eval = eval_program(model, trainer, batch, options);
+  HostBatch host = plan_host_eval_batch(setup.eval->plan, beside_bytes);
+  if (host.micro_steps == 1) return;
+  setup.eval = eval_program(model, trainer, host.micro_batch, options);
+  setup.eval_host_batches = {host.micro_steps, host.reason};
 }
 
 // A global batch that runs as several micro-steps (num_csx replicas, micro_batch_size,
@@ -111,6 +123,7 @@ runner::RunSetup setup_for(const CheckedRun& checked, const CheckedTrainer& trai
   setup.model_name = trainer_check.model->definition->name;
   setup.params_path = checked.run.params_path;
   bool plan_is_training = planned.plan.step == compiler::StepKind::train;
+  double training_bytes = 0.0;
   if (plan_is_training) {
     models::CheckedModel model = model_reading(*trainer_check.model, *trainer_check.train_loader);
     models::BatchLayout layout = models::batch_layout(model, planned.plan.batch_size);
@@ -119,6 +132,7 @@ runner::RunSetup setup_for(const CheckedRun& checked, const CheckedTrainer& trai
     if (kind == LoopKind::train) {
       HostBatch host = plan_host_batch(trainer, *trainer_check.trace, setup.train->plan);
       check_fits_host(host);
+      training_bytes = host.bytes;
       if (host.micro_batch != setup.train_loader->batch_size)
         plan_micro_steps(setup, trainer_check, trainer, *setup.train_loader, host, options);
     }
@@ -127,7 +141,7 @@ runner::RunSetup setup_for(const CheckedRun& checked, const CheckedTrainer& trai
     setup.eval_loader = trainer_check.eval_loaders.front();
     bool need_eval = kind == LoopKind::eval || trainer.loop.eval_frequency.has_value();
     if (!plan_is_training || need_eval)
-      setup.eval = eval_program(trainer_check, trainer, *setup.eval_loader, options);
+      plan_eval(setup, trainer_check, trainer, training_bytes, options);
   }
   return setup;
 }

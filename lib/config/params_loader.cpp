@@ -194,9 +194,11 @@ RunSpec read_run_spec(const std::string& path, const ParamsTrees& trees, Diagnos
   RunSpec run;
   run.params_path = path;
   run.format = trees.format;
+  ReleaseRange releases = likely_releases(trees.written, trees.format, trees.tensorflow_layout);
   for (std::size_t i = 0; i < trees.trainers.size(); ++i) {
     run.trainers.push_back(read_trainer(trees.trainers[i], i, run.format, diagnostics));
     run.trainers.back().tensorflow_layout = trees.tensorflow_layout;
+    run.trainers.back().releases = releases;
   }
   check_backends(run, diagnostics);
   return run;

@@ -210,6 +210,15 @@ std::string supporting(const std::vector<Evidence>& evidence, const Evidence& le
   return names;
 }
 
+std::vector<Evidence> evidence_of(const Node& written, ParamsFormat format,
+                                  bool tensorflow_layout) {
+  if (!written.is_map()) return {};
+  EvidenceCollector collector;
+  collector.layout(written, format, tensorflow_layout);
+  collect(written, format, collector);
+  return std::move(collector.found());
+}
+
 }  // namespace
 
 std::string release_name(Release release) {
@@ -226,11 +235,7 @@ std::string ReleaseRange::describe() const {
 
 void check_release_consistency(const Node& written, ParamsFormat format, bool tensorflow_layout,
                                Diagnostics& diagnostics) {
-  if (!written.is_map()) return;
-  EvidenceCollector collector;
-  collector.layout(written, format, tensorflow_layout);
-  collect(written, format, collector);
-  const std::vector<Evidence>& evidence = collector.found();
+  std::vector<Evidence> evidence = evidence_of(written, format, tensorflow_layout);
   for (const Evidence& item : evidence) {
     if (item.layout) continue;
     std::vector<Release> others = likeliest(evidence, &item);
@@ -244,6 +249,12 @@ void check_release_consistency(const Node& written, ParamsFormat format, bool te
                             supporting(evidence, item, others.front()) +
                             "); check which release the file is for");
   }
+}
+
+ReleaseRange likely_releases(const Node& written, ParamsFormat format, bool tensorflow_layout) {
+  std::vector<Release> releases =
+      likeliest(evidence_of(written, format, tensorflow_layout), nullptr);
+  return {releases.front(), releases.back()};
 }
 
 }  // namespace csrun::config

@@ -4,25 +4,10 @@
 
 #include "diagnostics.hpp"
 #include "node.hpp"
+#include "release.hpp"
 #include "run_spec.hpp"
 
 namespace csrun::config {
-
-// The Model Zoo releases whose params csrun knows key by key, oldest first. Keys of the releases
-// between them (1.7, 2.1, 2.3, ...) count as the next one listed.
-enum class Release { r1_6, r1_9, r2_0, r2_2, r2_4, r2_6, r2_10 };
-
-std::string release_name(Release release);  // "1.6", ..., "2.10"
-
-// The releases from `first` to `last`, as a set.
-struct ReleaseRange {
-  Release first = Release::r1_6;
-  Release last = Release::r2_10;
-
-  bool contains(Release release) const { return first <= release && release <= last; }
-  // "2.4 and later", "1.6 to 2.0", "1.9".
-  std::string describe() const;
-};
 
 // A file is written for one release: its layout (TensorFlow: 1.6; trainer: 2.4 and later; every
 // release reads the legacy one) and the keys that only some releases read say which. A key that
@@ -31,5 +16,9 @@ struct ReleaseRange {
 // file as written (before any conversion).
 void check_release_consistency(const Node& written, ParamsFormat format, bool tensorflow_layout,
                                Diagnostics& diagnostics);
+
+// The releases most of the file's evidence (its layout, its release-specific keys) agrees on;
+// every release when nothing tells.
+ReleaseRange likely_releases(const Node& written, ParamsFormat format, bool tensorflow_layout);
 
 }  // namespace csrun::config

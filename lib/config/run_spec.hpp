@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "node.hpp"
+#include "release.hpp"
 
 namespace csrun::config {
 
@@ -136,6 +137,8 @@ struct TrainerSpec {
   std::size_t index = 0;
   ParamsFormat format = ParamsFormat::trainer;
   bool tensorflow_layout = false;  // Release 1.6's TensorFlow layout, read as the PyTorch one
+  // The Model Zoo releases the file is likely written for (its layout and release-specific keys).
+  ReleaseRange releases;
   SourceMark mark;
   BackendSpec backend;
   std::string model_dir = "./model_dir";

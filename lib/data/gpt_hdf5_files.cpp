@@ -98,11 +98,11 @@ std::optional<std::int64_t> sampled_largest_id(const std::string& path) {
 // front, with the figures, not an allocation failure midway.
 std::string memory_problem(std::uint64_t examples, std::uint64_t length) {
   double needed = static_cast<double>(examples) * 3.0 * static_cast<double>(length) * 4.0;
-  if (!storage::exceeds_physical_memory(needed, 0.5)) return {};
+  if (!storage::exceeds_usable_memory(needed, 0.5)) return {};
   return std::to_string(examples) + " examples of " + std::to_string(length) + " tokens need " +
-         storage::gibibytes(needed) +
-         " in memory (csrun reads a dataset whole), more than half of this machine's " +
-         storage::physical_memory_text();
+         storage::memory_size(needed) +
+         " in memory (csrun reads a dataset whole), more than half of " +
+         storage::usable_memory_text();
 }
 
 // Every .h5 file of the data directories, read into memory: token rows of input_ids,

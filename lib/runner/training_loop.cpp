@@ -46,9 +46,14 @@ std::optional<double> scalar_of(const Executable& executable,
   return executable.scalar(*slot);
 }
 
-data::LoaderJob loader_job(const RunSetup& setup, const data::DataloaderSpec& loader,
-                           const StepProgram& program) {
-  return {loader, program.fields, program.plan.batch_size, setup.settings.seed};
+data::LoaderJob train_job(const RunSetup& setup) {
+  return {*setup.train_loader, setup.train->fields, setup.train->plan.batch_size,
+          setup.settings.seed};
+}
+
+data::LoaderJob eval_job(const RunSetup& setup) {
+  return {*setup.eval_loader, setup.eval->fields,
+          setup.eval->plan.batch_size * setup.eval_host_batches.runs, setup.settings.seed};
 }
 
 std::string split_text(const BatchSplit& split) {
@@ -76,10 +81,8 @@ LoopSettings LoopSettings::of(const config::TrainerSpec& trainer) {
 
 std::vector<data::LoaderJob> loader_jobs(const RunSetup& setup) {
   std::vector<data::LoaderJob> jobs;
-  if (setup.train && setup.train_loader)
-    jobs.push_back(loader_job(setup, *setup.train_loader, *setup.train));
-  if (setup.eval && setup.eval_loader)
-    jobs.push_back(loader_job(setup, *setup.eval_loader, *setup.eval));
+  if (setup.train && setup.train_loader) jobs.push_back(train_job(setup));
+  if (setup.eval && setup.eval_loader) jobs.push_back(eval_job(setup));
   return jobs;
 }
 
@@ -101,6 +104,7 @@ struct TrainingLoop::State {
   std::optional<Executable> eval;
   std::optional<BatchFeed> train_feed;
   std::optional<BatchFeed> eval_feed;
+  bool eval_split_logged = false;
 
   State(RunSetup run_setup, CallbackList hooks)
       : setup(std::move(run_setup)),
@@ -174,9 +178,7 @@ struct TrainingLoop::State {
     if (train_feed && position.dataloader) train_feed->seek(*position.dataloader);
   }
 
-  std::unique_ptr<data::BatchSource> open_batches(const data::DataloaderSpec& loader,
-                                                  const StepProgram& program) {
-    data::LoaderJob job = loader_job(setup, loader, program);
+  std::unique_ptr<data::BatchSource> open_batches(const data::LoaderJob& job) {
     if (!setup.open_batches) return data::read_in_process(job);
     return setup.open_batches(job, [this](const std::string& text) { log.warning(text); });
   }
@@ -205,8 +207,8 @@ struct TrainingLoop::State {
     if (!train || !setup.train_loader) throw std::logic_error("fit needs a training step");
     Executable& step = *train;
     initialize_variables(step, settings.seed);
-    train_feed.emplace(open_batches(*setup.train_loader, *setup.train),
-                       setup.train->plan.batch_size);
+    data::LoaderJob job = train_job(setup);
+    train_feed.emplace(open_batches(job), job.batch_size);
     std::optional<BatchInputs> inputs;
     if (!micro_steps) inputs.emplace(setup.train->fields, step);
     load_into(step, checkpoint_named(settings.fit_checkpoint));
@@ -230,6 +232,7 @@ struct TrainingLoop::State {
         log.info("The micro-batch is smaller than configured: " + setup.train_micro_steps->why +
                  ".");
     }
+    if (every_eval > 0) note_eval_split();
     call(&Callback::on_train_start);
     call(&Callback::on_train_epoch_start);
     double simulated_before = step.simulated_seconds();
@@ -329,10 +332,19 @@ struct TrainingLoop::State {
 
   // ---- evaluation ----
 
+  // Once per run: the eval batch runs as host batches, and why.
+  void note_eval_split() {
+    if (!eval_split_logged && !setup.eval_host_batches.why.empty())
+      log.info(setup.eval_host_batches.why);
+    eval_split_logged = true;
+  }
+
   EvalResult evaluate() {
     Executable& step = *eval;
-    if (!eval_feed)
-      eval_feed.emplace(open_batches(*setup.eval_loader, *setup.eval), setup.eval->plan.batch_size);
+    if (!eval_feed) {
+      data::LoaderJob job = eval_job(setup);
+      eval_feed.emplace(open_batches(job), job.batch_size);
+    }
     BatchFeed& feed = *eval_feed;
     BatchInputs inputs(setup.eval->fields, step);
     std::int64_t batches = settings.loop.eval_steps.value_or(feed.batches_per_epoch());
@@ -344,17 +356,22 @@ struct TrainingLoop::State {
     run.batch = 0;
     run.done = 0;
     run.total = batches;
-    run.batch_size = setup.eval->plan.batch_size;
+    run.batch_size = setup.eval->plan.batch_size * setup.eval_host_batches.runs;
+    note_eval_split();
     call(&Callback::on_eval_start);
     call(&Callback::on_eval_epoch_start);
+    std::int64_t rows = step.plan().batch_size;
     for (std::int64_t b = 1; b <= batches; ++b) {
       run.batch = run.done = b;
       call(&Callback::on_eval_batch_start);
-      inputs.write(step, feed.next());
-      step.run();
-      totals.add(step);
-      run.loss = step.scalar(loss);
-      check_loss(run.loss);
+      const data::BatchView& batch = feed.next();
+      for (std::int64_t part = 0; part < setup.eval_host_batches.runs; ++part) {
+        inputs.write(step, batch, part * rows, rows);
+        step.run();
+        totals.add(step);
+        run.loss = step.scalar(loss);
+        check_loss(run.loss);
+      }
       call(&Callback::on_eval_batch_end);
     }
     EvalResult result{run.global_step, 0.0, totals.averages()};

@@ -29,6 +29,13 @@ struct StepProgram {
   std::map<std::string, nn::MetricAverage> metric_averages;
 };
 
+// An eval batch too large for this machine's memory runs as `runs` runs of the eval plan's
+// batch_size samples each (its metrics then average over those runs); `why` says so.
+struct HostBatches {
+  std::int64_t runs = 1;
+  std::string why;
+};
+
 // A training step whose global batch runs as micro-steps (AccumulatedStep): the micro-step
 // program, how the batch splits, and the batch fields its loss averages over. The RunSetup's
 // `train` program is then the update alone; its plan's batch_size is the global batch.
@@ -67,6 +74,7 @@ struct RunSetup {
   std::optional<StepProgram> train;
   std::optional<MicroSteps> train_micro_steps;
   std::optional<StepProgram> eval;
+  HostBatches eval_host_batches;
   std::optional<data::DataloaderSpec> train_loader;
   std::optional<data::DataloaderSpec> eval_loader;
   std::string checkpoint_path;  // --checkpoint_path; empty: what the params say

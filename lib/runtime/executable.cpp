@@ -124,10 +124,10 @@ struct Executable::State {
   // killer) once the arena is in use.
   void check_fits_host() const {
     auto needed = static_cast<double>(plan.memory.peak_bytes);
-    if (!storage::exceeds_physical_memory(needed)) return;
-    throw std::runtime_error("the step's memory plan needs " + storage::gibibytes(needed) +
-                             " of host memory (its arena), more than this machine's " +
-                             storage::physical_memory_text() +
+    if (!storage::exceeds_usable_memory(needed)) return;
+    throw std::runtime_error("the step's memory plan needs " + storage::memory_size(needed) +
+                             " of host memory (its arena), more than " +
+                             storage::usable_memory_text() +
                              ": lower the batch size or the sequence length");
   }
 

@@ -133,10 +133,20 @@ ModeChoice choose_mode(std::int64_t pipelined_bytes, const WaferProfile& profile
     return {compiler::ExecutionMode::weight_streaming,
             "auto: " + std::to_string(options.num_csx) + " systems need weight streaming"};
   }
+  std::string releases = "params of Model Zoo " + options.releases.describe();
+  if (options.releases.last > config::Release::r1_9) {
+    return {compiler::ExecutionMode::weight_streaming,
+            "auto: " + releases +
+                "; from 2.0 the Model Zoo runs weight streaming on a CS-2 "
+                "cluster (pipelined " +
+                (fits ? "would fit: " : "would need ") + need +
+                "; execution_mode: pipelined asks for it)"};
+  }
   if (fits)
     return {compiler::ExecutionMode::pipelined,
-            "auto: everything fits on the wafer (" + need + ")"};
-  return {compiler::ExecutionMode::weight_streaming, "auto: pipelined would need " + need};
+            "auto: " + releases + " and everything fits on the wafer (" + need + ")"};
+  return {compiler::ExecutionMode::weight_streaming,
+          "auto: " + releases + ", but pipelined would need " + need};
 }
 
 compiler::WaferMapping map_to_wafer(const compiler::Plan& plan, const WaferOptions& options) {

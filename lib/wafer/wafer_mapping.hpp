@@ -22,6 +22,10 @@ struct WaferOptions {
   // The plan's batch is a micro-batch the params chose; otherwise weight streaming may pick a
   // smaller one when the activations do not fit ("auto", as the Model Zoo's default).
   bool micro_batch_fixed = false;
+  // The Model Zoo releases the params are written for. `auto` runs layer pipelined where
+  // everything fits one wafer only for 1.x files, as the CS-2 of those releases ran small models;
+  // from 2.0 on the Model Zoo runs weight streaming on a CS-2 cluster.
+  config::ReleaseRange releases;
 };
 
 // A run the wafer cannot do as asked: pipelined execution that does not fit (by how much),
@@ -37,8 +41,9 @@ struct ModeChoice {
 };
 
 // The mode for a run that would need `pipelined_bytes` of SRAM with everything resident: as
-// requested, or (auto) pipelined when that fits and there is one system, weight streaming
-// otherwise. Throws MappingError for a pipelined request that cannot be met, saying by how much.
+// requested, or (auto) pipelined when that fits, there is one system and the params are of a
+// 1.x release, weight streaming otherwise. Throws MappingError for a pipelined request that cannot
+// be met, saying by how much.
 ModeChoice choose_mode(std::int64_t pipelined_bytes, const WaferProfile& profile,
                        const WaferOptions& options);
 

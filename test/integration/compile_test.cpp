@@ -65,14 +65,15 @@ TEST_CASE("compile writes a plan with its report, kernel table and picture, then
   INFO(first.err);
   REQUIRE(first.exit_code == 0);
   CHECK(first.out.find("Compile for training completed successfully!") != std::string::npos);
-  CHECK(first.out.find("mode        layer pipelined: auto: everything fits") != std::string::npos);
+  CHECK(first.out.find("mode        weight streaming: auto: params of Model Zoo 2.4 and later") !=
+        std::string::npos);
   CHECK(first.out.find("throughput  ") != std::string::npos);
   CHECK(first.out.find("model.fc_layers.0") != std::string::npos);
   std::filesystem::path plan = plan_directory(model_dir);
   for (const char* file : {"plan.bin", "report.json", "kernels.tsv", "placement.svg"})
     CHECK(std::filesystem::exists(plan / file));
   json report = json::parse(read(plan / "report.json"));
-  CHECK(report["mapping"]["mode"] == "pipelined");
+  CHECK(report["mapping"]["mode"] == "weight_streaming");
   CHECK(report["mapping"]["estimate"]["samples_per_second"].get<double>() > 0.0);
   CHECK(report["plan"]["from_cache"] == false);
   CHECK(read(plan / "placement.svg").find("<svg") == 0);
@@ -100,7 +101,8 @@ TEST_CASE("compile --json, --wafer, --execution_mode and --num_csx") {
   csrun::test::TempDir dir;
   std::string params = dir.write("p.yaml", kFcMnist);
   std::string model_dir = (dir.path() / "model").string();
-  json pipelined = compiled_json({"compile", params, "--fake_data", "-o", model_dir});
+  json pipelined = compiled_json(
+      {"compile", params, "--fake_data", "-o", model_dir, "--execution_mode", "pipelined"});
   CHECK(pipelined["mapping"]["mode"] == "pipelined");
   CHECK(pipelined["mapping"]["wafer"] == "wse2");
   CHECK(pipelined["alternative"]["mode"] == "weight_streaming");
@@ -197,6 +199,81 @@ TEST_CASE("every Model Zoo config of a model csrun builds compiles with --fake_d
     INFO(result.err);
     CHECK(result.exit_code == 0);
     CHECK(result.out.find("completed successfully!") != std::string::npos);
+  }
+}
+
+TEST_CASE("auto follows the params' release: 1.x pipelines what fits, 2.x streams weights") {
+  csrun::test::TempDir dir;
+  std::string model_dir = (dir.path() / "model").string();
+  auto old =
+      run_csrun({"compile", data("fc_mnist_r1.6.0__params.yaml"), "--fake_data", "-o", model_dir});
+  REQUIRE(old.exit_code == 0);
+  CHECK(old.out.find("mode        layer pipelined: auto: params of Model Zoo 1.9 and earlier and "
+                     "everything fits on the wafer") != std::string::npos);
+  // The same network in files 2.x reads: weight streaming, saying that pipelined would fit.
+  for (const char* params : {"fc_mnist__params.yaml", "fc_mnist__params_cszoov2.yaml"}) {
+    auto modern = run_csrun({"compile", data(params), "--fake_data", "-o", model_dir});
+    INFO(params << "\n" << modern.out);
+    REQUIRE(modern.exit_code == 0);
+    CHECK(modern.out.find("mode        weight streaming: auto: params of Model Zoo ") !=
+          std::string::npos);
+    CHECK(modern.out.find("from 2.0 the Model Zoo runs weight streaming on a CS-2 cluster "
+                          "(pipelined would fit: ") != std::string::npos);
+  }
+  auto asked = run_csrun({"compile", data("fc_mnist__params_cszoov2.yaml"), "--fake_data", "-o",
+                          model_dir, "--execution_mode", "pipelined"});
+  REQUIRE(asked.exit_code == 0);
+  CHECK(asked.out.find("mode        layer pipelined: requested") != std::string::npos);
+}
+
+TEST_CASE("compile reports the global batch, each system's share and the cluster's rate") {
+  csrun::test::TempDir dir;
+  std::vector<std::string> gpt3 = {"compile", data("gpt3__111m.yaml"),         "--fake_data",
+                                   "-o",      (dir.path() / "model").string(), "--num_csx",
+                                   "2"};
+  auto result = run_csrun(gpt3);
+  REQUIRE(result.exit_code == 0);
+  CHECK(result.out.find("training step of 120 samples: 60 per system on 2 systems") !=
+        std::string::npos);
+  CHECK(result.out.find("(auto: the fastest the estimate finds)") != std::string::npos);
+  CHECK(result.out.find("cluster     2 x CS-2, 120 samples per step: ") != std::string::npos);
+  json report = compiled_json(gpt3);
+  CHECK(report["batch_size_per_system"] == 60);
+  CHECK(report["global_batch_size"] == 120);
+  double system_rate = report["mapping"]["estimate"]["samples_per_second"];
+  double cluster_rate = report["mapping"]["estimate"]["cluster_samples_per_second"];
+  CHECK(cluster_rate > 1.8 * system_rate);
+  CHECK(cluster_rate <= 2.0 * system_rate);
+
+  gpt3.insert(gpt3.end(), {"--set", "trainer.fit.train_dataloader.micro_batch_size=10"});
+  auto given = run_csrun(gpt3);
+  REQUIRE(given.exit_code == 0);
+  CHECK(given.out.find("micro-batch 10 samples x 6 per step (micro_batch_size)") !=
+        std::string::npos);
+}
+
+// Weight streaming amortizes each step's weight traffic over its samples: a system's samples/s
+// grows with the batch while weight I/O bounds the step, then levels off once compute does
+// (../shared/reference/wafer.md, batch-size sensitivity).
+TEST_CASE("the estimate's samples/s grows with the batch and levels off as a CS-2's does") {
+  csrun::test::TempDir dir;
+  auto rate = [&](const std::string& params, std::int64_t batch, const std::string& batch_key) {
+    json report = compiled_json({"compile", data(params), "--fake_data", "-o",
+                                 (dir.path() / "model").string(), "--set",
+                                 batch_key + "=" + std::to_string(batch)});
+    return report["mapping"]["estimate"]["samples_per_second"].get<double>();
+  };
+  for (const auto& [params, key] : std::vector<std::pair<std::string, std::string>>{
+           {"gpt2_r2.3.1__params_gpt2_small.yaml", "train_input.batch_size"},
+           {"bert__bert_base_MSL128.yaml", "trainer.fit.train_dataloader.batch_size"}}) {
+    INFO(params);
+    std::vector<double> rates;
+    for (std::int64_t batch : {1, 4, 16, 64, 256, 1024})
+      rates.push_back(rate(params, batch, key));
+    for (std::size_t i = 1; i < rates.size(); ++i)
+      CHECK(rates[i] >= 0.97 * rates[i - 1]);
+    CHECK(rates.front() < 0.6 * rates.back());
+    CHECK(rates[rates.size() - 2] > 0.85 * rates.back());
   }
 }
 

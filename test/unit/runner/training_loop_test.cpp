@@ -32,21 +32,21 @@ struct TinyRun {
     REQUIRE(model);
   }
 
-  runner::StepProgram program(models::StepKind kind) const {
+  runner::StepProgram program(models::StepKind kind, std::int64_t batch = 4) const {
     const config::TrainerSpec& trainer = params.trainer();
     models::TraceOptions options{kind, 0, {}};
     if (kind == models::StepKind::train)
       options.training = {*trainer.optimizer, trainer.schedulers, trainer.precision};
-    models::TracedStep step = models::trace_step(*model, 4, options);
+    models::TracedStep step = models::trace_step(*model, batch, options);
     std::vector<data::SampleField> fields;
     for (const models::BatchField& field : step.batch) {
       bool integer = field.type.dtype == graph::DType::i32;
-      fields.push_back({field.name, integer, graph::element_count(field.type.shape) / 4, 10});
+      fields.push_back({field.name, integer, graph::element_count(field.type.shape) / batch, 10});
     }
     compiler::StepInfo info{
         "test", "fingerprint",
-        kind == models::StepKind::train ? compiler::StepKind::train : compiler::StepKind::eval, 4,
-        0};
+        kind == models::StepKind::train ? compiler::StepKind::train : compiler::StepKind::eval,
+        batch, 0};
     auto compiled = compiler::compile_step(std::move(step.graph), {});
     return {compiler::build_plan(std::move(compiled), info, {}), std::move(fields),
             std::move(step.metric_averages)};
@@ -234,6 +234,23 @@ TEST_CASE("a metric averages over an evaluation as its model declares") {
   // The batches' losses differ, so their geometric mean is below their mean (and positive).
   CHECK(geometric_mean > 0.0);
   CHECK(geometric_mean < mean);
+}
+
+TEST_CASE("an eval batch run as host batches gives the whole batch's per-sample means") {
+  TinyRun run("    optimizer: {SGD: {lr: 0.01}}\n");
+  runner::TrainingLoop(run.setup(), {}).fit();
+  std::string checkpoint = (run.dir.path() / "checkpoint_4.mdl").string();
+  runner::EvalResult whole = runner::TrainingLoop(run.setup(), {}).validate({checkpoint})[0];
+
+  runner::RunSetup halves = run.setup();
+  halves.eval = run.program(models::StepKind::eval, 2);
+  halves.eval_host_batches = {2, "Each eval batch of 4 samples runs as 2 host batches of 2."};
+  REQUIRE(runner::loader_jobs(halves).back().batch_size == 4);
+  runner::EvalResult split = runner::TrainingLoop(std::move(halves), {}).validate({checkpoint})[0];
+  CHECK(split.loss == Approx(whole.loss).epsilon(1e-6));
+  REQUIRE(split.metrics.size() == whole.metrics.size());
+  for (const auto& [name, value] : whole.metrics)
+    CHECK(split.metrics.at(name) == Approx(value).epsilon(1e-6));
 }
 
 TEST_CASE("epoch hooks run at every epoch boundary, batch counts within the epoch") {

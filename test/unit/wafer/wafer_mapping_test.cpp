@@ -30,6 +30,13 @@ compiler::Plan plan_for(const std::string& model, std::int64_t batch, bool train
       precision);
 }
 
+// Options of params of the 1.x releases, whose `auto` pipelines what fits.
+wafer::WaferOptions release_1x_options() {
+  wafer::WaferOptions options;
+  options.releases = {config::Release::r1_6, config::Release::r1_9};
+  return options;
+}
+
 std::int64_t pipelined_demand(const compiler::Plan& plan) {
   return wafer::sram_demand(plan, wafer::map_layers(plan)).pipelined;
 }
@@ -61,13 +68,24 @@ TEST_CASE("layers are module paths up to their index") {
   CHECK(wafer::layer_name("") == "(top level)");
 }
 
-TEST_CASE("auto picks pipelined exactly while everything fits, weight streaming beyond") {
+TEST_CASE("auto for 1.x params picks pipelined exactly while everything fits") {
   const wafer::WaferProfile& profile = wafer::wafer_profile("wse2");
   std::int64_t capacity = profile.usable_sram();
-  wafer::WaferOptions automatic;
+  wafer::WaferOptions automatic = release_1x_options();
   CHECK(wafer::choose_mode(capacity, profile, automatic).mode == ExecutionMode::pipelined);
   CHECK(wafer::choose_mode(capacity + 1, profile, automatic).mode ==
         ExecutionMode::weight_streaming);
+  // Params that a 2.x release reads: weight streaming, as the Model Zoo runs them.
+  for (config::ReleaseRange releases :
+       {config::ReleaseRange{config::Release::r2_4, config::Release::r2_10},
+        config::ReleaseRange{config::Release::r1_6, config::Release::r2_10},
+        config::ReleaseRange{config::Release::r1_9, config::Release::r2_0}}) {
+    automatic.releases = releases;
+    wafer::ModeChoice choice = wafer::choose_mode(1, profile, automatic);
+    CHECK(choice.mode == ExecutionMode::weight_streaming);
+    CHECK_THAT(choice.reason, Catch::Contains("params of Model Zoo " + releases.describe()) &&
+                                  Catch::Contains("pipelined would fit"));
+  }
   wafer::WaferOptions pipelined;
   pipelined.mode = config::ExecutionMode::pipelined;
   CHECK(wafer::choose_mode(capacity, profile, pipelined).mode == ExecutionMode::pipelined);
@@ -97,7 +115,7 @@ TEST_CASE("a real model crosses the fit boundary where its SRAM demand does") {
     (pipelined_demand(plan_for(gpt_model(middle), 8)) <= capacity ? fits : too_big) = middle;
   }
   INFO("longest sequence that fits: " << fits);
-  wafer::WaferOptions automatic;
+  wafer::WaferOptions automatic = release_1x_options();
   CHECK(wafer::map_to_wafer(plan_for(gpt_model(fits), 8), automatic).mode ==
         ExecutionMode::pipelined);
   compiler::Plan over = plan_for(gpt_model(too_big), 8);
@@ -109,7 +127,7 @@ TEST_CASE("a real model crosses the fit boundary where its SRAM demand does") {
 
 TEST_CASE("pipelined placement: every kernel a rectangle of its own on the wafer") {
   compiler::Plan plan = plan_for(gpt_model(16), 4);
-  plan.mapping = wafer::map_to_wafer(plan, {});
+  plan.mapping = wafer::map_to_wafer(plan, release_1x_options());
   REQUIRE(plan.mapping.mode == ExecutionMode::pipelined);
   const wafer::WaferProfile& profile = wafer::wafer_profile("wse2");
   std::vector<const compiler::Region*> regions;

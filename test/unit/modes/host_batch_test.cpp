@@ -1,0 +1,50 @@
+#include <catch2/catch.hpp>
+
+#include "modes/host_batch.hpp"
+#include "storage/host_memory.hpp"
+
+using namespace csrun;
+
+namespace {
+
+// An eval plan of 120 samples whose samples each need 1/50 of this machine's usable memory.
+compiler::Plan eval_plan_of_fiftieths() {
+  compiler::Plan plan;
+  plan.batch_size = 120;
+  auto usable = static_cast<double>(storage::usable_memory_bytes());
+  plan.memory.persistent_bytes = 1'000'000'000;
+  plan.memory.peak_bytes = plan.memory.persistent_bytes + static_cast<std::int64_t>(usable * 2.4);
+  return plan;
+}
+
+}  // namespace
+
+TEST_CASE("an eval batch that fits host memory runs whole") {
+  compiler::Plan plan;
+  plan.batch_size = 120;
+  plan.memory.persistent_bytes = 1000;
+  plan.memory.peak_bytes = 5000;
+  modes::HostBatch host = modes::plan_host_eval_batch(plan, 0.0);
+  CHECK(host.micro_batch == 120);
+  CHECK(host.micro_steps == 1);
+  CHECK(host.reason.empty());
+}
+
+TEST_CASE("an eval batch too large for host memory runs as host batches of a divisor that fits") {
+  REQUIRE(storage::usable_memory_bytes() > 8'000'000'000ull);
+  compiler::Plan plan = eval_plan_of_fiftieths();
+  // 80 % of the memory holds about 39 samples: the largest divisor of 120 below is 30.
+  modes::HostBatch host = modes::plan_host_eval_batch(plan, 0.0);
+  CHECK(host.micro_batch == 30);
+  CHECK(host.micro_steps == 4);
+  CHECK_THAT(host.reason, Catch::Contains("Each eval batch of 120 samples runs as 4 host batches "
+                                          "of 30") &&
+                              Catch::Contains(storage::usable_memory_text()));
+
+  // Beside training that holds 40 % of it, about 19 samples fit: 15 of them.
+  auto training = static_cast<double>(storage::usable_memory_bytes()) * 0.4;
+  host = modes::plan_host_eval_batch(plan, training);
+  CHECK(host.micro_batch == 15);
+  CHECK(host.micro_steps == 8);
+  CHECK_THAT(host.reason, Catch::Contains("beside the " + storage::memory_size(training)));
+}
