@@ -64,6 +64,15 @@ std::int64_t largest_divisor_up_to(std::int64_t number, std::int64_t limit) {
   return best;
 }
 
+// The largest divisor of `batch` whose samples fit `budget` beside `fixed` bytes at `per_sample`
+// bytes each (1 when none does).
+std::int64_t largest_fitting_divisor(std::int64_t batch, double budget, double fixed,
+                                     double per_sample) {
+  double room = (budget - fixed) / std::max(per_sample, 1.0);
+  auto limit = static_cast<std::int64_t>(std::clamp(std::floor(room), 1.0, 9.0e18));
+  return largest_divisor_up_to(batch, limit);
+}
+
 }  // namespace
 
 HostBatch plan_host_batch(std::int64_t global_batch, std::int64_t replicas,
@@ -73,9 +82,8 @@ HostBatch plan_host_batch(std::int64_t global_batch, std::int64_t replicas,
   HostBatch host;
   host.micro_batch = configured_micro_batch;
   if (budget > 0.0 && model.bytes(configured_micro_batch) > budget) {
-    double room = (budget - model.fixed(true)) / std::max(model.per_sample, 1.0);
-    auto limit = static_cast<std::int64_t>(std::clamp(std::floor(room), 1.0, 9.0e18));
-    host.micro_batch = largest_divisor_up_to(configured_micro_batch, limit);
+    host.micro_batch = largest_fitting_divisor(configured_micro_batch, budget, model.fixed(true),
+                                               model.per_sample);
   }
   host.micro_steps = global_batch / host.micro_batch;
   host.bytes = model.bytes(host.micro_batch);
@@ -104,13 +112,11 @@ HostBatch plan_host_eval_batch(const compiler::Plan& eval, double beside_bytes) 
   auto peak = static_cast<double>(eval.memory.peak_bytes);
   std::int64_t batch = std::max<std::int64_t>(eval.batch_size, 1);
   double per_sample = (peak - persistent) / static_cast<double>(batch);
-  double budget =
-      static_cast<double>(storage::usable_memory_bytes()) * kHostMemoryShare - beside_bytes;
+  auto usable = static_cast<double>(storage::usable_memory_bytes());
+  double budget = usable * kHostMemoryShare - beside_bytes;
   HostBatch host{batch, 1, peak, {}};
-  if (storage::usable_memory_bytes() == 0 || peak <= budget) return host;
-  double room = (budget - persistent) / std::max(per_sample, 1.0);
-  auto limit = static_cast<std::int64_t>(std::clamp(std::floor(room), 1.0, 9.0e18));
-  host.micro_batch = largest_divisor_up_to(batch, limit);
+  if (usable == 0.0 || peak <= budget) return host;
+  host.micro_batch = largest_fitting_divisor(batch, budget, persistent, per_sample);
   host.micro_steps = batch / host.micro_batch;
   host.bytes = persistent + per_sample * static_cast<double>(host.micro_batch);
   std::string beside = beside_bytes > 0.0
