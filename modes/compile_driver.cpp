@@ -104,7 +104,7 @@ wafer::WaferOptions wafer_options(const config::TrainerSpec& trainer, const Trac
   result.wafer = options.wafer;
   result.mode = trainer.backend.execution_mode;
   result.num_csx = trainer.backend.cluster.num_csx;
-  result.system_batch = std::max(trace.system_batch, trace.batch_size);
+  result.system_batch = trace.samples_per_system();
   result.micro_batch_fixed = trace.micro_batch_fixed;
   result.releases = trainer.releases;
   return result;

@@ -142,7 +142,7 @@ struct StepBatch {
 };
 
 StepBatch step_batch(const config::TrainerSpec& trainer, const TraceSummary& trace) {
-  std::int64_t system = std::max(trace.system_batch, trace.batch_size);
+  std::int64_t system = trace.samples_per_system();
   return {system, system * trainer.backend.cluster.num_csx, trace.micro_batch_fixed};
 }
 
@@ -296,6 +296,7 @@ void print_compile_report(const config::TrainerSpec& trainer, const TraceSummary
 json compile_report_json(const config::TrainerSpec& trainer, const TraceSummary& trace,
                          const PlannedTrainer& planned) {
   const compiler::Plan& plan = planned.plan;
+  StepBatch batch = step_batch(trainer, trace);
   json passes = json::array();
   for (const compiler::PassStatistics& pass : planned.passes)
     passes.push_back(pass_json(pass));
@@ -306,8 +307,8 @@ json compile_report_json(const config::TrainerSpec& trainer, const TraceSummary&
       {"trainer", trainer.index},
       {"device", config::device_name(trainer.backend.device)},
       {"step", compiler::step_kind_name(plan.step)},
-      {"batch_size_per_system", step_batch(trainer, trace).system},
-      {"global_batch_size", step_batch(trainer, trace).global},
+      {"batch_size_per_system", batch.system},
+      {"global_batch_size", batch.global},
       {"plan",
        {{"key", planned.key},
         {"directory", planned.directory.string()},

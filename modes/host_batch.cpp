@@ -10,6 +10,13 @@ namespace csrun::modes {
 
 namespace {
 
+// A plan's temporaries (its arena beyond the persistent values) per sample of its batch: what
+// grows and shrinks with the samples of a step.
+double temporaries_per_sample(const compiler::Plan& plan) {
+  auto temporaries = static_cast<double>(plan.memory.peak_bytes - plan.memory.persistent_bytes);
+  return temporaries / static_cast<double>(std::max<std::int64_t>(plan.batch_size, 1));
+}
+
 // Host memory of a training run as a function of the samples of one (micro-)step:
 // - the plan's persistent values (parameters, optimizer state, inputs) stand for each copy of the
 //   run's state: the step's own; with a split batch the micro-step's parameters and the update's
@@ -29,8 +36,8 @@ struct MemoryModel {
   MemoryModel(const compiler::Plan& fused, std::int64_t global, std::int64_t replica_count)
       : global_batch(global), replicas(replica_count) {
     persistent = static_cast<double>(fused.memory.persistent_bytes);
+    per_sample = temporaries_per_sample(fused);
     double traced = static_cast<double>(std::max<std::int64_t>(fused.batch_size, 1));
-    per_sample = (static_cast<double>(fused.memory.peak_bytes) - persistent) / traced;
     gradients = 4.0 * static_cast<double>(
                           graph::count_elements(fused.graph, graph::VariableRole::parameter));
     double inputs = 0.0;
@@ -111,7 +118,7 @@ HostBatch plan_host_eval_batch(const compiler::Plan& eval, double beside_bytes) 
   auto persistent = static_cast<double>(eval.memory.persistent_bytes);
   auto peak = static_cast<double>(eval.memory.peak_bytes);
   std::int64_t batch = std::max<std::int64_t>(eval.batch_size, 1);
-  double per_sample = (peak - persistent) / static_cast<double>(batch);
+  double per_sample = temporaries_per_sample(eval);
   auto usable = static_cast<double>(storage::usable_memory_bytes());
   double budget = usable * kHostMemoryShare - beside_bytes;
   HostBatch host{batch, 1, peak, {}};

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 
@@ -19,6 +20,9 @@ struct TraceSummary {
   // The eval step beside a training step: planned for the host only (evaluation reports host
   // rates), never mapped onto the wafer, cached under its own key.
   bool host_only = false;
+
+  // Samples one system takes per optimizer step (the traced batch is a micro-batch of it).
+  std::int64_t samples_per_system() const { return std::max(system_batch, batch_size); }
 };
 
 }  // namespace csrun::modes

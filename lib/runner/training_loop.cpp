@@ -51,9 +51,13 @@ data::LoaderJob train_job(const RunSetup& setup) {
           setup.settings.seed};
 }
 
+// The eval dataloader's batch: the eval plan's, times the host batches it runs as.
+std::int64_t eval_batch_size(const RunSetup& setup) {
+  return setup.eval->plan.batch_size * setup.eval_host_batches.runs;
+}
+
 data::LoaderJob eval_job(const RunSetup& setup) {
-  return {*setup.eval_loader, setup.eval->fields,
-          setup.eval->plan.batch_size * setup.eval_host_batches.runs, setup.settings.seed};
+  return {*setup.eval_loader, setup.eval->fields, eval_batch_size(setup), setup.settings.seed};
 }
 
 std::string split_text(const BatchSplit& split) {
@@ -356,7 +360,7 @@ struct TrainingLoop::State {
     run.batch = 0;
     run.done = 0;
     run.total = batches;
-    run.batch_size = setup.eval->plan.batch_size * setup.eval_host_batches.runs;
+    run.batch_size = eval_batch_size(setup);
     note_eval_split();
     call(&Callback::on_eval_start);
     call(&Callback::on_eval_epoch_start);

@@ -85,13 +85,23 @@ std::optional<CgroupLimit> own_cgroup_limit() {
   return cgroup_memory_limit(text.str(), "/sys/fs/cgroup");
 }
 
+// The usable memory and, when a cgroup caps it below the machine's, that cgroup's limit.
+struct UsableMemory {
+  std::uint64_t bytes = 0;
+  std::optional<CgroupLimit> cap;
+};
+
+UsableMemory usable_memory() {
+  std::uint64_t machine = physical_memory_bytes();
+  auto cgroup = own_cgroup_limit();
+  if (!cgroup || (machine != 0 && cgroup->bytes >= machine)) return {machine, std::nullopt};
+  return {cgroup->bytes, cgroup};
+}
+
 }  // namespace
 
 std::uint64_t usable_memory_bytes() {
-  std::uint64_t machine = physical_memory_bytes();
-  auto cgroup = own_cgroup_limit();
-  if (!cgroup) return machine;
-  return machine == 0 ? cgroup->bytes : std::min(machine, cgroup->bytes);
+  return usable_memory().bytes;
 }
 
 bool exceeds_usable_memory(double bytes, double share) {
@@ -111,12 +121,10 @@ std::string memory_size(double bytes) {
 }
 
 std::string usable_memory_text() {
-  std::uint64_t machine = physical_memory_bytes();
-  auto cgroup = own_cgroup_limit();
-  if (cgroup && (machine == 0 || cgroup->bytes < machine))
-    return "the " + memory_size(static_cast<double>(cgroup->bytes)) + " that cgroup " +
-           cgroup->cgroup + " allows";
-  return "this machine's " + memory_size(static_cast<double>(machine));
+  UsableMemory usable = usable_memory();
+  std::string size = memory_size(static_cast<double>(usable.bytes));
+  if (usable.cap) return "the " + size + " that cgroup " + usable.cap->cgroup + " allows";
+  return "this machine's " + size;
 }
 
 }  // namespace csrun::storage
