@@ -20,7 +20,7 @@ double temporaries_per_sample(const compiler::Plan& plan) {
 // Host memory of a training run as a function of the samples of one (micro-)step:
 // - the plan's persistent values (parameters, optimizer state, inputs) stand for each copy of the
 //   run's state: the step's own; with a split batch the micro-step's parameters and the update's
-//   state; and a checkpoint being written (its tensors as doubles, then the file's image);
+//   state; and a checkpoint being written (a float32 snapshot the file is written from);
 // - the plan's temporaries scale with the samples of a (micro-)step;
 // - a split batch adds the gradient sums (one per replica beside the total) and the update's
 //   gradient inputs;
@@ -50,7 +50,7 @@ struct MemoryModel {
   bool split(std::int64_t micro_batch) const { return micro_batch != global_batch; }
 
   double fixed(bool split_batch) const {
-    double bytes = 4.0 * persistent + batch_data;
+    double bytes = 2.0 * persistent + batch_data;
     if (!split_batch) return bytes;
     return bytes + persistent + gradients * (replicas > 1 ? 3.0 : 2.0);
   }

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # csrun's benchmarks. Figures go to stdout; docs/benchmarks.md records them with the machine.
 #
-# Usage: scripts/bench.sh [SECTION...]     sections: validate, trace, compile, estimate
-#                                          (default: all)
+# Usage: scripts/bench.sh [SECTION...]     sections: validate, trace, compile, estimate,
+#                                          train, stream, checkpoint (default: all)
 #
 #   validate   wall time of `csrun validate` (process start to exit) on every shipped config and
 #              every Model Zoo config of the conformance set; median and max of 21 runs each.
@@ -33,13 +33,18 @@
 #              gpt2_tiny, alternating for 5 rounds (median ratio): with the worker sharing the
 #              step's cores, and with the run on core 0 and the worker on core 1 of its own.
 #              Targets: >= 2 GB/s ingest, <= 3 % overhead.
+#   checkpoint GPT-2 small + Adam state (1.49 GB): csrun's checkpoint write (fsync, rename) and
+#              cold read (page cache dropped) against torch.save + fsync and torch.load of the
+#              same tensors, alternating for 3 rounds, beside the disk's own rates (dd, direct
+#              and through the page cache). Files go to $CSRUN_BENCH_DIR (default: build/).
+#              Target: >= 1 GB/s write and read.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
 sections=("$@")
-[ ${#sections[@]} -eq 0 ] && sections=(validate trace compile estimate train stream)
+[ ${#sections[@]} -eq 0 ] && sections=(validate trace compile estimate train stream checkpoint)
 
-scripts/build.sh csrun fma_peak stream_ingest >/dev/null
+scripts/build.sh csrun fma_peak stream_ingest checkpoint_io >/dev/null
 csrun=$root/build/apps/csrun/csrun
 # The real Model Zoo params files of the conformance set, beside the checkout.
 modelzoo=$root/../shared/modelzoo-configs
@@ -334,6 +339,21 @@ bench_stream() {
   rm -rf "$work"
 }
 
+bench_checkpoint() {
+  echo "## Checkpoints of GPT-2 small + Adam (1.49 GB): write+fsync and cold read"
+  local work
+  work=$(mktemp -d "${CSRUN_BENCH_DIR:-$root/build}/checkpoint-bench.XXXXXX")
+  echo "disk (dd, 1.5 GB, fsync): direct $(dd if=/dev/zero of="$work/dd" bs=16M count=94 oflag=direct conv=fsync 2>&1 | tail -1 | awk '{ print $(NF-1), $NF }'), through the page cache $(dd if=/dev/zero of="$work/dd" bs=16M count=94 conv=fsync 2>&1 | tail -1 | awk '{ print $(NF-1), $NF }')"
+  rm -f "$work/dd"
+  for _ in 1 2 3; do
+    build/bench/checkpoint_io "$work"
+    if /usr/bin/python3 -c 'import torch' 2>/dev/null; then
+      /usr/bin/python3 bench/torch_checkpoint.py "$work"
+    fi
+  done
+  rm -rf "$work"
+}
+
 echo "# csrun benchmarks, $(date -u +%Y-%m-%dT%H:%MZ) on $(nproc) cores: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)"
 for section in "${sections[@]}"; do
   case $section in
@@ -343,6 +363,7 @@ for section in "${sections[@]}"; do
     estimate) bench_estimate ;;
     train) bench_train ;;
     stream) bench_stream ;;
-    *) echo "bench.sh: unknown section '$section' (sections: validate, trace, compile, estimate, train, stream)" >&2; exit 2 ;;
+    checkpoint) bench_checkpoint ;;
+    *) echo "bench.sh: unknown section '$section' (sections: validate, trace, compile, estimate, train, stream, checkpoint)" >&2; exit 2 ;;
   esac
 done

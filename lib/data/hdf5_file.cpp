@@ -1,6 +1,10 @@
 #include "hdf5_file.hpp"
 
 #include <hdf5.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <string_view>
 
 namespace csrun::data {
 
@@ -134,9 +138,21 @@ std::optional<std::vector<T>> read_all(std::int64_t file, const std::string& nam
 
 }  // namespace
 
-std::optional<std::vector<double>> Hdf5File::read_numbers(const std::string& name) const {
+std::optional<std::vector<float>> Hdf5File::read_floats(const std::string& name) const {
   if (!has_dataset(name)) return std::nullopt;
-  return read_all<double>(file_, name, H5T_NATIVE_DOUBLE);
+  return read_all<float>(file_, name, H5T_NATIVE_FLOAT);
+}
+
+std::optional<std::uint64_t> Hdf5File::contiguous_offset(const std::string& name) const {
+  if (!has_dataset(name)) return std::nullopt;
+  Handle dataset(H5Dopen2(file_, name.c_str(), H5P_DEFAULT), H5Dclose);
+  Handle type(dataset.valid() ? H5Dget_type(dataset.get()) : -1, H5Tclose);
+  if (!type.valid() ||
+      (H5Tequal(type.get(), H5T_IEEE_F32LE) <= 0 && H5Tequal(type.get(), H5T_STD_I32LE) <= 0))
+    return std::nullopt;
+  haddr_t offset = H5Dget_offset(dataset.get());
+  if (offset == HADDR_UNDEF) return std::nullopt;
+  return offset;
 }
 
 std::optional<std::vector<std::int32_t>> Hdf5File::read_int32(const std::string& name) const {
@@ -170,18 +186,83 @@ std::optional<std::vector<std::int32_t>> Hdf5File::read_int32_rows(const std::st
   return values;
 }
 
-Hdf5Writer::Hdf5Writer(const std::string& path, Target target) : path_(path) {
+namespace {
+
+// The system's reason for HDF5's last failure, as its POSIX driver records it ("..., errno =
+// 28, error message = 'No space left on device', ..."); empty when the error stack has none.
+std::string system_reason() {
+  std::string reason;
+  auto find = [](unsigned, const H5E_error2_t* error, void* found) -> herr_t {
+    std::string_view text = error->desc ? error->desc : "";
+    constexpr std::string_view kMarker = "error message = '";
+    auto at = text.find(kMarker);
+    if (at == std::string_view::npos) return 0;
+    text.remove_prefix(at + kMarker.size());
+    *static_cast<std::string*>(found) = std::string(text.substr(0, text.find('\'')));
+    return 1;
+  };
+  H5Ewalk2(H5E_DEFAULT, H5E_WALK_DOWNWARD, find, &reason);
+  return reason;
+}
+
+}  // namespace
+
+Hdf5Writer::Hdf5Writer(const std::string& path, std::string shown_as)
+    : shown_as_(shown_as.empty() ? path : std::move(shown_as)) {
   silence_hdf5();
+  // Large datasets start on a 4 KiB boundary, where direct I/O can write them (place()).
   Handle access(H5Pcreate(H5P_FILE_ACCESS), H5Pclose);
-  constexpr std::size_t kGrowth = std::size_t{64} << 20;
-  if (target == Target::memory && H5Pset_fapl_core(access.get(), kGrowth, false) < 0)
-    throw std::runtime_error("cannot create the HDF5 file " + path + " in memory");
+  if (!access.valid() || H5Pset_alignment(access.get(), 64 * 1024, 4096) < 0)
+    fail("cannot create the HDF5 file " + shown_as_);
   file_ = H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, access.get());
-  if (file_ < 0) throw std::runtime_error("cannot create the HDF5 file " + path);
+  if (file_ < 0) fail("cannot create the HDF5 file " + shown_as_);
 }
 
 Hdf5Writer::~Hdf5Writer() {
-  if (file_ >= 0) H5Fclose(file_);
+  if (file_ >= 0) abandon();
+}
+
+[[noreturn]] void Hdf5Writer::fail(const std::string& what) const {
+  std::string reason = system_reason();
+  throw std::runtime_error(what + (reason.empty() ? "" : ": " + reason));
+}
+
+// HDF5 1.10 cannot close a file whose closing writes fail (a full disk): H5Fclose reports the
+// error but keeps the file's identifier, and the library's shutdown at exit closes it again,
+// freed, and crashes. A file given up on is first pointed at an anonymous memory file, so its
+// closing writes succeed; they are discarded with it.
+void Hdf5Writer::abandon() {
+  void* handle = nullptr;
+  if (H5Fget_vfd_handle(file_, H5P_DEFAULT, &handle) >= 0 && handle) {
+    int scratch = ::memfd_create("csrun-abandoned-hdf5", MFD_CLOEXEC);
+    if (scratch >= 0) {
+      ::dup2(scratch, *static_cast<int*>(handle));
+      ::close(scratch);
+    }
+  }
+  H5Fclose(file_);
+  file_ = -1;
+}
+
+std::uint64_t Hdf5Writer::place(const std::string& name, const std::vector<std::uint64_t>& dims,
+                                bool integer) {
+  std::vector<hsize_t> extent(dims.begin(), dims.end());
+  Handle space(extent.empty()
+                   ? H5Screate(H5S_SCALAR)
+                   : H5Screate_simple(static_cast<int>(extent.size()), extent.data(), nullptr),
+               H5Sclose);
+  Handle creation(H5Pcreate(H5P_DATASET_CREATE), H5Pclose);
+  if (!space.valid() || !creation.valid() || H5Pset_obj_track_times(creation.get(), false) < 0 ||
+      H5Pset_layout(creation.get(), H5D_CONTIGUOUS) < 0 ||
+      H5Pset_alloc_time(creation.get(), H5D_ALLOC_TIME_EARLY) < 0 ||
+      H5Pset_fill_time(creation.get(), H5D_FILL_TIME_NEVER) < 0)
+    fail("cannot create dataset '" + name + "' in " + shown_as_);
+  Handle dataset(H5Dcreate2(file_, name.c_str(), integer ? H5T_STD_I32LE : H5T_IEEE_F32LE,
+                            space.get(), H5P_DEFAULT, creation.get(), H5P_DEFAULT),
+                 H5Dclose);
+  haddr_t offset = dataset.valid() ? H5Dget_offset(dataset.get()) : HADDR_UNDEF;
+  if (offset == HADDR_UNDEF) fail("cannot create dataset '" + name + "' in " + shown_as_);
+  return offset;
 }
 
 void Hdf5Writer::write_raw(const std::string& name, const std::vector<std::uint64_t>& dims,
@@ -199,17 +280,17 @@ void Hdf5Writer::write_raw(const std::string& name, const std::vector<std::uint6
                  H5Dclose);
   if (!space.valid() || !creation.valid() || !dataset.valid() ||
       H5Dwrite(dataset.get(), memory_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data) < 0) {
-    throw std::runtime_error("cannot write dataset '" + name + "' to " + path_);
+    fail("cannot write dataset '" + name + "' to " + shown_as_);
   }
 }
 
 void Hdf5Writer::write(const std::string& name, const std::vector<std::uint64_t>& dims,
-                       const std::vector<float>& values) {
+                       std::span<const float> values) {
   write_raw(name, dims, H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, values.data());
 }
 
 void Hdf5Writer::write(const std::string& name, const std::vector<std::uint64_t>& dims,
-                       const std::vector<std::int32_t>& values) {
+                       std::span<const std::int32_t> values) {
   write_raw(name, dims, H5T_STD_I32LE, H5T_NATIVE_INT32, values.data());
 }
 
@@ -224,7 +305,7 @@ void Hdf5Writer::set_attribute(const std::string& name, const std::string& value
   Handle attribute(
       H5Acreate2(file_, name.c_str(), type.get(), space.get(), H5P_DEFAULT, H5P_DEFAULT), H5Aclose);
   if (!attribute.valid() || H5Awrite(attribute.get(), type.get(), value.c_str()) < 0)
-    throw std::runtime_error("cannot write attribute '" + name + "' to " + path_);
+    fail("cannot write attribute '" + name + "' to " + shown_as_);
 }
 
 void Hdf5Writer::set_dataset_attribute(const std::string& dataset, const std::string& name,
@@ -235,27 +316,17 @@ void Hdf5Writer::set_dataset_attribute(const std::string& dataset, const std::st
                    H5Aclose);
   long long stored = value;
   if (!attribute.valid() || H5Awrite(attribute.get(), H5T_NATIVE_LLONG, &stored) < 0)
-    throw std::runtime_error("cannot write attribute '" + name + "'" +
-                             (dataset == "." ? "" : " of '" + dataset + "'") + " to " + path_);
-}
-
-std::string Hdf5Writer::image() {
-  if (H5Fflush(file_, H5F_SCOPE_GLOBAL) < 0)
-    throw std::runtime_error("cannot build the HDF5 file " + path_ + " in memory");
-  ssize_t size = H5Fget_file_image(file_, nullptr, 0);
-  std::string bytes(size > 0 ? static_cast<std::size_t>(size) : 0, '\0');
-  if (size <= 0 || H5Fget_file_image(file_, bytes.data(), bytes.size()) != size)
-    throw std::runtime_error("cannot build the HDF5 file " + path_ + " in memory");
-  close();
-  return bytes;
+    fail("cannot write attribute '" + name + "'" + (dataset == "." ? "" : " of '" + dataset + "'") +
+         " to " + shown_as_);
 }
 
 void Hdf5Writer::close() {
   if (file_ < 0) return;
-  bool flushed = H5Fflush(file_, H5F_SCOPE_GLOBAL) >= 0;
+  // A flush that fails leaves the file to abandon(); once flushed, closing writes nothing more.
+  if (H5Fflush(file_, H5F_SCOPE_GLOBAL) < 0) fail("cannot finish writing " + shown_as_);
   bool closed = H5Fclose(file_) >= 0;
   file_ = -1;
-  if (!flushed || !closed) throw std::runtime_error("cannot finish writing " + path_);
+  if (!closed) fail("cannot finish writing " + shown_as_);
 }
 
 }  // namespace csrun::data

@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -35,9 +36,12 @@ class Hdf5File {
   std::optional<std::string> string_attribute(const std::string& name) const;
   // The datasets at the file's root, by name.
   std::vector<std::string> dataset_names() const;
-  // A numeric dataset's elements, converted by HDF5 (exactly, for integers and floats up to
-  // 32 bits); nothing when it is missing, not numeric or unreadable.
-  std::optional<std::vector<double>> read_numbers(const std::string& name) const;
+  // A numeric dataset's elements as float32, converted by HDF5 where it holds another type;
+  // nothing when it is missing, not numeric or unreadable.
+  std::optional<std::vector<float>> read_floats(const std::string& name) const;
+  // Where a dataset stored contiguously as little-endian float32 or int32 keeps its elements in
+  // the file, for reading them without HDF5; nothing for any other storage or type.
+  std::optional<std::uint64_t> contiguous_offset(const std::string& name) const;
   std::optional<std::vector<std::int32_t>> read_int32(const std::string& name) const;
   // Rows [first, first + count) of the dataset's leading dimension (fewer at its end).
   std::optional<std::vector<std::int32_t>> read_int32_rows(const std::string& name,
@@ -49,35 +53,42 @@ class Hdf5File {
   std::string error_;
 };
 
-// A new HDF5 file, written dataset by dataset. Throws std::runtime_error naming the file and
-// dataset when HDF5 fails (a full disk, a directory that cannot be written).
+// A new HDF5 file, written dataset by dataset. Throws std::runtime_error naming the file, the
+// dataset and the system's reason when HDF5 fails (a full disk, a directory that cannot be
+// written).
 class Hdf5Writer {
  public:
-  // On disk: creates or truncates `path`. In memory: nothing touches the disk; image() returns
-  // the file's bytes for the caller to store (a full disk then cannot leave HDF5 half-closed).
-  enum class Target { disk, memory };
-  explicit Hdf5Writer(const std::string& path, Target target = Target::disk);
+  // Creates or truncates `path`; messages name `shown_as` when given (the file a temporary one
+  // becomes).
+  explicit Hdf5Writer(const std::string& path, std::string shown_as = "");
+  // A writer not closed (an error on the way) gives its file up: what it holds is unfinished.
   ~Hdf5Writer();
   Hdf5Writer(const Hdf5Writer&) = delete;
   Hdf5Writer& operator=(const Hdf5Writer&) = delete;
 
+  // Contiguous datasets, written from the caller's memory without conversion.
   void write(const std::string& name, const std::vector<std::uint64_t>& dims,
-             const std::vector<float>& values);
+             std::span<const float> values);
   void write(const std::string& name, const std::vector<std::uint64_t>& dims,
-             const std::vector<std::int32_t>& values);
+             std::span<const std::int32_t> values);
+  // A contiguous little-endian float32 (or int32) dataset whose space is allocated now and left
+  // for the caller to fill: returns the file offset its elements start at (a multiple of 4096
+  // for datasets of 64 KiB and more).
+  std::uint64_t place(const std::string& name, const std::vector<std::uint64_t>& dims,
+                      bool integer);
   void set_attribute(const std::string& name, std::int64_t value);
   void set_attribute(const std::string& name, const std::string& value);
   void set_dataset_attribute(const std::string& dataset, const std::string& name,
                              std::int64_t value);
   // Flushes and closes; errors surface here rather than in the destructor.
   void close();
-  // An in-memory file's bytes; closes it.
-  std::string image();
 
  private:
   void write_raw(const std::string& name, const std::vector<std::uint64_t>& dims,
                  std::int64_t file_type, std::int64_t memory_type, const void* data);
-  std::string path_;
+  void abandon();
+  [[noreturn]] void fail(const std::string& what) const;
+  std::string shown_as_;
   std::int64_t file_ = -1;
 };
 

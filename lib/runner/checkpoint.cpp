@@ -1,16 +1,22 @@
 #include "checkpoint.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <charconv>
 #include <cstdio>
+#include <exception>
 #include <filesystem>
 #include <limits>
+#include <optional>
 #include <regex>
+#include <span>
+#include <thread>
 
 #include "data/data_paths.hpp"
 #include "data/hdf5_file.hpp"
 #include "storage/atomic_file.hpp"
 #include "storage/crc32c.hpp"
+#include "storage/uncached_file.hpp"
 
 namespace csrun::runner {
 
@@ -21,23 +27,38 @@ namespace fs = std::filesystem;
 constexpr char kChecksum[] = "csrun_crc32c";
 
 // Over the bytes a dataset holds as csrun stores it: little-endian int32 or float32.
-template <class Stored>
-std::uint32_t checksum_of(const std::vector<Stored>& stored) {
-  return storage::crc32c(std::string_view(reinterpret_cast<const char*>(stored.data()),
-                                          stored.size() * sizeof(Stored)));
-}
-
 std::uint32_t checksum(const CheckpointTensor& tensor) {
-  const std::vector<double>& values = tensor.values;
-  return tensor.integer ? checksum_of(std::vector<std::int32_t>(values.begin(), values.end()))
-                        : checksum_of(std::vector<float>(values.begin(), values.end()));
+  return std::visit(
+      [](const auto& stored) {
+        return storage::crc32c(std::string_view(reinterpret_cast<const char*>(stored.data()),
+                                                stored.size() * sizeof(stored[0])));
+      },
+      tensor.values);
 }
 
-template <class Stored>
-void write_entry(data::Hdf5Writer& writer, const std::string& key, const CheckpointTensor& tensor) {
-  std::vector<Stored> stored(tensor.values.begin(), tensor.values.end());
-  writer.write(key, tensor.dims, stored);
-  writer.set_dataset_attribute(key, kChecksum, checksum_of(stored));
+// Tensors of this size and more are written and read by csrun itself, past the page cache
+// (storage::UncachedFile), at offsets HDF5 places them at; smaller ones go through HDF5.
+constexpr std::uint64_t kUncachedBytes = std::uint64_t{64} << 10;
+
+// The file's size: the tensors and, generously, HDF5's object headers, names, attributes and
+// the alignment of large datasets.
+std::uint64_t file_bytes(const Checkpoint& checkpoint) {
+  constexpr std::uint64_t kFileOverhead = 1 << 20;
+  constexpr std::uint64_t kDatasetOverhead = 8192;
+  std::uint64_t bytes = kFileOverhead + checkpoint.metadata.size();
+  for (const auto& [key, tensor] : checkpoint.tensors)
+    bytes += tensor.bytes() + key.size() + kDatasetOverhead;
+  return bytes;
+}
+
+std::span<const std::byte> stored_bytes(const CheckpointTensor& tensor) {
+  return std::visit([](const auto& stored) { return std::as_bytes(std::span(stored)); },
+                    tensor.values);
+}
+
+std::span<std::byte> stored_bytes(CheckpointTensor& tensor) {
+  return std::visit([](auto& stored) { return std::as_writable_bytes(std::span(stored)); },
+                    tensor.values);
 }
 
 void check_is_a_file(const std::string& path) {
@@ -51,16 +72,16 @@ void check_loop_state(const Checkpoint& checkpoint, const std::string& path) {
     auto found = checkpoint.tensors.find(key);
     if (found == checkpoint.tensors.end()) return;
     const CheckpointTensor& tensor = found->second;
-    if (tensor.values.size() != 1) {
+    if (tensor.size() != 1) {
       throw CheckpointError("checkpoint " + path + ": '" + key + "' holds " +
-                            std::to_string(tensor.values.size()) + " values, not one");
+                            std::to_string(tensor.size()) + " values, not one");
     }
-    double value = tensor.values[0];
-    if (tensor.integer && value >= 0 && value <= static_cast<double>(limit)) return;
+    double value = tensor.value(0);
+    if (tensor.integer() && value >= 0 && value <= static_cast<double>(limit)) return;
     char shown[32];
     std::snprintf(shown, sizeof shown, "%.17g", value);
     throw CheckpointError("checkpoint " + path + ": '" + key + "' is " + shown +
-                          (tensor.integer ? "" : ", stored as a float") +
+                          (tensor.integer() ? "" : ", stored as a float") +
                           "; it must be an integer from 0 to " + std::to_string(limit) +
                           " (a damaged or hand-edited file?)");
   };
@@ -72,25 +93,130 @@ void check_loop_state(const Checkpoint& checkpoint, const std::string& path) {
   counter("dataloader.samples_in_epoch", std::numeric_limits<std::int32_t>::max());
 }
 
+// A large tensor whose elements csrun reads itself, past HDF5 and the page cache.
+struct LargeRead {
+  std::string key;
+  std::uint64_t offset = 0;
+  CheckpointTensor* tensor = nullptr;
+  std::uint32_t checksum = 0;  // of what was read
+};
+
+// Sizes `tensor` for a large contiguous float32/int32 dataset and returns where its elements
+// lie; nothing for another dataset. The dims are checked against the file's size before
+// anything is allocated for them.
+std::optional<std::uint64_t> prepare_large(const data::Hdf5File& file, const std::string& key,
+                                           std::uint64_t file_size, const std::string& path,
+                                           CheckpointTensor& tensor) {
+  auto info = file.dataset(key);
+  auto offset = info ? file.contiguous_offset(key) : std::nullopt;
+  if (!offset) return std::nullopt;
+  std::uint64_t elements = 1;
+  for (std::uint64_t extent : info->dims) {
+    if (extent != 0 && elements > file_size / 4 / extent) {
+      throw CheckpointError("checkpoint " + path + ": the entry '" + key +
+                            "' has more elements than the file holds (truncated or damaged)");
+    }
+    elements *= extent;
+  }
+  if (elements * 4 < kUncachedBytes) return std::nullopt;
+  tensor.dims = info->dims;
+  if (info->is_integer) {
+    tensor.values = CheckpointTensor::Integers(elements);
+  } else {
+    tensor.values = CheckpointTensor::Floats(elements);
+  }
+  return offset;
+}
+
+// Reads the large tensors with a few threads at once: while one waits for the disk, another
+// touches fresh memory and checksums what it read.
+void read_large(const std::string& path, std::vector<LargeRead>& reads) {
+  std::size_t threads =
+      std::min<std::size_t>({reads.size(), std::max(1u, std::thread::hardware_concurrency()), 4});
+  std::atomic<std::size_t> next{0};
+  std::vector<std::exception_ptr> errors(threads);
+  auto work = [&](std::size_t thread) {
+    try {
+      storage::UncachedFile raw(path, storage::UncachedFile::Access::read, path);
+      for (std::size_t i = next++; i < reads.size(); i = next++) {
+        LargeRead& read = reads[i];
+        try {
+          raw.read_at(read.offset, stored_bytes(*read.tensor));
+        } catch (const std::runtime_error& error) {
+          throw CheckpointError("checkpoint " + path + ": the entry '" + read.key +
+                                "': " + error.what());
+        }
+        read.checksum = checksum(*read.tensor);
+      }
+    } catch (...) {
+      errors[thread] = std::current_exception();
+    }
+  };
+  {
+    std::vector<std::jthread> team;
+    for (std::size_t thread = 1; thread < threads; ++thread)
+      team.emplace_back(work, thread);
+    if (threads > 0) work(0);
+  }
+  for (const std::exception_ptr& error : errors)
+    if (error) std::rethrow_exception(error);
+}
+
+// An integer dataset reads as int32, any other as float32 (HDF5 converts what the Model Zoo or
+// PyTorch stored in other types).
+CheckpointTensor read_entry(const data::Hdf5File& file, const std::string& key,
+                            const std::string& path) {
+  auto info = file.dataset(key);
+  if (info && info->is_integer) {
+    if (auto integers = file.read_int32(key))
+      return {info->dims, CheckpointTensor::Integers(integers->begin(), integers->end())};
+  } else if (info) {
+    if (auto floats = file.read_floats(key))
+      return {info->dims, CheckpointTensor::Floats(floats->begin(), floats->end())};
+  }
+  throw CheckpointError("checkpoint " + path + ": the entry '" + key +
+                        "' cannot be read as numbers (damaged file?)");
+}
+
 }  // namespace
+
+std::size_t CheckpointTensor::size() const {
+  return std::visit([](const auto& stored) { return stored.size(); }, values);
+}
+
+double CheckpointTensor::value(std::size_t index) const {
+  return std::visit([index](const auto& stored) { return static_cast<double>(stored.at(index)); },
+                    values);
+}
 
 std::int64_t Checkpoint::global_step() const {
   auto found = tensors.find("global_step");
-  if (found == tensors.end() || found->second.values.empty()) return 0;
-  return static_cast<std::int64_t>(found->second.values[0]);
+  if (found == tensors.end() || found->second.size() == 0) return 0;
+  return static_cast<std::int64_t>(found->second.value(0));
 }
 
 void save_checkpoint(const std::string& path, const Checkpoint& checkpoint) {
-  data::Hdf5Writer writer(path, data::Hdf5Writer::Target::memory);
-  for (const auto& [key, tensor] : checkpoint.tensors) {
-    if (tensor.integer) {
-      write_entry<std::int32_t>(writer, key, tensor);
-    } else {
-      write_entry<float>(writer, key, tensor);
+  storage::AtomicFile file(path);
+  std::vector<std::pair<std::uint64_t, const CheckpointTensor*>> placed;
+  {
+    data::Hdf5Writer writer(file.temporary().string(), path);
+    file.reserve(file_bytes(checkpoint));
+    for (const auto& [key, tensor] : checkpoint.tensors) {
+      if (tensor.bytes() >= kUncachedBytes) {
+        placed.emplace_back(writer.place(key, tensor.dims, tensor.integer()), &tensor);
+      } else {
+        std::visit([&](const auto& stored) { writer.write(key, tensor.dims, stored); },
+                   tensor.values);
+      }
+      writer.set_dataset_attribute(key, kChecksum, checksum(tensor));
     }
+    writer.set_attribute("__metadata__", checkpoint.metadata);
+    writer.close();
   }
-  writer.set_attribute("__metadata__", checkpoint.metadata);
-  storage::write_file_atomically(path, writer.image());
+  storage::UncachedFile data(file.temporary(), storage::UncachedFile::Access::write, path);
+  for (const auto& [offset, tensor] : placed)
+    data.write_at(offset, stored_bytes(*tensor));
+  file.commit();
 }
 
 Checkpoint load_checkpoint(const std::string& path) {
@@ -102,20 +228,28 @@ Checkpoint load_checkpoint(const std::string& path) {
   }
   Checkpoint checkpoint;
   checkpoint.metadata = file.string_attribute("__metadata__").value_or("");
+  std::uint64_t file_size = fs::file_size(path);
+  std::vector<LargeRead> large;
   for (const std::string& key : file.dataset_names()) {
-    auto info = file.dataset(key);
-    auto values = file.read_numbers(key);
-    if (!info || !values) {
-      throw CheckpointError("checkpoint " + path + ": the entry '" + key +
-                            "' cannot be read as numbers (damaged file?)");
+    CheckpointTensor& tensor = checkpoint.tensors[key];
+    if (auto offset = prepare_large(file, key, file_size, path, tensor)) {
+      large.push_back({key, *offset, &tensor});
+    } else {
+      tensor = read_entry(file, key, path);
     }
-    CheckpointTensor tensor{info->dims, info->is_integer, std::move(*values)};
+  }
+  read_large(path, large);
+  std::map<std::string, std::uint32_t> read_checksums;
+  for (const LargeRead& read : large)
+    read_checksums[read.key] = read.checksum;
+  for (const auto& [key, tensor] : checkpoint.tensors) {
     auto expected = file.integer_attribute(kChecksum, key);
-    if (expected && static_cast<std::uint32_t>(*expected) != checksum(tensor)) {
+    auto found = read_checksums.find(key);
+    std::uint32_t actual = found == read_checksums.end() ? checksum(tensor) : found->second;
+    if (expected && static_cast<std::uint32_t>(*expected) != actual) {
       throw CheckpointError("checkpoint " + path + ": the entry '" + key +
                             "' does not match its checksum: the file is corrupt");
     }
-    checkpoint.tensors[key] = std::move(tensor);
   }
   if (!checkpoint.tensors.contains("global_step"))
     throw CheckpointError("checkpoint " + path + " has no global_step: not a training checkpoint");

@@ -4,7 +4,10 @@
 #include <map>
 #include <stdexcept>
 #include <string>
+#include <variant>
 #include <vector>
+
+#include "storage/page_aligned.hpp"
 
 namespace csrun::runner {
 
@@ -14,10 +17,19 @@ class CheckpointError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// One dataset: float32 values, or int32 for integer state (step counters, positions), kept as
+// they are stored so that writing and reading copy them once and convert nothing.
 struct CheckpointTensor {
+  using Floats = storage::PageAlignedVector<float>;
+  using Integers = storage::PageAlignedVector<std::int32_t>;
+
   std::vector<std::uint64_t> dims;
-  bool integer = false;  // stored as int32, else float32
-  std::vector<double> values;
+  std::variant<Floats, Integers> values;
+
+  bool integer() const { return values.index() == 1; }
+  std::size_t size() const;
+  double value(std::size_t index) const;
+  std::size_t bytes() const { return size() * 4; }
 };
 
 // A checkpoint_<step>.mdl file: HDF5 with one dataset per flattened dotted key, as the Model
@@ -31,8 +43,9 @@ struct Checkpoint {
   std::int64_t global_step() const;  // the "global_step" entry, or 0
 };
 
-// Builds the file in memory, then writes it atomically (storage::write_file_atomically): a crash
-// or a full disk leaves the old file or the new one, never half, and the error says why.
+// Writes the file atomically (storage::AtomicFile) with the disk space it needs reserved first:
+// a crash or a full disk leaves the old file or the new one, never half, and the error says
+// why. The datasets are contiguous and written straight from the tensors' memory.
 void save_checkpoint(const std::string& path, const Checkpoint& checkpoint);
 
 // Throws CheckpointError for a missing, truncated, corrupt (a checksum that does not match) or

@@ -24,9 +24,9 @@ void check_fits(const CheckpointTensor& stored, const graph::TensorType& type,
                           dims_text(stored.dims) + "; the model's is " + dims_text(dims));
   }
   bool integer_variable = !graph::is_floating(type.dtype);
-  if (stored.integer != integer_variable) {
+  if (stored.integer() != integer_variable) {
     throw CheckpointError("checkpoint " + path + ": '" + key + "' is stored as " +
-                          (stored.integer ? "integers" : "floating-point numbers") +
+                          (stored.integer() ? "integers" : "floating-point numbers") +
                           "; the model's is " + type.to_string());
   }
 }
@@ -43,7 +43,24 @@ bool state_wanted(const config::CheckpointSpec& settings, const std::string& key
 
 std::int64_t stored_integer(const Checkpoint& checkpoint, const std::string& key) {
   auto found = checkpoint.tensors.find(key);
-  return found == checkpoint.tensors.end() ? 0 : static_cast<std::int64_t>(found->second.values[0]);
+  return found == checkpoint.tensors.end() ? 0 : static_cast<std::int64_t>(found->second.value(0));
+}
+
+// A variable's values as a checkpoint stores them: f32 copied as they lie, integers as int32,
+// 16-bit floats widened to float32.
+CheckpointTensor stored_values(const runtime::Executable& executable,
+                               const graph::Variable& variable) {
+  runtime::Executable::Slot slot = executable.slot(variable.name);
+  const graph::TensorType& type = executable.type(slot);
+  std::vector<std::uint64_t> dims(type.shape.begin(), type.shape.end());
+  if (type.dtype == graph::DType::f32) {
+    std::span<const float> floats = executable.floats(slot);
+    return {std::move(dims), CheckpointTensor::Floats(floats.begin(), floats.end())};
+  }
+  std::vector<double> values = executable.read(slot);
+  if (graph::is_floating(type.dtype))
+    return {std::move(dims), CheckpointTensor::Floats(values.begin(), values.end())};
+  return {std::move(dims), CheckpointTensor::Integers(values.begin(), values.end())};
 }
 
 }  // namespace
@@ -59,15 +76,11 @@ void initialize_variables(runtime::Executable& executable, std::uint64_t seed) {
 Checkpoint snapshot(const runtime::Executable& executable, const LoopPosition& position,
                     std::string metadata) {
   Checkpoint checkpoint;
-  for (const graph::Variable& variable : executable.plan().graph.variables()) {
-    const graph::TensorType& type = executable.plan().graph.node(variable.node).type;
-    CheckpointTensor tensor{std::vector<std::uint64_t>(type.shape.begin(), type.shape.end()),
-                            type.dtype == graph::DType::i32,
-                            executable.read(executable.slot(variable.name))};
-    checkpoint.tensors[variable.name] = std::move(tensor);
-  }
+  for (const graph::Variable& variable : executable.plan().graph.variables())
+    checkpoint.tensors[variable.name] = stored_values(executable, variable);
   auto scalar = [&](const std::string& key, std::int64_t value) {
-    checkpoint.tensors[key] = CheckpointTensor{{}, true, {static_cast<double>(value)}};
+    checkpoint.tensors[key] =
+        CheckpointTensor{{}, CheckpointTensor::Integers{static_cast<std::int32_t>(value)}};
   };
   std::int64_t step = position.global_step.value_or(0);
   scalar("global_step", step);
@@ -96,7 +109,8 @@ LoopPosition restore(runtime::Executable& executable, const Checkpoint& checkpoi
     }
     auto slot = executable.slot(variable.name);
     check_fits(found->second, executable.type(slot), variable.name, path);
-    executable.write(slot, std::span<const double>(found->second.values));
+    std::visit([&](const auto& stored) { executable.write(slot, std::span(stored)); },
+               found->second.values);
   }
   LoopPosition position;
   if (state_wanted(settings, "global_step")) position.global_step = checkpoint.global_step();

@@ -1,6 +1,8 @@
 #include "atomic_file.hpp"
 
 #include <fcntl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -54,37 +56,70 @@ void write_all(const Descriptor& file, std::string_view bytes, const fs::path& p
   }
 }
 
-// Errors name the file the caller asked for; the temporary file is a detail it never sees.
-// The temporary's name is this process's alone while it lives; one a crashed process of the
-// same pid left is overwritten.
-void write_and_sync(const fs::path& temporary, std::string_view bytes, unsigned mode,
-                    const fs::path& path) {
-  Descriptor file(::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode));
-  if (file.get() < 0) fail(path, "create a temporary file for");
-  write_all(file, bytes, path);
-  if (::fsync(file.get()) != 0) fail(path, "sync");
-  if (!file.close()) fail(path, "write");
-}
-
 void sync_directory(const fs::path& directory) {
   Descriptor file(::open(directory.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (file.get() < 0) fail(directory, "open the directory");
   if (::fsync(file.get()) != 0) fail(directory, "sync the directory");
 }
 
+// Writes past the process's file-size limit would fail midway (and raise SIGXFSZ, which csrun
+// ignores); fallocate does not check that limit, so it is checked here.
+void check_file_size_limit(std::uint64_t bytes, const fs::path& path) {
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_FSIZE, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY ||
+      bytes <= limit.rlim_cur)
+    return;
+  throw std::runtime_error("cannot write " + path.string() + ": " + std::strerror(EFBIG) + " (" +
+                           std::to_string(bytes) + " bytes; this process may write files of at " +
+                           "most " + std::to_string(limit.rlim_cur) + " bytes: ulimit -f)");
+}
+
 }  // namespace
 
-void write_file_atomically(const fs::path& path, std::string_view bytes, unsigned mode) {
-  fs::path temporary = path;
-  temporary += ".tmp." + host_name() + "." + std::to_string(::getpid());
-  try {
-    write_and_sync(temporary, bytes, mode, path);
-    if (::rename(temporary.c_str(), path.c_str()) != 0) fail(path, "rename a new file to");
-  } catch (...) {
-    ::unlink(temporary.c_str());
-    throw;
+// The temporary's name is this process's alone while it lives; one a crashed process of the
+// same pid left is overwritten.
+AtomicFile::AtomicFile(fs::path path) : path_(std::move(path)), temporary_(path_) {
+  temporary_ += ".tmp." + host_name() + "." + std::to_string(::getpid());
+}
+
+AtomicFile::~AtomicFile() {
+  if (!committed_) ::unlink(temporary_.c_str());
+}
+
+void AtomicFile::reserve(std::uint64_t bytes) {
+  check_file_size_limit(bytes, path_);
+  Descriptor file(::open(temporary_.c_str(), O_WRONLY | O_CLOEXEC));
+  if (file.get() < 0) fail(path_, "open the temporary file of");
+  if (::fallocate(file.get(), FALLOC_FL_KEEP_SIZE, 0, static_cast<off_t>(bytes)) == 0) {
+    reserved_ = bytes;
+    return;
   }
-  sync_directory(path.has_parent_path() ? path.parent_path() : fs::path("."));
+  if (errno != EOPNOTSUPP && errno != ENOSYS) fail(path_, "write");
+}
+
+void AtomicFile::commit() {
+  Descriptor file(::open(temporary_.c_str(), O_WRONLY | O_CLOEXEC));
+  if (file.get() < 0) fail(path_, "write");
+  struct stat written {};
+  // Blocks reserved beyond what was written go back to the file system when the file is
+  // truncated to its own size (ext4, XFS); failing that costs only disk space: no error.
+  if (reserved_ > 0 && ::fstat(file.get(), &written) == 0)
+    (void)::ftruncate(file.get(), written.st_size);
+  if (::fsync(file.get()) != 0) fail(path_, "sync");
+  if (!file.close()) fail(path_, "write");
+  if (::rename(temporary_.c_str(), path_.c_str()) != 0) fail(path_, "rename a new file to");
+  committed_ = true;
+  sync_directory(path_.has_parent_path() ? path_.parent_path() : fs::path("."));
+}
+
+void write_file_atomically(const fs::path& path, std::string_view bytes, unsigned mode) {
+  AtomicFile file(path);
+  Descriptor temporary(
+      ::open(file.temporary().c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode));
+  if (temporary.get() < 0) fail(path, "create a temporary file for");
+  write_all(temporary, bytes, path);
+  if (!temporary.close()) fail(path, "write");
+  file.commit();
 }
 
 std::vector<fs::path> remove_stale_temporaries(const fs::path& directory,

@@ -103,7 +103,11 @@ TEST_CASE("a checkpoint tensor of another shape or kind of number is refused wit
                             "' has shape (784, 16); the model's is (16, 784)") !=
         std::string::npos);
 
-  run.tamper([](runner::Checkpoint& checkpoint) { checkpoint.tensors.at(kWeight).integer = true; });
+  run.tamper([](runner::Checkpoint& checkpoint) {
+    auto& values = checkpoint.tensors.at(kWeight).values;
+    const auto& floats = std::get<runner::CheckpointTensor::Floats>(values);
+    values = runner::CheckpointTensor::Integers(floats.begin(), floats.end());
+  });
   auto integers = run.resume(9);
   CHECK(integers.exit_code == 1);
   CHECK(integers.err.find("'" + kWeight + "' is stored as integers; the model's is f32") !=
@@ -112,15 +116,16 @@ TEST_CASE("a checkpoint tensor of another shape or kind of number is refused wit
 
 TEST_CASE("a checkpoint step out of range is refused, one at max_steps has nothing to train") {
   TrainedRun run;
-  run.tamper(
-      [](runner::Checkpoint& checkpoint) { checkpoint.tensors.at("global_step").values = {-5}; });
+  run.tamper([](runner::Checkpoint& checkpoint) {
+    checkpoint.tensors.at("global_step").values = runner::CheckpointTensor::Integers{-5};
+  });
   auto negative = run.resume(40);
   CHECK(negative.exit_code == 1);
   CHECK(negative.err.find(run.checkpoint(6) + ": 'global_step' is -5") != std::string::npos);
   CHECK_FALSE(fs::exists(run.checkpoint(0)));
 
   run.tamper([](runner::Checkpoint& checkpoint) {
-    checkpoint.tensors.at("global_step").values = {2147483647.0};
+    checkpoint.tensors.at("global_step").values = runner::CheckpointTensor::Integers{2147483647};
   });
   CHECK(run.resume(40).err.find("'global_step' is 2147483647") != std::string::npos);
 
@@ -137,8 +142,8 @@ TEST_CASE("flipped bits in a checkpoint's weights stop eval with the file named"
   std::string bytes{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
   in.close();
   runner::Checkpoint original = runner::load_checkpoint(run.checkpoint(6));
-  const std::vector<double>& weights = original.tensors.at(kWeight).values;
-  std::vector<float> stored(weights.begin(), weights.begin() + 16);
+  const auto& stored =
+      std::get<runner::CheckpointTensor::Floats>(original.tensors.at(kWeight).values);
   auto at = bytes.find(std::string(reinterpret_cast<const char*>(stored.data()), 64));
   REQUIRE(at != std::string::npos);
   bytes[at + 30] = static_cast<char>(bytes[at + 30] ^ 0x40);

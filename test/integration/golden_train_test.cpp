@@ -145,9 +145,15 @@ std::string write_data(const test::GoldenCurve& curve, const fs::path& dir) {
 std::string write_initial_checkpoint(const test::GoldenCurve& curve, const fs::path& path) {
   runner::Checkpoint checkpoint;
   for (auto& [name, tensor] : test::golden_initial_state(curve.step.graph)) {
-    checkpoint.tensors[name] = {
-        std::vector<std::uint64_t>(tensor.shape.begin(), tensor.shape.end()),
-        tensor.dtype == graph::DType::i32, tensor.values};
+    std::vector<std::uint64_t> dims(tensor.shape.begin(), tensor.shape.end());
+    const std::vector<double>& values = tensor.values;
+    if (tensor.dtype == graph::DType::i32) {
+      checkpoint.tensors[name] = {dims,
+                                  runner::CheckpointTensor::Integers(values.begin(), values.end())};
+    } else {
+      checkpoint.tensors[name] = {dims,
+                                  runner::CheckpointTensor::Floats(values.begin(), values.end())};
+    }
   }
   runner::save_checkpoint(path.string(), checkpoint);
   return path.string();

@@ -24,9 +24,10 @@ struct HookBench {
 
   runner::Checkpoint snapshot() {
     ++snapshots;
-    return {{{"model.w", runner::CheckpointTensor{{2}, false, {1.0, 2.0}}},
-             {"global_step", runner::CheckpointTensor{{}, true, {3.0}}}},
-            "{}"};
+    return {
+        {{"model.w", runner::CheckpointTensor{{2}, runner::CheckpointTensor::Floats{1.0f, 2.0f}}},
+         {"global_step", runner::CheckpointTensor{{}, runner::CheckpointTensor::Integers{3}}}},
+        "{}"};
   }
 
   static runner::RunState step(std::int64_t global_step, std::int64_t done, std::int64_t total) {
@@ -129,7 +130,8 @@ TEST_CASE("a checkpoint of an existing name is stamped, a stop writes a step onl
   CHECK(names[1].starts_with("step_3_20"));
   CHECK(runner::load_checkpoint((bench.dir.path() / "saved" / names[1]).string())
             .tensors.at("model.w")
-            .values == std::vector<double>{1.0, 2.0});
+            .values ==
+        runner::CheckpointTensor{{2}, runner::CheckpointTensor::Floats{1.0f, 2.0f}}.values);
 }
 
 TEST_CASE("run reports log every log_steps and the last step, write events and performance") {

@@ -12,9 +12,11 @@ using namespace csrun::runner;
 TEST_CASE("a checkpoint round-trips through HDF5 with its dotted keys") {
   csrun::test::TempDir dir;
   Checkpoint written;
-  written.tensors["model.fc.weight"] = {{2, 3}, false, {0.5, -1.25, 3.0, 4.0, 5.5, -6.0}};
-  written.tensors["optimizer.state.0.momentum_buffer"] = {{3}, false, {1.0, 2.0, 3.0}};
-  written.tensors["global_step"] = {{}, true, {42}};
+  written.tensors["model.fc.weight"] = {{2, 3},
+                                        CheckpointTensor::Floats{0.5, -1.25, 3.0, 4.0, 5.5, -6.0}};
+  written.tensors["optimizer.state.0.momentum_buffer"] = {{3},
+                                                          CheckpointTensor::Floats{1.0, 2.0, 3.0}};
+  written.tensors["global_step"] = {{}, CheckpointTensor::Integers{42}};
   written.metadata = R"({"model_name": "fc_mnist"})";
   std::string path = (dir.path() / "checkpoint_42.mdl").string();
   save_checkpoint(path, written);
@@ -24,7 +26,7 @@ TEST_CASE("a checkpoint round-trips through HDF5 with its dotted keys") {
   REQUIRE(read.tensors.size() == 3);
   CHECK(read.tensors["model.fc.weight"].dims == std::vector<std::uint64_t>{2, 3});
   CHECK(read.tensors["model.fc.weight"].values == written.tensors["model.fc.weight"].values);
-  CHECK(read.tensors["global_step"].integer);
+  CHECK(read.tensors["global_step"].integer());
   // Nothing is left behind but the checkpoint itself.
   CHECK(std::distance(std::filesystem::directory_iterator(dir.path()),
                       std::filesystem::directory_iterator()) == 1);
@@ -33,8 +35,8 @@ TEST_CASE("a checkpoint round-trips through HDF5 with its dotted keys") {
 TEST_CASE("a truncated, corrupt or foreign checkpoint is an error naming the file") {
   csrun::test::TempDir dir;
   Checkpoint written;
-  written.tensors["global_step"] = {{}, true, {1}};
-  written.tensors["model.w"] = {{1000}, false, std::vector<double>(1000, 1.0)};
+  written.tensors["global_step"] = {{}, CheckpointTensor::Integers{1}};
+  written.tensors["model.w"] = {{1000}, CheckpointTensor::Floats(1000, 1.0f)};
   std::string path = (dir.path() / "checkpoint_1.mdl").string();
   save_checkpoint(path, written);
   std::filesystem::resize_file(path, std::filesystem::file_size(path) / 2);
@@ -54,11 +56,11 @@ std::string read_bytes(const std::string& path) {
 
 Checkpoint small_checkpoint() {
   Checkpoint checkpoint;
-  checkpoint.tensors["global_step"] = {{}, true, {7}};
-  std::vector<double> weights;
+  checkpoint.tensors["global_step"] = {{}, CheckpointTensor::Integers{7}};
+  CheckpointTensor::Floats weights;
   for (int i = 0; i < 64; ++i)
-    weights.push_back(0.25 * i + 1.0);
-  checkpoint.tensors["model.w"] = {{8, 8}, false, weights};
+    weights.push_back(0.25f * static_cast<float>(i) + 1.0f);
+  checkpoint.tensors["model.w"] = {{8, 8}, weights};
   return checkpoint;
 }
 
@@ -70,8 +72,7 @@ TEST_CASE("a flipped bit in a tensor's data is an error naming the file and the 
   std::string path = (dir.path() / "checkpoint_7.mdl").string();
   save_checkpoint(path, written);
   std::string bytes = read_bytes(path);
-  std::vector<float> stored(written.tensors["model.w"].values.begin(),
-                            written.tensors["model.w"].values.end());
+  const auto& stored = std::get<CheckpointTensor::Floats>(written.tensors["model.w"].values);
   auto at = bytes.find(std::string(reinterpret_cast<const char*>(stored.data()), 64));
   REQUIRE(at != std::string::npos);
   bytes[at + 41] = static_cast<char>(bytes[at + 41] ^ 0x10);
@@ -91,11 +92,16 @@ TEST_CASE("loop state out of range is an error naming the file and the key") {
     INFO(key);
     CHECK_THROWS_WITH(load_checkpoint(path), Catch::Contains(path) && Catch::Contains(text));
   };
-  rejected("global_step", {{}, true, {-5}}, "'global_step' is -5; it must be an integer from 0");
-  rejected("global_step", {{}, true, {2147483647}}, "'global_step' is 2147483647");
-  rejected("global_step", {{}, false, {3.5}}, "'global_step' is 3.5, stored as a float");
-  rejected("global_step", {{2}, true, {1, 2}}, "'global_step' holds 2 values, not one");
-  rejected("dataloader.samples_in_epoch", {{}, true, {-1}}, "'dataloader.samples_in_epoch' is -1");
+  rejected("global_step", {{}, CheckpointTensor::Integers{-5}},
+           "'global_step' is -5; it must be an integer from 0");
+  rejected("global_step", {{}, CheckpointTensor::Integers{2147483647}},
+           "'global_step' is 2147483647");
+  rejected("global_step", {{}, CheckpointTensor::Floats{3.5f}},
+           "'global_step' is 3.5, stored as a float");
+  rejected("global_step", {{2}, CheckpointTensor::Integers{1, 2}},
+           "'global_step' holds 2 values, not one");
+  rejected("dataloader.samples_in_epoch", {{}, CheckpointTensor::Integers{-1}},
+           "'dataloader.samples_in_epoch' is -1");
 }
 
 TEST_CASE("a checkpoint path that is no file says what it is") {

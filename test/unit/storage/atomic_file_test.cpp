@@ -1,6 +1,7 @@
 #include <catch2/catch.hpp>
 
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -98,4 +99,55 @@ TEST_CASE("temporary files of killed writers on this host are removed, others ke
   CHECK_FALSE(fs::exists(dir.path() / ("checkpoint_4.mdl.tmp." + host() + "." + dead)));
   CHECK_FALSE(fs::exists(dir.path() / ("checkpoint_5.mdl.tmp." + dead)));
   CHECK(entries(dir.path()) == 4);
+}
+
+TEST_CASE("an atomic file appears whole when committed and not at all when dropped") {
+  csrun::test::TempDir dir;
+  fs::path path = dir.path() / "checkpoint.mdl";
+  write_file_atomically(path, "old contents");
+  {
+    AtomicFile dropped(path);
+    std::ofstream(dropped.temporary()) << "half of a new file";
+  }
+  CHECK(read(path) == "old contents");
+  CHECK(entries(dir.path()) == 1);
+
+  AtomicFile file(path);
+  std::ofstream(file.temporary()) << "new contents";
+  file.reserve(std::uint64_t{64} << 20);
+  file.commit();
+  CHECK(read(path) == "new contents");
+  CHECK(entries(dir.path()) == 1);
+  // The reserved blocks beyond what was written are given back.
+  struct stat written {};
+  REQUIRE(::stat(path.c_str(), &written) == 0);
+  CHECK(written.st_blocks * 512 < (1 << 20));
+}
+
+TEST_CASE("a reservation beyond the file-size limit fails before anything is written") {
+  csrun::test::TempDir dir;
+  fs::path path = dir.path() / "checkpoint.mdl";
+  std::string message_file = (dir.path() / "message").string();
+  pid_t child = ::fork();
+  if (child == 0) {
+    rlimit limit{4096, 4096};
+    ::setrlimit(RLIMIT_FSIZE, &limit);
+    try {
+      AtomicFile file(path);
+      std::ofstream(file.temporary()) << "";
+      file.reserve(1 << 20);
+    } catch (const std::exception& error) {
+      std::ofstream(message_file) << error.what();
+      ::_exit(0);
+    }
+    ::_exit(1);
+  }
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  REQUIRE(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+  CHECK_THAT(read(message_file), Catch::Contains("cannot write " + path.string() +
+                                                 ": File too large (1048576 bytes;") &&
+                                     Catch::Contains("at most 4096 bytes: ulimit -f)"));
+  CHECK(entries(dir.path()) == 1);  // the child's message alone
 }
