@@ -2,7 +2,8 @@
 # csrun's benchmarks. Figures go to stdout; docs/benchmarks.md records them with the machine.
 #
 # Usage: scripts/bench.sh [SECTION...]     sections: validate, trace, compile, estimate,
-#                                          train, stream, checkpoint (default: all)
+#                                          train, gpt2_small, stream, checkpoint,
+#                                          corpus (default: all)
 #
 #   validate   wall time of `csrun validate` (process start to exit) on every shipped config and
 #              every Model Zoo config of the conformance set; median and max of 21 runs each.
@@ -20,7 +21,9 @@
 #              baseline keeps its batches in memory) against PyTorch CPU fp32 on the reference
 #              workloads of ../shared/bench (fc_mnist batch 256 and 32, gpt2_tiny batch 8),
 #              alternating the two for 5 rounds (median ratio per workload), with the machine's
-#              FMA peak (best of 3). Needs python3-torch. Targets: 1.5x PyTorch on fc_mnist batch
+#              FMA peak (best of 3; bench/fma_peak, 512-bit where the CPU has AVX-512) and the best
+#              large sgemm (bench/gemm_peak, which also prints sbgemm), each workload's GFLOP/s as a
+#              share of both. Needs python3-torch. Targets: 1.5x PyTorch on fc_mnist batch
 #              32, 1.2x on the others. First, the same binary's samples/s with each kernel set it
 #              runs here (CSRUN_CPU) against a -march=native build of csrun (build-native/), on
 #              fc_mnist batch 256 and gpt2_tiny, CPU (f32) and CSX (bfloat16 emulated), alternating
@@ -33,6 +36,16 @@
 #              gpt2_tiny, alternating for 5 rounds (median ratio): with the worker sharing the
 #              step's cores, and with the run on core 0 and the worker on core 1 of its own.
 #              Targets: >= 2 GB/s ingest, <= 3 % overhead.
+#   gpt2_small the gpt2_small_ish reference workload (GPT-2 small, 124M parameters, MSL 256,
+#              batch 2, AdamW, fp32) on the CPU: csrun train (--fake_data, 4 steps, the last
+#              checkpoint written) against PyTorch, alternating for 3 rounds: samples/s (median of
+#              the steps after the first), peak RSS of the whole process, and csrun's time from
+#              the plan to the first step (initializing the variables). Needs python3-torch.
+#              Targets: >= 1.2x PyTorch's samples/s, peak RSS <= PyTorch's, first step within 2 s.
+#   corpus     out-of-core data: a GPT HDF5 corpus of $CSRUN_BENCH_CORPUS_GB GB (default 20;
+#              MSL 512, written by csrun-gpt-hdf5 into $CSRUN_BENCH_DIR, default build/) trained
+#              on by a small GPT-2 for 40 steps of batch 8, shuffled: the process's peak RSS
+#              against the same run on a 0.1 GB corpus. Target: RSS within 2 GB of the small run.
 #   checkpoint GPT-2 small + Adam state (1.49 GB): csrun's checkpoint write (fsync, rename) and
 #              cold read (page cache dropped) against torch.save + fsync and torch.load of the
 #              same tensors, alternating for 3 rounds, beside the disk's own rates (dd, direct
@@ -42,9 +55,9 @@ set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
 sections=("$@")
-[ ${#sections[@]} -eq 0 ] && sections=(validate trace compile estimate train stream checkpoint)
+[ ${#sections[@]} -eq 0 ] && sections=(validate trace compile estimate train gpt2_small stream checkpoint corpus)
 
-scripts/build.sh csrun fma_peak stream_ingest checkpoint_io >/dev/null
+scripts/build.sh csrun csrun-gpt-hdf5 fma_peak gemm_peak stream_ingest checkpoint_io >/dev/null
 csrun=$root/build/apps/csrun/csrun
 # The real Model Zoo params files of the conformance set, beside the checkout.
 modelzoo=$root/../shared/modelzoo-configs
@@ -163,6 +176,12 @@ median_logged_rate() {
     awk '{ v[NR] = $1 } END { if (NR) printf "%.1f\n", v[int((NR + 1) / 2)]; else print "failed" }'
 }
 
+# The best sgemm rate gemm_peak measures (GFLOP/s), after printing what it measured.
+best_sgemm() {
+  build/bench/gemm_peak >&2
+  build/bench/gemm_peak | sed -n 's/.*sgemm \([0-9.]*\) GFLOP.*/\1/p' | sort -n | tail -1
+}
+
 csrun_train_rate() {
   "$csrun" train "$@" --target_device CPU 2>/dev/null | median_logged_rate
 }
@@ -255,12 +274,14 @@ bench_train() {
   echo "## Training samples/s: csrun train --target_device CPU vs PyTorch CPU fp32 ($(nproc) threads)"
   echo "OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-(unset)}; PyTorch's BLAS: $(readlink -f /etc/alternatives/libblas.so.3-x86_64-linux-gnu 2>/dev/null || echo unknown)"
   build/bench/fma_peak 1 "$(nproc)"
-  local peak work
+  local peak sgemm work
   # The best of three: a busy host only ever lowers the figure.
   peak=$(for _ in 1 2 3; do build/bench/fma_peak "$(nproc)"; done | awk '{ print $(NF-1) }' | sort -n | tail -1)
   echo "fp32 FMA peak used below (best of 3, $(nproc) threads): $peak GFLOP/s"
+  sgemm=$(best_sgemm)
+  echo "best large sgemm used below (OpenBLAS, n = 1024-4096, best of 3 each): $sgemm GFLOP/s"
   work=$(mktemp -d)
-  printf '%-14s %6s %12s %12s %7s %16s\n' "workload" "round" "PyTorch" "csrun" "ratio" "csrun GFLOP/s"
+  printf '%-14s %6s %12s %12s %7s %28s\n' "workload" "round" "PyTorch" "csrun" "ratio" "csrun GFLOP/s (FMA, sgemm)"
   for entry in "fc_mnist:bench/configs/fc_mnist.yaml:--set train_input.batch_size=256 --max_steps 400" \
                "fc_mnist_b32:bench/configs/fc_mnist.yaml:--set train_input.batch_size=32 --max_steps 3000 --set runconfig.log_steps=300" \
                "gpt2_tiny:bench/configs/gpt2_tiny.yaml:--fake_data"; do
@@ -274,8 +295,8 @@ bench_train() {
       # In-process reading, as the baseline keeps its batches in memory (streaming: section stream).
       # shellcheck disable=SC2086
       csrun_rate=$(csrun_train_rate "$params" -o "$work/model_dir" $args --num_workers_per_csx 0)
-      awk -v n="$name" -v r="$round" -v t="$torch" -v c="$csrun_rate" -v f="$flops" -v p="$peak" \
-        'BEGIN { printf "%-14s %6s %12.1f %12.1f %6.2fx %8.1f (%2.0f%%)\n", n, r, t, c, c / t, c * f / 1e9, 100 * c * f / 1e9 / p }'
+      awk -v n="$name" -v r="$round" -v t="$torch" -v c="$csrun_rate" -v f="$flops" -v p="$peak" -v g="$sgemm" \
+        'BEGIN { printf "%-14s %6s %12.1f %12.1f %6.2fx %8.1f (%2.0f%%, %2.0f%%)\n", n, r, t, c, c / t, c * f / 1e9, 100 * c * f / 1e9 / p, 100 * c * f / 1e9 / g }'
       ratios+=("$(awk -v t="$torch" -v c="$csrun_rate" 'BEGIN { printf "%.3f", c / t }')")
     done
     printf '%s\n' "${ratios[@]}" | sort -n |
@@ -339,6 +360,88 @@ bench_stream() {
   rm -rf "$work"
 }
 
+bench_gpt2_small() {
+  baseline=$root/../shared/bench/torch_baseline.py
+  if [ ! -f "$baseline" ] || ! /usr/bin/python3 -c 'import torch' 2>/dev/null; then
+    echo "## gpt2_small: skipped (needs ../shared/bench/torch_baseline.py and python3-torch)"
+    return
+  fi
+  echo "## GPT-2 small (gpt2_small_ish: MSL 256, batch 2, AdamW, fp32) on $(nproc) threads: csrun vs PyTorch"
+  local work
+  work=$(mktemp -d)
+  local sgemm
+  sgemm=$(best_sgemm 2>/dev/null)
+  echo "best large sgemm (OpenBLAS): $sgemm GFLOP/s"
+  printf '%-6s %12s %10s %12s %10s %7s %12s %16s\n' "round" "PyTorch s/s" "peak MB" "csrun s/s" \
+    "peak MB" "ratio" "init s" "csrun % sgemm"
+  for round in 1 2 3; do
+    local torch flops torch_peak rate csrun_peak init
+    read -r torch flops <<<"$(/usr/bin/time -f "%M" -o "$work/torch.rss" env GOMP_SPINCOUNT=0 \
+      /usr/bin/python3 "$baseline" --threads "$(nproc)" --only gpt2_small_ish 2>/dev/null |
+      python3 -c 'import json, sys
+for line in sys.stdin:
+    r = json.loads(line)
+    if r.get("kind") == "train": print(r["samples_per_s"], r["flops_per_step"] / r["batch"])')"
+    torch_peak=$(awk '{ printf "%.0f", $1 / 1024 }' "$work/torch.rss")
+    rm -rf "$work/model_dir"
+    /usr/bin/time -f "%M" -o "$work/csrun.rss" "$csrun" train bench/configs/gpt2_small_ish.yaml \
+      --fake_data --target_device CPU --max_steps 4 -o "$work/model_dir" >"$work/csrun.log" 2>&1
+    rate=$(sed -n 's/.*Step=[0-9]*, .*, Rate=\([0-9.]*\) samples\/sec.*/\1/p' "$work/csrun.log" |
+      tail -n +2 | sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }')
+    csrun_peak=$(awk '{ printf "%.0f", $1 / 1024 }' "$work/csrun.rss")
+    init=$(sed -n 's/.*Initialized the variables in \([0-9.]*\) s.*/\1/p' "$work/csrun.log")
+    awk -v r="$round" -v t="$torch" -v tp="$torch_peak" -v c="$rate" -v cp="$csrun_peak" -v i="$init" \
+      -v f="$flops" -v g="$sgemm" \
+      'BEGIN { printf "%-6s %12.3f %10s %12.3f %10s %6.2fx %12s %15.0f%%\n", r, t, tp, c, cp, c / t, i, 100 * c * f / 1e9 / g }'
+  done
+  rm -rf "$work"
+}
+
+# A GPT HDF5 corpus of $2 GB with MSL 512 in directory $1 (token ids below 64).
+make_corpus() {
+  mkdir -p "$1"
+  /usr/bin/python3 -c 'import struct, sys
+length = 512
+example = [t % 64 for t in range(length)] + [1] * length + [(t + 1) % 64 for t in range(length)]
+block = struct.pack("<%di" % (3 * length), *example) * 64
+count = int(float(sys.argv[2]) * 1e9) // len(block) + 1
+with open(sys.argv[1], "wb") as out:
+    for _ in range(count):
+        out.write(block)' "$1/rows.bin" "$2"
+  build/apps/gpt_hdf5/csrun-gpt-hdf5 "$1/rows.bin" 512 "$1/corpus.h5"
+  rm -f "$1/rows.bin"
+}
+
+# The params of a small GPT-2 reading the corpus in directory $1.
+corpus_params() {
+  printf '%s\n' "trainer:" "  init:" "    device: CPU" \
+    "    model: {name: gpt2, vocab_size: 64, hidden_size: 64, num_hidden_layers: 2, num_heads: 2, filter_size: 128, max_position_embeddings: 512}" \
+    "    optimizer: {AdamW: {lr: 0.0001}}" "    loop: {max_steps: 40}" "    logging: {log_steps: 40}" \
+    "  fit:" \
+    "    train_dataloader: {data_processor: GptHDF5DataProcessor, batch_size: 8, shuffle: true, data_dir: '$1'}"
+}
+
+bench_corpus() {
+  local gigabytes=${CSRUN_BENCH_CORPUS_GB:-20} work
+  echo "## Out-of-core GPT HDF5: peak RSS training on a ${gigabytes} GB corpus vs a 0.1 GB one"
+  work=$(mktemp -d "${CSRUN_BENCH_DIR:-$root/build}/corpus-bench.XXXXXX")
+  printf '%-10s %12s %10s %10s\n' "corpus" "file GB" "peak MB" "wall s"
+  for size in 0.1 "$gigabytes"; do
+    make_corpus "$work/$size" "$size"
+    corpus_params "$work/$size" >"$work/p.yaml"
+    local start end
+    start=$(date +%s.%N)
+    /usr/bin/time -f "%M" -o "$work/rss" "$csrun" train "$work/p.yaml" -o "$work/model-$size" \
+      >/dev/null 2>&1 || echo "corpus: the ${size} GB run failed"
+    end=$(date +%s.%N)
+    awk -v s="$size" -v f="$(stat -c %s "$work/$size/corpus.h5")" -v r="$(cat "$work/rss")" \
+      -v a="$start" -v b="$end" \
+      'BEGIN { printf "%-10s %12.2f %10.0f %10.1f\n", s " GB", f / 1e9, r / 1024, b - a }'
+    rm -rf "${work:?}/$size"
+  done
+  rm -rf "${work:?}"
+}
+
 bench_checkpoint() {
   echo "## Checkpoints of GPT-2 small + Adam (1.49 GB): write+fsync and cold read"
   local work
@@ -363,7 +466,9 @@ for section in "${sections[@]}"; do
     estimate) bench_estimate ;;
     train) bench_train ;;
     stream) bench_stream ;;
+    gpt2_small) bench_gpt2_small ;;
     checkpoint) bench_checkpoint ;;
-    *) echo "bench.sh: unknown section '$section' (sections: validate, trace, compile, estimate, train, stream, checkpoint)" >&2; exit 2 ;;
+    corpus) bench_corpus ;;
+    *) echo "bench.sh: unknown section '$section' (sections: validate, trace, compile, estimate, train, gpt2_small, stream, checkpoint, corpus)" >&2; exit 2 ;;
   esac
 done

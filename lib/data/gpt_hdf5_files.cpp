@@ -1,8 +1,14 @@
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <array>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <span>
 #include <stdexcept>
+#include <unordered_map>
 
 #include "data_paths.hpp"
 #include "dataset.hpp"
@@ -24,6 +30,10 @@ constexpr std::size_t kFilesChecked = 64;
 struct FileLayout {
   std::uint64_t examples = 0;
   std::uint64_t sequence_length = 0;
+  // Its tokens are contiguous little-endian int32 (h5py's and the Model Zoo's default storage):
+  // csrun reads each example from the file when a batch needs it. Other storage (chunked,
+  // compressed, other integer types) is read into memory when the dataset is opened.
+  bool out_of_core = false;
 };
 
 // The Model Zoo's GPT HDF5 layout: dataset `data`, integer [n, 3 or 5, msl], attribute
@@ -47,7 +57,7 @@ std::optional<FileLayout> read_layout(const std::string& path, std::string& prob
                 std::to_string(data->dims[0]) + " examples";
       return {};
     }
-    return FileLayout{data->dims[0], data->dims[2]};
+    return FileLayout{data->dims[0], data->dims[2], file.contiguous_offset("data").has_value()};
   }
   if (auto example = file.dataset("example_0")) {
     auto count = file.integer_attribute("n_examples");
@@ -57,7 +67,8 @@ std::optional<FileLayout> read_layout(const std::string& path, std::string& prob
           "n_examples attribute";
       return {};
     }
-    return FileLayout{static_cast<std::uint64_t>(*count), example->dims[1]};
+    return FileLayout{static_cast<std::uint64_t>(*count), example->dims[1],
+                      file.contiguous_offset("example_0").has_value()};
   }
   problem =
       "has no dataset 'data' (the Model Zoo GPT layout: integer [n_examples, 3, "
@@ -94,19 +105,68 @@ std::optional<std::int64_t> sampled_largest_id(const std::string& path) {
   return largest;
 }
 
-// csrun reads a dataset whole into memory: one that cannot fit this machine is an error up
-// front, with the figures, not an allocation failure midway.
+// Files whose storage csrun cannot read by offset are read whole into memory: more than this
+// machine can hold is an error up front, with the figures, not an allocation failure midway.
 std::string memory_problem(std::uint64_t examples, std::uint64_t length) {
   double needed = static_cast<double>(examples) * 3.0 * static_cast<double>(length) * 4.0;
   if (!storage::exceeds_usable_memory(needed, 0.5)) return {};
   return std::to_string(examples) + " examples of " + std::to_string(length) + " tokens need " +
          storage::memory_size(needed) +
-         " in memory (csrun reads a dataset whole), more than half of " +
+         " in memory (their files are chunked, compressed or not int32, so csrun reads them "
+         "whole; contiguous int32 files are read example by example), more than half of " +
          storage::usable_memory_text();
 }
 
-// Every .h5 file of the data directories, read into memory: token rows of input_ids,
-// attention_mask and labels ([n, 3, msl]; a 5-row layout's extra rows are not read).
+// Where one file's examples are read from: by offset from the file (the three token rows of
+// an example lie one after the other as int32), or from its tokens read into memory.
+struct GptFile {
+  std::string path;
+  std::uint64_t first = 0;  // the dataset's index of its first example
+  // 'data': example e at base + e * stride; the 1.6 layout: at offsets[e].
+  std::uint64_t base = 0;
+  std::uint64_t stride = 0;
+  std::vector<std::uint64_t> offsets;
+  std::vector<std::int32_t> tokens;  // [examples, 3, length] when read into memory
+
+  bool in_memory() const { return stride == 0 && offsets.empty(); }
+  std::uint64_t offset(std::uint64_t example) const {
+    return offsets.empty() ? base + example * stride : offsets[example];
+  }
+};
+
+// Descriptors of the files read lately: a corpus of thousands of files is read example by
+// example, in shuffled order, without opening a file per example or holding thousands open.
+class OpenFiles {
+ public:
+  OpenFiles() = default;
+  OpenFiles(const OpenFiles&) = delete;
+  OpenFiles& operator=(const OpenFiles&) = delete;
+  ~OpenFiles() { close_all(); }
+
+  int get(std::size_t file, const std::string& path) {
+    if (auto found = open_.find(file); found != open_.end()) return found->second;
+    if (open_.size() >= kKept) close_all();
+    int descriptor = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (descriptor < 0)
+      throw std::runtime_error(path + " cannot be opened: " + std::strerror(errno));
+    open_.emplace(file, descriptor);
+    return descriptor;
+  }
+
+ private:
+  static constexpr std::size_t kKept = 64;
+  void close_all() {
+    for (const auto& [file, descriptor] : open_)
+      ::close(descriptor);
+    open_.clear();
+  }
+  std::unordered_map<std::size_t, int> open_;
+};
+
+// Every .h5 file of the data directories: token rows of input_ids, attention_mask and labels
+// ([n, 3, msl]; a 5-row layout's extra rows are not read). Contiguous int32 files are read
+// example by example when a batch needs them, so memory stays flat in the dataset's size; each
+// example's ids and labels are checked against the vocabulary as it is read.
 class GptDataset : public Dataset {
  public:
   GptDataset(const DataloaderSpec& loader, const std::vector<SampleField>& fields) {
@@ -117,6 +177,7 @@ class GptDataset : public Dataset {
       length_ = static_cast<std::uint64_t>(fields[f].elements);
     }
     vocabulary_ = fields[rows_[0]].limit;
+    example_.resize(3 * length_);
     for (const std::string& directory : loader.data_dirs) {
       for (const std::string& path : files_with_suffix(directory, ".h5"))
         append(path);
@@ -128,11 +189,24 @@ class GptDataset : public Dataset {
   std::int64_t size() const override { return static_cast<std::int64_t>(examples_); }
 
   void read(std::int64_t index, std::int64_t, std::int64_t row, BatchData& batch) const override {
-    const std::int32_t* example = tokens_.data() + static_cast<std::size_t>(index) * 3 * length_;
+    auto at = static_cast<std::uint64_t>(index);
+    auto file =
+        std::prev(std::upper_bound(files_.begin(), files_.end(), at,
+                                   [](std::uint64_t i, const GptFile& f) { return i < f.first; }));
+    std::uint64_t e = at - file->first;
+    std::span<const std::int32_t> example;
+    if (file->in_memory()) {
+      example = std::span<const std::int32_t>(file->tokens).subspan(e * 3 * length_, 3 * length_);
+    } else {
+      read_example(static_cast<std::size_t>(file - files_.begin()), e);
+      example = example_;
+    }
+    check_tokens(example, file->path, e);
     for (std::size_t r = 0; r < 3; ++r) {
       std::int32_t* target =
           batch.integers[rows_[r]].data() + row * static_cast<std::int64_t>(length_);
-      std::copy(example + r * length_, example + (r + 1) * length_, target);
+      std::copy(example.begin() + static_cast<std::ptrdiff_t>(r * length_),
+                example.begin() + static_cast<std::ptrdiff_t>((r + 1) * length_), target);
     }
   }
 
@@ -146,47 +220,103 @@ class GptDataset : public Dataset {
                                std::to_string(layout->sequence_length) + "; the model reads " +
                                std::to_string(length_));
     }
-    std::string too_large = memory_problem(examples_ + layout->examples, length_);
-    if (!too_large.empty()) throw std::runtime_error(path + ": " + too_large);
-    Hdf5File file(path);
-    if (file.has_dataset("data")) {
-      read_data_layout(file, *layout, path);
+    GptFile file;
+    file.path = path;
+    file.first = examples_;
+    Hdf5File hdf5(path);
+    if (hdf5.has_dataset("data")) {
+      locate_data_layout(hdf5, *layout, file);
     } else {
-      read_example_layout(file, *layout, path);
+      locate_example_layout(hdf5, *layout, file);
     }
     examples_ += layout->examples;
+    files_.push_back(std::move(file));
   }
 
-  void read_data_layout(const Hdf5File& file, const FileLayout& layout, const std::string& path) {
-    auto data = file.read_int32("data");
-    auto info = file.dataset("data");
-    if (!data || !info) throw std::runtime_error(path + ": its 'data' cannot be read (damaged?)");
-    std::uint64_t rows = info->dims[1];
-    for (std::uint64_t e = 0; e < layout.examples; ++e)
-      add_example(std::span<const std::int32_t>(*data).subspan(e * rows * length_, 3 * length_),
-                  path, e);
+  // The 'data' layout [n, rows, length]: example e's three rows start at e * rows * length.
+  void locate_data_layout(const Hdf5File& hdf5, const FileLayout& layout, GptFile& file) {
+    auto info = hdf5.dataset("data");
+    auto offset = hdf5.contiguous_offset("data");
+    if (!info) throw std::runtime_error(file.path + ": its 'data' cannot be read (damaged?)");
+    std::uint64_t example_bytes = info->dims[1] * length_ * 4;
+    if (offset) {
+      check_within_file(file.path, *offset + layout.examples * example_bytes, "its 'data'");
+      file.base = *offset;
+      file.stride = example_bytes;
+      return;
+    }
+    read_into_memory(layout, file.path);
+    auto data = hdf5.read_int32("data");
+    if (!data) throw std::runtime_error(file.path + ": its 'data' cannot be read (damaged?)");
+    for (std::uint64_t e = 0; e < layout.examples; ++e) {
+      auto example =
+          std::span<const std::int32_t>(*data).subspan(e * info->dims[1] * length_, 3 * length_);
+      file.tokens.insert(file.tokens.end(), example.begin(), example.end());
+    }
   }
 
   // Release 1.6's layout: one [3, max_sequence_length] dataset example_<i> per example.
-  void read_example_layout(const Hdf5File& file, const FileLayout& layout,
-                           const std::string& path) {
+  void locate_example_layout(const Hdf5File& hdf5, const FileLayout& layout, GptFile& file) {
+    if (!layout.out_of_core) read_into_memory(layout, file.path);
     for (std::uint64_t e = 0; e < layout.examples; ++e) {
       std::string name = "example_" + std::to_string(e);
-      auto info = file.dataset(name);
-      auto example = file.read_int32(name);
-      if (!info || !example || info->dims != std::vector<std::uint64_t>{3, length_}) {
-        throw std::runtime_error(path + ": n_examples is " + std::to_string(layout.examples) +
+      auto info = hdf5.dataset(name);
+      if (!info || info->dims != std::vector<std::uint64_t>{3, length_}) {
+        throw std::runtime_error(file.path + ": n_examples is " + std::to_string(layout.examples) +
                                  " but '" + name + "' is missing or not [3, " +
                                  std::to_string(length_) + "]");
       }
-      add_example(*example, path, e);
+      if (!layout.out_of_core) {
+        auto example = hdf5.read_int32(name);
+        if (!example) throw std::runtime_error(file.path + ": '" + name + "' cannot be read");
+        file.tokens.insert(file.tokens.end(), example->begin(), example->end());
+        continue;
+      }
+      auto offset = hdf5.contiguous_offset(name);
+      if (!offset) {
+        throw std::runtime_error(file.path + ": '" + name +
+                                 "' is not stored as example_0 is (contiguous int32)");
+      }
+      check_within_file(file.path, *offset + 3 * length_ * 4, "'" + name + "'");
+      file.offsets.push_back(*offset);
     }
   }
 
-  void add_example(std::span<const std::int32_t> example, const std::string& path,
-                   std::uint64_t index) {
-    check_tokens(example, path, index);
-    tokens_.insert(tokens_.end(), example.begin(), example.end());
+  void read_into_memory(const FileLayout& layout, const std::string& path) {
+    in_memory_ += layout.examples;
+    std::string too_large = memory_problem(in_memory_, length_);
+    if (!too_large.empty()) throw std::runtime_error(path + ": " + too_large);
+  }
+
+  static void check_within_file(const std::string& path, std::uint64_t end,
+                                const std::string& what) {
+    std::error_code error;
+    std::uint64_t size = std::filesystem::file_size(path, error);
+    if (error || end > size) {
+      throw std::runtime_error(path + ": " + what + " ends at byte " + std::to_string(end) +
+                               ", past the file's end (" + std::to_string(size) +
+                               " bytes): truncated?");
+    }
+  }
+
+  void read_example(std::size_t file, std::uint64_t e) const {
+    const GptFile& source = files_[file];
+    std::span<std::byte> bytes = std::as_writable_bytes(std::span(example_));
+    int descriptor = open_files_.get(file, source.path);
+    std::size_t done = 0;
+    while (done < bytes.size()) {
+      ssize_t got = ::pread(descriptor, bytes.data() + done, bytes.size() - done,
+                            static_cast<off_t>(source.offset(e) + done));
+      if (got < 0 && errno == EINTR) continue;
+      if (got <= 0) {
+        throw std::runtime_error(source.path + ": example " + std::to_string(e) +
+                                 " cannot be read (" +
+                                 (got == 0 ? std::string("the file ended: truncated?")
+                                           : std::string(std::strerror(errno))) +
+                                 ")");
+      }
+      done += static_cast<std::size_t>(got);
+    }
   }
 
   // Token ids and labels index the embedding and the softmax: one outside the vocabulary is an
@@ -211,7 +341,11 @@ class GptDataset : public Dataset {
   std::uint64_t length_ = 0;
   std::int64_t vocabulary_ = 0;
   std::uint64_t examples_ = 0;
-  std::vector<std::int32_t> tokens_;
+  std::uint64_t in_memory_ = 0;
+  std::vector<GptFile> files_;
+  // One thread reads a dataset (its batch source's); these are that reader's scratch.
+  mutable OpenFiles open_files_;
+  mutable std::vector<std::int32_t> example_;
 };
 
 }  // namespace
@@ -225,6 +359,7 @@ DatasetFacts check_gpt_hdf5_files(const DataloaderSpec& loader, Diagnostics& dia
   const Node* data_dir = loader.params.find("data_dir");
   const Node& at = data_dir ? *data_dir : *loader.params.find("mixture");
   std::uint64_t examples = 0;
+  std::uint64_t in_memory = 0;  // of files the reader reads whole
   std::optional<std::int64_t> largest_id;
   // 0 until known: from max_sequence_length, else from the first file.
   std::uint64_t length = static_cast<std::uint64_t>(loader.max_sequence_length.value_or(0));
@@ -253,6 +388,7 @@ DatasetFacts check_gpt_hdf5_files(const DataloaderSpec& loader, Diagnostics& dia
       length = layout->sequence_length;
       length_source = "the first file's length";
       examples += layout->examples;
+      if (!layout->out_of_core) in_memory += layout->examples;
     }
     if (auto sampled = sampled_largest_id(files.front()))
       largest_id = std::max(largest_id.value_or(0), *sampled);
@@ -269,7 +405,7 @@ DatasetFacts check_gpt_hdf5_files(const DataloaderSpec& loader, Diagnostics& dia
                           " examples, fewer than one batch of batch_size " +
                           std::to_string(loader.batch_size));
   }
-  if (std::string too_large = memory_problem(examples, length); !too_large.empty())
+  if (std::string too_large = memory_problem(in_memory, length); !too_large.empty())
     diagnostics.error(at.mark(), at.path(), "the dataset's " + too_large);
   return {static_cast<std::int64_t>(examples), found_length, largest_id};
 }

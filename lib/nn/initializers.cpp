@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <numbers>
+#include <optional>
 #include <stdexcept>
 
 #include "graph/counter_rng.hpp"
@@ -42,56 +44,97 @@ class Sampler {
       : key_(graph::mix_keys(seed, name_key(name))) {}
 
   double uniform(std::int64_t index, std::int64_t draw) const {
-    return graph::uniform01(
-        graph::mix_keys(graph::mix_keys(key_, static_cast<std::uint64_t>(index)),
-                        static_cast<std::uint64_t>(draw)));
+    return graph::uniform01(graph::mix_keys(element_key(index), static_cast<std::uint64_t>(draw)));
   }
 
   // A standard normal value by the Box-Muller transform of two keyed uniforms.
   double normal(std::int64_t index, std::int64_t draw) const {
-    double u1 = 1.0 - uniform(index, 2 * draw);
-    double u2 = uniform(index, 2 * draw + 1);
+    std::uint64_t element = element_key(index);
+    double u1 =
+        1.0 - graph::uniform01(graph::mix_keys(element, static_cast<std::uint64_t>(2 * draw)));
+    double u2 =
+        graph::uniform01(graph::mix_keys(element, static_cast<std::uint64_t>(2 * draw + 1)));
     return std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * std::numbers::pi * u2);
   }
 
  private:
+  std::uint64_t element_key(std::int64_t index) const {
+    return graph::mix_keys(key_, static_cast<std::uint64_t>(index));
+  }
+
   std::uint64_t key_;
 };
 
-double sample(const Initializer& init, const Sampler& sampler, std::int64_t index, Fans fan) {
+// Writes an initializer's values for elements [first, first + out.size()). Chosen once per
+// tensor; the per-element rule is inlined into the loop, which compares no names.
+using FillRule = std::function<void(std::span<float>, std::int64_t)>;
+
+template <class Element>
+FillRule filling(const Sampler& sampler, Element element) {
+  return [sampler, element](std::span<float> out, std::int64_t first) {
+    for (std::size_t i = 0; i < out.size(); ++i)
+      out[i] = static_cast<float>(element(sampler, first + static_cast<std::int64_t>(i)));
+  };
+}
+
+FillRule uniform_rule(const Sampler& sampler, double low, double high) {
+  return filling(sampler, [low, high](const Sampler& draw, std::int64_t index) {
+    return low + (high - low) * draw.uniform(index, 0);
+  });
+}
+
+FillRule normal_rule(const Sampler& sampler, double mean, double std) {
+  return filling(sampler, [mean, std](const Sampler& draw, std::int64_t index) {
+    return mean + std * draw.normal(index, 0);
+  });
+}
+
+FillRule scaled_normal_rule(const Sampler& sampler, double std) {
+  return filling(sampler, [std](const Sampler& draw, std::int64_t index) {
+    return std * draw.normal(index, 0);
+  });
+}
+
+FillRule fill_rule(const Initializer& init, const Sampler& sampler, Fans fan) {
   const std::string& name = init.name;
-  if (name == "zeros") return 0.0;
-  if (name == "ones") return 1.0;
-  if (name == "constant") return init.value;
-  if (name == "normal") return init.mean + init.std * sampler.normal(index, 0);
-  if (name == "uniform") return init.a + (init.b - init.a) * sampler.uniform(index, 0);
+  if (name == "normal") return normal_rule(sampler, init.mean, init.std);
+  if (name == "uniform") return uniform_rule(sampler, init.a, init.b);
   if (name == "truncated_normal") {
     // Redraw until the value falls in [a, b], as torch.nn.init.trunc_normal_ bounds it.
-    for (std::int64_t draw = 0; draw < 64; ++draw) {
-      double value = init.mean + init.std * sampler.normal(index, draw);
-      if (value >= init.a && value <= init.b) return value;
-    }
-    return std::clamp(init.mean, init.a, init.b);
+    return filling(sampler, [init](const Sampler& draw, std::int64_t index) {
+      for (std::int64_t attempt = 0; attempt < 64; ++attempt) {
+        double value = init.mean + init.std * draw.normal(index, attempt);
+        if (value >= init.a && value <= init.b) return value;
+      }
+      return std::clamp(init.mean, init.a, init.b);
+    });
   }
   if (name == "xavier_uniform" || name == "glorot_uniform") {
     double bound = init.gain * std::sqrt(6.0 / (fan.in + fan.out));
-    return -bound + 2.0 * bound * sampler.uniform(index, 0);
+    return uniform_rule(sampler, -bound, bound);
   }
-  if (name == "xavier_normal" || name == "glorot_normal") {
-    return init.gain * std::sqrt(2.0 / (fan.in + fan.out)) * sampler.normal(index, 0);
-  }
+  if (name == "xavier_normal" || name == "glorot_normal")
+    return scaled_normal_rule(sampler, init.gain * std::sqrt(2.0 / (fan.in + fan.out)));
   if (name == "kaiming_uniform" || name == "he_uniform") {
     double bound = std::sqrt(2.0) * std::sqrt(3.0 / fan.in);
-    return -bound + 2.0 * bound * sampler.uniform(index, 0);
+    return uniform_rule(sampler, -bound, bound);
   }
   if (name == "kaiming_normal" || name == "he_normal")
-    return std::sqrt(2.0 / fan.in) * sampler.normal(index, 0);
+    return scaled_normal_rule(sampler, std::sqrt(2.0 / fan.in));
   if (name == "lecun_uniform") {
     double bound = std::sqrt(3.0 / fan.in);
-    return -bound + 2.0 * bound * sampler.uniform(index, 0);
+    return uniform_rule(sampler, -bound, bound);
   }
-  if (name == "lecun_normal") return std::sqrt(1.0 / fan.in) * sampler.normal(index, 0);
+  if (name == "lecun_normal") return scaled_normal_rule(sampler, std::sqrt(1.0 / fan.in));
   throw std::invalid_argument("csrun has no initializer '" + name + "'");
+}
+
+// The value every element of a constant initializer has; nothing for a random one.
+std::optional<double> constant_value(const Initializer& init) {
+  if (init.name == "zeros") return 0.0;
+  if (init.name == "ones") return 1.0;
+  if (init.name == "constant") return init.value;
+  return std::nullopt;
 }
 
 double number_or(const config::Node& spec, const char* key, double fallback) {
@@ -101,14 +144,24 @@ double number_or(const config::Node& spec, const char* key, double fallback) {
 
 }  // namespace
 
+InitialValues::InitialValues(const Initializer& init, const graph::Shape& shape, std::uint64_t seed,
+                             std::string_view name)
+    : constant_(constant_value(init)) {
+  if (!constant_) fill_ = fill_rule(init, Sampler(seed, name), fans(shape));
+}
+
+void InitialValues::fill(std::span<float> out, std::int64_t first) const {
+  if (constant_) {
+    std::fill(out.begin(), out.end(), static_cast<float>(*constant_));
+    return;
+  }
+  fill_(out, first);
+}
+
 std::vector<float> initial_values(const Initializer& init, const graph::Shape& shape,
                                   std::uint64_t seed, std::string_view name) {
-  Sampler sampler(seed, name);
-  Fans fan = fans(shape);
   std::vector<float> values(static_cast<std::size_t>(graph::element_count(shape)));
-  for (std::size_t i = 0; i < values.size(); ++i) {
-    values[i] = static_cast<float>(sample(init, sampler, static_cast<std::int64_t>(i), fan));
-  }
+  InitialValues(init, shape, seed, name).fill(values, 0);
   return values;
 }
 

@@ -1,6 +1,9 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <optional>
+#include <span>
 #include <string_view>
 #include <vector>
 
@@ -12,7 +15,21 @@ namespace csrun::nn {
 // The initial values of a variable: a pure function of its initializer, shape, the run's seed
 // and the variable's name, so a run starts from the same weights on every machine and whatever
 // the order variables are created in. Linear weights are [out, in] as in PyTorch, which decides
-// fan-in and fan-out.
+// fan-in and fan-out. Each element depends on its index alone, so a large variable can be
+// filled in parts on several threads: construction checks the initializer (throws
+// std::invalid_argument for an unknown one), fill() writes elements [first, first + out.size()).
+class InitialValues {
+ public:
+  InitialValues(const graph::Initializer& init, const graph::Shape& shape, std::uint64_t seed,
+                std::string_view name);
+  void fill(std::span<float> out, std::int64_t first) const;
+
+ private:
+  std::optional<double> constant_;
+  std::function<void(std::span<float>, std::int64_t)> fill_;
+};
+
+// All of them at once.
 std::vector<float> initial_values(const graph::Initializer& init, const graph::Shape& shape,
                                   std::uint64_t seed, std::string_view name);
 

@@ -56,9 +56,11 @@ std::span<const std::byte> stored_bytes(const CheckpointTensor& tensor) {
                     tensor.values);
 }
 
+// The bytes a tensor read from a file is read into.
 std::span<std::byte> stored_bytes(CheckpointTensor& tensor) {
-  return std::visit([](auto& stored) { return std::as_writable_bytes(std::span(stored)); },
-                    tensor.values);
+  if (auto* floats = std::get_if<CheckpointTensor::Floats>(&tensor.values))
+    return std::as_writable_bytes(std::span(*floats));
+  return std::as_writable_bytes(std::span(std::get<CheckpointTensor::Integers>(tensor.values)));
 }
 
 void check_is_a_file(const std::string& path) {
@@ -185,8 +187,16 @@ std::size_t CheckpointTensor::size() const {
 }
 
 double CheckpointTensor::value(std::size_t index) const {
-  return std::visit([index](const auto& stored) { return static_cast<double>(stored.at(index)); },
+  if (index >= size()) throw std::out_of_range("checkpoint tensor index out of range");
+  return std::visit([index](const auto& stored) { return static_cast<double>(stored[index]); },
                     values);
+}
+
+bool operator==(const CheckpointTensor& a, const CheckpointTensor& b) {
+  if (a.dims != b.dims || a.integer() != b.integer() || a.size() != b.size()) return false;
+  return std::visit(
+      [](const auto& left, const auto& right) { return std::ranges::equal(left, right); }, a.values,
+      b.values);
 }
 
 std::int64_t Checkpoint::global_step() const {

@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <map>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <variant>
@@ -18,18 +19,23 @@ class CheckpointError : public std::runtime_error {
 };
 
 // One dataset: float32 values, or int32 for integer state (step counters, positions), kept as
-// they are stored so that writing and reading copy them once and convert nothing.
+// they are stored so that writing and reading copy them once and convert nothing. Borrowed
+// float32 values stay where they are (a running executable's variables, valid while it does not
+// run): a checkpoint written at once is written from them, without a copy.
 struct CheckpointTensor {
   using Floats = storage::PageAlignedVector<float>;
   using Integers = storage::PageAlignedVector<std::int32_t>;
+  using Borrowed = std::span<const float>;
 
   std::vector<std::uint64_t> dims;
-  std::variant<Floats, Integers> values;
+  std::variant<Floats, Integers, Borrowed> values;
 
-  bool integer() const { return values.index() == 1; }
+  bool integer() const { return std::holds_alternative<Integers>(values); }
   std::size_t size() const;
   double value(std::size_t index) const;
   std::size_t bytes() const { return size() * 4; }
+  // The same dims, kind and elements, however they are held.
+  friend bool operator==(const CheckpointTensor& a, const CheckpointTensor& b);
 };
 
 // A checkpoint_<step>.mdl file: HDF5 with one dataset per flattened dotted key, as the Model

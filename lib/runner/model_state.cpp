@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "nn/initializers.hpp"
+#include "runtime/thread_team.hpp"
 
 namespace csrun::runner {
 
@@ -46,16 +47,15 @@ std::int64_t stored_integer(const Checkpoint& checkpoint, const std::string& key
   return found == checkpoint.tensors.end() ? 0 : static_cast<std::int64_t>(found->second.value(0));
 }
 
-// A variable's values as a checkpoint stores them: f32 copied as they lie, integers as int32,
-// 16-bit floats widened to float32.
+// A variable's values as a checkpoint stores them: f32 borrowed where they lie, integers as
+// int32, 16-bit floats widened to float32.
 CheckpointTensor stored_values(const runtime::Executable& executable,
                                const graph::Variable& variable) {
   runtime::Executable::Slot slot = executable.slot(variable.name);
   const graph::TensorType& type = executable.type(slot);
   std::vector<std::uint64_t> dims(type.shape.begin(), type.shape.end());
   if (type.dtype == graph::DType::f32) {
-    std::span<const float> floats = executable.floats(slot);
-    return {std::move(dims), CheckpointTensor::Floats(floats.begin(), floats.end())};
+    return {std::move(dims), executable.floats(slot)};
   }
   std::vector<double> values = executable.read(slot);
   if (graph::is_floating(type.dtype))
@@ -65,11 +65,28 @@ CheckpointTensor stored_values(const runtime::Executable& executable,
 
 }  // namespace
 
-void initialize_variables(runtime::Executable& executable, std::uint64_t seed) {
+// Each variable is filled in parts on every core this process may use (the values do not depend
+// on the split): f32 variables where they lie, so that their pages are first touched in
+// parallel too; others through a buffer every such variable reuses.
+void initialize_variables(runtime::Executable& executable, std::uint64_t seed,
+                          const std::set<std::string>& skip) {
+  runtime::ThreadTeam team(runtime::ThreadTeam::available_cores());
+  std::vector<float> buffer;
   for (const graph::Variable& variable : executable.plan().graph.variables()) {
-    const graph::TensorType& type = executable.plan().graph.node(variable.node).type;
-    executable.write(executable.slot(variable.name),
-                     nn::initial_values(variable.init, type.shape, seed, variable.name));
+    if (skip.contains(variable.name)) continue;
+    runtime::Executable::Slot slot = executable.slot(variable.name);
+    const graph::TensorType& type = executable.type(slot);
+    nn::InitialValues values(variable.init, type.shape, seed, variable.name);
+    std::int64_t count = graph::element_count(type.shape);
+    bool in_place = type.dtype == graph::DType::f32;
+    if (!in_place) buffer.resize(static_cast<std::size_t>(count));
+    std::span<float> target = in_place ? executable.floats_to_write(slot) : std::span(buffer);
+    runtime::split_rows(&team, count, count, [&](std::int64_t first, std::int64_t last) {
+      values.fill(
+          target.subspan(static_cast<std::size_t>(first), static_cast<std::size_t>(last - first)),
+          first);
+    });
+    if (!in_place) executable.write(slot, std::span<const float>(target));
   }
 }
 
@@ -93,9 +110,10 @@ Checkpoint snapshot(const runtime::Executable& executable, const LoopPosition& p
   return checkpoint;
 }
 
-LoopPosition restore(runtime::Executable& executable, const Checkpoint& checkpoint,
-                     const std::string& path, const config::CheckpointSpec& settings) {
+Restored restore(runtime::Executable& executable, const Checkpoint& checkpoint,
+                 const std::string& path, const config::CheckpointSpec& settings) {
   bool strict = !settings.disable_strict_checkpoint_loading;
+  Restored restored;
   for (const graph::Variable& variable : executable.plan().graph.variables()) {
     if (!state_wanted(settings, variable.name)) continue;
     auto found = checkpoint.tensors.find(variable.name);
@@ -111,15 +129,16 @@ LoopPosition restore(runtime::Executable& executable, const Checkpoint& checkpoi
     check_fits(found->second, executable.type(slot), variable.name, path);
     std::visit([&](const auto& stored) { executable.write(slot, std::span(stored)); },
                found->second.values);
+    restored.variables.insert(variable.name);
   }
-  LoopPosition position;
+  LoopPosition& position = restored.position;
   if (state_wanted(settings, "global_step")) position.global_step = checkpoint.global_step();
   if (state_wanted(settings, "dataloader.epoch")) {
     position.dataloader =
         data::BatchPosition{stored_integer(checkpoint, "dataloader.epoch"),
                             stored_integer(checkpoint, "dataloader.samples_in_epoch")};
   }
-  return position;
+  return restored;
 }
 
 }  // namespace csrun::runner

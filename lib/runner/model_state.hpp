@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <set>
 #include <string>
 
 #include "checkpoint.hpp"
@@ -17,19 +18,27 @@ struct LoopPosition {
   std::optional<data::BatchPosition> dataloader;  // the training dataloader's
 };
 
-// Every variable of `executable` from its initializer; the values depend on the seed and the
-// variable's name only.
-void initialize_variables(runtime::Executable& executable, std::uint64_t seed);
+// Every variable of `executable` but those in `skip` from its initializer; the values depend on
+// the seed and the variable's name only.
+void initialize_variables(runtime::Executable& executable, std::uint64_t seed,
+                          const std::set<std::string>& skip = {});
 
-// The checkpoint of `executable`'s variables at `position`, with its JSON metadata.
+// The checkpoint of `executable`'s variables at `position`, with its JSON metadata; its float32
+// tensors are borrowed from the executable (valid until it runs again).
 Checkpoint snapshot(const runtime::Executable& executable, const LoopPosition& position,
                     std::string metadata);
 
+// What restore() took from a checkpoint: the variables it wrote (the others keep their values)
+// and the loop position, of what the settings want.
+struct Restored {
+  std::set<std::string> variables;
+  LoopPosition position;
+};
+
 // Writes the checkpoint's entries that the checkpoint settings want (load_checkpoint_states)
-// into `executable`'s variables and returns the loop position it holds, of those wanted. Throws
-// CheckpointError, naming `path`, for an entry of another shape or kind of number, and for a
-// missing parameter unless disable_strict_checkpoint_loading.
-LoopPosition restore(runtime::Executable& executable, const Checkpoint& checkpoint,
-                     const std::string& path, const config::CheckpointSpec& settings);
+// into `executable`'s variables. Throws CheckpointError, naming `path`, for an entry of another
+// shape or kind of number, and for a missing parameter unless disable_strict_checkpoint_loading.
+Restored restore(runtime::Executable& executable, const Checkpoint& checkpoint,
+                 const std::string& path, const config::CheckpointSpec& settings);
 
 }  // namespace csrun::runner

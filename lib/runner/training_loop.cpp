@@ -171,13 +171,24 @@ struct TrainingLoop::State {
                               settings.checkpoint, checkpoints, log);
   }
 
+  // The variables from the checkpoint at `path` where it holds them (and the settings want
+  // them), the others from their initializers: a resumed run draws no weights it overwrites.
   void load_into(Executable& executable, const std::optional<std::string>& path) {
     if (!path) {
       log.info("No checkpoint was provided. Using randomly initialized model parameters.");
+      auto started = std::chrono::steady_clock::now();
+      initialize_variables(executable, settings.seed);
+      char seconds[32];
+      std::snprintf(
+          seconds, sizeof seconds, "%.2f",
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
+      log.info(std::string("Initialized the variables in ") + seconds + " s.");
       return;
     }
     log.info("Loading weights from checkpoint " + *path);
-    LoopPosition position = restore(executable, load_checkpoint(*path), *path, settings.checkpoint);
+    Restored restored = restore(executable, load_checkpoint(*path), *path, settings.checkpoint);
+    initialize_variables(executable, settings.seed, restored.variables);
+    const LoopPosition& position = restored.position;
     if (position.global_step) run.global_step = *position.global_step;
     if (train_feed && position.dataloader) train_feed->seek(*position.dataloader);
   }
@@ -210,7 +221,6 @@ struct TrainingLoop::State {
   void fit() {
     if (!train || !setup.train_loader) throw std::logic_error("fit needs a training step");
     Executable& step = *train;
-    initialize_variables(step, settings.seed);
     data::LoaderJob job = train_job(setup);
     train_feed.emplace(open_batches(job), job.batch_size);
     std::optional<BatchInputs> inputs;
@@ -395,7 +405,6 @@ struct TrainingLoop::State {
     if (targets.empty()) targets.push_back(checkpoint_named(settings.validate_checkpoint));
     std::vector<EvalResult> results;
     for (const auto& path : targets) {
-      initialize_variables(*eval, settings.seed);
       run.global_step = 0;
       load_into(*eval, path);
       results.push_back(evaluate());

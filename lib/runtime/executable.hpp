@@ -46,6 +46,9 @@ class Executable {
   // An f32 value's elements where they lie, valid until the next run() or write to it; throws
   // std::invalid_argument for a value of another dtype.
   std::span<const float> floats(Slot slot) const;
+  // An f32 input's or variable's elements to write where they lie (by several threads at once,
+  // say); throws std::invalid_argument for another dtype or for an output.
+  std::span<float> floats_to_write(Slot slot);
 
   // One step: every kernel in order, then the variables take their updated values. Throws
   // std::out_of_range when a batch holds an index outside its embedding table.

@@ -3,8 +3,11 @@
 
 #include <catch2/catch.hpp>
 
+#include <sys/resource.h>
+
 #include <filesystem>
 #include <fstream>
+#include <vector>
 
 #include "data/hdf5_file.hpp"
 #include "support/process.hpp"
@@ -87,4 +90,47 @@ TEST_CASE("GPT token ids beyond the vocabulary fail validate and train, naming f
                           "range 0 to 63 (vocab_size)") != std::string::npos);
   auto train = run_csrun({"train", params, "-o", (dir.path() / "model").string()});
   CHECK(train.exit_code == 1);
+}
+
+// A corpus is read example by example (contiguous int32 files, by offset): the process holds
+// what a batch needs, not the dataset. The rows are written by csrun-gpt-hdf5, which copies
+// them in pieces.
+TEST_CASE("a GPT dataset far larger than a run's memory trains with memory flat in its size") {
+  csrun::test::TempDir dir;
+  constexpr std::uint64_t kLength = 128;
+  constexpr std::uint64_t kExamples = 256 * 1024 * 1024 / (3 * kLength * 4);  // 256 MiB
+  fs::path rows = dir.path() / "rows.bin";
+  {
+    std::vector<std::int32_t> example(3 * kLength);
+    for (std::uint64_t t = 0; t < kLength; ++t) {
+      example[t] = static_cast<std::int32_t>(t % 64);
+      example[kLength + t] = 1;
+      example[2 * kLength + t] = static_cast<std::int32_t>((t + 1) % 64);
+    }
+    std::ofstream out(rows, std::ios::binary);
+    for (std::uint64_t e = 0; e < kExamples; ++e)
+      out.write(reinterpret_cast<const char*>(example.data()),
+                static_cast<std::streamsize>(example.size() * sizeof(std::int32_t)));
+  }
+  fs::create_directories(dir.path() / "text");
+  fs::path writer =
+      fs::path(CSRUN_BINARY).parent_path().parent_path() / "gpt_hdf5" / "csrun-gpt-hdf5";
+  auto written = csrun::test::run_process(
+      {writer.string(), rows.string(), std::to_string(kLength), (dir.path() / "text" / "a.h5")});
+  INFO(written.err);
+  REQUIRE(written.exit_code == 0);
+  fs::remove(rows);
+  REQUIRE(fs::file_size(dir.path() / "text" / "a.h5") > kExamples * 3 * kLength * 4);
+
+  std::string params = gpt_params(dir.path() / "text");
+  params.replace(params.find("max_position_embeddings: 8"), 26, "max_position_embeddings: 128");
+  params.replace(params.find("max_steps: 2"), 12, "max_steps: 4");
+  auto train =
+      run_csrun({"train", dir.write("p.yaml", params), "-o", (dir.path() / "model").string()});
+  INFO(train.out << train.err);
+  REQUIRE(train.exit_code == 0);
+  rusage children{};
+  ::getrusage(RUSAGE_CHILDREN, &children);
+  // ru_maxrss is in KiB: the largest child, csrun train, held well under the data's 256 MiB.
+  CHECK(children.ru_maxrss < 128 * 1024);
 }

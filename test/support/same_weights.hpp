@@ -15,7 +15,7 @@ inline void expect_same_weights(const std::filesystem::path& a, const std::files
   REQUIRE(left.tensors.size() == right.tensors.size());
   for (const auto& [key, tensor] : left.tensors) {
     INFO(key);
-    CHECK(tensor.values == right.tensors.at(key).values);
+    CHECK(tensor == right.tensors.at(key));
   }
 }
 

@@ -84,3 +84,24 @@ TEST_CASE("initializers from model params") {
   CHECK(init.b == Approx(0.04));
   CHECK(nn::initializer_from(nullptr, nn::ones_initializer()).name == "ones");
 }
+
+TEST_CASE("initial values filled in parts, in any order, equal the whole") {
+  for (const char* name : {"zeros", "normal", "truncated_normal", "xavier_uniform", "he_normal"}) {
+    INFO(name);
+    graph::Initializer init = named(name);
+    init.std = 0.5;
+    init.a = -0.6;
+    init.b = 0.6;
+    graph::Shape shape{40, 30};
+    std::vector<float> whole = nn::initial_values(init, shape, 7, "model.w");
+    nn::InitialValues values(init, shape, 7, "model.w");
+    std::vector<float> parts(whole.size(), -1.0f);
+    std::span<float> out(parts);
+    values.fill(out.subspan(700), 700);
+    values.fill(out.subspan(0, 300), 0);
+    values.fill(out.subspan(300, 400), 300);
+    CHECK(parts == whole);
+  }
+  CHECK_THROWS_WITH(nn::InitialValues(named("orthogonal"), {2, 2}, 1, "w"),
+                    "csrun has no initializer 'orthogonal'");
+}

@@ -25,7 +25,7 @@ TEST_CASE("a checkpoint round-trips through HDF5 with its dotted keys") {
   CHECK(read.metadata == written.metadata);
   REQUIRE(read.tensors.size() == 3);
   CHECK(read.tensors["model.fc.weight"].dims == std::vector<std::uint64_t>{2, 3});
-  CHECK(read.tensors["model.fc.weight"].values == written.tensors["model.fc.weight"].values);
+  CHECK(read.tensors["model.fc.weight"] == written.tensors["model.fc.weight"]);
   CHECK(read.tensors["global_step"].integer());
   // Nothing is left behind but the checkpoint itself.
   CHECK(std::distance(std::filesystem::directory_iterator(dir.path()),

@@ -142,7 +142,7 @@ TEST_CASE("a resumed run continues the exact sequence of an uninterrupted one") 
   REQUIRE(a.tensors.size() == b.tensors.size());
   for (const auto& [key, tensor] : a.tensors) {
     INFO(key);
-    CHECK(tensor.values == b.tensors.at(key).values);
+    CHECK(tensor == b.tensors.at(key));
   }
 }
 
@@ -182,7 +182,7 @@ TEST_CASE("a stop request checkpoints the step taken and ends fit, rerunning res
   REQUIRE(a.tensors.size() == b.tensors.size());
   for (const auto& [key, tensor] : a.tensors) {
     INFO(key);
-    CHECK(tensor.values == b.tensors.at(key).values);
+    CHECK(tensor == b.tensors.at(key));
   }
 }
 

@@ -1,5 +1,6 @@
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 
@@ -115,6 +116,22 @@ TEST_CASE("values are written and read by name, with clear errors") {
   CHECK_THROWS_WITH(executable.write(executable.slot("loss"), short_batch),
                     Catch::Contains("'loss' is an output of the step"));
   CHECK(executable.arena_bytes() >= executable.plan().memory.peak_bytes);
+}
+
+TEST_CASE("a new executable's values are zero, and f32 ones are written where they lie") {
+  models::TracedStep step = test::traced_step(kModels[0], 4);
+  Executable executable(test::compiled_plan(step.graph, 4));
+  auto input = executable.slot("input");
+  std::vector<double> fresh = executable.read(input);
+  CHECK(std::all_of(fresh.begin(), fresh.end(), [](double value) { return value == 0.0; }));
+  std::span<float> in_place = executable.floats_to_write(input);
+  REQUIRE(in_place.size() == 4 * 784);
+  in_place[5] = 2.5f;
+  CHECK(executable.floats(input)[5] == 2.5f);
+  CHECK_THROWS_WITH(executable.floats_to_write(executable.slot("loss")),
+                    Catch::Contains("'loss' is an output of the step"));
+  CHECK_THROWS_WITH(executable.floats_to_write(executable.slot("labels")),
+                    Catch::Contains("'labels' holds i32, not f32"));
 }
 
 TEST_CASE("an index outside the embedding table is an error, not a wild read") {

@@ -1,0 +1,68 @@
+// The best rates of large matrix products through OpenBLAS, the library csrun's GEMMs call: sgemm
+// (fp32) and, where the library has it, sbgemm (bfloat16 inputs, fp32 accumulation; fast only on
+// CPUs with avx512_bf16) on square matrices of 1024 to 4096, best of 3 each. These are the
+// ceilings a GEMM-bound training step is measured against in docs/benchmarks.md. Debian's
+// OpenBLAS 0.3.21 declares cblas_sbgemm but is built without it, so it is looked up at run time.
+//
+// Usage: gemm_peak   (threads: OpenBLAS's own, OPENBLAS_NUM_THREADS or all cores)
+
+#include <cblas.h>
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <vector>
+
+namespace {
+
+template <class Product>
+double best_gflops(int n, Product product) {
+  double best = 0.0;
+  for (int round = 0; round < 3; ++round) {
+    auto start = std::chrono::steady_clock::now();
+    product();
+    double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    best = std::max(best, 2.0 * n * n * static_cast<double>(n) / seconds / 1e9);
+  }
+  return best;
+}
+
+std::uint16_t to_bfloat16(float value) {
+  std::uint32_t bits = 0;
+  static_assert(sizeof bits == sizeof value);
+  __builtin_memcpy(&bits, &value, sizeof bits);
+  return static_cast<std::uint16_t>(bits >> 16);
+}
+
+using Sbgemm = void (*)(CBLAS_ORDER, CBLAS_TRANSPOSE, CBLAS_TRANSPOSE, blasint, blasint, blasint,
+                        float, const bfloat16*, blasint, const bfloat16*, blasint, float, float*,
+                        blasint);
+
+}  // namespace
+
+int main() {
+  auto sbgemm_entry = reinterpret_cast<Sbgemm>(::dlsym(RTLD_DEFAULT, "cblas_sbgemm"));
+  for (int n : {1024, 2048, 4096}) {
+    auto count = static_cast<std::size_t>(n) * static_cast<std::size_t>(n);
+    std::vector<float> a(count, 0.5f), b(count, 0.25f), c(count, 0.0f);
+    double sgemm = best_gflops(n, [&] {
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a.data(), n, b.data(),
+                  n, 0.0f, c.data(), n);
+    });
+    std::printf("n=%d: sgemm %.1f GFLOP/s", n, sgemm);
+    if (sbgemm_entry) {
+      std::vector<bfloat16> a16(count, to_bfloat16(0.5f)), b16(count, to_bfloat16(0.25f));
+      double sbgemm = best_gflops(n, [&] {
+        sbgemm_entry(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a16.data(), n,
+                     b16.data(), n, 0.0f, c.data(), n);
+      });
+      std::printf(", sbgemm %.1f GFLOP/s", sbgemm);
+    } else {
+      std::printf(", sbgemm: not in this OpenBLAS");
+    }
+    std::printf(" (%s)\n", openblas_get_config());
+  }
+}
