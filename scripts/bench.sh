@@ -2,8 +2,8 @@
 # csrun's benchmarks. Figures go to stdout; docs/benchmarks.md records them with the machine.
 #
 # Usage: scripts/bench.sh [SECTION...]     sections: validate, trace, compile, estimate,
-#                                          train, gpt2_small, stream, checkpoint,
-#                                          corpus (default: all)
+#                                          train, gpt2_small, csx, stream,
+#                                          checkpoint, corpus (default: all)
 #
 #   validate   wall time of `csrun validate` (process start to exit) on every shipped config and
 #              every Model Zoo config of the conformance set; median and max of 21 runs each.
@@ -42,6 +42,9 @@
 #              the steps after the first), peak RSS of the whole process, and csrun's time from
 #              the plan to the first step (initializing the variables). Needs python3-torch.
 #              Targets: >= 1.2x PyTorch's samples/s, peak RSS <= PyTorch's, first step within 2 s.
+#   csx        16-bit training: csrun train on CSX in bfloat16 (emulated on the host) against
+#              PyTorch's bfloat16 autocast on the CPU, fc_mnist batch 256 and gpt2_tiny,
+#              alternating for 3 rounds (median ratio). Needs python3-torch. Target: >= 1.0x.
 #   corpus     out-of-core data: a GPT HDF5 corpus of $CSRUN_BENCH_CORPUS_GB GB (default 20;
 #              MSL 512, written by csrun-gpt-hdf5 into $CSRUN_BENCH_DIR, default build/) trained
 #              on by a small GPT-2 for 40 steps of batch 8, shuffled: the process's peak RSS
@@ -55,7 +58,7 @@ set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
 sections=("$@")
-[ ${#sections[@]} -eq 0 ] && sections=(validate trace compile estimate train gpt2_small stream checkpoint corpus)
+[ ${#sections[@]} -eq 0 ] && sections=(validate trace compile estimate train gpt2_small csx stream checkpoint corpus)
 
 scripts/build.sh csrun csrun-gpt-hdf5 fma_peak gemm_peak stream_ingest checkpoint_io >/dev/null
 csrun=$root/build/apps/csrun/csrun
@@ -397,6 +400,42 @@ for line in sys.stdin:
   rm -rf "$work"
 }
 
+bench_csx() {
+  baseline=$root/../shared/bench/torch_baseline.py
+  if [ ! -f "$baseline" ] || ! /usr/bin/python3 -c 'import torch' 2>/dev/null; then
+    echo "## csx: skipped (needs ../shared/bench/torch_baseline.py and python3-torch)"
+    return
+  fi
+  scripts/prepare_digits.sh >/dev/null
+  echo "## bfloat16 training samples/s: csrun train on CSX vs PyTorch bf16 autocast ($(nproc) threads)"
+  local work
+  work=$(mktemp -d)
+  printf '%-14s %6s %12s %12s %7s\n' "workload" "round" "PyTorch" "csrun" "ratio"
+  for entry in "fc_mnist:fc_mnist_bf16:bench/configs/fc_mnist.yaml:--set train_input.batch_size=256 --max_steps 400" \
+               "gpt2_tiny:gpt2_tiny_bf16:bench/configs/gpt2_tiny.yaml:--fake_data"; do
+    local name=${entry%%:*} rest=${entry#*:}
+    local torch_name=${rest%%:*}
+    rest=${rest#*:}
+    local params=${rest%%:*} args=${rest#*:}
+    local ratios=()
+    for round in 1 2 3; do
+      local torch flops rate
+      read -r torch flops <<<"$(torch_train_rate "$torch_name")"
+      rm -rf "$work/model_dir"
+      # shellcheck disable=SC2086
+      rate=$("$csrun" train "$params" -o "$work/model_dir" $args --num_workers_per_csx 0 \
+        --target_device CSX --set model.mixed_precision=true --set model.fp16_type=bfloat16 \
+        2>/dev/null | median_logged_rate)
+      awk -v n="$name" -v r="$round" -v t="$torch" -v c="$rate" \
+        'BEGIN { printf "%-14s %6s %12.1f %12.1f %6.2fx\n", n, r, t, c, c / t }'
+      ratios+=("$(awk -v t="$torch" -v c="$rate" 'BEGIN { printf "%.3f", c / t }')")
+    done
+    printf '%s\n' "${ratios[@]}" | sort -n |
+      awk -v n="$name" '{ v[NR] = $1 } END { printf "%-14s median ratio %.2fx\n", n, v[int((NR + 1) / 2)] }'
+  done
+  rm -rf "$work"
+}
+
 # A GPT HDF5 corpus of $2 GB with MSL 512 in directory $1 (token ids below 64).
 make_corpus() {
   mkdir -p "$1"
@@ -469,6 +508,7 @@ for section in "${sections[@]}"; do
     gpt2_small) bench_gpt2_small ;;
     checkpoint) bench_checkpoint ;;
     corpus) bench_corpus ;;
-    *) echo "bench.sh: unknown section '$section' (sections: validate, trace, compile, estimate, train, gpt2_small, stream, checkpoint, corpus)" >&2; exit 2 ;;
+    csx) bench_csx ;;
+    *) echo "bench.sh: unknown section '$section' (sections: validate, trace, compile, estimate, train, gpt2_small, csx, stream, checkpoint, corpus)" >&2; exit 2 ;;
   esac
 done

@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 
 #include "graph/types.hpp"
 
@@ -50,8 +51,9 @@ inline std::uint32_t shift_right_even(std::uint32_t value, int shift) {
   return kept;
 }
 
+// Any format, value by value.
 template <class F>
-std::uint16_t narrow(float value) {
+std::uint16_t narrow_general(float value) {
   auto bits = std::bit_cast<std::uint32_t>(value);
   auto sign = static_cast<std::uint16_t>((bits >> 16) & 0x8000u);
   std::uint32_t magnitude = bits & 0x7FFFFFFFu;
@@ -77,7 +79,7 @@ std::uint16_t narrow(float value) {
 }
 
 template <class F>
-float widen(std::uint16_t bits) {
+float widen_general(std::uint16_t bits) {
   std::uint32_t sign = static_cast<std::uint32_t>(bits & 0x8000u) << 16;
   std::uint32_t magnitude = bits & 0x7FFFu;
   std::uint32_t mantissa = magnitude & ((1u << F::mantissa_bits) - 1);
@@ -92,6 +94,82 @@ float widen(std::uint16_t bits) {
   }
   std::uint32_t float_exponent = exponent - static_cast<std::uint32_t>(F::bias) + 127u;
   return std::bit_cast<float>(sign | (float_exponent << 23) | (mantissa << float_shift));
+}
+
+// Branch-free conversions, so that loops of them vectorize (conversions were half of a CSX step).
+// Narrowing rounds the exponent and mantissa fields together to nearest even, re-biased: exact
+// from the format's smallest normal value up (a carry past the largest finite value, and
+// anything beyond, gives infinity). For bfloat16, which has float32's exponent range, that is
+// every value; the narrower formats' subnormals go to narrow_general (narrow() and the array
+// conversion below see to it). The tests compare every float32 and every 16-bit value with the
+// general code.
+template <class F>
+bool below_normal_range(float value) {
+  if constexpr (F::bias == 127) return false;
+  std::uint32_t magnitude = std::bit_cast<std::uint32_t>(value) & 0x7FFFFFFFu;
+  return magnitude != 0 && magnitude < (static_cast<std::uint32_t>(128 - F::bias) << 23);
+}
+
+// `value`'s 16-bit encoding when !below_normal_range<F>(value).
+template <class F>
+std::uint16_t narrow_normal_range(float value) {
+  constexpr int shift = 23 - F::mantissa_bits;
+  constexpr std::uint32_t rebias = static_cast<std::uint32_t>(127 - F::bias) << 23;
+  auto bits = std::bit_cast<std::uint32_t>(value);
+  std::uint32_t sign = (bits >> 16) & 0x8000u;
+  std::uint32_t magnitude = bits & 0x7FFFFFFFu;
+  std::uint32_t rounded =
+      (magnitude - rebias + (1u << (shift - 1)) - 1u + ((magnitude >> shift) & 1u)) >> shift;
+  std::uint32_t encoded = magnitude == 0 ? 0u : std::min(rounded, F::exponent_mask);
+  std::uint16_t nan =
+      F::signed_nan ? static_cast<std::uint16_t>(sign | F::quiet_nan) : F::quiet_nan;
+  return magnitude > 0x7F800000u ? nan : static_cast<std::uint16_t>(sign | encoded);
+}
+
+template <class F>
+std::uint16_t narrow(float value) {
+  return below_normal_range<F>(value) ? narrow_general<F>(value) : narrow_normal_range<F>(value);
+}
+
+// Widening picks the normal, special (infinity, NaN) or subnormal encoding's float32 bits.
+template <class F>
+float widen(std::uint16_t bits) {
+  constexpr int float_shift = 23 - F::mantissa_bits;
+  if constexpr (F::bias == 127) {
+    return std::bit_cast<float>(std::uint32_t{bits} << float_shift);
+  } else {
+    std::uint32_t sign = static_cast<std::uint32_t>(bits & 0x8000u) << 16;
+    std::uint32_t magnitude = bits & 0x7FFFu;
+    std::uint32_t mantissa = magnitude & ((1u << F::mantissa_bits) - 1);
+    std::uint32_t normal =
+        (magnitude << float_shift) + (static_cast<std::uint32_t>(127 - F::bias) << 23);
+    std::uint32_t special = 0x7F800000u | (mantissa << float_shift);
+    // A subnormal is mantissa x 2^(1 - bias - mantissa_bits), exactly a float32.
+    constexpr float kSubnormalUnit =
+        std::bit_cast<float>(static_cast<std::uint32_t>(128 - F::bias - F::mantissa_bits) << 23);
+    auto subnormal = std::bit_cast<std::uint32_t>(static_cast<float>(mantissa) * kSubnormalUnit);
+    std::uint32_t chosen = magnitude >= F::exponent_mask          ? special
+                           : magnitude < (1u << F::mantissa_bits) ? subnormal
+                                                                  : normal;
+    return std::bit_cast<float>(sign | chosen);
+  }
+}
+
+// Redoes the elements of out[0, count) whose values lie below F's normal range, a block at a
+// time: most blocks have none, and finding that vectorizes.
+template <class F>
+void narrow_below_normal_range(const float* values, std::uint16_t* out, std::int64_t count) {
+  if constexpr (F::bias == 127) return;
+  constexpr std::int64_t kBlock = 64;
+  for (std::int64_t start = 0; start < count; start += kBlock) {
+    std::int64_t end = std::min(count, start + kBlock);
+    bool any = false;
+    for (std::int64_t i = start; i < end; ++i)
+      any |= below_normal_range<F>(values[i]);
+    if (!any) continue;
+    for (std::int64_t i = start; i < end; ++i)
+      if (below_normal_range<F>(values[i])) out[i] = narrow_general<F>(values[i]);
+  }
 }
 
 [[noreturn]] inline void not_half(graph::DType dtype) {
@@ -133,8 +211,10 @@ inline float widen_from_half(std::uint16_t bits, graph::DType dtype) {
 inline void narrow_to_half(const float* values, std::uint16_t* out, std::int64_t count,
                            graph::DType dtype) {
   half_format::with_format(dtype, [&](auto format) {
+    using F = decltype(format);
     for (std::int64_t i = 0; i < count; ++i)
-      out[i] = half_format::narrow<decltype(format)>(values[i]);
+      out[i] = half_format::narrow_normal_range<F>(values[i]);
+    half_format::narrow_below_normal_range<F>(values, out, count);
   });
 }
 

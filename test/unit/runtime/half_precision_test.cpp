@@ -97,6 +97,42 @@ TEST_CASE("bfloat16 rounding is PyTorch's for every float32") {
   CHECK_FALSE(failure);
 }
 
+TEMPLATE_TEST_CASE("the branch-free conversions give the general code's bits for every value", "",
+                   csrun::runtime::half_format::BFloat16, csrun::runtime::half_format::Float16,
+                   csrun::runtime::half_format::CBFloat16) {
+  namespace format = csrun::runtime::half_format;
+  auto failure = first_failure([](std::uint32_t bits) {
+    float value = std::bit_cast<float>(bits);
+    std::uint16_t general = format::narrow_general<TestType>(value);
+    bool branch_free = format::below_normal_range<TestType>(value) ||
+                       format::narrow_normal_range<TestType>(value) == general;
+    return branch_free && format::narrow<TestType>(value) == general;
+  });
+  INFO("first differing pattern 0x" << std::hex << failure.value_or(0));
+  CHECK_FALSE(failure);
+  int widened_otherwise = 0;
+  for (std::uint32_t half = 0; half <= 0xFFFF; ++half) {
+    auto bits = static_cast<std::uint16_t>(half);
+    widened_otherwise += std::bit_cast<std::uint32_t>(format::widen<TestType>(bits)) !=
+                         std::bit_cast<std::uint32_t>(format::widen_general<TestType>(bits));
+  }
+  CHECK(widened_otherwise == 0);
+}
+
+TEST_CASE("an array narrowed at once equals its values narrowed one by one") {
+  std::vector<float> values;
+  for (std::uint32_t bits = 0; bits < (1u << 20); ++bits)
+    values.push_back(std::bit_cast<float>(bits * 4093u));  // every exponent, subnormals, NaNs
+  for (DType dtype : {DType::bf16, DType::f16, DType::cb16}) {
+    std::vector<std::uint16_t> at_once(values.size());
+    narrow_to_half(values.data(), at_once.data(), static_cast<std::int64_t>(values.size()), dtype);
+    std::size_t differing = 0;
+    for (std::size_t i = 0; i < values.size(); ++i)
+      differing += at_once[i] != narrow_to_half(values[i], dtype);
+    CHECK(differing == 0);
+  }
+}
+
 TEST_CASE("float16 rounding is PyTorch's for every float32") {
   auto failure = first_failure([](std::uint32_t bits) {
     return narrow_to_half(std::bit_cast<float>(bits), DType::f16) == pytorch_float16(bits);
