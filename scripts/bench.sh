@@ -266,13 +266,18 @@ bench_kernel_sets() {
   rm -rf "$work"
 }
 
+# Sets $baseline to the PyTorch baseline script; without it or python3-torch, says that section
+# $1 is skipped and fails.
+have_torch_baseline() {
+  baseline=$root/../shared/bench/torch_baseline.py
+  [ -f "$baseline" ] && /usr/bin/python3 -c 'import torch' 2>/dev/null && return 0
+  echo "## $1: skipped (needs ../shared/bench/torch_baseline.py and python3-torch)"
+  return 1
+}
+
 bench_train() {
   bench_kernel_sets
-  baseline=$root/../shared/bench/torch_baseline.py
-  if [ ! -f "$baseline" ] || ! /usr/bin/python3 -c 'import torch' 2>/dev/null; then
-    echo "## train: skipped (needs ../shared/bench/torch_baseline.py and python3-torch)"
-    return
-  fi
+  have_torch_baseline train || return 0
   scripts/prepare_digits.sh >/dev/null
   echo "## Training samples/s: csrun train --target_device CPU vs PyTorch CPU fp32 ($(nproc) threads)"
   echo "OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-(unset)}; PyTorch's BLAS: $(readlink -f /etc/alternatives/libblas.so.3-x86_64-linux-gnu 2>/dev/null || echo unknown)"
@@ -364,11 +369,7 @@ bench_stream() {
 }
 
 bench_gpt2_small() {
-  baseline=$root/../shared/bench/torch_baseline.py
-  if [ ! -f "$baseline" ] || ! /usr/bin/python3 -c 'import torch' 2>/dev/null; then
-    echo "## gpt2_small: skipped (needs ../shared/bench/torch_baseline.py and python3-torch)"
-    return
-  fi
+  have_torch_baseline gpt2_small || return 0
   echo "## GPT-2 small (gpt2_small_ish: MSL 256, batch 2, AdamW, fp32) on $(nproc) threads: csrun vs PyTorch"
   local work
   work=$(mktemp -d)
@@ -401,11 +402,7 @@ for line in sys.stdin:
 }
 
 bench_csx() {
-  baseline=$root/../shared/bench/torch_baseline.py
-  if [ ! -f "$baseline" ] || ! /usr/bin/python3 -c 'import torch' 2>/dev/null; then
-    echo "## csx: skipped (needs ../shared/bench/torch_baseline.py and python3-torch)"
-    return
-  fi
+  have_torch_baseline csx || return 0
   scripts/prepare_digits.sh >/dev/null
   echo "## bfloat16 training samples/s: csrun train on CSX vs PyTorch bf16 autocast ($(nproc) threads)"
   local work
