@@ -14,6 +14,7 @@
 
 #include "data/data_paths.hpp"
 #include "data/hdf5_file.hpp"
+#include "runtime/thread_team.hpp"
 #include "storage/atomic_file.hpp"
 #include "storage/crc32c.hpp"
 #include "storage/uncached_file.hpp"
@@ -133,8 +134,8 @@ std::optional<std::uint64_t> prepare_large(const data::Hdf5File& file, const std
 // Reads the large tensors with a few threads at once: while one waits for the disk, another
 // touches fresh memory and checksums what it read.
 void read_large(const std::string& path, std::vector<LargeRead>& reads) {
-  std::size_t threads =
-      std::min<std::size_t>({reads.size(), std::max(1u, std::thread::hardware_concurrency()), 4});
+  std::size_t threads = std::min<std::size_t>(
+      {reads.size(), static_cast<std::size_t>(runtime::ThreadTeam::available_cores()), 4});
   std::atomic<std::size_t> next{0};
   std::vector<std::exception_ptr> errors(threads);
   auto work = [&](std::size_t thread) {
