@@ -240,7 +240,7 @@ class GptDataset : public Dataset {
     if (!info) throw std::runtime_error(file.path + ": its 'data' cannot be read (damaged?)");
     std::uint64_t example_bytes = info->dims[1] * length_ * 4;
     if (offset) {
-      check_within_file(file.path, *offset + layout.examples * example_bytes, "its 'data'");
+      check_within_file(file.path, *offset, layout.examples, example_bytes, "its 'data'");
       file.base = *offset;
       file.stride = example_bytes;
       return;
@@ -277,7 +277,7 @@ class GptDataset : public Dataset {
         throw std::runtime_error(file.path + ": '" + name +
                                  "' is not stored as example_0 is (contiguous int32)");
       }
-      check_within_file(file.path, *offset + 3 * length_ * 4, "'" + name + "'");
+      check_within_file(file.path, *offset, 1, 3 * length_ * 4, "'" + name + "'");
       file.offsets.push_back(*offset);
     }
   }
@@ -288,15 +288,17 @@ class GptDataset : public Dataset {
     if (!too_large.empty()) throw std::runtime_error(path + ": " + too_large);
   }
 
-  static void check_within_file(const std::string& path, std::uint64_t end,
-                                const std::string& what) {
+  // `count` pieces of `bytes` from `offset` must lie in the file (a header can announce any
+  // shape; this is checked without overflowing).
+  static void check_within_file(const std::string& path, std::uint64_t offset, std::uint64_t count,
+                                std::uint64_t bytes, const std::string& what) {
     std::error_code error;
     std::uint64_t size = std::filesystem::file_size(path, error);
-    if (error || end > size) {
-      throw std::runtime_error(path + ": " + what + " ends at byte " + std::to_string(end) +
-                               ", past the file's end (" + std::to_string(size) +
-                               " bytes): truncated?");
-    }
+    if (!error && offset <= size && (bytes == 0 || count <= (size - offset) / bytes)) return;
+    throw std::runtime_error(path + ": " + what + " (" + std::to_string(count) + " x " +
+                             std::to_string(bytes) + " bytes from byte " + std::to_string(offset) +
+                             ") goes past the file's end (" + std::to_string(size) +
+                             " bytes): truncated?");
   }
 
   void read_example(std::size_t file, std::uint64_t e) const {
