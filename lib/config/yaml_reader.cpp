@@ -77,7 +77,8 @@ bool check_text(std::string_view text, const std::string& origin, Diagnostics& d
 // The line (1-based) of a ',' that starts a line outside any flow collection, or 0. yaml-cpp 0.7
 // never returns from such a file (", b" alone loops allocating without end), so it is
 // reported here, before yaml-cpp sees it. Quoted scalars and comments are skipped; a quote counts
-// only where a scalar can start.
+// only where a scalar can start, and so does a bracket outside a flow collection ("a[b" is a plain
+// scalar in block context).
 std::size_t stray_flow_entry(std::string_view text) {
   int depth = 0;
   std::size_t line = 1;
@@ -100,7 +101,7 @@ std::size_t stray_flow_entry(std::string_view text) {
     } else if (c == '#' && (previous == ' ' || previous == '\n')) {
       while (i + 1 < text.size() && text[i + 1] != '\n')
         ++i;
-    } else if (c == '[' || c == '{') {
+    } else if ((c == '[' || c == '{') && (token_start || depth > 0)) {
       ++depth;
     } else if ((c == ']' || c == '}') && depth > 0) {
       --depth;
