@@ -3,7 +3,9 @@
 # llama_tiny.yaml (byte-level tokens in the Model Zoo's GPT HDF5 layout), configs/bert_tiny.yaml
 # (the Model Zoo's BERT CSV files with a word vocabulary) and the BERT fine-tuning configs
 # (bert_classifier_tiny.yaml: GLUE TSV; bert_token_classifier_tiny.yaml: NER CSV;
-# bert_summarization_tiny.yaml: BertSum CSV; scripts/data/text_corpus.py says what each holds).
+# bert_summarization_tiny.yaml: BertSum CSV) and the encoder-decoder configs (t5_tiny.yaml and
+# transformer_tiny.yaml: the Model Zoo's T5 and Transformer text layouts; scripts/data/text_corpus.py
+# says what each holds).
 #
 # Source: the license texts every Debian system carries in /usr/share/common-licenses (package
 # base-files: GPL, LGPL, GFDL, Apache, Artistic, MPL, BSD, CC0; about 270 KB of English). Their
@@ -20,7 +22,7 @@ out=${1:-data/text}
 source_dir=/usr/share/common-licenses
 
 if [ -s "$out/gpt/train/data.h5" ] && [ -s "$out/bert/train/meta.dat" ] &&
-   [ -s "$out/bertsum/train/meta.dat" ]; then
+   [ -s "$out/bertsum/train/meta.dat" ] && [ -s "$out/seq2seq/transformer/train/meta.dat" ]; then
   echo "prepare_text: $out is ready"
   exit 0
 fi

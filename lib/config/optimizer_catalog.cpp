@@ -70,7 +70,7 @@ const ClassCatalog& optimizer_catalog() {
                                   optional_field("beta1", unit_interval().or_null()),
                                   default_field("weight_decay", non_negative_number(), value(0.0)),
                                   default_field("scale_parameter", T::boolean(), value(true)),
-                                  default_field("relative_step", T::boolean(), value(true)),
+                                  default_field("relative_step", T::boolean(), value(false)),
                                   default_field("warmup_init", T::boolean(), value(false))}),
           optimizer("Adagrad",
                     {default_field("lr_decay", non_negative_number(), value(0.0)),

@@ -120,14 +120,18 @@ std::unique_ptr<Dataset> open_dataset(const DataloaderSpec& loader,
   if (loader.processor.starts_with("Gpt") && loader.processor.find("HDF5") != std::string::npos)
     return open_gpt_hdf5(loader, fields);
   if (loader.processor.starts_with("BertCSV")) return open_bert_csv(loader, fields, seed);
+  if (loader.processor == "T5DynamicDataProcessor" ||
+      loader.processor == "TransformerDynamicDataProcessor")
+    return open_seq2seq_text(loader, fields, seed);
   if (loader.processor == "SST2DataProcessor" || loader.processor == "MNLIDataProcessor" ||
       loader.processor == "BertTokenClassifierDataProcessor" ||
       loader.processor == "BertSumCSVDataProcessor")
     return open_bert_finetuning(loader, fields);
   throw std::runtime_error("csrun does not read " + loader.processor +
                            " datasets yet; it reads MNISTDataProcessor (IDX files), the GPT "
-                           "HDF5 processors, the BERT CSV processors and the fine-tuning "
-                           "heads' (SST-2, MNLI, NER, BertSum), or any processor with "
+                           "HDF5 processors, the BERT CSV processors, the fine-tuning "
+                           "heads' (SST-2, MNLI, NER, BertSum), T5's and the Transformer's text, "
+                           "or any processor with "
                            "--fake_data");
 }
 

@@ -82,6 +82,11 @@ std::unique_ptr<Dataset> open_gpt_hdf5(const DataloaderSpec& loader,
                                        const std::vector<SampleField>& fields);
 std::unique_ptr<Dataset> open_bert_csv(const DataloaderSpec& loader,
                                        const std::vector<SampleField>& fields, std::uint64_t seed);
+// The encoder-decoder networks' text (seq2seq_text_files.cpp): T5DynamicDataProcessor's
+// documents, corrupted into spans, and TransformerDynamicDataProcessor's sentence pairs.
+std::unique_ptr<Dataset> open_seq2seq_text(const DataloaderSpec& loader,
+                                           const std::vector<SampleField>& fields,
+                                           std::uint64_t seed);
 // The BERT fine-tuning heads' data (bert_finetuning_files.cpp): GLUE TSV, NER CSV, BertSum CSV.
 std::unique_ptr<Dataset> open_bert_finetuning(const DataloaderSpec& loader,
                                               const std::vector<SampleField>& fields);

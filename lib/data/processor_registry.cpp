@@ -152,8 +152,12 @@ std::vector<Field> seq2seq_fields(bool separate_target) {
                               "pipeline-mode key; it has no effect"),
   };
   if (separate_target) {
-    fields.push_back(optional_field("tgt_vocab_file", T::string()));
-    fields.push_back(optional_field("tgt_data_dir", T::string()));
+    for (const char* key : {"tgt_vocab_file", "tgt_data_dir"}) {
+      fields.push_back(no_effect_field(
+          key, std::string(key) +
+                   " has no effect: the Transformer's processor reads both sides with "
+                   "src_vocab_file, from the files src_data_dir/meta.dat lists"));
+    }
   } else {
     for (const char* key : {"tgt_vocab_file", "tgt_data_dir"}) {
       fields.push_back(no_effect_field(
@@ -166,8 +170,12 @@ std::vector<Field> seq2seq_fields(bool separate_target) {
                                    "tgt_vocab_size decide); it has no effect"));
   // 2.4 on: packing and the special tokens of the vocabulary.
   for (Field field :
-       {optional_field("pack_sequences", T::boolean()),
-        optional_field("num_documents_to_concatenate", positive_integer()),
+       {no_effect_field("pack_sequences",
+                        "pack_sequences has no effect: csrun reads one piece of a document or "
+                        "one sentence pair per sample, unpacked"),
+        no_effect_field("num_documents_to_concatenate",
+                        "num_documents_to_concatenate has no effect: csrun does not pack "
+                        "documents"),
         optional_field("oov_token", T::string()), optional_field("sos_token", T::string()),
         optional_field("eos_token", T::string()), optional_field("pad_token", T::string()),
         optional_field("labels_pad_id", T::integer()),
@@ -277,11 +285,11 @@ const std::vector<ProcessorDefinition>& processor_registry() {
                 "TensorFlow records for masked-LM pre-training", tfrecord_fields(), {},
                 "TensorFlow record files"),
       processor("T5DynamicDataProcessor", "tokenized text for T5 span corruption",
-                seq2seq_fields(false), {}, "T5 tokenized text files"),
+                seq2seq_fields(false), check_seq2seq_text_files),
       processor("T5HDF5DataProcessor", "T5 pre-training HDF5 files", {data_dir(true)}, {},
                 "T5 HDF5 files"),
       processor("TransformerDynamicDataProcessor", "tokenized parallel text for translation",
-                seq2seq_fields(true), {}, "tokenized parallel text files"),
+                seq2seq_fields(true), check_seq2seq_text_files),
       processor("SeverstalBinaryClassDataProcessor", "Severstal steel-defect images and masks",
                 image_fields(), {}, "Severstal images"),
       processor("InriaAerialDataProcessor", "Inria aerial images and masks", image_fields(), {},

@@ -43,6 +43,8 @@ DatasetFacts check_mnist_files(const DataloaderSpec& loader, config::Diagnostics
 DatasetFacts check_gpt_hdf5_files(const DataloaderSpec& loader, config::Diagnostics& diagnostics);
 DatasetFacts check_bert_csv_files(const DataloaderSpec& loader, config::Diagnostics& diagnostics);
 DatasetFacts check_glue_files(const DataloaderSpec& loader, config::Diagnostics& diagnostics);
+DatasetFacts check_seq2seq_text_files(const DataloaderSpec& loader,
+                                      config::Diagnostics& diagnostics);
 DatasetFacts check_ner_files(const DataloaderSpec& loader, config::Diagnostics& diagnostics);
 DatasetFacts check_bertsum_files(const DataloaderSpec& loader, config::Diagnostics& diagnostics);
 

@@ -148,7 +148,9 @@ std::vector<Field> linformer_fields() {
       "attention_style",
       T::choice({"linformer-shared-kv", "linformer-shared-heads", "linformer-shared-layers"}),
       value("linformer-shared-kv")));
-  fields.push_back(default_field("disable_attention", T::boolean(), value(false)));
+  fields.push_back(no_effect_field(
+      "disable_attention",
+      "disable_attention is not read by the Model Zoo's Linformer; it has no effect"));
   fields.push_back(earlier_release_field("future_implementations", "TensorFlow-era"));
   return fields;
 }
@@ -165,16 +167,30 @@ std::int64_t count_encoder(const ModelParams& params) {
   return count_bert_encoder_body(params) + pooler_and_nsp + mlm_head;
 }
 
+// Each layer's key projection (and value projection with linformer-shared-heads): a weight
+// [projected_dims, length] and a bias; none with linformer-shared-layers, which the Model Zoo
+// runs as full attention.
 std::int64_t count_linformer(const ModelParams& params, const DataHints& hints) {
   std::int64_t length =
       hints.max_sequence_length.value_or(params.integer("max_position_embeddings"));
-  std::int64_t projection = params.integer("projected_dims") * length;
+  std::int64_t projected = params.integer("projected_dims");
+  std::int64_t projection = projected * length + projected;
   std::string style = params.text("attention_style");
-  std::int64_t layers = params.integer("num_hidden_layers");
-  std::int64_t projections = style == "linformer-shared-layers"  ? projection
-                             : style == "linformer-shared-heads" ? 2 * projection * layers
-                                                                 : projection * layers;
-  return count_encoder(params) + projections;
+  std::int64_t per_layer = style == "linformer-shared-layers"  ? 0
+                           : style == "linformer-shared-heads" ? 2 * projection
+                                                               : projection;
+  return count_encoder(params) + per_layer * params.integer("num_hidden_layers");
+}
+
+void check_linformer(const ModelParams& params, const DataHints& hints, Diagnostics& diagnostics) {
+  check_bert_encoder(params, hints, diagnostics);
+  if (params.text("attention_style") == "linformer-shared-layers") {
+    warn_at(params, "attention_style",
+            "the Model Zoo's Linformer projects keys and values only with linformer-shared-kv and "
+            "linformer-shared-heads; linformer-shared-layers runs full attention (without a "
+            "padding mask), and so does csrun",
+            diagnostics);
+  }
 }
 
 std::int64_t bert_length(const ModelParams& params, const DataHints& hints) {
@@ -301,7 +317,18 @@ BertEncoding encode_bert(ModelBuild& b, const nn::Scope& encoder, const std::str
   attention.dropout = attention_dropout(p);
   attention.init = result.init;
   attention.output_init = result.init;
-  const graph::Tensor& keep = b.input("attention_mask");
+  std::optional<graph::Tensor> keep = b.input("attention_mask");
+  // The Model Zoo's Linformer (its params have projected_dims) masks no padding, and projects keys
+  // and values in two of its styles (each layer its own projections; linformer-shared-layers
+  // runs full attention there).
+  if (p.has("projected_dims")) {
+    keep.reset();
+    std::string style = p.text("attention_style");
+    if (style != "linformer-shared-layers") {
+      attention.projected_length = p.integer("projected_dims");
+      attention.shared_projection = style == "linformer-shared-kv";
+    }
+  }
   for (std::int64_t i = 0; i < p.integer("num_hidden_layers"); ++i) {
     nn::Scope layer = encoder.child("transformer_encoder").child("layers").child(i);
     auto entered = layer.enter();
@@ -350,8 +377,6 @@ std::vector<LearningRateGroup> bert_learning_rate_groups(const Mup& mup) {
 // and next-sentence head.
 ModelOutputs build_bert(ModelBuild& b, const std::string& model_name) {
   const ModelParams& p = b.params;
-  refuse_unless(p, model_name, "mlm_loss_scaling",
-                p.text("mlm_loss_scaling") != "precomputed_num_masked", "batch_size, num_masked");
   for (const char* classes : {"num_classes", "num_cls_classes"}) {
     refuse_unless(p, model_name, classes, !p.has(classes) || p.integer(classes) == 2,
                   "2 (next-sentence prediction)");
@@ -404,10 +429,12 @@ ModelOutputs build_bert(ModelBuild& b, const std::string& model_name) {
   graph::Tensor weights = graph::reshape(b.input("masked_lm_weights"), {batch * predictions});
   graph::Tensor mlm_total = graph::sum(nn::cross_entropy(logits, labels) * weights);
   graph::Tensor masked = graph::maximum(graph::sum(weights), 1.0);
+  // precomputed_num_masked: the Model Zoo's data scales each batch's weights by
+  // batch / sum(weights) and divides by the batch, which is the mean over the masked tokens.
   graph::Tensor mlm_loss =
-      p.text("mlm_loss_scaling") == "num_masked"
-          ? b.context.average_over_field(mlm_total, weights, "masked_lm_weights")
-          : b.context.average_over_samples(mlm_total, batch);
+      p.text("mlm_loss_scaling") == "batch_size"
+          ? b.context.average_over_samples(mlm_total, batch)
+          : b.context.average_over_field(mlm_total, weights, "masked_lm_weights");
   ModelOutputs result;
   result.learning_rate_groups = bert_learning_rate_groups(mup);
   result.loss = mlm_loss * p.number("mlm_loss_weight");
@@ -468,12 +495,12 @@ ModelDefinition linformer_definition() {
       "Linformer: a BERT-style encoder whose attention projects keys and values to "
       "projected_dims positions",
       {"BertMlmOnlyTfRecordsDynamicMaskProcessor", "BertMlmOnlyTfRecordsStaticMaskProcessor",
-       "BertCSVDynamicMaskDataProcessor"},
+       "BertCSVDynamicMaskDataProcessor", "BertCSVDataProcessor"},
       make_schema("model linformer", linformer_fields()),
-      check_bert_encoder,
+      check_linformer,
       count_linformer,
-      {},  // no builder yet: checked and sized only
-      {}};
+      bert_layout,
+      [](ModelBuild& b) { return build_bert(b, "linformer"); }};
 }
 
 }  // namespace csrun::models

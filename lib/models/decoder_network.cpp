@@ -315,15 +315,16 @@ ModelOutputs build_decoder(ModelBuild& b, const std::string& model_name, bool pa
   }
   double dropout =
       parallel_block ? dropout_or(p, "residual_dropout_rate") : p.number("dropout_rate");
-  DecoderLayerParts parts{p,
-                          b.context,
-                          attention_options(p, init, mup),
-                          {p.integer("filter_size"), p.text("nonlinearity"), p.flag("use_ffn_bias"),
-                           dropout, init.ffn, init.ffn_output},
-                          norm,
-                          eps,
-                          dropout,
-                          parallel_block};
+  nn::FeedForwardOptions feed_forward;
+  feed_forward.hidden = p.integer("filter_size");
+  feed_forward.activation = p.text("nonlinearity");
+  feed_forward.bias = p.flag("use_ffn_bias");
+  feed_forward.dropout = dropout;
+  feed_forward.init = init.ffn;
+  feed_forward.output_init = init.ffn_output;
+  DecoderLayerParts parts{
+      p,       b.context,     attention_options(p, init, mup), feed_forward, norm, eps,
+      dropout, parallel_block};
   nn::Scope decoder = model.child("transformer_decoder");
   for (std::int64_t i = 0; i < p.integer("num_hidden_layers"); ++i)
     x = decoder_layer(decoder.child("layers").child(i), x, parts);

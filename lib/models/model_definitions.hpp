@@ -61,6 +61,11 @@ BatchLayout gpt_layout(const ModelParams& params, std::int64_t batch, const Data
 std::int64_t decoder_kv_heads(const ModelParams& params);
 std::int64_t decoder_rotary_dim(const ModelParams& params);
 
+// The Model Zoo's T5 relative position bucket (of `buckets`) of a key `relative` positions after
+// its query: the encoder's are bidirectional, the decoder's look back only.
+std::int32_t relative_position_bucket(std::int64_t relative, bool bidirectional,
+                                      std::int64_t buckets);
+
 // Rules every attention-based network shares.
 bool check_heads_divide_hidden(const ModelParams& params, config::Diagnostics& diagnostics);
 void check_sequence_fits_positions(const ModelParams& params, const DataHints& hints,

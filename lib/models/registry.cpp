@@ -37,6 +37,10 @@ DataHints read_hints(const config::TrainerSpec& trainer) {
   if (const Node* msl = loader->find("max_sequence_length"); msl && msl->is_int()) {
     hints.max_sequence_length = msl->as_int();
   }
+  if (const Node* source = loader->find("src_max_sequence_length"); source && source->is_int())
+    hints.max_sequence_length = source->as_int();
+  if (const Node* target = loader->find("tgt_max_sequence_length"); target && target->is_int())
+    hints.target_sequence_length = target->as_int();
   if (const Node* shape = loader->find("image_shape"); shape && shape->is_list()) {
     for (const Node& dim : shape->items()) {
       if (dim.is_int()) hints.image_shape.push_back(dim.as_int());

@@ -18,8 +18,9 @@ namespace csrun::models {
 
 // What a model's size depends on beyond its own params: the shapes its data brings.
 struct DataHints {
-  std::optional<std::int64_t> max_sequence_length;
-  std::vector<std::int64_t> image_shape;  // [H, W, C]
+  std::optional<std::int64_t> max_sequence_length;     // an encoder-decoder's source length
+  std::optional<std::int64_t> target_sequence_length;  // an encoder-decoder's target length
+  std::vector<std::int64_t> image_shape;               // [H, W, C]
   std::optional<std::int64_t> num_classes;
   std::optional<std::int64_t> max_predictions;  // masked positions per sequence (BERT)
   std::optional<std::int64_t> max_cls_tokens;   // sentences per sequence (BertSum)

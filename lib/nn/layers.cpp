@@ -116,26 +116,63 @@ std::optional<Tensor> visible_keys(graph::Graph& graph, std::int64_t length,
   return logical_and(visible, near);
 }
 
+// [B, T, W] -> [B, P, W]: every feature's sequence through weight [P, T], plus bias [P].
+Tensor along_sequence(const Tensor& t, const Tensor& weight, const Tensor& bias) {
+  std::int64_t batch = t.dim(0);
+  std::int64_t width = t.dim(2);
+  Tensor rows = reshape(transpose(t, {0, 2, 1}), {batch * width, t.dim(1)});
+  Tensor projected = matmul(rows, swap_last_axes(weight)) + bias;
+  return transpose(reshape(projected, {batch, width, weight.dim(0)}), {0, 2, 1});
+}
+
+struct SequenceProjection {
+  Tensor weight;
+  Tensor bias;
+};
+
+SequenceProjection sequence_projection(const Scope& scope, std::int64_t projected,
+                                       std::int64_t length, const graph::Initializer& init) {
+  return {scope.parameter("weight", {projected, length}, init),
+          scope.parameter("bias", {projected}, zeros_initializer())};
+}
+
 }  // namespace
 
-Tensor self_attention(const Scope& scope, const Tensor& x, const std::optional<Tensor>& keep,
-                      const AttentionOptions& options) {
+Tensor attention(const Scope& scope, const Tensor& x, const Tensor& memory,
+                 const std::optional<Tensor>& keep, const AttentionOptions& options) {
   auto entered = scope.enter();
   std::int64_t batch = x.dim(0);
   std::int64_t length = x.dim(1);
+  std::int64_t keys = memory.dim(1);
   std::int64_t width = x.dim(2);
-  std::int64_t head = width / options.heads;
+  std::int64_t inner = options.inner > 0 ? options.inner : width;
+  std::int64_t head = inner / options.heads;
   std::int64_t kv_heads = options.kv_heads > 0 ? options.kv_heads : options.heads;
   LinearOptions projection{options.projection_bias, options.init, zeros_initializer()};
+  LinearOptions query_projection{options.projection_bias,
+                                 options.query_init ? *options.query_init : options.init,
+                                 zeros_initializer()};
   auto heads_first = [&](const Tensor& t, std::int64_t count) {  // -> [B, count, T, head]
-    return transpose(reshape(t, {batch, length, count, head}), {0, 2, 1, 3});
+    return transpose(reshape(t, {batch, t.dim(1), count, head}), {0, 2, 1, 3});
   };
-  Tensor q =
-      heads_first(linear(scope.child("proj_q_dense_layer"), x, width, projection), options.heads);
-  Tensor k = heads_first(linear(scope.child("proj_k_dense_layer"), x, kv_heads * head, projection),
-                         kv_heads);
-  Tensor v = heads_first(linear(scope.child("proj_v_dense_layer"), x, kv_heads * head, projection),
-                         kv_heads);
+  Tensor q = heads_first(linear(scope.child("proj_q_dense_layer"), x, inner, query_projection),
+                         options.heads);
+  Tensor keys_in = linear(scope.child("proj_k_dense_layer"), memory, kv_heads * head, projection);
+  Tensor values_in = linear(scope.child("proj_v_dense_layer"), memory, kv_heads * head, projection);
+  if (options.projected_length > 0) {
+    if (keep) throw std::invalid_argument("a Linformer projection takes no padding mask");
+    SequenceProjection e = sequence_projection(scope.child("E_projection"),
+                                               options.projected_length, keys, options.init);
+    SequenceProjection f = options.shared_projection
+                               ? e
+                               : sequence_projection(scope.child("F_projection"),
+                                                     options.projected_length, keys, options.init);
+    keys_in = along_sequence(keys_in, e.weight, e.bias);
+    values_in = along_sequence(values_in, f.weight, f.bias);
+    keys = options.projected_length;
+  }
+  Tensor k = heads_first(keys_in, kv_heads);
+  Tensor v = heads_first(values_in, kv_heads);
   if (options.rotary) {
     q = rotary_embedding(q, *options.rotary);
     k = rotary_embedding(k, *options.rotary);
@@ -152,19 +189,25 @@ Tensor self_attention(const Scope& scope, const Tensor& x, const std::optional<T
   };
   Tensor scores = per_head(matmul(grouped(q), swap_last_axes(k)));
   if (options.score_scale != 1.0) scores = scores * options.score_scale;
+  if (options.score_bias) scores = scores + *options.score_bias;
   graph::Graph& graph = x.graph();
   std::optional<Tensor> allowed = visible_keys(graph, length, options);
   if (keep) {
-    Tensor padding = reshape(not_equal(*keep, 0.0), {batch, 1, 1, length});
+    Tensor padding = reshape(not_equal(*keep, 0.0), {batch, 1, 1, keys});
     allowed = allowed ? logical_and(*allowed, padding) : padding;
   }
   // Masked scores get a large negative value, so softmax gives them (numerically) zero weight.
   if (allowed) scores = where(*allowed, scores, -1e9);
   Tensor probabilities = dropout(scope.context(), softmax(scores, -1), options.dropout);
   Tensor context = reshape(transpose(per_head(matmul(grouped(probabilities), v)), {0, 2, 1, 3}),
-                           {batch, length, width});
+                           {batch, length, inner});
   LinearOptions output{options.output_bias, options.output_init, zeros_initializer()};
   return linear(scope.child("proj_output_dense_layer"), context, width, output);
+}
+
+Tensor self_attention(const Scope& scope, const Tensor& x, const std::optional<Tensor>& keep,
+                      const AttentionOptions& options) {
+  return attention(scope, x, x, keep, options);
 }
 
 bool is_gated(std::string_view activation) {
@@ -188,6 +231,7 @@ Tensor feed_forward(const Scope& scope, const Tensor& x, const FeedForwardOption
   } else {
     h = activation(options.activation, h);
   }
+  h = dropout(scope.context(), h, options.inner_dropout);
   Tensor y = linear(layers.child(1).child("linear_layer"), h, x.dim(-1),
                     {options.bias, options.output_init, zeros_initializer()});
   return dropout(scope.context(), y, options.dropout);

@@ -70,9 +70,27 @@ struct AttentionOptions {
   bool projection_bias = true;
   bool output_bias = true;
   double dropout = 0.0;
+  // Heads x head size when it is not the input's width (T5's num_heads x d_kv).
+  std::int64_t inner = 0;
+  // Added to the scaled scores [B, heads, Tq, Tk] (broadcast), before masking: T5's relative
+  // position bias.
+  std::optional<Tensor> score_bias;
   graph::Initializer init;
+  std::optional<graph::Initializer> query_init;  // the query projection's, when not `init`
   graph::Initializer output_init;
+  // Linformer: the projected keys and values along the sequence, from Tk to this many positions
+  // (scope.E_projection for keys, scope.F_projection for values unless shared_projection; a
+  // weight [projected, Tk], initialized as `init`, and a bias), before the heads are split. No
+  // padding mask goes with it (`keep` must be empty), as in the Model Zoo's Linformer.
+  std::int64_t projected_length = 0;
+  bool shared_projection = false;
 };
+
+// Multi-head attention of the queries of x [B, Tq, H] over the keys and values of memory
+// [B, Tk, H] (cross-attention; causal and window options apply only where Tq = Tk), with the
+// projections named as self_attention's; `keep` [B, Tk] marks the keys that may be attended to.
+Tensor attention(const Scope& scope, const Tensor& x, const Tensor& memory,
+                 const std::optional<Tensor>& keep, const AttentionOptions& options);
 
 // Multi-head self-attention of x [B, T, H] with the Model Zoo's projections
 // (scope.proj_q_dense_layer, proj_k_, proj_v_, proj_output_dense_layer). `keep` [B, T] marks
@@ -89,9 +107,10 @@ struct FeedForwardOptions {
   std::int64_t hidden = 0;
   std::string activation = "relu";
   bool bias = true;
-  double dropout = 0.0;
+  double dropout = 0.0;  // on the output (the residual branch)
   graph::Initializer init;
   graph::Initializer output_init;
+  double inner_dropout = 0.0;  // after the activation (the Model Zoo's relu_dropout_rate)
 };
 Tensor feed_forward(const Scope& scope, const Tensor& x, const FeedForwardOptions& options);
 bool is_gated(std::string_view activation);

@@ -197,6 +197,115 @@ class AdamFamily : public Optimizer {
   bool adam_;
 };
 
+// Adafactor as cerebras.pytorch runs it (Shazeer and Stern, 2018): second moments of a matrix
+// (and of the last two axes of any parameter of rank >= 2) kept as row and column means, the
+// scheduled rate scaled by the parameter's RMS, updates clipped by their own RMS. The relative
+// step, warm-up and first-moment options are refused, as cerebras.pytorch refuses them.
+class Adafactor : public Optimizer {
+ public:
+  explicit Adafactor(const config::ClassSpec& spec)
+      : eps1_(number(spec, "eps1", 1e-30)),
+        eps2_(number(spec, "eps2", 1e-3)),
+        clip_threshold_(number(spec, "clip_threshold", 1.0)),
+        decay_rate_(number(spec, "decay_rate", -0.8)),
+        weight_decay_(number(spec, "weight_decay", 0.0)),
+        scale_parameter_(flag(spec, "scale_parameter", true)) {
+    if (const config::Node* eps = spec.params.find("eps"); eps && eps->items().size() == 2) {
+      eps1_ = eps->items()[0].as_number();
+      eps2_ = eps->items()[1].as_number();
+    }
+    if (flag(spec, "relative_step", false) || flag(spec, "warmup_init", false))
+      throw std::invalid_argument(
+          "Adafactor: relative_step and warmup_init are not supported (as in the Model Zoo): the "
+          "learning rate comes from the schedule");
+    if (const config::Node* beta1 = spec.params.find("beta1"); beta1 && !beta1->is_null())
+      throw std::invalid_argument("Adafactor: beta1 is not supported (as in the Model Zoo): null");
+    if (clip_threshold_ != 1.0)
+      throw std::invalid_argument(
+          "Adafactor: clip_threshold must be 1.0 (the Model Zoo refuses other values)");
+  }
+
+  std::string name() const override { return "Adafactor"; }
+
+  void preinitialize(Graph& graph, const std::vector<Tensor>& parameters) override {
+    for (std::size_t i = 0; i < parameters.size(); ++i) {
+      const graph::Shape& shape = parameters[i].shape();
+      if (factored(shape)) {
+        create_state(graph, i, "exp_avg_sq_row", without_axis(shape, shape.size() - 1));
+        create_state(graph, i, "exp_avg_sq_col", without_axis(shape, shape.size() - 2));
+      } else {
+        create_state(graph, i, "exp_avg_sq", shape);
+      }
+      create_state(graph, i, "step", {});
+    }
+  }
+
+  void update(Graph& graph, const std::vector<Tensor>& parameters,
+              const std::vector<Tensor>& gradients, const std::vector<Tensor>& learning_rates,
+              const Tensor&, const std::optional<Tensor>& apply) override {
+    for (std::size_t i = 0; i < parameters.size(); ++i) {
+      const Tensor& p = parameters[i];
+      const Tensor& g = gradients[i];
+      Tensor step = state(graph, i, "step");
+      Tensor next_step = step + 1.0;
+      commit(graph, state_name(i, "step"), step, next_step, apply);
+      Tensor lr = learning_rates[i];
+      if (scale_parameter_) lr = lr * maximum(rms(p), eps2_);
+      Tensor beta2 = 1.0 - pow(next_step, constant(graph, decay_rate_));
+      Tensor squared = g * g + eps1_;
+      Tensor direction = factored(p.shape()) ? factored_direction(graph, i, squared, beta2, apply)
+                                             : plain_direction(graph, i, squared, beta2, apply);
+      Tensor change = direction * g;
+      change = change / maximum(rms(change) / clip_threshold_, 1.0) * lr;
+      Tensor decayed = p - p * (weight_decay_ * lr);
+      commit(graph, variable_name(p), p, decayed - change, apply);
+    }
+  }
+
+ private:
+  static bool factored(const graph::Shape& shape) { return shape.size() >= 2; }
+
+  static graph::Shape without_axis(graph::Shape shape, std::size_t axis) {
+    shape.erase(shape.begin() + static_cast<std::ptrdiff_t>(axis));
+    return shape;
+  }
+
+  static Tensor rms(const Tensor& x) { return sqrt(mean(x * x)); }
+
+  // rsqrt of the second moment estimated from the row and column means: [..., R, 1] x [..., 1, C].
+  Tensor factored_direction(Graph& graph, std::size_t i, const Tensor& squared, const Tensor& beta2,
+                            const std::optional<Tensor>& apply) const {
+    graph::Shape shape = squared.shape();
+    Tensor row = state(graph, i, "exp_avg_sq_row");
+    Tensor col = state(graph, i, "exp_avg_sq_col");
+    Tensor next_row = row * beta2 + mean(squared, {-1}) * (1.0 - beta2);
+    Tensor next_col = col * beta2 + mean(squared, {-2}) * (1.0 - beta2);
+    commit(graph, state_name(i, "exp_avg_sq_row"), row, next_row, apply);
+    commit(graph, state_name(i, "exp_avg_sq_col"), col, next_col, apply);
+    graph::Shape row_shape = shape;
+    row_shape.back() = 1;
+    graph::Shape col_shape = shape;
+    col_shape[shape.size() - 2] = 1;
+    Tensor row_factor = rsqrt(next_row / mean(next_row, {-1}, true));
+    return reshape(row_factor, row_shape) * reshape(rsqrt(next_col), col_shape);
+  }
+
+  Tensor plain_direction(Graph& graph, std::size_t i, const Tensor& squared, const Tensor& beta2,
+                         const std::optional<Tensor>& apply) const {
+    Tensor v = state(graph, i, "exp_avg_sq");
+    Tensor next_v = v * beta2 + squared * (1.0 - beta2);
+    commit(graph, state_name(i, "exp_avg_sq"), v, next_v, apply);
+    return rsqrt(next_v);
+  }
+
+  double eps1_;
+  double eps2_;
+  double clip_threshold_;
+  double decay_rate_;
+  double weight_decay_;
+  bool scale_parameter_;
+};
+
 }  // namespace
 
 std::unique_ptr<Optimizer> make_optimizer(const config::ClassSpec& spec) {
@@ -204,13 +313,15 @@ std::unique_ptr<Optimizer> make_optimizer(const config::ClassSpec& spec) {
   if (spec.type == "Adam") return std::make_unique<AdamFamily>(AdamFamily::Kind::adam, spec);
   if (spec.type == "AdamW") return std::make_unique<AdamFamily>(AdamFamily::Kind::adamw, spec);
   if (spec.type == "Lamb") return std::make_unique<AdamFamily>(AdamFamily::Kind::lamb, spec);
+  if (spec.type == "Adafactor") return std::make_unique<Adafactor>(spec);
   throw std::invalid_argument(
       "the optimizer " + spec.type +
-      " is not supported yet by csrun's simulator (supported: SGD, Adam, AdamW, Lamb)");
+      " is not supported yet by csrun's simulator (supported: SGD, Adam, AdamW, Lamb, Adafactor)");
 }
 
 bool simulates_optimizer(std::string_view type) {
-  return type == "SGD" || type == "Adam" || type == "AdamW" || type == "Lamb";
+  return type == "SGD" || type == "Adam" || type == "AdamW" || type == "Lamb" ||
+         type == "Adafactor";
 }
 
 std::optional<double> optimizer_learning_rate(const config::ClassSpec& spec) {

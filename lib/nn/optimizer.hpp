@@ -34,7 +34,8 @@ class Optimizer {
 };
 
 // The optimizer of a checked {ClassName: params} entry. Throws std::invalid_argument for a
-// Model Zoo optimizer csrun does not implement (SGD, Adam, AdamW and Lamb are).
+// Model Zoo optimizer csrun does not implement (SGD, Adam, AdamW, Lamb and Adafactor are),
+// or options of one that the Model Zoo refuses.
 std::unique_ptr<Optimizer> make_optimizer(const config::ClassSpec& spec);
 
 // Whether make_optimizer builds the Model Zoo optimizer of this class name.

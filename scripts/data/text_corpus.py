@@ -24,6 +24,14 @@ sentences and vocabulary:
   cls_ids): runs of up to 8 sentences, [CLS] sentence [SEP] each, labeled 1 when the sentence
   speaks of warranty or liability (the sentences a license summary keeps) and 0 otherwise.
 
+Encoder-decoder sets, word-level with the vocabulary above (T5's special tokens <pad>, <unk>, <s>,
+</s> first), in seq2seq/vocab.txt:
+- t5 (T5DynamicDataProcessor: meta.dat listing part-0.txt, one paragraph a line as
+  space-separated tokens), which csrun corrupts into spans and sentinels as it reads;
+- transformer (TransformerDynamicDataProcessor: meta.dat listing source.txt and target.txt, one
+  sentence a line): a made-up translation task, every sentence of up to 30 tokens into its
+  words in reverse order.
+
 The last tenth of every document goes to the validation split, the rest to training.
 
 Usage: text_corpus.py OUTPUT_DIR DOCUMENT...
@@ -209,6 +217,36 @@ def write_finetuning(out, train_docs, val_docs, gnu, vocab, rng):
         json.dump(NER_LABELS, labels)
 
 
+SEQ2SEQ_SPECIAL = ["<pad>", "<unk>", "<s>", "</s>"]
+REVERSED_LENGTH = 30
+
+
+def write_seq2seq(out, train_docs, val_docs, words):
+    """T5 paragraphs and the reversal pairs of the Transformer, with their vocabulary."""
+    os.makedirs(os.path.join(out, "seq2seq"), exist_ok=True)
+    with open(os.path.join(out, "seq2seq", "vocab.txt"), "w") as v:
+        v.write("\n".join(SEQ2SEQ_SPECIAL + words) + "\n")
+    for name, docs in (("train", train_docs), ("val", val_docs)):
+        t5 = os.path.join(out, "seq2seq", "t5", name)
+        os.makedirs(t5, exist_ok=True)
+        lines = [" ".join(w for s in doc[i:i + 4] for w in s) for doc in docs for i in range(0, len(doc), 4)]
+        with open(os.path.join(t5, "part-0.txt"), "w") as text:
+            text.write("\n".join(lines) + "\n")
+        with open(os.path.join(t5, "meta.dat"), "w") as meta:
+            meta.write("part-0.txt %d\n" % len(lines))
+        pairs = [s for doc in docs for s in doc if len(s) <= REVERSED_LENGTH]
+        reversal = os.path.join(out, "seq2seq", "transformer", name)
+        os.makedirs(reversal, exist_ok=True)
+        with open(os.path.join(reversal, "source.txt"), "w") as source, \
+                open(os.path.join(reversal, "target.txt"), "w") as target:
+            for sentence in pairs:
+                source.write(" ".join(sentence) + "\n")
+                target.write(" ".join(reversed(sentence)) + "\n")
+        with open(os.path.join(reversal, "meta.dat"), "w") as meta:
+            meta.write("source.txt target.txt %d\n" % len(pairs))
+        print("seq2seq %s: %d t5 paragraphs, %d transformer pairs" % (name, len(lines), len(pairs)))
+
+
 def main():
     if len(sys.argv) < 3:
         sys.exit("usage: text_corpus.py OUTPUT_DIR DOCUMENT...")
@@ -238,6 +276,7 @@ def main():
         print("bert %s: %d examples, vocabulary of %d tokens" % (name, len(examples), len(vocab)))
     gnu = [os.path.basename(path).startswith(("GPL", "LGPL", "GFDL")) for path in sys.argv[2:]]
     write_finetuning(out, train_sentences, val_sentences, gnu, vocab, random.Random(2))
+    write_seq2seq(out, train_sentences, val_sentences, vocab[len(SPECIAL):])
 
 
 if __name__ == "__main__":

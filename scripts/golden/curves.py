@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Golden 20-step training curves of tiny fc_mnist, gpt2, gptj, llama and bert models, computed by
+"""Golden 20-step training curves of tiny fc_mnist, gpt2, gptj, llama, bert, t5 and transformer models, computed by
 PyTorch.
 
 Cases marked "autocast" run the forward pass under torch.autocast("cpu", dtype=torch.bfloat16)
@@ -12,6 +12,7 @@ batches: golden_common.initial_weight() and value() are reproduced bit for bit b
 test/support/golden.hpp. test/unit/models/golden_curves_test.cpp traces the same params with
 csrun and compares the losses (relative error <= 1e-4). Run with Debian's python3-torch:
     /usr/bin/python3 scripts/golden/curves.py
+It also writes relative_buckets.json: the T5 relative position buckets PyTorch computes.
 """
 import math
 
@@ -291,9 +292,38 @@ def bert_encoder(params, encoder, batch, cfg):
     allowed = (batch["attention_mask"] != 0).reshape(batch_size, 1, 1, length)
     for i in range(cfg["num_hidden_layers"]):
         layer = f"{encoder}.transformer_encoder.layers.{i}"
-        x = layer_norm(params, layer + ".norm1", x + attention(params, layer + ".self_attn", x, cfg["num_heads"], allowed, scale), eps)
+        if "projected_dims" in cfg:
+            attended = linformer_attention(params, layer + ".self_attn", x, cfg)
+        else:
+            attended = attention(params, layer + ".self_attn", x, cfg["num_heads"], allowed, scale)
+        x = layer_norm(params, layer + ".norm1", x + attended, eps)
         x = layer_norm(params, layer + ".norm2", x + feed_forward(params, layer, x, cfg["filter_size"]), eps)
     return x, words
+
+
+def linformer_attention(params, prefix, x, cfg):
+    """The Model Zoo's TensorFlow LinformerAttentionLayer: keys and values projected along the
+    sequence (a weight [P, T] and a bias; one for both with linformer-shared-kv), no mask."""
+    batch, length, width = x.shape
+    heads, projected = cfg["num_heads"], cfg["projected_dims"]
+    head = width // heads
+
+    def project(t, name):
+        weight = params.get(f"{prefix}.{name}.weight", (projected, length))
+        return (t.transpose(1, 2) @ weight.t() + params.get(f"{prefix}.{name}.bias", (projected,))).transpose(1, 2)
+
+    def split(t, count):
+        return t.reshape(batch, count, heads, head).permute(0, 2, 1, 3)
+
+    q = split(linear(params, prefix + ".proj_q_dense_layer", x, width), length)
+    k = linear(params, prefix + ".proj_k_dense_layer", x, width)
+    v = linear(params, prefix + ".proj_v_dense_layer", x, width)
+    shared = cfg["attention_style"] == "linformer-shared-kv"
+    k = split(project(k, "E_projection"), projected)
+    v = split(project(v, "E_projection" if shared else "F_projection"), projected)
+    scores = (q @ k.transpose(-1, -2)) / math.sqrt(head)
+    context = (torch.softmax(scores, -1) @ v).permute(0, 2, 1, 3).reshape(batch, length, width)
+    return linear(params, prefix + ".proj_output_dense_layer", context, width)
 
 
 def bert_pooler(params, encoder, x):
@@ -343,7 +373,7 @@ def bert_loss(params, batch, cfg):
     logits = h.reshape(-1, hidden) @ words.t() + params.get("model.bert_mlm_head.classifier.ffn.0.linear_layer.bias", (vocab,))
     weights = batch["masked_lm_weights"].reshape(-1).float()
     mlm = (per_row_cross_entropy(logits * logits_scale, batch["masked_lm_labels"].reshape(-1)) * weights).sum() / batch_size
-    if cfg.get("disable_nsp", cfg["name"] == "roberta"):
+    if cfg.get("disable_nsp", cfg["name"] in ("roberta", "linformer")):
         return mlm
     pooled = torch.tanh(linear(params, "model.bert_encoder.pooler.pooler.ffn.0.linear_layer", x[:, 0], hidden))
     nsp_logits = linear(params, "model.bert_cls_head.classifier.ffn.0.linear_layer", pooled, 2) * logits_scale
@@ -396,6 +426,158 @@ def bert_batch(step, cfg, size):
             "next_sentence_label": integers(f"data.next_sentence_label.{step}", (size,), 2)}
 
 
+# ------------------------------------------------------- encoder-decoder ---
+
+def relative_bucket(relative, bidirectional, num_buckets, max_distance=128):
+    """The Model Zoo's RelativePositionEmbeddingLayer._relative_position_bucket, on an int tensor."""
+    bucket = torch.zeros_like(relative)
+    if bidirectional:
+        num_buckets //= 2
+        bucket += (relative > 0).long() * num_buckets
+        relative = torch.abs(relative)
+    else:
+        relative = -torch.min(relative, torch.zeros_like(relative))
+    max_exact = num_buckets // 2
+    is_small = relative < max_exact
+    large = max_exact + (torch.log(relative.float() / max_exact) / math.log(max_distance / max_exact)
+                         * (num_buckets - max_exact)).to(torch.long)
+    large = torch.min(large, torch.full_like(large, num_buckets - 1))
+    return bucket + torch.where(is_small, relative, large)
+
+
+def relative_bias(params, name, length, heads, buckets, bidirectional):
+    table = params.get(name, (buckets, heads))
+    relative = torch.arange(length)[None, :] - torch.arange(length)[:, None]
+    return table[relative_bucket(relative, bidirectional, buckets)].permute(2, 0, 1)[None]
+
+
+def sinusoid(length, width):
+    """The Model Zoo's FixedPositionEmbeddingLayer: sine and cosine interleaved (in float64)."""
+    timescales = width // 2
+    step = math.log(1e4) / (timescales - 1)
+    table = torch.zeros(length, width, dtype=torch.float64)
+    angles = torch.arange(length, dtype=torch.float64)[:, None] * torch.exp(-torch.arange(timescales, dtype=torch.float64) * step)[None, :]
+    table[:, 0::2] = torch.sin(angles)
+    table[:, 1::2] = torch.cos(angles)
+    return table.float()
+
+
+def seq2seq_attention(params, prefix, x, memory, cfg, keep, bias=None, causal=False):
+    batch, length, _ = x.shape
+    keys = memory.shape[1]
+    heads, d_kv = cfg["num_heads"], cfg["d_kv"]
+    inner = heads * d_kv
+
+    def split(t, count):
+        return t.reshape(batch, count, heads, d_kv).permute(0, 2, 1, 3)
+
+    q = split(linear(params, prefix + ".proj_q_dense_layer", x, inner, bias=False), length)
+    k = split(linear(params, prefix + ".proj_k_dense_layer", memory, inner, bias=False), keys)
+    v = split(linear(params, prefix + ".proj_v_dense_layer", memory, inner, bias=False), keys)
+    scores = q @ k.transpose(-1, -2)
+    if cfg["name"] == "transformer":
+        scores = scores * (1.0 / math.sqrt(d_kv))
+    if bias is not None:
+        scores = scores + bias
+    allowed = torch.ones(batch, 1, length, keys, dtype=torch.bool)
+    if keep is not None:
+        allowed = allowed & (keep != 0)[:, None, None, :]
+    if causal:
+        allowed = allowed & (torch.arange(length)[:, None] >= torch.arange(keys)[None, :])
+    scores = torch.where(allowed, scores, torch.tensor(-1e9))
+    context = (torch.softmax(scores, -1) @ v).permute(0, 2, 1, 3).reshape(batch, length, inner)
+    return linear(params, prefix + ".proj_output_dense_layer", context, x.shape[-1], bias=False)
+
+
+def seq2seq_feed_forward(params, prefix, x, cfg):
+    bias = cfg.get("use_ffn_bias", cfg["name"] == "transformer")
+    hidden = cfg["d_ff"]
+    h = linear(params, prefix + ".ffn.ffn.0.linear_layer", x, hidden, bias=bias)
+    if cfg["encoder_nonlinearity"] in ("gated-gelu", "geglu"):
+        h = h * F.gelu(linear(params, prefix + ".ffn.ffn.0.linear_layer_for_glu", x, hidden, bias=bias))
+    else:
+        h = torch.relu(h)
+    return linear(params, prefix + ".ffn.ffn.1.linear_layer", h, x.shape[-1], bias=bias)
+
+
+def seq2seq_loss(params, batch, cfg):
+    """The Model Zoo's T5ForConditionalGeneration (T5: pre-norm, relative position bias, no
+    score scaling; Transformer: post-norm, fixed sinusoid, scaled scores, label smoothing)."""
+    transformer = cfg["name"] == "transformer"
+    d_model, heads = cfg["d_model"], cfg["num_heads"]
+    vocab = cfg["src_vocab_size"] + cfg.get("extra_ids", 0)
+    shared = cfg.get("share_encoder_decoder_embedding", True)
+    tied = cfg.get("share_embedding_weights", True)
+    pre_norm = not transformer
+    buckets = cfg.get("relative_attention_num_buckets", 32)
+    source_words = params.get("model.encoder_embeddings.word_embeddings.weight", (vocab, d_model))
+    encoder_bias = decoder_bias = None
+    source, target = batch["input_ids"], batch["decoder_input_ids"]
+    if not transformer:
+        encoder_bias = relative_bias(params, "model.encoder_embeddings.position_embed_helper.relative_attention_bias.weight",
+                                     source.shape[1], heads, buckets, True)
+    target_words = source_words if shared else params.get("model.decoder_embeddings.word_embeddings.weight", (vocab, d_model))
+    if not transformer:
+        decoder_bias = relative_bias(params, "model.decoder_embeddings.position_embed_helper.relative_attention_bias.weight",
+                                     target.shape[1], heads, buckets, False)
+
+    def sublayer(prefix, x, branch):
+        if pre_norm:
+            return x + branch(norm(params, prefix, x, cfg))
+        return norm(params, prefix, x + branch(x), cfg)
+
+    keep = batch["attention_mask"]
+    x = source_words[source]
+    if transformer:
+        x = x + sinusoid(source.shape[1], d_model)
+    for i in range(cfg["encoder_num_hidden_layers"]):
+        p = f"model.encoder.layers.{i}"
+        x = sublayer(p + ".norm1", x, lambda h: seq2seq_attention(params, p + ".self_attn", h, h, cfg, keep, encoder_bias))
+        x = sublayer(p + ".norm2", x, lambda h: seq2seq_feed_forward(params, p, h, cfg))
+    memory = norm(params, "model.encoder.norm", x, cfg)
+
+    y = target_words[target]
+    if transformer:
+        y = y + sinusoid(target.shape[1], d_model)
+    for i in range(cfg.get("decoder_num_hidden_layers", cfg["encoder_num_hidden_layers"])):
+        p = f"model.decoder.layers.{i}"
+        y = sublayer(p + ".norm1", y, lambda h: seq2seq_attention(params, p + ".self_attn", h, h, cfg, None, decoder_bias, causal=True))
+        y = sublayer(p + ".norm2", y, lambda h: seq2seq_attention(params, p + ".multihead_attn", h, memory, cfg, keep))
+        y = sublayer(p + ".norm3", y, lambda h: seq2seq_feed_forward(params, p, h, cfg))
+    y = norm(params, "model.decoder.norm", y, cfg)
+
+    rows = y.shape[0] * y.shape[1]
+    flat = y.reshape(rows, d_model)
+    if tied:
+        logits = (flat * d_model ** -0.5) @ target_words.t()
+    else:
+        logits = flat @ params.get("model.lm_head.weight", (vocab, d_model)).t()
+    labels = batch["labels"].reshape(-1)
+    mask = batch["decoder_attention_mask"].reshape(-1).float()
+    losses = per_row_cross_entropy(logits, labels)
+    smoothing = cfg.get("label_smoothing", 0.0)
+    if smoothing > 0:
+        losses = (1 - smoothing) * losses + smoothing * (-torch.log_softmax(logits, -1)).mean(-1)
+    total = (losses * mask).sum()
+    if cfg.get("mlm_loss_scaling", "batch_size") == "batch_size":
+        return total / source.shape[0] * cfg.get("lm_loss_weight", 1.0)
+    return total / mask.sum().clamp(min=1.0)
+
+
+def seq2seq_batch(step, cfg, size):
+    vocab = cfg["src_vocab_size"] + cfg.get("extra_ids", 0)
+    source, target = cfg["source_length"], cfg["target_length"]
+    keep = torch.ones(size, source, dtype=torch.long)
+    keep[1, source - 2:] = 0
+    decoder_keep = torch.ones(size, target, dtype=torch.long)
+    decoder_keep[0, target - 1] = 0
+    return {"input_ids": integers(f"data.input_ids.{step}", (size, source), vocab),
+            "attention_mask": keep,
+            "decoder_input_ids": integers(f"data.decoder_input_ids.{step}", (size, target), vocab),
+            "decoder_attention_mask": decoder_keep,
+            "labels": integers(f"data.labels.{step}", (size, target), vocab)}
+
+
 # ------------------------------------------------------------ optimizers ---
 
 def sgd(params, state, lr, step, options):
@@ -405,6 +587,19 @@ def sgd(params, state, lr, step, options):
         buffer = p.grad.clone() if buffer is None else momentum * buffer + p.grad
         state[name] = buffer
         p.data -= lr * buffer
+
+
+def adam(params, state, lr, step, options):
+    """PyTorch's Adam (bias-corrected moments, no weight decay)."""
+    beta1, beta2 = options.get("betas", [0.9, 0.999])
+    eps = options.get("eps", 1e-6)
+    for name, p in params.tensors.items():
+        m, v, t = state.get(name, (torch.zeros_like(p), torch.zeros_like(p), 0))
+        t += 1
+        m = beta1 * m + (1 - beta1) * p.grad
+        v = beta2 * v + (1 - beta2) * p.grad * p.grad
+        state[name] = (m, v, t)
+        p.data -= (lr / (1 - beta1 ** t)) * m / (v.sqrt() / math.sqrt(1 - beta2 ** t) + eps)
 
 
 def adamw(params, state, base_lr, step, options):
@@ -439,6 +634,37 @@ def lamb(params, state, lr, step, options):
         update_norm = update.norm()
         trust = weight_norm / update_norm if weight_norm > 0 and update_norm > 0 else torch.tensor(1.0)
         p.data -= lr * trust * update
+
+
+def adafactor(params, state, lr, step, options):
+    """cerebras.pytorch's Adafactor (relative_step, warmup_init and beta1 off; clip_threshold 1)."""
+    eps1, eps2 = options.get("eps", (1e-30, 1e-3))
+    decay_rate, weight_decay = options.get("decay_rate", -0.8), options.get("weight_decay", 0.0)
+    for name, p in params.tensors.items():
+        s = state.setdefault(name, {"step": 0})
+        s["step"] += 1
+        t = float(s["step"])
+        g = p.grad
+        rate = lr * max(eps2, p.pow(2).mean().sqrt().item())
+        beta2 = 1.0 - t ** decay_rate
+        update = g * g + eps1
+        if p.dim() >= 2:
+            row = s.get("row", torch.zeros(p.shape[:-1]))
+            col = s.get("col", torch.zeros(p.shape[:-2] + p.shape[-1:]))
+            row = row * beta2 + update.mean(-1) * (1 - beta2)
+            col = col * beta2 + update.mean(-2) * (1 - beta2)
+            s["row"], s["col"] = row, col
+            update = torch.rsqrt(row / row.mean(-1, keepdim=True)).unsqueeze(-1) * torch.rsqrt(col).unsqueeze(-2)
+        else:
+            v = s.get("v", torch.zeros_like(p))
+            v = v * beta2 + update * (1 - beta2)
+            s["v"] = v
+            update = torch.rsqrt(v)
+        update = update * g
+        update = update / max(update.pow(2).mean().sqrt().item(), 1.0)
+        update = update * rate
+        p.data -= p.data * (weight_decay * rate)
+        p.data -= update
 
 
 # ------------------------------------------------------------- training ---
@@ -540,6 +766,19 @@ def main():
     adamw_options = {"betas": [0.9, 0.95], "eps": 1e-8, "weight_decay": 0.01}
     fp32 = {"enabled": False}
     bf16 = {"enabled": True, "fp16_type": "bfloat16"}
+    t5 = {"name": "t5", "src_vocab_size": 30, "extra_ids": 2, "d_model": 16, "d_kv": 4, "num_heads": 2, "d_ff": 24,
+          "encoder_num_hidden_layers": 2, "decoder_num_hidden_layers": 1, "dropout_rate": 0.0,
+          "relative_attention_num_buckets": 8, "norm_type": "rmsnorm", "encoder_nonlinearity": "gated-gelu",
+          "layer_norm_epsilon": 1e-6, "lm_loss_weight": 0.5}
+    transformer = {"name": "transformer", "src_vocab_size": 30, "tgt_vocab_size": 30, "d_model": 16, "d_kv": 8,
+                   "num_heads": 2, "d_ff": 32, "encoder_num_hidden_layers": 1, "decoder_num_hidden_layers": 2,
+                   "dropout_rate": 0.0, "relu_dropout_rate": 0.0, "position_embedding_type": "fixed",
+                   "src_max_position_embeddings": 8, "tgt_max_position_embeddings": 8, "norm_type": "layernorm",
+                   "encoder_nonlinearity": "relu", "use_ffn_bias": True, "layer_norm_epsilon": 1e-5,
+                   "label_smoothing": 0.1, "mlm_loss_scaling": "num_masked", "share_embedding_weights": False,
+                   "share_encoder_decoder_embedding": False}
+    lengths = {"source_length": 8, "target_length": 6}
+    linformer = dict(bert, name="linformer", projected_dims=4, attention_style="linformer-shared-heads")
     cases = [
         train("fc_mnist SGD", {"device": "CPU", "model": fc, "optimizer": {"SGD": {"lr": 0.05, "momentum": 0.9}},
                                "precision": fp32},
@@ -596,6 +835,24 @@ def main():
                                                       "optimizer": {"AdamW": {"lr": 0.005, "weight_decay": 0.01}}},
               dict(summarization, max_cls_tokens=3), bert_summarization_loss, bert_summarization_batch, 2, adamw,
               {"weight_decay": 0.01}, lambda s: 0.005),
+        train("linformer AdamW, keys and values projected apart (shared heads)",
+              {"device": "CPU", "model": linformer, "precision": fp32,
+               "optimizer": {"AdamW": dict(adamw_options, lr=0.005)}},
+              dict(linformer, max_predictions_per_seq=3), bert_loss, bert_batch, 2, adamw, adamw_options,
+              lambda s: 0.005),
+        train("linformer AdamW, one projection for keys and values",
+              {"device": "CPU", "model": dict(linformer, attention_style="linformer-shared-kv"), "precision": fp32,
+               "optimizer": {"AdamW": dict(adamw_options, lr=0.005)}},
+              dict(linformer, attention_style="linformer-shared-kv", max_predictions_per_seq=3), bert_loss,
+              bert_batch, 2, adamw, adamw_options, lambda s: 0.005),
+        train("t5 Adafactor, relative position buckets, gated GELU",
+              {"device": "CPU", "model": t5, "precision": fp32, "optimizer": {"AdaFactor": {"learning_rate": 0.5}}},
+              dict(t5, **lengths), seq2seq_loss, seq2seq_batch, 2, adafactor, {}, lambda s: 0.5),
+        train("transformer Adam, fixed positions, post-norm, label smoothing",
+              {"device": "CPU", "model": transformer, "precision": fp32,
+               "optimizer": {"Adam": {"lr": 0.05, "betas": [0.9, 0.98], "eps": 1e-6}}},
+              dict(transformer, **lengths), seq2seq_loss, seq2seq_batch, 2, adam, {"betas": [0.9, 0.98], "eps": 1e-6},
+              lambda s: 0.05),
         # Mixed precision: PyTorch's CPU autocast to bfloat16 against csrun's CSX bfloat16.
         train("fc_mnist SGD bfloat16", {"device": "CSX", "model": fc, "optimizer": {"SGD": {"lr": 0.05, "momentum": 0.9}},
                                         "precision": bf16},
@@ -611,6 +868,12 @@ def main():
               llama, rotary_decoder_loss, gpt2_batch, 2, adamw, adamw_options, lambda s: 0.005, autocast=True),
     ]
     write("curves.json", {"torch": torch.__version__, "steps": STEPS, "cases": cases})
+    # The relative position buckets far beyond the curves' lengths (their edges are float32 logs).
+    relative = torch.arange(-1200, 1201)
+    buckets = [{"num_buckets": n, "bidirectional": d, "first": -1200,
+                "buckets": relative_bucket(relative, d, n).tolist()}
+               for n in (8, 32, 64) for d in (True, False)]
+    write("relative_buckets.json", {"torch": torch.__version__, "cases": buckets})
 
 
 if __name__ == "__main__":

@@ -113,12 +113,14 @@ std::string write_bert(const fs::path& dir, const std::map<std::string, std::vec
 }
 
 // Whether the curve's batches can be written as files csrun reads back as the same batches: the
-// fine-tuning heads' formats tokenize text and derive their masks, so their curves are checked on
-// the runtime (test/unit/runtime) and their readers by test/unit/data instead.
+// fine-tuning heads' and the encoder-decoders' formats tokenize text and derive their masks (and
+// the decoder's inputs), so their curves are checked on the runtime (test/unit/runtime) and their
+// readers by test/unit/data instead.
 bool writable(const test::GoldenCurve& curve) {
   bool fine_tuning = false;
   for (const models::BatchField& field : curve.step.batch)
-    fine_tuning = fine_tuning || field.name == "token_type_ids";
+    fine_tuning =
+        fine_tuning || field.name == "token_type_ids" || field.name == "decoder_input_ids";
   bool pretraining =
       std::any_of(curve.step.batch.begin(), curve.step.batch.end(),
                   [](const models::BatchField& f) { return f.name == "masked_lm_positions"; });

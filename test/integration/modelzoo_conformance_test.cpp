@@ -71,16 +71,19 @@ const std::vector<Verdict>& verdicts() {
         "traced      training step of 3,200 samples per system"}},
       {"t5_r1.6.0__t5_small.yaml",
        0,
-       {"model       t5 (inferred)", "csrun cannot build the t5 network yet"}},
+       {"model       t5 (inferred), 52,130,688 parameters",
+        "traced      training step of 216 samples per system"}},
       {"transformer__transformer_base.yaml",
        0,
-       {"model       transformer", "csrun cannot build the transformer network yet"}},
+       {"model       transformer, 62,817,280 parameters",
+        "traced      training step of 2,048 samples per system"}},
       {"linformer_r1.6.0__params_linformer_roberta_base_msl512_proj256_shared_kv.yaml",
        0,
        {"warning: runconfig.save_checkpoints_steps: save_checkpoints_steps is the TensorFlow-era "
         "spelling of runconfig.checkpoint_steps; csrun reads it as checkpoint_steps",
         "PyYAML (the Model Zoo's YAML loader) reads 1e-5 as a string",
-        "model       linformer (inferred)"}},
+        "model       linformer (inferred), 111,088,698 parameters",
+        "traced      training step of 1,024 samples per system"}},
       {"unet_r1.9.1__params_severstal_binary.yaml",
        0,
        {"model       unet (inferred)", "eval data   SeverstalBinaryClassDataProcessor, batch 64"}},
@@ -240,9 +243,10 @@ TEST_CASE(
     CHECK(check.converted_validated.exit_code == 0);
     CHECK(run_description(check.converted_validated.out) == run_description(check.validated.out));
   }
-  // Every accepted file of a network csrun builds (all but t5, transformer, unet and linformer's
-  // 61): a drop here means files that traced before no longer do.
-  CHECK(compiled >= 364);
+  // Every accepted file of a network csrun builds (all but unet's and the three T5 muP files
+  // csrun refuses): a drop here means files that traced before no longer do.
+  INFO("compiled " << compiled);
+  CHECK(compiled >= 408);
 }
 
 TEST_CASE("a key the builder does not implement: validate warns, compile refuses with it") {

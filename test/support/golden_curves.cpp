@@ -57,7 +57,7 @@ graph::Feeds batch_of(const models::BatchLayout& layout, int step) {
       } else {
         values[length - 1] = 0.0;
       }
-    } else if (field.name == "loss_mask") {
+    } else if (field.name == "loss_mask" || field.name == "decoder_attention_mask") {
       values.assign(count, 1.0);
       values[static_cast<std::size_t>(shape[1]) - 1] = 0.0;
     } else if (field.name == "token_type_ids") {
@@ -84,6 +84,12 @@ std::string loader_for(const json& model) {
   if (name == "gpt2" || name == "gptj" || name == "llama")
     return "{data_processor: GptHDF5DataProcessor, data_dir: d, batch_size: 2, "
            "max_sequence_length: 8}";
+  if (name == "t5")
+    return "{data_processor: T5DynamicDataProcessor, src_vocab_file: v, src_data_dir: d, "
+           "batch_size: 2, src_max_sequence_length: 8, tgt_max_sequence_length: 6}";
+  if (name == "transformer")
+    return "{data_processor: TransformerDynamicDataProcessor, src_vocab_file: v, src_data_dir: d, "
+           "batch_size: 2, src_max_sequence_length: 8, tgt_max_sequence_length: 6}";
   if (name == "bert/classifier")
     return "{data_processor: SST2DataProcessor, data_dir: d, batch_size: 2, "
            "max_sequence_length: 8}";

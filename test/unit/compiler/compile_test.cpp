@@ -51,6 +51,20 @@ const std::map<std::string, std::string>& tiny_models() {
       {"bert/extractive_summarization",
        "{name: bert/extractive_summarization, vocab_size: 40, hidden_size: 16, num_heads: 2, "
        "num_hidden_layers: 1, filter_size: 32, max_position_embeddings: 8}"},
+      {"linformer",
+       "{name: linformer, vocab_size: 40, hidden_size: 16, num_heads: 2, num_hidden_layers: 1, "
+       "filter_size: 32, max_position_embeddings: 8, projected_dims: 4, "
+       "attention_style: linformer-shared-heads}"},
+      {"t5",
+       "{name: t5, src_vocab_size: 40, d_model: 16, d_kv: 4, num_heads: 2, d_ff: 24, "
+       "encoder_num_hidden_layers: 1, decoder_num_hidden_layers: 1, "
+       "relative_attention_num_buckets: 8, encoder_nonlinearity: gated-gelu, "
+       "src_max_position_embeddings: 8, tgt_max_position_embeddings: 6}"},
+      {"transformer",
+       "{name: transformer, src_vocab_size: 40, tgt_vocab_size: 40, d_model: 16, d_kv: 8, "
+       "num_heads: 2, d_ff: 32, encoder_num_hidden_layers: 1, decoder_num_hidden_layers: 1, "
+       "src_max_position_embeddings: 8, tgt_max_position_embeddings: 6, label_smoothing: 0.1, "
+       "share_embedding_weights: false, share_encoder_decoder_embedding: false}"},
   };
   return models;
 }

@@ -126,12 +126,11 @@ TEST_CASE("processor keys are checked") {
 }
 
 TEST_CASE("processors csrun cannot read need --fake_data") {
-  Checked checked = check(
-      "{data_processor: T5DynamicDataProcessor, src_vocab_file: v, src_data_dir: d, batch_size: 4}",
-      1, {"T5DynamicDataProcessor"}, false);
+  Checked checked = check("{data_processor: T5HDF5DataProcessor, data_dir: d, batch_size: 4}", 1,
+                          {"T5HDF5DataProcessor"}, false);
   CHECK(checked.error(
-      "csrun has no reader for T5DynamicDataProcessor (T5 tokenized text files); check the rest "
-      "of the config with --fake_data"));
+      "csrun has no reader for T5HDF5DataProcessor (T5 HDF5 files); check the rest of the config "
+      "with --fake_data"));
 }
 
 TEST_CASE("environment variables in paths") {

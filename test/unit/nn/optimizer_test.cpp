@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "graph/reference_evaluator.hpp"
+#include "nn/optimizer.hpp"
 #include "nn/training_step.hpp"
 #include "support/params_fixture.hpp"
 
@@ -155,11 +156,24 @@ TEST_CASE("the learning rate is a closed form of the global step") {
 TEST_CASE("unsupported optimizers are refused clearly") {
   auto loaded = test::load_params_text(
       "trainer:\n  init:\n    device: CPU\n    model: {name: fc_mnist, depth: 1, hidden_size: 2}\n"
-      "    optimizer: {Adafactor: {}}\n");
+      "    optimizer: {Adagrad: {}}\n");
   graph::Graph graph;
   nn::StepContext context(graph, true, 1);
   graph::Tensor w = nn::Scope(context, "model").parameter("w", {2}, {});
   CHECK_THROWS_WITH(
       nn::append_training_update(context, sum(w), {*loaded.trainer().optimizer, {}, {}}),
-      Catch::Contains("the optimizer Adafactor is not supported yet"));
+      Catch::Contains("the optimizer Adagrad is not supported yet"));
+}
+
+TEST_CASE("Adafactor refuses the options cerebras.pytorch refuses, naming them") {
+  for (const char* options :
+       {"{relative_step: true}", "{warmup_init: true}", "{beta1: 0.9}", "{clip_threshold: 2.0}"}) {
+    INFO(options);
+    auto loaded = test::load_params_text(
+        "trainer:\n  init:\n    device: CPU\n    model: {name: fc_mnist, depth: 1, hidden_size: "
+        "2}\n    optimizer: {Adafactor: " +
+        std::string(options) + "}\n");
+    CHECK_THROWS_WITH(nn::make_optimizer(*loaded.trainer().optimizer),
+                      Catch::Contains("Adafactor: ") && Catch::Contains("Model Zoo"));
+  }
 }
