@@ -356,34 +356,44 @@ graph::Tensor residual(nn::StepContext& context, const Seq2SeqSide& side, const 
   return nn::norm(side.norm, norm, x + nn::dropout(context, branch(x), dropout), side.eps);
 }
 
-graph::Tensor encoder_layer(nn::StepContext& context, const nn::Scope& layer,
-                            const graph::Tensor& x, const graph::Tensor& keep,
-                            const Seq2SeqSide& side) {
-  auto entered = layer.enter();
-  graph::Tensor y = residual(
+// The self-attention sublayer (norm1), the decoder's causal.
+graph::Tensor self_attention_sublayer(nn::StepContext& context, const nn::Scope& layer,
+                                      const graph::Tensor& x,
+                                      const std::optional<graph::Tensor>& keep,
+                                      const Seq2SeqSide& side) {
+  return residual(
       context, side, layer.child("norm1"), x,
       [&](const graph::Tensor& in) {
         return nn::self_attention(layer.child("self_attn"), in, keep, side.self_attention);
       },
       side.dropout);
+}
+
+// The feed-forward sublayer (its output dropout is the residual's).
+graph::Tensor feed_forward_sublayer(nn::StepContext& context, const nn::Scope& layer,
+                                    const char* norm, const graph::Tensor& x,
+                                    const Seq2SeqSide& side) {
   return residual(
-      context, side, layer.child("norm2"), y,
+      context, side, layer.child(norm), x,
       [&](const graph::Tensor& in) {
         return nn::feed_forward(layer.child("ffn"), in, side.feed_forward);
       },
       0.0);
 }
 
+graph::Tensor encoder_layer(nn::StepContext& context, const nn::Scope& layer,
+                            const graph::Tensor& x, const graph::Tensor& keep,
+                            const Seq2SeqSide& side) {
+  auto entered = layer.enter();
+  graph::Tensor y = self_attention_sublayer(context, layer, x, keep, side);
+  return feed_forward_sublayer(context, layer, "norm2", y, side);
+}
+
 graph::Tensor decoder_layer(nn::StepContext& context, const nn::Scope& layer,
                             const graph::Tensor& x, const graph::Tensor& memory,
                             const graph::Tensor& memory_keep, const Seq2SeqSide& side) {
   auto entered = layer.enter();
-  graph::Tensor y = residual(
-      context, side, layer.child("norm1"), x,
-      [&](const graph::Tensor& in) {
-        return nn::self_attention(layer.child("self_attn"), in, std::nullopt, side.self_attention);
-      },
-      side.dropout);
+  graph::Tensor y = self_attention_sublayer(context, layer, x, std::nullopt, side);
   y = residual(
       context, side, layer.child("norm2"), y,
       [&](const graph::Tensor& in) {
@@ -391,12 +401,7 @@ graph::Tensor decoder_layer(nn::StepContext& context, const nn::Scope& layer,
                              side.cross_attention);
       },
       side.dropout);
-  return residual(
-      context, side, layer.child("norm3"), y,
-      [&](const graph::Tensor& in) {
-        return nn::feed_forward(layer.child("ffn"), in, side.feed_forward);
-      },
-      0.0);
+  return feed_forward_sublayer(context, layer, "norm3", y, side);
 }
 
 // The embedding of one side: its word table at the ids, plus learned or fixed positions, then
