@@ -160,6 +160,9 @@ void check_vocabulary_fits(const Tokens& tokens, const Seq2SeqFields& fields) {
 // Writes `ids` into row `row` of field `f` (`width` values a row), padded with `pad`, and its mask.
 void write_padded(BatchData& batch, std::size_t f, std::size_t mask, std::int64_t width,
                   std::int64_t row, std::span<const std::int32_t> ids, std::int32_t pad) {
+  if (static_cast<std::int64_t>(ids.size()) > width)
+    throw std::logic_error("a sequence of " + std::to_string(ids.size()) + " ids in a row of " +
+                           std::to_string(width));
   auto at = static_cast<std::size_t>(row * width);
   std::vector<std::int32_t>& values = batch.integers[f];
   std::fill(values.begin() + static_cast<std::ptrdiff_t>(at),

@@ -227,13 +227,43 @@ std::string activation_of(const std::string& nonlinearity) {
   return nonlinearity == "gated-gelu" ? "geglu" : nonlinearity;
 }
 
+// muP as the Model Zoo's T5 applies it (mup_base_d_model and mup_base_d_ff together): the width
+// multipliers of d_model and d_ff.
+struct Seq2SeqMup {
+  bool on = false;
+  double width = 1.0;
+  double filter = 1.0;
+};
+
+Seq2SeqMup seq2seq_mup(const ModelParams& p) {
+  auto set = [&](const char* key) { return p.has(key) && !p.find(key)->is_null(); };
+  if (!set("mup_base_d_model") && !set("mup_base_d_ff")) return {};
+  if (!set("mup_base_d_model") || !set("mup_base_d_ff")) {
+    throw UnsupportedModel(set("mup_base_d_model") ? "mup_base_d_model" : "mup_base_d_ff",
+                           "muP needs both mup_base_d_model and mup_base_d_ff (the Model Zoo "
+                           "refuses one without the other)");
+  }
+  return {true, static_cast<double>(p.integer("d_model")) / p.number("mup_base_d_model"),
+          static_cast<double>(p.integer("d_ff")) / p.number("mup_base_d_ff")};
+}
+
+double number_or(const ModelParams& p, const char* key, double fallback) {
+  return p.has(key) && !p.find(key)->is_null() ? p.number(key) : fallback;
+}
+
 void refuse_unsupported(const ModelParams& p, const std::string& model) {
   refuse_unless_off(
       p, model,
-      {"mup_base_d_model", "mup_base_d_ff", "mup_base_d_kv", "output_logits_alpha",
-       "embeddings_alpha", "encoder_attention_logits_alpha", "decoder_attention_logits_alpha",
-       "scale_encoder_qk_dot_by_d", "scale_decoder_qk_dot_by_d", "scale_output_logits_by_d",
-       "extra_attention_params", "lr_adjustment_groups", "tie_encoder_decoder"});
+      {"mup_base_d_kv", "extra_attention_params", "lr_adjustment_groups", "tie_encoder_decoder"});
+  if (!seq2seq_mup(p).on) {
+    refuse_unless_off(p, model,
+                      {"output_logits_alpha", "embeddings_alpha", "encoder_attention_logits_alpha",
+                       "decoder_attention_logits_alpha", "scale_encoder_qk_dot_by_d",
+                       "scale_decoder_qk_dot_by_d", "scale_output_logits_by_d"});
+  }
+  refuse_unless(p, model, "use_transformer_initialization",
+                !seq2seq_mup(p).on || !flag_or(p, "use_transformer_initialization", false),
+                "false with muP (the Model Zoo refuses both)");
   std::string position = position_type(p);
   refuse_unless(p, model, "position_embedding_type",
                 position.empty() || position == "relative" || position == "fixed" ||
@@ -315,10 +345,12 @@ Seq2SeqInitializers seq2seq_initializers(const ModelParams& p) {
   auto d_kv = static_cast<double>(p.integer("d_kv"));
   auto inner = static_cast<double>(p.integer("num_heads")) * d_kv;
   Seq2SeqInitializers init;
-  init.head = nn::normal_initializer(factor);
+  // Under muP the embeddings and an untied head start at factor / sqrt(d_model).
+  double table_std = seq2seq_mup(p).on ? factor / std::sqrt(d_model) : factor;
+  init.head = nn::normal_initializer(table_std);
   init.relative_bias.name = "xavier_uniform";
   if (!flag_or(p, "use_transformer_initialization", false)) {
-    init.embedding = nn::normal_initializer(factor);
+    init.embedding = nn::normal_initializer(table_std);
     init.query = nn::normal_initializer(factor / std::sqrt(d_model * d_kv));
     init.key_value = nn::normal_initializer(factor / std::sqrt(d_model));
     init.ffn = nn::normal_initializer(factor / std::sqrt(d_model));
@@ -421,9 +453,26 @@ graph::Tensor embed(ModelBuild& b, const nn::Scope& scope, const graph::Tensor& 
   } else if (position == "fixed") {
     x = x + sinusoid_table(ids.graph(), length, table.dim(1));
   }
+  if (seq2seq_mup(p).on)
+    x = x * (number_or(p, "embeddings_alpha", 1.0) * std::sqrt(static_cast<double>(table.dim(1))));
   double rate = p.number("dropout_rate");
   if (flag_or(p, "use_pre_encoder_decoder_dropout", false)) x = nn::dropout(b.context, x, rate);
   return nn::dropout(b.context, x, rate);
+}
+
+// The attention scores' factor: none in T5, 1/sqrt(d_kv) in the Transformer; under muP
+// alpha / (width x d_kv), or alpha / (width x sqrt(d_kv)) without scale_<side>_qk_dot_by_d (the
+// Model Zoo scales queries and keys by width^-1/2 each, and values and outputs by width^-1/2 and
+// width^1/2, which cancel). The decoder's cross-attention takes the decoder's.
+double score_scale(const ModelParams& p, bool encoder) {
+  auto d_kv = static_cast<double>(p.integer("d_kv"));
+  Seq2SeqMup mup = seq2seq_mup(p);
+  if (!mup.on)
+    return flag_or(p, "use_transformer_initialization", false) ? 1.0 / std::sqrt(d_kv) : 1.0;
+  std::string side = encoder ? "encoder" : "decoder";
+  double alpha = number_or(p, (side + "_attention_logits_alpha").c_str(), 1.0);
+  bool by_d = flag_or(p, ("scale_" + side + "_qk_dot_by_d").c_str(), true);
+  return alpha / mup.width / (by_d ? d_kv : std::sqrt(d_kv));
 }
 
 Seq2SeqSide side_of(const ModelParams& p, const Seq2SeqInitializers& init, bool encoder) {
@@ -438,8 +487,7 @@ Seq2SeqSide side_of(const ModelParams& p, const Seq2SeqInitializers& init, bool 
   attention.projection_bias = p.flag("use_projection_bias_in_attention");
   attention.output_bias = false;
   attention.dropout = side.dropout;
-  if (flag_or(p, "use_transformer_initialization", false))
-    attention.score_scale = 1.0 / std::sqrt(static_cast<double>(p.integer("d_kv")));
+  attention.score_scale = score_scale(p, encoder);
   attention.init = init.key_value;
   attention.query_init = init.query;
   attention.output_init = init.key_value;
@@ -494,6 +542,25 @@ ModelOutputs seq2seq_outputs(ModelBuild& b, const graph::Tensor& logits) {
                               nn::MetricAverage::geometric});
   }
   return result;
+}
+
+// The Model Zoo's T5 learning-rate groups under muP (the optimizer's adjust_learning_rate
+// can change them): tables and projections at 1/sqrt(width), the first feed-forward layers at
+// 1/width, the second at 1/(d_ff's multiplier).
+std::vector<LearningRateGroup> seq2seq_learning_rate_groups(const Seq2SeqMup& mup) {
+  double root = 1.0 / std::sqrt(mup.width);
+  std::vector<LearningRateGroup> groups = {{"embedding", {"*embedding*weight"}, root},
+                                           {"lm_head", {"*lm_head*weight"}, root}};
+  for (std::string side : {"encoder", "decoder"}) {
+    groups.push_back(
+        {side + "_qkv_projection", {"*" + side + "*attn.proj_[qkv]*dense*weight"}, root});
+    groups.push_back(
+        {side + "_output_projection", {"*" + side + "*attn.proj_output*dense*weight"}, root});
+    groups.push_back({side + "_input_ffn", {"*" + side + "*ffn.ffn.[!1]*weight"}, 1.0 / mup.width});
+    groups.push_back(
+        {side + "_output_ffn", {"*" + side + "*ffn.ffn.[1]*weight"}, 1.0 / mup.filter});
+  }
+  return groups;
 }
 
 ModelOutputs build_seq2seq(ModelBuild& b, const std::string& model_name) {
@@ -570,13 +637,20 @@ ModelOutputs build_seq2seq(ModelBuild& b, const std::string& model_name) {
   std::int64_t rows = y.dim(0) * y.dim(1);
   graph::Tensor flat = graph::reshape(y, {rows, d_model});
   graph::Tensor logits;
+  Seq2SeqMup mup = seq2seq_mup(p);
   if (p.flag("share_embedding_weights")) {
-    flat = flat * (1.0 / std::sqrt(static_cast<double>(d_model)));
+    if (!mup.on) flat = flat * (1.0 / std::sqrt(static_cast<double>(d_model)));
     logits = graph::matmul(flat, graph::swap_last_axes(target_table));
   } else {
     logits = nn::linear(head, flat, target_vocabulary(p), {false, init.head, {}});
   }
-  return seq2seq_outputs(b, logits);
+  if (mup.on) {
+    double width = flag_or(p, "scale_output_logits_by_d", false) ? mup.width : std::sqrt(mup.width);
+    logits = logits * (number_or(p, "output_logits_alpha", 1.0) / width);
+  }
+  ModelOutputs outputs = seq2seq_outputs(b, logits);
+  if (mup.on) outputs.learning_rate_groups = seq2seq_learning_rate_groups(mup);
+  return outputs;
 }
 
 BatchLayout seq2seq_layout(const ModelParams& p, std::int64_t batch, const DataHints& hints) {

@@ -477,6 +477,14 @@ def seq2seq_attention(params, prefix, x, memory, cfg, keep, bias=None, causal=Fa
     scores = q @ k.transpose(-1, -2)
     if cfg["name"] == "transformer":
         scores = scores * (1.0 / math.sqrt(d_kv))
+    if "mup_base_d_model" in cfg:
+        # queries and keys times width^-1/2 each, then 1/sqrt(d_kv) on queries (and keys with
+        # scale_<side>_qk_dot_by_d), alpha on the scores; values and outputs cancel
+        side = "decoder" if causal or memory is not x else "encoder"
+        width = cfg["d_model"] / cfg["mup_base_d_model"]
+        by_d = cfg.get("scale_%s_qk_dot_by_d" % side, True)
+        alpha = cfg.get("%s_attention_logits_alpha" % side, 1.0)
+        scores = scores * (alpha / width / (d_kv if by_d else math.sqrt(d_kv)))
     if bias is not None:
         scores = scores + bias
     allowed = torch.ones(batch, 1, length, keys, dtype=torch.bool)
@@ -527,9 +535,12 @@ def seq2seq_loss(params, batch, cfg):
         return norm(params, prefix, x + branch(x), cfg)
 
     keep = batch["attention_mask"]
+    mup = "mup_base_d_model" in cfg
+    embeddings_scale = cfg.get("embeddings_alpha", 1.0) * math.sqrt(d_model) if mup else 1.0
     x = source_words[source]
     if transformer:
         x = x + sinusoid(source.shape[1], d_model)
+    x = x * embeddings_scale
     for i in range(cfg["encoder_num_hidden_layers"]):
         p = f"model.encoder.layers.{i}"
         x = sublayer(p + ".norm1", x, lambda h: seq2seq_attention(params, p + ".self_attn", h, h, cfg, keep, encoder_bias))
@@ -539,6 +550,7 @@ def seq2seq_loss(params, batch, cfg):
     y = target_words[target]
     if transformer:
         y = y + sinusoid(target.shape[1], d_model)
+    y = y * embeddings_scale
     for i in range(cfg.get("decoder_num_hidden_layers", cfg["encoder_num_hidden_layers"])):
         p = f"model.decoder.layers.{i}"
         y = sublayer(p + ".norm1", y, lambda h: seq2seq_attention(params, p + ".self_attn", h, h, cfg, None, decoder_bias, causal=True))
@@ -549,9 +561,12 @@ def seq2seq_loss(params, batch, cfg):
     rows = y.shape[0] * y.shape[1]
     flat = y.reshape(rows, d_model)
     if tied:
-        logits = (flat * d_model ** -0.5) @ target_words.t()
+        logits = (flat if mup else flat * d_model ** -0.5) @ target_words.t()
     else:
         logits = flat @ params.get("model.lm_head.weight", (vocab, d_model)).t()
+    if mup:
+        width = d_model / cfg["mup_base_d_model"]
+        logits = logits * cfg.get("output_logits_alpha", 1.0) / (width if cfg.get("scale_output_logits_by_d", False) else math.sqrt(width))
     labels = batch["labels"].reshape(-1)
     mask = batch["decoder_attention_mask"].reshape(-1).float()
     losses = per_row_cross_entropy(logits, labels)
@@ -778,6 +793,21 @@ def main():
                    "label_smoothing": 0.1, "mlm_loss_scaling": "num_masked", "share_embedding_weights": False,
                    "share_encoder_decoder_embedding": False}
     lengths = {"source_length": 8, "target_length": 6}
+    t5_mup = dict(t5, mup_base_d_model=8, mup_base_d_ff=12, encoder_attention_logits_alpha=4.0,
+                  decoder_attention_logits_alpha=2.0, scale_decoder_qk_dot_by_d=False,
+                  output_logits_alpha=2.22, embeddings_alpha=1.5)
+
+    def t5_mup_lr_scale(name):
+        width, filter_width = 16 / 8, 24 / 12
+        if name.endswith("weight") and ("embedding" in name or "lm_head" in name):
+            return width ** -0.5
+        if name.endswith("weight") and "attn.proj_" in name:
+            return width ** -0.5
+        if name.endswith("weight") and ".ffn.ffn.1." in name:
+            return 1 / filter_width
+        if name.endswith("weight") and ".ffn.ffn.0." in name:
+            return 1 / width
+        return 1.0
     linformer = dict(bert, name="linformer", projected_dims=4, attention_style="linformer-shared-heads")
     cases = [
         train("fc_mnist SGD", {"device": "CPU", "model": fc, "optimizer": {"SGD": {"lr": 0.05, "momentum": 0.9}},
@@ -845,6 +875,11 @@ def main():
                "optimizer": {"AdamW": dict(adamw_options, lr=0.005)}},
               dict(linformer, attention_style="linformer-shared-kv", max_predictions_per_seq=3), bert_loss,
               bert_batch, 2, adamw, adamw_options, lambda s: 0.005),
+        train("t5 muP AdamW (per-group learning rates)",
+              {"device": "CPU", "model": t5_mup, "precision": fp32,
+               "optimizer": {"AdamW": dict(adamw_options, lr=0.005)}},
+              dict(t5_mup, **lengths), seq2seq_loss, seq2seq_batch, 2, adamw,
+              dict(adamw_options, lr_scale=t5_mup_lr_scale), lambda s: 0.005),
         train("t5 Adafactor, relative position buckets, gated GELU",
               {"device": "CPU", "model": t5, "precision": fp32, "optimizer": {"AdaFactor": {"learning_rate": 0.5}}},
               dict(t5, **lengths), seq2seq_loss, seq2seq_batch, 2, adafactor, {}, lambda s: 0.5),

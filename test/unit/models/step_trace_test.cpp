@@ -127,6 +127,15 @@ TEST_CASE("keys a builder does not implement are refused with the key named") {
       "mup_base_hidden_size: 256, mup_base_filter_size: 1024}");
   CHECK_THROWS_AS(models::trace_step(mup.model, 2, mup.training_options()),
                   models::UnsupportedModel);
+  Traced half_mup = check("{name: t5, src_vocab_size: 100, mup_base_d_model: 256}");
+  try {
+    models::trace_step(half_mup.model, 2, half_mup.training_options());
+    FAIL("muP with mup_base_d_model alone traced");
+  } catch (const models::UnsupportedModel& error) {
+    CHECK(error.key() == "mup_base_d_model");
+    CHECK(std::string(error.what()).find("needs both mup_base_d_model and mup_base_d_ff") !=
+          std::string::npos);
+  }
   Traced unet = check("{name: unet, encoder_filters: [8, 16], decoder_filters: [8]}");
   CHECK_FALSE(models::can_trace(unet.model));
 }
