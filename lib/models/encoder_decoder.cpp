@@ -578,25 +578,21 @@ ModelOutputs build_seq2seq(ModelBuild& b, const std::string& model_name) {
   // and the head.
   nn::Scope encoder_embeddings = model.child("encoder_embeddings");
   nn::Scope decoder_embeddings = model.child("decoder_embeddings");
+  auto bias_table = [&](const nn::Scope& embeddings) -> std::optional<graph::Tensor> {
+    if (!relative) return std::nullopt;
+    return embeddings.child("position_embed_helper")
+        .child("relative_attention_bias")
+        .parameter("weight", {buckets, heads}, init.relative_bias);
+  };
   graph::Tensor source_table = nn::embedding_table(encoder_embeddings.child("word_embeddings"),
                                                    source_vocabulary(p), d_model, init.embedding);
-  std::optional<graph::Tensor> encoder_bias_table;
-  if (relative) {
-    encoder_bias_table = encoder_embeddings.child("position_embed_helper")
-                             .child("relative_attention_bias")
-                             .parameter("weight", {buckets, heads}, init.relative_bias);
-  }
+  std::optional<graph::Tensor> encoder_bias_table = bias_table(encoder_embeddings);
   graph::Tensor target_table =
       p.flag("share_encoder_decoder_embedding")
           ? source_table
           : nn::embedding_table(decoder_embeddings.child("word_embeddings"), target_vocabulary(p),
                                 d_model, init.embedding);
-  std::optional<graph::Tensor> decoder_bias_table;
-  if (relative) {
-    decoder_bias_table = decoder_embeddings.child("position_embed_helper")
-                             .child("relative_attention_bias")
-                             .parameter("weight", {buckets, heads}, init.relative_bias);
-  }
+  std::optional<graph::Tensor> decoder_bias_table = bias_table(decoder_embeddings);
   std::int64_t source_positions =
       p.has("src_max_position_embeddings") ? p.integer("src_max_position_embeddings") : 0;
   std::int64_t target_positions = p.has("tgt_max_position_embeddings")

@@ -3,6 +3,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "checked_loader.hpp"
 #include "data/dataset.hpp"
 #include "data/wordpiece.hpp"
 #include "support/params_fixture.hpp"
@@ -14,28 +15,6 @@ namespace {
 
 const std::string kVocab =
     "[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\nthe\ncat\nsat\non\nmat\nplay\n##ing\n,\n.\n";
-
-// The dataloader `loader` (a flow mapping) of a trainer-format file, checked against its
-// processor as `role` reads it.
-data::DataloaderSpec checked(const std::string& model, const std::string& loader,
-                             data::LoaderRole role = data::LoaderRole::train) {
-  auto loaded = test::load_params_text(
-      "trainer:\n  init:\n    device: CPU\n    model: " + model +
-      "\n    loop: {max_steps: 1}\n  fit:\n    train_dataloader: " + loader + "\n");
-  INFO(loaded.dump());
-  config::Diagnostics diagnostics;
-  data::DataloaderContext context{role, 1, false, {}};
-  auto spec = data::check_dataloader(loaded.trainer().fit->train_dataloader, context, diagnostics);
-  INFO((diagnostics.all().empty() ? std::string() : diagnostics.all().front().to_string()));
-  REQUIRE(spec);
-  return *spec;
-}
-
-std::vector<std::int32_t> row_of(const data::BatchData& batch, std::size_t field, std::int64_t row,
-                                 std::int64_t width) {
-  auto first = batch.integers[field].begin() + row * width;
-  return {first, first + width};
-}
 
 }  // namespace
 
@@ -60,18 +39,19 @@ TEST_CASE("SST-2 TSV files: [CLS] sentence [SEP] and its label, dev.tsv for eval
                                            {"attention_mask", true, 6, 2},
                                            {"token_type_ids", true, 6, 2},
                                            {"labels", true, 1, 2}};
-  auto train = data::open_dataset(checked("{name: bert/classifier}", loader), fields, 1);
+  auto train =
+      data::open_dataset(test::checked_loader("{name: bert/classifier}", loader), fields, 1);
   REQUIRE(train->size() == 2);
   data::BatchData batch(fields, 2);
   train->read(0, 0, 0, batch);
   train->read(1, 0, 1, batch);
-  CHECK(row_of(batch, 0, 0, 6) == std::vector<std::int32_t>{2, 5, 6, 7, 3, 0});
+  CHECK(test::row_of(batch, 0, 0, 6) == std::vector<std::int32_t>{2, 5, 6, 7, 3, 0});
   // Cut to MSL - 2 tokens: "playing on the mat ." loses its end.
-  CHECK(row_of(batch, 0, 1, 6) == std::vector<std::int32_t>{2, 10, 11, 8, 5, 3});
-  CHECK(row_of(batch, 1, 0, 6) == std::vector<std::int32_t>{1, 1, 1, 1, 1, 0});
+  CHECK(test::row_of(batch, 0, 1, 6) == std::vector<std::int32_t>{2, 10, 11, 8, 5, 3});
+  CHECK(test::row_of(batch, 1, 0, 6) == std::vector<std::int32_t>{1, 1, 1, 1, 1, 0});
   CHECK(batch.integers[3] == std::vector<std::int32_t>{1, 0});
-  auto eval = data::open_dataset(checked("{name: bert/classifier}", loader, data::LoaderRole::eval),
-                                 fields, 1);
+  auto eval = data::open_dataset(
+      test::checked_loader("{name: bert/classifier}", loader, data::LoaderRole::eval), fields, 1);
   CHECK(eval->size() == 1);
 }
 
@@ -90,21 +70,22 @@ TEST_CASE(
                                            {"token_type_ids", true, 8, 2},
                                            {"labels", true, 1, 3}};
   try {
-    data::open_dataset(checked("{name: bert/classifier, num_labels: 3}", loader), fields, 1);
+    data::open_dataset(test::checked_loader("{name: bert/classifier, num_labels: 3}", loader),
+                       fields, 1);
     FAIL("no error");
   } catch (const std::runtime_error& error) {
     CHECK(std::string(error.what()).find("train.tsv line 3: gold_label 'maybe'") !=
           std::string::npos);
   }
   dir.write("train.tsv", "sentence1\tsentence2\tgold_label\nthe cat sat\ton the mat\tneutral\n");
-  auto pairs =
-      data::open_dataset(checked("{name: bert/classifier, num_labels: 3}", loader), fields, 1);
+  auto pairs = data::open_dataset(
+      test::checked_loader("{name: bert/classifier, num_labels: 3}", loader), fields, 1);
   data::BatchData batch(fields, 1);
   pairs->read(0, 0, 0, batch);
   // 3 + 3 tokens fit 8 - 3 only after the longer side (the second, on a tie) loses one.
-  CHECK(row_of(batch, 0, 0, 8) == std::vector<std::int32_t>{2, 5, 6, 7, 3, 8, 5, 3});
+  CHECK(test::row_of(batch, 0, 0, 8) == std::vector<std::int32_t>{2, 5, 6, 7, 3, 8, 5, 3});
   // The Model Zoo's segment ids: positions len(a) .. len(a) + len(b) - 1.
-  CHECK(row_of(batch, 2, 0, 8) == std::vector<std::int32_t>{0, 0, 0, 1, 1, 0, 0, 0});
+  CHECK(test::row_of(batch, 2, 0, 8) == std::vector<std::int32_t>{0, 0, 0, 1, 1, 0, 0, 0});
   CHECK(batch.integers[3] == std::vector<std::int32_t>{1});
 }
 
@@ -117,7 +98,7 @@ TEST_CASE(
   dir.write("dev_matched.tsv", header + "the cat\tthe mat\tentailment\n");
   dir.write("dev_mismatched.tsv", header + "the mat\tthe cat\tcontradiction\n");
   dir.write("train.tsv", header + "the cat\tthe mat\tneutral\n");
-  data::DataloaderSpec loader = checked(
+  data::DataloaderSpec loader = test::checked_loader(
       "{name: bert/classifier, num_labels: 3}",
       "{data_processor: MNLIDataProcessor, batch_size: 2, data_dir: '" + dir.path().string() +
           "', vocab_file: '" + dir.path().string() + "/vocab.txt', max_sequence_length: 8}",
@@ -134,7 +115,7 @@ TEST_CASE(
   CHECK(batch.integers[3] == std::vector<std::int32_t>{0, 2});
   CHECK(batch.integers[4] == std::vector<std::int32_t>{1, 0});
   CHECK(batch.integers[5] == std::vector<std::int32_t>{0, 1});
-  CHECK_FALSE(data::has_matched_partitions(checked(
+  CHECK_FALSE(data::has_matched_partitions(test::checked_loader(
       "{name: bert/classifier, num_labels: 3}",
       "{data_processor: MNLIDataProcessor, batch_size: 2, data_dir: '" + dir.path().string() +
           "', vocab_file: '" + dir.path().string() + "/vocab.txt', max_sequence_length: 8}")));
@@ -157,17 +138,17 @@ TEST_CASE("NER CSV files: tokens through the vocabulary, labels through label2id
                                            {"token_type_ids", true, 6, 2},
                                            {"labels", true, 6, 7},
                                            {"loss_mask", true, 6, 2}};
-  auto ner = data::open_dataset(checked("{name: bert/token_classifier, num_classes: 7}", loader),
-                                fields, 1);
+  auto ner = data::open_dataset(
+      test::checked_loader("{name: bert/token_classifier, num_classes: 7}", loader), fields, 1);
   data::BatchData batch(fields, 1);
   ner->read(0, 0, 0, batch);
-  CHECK(row_of(batch, 0, 0, 6) == std::vector<std::int32_t>{2, 5, 6, 7, 3, 0});
-  CHECK(row_of(batch, 3, 0, 6) == std::vector<std::int32_t>{5, 3, 1, 2, 6, 0});
-  CHECK(row_of(batch, 4, 0, 6) == std::vector<std::int32_t>{1, 1, 1, 1, 1, 0});
+  CHECK(test::row_of(batch, 0, 0, 6) == std::vector<std::int32_t>{2, 5, 6, 7, 3, 0});
+  CHECK(test::row_of(batch, 3, 0, 6) == std::vector<std::int32_t>{5, 3, 1, 2, 6, 0});
+  CHECK(test::row_of(batch, 4, 0, 6) == std::vector<std::int32_t>{1, 1, 1, 1, 1, 0});
   dir.write("part-0.csv", "tokens,labels\n[CLS] the cat [SEP],[CLS] O Q [SEP]\n");
   CHECK_THROWS_WITH(
-      data::open_dataset(checked("{name: bert/token_classifier, num_classes: 7}", loader), fields,
-                         1),
+      data::open_dataset(
+          test::checked_loader("{name: bert/token_classifier, num_classes: 7}", loader), fields, 1),
       Catch::Contains("part-0.csv line 2: the label 'Q' is not in label_vocab_file"));
 }
 
@@ -184,13 +165,13 @@ TEST_CASE(
   std::vector<data::SampleField> fields = {
       {"input_ids", true, 8, 14}, {"attention_mask", true, 8, 2}, {"token_type_ids", true, 8, 2},
       {"labels", true, 3, 2},     {"cls_indices", true, 3, 8},    {"cls_weights", false, 3, 0}};
-  auto summaries =
-      data::open_dataset(checked("{name: bert/extractive_summarization}", loader), fields, 1);
+  auto summaries = data::open_dataset(
+      test::checked_loader("{name: bert/extractive_summarization}", loader), fields, 1);
   data::BatchData batch(fields, 1);
   summaries->read(0, 0, 0, batch);
-  CHECK(row_of(batch, 0, 0, 8) == std::vector<std::int32_t>{2, 5, 3, 2, 6, 3, 0, 0});
-  CHECK(row_of(batch, 1, 0, 8) == std::vector<std::int32_t>{1, 1, 1, 1, 1, 1, 0, 0});
-  CHECK(row_of(batch, 4, 0, 3) == std::vector<std::int32_t>{0, 3, 0});
+  CHECK(test::row_of(batch, 0, 0, 8) == std::vector<std::int32_t>{2, 5, 3, 2, 6, 3, 0, 0});
+  CHECK(test::row_of(batch, 1, 0, 8) == std::vector<std::int32_t>{1, 1, 1, 1, 1, 1, 0, 0});
+  CHECK(test::row_of(batch, 4, 0, 3) == std::vector<std::int32_t>{0, 3, 0});
   // cls_indices != 0, as the Model Zoo computes them: its first sentence never counts.
   CHECK(batch.floats[5] == std::vector<float>{0.0f, 1.0f, 0.0f});
 }

@@ -6,6 +6,7 @@
 
 #include <set>
 
+#include "checked_loader.hpp"
 #include "data/dataset.hpp"
 #include "support/params_fixture.hpp"
 #include "support/temp_dir.hpp"
@@ -16,25 +17,6 @@ namespace {
 
 // Ids 0-3 are the special tokens, 4-13 the words w0..w9.
 const std::string kVocab = "<pad>\n<unk>\n<s>\n</s>\nw0\nw1\nw2\nw3\nw4\nw5\nw6\nw7\nw8\nw9\n";
-
-data::DataloaderSpec checked(const std::string& model, const std::string& loader) {
-  auto loaded = test::load_params_text(
-      "trainer:\n  init:\n    device: CPU\n    model: " + model +
-      "\n    loop: {max_steps: 1}\n  fit:\n    train_dataloader: " + loader + "\n");
-  INFO(loaded.dump());
-  config::Diagnostics diagnostics;
-  data::DataloaderContext context{data::LoaderRole::train, 1, false, {}};
-  auto spec = data::check_dataloader(loaded.trainer().fit->train_dataloader, context, diagnostics);
-  INFO((diagnostics.all().empty() ? std::string() : diagnostics.all().front().to_string()));
-  REQUIRE(spec);
-  return *spec;
-}
-
-std::vector<std::int32_t> row_of(const data::BatchData& batch, std::size_t field, std::int64_t row,
-                                 std::int64_t width) {
-  auto first = batch.integers[field].begin() + row * width;
-  return {first, first + width};
-}
 
 std::vector<data::SampleField> seq2seq_fields(std::int64_t source, std::int64_t target,
                                               std::int64_t vocab) {
@@ -64,19 +46,19 @@ TEST_CASE("T5 text: each piece's spans become sentinels, the target holds them, 
                        "/train', extra_ids: 4, src_max_sequence_length: 32, "
                        "tgt_max_sequence_length: 12}";
   auto fields = seq2seq_fields(32, 12, 18);
-  auto dataset = data::open_dataset(checked("{name: t5, src_vocab_size: 14, extra_ids: 4}", loader),
-                                    fields, 7);
+  auto dataset = data::open_dataset(
+      test::checked_loader("{name: t5, src_vocab_size: 14, extra_ids: 4}", loader), fields, 7);
   // Pieces of 35 tokens (5 in 2 spans: 32 inputs after corruption, 8 targets): the 80 of the
   // first document as 35 + 35 + 10, then "w1 w2 w3".
   REQUIRE(dataset->size() == 4);
   for (std::int64_t index = 0; index < dataset->size(); ++index) {
     data::BatchData batch(fields, 1);
     dataset->read(index, 0, 0, batch);
-    std::vector<std::int32_t> source = row_of(batch, 0, 0, 32);
-    std::vector<std::int32_t> decoder = row_of(batch, 2, 0, 12);
-    std::vector<std::int32_t> labels = row_of(batch, 4, 0, 12);
-    std::int64_t inputs = kept(row_of(batch, 1, 0, 32));
-    std::int64_t targets = kept(row_of(batch, 3, 0, 12));
+    std::vector<std::int32_t> source = test::row_of(batch, 0, 0, 32);
+    std::vector<std::int32_t> decoder = test::row_of(batch, 2, 0, 12);
+    std::vector<std::int32_t> labels = test::row_of(batch, 4, 0, 12);
+    std::int64_t inputs = kept(test::row_of(batch, 1, 0, 32));
+    std::int64_t targets = kept(test::row_of(batch, 3, 0, 12));
     INFO("piece " << index);
     // The decoder reads <s> and the labels shifted right; the labels end with </s>.
     CHECK(decoder[0] == 2);
@@ -114,12 +96,13 @@ TEST_CASE("T5 text: each piece's spans become sentinels, the target holds them, 
   for (std::int64_t epoch = 0; epoch < 4; ++epoch) {
     data::BatchData batch(fields, 1);
     dataset->read(0, epoch, 0, batch);
-    sources.insert(row_of(batch, 0, 0, 32));
+    sources.insert(test::row_of(batch, 0, 0, 32));
   }
   CHECK(sources.size() > 1);
   data::BatchData again(fields, 1), first(fields, 1);
   dataset->read(0, 0, 0, first);
-  data::open_dataset(checked("{name: t5, src_vocab_size: 14, extra_ids: 4}", loader), fields, 7)
+  data::open_dataset(test::checked_loader("{name: t5, src_vocab_size: 14, extra_ids: 4}", loader),
+                     fields, 7)
       ->read(0, 0, 0, again);
   CHECK(again.integers == first.integers);
 }
@@ -136,20 +119,21 @@ TEST_CASE("Transformer text: sentence pairs that fit, <s> before and </s> after 
       "/data', src_max_sequence_length: 6, tgt_max_sequence_length: 5}";
   auto fields = seq2seq_fields(6, 5, 14);
   auto dataset = data::open_dataset(
-      checked("{name: transformer, src_vocab_size: 14, tgt_vocab_size: 14}", loader), fields, 1);
+      test::checked_loader("{name: transformer, src_vocab_size: 14, tgt_vocab_size: 14}", loader),
+      fields, 1);
   // The second pair's source is too long, the third's is empty: both are left out.
   REQUIRE(dataset->size() == 2);
   data::BatchData batch(fields, 2);
   dataset->read(0, 0, 0, batch);
   dataset->read(1, 0, 1, batch);
-  CHECK(row_of(batch, 0, 0, 6) == std::vector<std::int32_t>{5, 6, 7, 0, 0, 0});
-  CHECK(row_of(batch, 1, 0, 6) == std::vector<std::int32_t>{1, 1, 1, 0, 0, 0});
-  CHECK(row_of(batch, 2, 0, 5) == std::vector<std::int32_t>{2, 7, 6, 5, 0});
-  CHECK(row_of(batch, 3, 0, 5) == std::vector<std::int32_t>{1, 1, 1, 1, 0});
-  CHECK(row_of(batch, 4, 0, 5) == std::vector<std::int32_t>{7, 6, 5, 3, 0});
+  CHECK(test::row_of(batch, 0, 0, 6) == std::vector<std::int32_t>{5, 6, 7, 0, 0, 0});
+  CHECK(test::row_of(batch, 1, 0, 6) == std::vector<std::int32_t>{1, 1, 1, 0, 0, 0});
+  CHECK(test::row_of(batch, 2, 0, 5) == std::vector<std::int32_t>{2, 7, 6, 5, 0});
+  CHECK(test::row_of(batch, 3, 0, 5) == std::vector<std::int32_t>{1, 1, 1, 1, 0});
+  CHECK(test::row_of(batch, 4, 0, 5) == std::vector<std::int32_t>{7, 6, 5, 3, 0});
   // An unknown word reads as <unk>.
-  CHECK(row_of(batch, 0, 1, 6) == std::vector<std::int32_t>{13, 1, 0, 0, 0, 0});
-  CHECK(row_of(batch, 4, 1, 5) == std::vector<std::int32_t>{11, 3, 0, 0, 0});
+  CHECK(test::row_of(batch, 0, 1, 6) == std::vector<std::int32_t>{13, 1, 0, 0, 0, 0});
+  CHECK(test::row_of(batch, 4, 1, 5) == std::vector<std::int32_t>{11, 3, 0, 0, 0});
 }
 
 TEST_CASE("seq2seq text: what is wrong names the file") {
@@ -166,17 +150,18 @@ TEST_CASE("seq2seq text: what is wrong names the file") {
   std::string model = "{name: transformer, src_vocab_size: 14, tgt_vocab_size: 14}";
   auto fields = seq2seq_fields(6, 5, 14);
   CHECK_THROWS_WITH(
-      data::open_dataset(checked(model, transformer(dir.path() / "pairs")), fields, 1),
+      data::open_dataset(test::checked_loader(model, transformer(dir.path() / "pairs")), fields, 1),
       Catch::Contains("en.txt holds 2 lines but") && Catch::Contains("de.txt holds 1"));
   dir.write("bad/meta.dat", "en.txt 2\n");
   CHECK_THROWS_WITH(
-      data::open_dataset(checked(model, transformer(dir.path() / "bad")), fields, 1),
+      data::open_dataset(test::checked_loader(model, transformer(dir.path() / "bad")), fields, 1),
       Catch::Contains("meta.dat line 1: expected '<source file> <target file> <number of lines>'"));
   // A vocabulary with more ids than the model's embeddings.
-  CHECK_THROWS_WITH(data::open_dataset(checked(model, transformer(dir.path() / "pairs")),
-                                       seq2seq_fields(6, 5, 10), 1),
-                    Catch::Contains("holds 14 tokens") &&
-                        Catch::Contains("more than the model's vocabulary of 10"));
+  CHECK_THROWS_WITH(
+      data::open_dataset(test::checked_loader(model, transformer(dir.path() / "pairs")),
+                         seq2seq_fields(6, 5, 10), 1),
+      Catch::Contains("holds 14 tokens") &&
+          Catch::Contains("more than the model's vocabulary of 10"));
   // T5 without a <s> in the vocabulary.
   std::string plain = dir.write("plain.txt", "<pad>\n<unk>\nw0\n");
   dir.write("t5/part-0.txt", "w0 w0 w0\n");
@@ -184,7 +169,7 @@ TEST_CASE("seq2seq text: what is wrong names the file") {
   std::string t5 = "{data_processor: T5DynamicDataProcessor, batch_size: 1, src_vocab_file: '" +
                    plain + "', src_data_dir: '" + (dir.path() / "t5").string() +
                    "', src_max_sequence_length: 6, tgt_max_sequence_length: 5}";
-  CHECK_THROWS_WITH(
-      data::open_dataset(checked("{name: t5, src_vocab_size: 3}", t5), seq2seq_fields(6, 5, 3), 1),
-      Catch::Contains("plain.txt") && Catch::Contains("sos_token"));
+  CHECK_THROWS_WITH(data::open_dataset(test::checked_loader("{name: t5, src_vocab_size: 3}", t5),
+                                       seq2seq_fields(6, 5, 3), 1),
+                    Catch::Contains("plain.txt") && Catch::Contains("sos_token"));
 }
