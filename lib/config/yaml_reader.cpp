@@ -74,20 +74,19 @@ bool check_text(std::string_view text, const std::string& origin, Diagnostics& d
   return true;
 }
 
-// The line (1-based) of a ',' that would begin a node outside any flow collection, or 0: one at
-// the start of a line, after nothing but node properties (an &anchor or a !tag) on its line, or
-// before anything else in its document. yaml-cpp 0.7 never returns from such a file (", b",
-// "&a, b" or "  , b" alone loop allocating without end), so it is reported here, before yaml-cpp
-// sees it. Quoted scalars and comments are skipped; a quote counts only where a scalar can start,
-// and so does a bracket outside a flow collection ("a[b" is a plain scalar in block context).
+// The line (1-based) of a ',' that comes first on its line (after blanks and node properties: an
+// &anchor or a !tag) outside any flow collection, or 0. yaml-cpp 0.7 never returns from many such
+// files (", b", "&a, b", or an indented ", b" in a mapping loop allocating without end), so they
+// are reported here, before yaml-cpp sees them; the only valid YAML this refuses is a plain
+// scalar continued on a line that starts with a comma. Quoted scalars and comments are skipped; a
+// quote counts only where a scalar can start, and so does a bracket outside a flow collection
+// ("a[b" is a plain scalar in block context).
 std::size_t stray_flow_entry(std::string_view text) {
   int depth = 0;
   std::size_t line = 1;
   char quote = 0;
   char previous = '\n';
-  bool line_content = false;     // anything but blanks and node properties on this line
-  bool line_properties = false;  // an anchor or a tag on this line
-  bool document_content = false;
+  bool line_content = false;  // anything but blanks and node properties on this line
   auto name_ends = [](char c) {
     return std::string_view(" \t\r\n,[]{}").find(c) != std::string_view::npos;
   };
@@ -95,7 +94,7 @@ std::size_t stray_flow_entry(std::string_view text) {
     char c = text[i];
     if (c == '\n') {
       ++line;
-      line_content = line_properties = false;
+      line_content = false;
     }
     if (quote) {
       if (c == '\\' && quote == '"') {
@@ -107,21 +106,16 @@ std::size_t stray_flow_entry(std::string_view text) {
     }
     if (c == ' ' || c == '\t' || c == '\r' || c == '\n') continue;
     bool token_start = std::string_view(" \t\n:,[{-").find(previous) != std::string_view::npos;
-    if (previous == '\n' && (text.substr(i, 3) == "---" || text.substr(i, 3) == "...")) {
-      document_content = false;
-      i += 2;
-    } else if (c == '#' && (previous == ' ' || previous == '\t' || previous == '\n')) {
+    if (c == '#' && (previous == ' ' || previous == '\t' || previous == '\n')) {
       while (i + 1 < text.size() && text[i + 1] != '\n')
         ++i;
     } else if ((c == '&' || c == '!') && token_start && depth == 0) {
       while (i + 1 < text.size() && !name_ends(text[i + 1]))
         ++i;
-      line_properties = true;
-    } else if (c == ',' && depth == 0 && !line_content &&
-               (previous == '\n' || line_properties || !document_content)) {
+    } else if (c == ',' && depth == 0 && !line_content) {
       return line;
     } else {
-      line_content = document_content = true;
+      line_content = true;
       if ((c == '"' || c == '\'') && token_start) {
         quote = c;
       } else if ((c == '[' || c == '{') && (token_start || depth > 0)) {
