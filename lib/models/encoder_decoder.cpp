@@ -251,18 +251,18 @@ double number_or(const ModelParams& p, const char* key, double fallback) {
   return p.has(key) && !p.find(key)->is_null() ? p.number(key) : fallback;
 }
 
-void refuse_unsupported(const ModelParams& p, const std::string& model) {
+void refuse_unsupported(const ModelParams& p, const std::string& model, const Seq2SeqMup& mup) {
   refuse_unless_off(
       p, model,
       {"mup_base_d_kv", "extra_attention_params", "lr_adjustment_groups", "tie_encoder_decoder"});
-  if (!seq2seq_mup(p).on) {
+  if (!mup.on) {
     refuse_unless_off(p, model,
                       {"output_logits_alpha", "embeddings_alpha", "encoder_attention_logits_alpha",
                        "decoder_attention_logits_alpha", "scale_encoder_qk_dot_by_d",
                        "scale_decoder_qk_dot_by_d", "scale_output_logits_by_d"});
   }
   refuse_unless(p, model, "use_transformer_initialization",
-                !seq2seq_mup(p).on || !flag_or(p, "use_transformer_initialization", false),
+                !mup.on || !flag_or(p, "use_transformer_initialization", false),
                 "false with muP (the Model Zoo refuses both)");
   std::string position = position_type(p);
   refuse_unless(p, model, "position_embedding_type",
@@ -339,14 +339,14 @@ graph::Initializer uniform_within(double bound) {
   return init;
 }
 
-Seq2SeqInitializers seq2seq_initializers(const ModelParams& p) {
+Seq2SeqInitializers seq2seq_initializers(const ModelParams& p, const Seq2SeqMup& mup) {
   double factor = p.number("initializer_factor");
   auto d_model = static_cast<double>(p.integer("d_model"));
   auto d_kv = static_cast<double>(p.integer("d_kv"));
   auto inner = static_cast<double>(p.integer("num_heads")) * d_kv;
   Seq2SeqInitializers init;
   // Under muP the embeddings and an untied head start at factor / sqrt(d_model).
-  double table_std = seq2seq_mup(p).on ? factor / std::sqrt(d_model) : factor;
+  double table_std = mup.on ? factor / std::sqrt(d_model) : factor;
   init.head = nn::normal_initializer(table_std);
   init.relative_bias.name = "xavier_uniform";
   if (!flag_or(p, "use_transformer_initialization", false)) {
@@ -436,11 +436,11 @@ graph::Tensor decoder_layer(nn::StepContext& context, const nn::Scope& layer,
   return feed_forward_sublayer(context, layer, "norm3", y, side);
 }
 
-// The embedding of one side: its word table at the ids, plus learned or fixed positions, then
-// the Transformer's extra dropout and the dropout before the layers.
+// The embedding of one side: its word table at the ids, plus learned or fixed positions, times
+// `scale` (muP's), then the Transformer's extra dropout and the dropout before the layers.
 graph::Tensor embed(ModelBuild& b, const nn::Scope& scope, const graph::Tensor& table,
                     const graph::Tensor& ids, std::int64_t positions,
-                    const graph::Initializer& init) {
+                    const graph::Initializer& init, double scale) {
   const ModelParams& p = b.params;
   auto entered = scope.enter();
   graph::Tensor x = graph::gather(table, ids);
@@ -453,8 +453,7 @@ graph::Tensor embed(ModelBuild& b, const nn::Scope& scope, const graph::Tensor& 
   } else if (position == "fixed") {
     x = x + sinusoid_table(ids.graph(), length, table.dim(1));
   }
-  if (seq2seq_mup(p).on)
-    x = x * (number_or(p, "embeddings_alpha", 1.0) * std::sqrt(static_cast<double>(table.dim(1))));
+  if (scale != 1.0) x = x * scale;
   double rate = p.number("dropout_rate");
   if (flag_or(p, "use_pre_encoder_decoder_dropout", false)) x = nn::dropout(b.context, x, rate);
   return nn::dropout(b.context, x, rate);
@@ -464,9 +463,8 @@ graph::Tensor embed(ModelBuild& b, const nn::Scope& scope, const graph::Tensor& 
 // alpha / (width x d_kv), or alpha / (width x sqrt(d_kv)) without scale_<side>_qk_dot_by_d (the
 // Model Zoo scales queries and keys by width^-1/2 each, and values and outputs by width^-1/2 and
 // width^1/2, which cancel). The decoder's cross-attention takes the decoder's.
-double score_scale(const ModelParams& p, bool encoder) {
+double score_scale(const ModelParams& p, bool encoder, const Seq2SeqMup& mup) {
   auto d_kv = static_cast<double>(p.integer("d_kv"));
-  Seq2SeqMup mup = seq2seq_mup(p);
   if (!mup.on)
     return flag_or(p, "use_transformer_initialization", false) ? 1.0 / std::sqrt(d_kv) : 1.0;
   std::string side = encoder ? "encoder" : "decoder";
@@ -475,7 +473,9 @@ double score_scale(const ModelParams& p, bool encoder) {
   return alpha / mup.width / (by_d ? d_kv : std::sqrt(d_kv));
 }
 
-Seq2SeqSide side_of(const ModelParams& p, const Seq2SeqInitializers& init, bool encoder) {
+// A side's layers; `score_bias` is its relative position bias, when it has one.
+Seq2SeqSide side_of(const ModelParams& p, const Seq2SeqInitializers& init, bool encoder,
+                    const Seq2SeqMup& mup, std::optional<graph::Tensor> score_bias) {
   Seq2SeqSide side;
   side.norm = p.text("norm_type");
   side.eps = p.number("layer_norm_epsilon");
@@ -487,12 +487,13 @@ Seq2SeqSide side_of(const ModelParams& p, const Seq2SeqInitializers& init, bool 
   attention.projection_bias = p.flag("use_projection_bias_in_attention");
   attention.output_bias = false;
   attention.dropout = side.dropout;
-  attention.score_scale = score_scale(p, encoder);
+  attention.score_scale = score_scale(p, encoder, mup);
   attention.init = init.key_value;
   attention.query_init = init.query;
   attention.output_init = init.key_value;
   side.cross_attention = attention;
   attention.causal = !encoder;
+  attention.score_bias = std::move(score_bias);
   side.self_attention = attention;
   // The Model Zoo builds both sides with encoder_nonlinearity; the decoder's inner dropout is
   // dropout_rate (relu_dropout_rate reaches the encoder only).
@@ -565,8 +566,9 @@ std::vector<LearningRateGroup> seq2seq_learning_rate_groups(const Seq2SeqMup& mu
 
 ModelOutputs build_seq2seq(ModelBuild& b, const std::string& model_name) {
   const ModelParams& p = b.params;
-  refuse_unsupported(p, model_name);
-  Seq2SeqInitializers init = seq2seq_initializers(p);
+  Seq2SeqMup mup = seq2seq_mup(p);
+  refuse_unsupported(p, model_name, mup);
+  Seq2SeqInitializers init = seq2seq_initializers(p, mup);
   nn::Scope model(b.context, "model");
   std::int64_t d_model = p.integer("d_model");
   std::string position = position_type(p);
@@ -600,12 +602,18 @@ ModelOutputs build_seq2seq(ModelBuild& b, const std::string& model_name) {
                                       : source_positions;
 
   const graph::Tensor& source_keep = b.input("attention_mask");
+  double embeddings_scale =
+      mup.on ? number_or(p, "embeddings_alpha", 1.0) * std::sqrt(static_cast<double>(d_model))
+             : 1.0;
+  auto score_bias = [](const std::optional<graph::Tensor>& table, std::int64_t length,
+                       bool bidirectional) -> std::optional<graph::Tensor> {
+    if (!table) return std::nullopt;
+    return relative_position_bias(*table, length, bidirectional);
+  };
   graph::Tensor x = embed(b, encoder_embeddings, source_table, b.input("input_ids"),
-                          source_positions, init.embedding);
-  Seq2SeqSide encoder_side = side_of(p, init, true);
-  if (encoder_bias_table)
-    encoder_side.self_attention.score_bias =
-        relative_position_bias(*encoder_bias_table, x.dim(1), true);
+                          source_positions, init.embedding, embeddings_scale);
+  Seq2SeqSide encoder_side =
+      side_of(p, init, true, mup, score_bias(encoder_bias_table, x.dim(1), true));
   nn::Scope encoder = model.child("encoder");
   for (std::int64_t i = 0; i < p.integer("encoder_num_hidden_layers"); ++i)
     x = encoder_layer(b.context, encoder.child("layers").child(i), x, source_keep, encoder_side);
@@ -614,11 +622,9 @@ ModelOutputs build_seq2seq(ModelBuild& b, const std::string& model_name) {
   if (outside) x = nn::dropout(b.context, x, encoder_side.dropout);
 
   graph::Tensor y = embed(b, decoder_embeddings, target_table, b.input("decoder_input_ids"),
-                          target_positions, init.embedding);
-  Seq2SeqSide decoder_side = side_of(p, init, false);
-  if (decoder_bias_table)
-    decoder_side.self_attention.score_bias =
-        relative_position_bias(*decoder_bias_table, y.dim(1), false);
+                          target_positions, init.embedding, embeddings_scale);
+  Seq2SeqSide decoder_side =
+      side_of(p, init, false, mup, score_bias(decoder_bias_table, y.dim(1), false));
   nn::Scope decoder = model.child("decoder");
   std::int64_t decoder_layers = p.has("decoder_num_hidden_layers")
                                     ? p.integer("decoder_num_hidden_layers")
@@ -633,7 +639,6 @@ ModelOutputs build_seq2seq(ModelBuild& b, const std::string& model_name) {
   std::int64_t rows = y.dim(0) * y.dim(1);
   graph::Tensor flat = graph::reshape(y, {rows, d_model});
   graph::Tensor logits;
-  Seq2SeqMup mup = seq2seq_mup(p);
   if (p.flag("share_embedding_weights")) {
     if (!mup.on) flat = flat * (1.0 / std::sqrt(static_cast<double>(d_model)));
     logits = graph::matmul(flat, graph::swap_last_axes(target_table));

@@ -1,4 +1,4 @@
-// 20-step training curves of tiny fc_mnist, gpt2, bert, t5, transformer (...) models against PyTorch
+// 20-step training curves of a tiny model of every network csrun builds against PyTorch
 // (test/data/golden/curves.json, made by scripts/golden/curves.py): same initial weights, same
 // batches; the traced training step runs on the fp64 reference evaluator. Relative error <= 1e-4.
 
