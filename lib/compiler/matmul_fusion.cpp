@@ -1,6 +1,7 @@
 #include <algorithm>
 
 #include "fusion_groups.hpp"
+#include "kernel_library.hpp"
 #include "node_users.hpp"
 #include "passes.hpp"
 
@@ -103,8 +104,11 @@ class MatmulFusion {
         return other != tail && is_bias_for(graph_.node(other).type, value);
       }
       case OpKind::reshape:
+        // Within the rank the matmul kernel stores (a convolution's view of its product as
+        // [N, C, D, H, W] is a separate view kernel).
         return !node.type.shape.empty() && !value.shape.empty() &&
-               node.type.shape.back() == value.shape.back();
+               node.type.shape.back() == value.shape.back() &&
+               node.type.rank() <= kernel_spec("matmul").max_rank;
       case OpKind::cast:
         return graph::is_floating(node.type.dtype);
       default:

@@ -106,6 +106,17 @@ bool require_directory(const std::string& path, const config::Node& value,
   return false;
 }
 
+std::vector<std::string> require_files(const std::string& directory, const std::string& suffix,
+                                       const config::Node& value,
+                                       config::Diagnostics& diagnostics) {
+  if (!require_directory(directory, value, diagnostics)) return {};
+  std::vector<std::string> files = files_with_suffix(directory, suffix);
+  if (files.empty()) {
+    diagnostics.error(value.mark(), value.path(), "no " + suffix + " files in '" + directory + "'");
+  }
+  return files;
+}
+
 bool require_file(const std::string& path, const config::Node& value,
                   config::Diagnostics& diagnostics) {
   std::error_code error;

@@ -28,5 +28,9 @@ bool require_directory(const std::string& path, const config::Node& value,
                        config::Diagnostics& diagnostics);
 bool require_file(const std::string& path, const config::Node& value,
                   config::Diagnostics& diagnostics);
+// The files of `directory` whose names end with `suffix`, sorted; reports (at `value`) a
+// directory that is missing or holds none, and gives nothing then.
+std::vector<std::string> require_files(const std::string& directory, const std::string& suffix,
+                                       const config::Node& value, config::Diagnostics& diagnostics);
 
 }  // namespace csrun::data

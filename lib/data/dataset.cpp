@@ -123,6 +123,7 @@ std::unique_ptr<Dataset> open_dataset(const DataloaderSpec& loader,
   if (loader.processor == "T5DynamicDataProcessor" ||
       loader.processor == "TransformerDynamicDataProcessor")
     return open_seq2seq_text(loader, fields, seed);
+  if (loader.processor == "Hdf5DataProcessor") return open_segmentation_hdf5(loader, fields);
   if (loader.processor == "SST2DataProcessor" || loader.processor == "MNLIDataProcessor" ||
       loader.processor == "BertTokenClassifierDataProcessor" ||
       loader.processor == "BertSumCSVDataProcessor")
@@ -131,7 +132,7 @@ std::unique_ptr<Dataset> open_dataset(const DataloaderSpec& loader,
                            " datasets yet; it reads MNISTDataProcessor (IDX files), the GPT "
                            "HDF5 processors, the BERT CSV processors, the fine-tuning "
                            "heads' (SST-2, MNLI, NER, BertSum), T5's and the Transformer's text, "
-                           "or any processor with "
+                           "Hdf5DataProcessor's segmentation images, or any processor with "
                            "--fake_data");
 }
 

@@ -87,6 +87,10 @@ std::unique_ptr<Dataset> open_bert_csv(const DataloaderSpec& loader,
 std::unique_ptr<Dataset> open_seq2seq_text(const DataloaderSpec& loader,
                                            const std::vector<SampleField>& fields,
                                            std::uint64_t seed);
+// The UNet's images and masks in the Model Zoo's segmentation HDF5 layout
+// (segmentation_hdf5_files.cpp).
+std::unique_ptr<Dataset> open_segmentation_hdf5(const DataloaderSpec& loader,
+                                                const std::vector<SampleField>& fields);
 // The BERT fine-tuning heads' data (bert_finetuning_files.cpp): GLUE TSV, NER CSV, BertSum CSV.
 std::unique_ptr<Dataset> open_bert_finetuning(const DataloaderSpec& loader,
                                               const std::vector<SampleField>& fields);

@@ -367,12 +367,8 @@ DatasetFacts check_gpt_hdf5_files(const DataloaderSpec& loader, Diagnostics& dia
   std::uint64_t length = static_cast<std::uint64_t>(loader.max_sequence_length.value_or(0));
   std::string length_source = "max_sequence_length";
   for (const std::string& directory : loader.data_dirs) {
-    if (!require_directory(directory, at, diagnostics)) continue;
-    std::vector<std::string> files = files_with_suffix(directory, ".h5");
-    if (files.empty()) {
-      diagnostics.error(at.mark(), at.path(), "no .h5 files in '" + directory + "'");
-      continue;
-    }
+    std::vector<std::string> files = require_files(directory, ".h5", at, diagnostics);
+    if (files.empty()) continue;
     for (std::size_t i = 0; i < files.size() && i < kFilesChecked; ++i) {
       std::string problem;
       auto layout = read_layout(files[i], problem);

@@ -275,10 +275,13 @@ void Hdf5Writer::write_raw(const std::string& name, const std::vector<std::uint6
   // No modification times in object headers: the same values give the same file, byte for byte.
   Handle creation(H5Pcreate(H5P_DATASET_CREATE), H5Pclose);
   H5Pset_obj_track_times(creation.get(), false);
-  Handle dataset(H5Dcreate2(file_, name.c_str(), file_type, space.get(), H5P_DEFAULT,
+  // A name with slashes creates its groups (example_0/image).
+  Handle links(H5Pcreate(H5P_LINK_CREATE), H5Pclose);
+  H5Pset_create_intermediate_group(links.get(), 1);
+  Handle dataset(H5Dcreate2(file_, name.c_str(), file_type, space.get(), links.get(),
                             creation.get(), H5P_DEFAULT),
                  H5Dclose);
-  if (!space.valid() || !creation.valid() || !dataset.valid() ||
+  if (!space.valid() || !creation.valid() || !links.valid() || !dataset.valid() ||
       H5Dwrite(dataset.get(), memory_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data) < 0) {
     fail("cannot write dataset '" + name + "' to " + shown_as_);
   }
@@ -292,6 +295,11 @@ void Hdf5Writer::write(const std::string& name, const std::vector<std::uint64_t>
 void Hdf5Writer::write(const std::string& name, const std::vector<std::uint64_t>& dims,
                        std::span<const std::int32_t> values) {
   write_raw(name, dims, H5T_STD_I32LE, H5T_NATIVE_INT32, values.data());
+}
+
+void Hdf5Writer::write(const std::string& name, const std::vector<std::uint64_t>& dims,
+                       std::span<const std::uint8_t> values) {
+  write_raw(name, dims, H5T_STD_U8LE, H5T_NATIVE_UINT8, values.data());
 }
 
 void Hdf5Writer::set_attribute(const std::string& name, std::int64_t value) {

@@ -66,9 +66,12 @@ class Hdf5Writer {
   Hdf5Writer(const Hdf5Writer&) = delete;
   Hdf5Writer& operator=(const Hdf5Writer&) = delete;
 
-  // Contiguous datasets, written from the caller's memory without conversion.
+  // Contiguous datasets, written from the caller's memory without conversion; a name with
+  // slashes (example_0/image) creates the groups it names.
   void write(const std::string& name, const std::vector<std::uint64_t>& dims,
              std::span<const float> values);
+  void write(const std::string& name, const std::vector<std::uint64_t>& dims,
+             std::span<const std::uint8_t> values);
   void write(const std::string& name, const std::vector<std::uint64_t>& dims,
              std::span<const std::int32_t> values);
   // A contiguous little-endian float32 (or int32) dataset whose space is allocated now and left

@@ -294,6 +294,22 @@ const std::vector<ProcessorDefinition>& processor_registry() {
                 image_fields(), {}, "Severstal images"),
       processor("InriaAerialDataProcessor", "Inria aerial images and masks", image_fields(), {},
                 "Inria aerial images"),
+      processor(
+          "Hdf5DataProcessor",
+          "segmentation images and masks in HDF5 files (the Model Zoo UNet's layout: "
+          "groups example_<i> with image [C, H, W] and label)",
+          {data_dir(true), optional_field("image_shape", T::list_of(positive_integer(), 3, 3)),
+           optional_field("normalize_data_method",
+                          T::choice({"zero_centered", "zero_one", "standard_score"}).or_null()),
+           optional_field("augment_data", T::boolean()),
+           optional_field("num_classes", positive_integer()),
+           no_effect_field("loss",
+                           "the labels' layout follows the model's loss; loss in the "
+                           "dataloader has no effect"),
+           no_effect_field("use_worker_cache",
+                           "use_worker_cache copies the data to the appliance's workers; "
+                           "it has no effect")},
+          check_segmentation_hdf5_files),
       processor("SkmDataProcessor", "SKM-TEA MRI volumes", image_fields(), {}, "SKM-TEA volumes"),
       processor(
           "CityscapesDataProcessor", "Cityscapes street scenes and their label maps",

@@ -46,6 +46,8 @@ DatasetFacts check_glue_files(const DataloaderSpec& loader, config::Diagnostics&
 DatasetFacts check_seq2seq_text_files(const DataloaderSpec& loader,
                                       config::Diagnostics& diagnostics);
 DatasetFacts check_ner_files(const DataloaderSpec& loader, config::Diagnostics& diagnostics);
+DatasetFacts check_segmentation_hdf5_files(const DataloaderSpec& loader,
+                                           config::Diagnostics& diagnostics);
 DatasetFacts check_bertsum_files(const DataloaderSpec& loader, config::Diagnostics& diagnostics);
 
 }  // namespace csrun::data

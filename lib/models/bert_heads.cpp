@@ -69,19 +69,6 @@ BertEncoding encode_for_head(ModelBuild& b, const nn::Scope& encoder, const std:
   return encode_bert(b, encoder, name, Mup{});
 }
 
-// [2, C] of a ratio metric (MetricAverage::ratio) from C numerators and C denominators.
-graph::Tensor ratio(const std::vector<graph::Tensor>& numerators,
-                    const std::vector<graph::Tensor>& denominators) {
-  std::vector<graph::Tensor> rows;
-  for (const std::vector<graph::Tensor>* row : {&numerators, &denominators}) {
-    std::vector<graph::Tensor> parts;
-    for (const graph::Tensor& value : *row)
-      parts.push_back(graph::reshape(value, {1, 1}));
-    rows.push_back(graph::concat(parts, 1));
-  }
-  return graph::concat(rows, 0);
-}
-
 // single_label_classification: cross entropy; regression: mean squared error of one output;
 // without problem_type, one label means regression (as Hugging Face decides).
 bool regression(const ModelParams& p) {
@@ -141,7 +128,7 @@ ModelOutputs build_classifier(ModelBuild& b) {
     if (!b.batch.contains(field)) continue;
     graph::Tensor in_set = graph::cast(b.input(field), graph::DType::f32);
     result.metrics.push_back({std::string("eval/accuracy_") + partition,
-                              ratio({graph::sum(hits * in_set)}, {graph::sum(in_set)}),
+                              ratio_metric({graph::sum(hits * in_set)}, {graph::sum(in_set)}),
                               nn::MetricAverage::ratio});
   }
   return result;
@@ -188,7 +175,8 @@ ModelOutputs build_token_classifier(ModelBuild& b) {
   if (!p.flag("compute_eval_metrics")) return result;
   graph::Tensor predicted = graph::argmax(logits, -1);
   graph::Tensor hits = graph::cast(graph::equal(predicted, labels), graph::DType::f32);
-  result.metrics.push_back({"eval/accuracy", ratio({graph::sum(hits * mask)}, {graph::sum(mask)}),
+  result.metrics.push_back({"eval/accuracy",
+                            ratio_metric({graph::sum(hits * mask)}, {graph::sum(mask)}),
                             nn::MetricAverage::ratio});
   // Token-level F1 of each entity label over every position, macro-averaged: 2 TP / (predicted +
   // actual).
@@ -202,7 +190,7 @@ ModelOutputs build_token_classifier(ModelBuild& b) {
     denominators.push_back(graph::sum(is_predicted) + graph::sum(is_actual));
   }
   result.metrics.push_back(
-      {"eval/f1_score", ratio(numerators, denominators), nn::MetricAverage::ratio});
+      {"eval/f1_score", ratio_metric(numerators, denominators), nn::MetricAverage::ratio});
   return result;
 }
 

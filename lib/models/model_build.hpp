@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -25,11 +26,24 @@ struct BatchField {
 };
 using BatchLayout = std::vector<BatchField>;
 
-// What a model builder receives: its checked params, the step being traced, and the batch.
+// What a model's size depends on beyond its own params: the shapes its data brings.
+struct DataHints {
+  std::optional<std::int64_t> max_sequence_length;     // an encoder-decoder's source length
+  std::optional<std::int64_t> target_sequence_length;  // an encoder-decoder's target length
+  std::vector<std::int64_t> image_shape;               // [H, W, C]; 3D: [D, H, W]
+  std::optional<std::int64_t> num_classes;
+  std::optional<std::int64_t> max_predictions;  // masked positions per sequence (BERT)
+  std::optional<std::int64_t> max_cls_tokens;   // sentences per sequence (BertSum)
+  bool matched_partitions = false;  // is_matched and is_mismatched per sample (MNLI's evaluation)
+};
+
+// What a model builder receives: its checked params, the step being traced, the batch, and what
+// the data says of its shapes.
 struct ModelBuild {
   const ModelParams& params;
   nn::StepContext& context;
   std::map<std::string, graph::Tensor> batch;
+  const DataHints& hints;
 
   const graph::Tensor& input(const std::string& name) const;
 };

@@ -66,6 +66,19 @@ std::int64_t decoder_rotary_dim(const ModelParams& params);
 std::int32_t relative_position_bucket(std::int64_t relative, bool bidirectional,
                                       std::int64_t buckets);
 
+// The [2, C] value of a ratio metric (MetricAverage::ratio and ratio_of_present) from C
+// numerators and C denominators.
+graph::Tensor ratio_metric(const std::vector<graph::Tensor>& numerators,
+                           const std::vector<graph::Tensor>& denominators);
+
+// The UNet's eval metrics (`eval_metrics`: mIOU, DSC, Acc, MPCA) from the whole evaluation's
+// confusion matrix of logits [B, C or 1, spatial...] against labels as `loss` takes them:
+// eval/mean_iou, eval/dice_coefficient and eval/mean_per_class_accuracy over the classes present,
+// eval/accuracy over the pixels; pixels labelled with one of eval_ignore_classes do not count.
+std::vector<nn::Metric> segmentation_metrics(const ModelParams& params, const std::string& loss,
+                                             const graph::Tensor& logits,
+                                             const graph::Tensor& labels, std::int64_t classes);
+
 // Rules every attention-based network shares.
 bool check_heads_divide_hidden(const ModelParams& params, config::Diagnostics& diagnostics);
 void check_sequence_fits_positions(const ModelParams& params, const DataHints& hints,

@@ -16,17 +16,6 @@
 
 namespace csrun::models {
 
-// What a model's size depends on beyond its own params: the shapes its data brings.
-struct DataHints {
-  std::optional<std::int64_t> max_sequence_length;     // an encoder-decoder's source length
-  std::optional<std::int64_t> target_sequence_length;  // an encoder-decoder's target length
-  std::vector<std::int64_t> image_shape;               // [H, W, C]
-  std::optional<std::int64_t> num_classes;
-  std::optional<std::int64_t> max_predictions;  // masked positions per sequence (BERT)
-  std::optional<std::int64_t> max_cls_tokens;   // sentences per sequence (BertSum)
-  bool matched_partitions = false;  // is_matched and is_mismatched per sample (MNLI's evaluation)
-};
-
 // One network of the Model Zoo workflow: its params schema, the data processors that feed it,
 // the consistency rules between its params, and its parameter count.
 struct ModelDefinition {

@@ -25,7 +25,7 @@ namespace {
 // The step's batch inputs and the model's forward pass over them.
 ModelOutputs trace_forward(const CheckedModel& model, TracedStep& traced,
                            nn::StepContext& context) {
-  ModelBuild build{model.params, context, {}};
+  ModelBuild build{model.params, context, {}, model.hints};
   for (const BatchField& field : traced.batch) {
     if (field.name == "input_ids" && field.type.rank() == 2)
       traced.tokens_per_sample = field.type.shape[1];

@@ -11,8 +11,14 @@ namespace csrun::nn {
 // values, their geometric mean (the exp of the mean log), as a perplexity averages, or ratios of
 // sums: the metric's value is [2, C] (each class's numerator, then its denominator), summed over
 // the batches, and the result is the mean over the classes of numerator / denominator (0 for a
-// class whose denominator stays 0) — an accuracy over tokens (C = 1), a macro-averaged F1.
-enum class MetricAverage : std::uint8_t { mean, geometric, ratio };
+// class whose denominator stays 0) — an accuracy over tokens (C = 1), a macro-averaged F1; or
+// ratios of sums averaged over the classes whose denominator is not 0 (the Model Zoo's mean IoU
+// and Dice coefficient, which leave out classes that neither occur nor are predicted).
+enum class MetricAverage : std::uint8_t { mean, geometric, ratio, ratio_of_present };
+
+inline bool sums_ratios(MetricAverage average) {
+  return average == MetricAverage::ratio || average == MetricAverage::ratio_of_present;
+}
 
 // A metric of an eval step, by its Model Zoo name.
 struct Metric {

@@ -13,14 +13,14 @@ MetricTotals::MetricTotals(const runtime::Executable& step,
         declared == averages.end() ? nn::MetricAverage::mean : declared->second;
     runtime::Executable::Slot slot = step.slot(output.name);
     auto width = static_cast<std::size_t>(
-        average == nn::MetricAverage::ratio ? graph::element_count(step.type(slot).shape) : 1);
+        nn::sums_ratios(average) ? graph::element_count(step.type(slot).shape) : 1);
     outputs_.push_back({output.name, slot, average, std::vector<double>(width, 0.0)});
   }
 }
 
 void MetricTotals::add(const runtime::Executable& step) {
   for (Output& output : outputs_) {
-    if (output.average == nn::MetricAverage::ratio) {
+    if (nn::sums_ratios(output.average)) {
       std::vector<double> values = step.read(output.slot);
       for (std::size_t i = 0; i < values.size(); ++i)
         output.totals[i] += values[i];
@@ -32,27 +32,24 @@ void MetricTotals::add(const runtime::Executable& step) {
   ++batches_;
 }
 
-namespace {
-
-// The mean over classes of numerator / denominator; [numerators..., denominators...].
-double mean_ratio(const std::vector<double>& totals) {
+double mean_ratio(const std::vector<double>& totals, nn::MetricAverage average) {
   std::size_t classes = totals.size() / 2;
-  if (classes == 0) return 0.0;
   double sum = 0.0;
+  std::size_t counted = 0;
   for (std::size_t c = 0; c < classes; ++c) {
     double denominator = totals[classes + c];
+    if (denominator == 0.0 && average == nn::MetricAverage::ratio_of_present) continue;
     sum += denominator == 0.0 ? 0.0 : totals[c] / denominator;
+    ++counted;
   }
-  return sum / static_cast<double>(classes);
+  return counted == 0 ? 0.0 : sum / static_cast<double>(counted);
 }
-
-}  // namespace
 
 std::map<std::string, double> MetricTotals::averages() const {
   std::map<std::string, double> result;
   for (const Output& output : outputs_) {
-    if (output.average == nn::MetricAverage::ratio) {
-      result[output.name] = mean_ratio(output.totals);
+    if (nn::sums_ratios(output.average)) {
+      result[output.name] = mean_ratio(output.totals, output.average);
       continue;
     }
     double mean = output.totals[0] / static_cast<double>(std::max<std::int64_t>(batches_, 1));

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
-"""Golden 20-step training curves of tiny fc_mnist, gpt2, gptj, llama, bert, t5 and transformer models, computed by
-PyTorch.
+"""Golden 20-step training curves of tiny fc_mnist, gpt2, gptj, llama, bert, linformer, t5, transformer
+and unet (2D and 3D) models, computed by PyTorch.
 
 Cases marked "autocast" run the forward pass under torch.autocast("cpu", dtype=torch.bfloat16)
 (master weights, gradients and optimizer in float32); csrun's CSX bfloat16 curves are compared
@@ -593,6 +593,100 @@ def seq2seq_batch(step, cfg, size):
             "labels": integers(f"data.labels.{step}", (size, target), vocab)}
 
 
+# ------------------------------------------------------------------ unet ---
+
+def unet_loss(params, batch, cfg):
+    """The Model Zoo's UNet (ConvNormActBlock = conv, norm, activation; UNetBlock; max pooling or
+    strided convolutions; transposed-convolution upsampling; skip connections), in 2D or 3D."""
+    three = cfg.get("use_conv3d", False)
+    axes = 3 if three else 2
+    conv, conv_t = (F.conv3d, F.conv_transpose3d) if three else (F.conv2d, F.conv_transpose2d)
+    bias = cfg.get("enable_bias", "norm_layer" not in cfg)
+    strided = cfg.get("downscale_method", "max_pool") == "strided_conv"
+    kernels = [1 if c == "1x1_conv" else 3 for c in cfg.get("convs_per_block", ["3x3_conv", "3x3_conv"])]
+
+    def norm(prefix, y):
+        kind = cfg.get("norm_layer")
+        if kind is None:
+            return y
+        c = y.shape[1]
+        weight, shift = params.get(prefix + ".weight", (c,)), params.get(prefix + ".bias", (c,))
+        if kind.startswith("batchnorm"):
+            return F.batch_norm(y, None, None, weight, shift, training=True, eps=1e-5)
+        groups = cfg["norm_kwargs"]["num_groups"] if kind == "group" else c
+        return F.group_norm(y, groups, weight, shift, eps=1e-5)
+
+    def conv_norm_act(prefix, x, out, k, stride, act):
+        w = params.get(prefix + ".0.weight", (out, x.shape[1]) + (k,) * axes)
+        b = params.get(prefix + ".0.bias", (out,)) if bias else None
+        y = norm(prefix + ".1", conv(x, w, b, stride=stride, padding=((stride - 1) + (k - 1)) // 2))
+        return torch.relu(y) if act == "relu" else y
+
+    def block(prefix, x, out, downscale, act="relu"):
+        strided_layer = 0 if cfg.get("downscale_first_conv", False) else len(kernels) - 1
+        skip, first = x, None
+        for i, k in enumerate(kernels):
+            stride = 2 if downscale and strided and i == strided_layer else 1
+            x = conv_norm_act(f"{prefix}.layers.{i}", x, out, k, stride, act)
+            if cfg.get("residual_blocks", False) and i == 0:
+                first = x
+            if cfg.get("residual_blocks", False) and i == len(kernels) - 1 and i > 0:
+                x = x + first
+            if strided and i == len(kernels) - 2:
+                skip = x
+        return x, (skip if strided else x)
+
+    encoder, decoder = cfg["encoder_filters"], cfg["decoder_filters"]
+    downscales = cfg.get("downscale_encoder_blocks", strided)
+    if isinstance(downscales, bool):
+        downscales = [downscales] * len(encoder)
+    x, skips = batch["input"], []
+    for i in range(len(encoder) - 1):
+        out, skip = block(f"model.encoder.unet_blocks.{i}", x, encoder[i], downscales[i])
+        skips.append(skip)
+        x = out if strided else (F.max_pool3d(out, 2) if three else F.max_pool2d(out, 2))
+    x, _ = block("model.bottleneck", x, encoder[-1], cfg.get("downscale_bottleneck", False))
+    for j, filters in enumerate(decoder):
+        prefix = f"model.decoder.transpose_layers.{j}"
+        w = params.get(prefix + ".weight", (x.shape[1], filters) + (2,) * axes)
+        x = conv_t(x, w, params.get(prefix + ".bias", (filters,)) if bias else None, stride=2)
+        x = torch.cat([x, skips[-1 - j]], dim=1)
+        x, _ = block(f"model.decoder.unet_blocks.{j}", x, filters, False)
+    classes = cfg["num_classes"]
+    outputs = 1 if cfg["loss"] == "bce" else classes
+    logits = conv(x, params.get("model.final_conv.0.weight", (outputs, x.shape[1]) + (1,) * axes),
+                  params.get("model.final_conv.0.bias", (outputs,)))
+    labels = batch["labels"]
+    if cfg["loss"] == "bce":
+        m = torch.relu(-logits)
+        return ((1 - labels) * logits + m + torch.log(torch.exp(-m) + torch.exp(-logits - m))).mean()
+    cross_entropy = F.cross_entropy(logits, labels)
+    if cfg["loss"] == "ssce":
+        return cross_entropy
+    probabilities = torch.softmax(logits, 1)
+    targets = F.one_hot(labels, classes).movedim(-1, 1).float()
+    keep = torch.ones(classes)
+    keep[0] = 0.0  # ignore_background_class
+    shape = (1, classes) + (1,) * axes
+    probabilities, targets = probabilities * keep.reshape(shape), targets * keep.reshape(shape)
+    dims = tuple(range(2, 2 + axes))
+    score = 2 * (probabilities * targets).sum(dims) / (targets.sum(dims) + probabilities.sum(dims) + 1e-6)
+    dice = score.mean() * classes / (classes - 1)
+    return 0.5 * cross_entropy + 0.5 * (1 - dice)
+
+
+def unet_batch(step, cfg, size):
+    spatial = tuple(cfg["image_shape"]) if cfg.get("use_conv3d") else tuple(cfg["image_shape"][:2])
+    channels = cfg.get("input_channels", 1) if cfg.get("use_conv3d") else cfg["image_shape"][2]
+    # Grey levels normalized zero_centered, as csrun's Hdf5DataProcessor reads them, in float32.
+    image = integers(f"data.input.{step}", (size, channels) + spatial, 256).float() / 127.5 - 1
+    if cfg["loss"] == "bce":
+        labels = integers(f"data.labels.{step}", (size, 1) + spatial, 2).float()
+    else:
+        labels = integers(f"data.labels.{step}", (size,) + spatial, cfg["num_classes"])
+    return {"input": image, "labels": labels}
+
+
 # ------------------------------------------------------------ optimizers ---
 
 def sgd(params, state, lr, step, options):
@@ -793,6 +887,14 @@ def main():
                    "label_smoothing": 0.1, "mlm_loss_scaling": "num_masked", "share_embedding_weights": False,
                    "share_encoder_decoder_embedding": False}
     lengths = {"source_length": 8, "target_length": 6}
+    unet = {"name": "unet", "encoder_filters": [4, 8, 8], "decoder_filters": [8, 4], "nonlinearity": "ReLU",
+            "norm_layer": "group", "norm_kwargs": {"num_groups": 2}, "enable_bias": True, "residual_blocks": True,
+            "loss": "bce", "num_classes": 2}
+    unet3d = {"name": "unet", "use_conv3d": True, "input_channels": 1, "encoder_filters": [4, 4, 8],
+              "decoder_filters": [4, 4], "nonlinearity": "relu", "norm_layer": "batchnorm3d", "enable_bias": False,
+              "downscale_method": "strided_conv", "downscale_first_conv": True,
+              "downscale_encoder_blocks": [False, True], "downscale_bottleneck": True, "loss": "ssce_dice",
+              "num_classes": 3}
     t5_mup = dict(t5, mup_base_d_model=8, mup_base_d_ff=12, encoder_attention_logits_alpha=4.0,
                   decoder_attention_logits_alpha=2.0, scale_decoder_qk_dot_by_d=False,
                   output_logits_alpha=2.22, embeddings_alpha=1.5)
@@ -888,6 +990,13 @@ def main():
                "optimizer": {"Adam": {"lr": 0.05, "betas": [0.9, 0.98], "eps": 1e-6}}},
               dict(transformer, **lengths), seq2seq_loss, seq2seq_batch, 2, adam, {"betas": [0.9, 0.98], "eps": 1e-6},
               lambda s: 0.05),
+        train("unet Adam, group norm, residual blocks, max pooling, bce",
+              {"device": "CPU", "model": unet, "precision": fp32, "optimizer": {"Adam": {"lr": 0.01, "eps": 1e-8}}},
+              dict(unet, image_shape=[8, 8, 1]), unet_loss, unet_batch, 2, adam, {"eps": 1e-8}, lambda s: 0.01),
+        train("unet 3D AdamW, batch norm, strided convolutions, ssce + dice",
+              {"device": "CPU", "model": unet3d, "precision": fp32,
+               "optimizer": {"AdamW": dict(adamw_options, lr=0.01)}},
+              dict(unet3d, image_shape=[4, 4, 4]), unet_loss, unet_batch, 2, adamw, adamw_options, lambda s: 0.01),
         # Mixed precision: PyTorch's CPU autocast to bfloat16 against csrun's CSX bfloat16.
         train("fc_mnist SGD bfloat16", {"device": "CSX", "model": fc, "optimizer": {"SGD": {"lr": 0.05, "momentum": 0.9}},
                                         "precision": bf16},

@@ -1,5 +1,6 @@
 #!/usr/bin/python3
-"""Golden forward values and gradients of csrun's ops, computed by PyTorch in float32.
+"""Golden forward values and gradients of csrun's ops and convolutional layers, computed by PyTorch
+in float32 (the convolutions in float64, see FLOAT64).
 
 For each case: its inputs, the output, and the gradient of sum(output * w) with respect to every
 floating input, for fixed w. test/unit/nn/golden_ops_test.cpp rebuilds each case with csrun's ops
@@ -74,7 +75,23 @@ CASES = {
     "gather": ([(5, 3)], lambda t: F.embedding(ids([4, 0, 4, 2], (2, 2)), t)),
     "one_hot_matmul": ([(4, 3)], lambda x: F.one_hot(ids([3, 0], (2,)), 4).float() @ x),
     "cross_entropy": ([(4, 6)], lambda x: cross_entropy(x, ids([5, 0, 2, 2], (4,)))),
+    # The convolutional layers csrun lowers to slices and products (lib/nn/convolution.cpp).
+    "conv2d": ([(2, 3, 5, 5), (4, 3, 3, 3)], lambda x, w: F.conv2d(x, w, padding=1)),
+    "conv2d_strided": ([(1, 2, 6, 5), (3, 2, 3, 3)], lambda x, w: F.conv2d(x, w, stride=2, padding=1)),
+    "conv2d_1x1": ([(2, 3, 4, 4), (2, 3, 1, 1)], lambda x, w: F.conv2d(x, w)),
+    "conv3d_strided": ([(1, 2, 4, 4, 4), (2, 2, 3, 3, 3)], lambda x, w: F.conv3d(x, w, stride=2, padding=1)),
+    "conv_transpose2d": ([(2, 3, 3, 2), (3, 2, 2, 2)], lambda x, w: F.conv_transpose2d(x, w, stride=2)),
+    "conv_transpose3d": ([(1, 2, 2, 2, 2), (2, 3, 2, 2, 2)], lambda x, w: F.conv_transpose3d(x, w, stride=2)),
+    "max_pool2d": ([(2, 3, 5, 4)], lambda x: F.max_pool2d(x, 2)),
+    "max_pool3d": ([(1, 2, 4, 4, 4)], lambda x: F.max_pool3d(x, 2)),
+    "group_norm": ([(2, 4, 3, 3)], lambda x: F.group_norm(x, 2, eps=1e-5)),
+    "batch_norm": ([(3, 2, 2, 3)], lambda x: F.batch_norm(x, None, None, training=True, eps=1e-5)),
 }
+
+
+# Computed in float64 from the same float32 inputs: a convolution's output sums up to 54
+# products, whose float32 rounding in PyTorch alone exceeds 1e-5 of its small values.
+FLOAT64 = {"conv2d", "conv2d_strided", "conv2d_1x1", "conv3d_strided", "conv_transpose2d", "conv_transpose3d"}
 
 
 def main():
@@ -83,9 +100,10 @@ def main():
         inputs = []
         for i, spec in enumerate(specs):
             shape, low, high = (spec, -1.0, 1.0) if isinstance(spec[0], int) else spec
-            inputs.append(tensor(f"{name}.input{i}", shape, low, high).requires_grad_())
+            x = tensor(f"{name}.input{i}", shape, low, high)
+            inputs.append((x.double() if name in FLOAT64 else x).requires_grad_())
         output = op(*inputs)
-        weights = tensor(f"{name}.weights", output.shape)
+        weights = tensor(f"{name}.weights", output.shape).to(output.dtype)
         (output * weights).sum().backward()
         cases.append({
             "name": name,

@@ -7,9 +7,10 @@ set -euo pipefail
 prefix=$1
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
-for file in bin/csrun bin/csrun-gpt-hdf5 share/csrun/configs/fc_mnist.yaml \
-  share/csrun/configs/gpt3_111m.yaml share/csrun/slurm/train.sbatch share/csrun/slurm/validate.sbatch \
-  share/csrun/scripts/prepare_digits.sh share/csrun/scripts/data/digits_to_idx.py \
+for file in bin/csrun bin/csrun-gpt-hdf5 bin/csrun-shapes-hdf5 share/csrun/configs/fc_mnist.yaml \
+  share/csrun/configs/gpt3_111m.yaml share/csrun/configs/unet_tiny.yaml share/csrun/slurm/train.sbatch \
+  share/csrun/slurm/validate.sbatch share/csrun/scripts/prepare_digits.sh \
+  share/csrun/scripts/prepare_shapes.sh share/csrun/scripts/data/digits_to_idx.py \
   share/doc/csrun/README.md share/doc/csrun/install.md share/man/man1/csrun.1 \
   share/bash-completion/completions/csrun; do
   [ -e "$prefix/$file" ] || fail "$file is not installed in $prefix"
@@ -23,6 +24,10 @@ csrun=$prefix/bin/csrun
 "$csrun" train "$prefix/share/csrun/configs/fc_mnist.yaml" --fake_data --max_steps 5 -o model \
   > train.out 2>&1 || { cat train.out; fail "the installed csrun could not train a shipped config"; }
 grep -q "Training completed successfully!" train.out || fail "train: $(cat train.out)"
+PATH=$prefix/bin:$PATH "$prefix/share/csrun/scripts/prepare_shapes.sh" > shapes.out 2>&1 ||
+  { cat shapes.out; fail "the installed prepare_shapes.sh could not make data/shapes"; }
+"$csrun" train "$prefix/share/csrun/configs/unet_tiny.yaml" --max_steps 2 -o unet > unet.out 2>&1 ||
+  { cat unet.out; fail "the installed csrun could not train configs/unet_tiny.yaml on data/shapes"; }
 "$csrun" compile "$prefix/share/csrun/configs/gpt3_111m.yaml" --fake_data -o gpt3 > compile.out 2>&1 ||
   { cat compile.out; fail "the installed csrun could not compile configs/gpt3_111m.yaml"; }
 

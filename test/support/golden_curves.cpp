@@ -36,7 +36,7 @@ float mnist_normalized(double pixel) {
 
 // The batch of `step` as scripts/golden/curves.py makes it, for every field of the layout: integer
 // fields uniform below their value limit, masks ones (a padded position or two), weights ones but
-// the last.
+// the last, images grey levels normalized, float labels a binary mask.
 graph::Feeds batch_of(const models::BatchLayout& layout, int step) {
   graph::Feeds feeds;
   for (const models::BatchField& field : layout) {
@@ -44,9 +44,15 @@ graph::Feeds batch_of(const models::BatchLayout& layout, int step) {
     auto count = static_cast<std::size_t>(graph::element_count(shape));
     std::string stream = "data." + field.name + "." + std::to_string(step);
     std::vector<double> values;
-    if (field.name == "input") {
+    if (field.name == "input" && shape.size() > 2) {
+      // Images (the UNet's), normalized zero_centered as its reader does it, in float32.
+      for (double pixel : integers(stream, count, 256))
+        values.push_back(static_cast<float>(pixel) / 127.5f - 1.0f);
+    } else if (field.name == "input") {
       for (double pixel : integers(stream, count, 256))
         values.push_back(mnist_normalized(pixel));
+    } else if (field.name == "labels" && field.type.dtype == graph::DType::f32) {
+      values = integers(stream, count, 2);  // a binary mask
     } else if (field.name == "attention_mask") {
       values.assign(count, 1.0);
       std::size_t length = static_cast<std::size_t>(shape[1]);
@@ -90,6 +96,11 @@ std::string loader_for(const json& model) {
   if (name == "transformer")
     return "{data_processor: TransformerDynamicDataProcessor, src_vocab_file: v, src_data_dir: d, "
            "batch_size: 2, src_max_sequence_length: 8, tgt_max_sequence_length: 6}";
+  if (name == "unet") {
+    std::string shape = model.value("use_conv3d", false) ? "[4, 4, 4]" : "[8, 8, 1]";
+    return "{data_processor: Hdf5DataProcessor, data_dir: d, batch_size: 2, num_classes: " +
+           std::to_string(model["num_classes"].get<int>()) + ", image_shape: " + shape + "}";
+  }
   if (name == "bert/classifier")
     return "{data_processor: SST2DataProcessor, data_dir: d, batch_size: 2, "
            "max_sequence_length: 8}";

@@ -65,6 +65,9 @@ const std::map<std::string, std::string>& tiny_models() {
        "num_heads: 2, d_ff: 32, encoder_num_hidden_layers: 1, decoder_num_hidden_layers: 1, "
        "src_max_position_embeddings: 8, tgt_max_position_embeddings: 6, label_smoothing: 0.1, "
        "share_embedding_weights: false, share_encoder_decoder_embedding: false}"},
+      {"unet",
+       "{name: unet, encoder_filters: [4, 8], decoder_filters: [4], image_shape: [8, 8, 1], "
+       "norm_layer: group, norm_kwargs: {num_groups: 2}, enable_bias: true}"},
   };
   return models;
 }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "compiler/compile.hpp"
 #include "compiler/passes.hpp"
 #include "graph/reference_evaluator.hpp"
 #include "graph/tensor.hpp"
@@ -218,6 +219,22 @@ TEST_CASE("matmul fusion takes the operand loads, bias, reshape, cast and activa
     CHECK(std::count(ops.begin(), ops.end(), op) >= 1);
   CHECK(std::is_sorted(fusion.nodes.begin(), fusion.nodes.end()));
   CHECK(program.graph.node(fusion.nodes.back()).op == OpKind::gelu);
+}
+
+TEST_CASE("matmul fusion leaves a reshape beyond the kernel's rank to a view") {
+  // A 3D convolution's product [N, C, D * H * W] viewed as [N, C, D, H, W].
+  Graph graph;
+  Tensor x(graph, graph.add_input("x", {{2, 8, 4}, DType::f32}));
+  Tensor w(graph, graph.add_variable("w", {{6, 8}, DType::f32}, VariableRole::parameter, {}));
+  Tensor y = reshape(matmul(w, x), {2, 6, 1, 2, 2});
+  graph.add_output("y", y.id());
+  Program program{graph, {}};
+  compiler::fuse_matmuls(program);
+  for (const compiler::Fusion& fusion : program.fusions) {
+    for (NodeId id : fusion.nodes)
+      CHECK(program.graph.node(id).op != OpKind::reshape);
+  }
+  CHECK_NOTHROW(compiler::compile_step(graph, {}));
 }
 
 TEST_CASE("elementwise fusion joins chains of one shape and stops at other shapes") {

@@ -136,8 +136,6 @@ TEST_CASE("keys a builder does not implement are refused with the key named") {
     CHECK(std::string(error.what()).find("needs both mup_base_d_model and mup_base_d_ff") !=
           std::string::npos);
   }
-  Traced unet = check("{name: unet, encoder_filters: [8, 16], decoder_filters: [8]}");
-  CHECK_FALSE(models::can_trace(unet.model));
 }
 
 TEST_CASE("GPT-J and Llama trace: rotary positions, grouped key/value heads, gated feed-forward") {

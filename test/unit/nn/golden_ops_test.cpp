@@ -1,5 +1,6 @@
-// Every op against PyTorch (test/data/golden/ops.json, made by scripts/golden/ops.py): forward
-// values and gradients, relative error <= 1e-5.
+// Every op, and the convolutional layers built from them, against PyTorch
+// (test/data/golden/ops.json, made by scripts/golden/ops.py): forward values and gradients,
+// relative error <= 1e-5.
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
@@ -11,6 +12,7 @@
 
 #include "graph/autodiff.hpp"
 #include "graph/reference_evaluator.hpp"
+#include "nn/convolution.hpp"
 #include "nn/layers.hpp"
 
 using namespace csrun::graph;
@@ -92,6 +94,18 @@ const std::map<std::string, Build>& builders() {
        [](Graph& g, auto& x) {
          return csrun::nn::cross_entropy(x[0], ids(g, {5, 0, 2, 2}, {4}));
        }},
+      {"conv2d", [](Graph&, auto& x) { return csrun::nn::convolve(x[0], x[1], 1, 1); }},
+      {"conv2d_strided", [](Graph&, auto& x) { return csrun::nn::convolve(x[0], x[1], 2, 1); }},
+      {"conv2d_1x1", [](Graph&, auto& x) { return csrun::nn::convolve(x[0], x[1], 1, 0); }},
+      {"conv3d_strided", [](Graph&, auto& x) { return csrun::nn::convolve(x[0], x[1], 2, 1); }},
+      {"conv_transpose2d",
+       [](Graph&, auto& x) { return csrun::nn::upsample_convolve(x[0], x[1]); }},
+      {"conv_transpose3d",
+       [](Graph&, auto& x) { return csrun::nn::upsample_convolve(x[0], x[1]); }},
+      {"max_pool2d", [](Graph&, auto& x) { return csrun::nn::max_pool(x[0], 2); }},
+      {"max_pool3d", [](Graph&, auto& x) { return csrun::nn::max_pool(x[0], 2); }},
+      {"group_norm", [](Graph&, auto& x) { return csrun::nn::group_normalize(x[0], 2, 1e-5); }},
+      {"batch_norm", [](Graph&, auto& x) { return csrun::nn::batch_normalize(x[0], 1e-5); }},
   };
   return all;
 }

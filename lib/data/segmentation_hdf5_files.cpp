@@ -1,0 +1,238 @@
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+
+#include "data_paths.hpp"
+#include "dataset.hpp"
+#include "hdf5_file.hpp"
+#include "processor_registry.hpp"
+
+namespace csrun::data {
+
+namespace {
+
+using config::Diagnostics;
+using config::Node;
+
+// The Model Zoo UNet's Hdf5DataProcessor layout, as its create_hdf5_files.py writes it: every
+// *.h5 file of data_dir holds a root attribute n_examples and groups example_<i>, each with an
+// `image` [C, H, W] (uint8 pixels) and a `label`: [1, H, W] of 0/1 for bce, [H, W] class ids for
+// ssce, [C, H, W] one-hot for multilabel_bce.
+std::string example_name(std::int64_t index, const char* dataset) {
+  return "example_" + std::to_string(index) + "/" + dataset;
+}
+
+struct SegmentationFile {
+  std::string path;
+  std::int64_t examples = 0;
+};
+
+// A file's examples and the shapes of its first one, or why it is not in the layout.
+std::optional<SegmentationFile> read_layout(const std::string& path, std::string& problem,
+                                            std::vector<std::uint64_t>& image,
+                                            std::vector<std::uint64_t>& label) {
+  Hdf5File file(path);
+  if (!file.is_open()) {
+    problem = file.error();
+    return {};
+  }
+  auto examples = file.integer_attribute("n_examples");
+  if (!examples || *examples < 1) {
+    problem =
+        "has no positive attribute n_examples (the Model Zoo's UNet HDF5 layout: groups "
+        "example_<i> with datasets image [C, H, W] and label)";
+    return {};
+  }
+  auto image_info = file.dataset(example_name(0, "image"));
+  auto label_info = file.dataset(example_name(0, "label"));
+  if (!image_info || !label_info) {
+    problem =
+        "has no datasets example_0/image and example_0/label (the Model Zoo's UNet HDF5 "
+        "layout)";
+    return {};
+  }
+  image = image_info->dims;
+  label = label_info->dims;
+  return SegmentationFile{path, *examples};
+}
+
+std::string dims_text(const std::vector<std::uint64_t>& dims) {
+  std::string text = "[";
+  for (std::size_t i = 0; i < dims.size(); ++i)
+    text += (i ? ", " : "") + std::to_string(dims[i]);
+  return text + "]";
+}
+
+// The image as the Model Zoo's normalize_data_method leaves it (nothing when null).
+void normalize(std::span<float> image, const std::string& method) {
+  if (method == "zero_centered") {
+    for (float& value : image)
+      value = value / 127.5f - 1.0f;
+  } else if (method == "zero_one") {
+    for (float& value : image)
+      value = value / 255.0f;
+  } else if (method == "standard_score" && image.size() > 1) {
+    double mean = 0.0;
+    for (float value : image)
+      mean += value;
+    mean /= static_cast<double>(image.size());
+    double squares = 0.0;
+    for (float value : image)
+      squares += (value - mean) * (value - mean);
+    // torch.std's unbiased estimate, as the Model Zoo divides by it.
+    double deviation = std::sqrt(squares / static_cast<double>(image.size() - 1));
+    for (float& value : image)
+      value = static_cast<float>((value - mean) / deviation);
+  }
+}
+
+// Every example of every file, read at open: a segmentation set of the tiny configs' sizes.
+class SegmentationDataset : public Dataset {
+ public:
+  SegmentationDataset(const DataloaderSpec& loader, const std::vector<SampleField>& fields)
+      : fields_(fields) {
+    auto input = std::ranges::find(fields_, "input", &SampleField::name);
+    auto labels = std::ranges::find(fields_, "labels", &SampleField::name);
+    if (input == fields_.end() || labels == fields_.end())
+      throw std::runtime_error("Hdf5DataProcessor feeds a segmentation model (input, labels)");
+    input_ = static_cast<std::size_t>(input - fields_.begin());
+    labels_ = static_cast<std::size_t>(labels - fields_.begin());
+    std::string method = loader_text(loader, "normalize_data_method", "");
+    for (const std::string& directory : loader.data_dirs) {
+      for (const std::string& path : files_with_suffix(directory, ".h5"))
+        read_file(path, method);
+    }
+    if (size() == 0)
+      throw std::runtime_error("no examples in the .h5 files of " + loader.data_dirs.front());
+  }
+
+  std::int64_t size() const override {
+    return static_cast<std::int64_t>(images_.size()) / fields_[input_].elements;
+  }
+
+  void read(std::int64_t index, std::int64_t, std::int64_t row, BatchData& batch) const override {
+    std::int64_t pixels = fields_[input_].elements;
+    std::copy_n(images_.begin() + index * pixels, pixels,
+                batch.floats[input_].begin() + row * pixels);
+    std::int64_t width = fields_[labels_].elements;
+    auto from = labels_values_.begin() + index * width;
+    if (fields_[labels_].integer) {
+      std::transform(from, from + width, batch.integers[labels_].begin() + row * width,
+                     [](float value) { return static_cast<std::int32_t>(value); });
+    } else {
+      std::copy_n(from, width, batch.floats[labels_].begin() + row * width);
+    }
+  }
+
+ private:
+  void read_file(const std::string& path, const std::string& method) {
+    Hdf5File file(path);
+    if (!file.is_open()) throw std::runtime_error(path + " " + file.error());
+    std::int64_t examples = file.integer_attribute("n_examples").value_or(0);
+    for (std::int64_t e = 0; e < examples; ++e) {
+      std::vector<float> image = read_example(file, path, e, "image", fields_[input_]);
+      normalize(image, method);
+      images_.insert(images_.end(), image.begin(), image.end());
+      std::vector<float> label = read_example(file, path, e, "label", fields_[labels_]);
+      check_label(label, path, e);
+      labels_values_.insert(labels_values_.end(), label.begin(), label.end());
+    }
+  }
+
+  static std::vector<float> read_example(const Hdf5File& file, const std::string& path,
+                                         std::int64_t example, const char* dataset,
+                                         const SampleField& field) {
+    std::string name = example_name(example, dataset);
+    auto values = file.read_floats(name);
+    if (!values) throw std::runtime_error(path + " has no numeric dataset '" + name + "'");
+    if (static_cast<std::int64_t>(values->size()) != field.elements) {
+      throw std::runtime_error(path + ": '" + name + "' holds " + std::to_string(values->size()) +
+                               " values; the model's " + field.name + " takes " +
+                               std::to_string(field.elements) +
+                               " per example (image_shape and the loss decide)");
+    }
+    return std::move(*values);
+  }
+
+  // Class ids below the model's classes; binary masks of 0 and 1.
+  void check_label(std::span<const float> label, const std::string& path,
+                   std::int64_t example) const {
+    const SampleField& field = fields_[labels_];
+    double limit = field.integer ? static_cast<double>(field.limit) : 2.0;
+    for (float value : label) {
+      bool whole = value == std::floor(value);
+      if (whole && value >= 0.0f && value < limit) continue;
+      throw std::runtime_error(path + ": '" + example_name(example, "label") + "' holds " +
+                               std::to_string(value) +
+                               (field.integer ? "; class ids must be whole numbers in [0, " +
+                                                    std::to_string(field.limit) + ") (num_classes)"
+                                              : "; a binary mask holds 0 and 1"));
+    }
+  }
+
+  std::vector<SampleField> fields_;
+  std::size_t input_ = 0;
+  std::size_t labels_ = 0;
+  std::vector<float> images_;
+  std::vector<float> labels_values_;
+};
+
+}  // namespace
+
+std::unique_ptr<Dataset> open_segmentation_hdf5(const DataloaderSpec& loader,
+                                                const std::vector<SampleField>& fields) {
+  return std::make_unique<SegmentationDataset>(loader, fields);
+}
+
+DatasetFacts check_segmentation_hdf5_files(const DataloaderSpec& loader, Diagnostics& diagnostics) {
+  const Node& at = *loader.params.find("data_dir");
+  std::int64_t examples = 0;
+  std::vector<std::uint64_t> first_image;
+  for (const std::string& directory : loader.data_dirs) {
+    std::vector<std::string> files = require_files(directory, ".h5", at, diagnostics);
+    if (files.empty()) continue;
+    for (const std::string& path : files) {
+      std::string problem;
+      std::vector<std::uint64_t> image;
+      std::vector<std::uint64_t> label;
+      auto layout = read_layout(path, problem, image, label);
+      if (!layout) {
+        diagnostics.error(at.mark(), at.path(), path + " " + problem);
+        return {};
+      }
+      if (!first_image.empty() && image != first_image) {
+        diagnostics.error(at.mark(), at.path(),
+                          path + " holds images " + dims_text(image) + " where " + files.front() +
+                              " holds " + dims_text(first_image));
+        return {};
+      }
+      first_image = image;
+      examples += layout->examples;
+    }
+  }
+  const Node* shape = loader.params.find("image_shape");
+  if (shape && shape->is_list() && shape->items().size() == 3 && first_image.size() == 3) {
+    std::vector<std::uint64_t> expected;
+    for (std::size_t i : {2u, 0u, 1u})
+      expected.push_back(static_cast<std::uint64_t>(shape->items()[i].as_int()));
+    if (expected != first_image) {
+      diagnostics.error(shape->mark(), shape->path(),
+                        "image_shape [H, W, C] gives images " + dims_text(expected) +
+                            " [C, H, W], but the files hold " + dims_text(first_image));
+    }
+  }
+  // The Model Zoo augments unless told not to.
+  const Node* augment = loader.params.find("augment_data");
+  if (!augment || !augment->is_bool() || augment->as_bool()) {
+    diagnostics.warning(augment ? augment->mark() : at.mark(),
+                        augment ? augment->path() : at.path(),
+                        "augment_data (the Model Zoo's default: true) has no effect: csrun reads "
+                        "Hdf5DataProcessor's images as stored, without flips, rotations or "
+                        "brightness changes; set augment_data: false to say so");
+  }
+  DatasetFacts facts;
+  if (examples > 0) facts.samples = examples;
+  return facts;
+}
+
+}  // namespace csrun::data

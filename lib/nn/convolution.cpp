@@ -1,0 +1,262 @@
+#include "convolution.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+
+namespace csrun::nn {
+
+namespace {
+
+using graph::Shape;
+using graph::Tensor;
+
+std::int64_t spatial_axes(const Tensor& x, const char* layer) {
+  std::int64_t axes = x.rank() - 2;
+  if (axes < 1 || axes > 3) {
+    throw std::invalid_argument(std::string(layer) +
+                                " takes [N, C, spatial...] with one to three spatial axes, not " +
+                                graph::shape_string(x.shape()));
+  }
+  return axes;
+}
+
+Shape with_axis(Shape shape, std::size_t axis, std::int64_t size) {
+  shape[axis] = size;
+  return shape;
+}
+
+// `count` elements of `axis` from `begin`, every `stride`-th: a slice, and for a stride the
+// elements' phase 0 of the slice viewed as [count, stride] along the axis.
+Tensor take(const Tensor& x, std::int64_t axis, std::int64_t begin, std::int64_t count,
+            std::int64_t stride) {
+  Tensor part = graph::slice(x, axis, begin, begin + count * stride);
+  if (stride == 1) return part;
+  Shape split = part.shape();
+  auto a = static_cast<std::size_t>(axis);
+  split[a] = count;
+  split.insert(split.begin() + axis + 1, stride);
+  Tensor phases = graph::reshape(part, split);
+  return graph::reshape(graph::slice(phases, axis + 1, 0, 1), with_axis(part.shape(), a, count));
+}
+
+// The kernel offsets of `axes` spatial axes in row-major order (PyTorch's weight layout).
+std::vector<Shape> kernel_offsets(std::int64_t axes, std::int64_t kernel) {
+  std::vector<Shape> offsets = {{}};
+  for (std::int64_t a = 0; a < axes; ++a) {
+    std::vector<Shape> longer;
+    for (const Shape& offset : offsets) {
+      for (std::int64_t k = 0; k < kernel; ++k) {
+        Shape next = offset;
+        next.push_back(k);
+        longer.push_back(next);
+      }
+    }
+    offsets = std::move(longer);
+  }
+  return offsets;
+}
+
+// x's channels broadcast over the spatial axes: a per-channel vector as [C, 1, ...].
+Tensor per_channel(const Tensor& vector, std::int64_t spatial) {
+  Shape shape = {vector.dim(0)};
+  shape.insert(shape.end(), static_cast<std::size_t>(spatial), 1);
+  return graph::reshape(vector, shape);
+}
+
+}  // namespace
+
+Tensor convolve(const Tensor& x, const Tensor& weight, std::int64_t stride, std::int64_t padding) {
+  std::int64_t axes = spatial_axes(x, "a convolution");
+  if (weight.rank() != x.rank() || weight.dim(1) != x.dim(1)) {
+    throw std::invalid_argument("a convolution of " + graph::shape_string(x.shape()) +
+                                " takes a weight [out, " + std::to_string(x.dim(1)) +
+                                ", kernel...], not " + graph::shape_string(weight.shape()));
+  }
+  std::int64_t k = weight.dim(2);
+  bool square = std::all_of(weight.shape().begin() + 2, weight.shape().end(),
+                            [k](std::int64_t size) { return size == k; });
+  if (!square || stride < 1 || padding < 0) {
+    throw std::invalid_argument(
+        "csrun convolves with kernels of one size along every axis, a "
+        "stride >= 1 and padding >= 0, not weight " +
+        graph::shape_string(weight.shape()) + ", stride " + std::to_string(stride) + ", padding " +
+        std::to_string(padding));
+  }
+  Shape outputs;
+  std::vector<std::int64_t> before(2, 0);
+  std::vector<std::int64_t> after(2, 0);
+  for (std::int64_t a = 0; a < axes; ++a) {
+    std::int64_t padded = x.dim(2 + a) + 2 * padding;
+    if (padded < k) {
+      throw std::invalid_argument("a convolution of kernel " + std::to_string(k) +
+                                  " does not fit spatial axis " + std::to_string(a) + " of " +
+                                  graph::shape_string(x.shape()) + " padded by " +
+                                  std::to_string(padding));
+    }
+    std::int64_t out = (padded - k) / stride + 1;
+    outputs.push_back(out);
+    before.push_back(padding);
+    // Room for the last kernel offset's strided window.
+    after.push_back(padding + std::max<std::int64_t>(0, k - 1 + out * stride - padded));
+  }
+  Tensor padded = graph::pad(x, before, after);
+  std::int64_t batch = x.dim(0);
+  std::int64_t channels = x.dim(1);
+  std::int64_t positions = graph::element_count(outputs);
+  std::vector<Tensor> columns;
+  for (const Shape& offset : kernel_offsets(axes, k)) {
+    Tensor piece = padded;
+    for (std::int64_t a = 0; a < axes; ++a)
+      piece = take(piece, 2 + a, offset[static_cast<std::size_t>(a)],
+                   outputs[static_cast<std::size_t>(a)], stride);
+    columns.push_back(graph::reshape(piece, {batch, channels, 1, positions}));
+  }
+  auto window = static_cast<std::int64_t>(columns.size());
+  Tensor im2col = window == 1 ? columns.front() : graph::concat(columns, 2);
+  im2col = graph::reshape(im2col, {batch, channels * window, positions});
+  std::int64_t out_channels = weight.dim(0);
+  Tensor y = graph::matmul(graph::reshape(weight, {out_channels, channels * window}), im2col);
+  Shape result = {batch, out_channels};
+  result.insert(result.end(), outputs.begin(), outputs.end());
+  return graph::reshape(y, result);
+}
+
+Tensor convolution(const Scope& scope, const Tensor& x, const ConvolutionOptions& options) {
+  auto entered = scope.enter();
+  std::int64_t axes = spatial_axes(x, "a convolution");
+  Shape weight_shape = {options.out_channels, x.dim(1)};
+  weight_shape.insert(weight_shape.end(), static_cast<std::size_t>(axes), options.kernel);
+  Tensor weight = scope.parameter("weight", weight_shape, options.weight_init);
+  Tensor y = convolve(x, weight, options.stride, options.padding);
+  if (!options.bias) return y;
+  Tensor bias = scope.parameter("bias", {options.out_channels}, options.bias_init);
+  return y + per_channel(bias, axes);
+}
+
+Tensor upsample_convolve(const Tensor& x, const Tensor& weight) {
+  std::int64_t axes = spatial_axes(x, "a transposed convolution");
+  if (weight.rank() != x.rank() || weight.dim(0) != x.dim(1)) {
+    throw std::invalid_argument("a transposed convolution of " + graph::shape_string(x.shape()) +
+                                " takes a weight [" + std::to_string(x.dim(1)) +
+                                ", out, kernel...], not " + graph::shape_string(weight.shape()));
+  }
+  std::int64_t k = weight.dim(2);
+  std::int64_t batch = x.dim(0);
+  std::int64_t channels = x.dim(1);
+  std::int64_t out = weight.dim(1);
+  Shape inputs(x.shape().begin() + 2, x.shape().end());
+  std::int64_t positions = graph::element_count(inputs);
+  std::int64_t window = graph::element_count(weight.shape()) / (channels * out);
+  // [out * window, C] x [N, C, P]: each input position's kernel-sized block of outputs.
+  Tensor blocks =
+      graph::matmul(graph::swap_last_axes(graph::reshape(weight, {channels, out * window})),
+                    graph::reshape(x, {batch, channels, positions}));
+  // [N * out, k..., I...] -> [N * out, I_0, k, I_1, k, ...]: one axis's kernel moved beside its
+  // input axis at a time, so no transpose has more than five axes.
+  std::int64_t done = batch * out;  // the leading axes already in place
+  std::int64_t kernels_left = window;
+  std::int64_t inputs_left = positions;
+  for (std::int64_t a = 0; a < axes; ++a) {
+    std::int64_t length = inputs[static_cast<std::size_t>(a)];
+    kernels_left /= k;
+    inputs_left /= length;
+    Tensor view = graph::reshape(blocks, {done, k, kernels_left, length, inputs_left});
+    blocks = graph::transpose(view, {0, 3, 1, 2, 4});
+    done *= length * k;
+  }
+  Shape result = {batch, out};
+  for (std::int64_t length : inputs)
+    result.push_back(length * k);
+  return graph::reshape(blocks, result);
+}
+
+Tensor upsampling_convolution(const Scope& scope, const Tensor& x,
+                              const ConvolutionOptions& options) {
+  auto entered = scope.enter();
+  std::int64_t axes = spatial_axes(x, "a transposed convolution");
+  if (options.kernel != options.stride || options.padding != 0) {
+    throw std::invalid_argument(
+        "csrun builds transposed convolutions whose kernel equals their stride, without padding");
+  }
+  Shape weight_shape = {x.dim(1), options.out_channels};
+  weight_shape.insert(weight_shape.end(), static_cast<std::size_t>(axes), options.kernel);
+  Tensor weight = scope.parameter("weight", weight_shape, options.weight_init);
+  Tensor y = upsample_convolve(x, weight);
+  if (!options.bias) return y;
+  Tensor bias = scope.parameter("bias", {options.out_channels}, options.bias_init);
+  return y + per_channel(bias, axes);
+}
+
+Tensor max_pool(const Tensor& x, std::int64_t window) {
+  std::int64_t axes = spatial_axes(x, "max pooling");
+  Tensor y = x;
+  for (std::int64_t a = 0; a < axes; ++a) {
+    auto axis = static_cast<std::size_t>(2 + a);
+    std::int64_t windows = y.dim(static_cast<std::int64_t>(axis)) / window;
+    if (windows == 0) {
+      throw std::invalid_argument("max pooling by " + std::to_string(window) +
+                                  " does not fit spatial axis " + std::to_string(a) + " of " +
+                                  graph::shape_string(x.shape()));
+    }
+    y = graph::slice(y, static_cast<std::int64_t>(axis), 0, windows * window);
+    std::int64_t outer = 1;
+    for (std::size_t i = 0; i < axis; ++i)
+      outer *= y.shape()[i];
+    std::int64_t inner = graph::element_count(y.shape()) / (outer * windows * window);
+    Tensor view = graph::reshape(y, {outer, windows, window, inner});
+    y = graph::reshape(graph::reduce_max(view, {2}), with_axis(y.shape(), axis, windows));
+  }
+  return y;
+}
+
+Tensor group_normalize(const Tensor& x, std::int64_t groups, double eps) {
+  std::int64_t channels = x.dim(1);
+  if (groups <= 0 || channels % groups != 0) {
+    throw std::invalid_argument("group normalization of " + std::to_string(channels) +
+                                " channels needs a number of groups that divides them, not " +
+                                std::to_string(groups));
+  }
+  std::int64_t batch = x.dim(0);
+  Tensor grouped =
+      graph::reshape(x, {batch, groups, graph::element_count(x.shape()) / (batch * groups)});
+  return graph::reshape(graph::layer_norm(grouped, eps), x.shape());
+}
+
+Tensor batch_normalize(const Tensor& x, double eps) {
+  std::int64_t batch = x.dim(0);
+  std::int64_t channels = x.dim(1);
+  std::int64_t positions = graph::element_count(x.shape()) / (batch * channels);
+  // [N, C, P] -> [C, N * P]: each channel's values in one row.
+  Tensor rows =
+      graph::reshape(graph::transpose(graph::reshape(x, {batch, channels, positions}), {1, 0, 2}),
+                     {channels, batch * positions});
+  Tensor normalized = graph::transpose(
+      graph::reshape(graph::layer_norm(rows, eps), {channels, batch, positions}), {1, 0, 2});
+  return graph::reshape(normalized, x.shape());
+}
+
+namespace {
+
+Tensor scale_and_shift(const Scope& scope, const Tensor& normalized, const NormInit& init) {
+  std::int64_t channels = normalized.dim(1);
+  std::int64_t axes = normalized.rank() - 2;
+  Tensor weight = scope.parameter("weight", {channels}, init.weight);
+  Tensor bias = scope.parameter("bias", {channels}, init.bias);
+  return normalized * per_channel(weight, axes) + per_channel(bias, axes);
+}
+
+}  // namespace
+
+Tensor group_norm(const Scope& scope, const Tensor& x, std::int64_t groups, double eps,
+                  const NormInit& init) {
+  auto entered = scope.enter();
+  return scale_and_shift(scope, group_normalize(x, groups, eps), init);
+}
+
+Tensor batch_norm(const Scope& scope, const Tensor& x, double eps, const NormInit& init) {
+  auto entered = scope.enter();
+  return scale_and_shift(scope, batch_normalize(x, eps), init);
+}
+
+}  // namespace csrun::nn
