@@ -54,6 +54,8 @@ const char* role_name(VariableRole role) {
       return "step counter";
     case VariableRole::loss_scaling:
       return "loss scaling";
+    case VariableRole::statistic:
+      return "statistic";
   }
   return "?";
 }

@@ -60,7 +60,15 @@ struct Initializer {
   friend bool operator==(const Initializer&, const Initializer&) = default;
 };
 
-enum class VariableRole : std::uint8_t { parameter, optimizer_state, step_counter, loss_scaling };
+// A statistic is a running value the forward pass keeps but does not train (BatchNorm's running
+// mean and variance).
+enum class VariableRole : std::uint8_t {
+  parameter,
+  optimizer_state,
+  step_counter,
+  loss_scaling,
+  statistic
+};
 const char* role_name(VariableRole role);
 
 struct Variable {

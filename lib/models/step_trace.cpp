@@ -98,6 +98,26 @@ TracedSplitStep trace_split_step(const CheckedModel& model, std::int64_t micro_b
     update.add_parameter(graph::Tensor(
         split.update, split.update.add_variable(variable, micro.graph.node(variable.node))));
   }
+  // The running moments, kept by the update from the batch sums of all micro-steps.
+  auto copy_variable = [&](const graph::Tensor& tensor) {
+    const graph::Variable& variable =
+        *micro.graph.find_variable(micro.graph.leaf_name(tensor.id()));
+    return graph::Tensor(split.update,
+                         split.update.add_variable(variable, micro.graph.node(variable.node)));
+  };
+  auto summed = [&](const graph::Tensor& statistic, const graph::Tensor& sum) {
+    return graph::Tensor(
+        split.update, split.update.add_input(
+                          nn::batch_sum_name(micro.graph.leaf_name(statistic.id())), sum.type()));
+  };
+  for (const nn::RunningMoments& moments : context.running_moments()) {
+    nn::RunningMoments kept = moments;
+    kept.mean = copy_variable(moments.mean);
+    kept.variance = copy_variable(moments.variance);
+    kept.sum = summed(moments.mean, moments.sum);
+    kept.sum_of_squares = summed(moments.variance, moments.sum_of_squares);
+    update.add_running_moments(kept);
+  }
   nn::append_update_of_gradients(update, options.training,
                                  parameter_learning_rates(outputs, context, options));
   return split;

@@ -105,13 +105,6 @@ void check(const ModelParams& params, const DataHints& hints, Diagnostics& diagn
       }
     }
   }
-  if (params.has("norm_layer") && params.text("norm_layer").starts_with("batchnorm")) {
-    warn_at(params, "norm_layer",
-            "csrun's batch normalization uses each batch's statistics, in training and in "
-            "evaluation: it keeps no running_mean/running_var (PyTorch's eval() would use them), "
-            "so norm_kwargs' momentum has no effect",
-            diagnostics);
-  }
 }
 
 // Convolutions of kernel k (along `axes` axes) from `in` to `out` channels, with the affine
@@ -192,6 +185,7 @@ struct UnetSettings {
   std::string norm;  // empty: none
   std::int64_t groups = 0;
   double eps = 1e-5;
+  double momentum = 0.1;              // batch norms' running statistics
   std::vector<std::int64_t> kernels;  // per conv of a block
   graph::Initializer weight_init;
   graph::Initializer bias_init;
@@ -229,6 +223,8 @@ UnetSettings settings_of(const ModelParams& p) {
     if (const Node* groups = kwargs->find("num_groups"); groups && groups->is_int())
       s.groups = groups->as_int();
     if (const Node* eps = kwargs->find("eps"); eps && eps->is_number()) s.eps = eps->as_number();
+    if (const Node* momentum = kwargs->find("momentum"); momentum && momentum->is_number())
+      s.momentum = momentum->as_number();
   }
   for (const Node& item : p.find("convs_per_block")->items())
     s.kernels.push_back(kernel_of(item.as_string()));
@@ -253,6 +249,12 @@ void refuse_unsupported(const ModelParams& p) {
       "instancenorm3d or null");
   refuse_unless(p, "unet", "nonlinearity", nn::is_supported_activation(p.text("nonlinearity")),
                 "relu, gelu, tanh, sigmoid, ...");
+  const Node* kwargs = p.find("norm_kwargs");
+  const Node* momentum = kwargs && kwargs->is_map() ? kwargs->find("momentum") : nullptr;
+  refuse_unless(p, "unet", "norm_kwargs",
+                !momentum || (momentum->is_number() && momentum->as_number() >= 0.0 &&
+                              momentum->as_number() <= 1.0),
+                "a momentum in [0, 1] (null, PyTorch's cumulative average, is not built)");
   const Node* convs = p.find("convs_per_block");
   refuse_unless(
       p, "unet", "convs_per_block",
@@ -268,9 +270,10 @@ void refuse_unsupported(const ModelParams& p) {
 // BatchNorm2d and GroupNorm; the others keep PyTorch's ones and zeros.
 Tensor normalize(const nn::Scope& scope, const Tensor& x, const UnetSettings& s) {
   if (s.norm.empty()) return x;
-  if (s.norm == "batchnorm2d") return nn::batch_norm(scope, x, s.eps, s.norm_init);
+  if (s.norm == "batchnorm2d") return nn::batch_norm(scope, x, s.eps, s.norm_init, s.momentum);
   nn::NormInit torch_default_init{nn::ones_initializer(), nn::zeros_initializer()};
-  if (s.norm == "batchnorm3d") return nn::batch_norm(scope, x, s.eps, torch_default_init);
+  if (s.norm == "batchnorm3d")
+    return nn::batch_norm(scope, x, s.eps, torch_default_init, s.momentum);
   if (s.norm == "group" || s.norm == "groupnorm") {
     if (s.groups <= 0) {
       throw UnsupportedModel("norm_kwargs",

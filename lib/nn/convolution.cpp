@@ -4,6 +4,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "initializers.hpp"
+
 namespace csrun::nn {
 
 namespace {
@@ -223,16 +225,27 @@ Tensor group_normalize(const Tensor& x, std::int64_t groups, double eps) {
   return graph::reshape(graph::layer_norm(grouped, eps), x.shape());
 }
 
+namespace {
+
+// [N, C, spatial...] as [C, N * positions]: each channel's values in one row.
+Tensor channel_rows(const Tensor& x) {
+  std::int64_t batch = x.dim(0);
+  std::int64_t channels = x.dim(1);
+  std::int64_t positions = graph::element_count(x.shape()) / (batch * channels);
+  return graph::reshape(
+      graph::transpose(graph::reshape(x, {batch, channels, positions}), {1, 0, 2}),
+      {channels, batch * positions});
+}
+
+}  // namespace
+
 Tensor batch_normalize(const Tensor& x, double eps) {
   std::int64_t batch = x.dim(0);
   std::int64_t channels = x.dim(1);
   std::int64_t positions = graph::element_count(x.shape()) / (batch * channels);
-  // [N, C, P] -> [C, N * P]: each channel's values in one row.
-  Tensor rows =
-      graph::reshape(graph::transpose(graph::reshape(x, {batch, channels, positions}), {1, 0, 2}),
-                     {channels, batch * positions});
   Tensor normalized = graph::transpose(
-      graph::reshape(graph::layer_norm(rows, eps), {channels, batch, positions}), {1, 0, 2});
+      graph::reshape(graph::layer_norm(channel_rows(x), eps), {channels, batch, positions}),
+      {1, 0, 2});
   return graph::reshape(normalized, x.shape());
 }
 
@@ -254,8 +267,24 @@ Tensor group_norm(const Scope& scope, const Tensor& x, std::int64_t groups, doub
   return scale_and_shift(scope, group_normalize(x, groups, eps), init);
 }
 
-Tensor batch_norm(const Scope& scope, const Tensor& x, double eps, const NormInit& init) {
+Tensor batch_norm(const Scope& scope, const Tensor& x, double eps, const NormInit& init,
+                  double momentum) {
   auto entered = scope.enter();
+  std::int64_t channels = x.dim(1);
+  std::int64_t axes = x.rank() - 2;
+  Tensor running_mean = scope.statistic("running_mean", {channels}, zeros_initializer());
+  Tensor running_var = scope.statistic("running_var", {channels}, ones_initializer());
+  StepContext& context = scope.context();
+  if (!context.training()) {
+    Tensor centered = x - per_channel(running_mean, axes);
+    return scale_and_shift(scope, centered * per_channel(graph::rsqrt(running_var + eps), axes),
+                           init);
+  }
+  Tensor rows = channel_rows(x);
+  double positions = static_cast<double>(rows.dim(1) / x.dim(0));
+  context.add_running_moments(
+      {running_mean, running_var, graph::sum(rows, {1}), graph::sum(rows * rows, {1}),
+       static_cast<double>(context.global_samples(x.dim(0))) * positions, momentum});
   return scale_and_shift(scope, batch_normalize(x, eps), init);
 }
 

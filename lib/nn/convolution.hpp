@@ -61,9 +61,11 @@ graph::Tensor batch_normalize(const graph::Tensor& x, double eps);
 graph::Tensor group_norm(const Scope& scope, const graph::Tensor& x, std::int64_t groups,
                          double eps, const NormInit& init);
 
-// BatchNorm in training mode: batch_normalize, then scaled and shifted (scope.weight,
-// scope.bias).
+// PyTorch's BatchNorm: while training, batch_normalize, and the running statistics
+// (scope.running_mean, scope.running_var) move by `momentum` toward the mean and unbiased variance
+// of the step's global batch (StepContext::add_running_moments); in evaluation, normalized by the
+// running statistics. Then scaled and shifted (scope.weight, scope.bias).
 graph::Tensor batch_norm(const Scope& scope, const graph::Tensor& x, double eps,
-                         const NormInit& init);
+                         const NormInit& init, double momentum);
 
 }  // namespace csrun::nn

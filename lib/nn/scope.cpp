@@ -23,7 +23,7 @@ void StepContext::compute_share_of(std::int64_t global_batch, std::int64_t share
 
 graph::Tensor StepContext::average_over_samples(const graph::Tensor& total,
                                                 std::int64_t samples) const {
-  return total / static_cast<double>(global_batch_.value_or(samples));
+  return total / static_cast<double>(global_samples(samples));
 }
 
 graph::Tensor StepContext::average_over_field(const graph::Tensor& total,
@@ -51,6 +51,14 @@ graph::Tensor Scope::parameter(std::string_view name, graph::Shape shape, graph:
                                     graph::VariableRole::parameter, std::move(init), location));
   context_->add_parameter(value);
   return value;
+}
+
+graph::Tensor Scope::statistic(std::string_view name, graph::Shape shape, graph::Initializer init,
+                               graph::Location location) const {
+  std::string full = prefix_ + "." + std::string(name);
+  return graph::Tensor(
+      graph(), graph().add_variable(full, {std::move(shape), graph::DType::f32},
+                                    graph::VariableRole::statistic, std::move(init), location));
 }
 
 }  // namespace csrun::nn

@@ -10,6 +10,19 @@
 
 namespace csrun::nn {
 
+// Per-channel running moments that the forward pass keeps (BatchNorm's running_mean and
+// running_var): a training step moves them toward the mean and the unbiased variance of its whole
+// global batch, by `momentum`, once per optimizer step. The batch's moments come as sums that add
+// up over micro-batches and replicas.
+struct RunningMoments {
+  graph::Tensor mean;            // the running mean [C]
+  graph::Tensor variance;        // the running variance [C]
+  graph::Tensor sum;             // the traced batch's sum of the values per channel [C]
+  graph::Tensor sum_of_squares;  // ... of their squares
+  double count = 0.0;            // values per channel in the whole global batch
+  double momentum = 0.1;
+};
+
 // What a traced step knows about itself: whether it trains (dropout is active), the global step
 // tensor (dropout masks depend on it), the run's seed, and every parameter created so far, in
 // creation order (the order of PyTorch's module.parameters(), which numbers optimizer state).
@@ -45,6 +58,13 @@ class StepContext {
   // The fields average_over_field read from the whole batch, as inputs of a share.
   const std::vector<std::string>& normalizer_fields() const { return normalizer_fields_; }
 
+  // Samples in the global batch of which the traced step computes `traced` (all of them unless
+  // it computes a share).
+  std::int64_t global_samples(std::int64_t traced) const { return global_batch_.value_or(traced); }
+  // The running moments the forward pass keeps, updated with the training step's update.
+  void add_running_moments(RunningMoments moments) { running_moments_.push_back(moments); }
+  const std::vector<RunningMoments>& running_moments() const { return running_moments_; }
+
  private:
   graph::Graph* graph_;
   bool training_;
@@ -54,6 +74,7 @@ class StepContext {
   std::optional<std::int64_t> global_batch_;
   std::vector<std::string> normalizer_fields_;
   std::vector<graph::Tensor> parameters_;
+  std::vector<RunningMoments> running_moments_;
   std::uint64_t dropout_sites_ = 0;
 };
 
@@ -79,6 +100,9 @@ class Scope {
 
   // Creates a trainable parameter named prefix.name.
   graph::Tensor parameter(std::string_view name, graph::Shape shape, graph::Initializer init,
+                          graph::Location location = graph::Location::current()) const;
+  // Creates a statistic (a variable the forward pass keeps, not trained) named prefix.name.
+  graph::Tensor statistic(std::string_view name, graph::Shape shape, graph::Initializer init,
                           graph::Location location = graph::Location::current()) const;
 
  private:

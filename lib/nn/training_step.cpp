@@ -159,6 +159,31 @@ std::string gradient_name(std::string_view parameter) {
   return "gradient/" + std::string(parameter);
 }
 
+std::string batch_sum_name(std::string_view statistic) {
+  return "batch_sum/" + std::string(statistic);
+}
+
+namespace {
+
+// The running moments' updates from their batch sums.
+void update_running_moments(const StepContext& context) {
+  Graph& graph = context.graph();
+  graph.set_phase(graph::Phase::update);
+  for (const RunningMoments& moments : context.running_moments()) {
+    Tensor mean = moments.sum / moments.count;
+    Tensor variance = moments.sum_of_squares / moments.count - mean * mean;
+    // PyTorch keeps the unbiased variance (it normalizes with the biased one).
+    if (moments.count > 1.0) variance = variance * (moments.count / (moments.count - 1.0));
+    double keep = 1.0 - moments.momentum;
+    graph.set_update(graph.leaf_name(moments.mean.id()),
+                     (moments.mean * keep + mean * moments.momentum).id());
+    graph.set_update(graph.leaf_name(moments.variance.id()),
+                     (moments.variance * keep + variance * moments.momentum).id());
+  }
+}
+
+}  // namespace
+
 void append_training_update(StepContext& context, const Tensor& loss,
                             const TrainingOptions& options,
                             const LearningRateScales& learning_rate_scales) {
@@ -172,6 +197,7 @@ void append_training_update(StepContext& context, const Tensor& loss,
   std::vector<Tensor> gradients = graph::gradients(loss, context.parameters(), loss_scale.scale);
   append_update(context, std::move(gradients), loss_scale, *start.optimizer, start.lr, options,
                 learning_rate_scales, loss);
+  update_running_moments(context);
 }
 
 void append_scaled_gradients(StepContext& context, const Tensor& loss,
@@ -186,6 +212,11 @@ void append_scaled_gradients(StepContext& context, const Tensor& loss,
   for (std::size_t i = 0; i < gradients.size(); ++i) {
     graph.add_output(gradient_name(graph.leaf_name(context.parameters()[i].id())),
                      gradients[i].id());
+  }
+  for (const RunningMoments& moments : context.running_moments()) {
+    graph.add_output(batch_sum_name(graph.leaf_name(moments.mean.id())), moments.sum.id());
+    graph.add_output(batch_sum_name(graph.leaf_name(moments.variance.id())),
+                     moments.sum_of_squares.id());
   }
   graph.add_output("loss", loss.id());
 }
@@ -204,6 +235,7 @@ void append_update_of_gradients(StepContext& context, const TrainingOptions& opt
   }
   append_update(context, std::move(gradients), loss_scale, *start.optimizer, start.lr, options,
                 learning_rate_scales, std::nullopt);
+  update_running_moments(context);
 }
 
 }  // namespace csrun::nn

@@ -30,7 +30,8 @@ inline constexpr double kDefaultInitialLossScale = 32768.0;
 // Completes a traced forward pass into the training step, one graph: the learning rate (a closed
 // form of the global step), loss scaling (static, or dynamic: scale, unscale, skip the update on
 // non-finite gradients, grow every steps_per_increase), backward (autodiff), gradient clipping
-// (by norm or by value), the optimizer update and global_step + 1. Outputs: loss, lr/0, and
+// (by norm or by value), the optimizer update, the running moments' update and global_step + 1.
+// Outputs: loss, lr/0, and
 // loss_scale and grad_norm when they apply. Throws std::invalid_argument for what csrun does
 // not support yet.
 void append_training_update(StepContext& context, const Tensor& loss,
@@ -40,14 +41,17 @@ void append_training_update(StepContext& context, const Tensor& loss,
 // The two halves of a training step whose global batch runs as several micro-steps, whose
 // gradients the runner adds up before one update:
 // - the micro-step: backward from `loss` (seeded with the loss scale: the constant factor, or the
-//   input grad_scaler.scale under dynamic scaling), outputs gradient/<parameter> and loss;
+//   input grad_scaler.scale under dynamic scaling), outputs gradient/<parameter>, the running
+//   moments' batch sums (batch_sum/<statistic>) and loss;
 // - the update: inputs gradient/<parameter> (the summed, still scaled gradients) for the
-//   context's parameters, then what append_training_update does after the backward pass.
+//   context's parameters, then what append_training_update does after the backward pass; the
+//   context's running moments read the summed batch sums (inputs batch_sum/<statistic>).
 void append_scaled_gradients(StepContext& context, const Tensor& loss,
                              const TrainingOptions& options);
 void append_update_of_gradients(StepContext& context, const TrainingOptions& options,
                                 const LearningRateScales& learning_rate_scales = {});
-// The name of a parameter's gradient in those two halves.
+// The name of a parameter's gradient in those two halves, and of a statistic's batch sum.
 std::string gradient_name(std::string_view parameter);
+std::string batch_sum_name(std::string_view statistic);
 
 }  // namespace csrun::nn

@@ -50,9 +50,15 @@ AccumulatedStep::AccumulatedStep(Executable micro_step,
   const graph::Graph& graph = micro_.plan().graph;
   std::size_t offset = 0;
   for (const graph::Variable& variable : graph.variables()) {
-    if (variable.role == graph::VariableRole::parameter) {
-      Gradient gradient{micro_.slot(nn::gradient_name(variable.name)),
-                        update.slot(nn::gradient_name(variable.name)), offset, 0};
+    // Gradients, and the batch sums of running statistics, add up over micro-batches and
+    // replicas alike.
+    bool summed = variable.role == graph::VariableRole::parameter ||
+                  variable.role == graph::VariableRole::statistic;
+    if (summed) {
+      std::string name = variable.role == graph::VariableRole::parameter
+                             ? nn::gradient_name(variable.name)
+                             : nn::batch_sum_name(variable.name);
+      Gradient gradient{micro_.slot(name), update.slot(name), offset, 0};
       gradient.size =
           static_cast<std::size_t>(graph::element_count(micro_.type(gradient.output).shape));
       offset += gradient.size;

@@ -46,7 +46,7 @@ class AccumulatedStep {
   double combining_seconds() const { return combining_seconds_; }
 
  private:
-  struct Gradient {
+  struct Gradient {  // what the micro-steps sum: a gradient, or a statistic's batch sum
     runtime::Executable::Slot output;  // in the micro-step
     runtime::Executable::Slot input;   // in the update
     std::size_t offset = 0;            // in the flat sums

@@ -28,6 +28,8 @@ torch.set_default_dtype(torch.float32)
 class Parameters:
     def __init__(self):
         self.tensors = {}
+        self.buffers = {}  # running statistics (BatchNorm's), which the forward pass updates
+        self.training = True
 
     def get(self, name, shape):
         if name not in self.tensors:
@@ -612,7 +614,10 @@ def unet_loss(params, batch, cfg):
         c = y.shape[1]
         weight, shift = params.get(prefix + ".weight", (c,)), params.get(prefix + ".bias", (c,))
         if kind.startswith("batchnorm"):
-            return F.batch_norm(y, None, None, weight, shift, training=True, eps=1e-5)
+            mean = params.buffers.setdefault(prefix + ".running_mean", torch.zeros(c))
+            variance = params.buffers.setdefault(prefix + ".running_var", torch.ones(c))
+            return F.batch_norm(y, mean, variance, weight, shift, training=params.training,
+                                momentum=0.1, eps=1e-5)
         groups = cfg["norm_kwargs"]["num_groups"] if kind == "group" else c
         return F.group_norm(y, groups, weight, shift, eps=1e-5)
 
@@ -798,6 +803,8 @@ def train(name, params_yaml, model_cfg, loss_fn, batch_fn, batch_size, optimizer
         if clip_norm is not None:
             torch.nn.utils.clip_grad_norm_(params.tensors.values(), clip_norm)
         losses.append(loss.item())
+        if step == 0:
+            first_statistics = {n: b.reshape(-1).tolist() for n, b in params.buffers.items()}
         scales.append(scale)
         with torch.no_grad():
             optimizer(params, state, schedule(step), step, options)
@@ -806,6 +813,14 @@ def train(name, params_yaml, model_cfg, loss_fn, batch_fn, batch_size, optimizer
             if clean >= scaler["steps_per_increase"]:
                 scale, clean = scale * 2, 0
     case = {"name": name, "params": params_yaml, "batch_size": batch_size, "parameters": params.listing(), "losses": losses}
+    if params.buffers:
+        # The running statistics after the first step (later steps' near-zero means drift apart
+        # by float32 rounding of the weights' trajectory), and the loss of the first batch
+        # evaluated with the last step's statistics (eval mode) and the trained weights.
+        case["statistics"] = first_statistics
+        params.training = False
+        with torch.no_grad():
+            case["eval_loss"] = loss_fn(params, batch_fn(0, model_cfg, batch_size), model_cfg).item()
     if scaler:
         case["loss_scales"] = scales
     if autocast:

@@ -144,10 +144,17 @@ std::vector<GoldenCurve> golden_curves(CurvePrecision precision) {
         .loss_scales = c.value("loss_scales", std::vector<double>{}),
         .parameters = {},
         .init = init.dump(),
+        .statistics = {},
+        .eval_loss = std::nullopt,
         .model = *model,
         .step = models::trace_step(*model, c["batch_size"].get<std::int64_t>(), options)};
     for (const json& p : c["parameters"])
       curve.parameters.emplace_back(p["name"], p["shape"].get<graph::Shape>());
+    if (c.contains("statistics")) {
+      for (const auto& [name, values] : c["statistics"].items())
+        curve.statistics[name] = values.get<std::vector<double>>();
+      curve.eval_loss = c["eval_loss"].get<double>();
+    }
     curves.push_back(std::move(curve));
   }
   return curves;
@@ -161,8 +168,10 @@ graph::Feeds golden_initial_state(const graph::Graph& graph) {
   graph::Feeds state;
   for (const graph::Variable& variable : graph.variables()) {
     graph::TensorType type = graph.node(variable.node).type;
-    std::vector<double> values(static_cast<std::size_t>(graph::element_count(type.shape)),
-                               variable.init.name == "constant" ? variable.init.value : 0.0);
+    double start = variable.init.name == "constant" ? variable.init.value
+                   : variable.init.name == "ones"   ? 1.0
+                                                    : 0.0;
+    std::vector<double> values(static_cast<std::size_t>(graph::element_count(type.shape)), start);
     if (variable.role == graph::VariableRole::parameter)
       values = golden_initial_weight(variable.name, values.size());
     state[variable.name] = HostTensor{type.shape, type.dtype, std::move(values)};

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <utility>
@@ -19,6 +20,10 @@ struct GoldenCurve {
   std::vector<double> loss_scales;                               // with dynamic loss scaling
   std::vector<std::pair<std::string, graph::Shape>> parameters;  // PyTorch's names and shapes
   std::string init;  // the params' trainer.init section, as JSON (YAML reads it too)
+  // With running statistics (BatchNorm's): their values after the last step, and the loss of the
+  // first batch evaluated with them and the trained weights.
+  std::map<std::string, std::vector<double>> statistics;
+  std::optional<double> eval_loss;
   models::CheckedModel model;
   models::TracedStep step;  // the training step, traced as the curve's params say
 };
@@ -33,7 +38,7 @@ std::vector<GoldenCurve> golden_curves(CurvePrecision precision = CurvePrecision
 graph::Feeds golden_batch(const GoldenCurve& curve, int step);
 
 // Every variable at its starting value: parameters as the golden scripts initialize them,
-// other state at its initializer's constant (or zero).
+// other state at its initializer's constant (ones, or zero).
 graph::Feeds golden_initial_state(const graph::Graph& graph);
 
 }  // namespace csrun::test

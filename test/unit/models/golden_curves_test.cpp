@@ -1,6 +1,7 @@
 // 20-step training curves of a tiny model of every network csrun builds against PyTorch
 // (test/data/golden/curves.json, made by scripts/golden/curves.py): same initial weights, same
-// batches; the traced training step runs on the fp64 reference evaluator. Relative error <= 1e-4.
+// batches; the traced training step runs on the fp64 reference evaluator. Relative error <= 1e-4,
+// for the losses and, with batch norm, the running statistics and an evaluation using them.
 
 #include <catch2/catch.hpp>
 
@@ -44,6 +45,7 @@ TEST_CASE("20-step training curves match PyTorch") {
     if (scale_output) fetch.push_back(*scale_output);
     graph::Feeds state = test::golden_initial_state(graph);
     double worst = 0.0;
+    graph::Feeds first_state;
     for (std::size_t s = 0; s < curve.losses.size(); ++s) {
       graph::Feeds feeds = state;
       graph::Feeds batch = test::golden_batch(curve, static_cast<int>(s));
@@ -51,10 +53,28 @@ TEST_CASE("20-step training curves match PyTorch") {
       std::vector<HostTensor> values = graph::evaluate_reference(graph, feeds, fetch);
       for (std::size_t u = 0; u < updates; ++u)
         state[graph.updates()[u].name] = values[u];
+      if (s == 0) first_state = state;
       double loss = values[updates].values[0];
       worst = std::max(worst, std::fabs(loss - curve.losses[s]) / std::fabs(curve.losses[s]));
       if (scale_output) CHECK(values[updates + 1].values[0] == curve.loss_scales[s]);
     }
     CHECK(worst <= 1e-4);
+    // Running statistics: their values after the first step, and an evaluation that uses the
+    // last step's.
+    for (const auto& [name, expected] : curve.statistics) {
+      INFO(name);
+      REQUIRE(first_state.contains(name));
+      for (std::size_t i = 0; i < expected.size(); ++i)
+        CHECK(first_state[name].values[i] == Approx(expected[i]).epsilon(1e-4));
+    }
+    if (!curve.eval_loss) continue;
+    models::TracedStep eval =
+        models::trace_step(curve.model, curve.batch_size, {models::StepKind::eval, 1, {}});
+    graph::Feeds feeds = test::golden_batch(curve, 0);
+    for (const graph::Variable& variable : eval.graph.variables())
+      feeds[variable.name] = state.at(variable.name);
+    std::vector<graph::NodeId> loss = {*eval.graph.find_output("loss")};
+    double evaluated = graph::evaluate_reference(eval.graph, feeds, loss)[0].values[0];
+    CHECK(evaluated == Approx(*curve.eval_loss).epsilon(1e-4));
   }
 }
