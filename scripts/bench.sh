@@ -3,7 +3,7 @@
 #
 # Usage: scripts/bench.sh [SECTION...]     sections: validate, trace, compile, estimate,
 #                                          train, gpt2_small, csx, stream,
-#                                          checkpoint, corpus (default: all)
+#                                          checkpoint, corpus, unet (default: all)
 #
 #   validate   wall time of `csrun validate` (process start to exit) on every shipped config and
 #              every Model Zoo config of the conformance set; median and max of 21 runs each.
@@ -49,6 +49,11 @@
 #              MSL 512, written by csrun-gpt-hdf5 into $CSRUN_BENCH_DIR, default build/) trained
 #              on by a small GPT-2 for 40 steps of batch 8, shuffled: the process's peak RSS
 #              against the same run on a 0.1 GB corpus. Target: RSS within 2 GB of the small run.
+#   unet       the UNet on the CPU in fp32: configs/unet_tiny.yaml (32x32, batch 16, group norm, on
+#              data/shapes) and the Model Zoo's Severstal UNet at its image size (256x256,
+#              encoder 32-256, batch norm, batch 4, fake data), csrun train against the same
+#              network in PyTorch (bench/torch_unet.py), alternating for 3 rounds: samples/s
+#              (median of the logged windows / timed steps) and peak RSS. Needs python3-torch.
 #   checkpoint GPT-2 small + Adam state (1.49 GB): csrun's checkpoint write (fsync, rename) and
 #              cold read (page cache dropped) against torch.save + fsync and torch.load of the
 #              same tensors, alternating for 3 rounds, beside the disk's own rates (dd, direct
@@ -58,7 +63,7 @@ set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
 sections=("$@")
-[ ${#sections[@]} -eq 0 ] && sections=(validate trace compile estimate train gpt2_small csx stream checkpoint corpus)
+[ ${#sections[@]} -eq 0 ] && sections=(validate trace compile estimate train gpt2_small csx stream checkpoint corpus unet)
 
 scripts/build.sh csrun csrun-gpt-hdf5 fma_peak gemm_peak stream_ingest checkpoint_io >/dev/null
 csrun=$root/build/apps/csrun/csrun
@@ -493,6 +498,46 @@ bench_checkpoint() {
   rm -rf "$work"
 }
 
+bench_unet() {
+  if ! /usr/bin/python3 -c 'import torch' 2>/dev/null; then
+    echo "## unet: skipped (needs python3-torch)"
+    return 0
+  fi
+  scripts/prepare_shapes.sh >/dev/null
+  echo "## UNet training in fp32 on $(nproc) threads: csrun vs PyTorch (samples/s, peak MB)"
+  local work
+  work=$(mktemp -d)
+  printf '%-22s %6s %12s %10s %12s %10s %7s\n' "workload" "round" "PyTorch s/s" "peak MB" \
+    "csrun s/s" "peak MB" "ratio"
+  local tiny_torch="--size 32 --batch 16 --encoder 8 16 32 --decoder 16 8 --norm group --groups 4 --steps 40"
+  local tiny_csrun="configs/unet_tiny.yaml --max_steps 60 --set runconfig.log_steps=10"
+  local severstal_torch="--size 256 --batch 4 --encoder 32 64 128 256 --decoder 128 64 32 --norm batch --steps 5"
+  local severstal_csrun="$modelzoo/unet_r1.9.1__params_severstal_binary.yaml --fake_data"
+  severstal_csrun+=" --max_steps 7 --set train_input.batch_size=4 --set runconfig.log_steps=1"
+  for entry in "unet_tiny 32x32 b16|$tiny_torch|$tiny_csrun" \
+               "severstal 256x256 b4|$severstal_torch|$severstal_csrun"; do
+    local name torch_args csrun_args
+    IFS='|' read -r name torch_args csrun_args <<<"$entry"
+    for round in 1 2 3; do
+      local torch torch_peak rate csrun_peak
+      # shellcheck disable=SC2086
+      torch=$(/usr/bin/time -f "%M" -o "$work/torch.rss" env GOMP_SPINCOUNT=0 /usr/bin/python3 \
+        bench/torch_unet.py $torch_args --threads "$(nproc)" |
+        python3 -c 'import json, sys; print(json.loads(sys.stdin.readline())["samples_per_s"])')
+      torch_peak=$(awk '{ printf "%.0f", $1 / 1024 }' "$work/torch.rss")
+      rm -rf "$work/model_dir"
+      # shellcheck disable=SC2086
+      /usr/bin/time -f "%M" -o "$work/csrun.rss" "$csrun" train $csrun_args --target_device CPU \
+        --num_workers_per_csx 0 -o "$work/model_dir" >"$work/csrun.log" 2>&1 || true
+      rate=$(median_logged_rate <"$work/csrun.log")
+      csrun_peak=$(awk '{ printf "%.0f", $1 / 1024 }' "$work/csrun.rss")
+      awk -v n="$name" -v r="$round" -v t="$torch" -v tp="$torch_peak" -v c="$rate" -v cp="$csrun_peak" \
+        'BEGIN { printf "%-22s %6s %12.1f %10s %12s %10s %6.2fx\n", n, r, t, tp, c, cp, c / t }'
+    done
+  done
+  rm -rf "$work"
+}
+
 echo "# csrun benchmarks, $(date -u +%Y-%m-%dT%H:%MZ) on $(nproc) cores: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)"
 for section in "${sections[@]}"; do
   case $section in
@@ -506,6 +551,7 @@ for section in "${sections[@]}"; do
     checkpoint) bench_checkpoint ;;
     corpus) bench_corpus ;;
     csx) bench_csx ;;
-    *) echo "bench.sh: unknown section '$section' (sections: validate, trace, compile, estimate, train, gpt2_small, csx, stream, checkpoint, corpus)" >&2; exit 2 ;;
+    unet) bench_unet ;;
+    *) echo "bench.sh: unknown section '$section' (sections: validate, trace, compile, estimate, train, gpt2_small, csx, stream, checkpoint, corpus, unet)" >&2; exit 2 ;;
   esac
 done
