@@ -4,6 +4,7 @@
 
 #include "data_paths.hpp"
 #include "dataset.hpp"
+#include "graph/types.hpp"
 #include "hdf5_file.hpp"
 #include "processor_registry.hpp"
 
@@ -22,15 +23,14 @@ std::string example_name(std::int64_t index, const char* dataset) {
   return "example_" + std::to_string(index) + "/" + dataset;
 }
 
-struct SegmentationFile {
-  std::string path;
+// What checking a file reads: its examples and its first image's shape [C, H, W].
+struct FileLayout {
   std::int64_t examples = 0;
+  graph::Shape image;
 };
 
-// A file's examples and the shapes of its first one, or why it is not in the layout.
-std::optional<SegmentationFile> read_layout(const std::string& path, std::string& problem,
-                                            std::vector<std::uint64_t>& image,
-                                            std::vector<std::uint64_t>& label) {
+// A file's layout, or why it is not the Model Zoo's.
+std::optional<FileLayout> read_layout(const std::string& path, std::string& problem) {
   Hdf5File file(path);
   if (!file.is_open()) {
     problem = file.error();
@@ -43,24 +43,17 @@ std::optional<SegmentationFile> read_layout(const std::string& path, std::string
         "example_<i> with datasets image [C, H, W] and label)";
     return {};
   }
-  auto image_info = file.dataset(example_name(0, "image"));
-  auto label_info = file.dataset(example_name(0, "label"));
-  if (!image_info || !label_info) {
+  auto image = file.dataset(example_name(0, "image"));
+  if (!image || !file.has_dataset(example_name(0, "label"))) {
     problem =
         "has no datasets example_0/image and example_0/label (the Model Zoo's UNet HDF5 "
         "layout)";
     return {};
   }
-  image = image_info->dims;
-  label = label_info->dims;
-  return SegmentationFile{path, *examples};
-}
-
-std::string dims_text(const std::vector<std::uint64_t>& dims) {
-  std::string text = "[";
-  for (std::size_t i = 0; i < dims.size(); ++i)
-    text += (i ? ", " : "") + std::to_string(dims[i]);
-  return text + "]";
+  FileLayout layout{*examples, {}};
+  for (std::uint64_t size : image->dims)
+    layout.image.push_back(static_cast<std::int64_t>(size));
+  return layout;
 }
 
 // The image as the Model Zoo's normalize_data_method leaves it (nothing when null).
@@ -187,38 +180,35 @@ std::unique_ptr<Dataset> open_segmentation_hdf5(const DataloaderSpec& loader,
 DatasetFacts check_segmentation_hdf5_files(const DataloaderSpec& loader, Diagnostics& diagnostics) {
   const Node& at = *loader.params.find("data_dir");
   std::int64_t examples = 0;
-  std::vector<std::uint64_t> first_image;
+  graph::Shape first_image;
   for (const std::string& directory : loader.data_dirs) {
     std::vector<std::string> files = require_files(directory, ".h5", at, diagnostics);
-    if (files.empty()) continue;
     for (const std::string& path : files) {
       std::string problem;
-      std::vector<std::uint64_t> image;
-      std::vector<std::uint64_t> label;
-      auto layout = read_layout(path, problem, image, label);
+      auto layout = read_layout(path, problem);
       if (!layout) {
         diagnostics.error(at.mark(), at.path(), path + " " + problem);
         return {};
       }
-      if (!first_image.empty() && image != first_image) {
+      if (!first_image.empty() && layout->image != first_image) {
         diagnostics.error(at.mark(), at.path(),
-                          path + " holds images " + dims_text(image) + " where " + files.front() +
-                              " holds " + dims_text(first_image));
+                          path + " holds images " + graph::shape_string(layout->image) + " where " +
+                              files.front() + " holds " + graph::shape_string(first_image));
         return {};
       }
-      first_image = image;
+      first_image = layout->image;
       examples += layout->examples;
     }
   }
   const Node* shape = loader.params.find("image_shape");
   if (shape && shape->is_list() && shape->items().size() == 3 && first_image.size() == 3) {
-    std::vector<std::uint64_t> expected;
+    graph::Shape expected;
     for (std::size_t i : {2u, 0u, 1u})
-      expected.push_back(static_cast<std::uint64_t>(shape->items()[i].as_int()));
+      expected.push_back(shape->items()[i].as_int());
     if (expected != first_image) {
       diagnostics.error(shape->mark(), shape->path(),
-                        "image_shape [H, W, C] gives images " + dims_text(expected) +
-                            " [C, H, W], but the files hold " + dims_text(first_image));
+                        "image_shape [H, W, C] gives images " + graph::shape_string(expected) +
+                            " [C, H, W], but the files hold " + graph::shape_string(first_image));
     }
   }
   // The Model Zoo augments unless told not to.

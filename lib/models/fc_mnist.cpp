@@ -1,8 +1,8 @@
-#include <cmath>
 
 #include "config/param_types.hpp"
 #include "layer_params.hpp"
 #include "model_definitions.hpp"
+#include "nn/initializers.hpp"
 #include "nn/layers.hpp"
 
 namespace csrun::models {
@@ -66,13 +66,9 @@ BatchLayout layout(const ModelParams&, std::int64_t batch, const DataHints&) {
           {"labels", {{batch}, graph::DType::i32}}};
 }
 
-// PyTorch's default nn.Linear initialization: weight and bias uniform in +-1/sqrt(fan_in).
+// PyTorch's default nn.Linear initialization.
 nn::LinearOptions torch_linear(std::int64_t in_features, bool bias) {
-  double bound = 1.0 / std::sqrt(static_cast<double>(in_features));
-  graph::Initializer uniform;
-  uniform.name = "uniform";
-  uniform.a = -bound;
-  uniform.b = bound;
+  graph::Initializer uniform = nn::torch_default_initializer(static_cast<double>(in_features));
   return {bias, uniform, uniform};
 }
 

@@ -1,7 +1,6 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
-#include <cmath>
 #include <optional>
 
 #include "config/param_types.hpp"
@@ -25,6 +24,9 @@ std::vector<std::int64_t> integers(const ModelParams& params, const char* key) {
     values.push_back(item.as_int());
   return values;
 }
+
+// The eval_metrics names segmentation_metrics computes.
+constexpr std::array<std::string_view, 4> kEvalMetrics = {"mIOU", "DSC", "Acc", "MPCA"};
 
 bool three_dimensional(const ModelParams& params) {
   return params.has("use_conv3d") && params.flag("use_conv3d");
@@ -98,7 +100,7 @@ void check(const ModelParams& params, const DataHints& hints, Diagnostics& diagn
   if (const Node* listed = params.find("eval_metrics"); listed && listed->is_list()) {
     for (const Node& name : listed->items()) {
       std::string text = name.as_string();
-      if (text != "mIOU" && text != "DSC" && text != "Acc" && text != "MPCA") {
+      if (std::ranges::find(kEvalMetrics, text) == kEvalMetrics.end()) {
         warn_at(params, "eval_metrics",
                 "eval metric '" + text + "' is not computed (csrun computes mIOU, DSC, Acc, MPCA)",
                 diagnostics);
@@ -107,14 +109,19 @@ void check(const ModelParams& params, const DataHints& hints, Diagnostics& diagn
   }
 }
 
+// A kernel's elements: k along each of `axes` axes.
+std::int64_t kernel_window(std::int64_t k, std::int64_t axes) {
+  std::int64_t window = 1;
+  for (std::int64_t a = 0; a < axes; ++a)
+    window *= k;
+  return window;
+}
+
 // Convolutions of kernel k (along `axes` axes) from `in` to `out` channels, with the affine
 // normalization after each.
 std::int64_t conv(std::int64_t k, std::int64_t axes, std::int64_t in, std::int64_t out, bool bias,
                   bool norm) {
-  std::int64_t window = 1;
-  for (std::int64_t a = 0; a < axes; ++a)
-    window *= k;
-  return window * in * out + (bias ? out : 0) + (norm ? 2 * out : 0);
+  return kernel_window(k, axes) * in * out + (bias ? out : 0) + (norm ? 2 * out : 0);
 }
 
 std::int64_t kernel_of(const std::string& conv_type) {
@@ -193,18 +200,18 @@ struct UnetSettings {
   double dropout = 0.0;
 };
 
-// PyTorch's default for a convolution it does not re-initialize (the Model Zoo re-initializes 2D
-// ones only): weight and bias uniform in +-1/sqrt(fan_in), fan_in from the weight's dim 1.
-graph::Initializer torch_default(double fan_in) {
-  graph::Initializer uniform;
-  uniform.name = "uniform";
-  uniform.b = 1.0 / std::sqrt(fan_in);
-  uniform.a = -uniform.b;
-  return uniform;
-}
-
-double window(const UnetSettings& s, std::int64_t k) {
-  return std::pow(static_cast<double>(k), static_cast<double>(s.axes));
+// A convolution of kernel k from `fan_in_channels` (the weight's dim 1) to `out` channels: the
+// configured initializers in 2D, PyTorch's defaults in 3D (the Model Zoo re-initializes only 2D
+// convolutions).
+nn::ConvolutionOptions conv_options(const UnetSettings& s, std::int64_t out, std::int64_t kernel,
+                                    std::int64_t stride, std::int64_t padding, bool bias,
+                                    std::int64_t fan_in_channels) {
+  nn::ConvolutionOptions options{out, kernel, stride, padding, bias, s.weight_init, s.bias_init};
+  if (s.axes == 3) {
+    options.weight_init = options.bias_init = nn::torch_default_initializer(
+        static_cast<double>(fan_in_channels * kernel_window(kernel, s.axes)));
+  }
+  return options;
 }
 
 UnetSettings settings_of(const ModelParams& p) {
@@ -271,9 +278,7 @@ void refuse_unsupported(const ModelParams& p) {
 Tensor normalize(const nn::Scope& scope, const Tensor& x, const UnetSettings& s) {
   if (s.norm.empty()) return x;
   if (s.norm == "batchnorm2d") return nn::batch_norm(scope, x, s.eps, s.norm_init, s.momentum);
-  nn::NormInit torch_default_init{nn::ones_initializer(), nn::zeros_initializer()};
-  if (s.norm == "batchnorm3d")
-    return nn::batch_norm(scope, x, s.eps, torch_default_init, s.momentum);
+  if (s.norm == "batchnorm3d") return nn::batch_norm(scope, x, s.eps, {}, s.momentum);
   if (s.norm == "group" || s.norm == "groupnorm") {
     if (s.groups <= 0) {
       throw UnsupportedModel("norm_kwargs",
@@ -284,20 +289,16 @@ Tensor normalize(const nn::Scope& scope, const Tensor& x, const UnetSettings& s)
   // group_instance (a GroupNorm) and the instance norms: one group per channel, with affine
   // parameters (the Model Zoo turns InstanceNorm's affine on).
   return nn::group_norm(scope, x, x.dim(1), s.eps,
-                        s.norm == "group_instance" ? s.norm_init : torch_default_init);
+                        s.norm == "group_instance" ? s.norm_init : nn::NormInit{});
 }
 
 // ConvNormActBlock: conv (module 0, padding "same"), normalization (module 1), activation.
 Tensor conv_norm_act(const nn::Scope& scope, const Tensor& x, std::int64_t out, std::int64_t kernel,
                      std::int64_t stride, const UnetSettings& s, const std::string& activation,
                      bool norm) {
-  nn::ConvolutionOptions options{
-      out, kernel, stride, ((stride - 1) + (kernel - 1)) / 2, s.bias, s.weight_init, s.bias_init};
-  if (s.axes == 3) {
-    options.weight_init = options.bias_init =
-        torch_default(static_cast<double>(x.dim(1)) * window(s, kernel));
-  }
-  Tensor y = nn::convolution(scope.child("0"), x, options);
+  std::int64_t padding = ((stride - 1) + (kernel - 1)) / 2;
+  Tensor y = nn::convolution(scope.child("0"), x,
+                             conv_options(s, out, kernel, stride, padding, s.bias, x.dim(1)));
   if (norm) y = normalize(scope.child("1"), y, s);
   return nn::activation(activation, y);
 }
@@ -370,12 +371,9 @@ Tensor network(ModelBuild& b, const UnetSettings& s) {
   for (std::size_t j = 0; j < decoder.size(); ++j) {
     auto index = static_cast<std::int64_t>(j);
     nn::Scope upsample = decoder_scope.child("transpose_layers").child(index);
-    nn::ConvolutionOptions options{decoder[j], 2, 2, 0, s.bias, s.weight_init, s.bias_init};
-    if (s.axes == 3) {
-      options.weight_init = options.bias_init =
-          torch_default(static_cast<double>(decoder[j]) * window(s, 2));
-    }
-    x = nn::upsampling_convolution(upsample, x, options);
+    // A transposed convolution's weight is [in, out, k...]: its dim 1 is the output.
+    x = nn::upsampling_convolution(upsample, x,
+                                   conv_options(s, decoder[j], 2, 2, 0, s.bias, decoder[j]));
     if (s.skip_connect) x = graph::concat({x, skips[skips.size() - 1 - j]}, 1);
     x = unet_block(decoder_scope.child("unet_blocks").child(index), x, decoder[j], false, s,
                    s.activation)
@@ -384,11 +382,8 @@ Tensor network(ModelBuild& b, const UnetSettings& s) {
   }
   nn::Scope final_conv = model.child("final_conv");
   auto entered = final_conv.enter();
-  nn::ConvolutionOptions options{
-      output_channels(p, b.hints), 1, 1, 0, true, s.weight_init, s.bias_init};
-  if (s.axes == 3)
-    options.weight_init = options.bias_init = torch_default(static_cast<double>(x.dim(1)));
-  return nn::convolution(final_conv.child("0"), x, options);
+  return nn::convolution(final_conv.child("0"), x,
+                         conv_options(s, output_channels(p, b.hints), 1, 1, 0, true, x.dim(1)));
 }
 
 // The Model Zoo's numerically stable binary cross-entropy with logits, per element:
@@ -398,8 +393,8 @@ Tensor binary_cross_entropy(const Tensor& logits, const Tensor& labels) {
   return (1.0 - labels) * logits + m + graph::log(graph::exp(-m) + graph::exp(-logits - m));
 }
 
-// Channels-first logits [N, C, spatial...] as rows [N * positions, C].
-Tensor channel_rows(const Tensor& logits) {
+// Channels-first logits [N, C, spatial...] as one row of C per pixel: [N * positions, C].
+Tensor pixel_rows(const Tensor& logits) {
   std::int64_t batch = logits.dim(0);
   std::int64_t channels = logits.dim(1);
   std::int64_t positions = graph::element_count(logits.shape()) / (batch * channels);
@@ -415,7 +410,7 @@ Tensor dice_per_sample(const Tensor& logits, const Tensor& labels, bool include_
   std::int64_t channels = logits.dim(1);
   std::int64_t positions = graph::element_count(logits.shape()) / (batch * channels);
   Tensor probabilities =
-      graph::reshape(graph::softmax(channel_rows(logits), -1), {batch, positions, channels});
+      graph::reshape(graph::softmax(pixel_rows(logits), -1), {batch, positions, channels});
   Tensor targets = graph::one_hot(graph::reshape(labels, {batch, positions}), channels);
   if (!include_background) {
     std::vector<double> keep(static_cast<std::size_t>(channels), 1.0);
@@ -441,7 +436,7 @@ Tensor unet_loss(ModelBuild& b, const std::string& loss, const Tensor& logits,
     return b.context.average_over_samples(
         graph::sum(binary_cross_entropy(logits, labels)) / per_sample, batch);
   }
-  Tensor rows = channel_rows(logits);
+  Tensor rows = pixel_rows(logits);
   Tensor cross_entropy =
       graph::sum(nn::cross_entropy(rows, graph::reshape(labels, {rows.dim(0)}))) / per_sample;
   if (loss == "ssce") return b.context.average_over_samples(cross_entropy, batch);

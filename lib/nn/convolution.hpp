@@ -3,6 +3,7 @@
 #include <cstdint>
 
 #include "graph/tensor.hpp"
+#include "initializers.hpp"
 #include "scope.hpp"
 
 namespace csrun::nn {
@@ -43,10 +44,10 @@ graph::Tensor upsampling_convolution(const Scope& scope, const graph::Tensor& x,
 // (PyTorch's MaxPool with kernel = stride; trailing elements that fill no window are dropped).
 graph::Tensor max_pool(const graph::Tensor& x, std::int64_t window);
 
-// The initial values of a normalization's scale (PyTorch: ones) and shift (zeros).
+// The initial values of a normalization's scale and shift (PyTorch's: ones and zeros).
 struct NormInit {
-  graph::Initializer weight;
-  graph::Initializer bias;
+  graph::Initializer weight = ones_initializer();
+  graph::Initializer bias = zeros_initializer();
 };
 
 // Each sample's channels in `groups` groups, each normalized over its channels and spatial

@@ -202,6 +202,14 @@ Initializer normal_initializer(double std, double mean) {
   return init;
 }
 
+Initializer torch_default_initializer(double fan_in) {
+  Initializer init;
+  init.name = "uniform";
+  init.b = 1.0 / std::sqrt(fan_in);
+  init.a = -init.b;
+  return init;
+}
+
 Initializer truncated_normal_initializer(double std) {
   Initializer init = normal_initializer(std);
   init.name = "truncated_normal";

@@ -42,5 +42,8 @@ graph::Initializer ones_initializer();
 graph::Initializer normal_initializer(double std, double mean = 0.0);
 // Centred, truncated at two standard deviations (the Model Zoo's default for BERT).
 graph::Initializer truncated_normal_initializer(double std);
+// PyTorch's default for a Linear or Conv weight and its bias: uniform in +-1/sqrt(fan_in), fan_in
+// of the weight (its dim 1 times the kernel's size).
+graph::Initializer torch_default_initializer(double fan_in);
 
 }  // namespace csrun::nn
