@@ -239,11 +239,13 @@ std::string host_memory_note(std::int64_t arena_bytes) {
 
 // How csrun train runs the step on this machine.
 std::string host_batch_text(const HostBatch& host) {
-  std::string text = "csrun train runs " +
-                     (host.micro_steps == 1 ? std::string("the whole batch in one step")
-                                            : grouped(host.micro_steps) + " micro-steps of " +
-                                                  grouped(host.micro_batch) + " samples per step") +
-                     ", about " + storage::memory_size(host.bytes) + " of host memory";
+  std::string text =
+      "csrun train runs " +
+      (host.micro_steps == 1
+           ? std::string("the whole batch in one step")
+           : grouped(host.micro_steps) + " micro-steps of " + grouped(host.micro_batch) +
+                 (host.micro_batch == 1 ? " sample per step" : " samples per step")) +
+      ", about " + storage::memory_size(host.bytes) + " of host memory";
   if (storage::exceeds_usable_memory(host.bytes))
     return text + "; more than " + storage::usable_memory_text() +
            ": csrun train would refuse it here";

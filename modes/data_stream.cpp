@@ -49,16 +49,29 @@ std::string rendezvous_file(const config::TrainerSpec& trainer, const std::strin
   return (fs::path(trainer.model_dir) / stream::rendezvous_name(step, trainer_index)).string();
 }
 
+// The replicas this process runs, each with its training share (one job for the whole batch
+// when the batch is not shared); the eval job goes with the first.
+std::vector<std::vector<data::LoaderJob>> jobs_by_replica(std::vector<data::LoaderJob> jobs) {
+  std::vector<std::vector<data::LoaderJob>> replicas;
+  for (data::LoaderJob& job : jobs) {
+    if (job.loader.role == data::LoaderRole::train) replicas.push_back({std::move(job)});
+  }
+  if (replicas.empty()) replicas.emplace_back();
+  for (data::LoaderJob& job : jobs) {
+    if (job.loader.role != data::LoaderRole::train) replicas.front().push_back(std::move(job));
+  }
+  return replicas;
+}
+
 }  // namespace
 
 DataStream::DataStream(const config::TrainerSpec& trainer, const runner::RunSetup& setup,
                        const Context& context)
     : ledger_(context.ledger) {
   std::vector<data::LoaderJob> jobs = runner::loader_jobs(setup);
-  const config::ClusterConfig& cluster = trainer.backend.cluster;
-  std::int64_t local = context.systems * cluster.num_workers_per_csx;
+  std::int64_t workers = trainer.backend.cluster.num_workers_per_csx;
   bool external = context.srun || !context.listen.empty();
-  if (jobs.empty() || (!external && (local == 0 || context.worker_binary.empty()))) return;
+  if (jobs.empty() || (!external && (workers == 0 || context.worker_binary.empty()))) return;
 
   stream::CoordinatorOptions options;
   options.secret = stream::make_secret();
@@ -74,7 +87,7 @@ DataStream::DataStream(const config::TrainerSpec& trainer, const runner::RunSetu
     publish(std::move(jobs), options,
             rendezvous_file(trainer, context.srun->step, context.trainer_index));
     report("coordinating " + std::to_string(context.srun->tasks - 1) +
-           " srun tasks as data workers at " + coordinator_->address());
+           " srun tasks as data workers at " + coordinators_.front()->address());
     return;
   }
   if (!context.listen.empty()) {
@@ -82,29 +95,43 @@ DataStream::DataStream(const config::TrainerSpec& trainer, const runner::RunSetu
     if (const char* secret = std::getenv("CSRUN_STREAM_SECRET"); secret && *secret)
       options.secret = secret;
     publish(std::move(jobs), options, rendezvous_file(trainer, "", context.trainer_index));
-    report("waiting for data workers at " + coordinator_->address() +
+    report("waiting for data workers at " + coordinators_.front()->address() +
            ": start them with `csrun worker --secret_file " + rendezvous_ + "`");
     return;
   }
+  start_local_workers(jobs_by_replica(std::move(jobs)), options, workers, context.worker_binary);
+}
+
+// As the Model Zoo streams each CS-X system its own data: one coordinator per replica, with its
+// own num_workers_per_csx children, which read that replica's share of each batch. Workers are
+// numbered across the job (replica r's from r × num_workers_per_csx), so the ledger and the logs
+// tell them apart.
+void DataStream::start_local_workers(std::vector<std::vector<data::LoaderJob>> replicas,
+                                     stream::CoordinatorOptions options, std::int64_t workers,
+                                     const std::string& worker_binary) {
   char directory[] = "/tmp/csrun-stream-XXXXXX";
   if (!::mkdtemp(directory)) throw std::runtime_error("cannot create a directory under /tmp");
   socket_directory_ = directory;
-  options.bind = "ipc://" + socket_directory_ + "/coordinator";
-  options.local_workers = local;
-  options.executable = context.worker_binary;
-  coordinator_ = std::make_unique<stream::Coordinator>(std::move(jobs), options);
+  options.local_workers = workers;
+  options.executable = worker_binary;
+  for (std::vector<data::LoaderJob>& jobs : replicas) {
+    std::int64_t replica = jobs.front().share;
+    options.bind = "ipc://" + socket_directory_ + "/coordinator-" + std::to_string(replica);
+    options.first_worker_rank = replica * workers;
+    coordinators_.push_back(std::make_unique<stream::Coordinator>(std::move(jobs), options));
+  }
 }
 
 void DataStream::publish(std::vector<data::LoaderJob> jobs,
                          const stream::CoordinatorOptions& options, const std::string& file) {
-  coordinator_ = std::make_unique<stream::Coordinator>(std::move(jobs), options);
+  coordinators_.push_back(std::make_unique<stream::Coordinator>(std::move(jobs), options));
   rendezvous_ = file;
   fs::create_directories(fs::path(file).parent_path());
-  stream::write_rendezvous(rendezvous_, {coordinator_->address(), options.secret});
+  stream::write_rendezvous(rendezvous_, {coordinators_.front()->address(), options.secret});
 }
 
 DataStream::~DataStream() {
-  coordinator_.reset();
+  coordinators_.clear();
   std::error_code ignored;
   // Tasks that arrive after the run ended read that it has and exit.
   if (!rendezvous_.empty()) {
@@ -118,7 +145,7 @@ DataStream::~DataStream() {
 }
 
 void DataStream::connect(runner::RunSetup& setup) {
-  if (!coordinator_) {
+  if (coordinators_.empty()) {
     if (ledger_) {
       data::SampleLedger* ledger = ledger_;
       setup.open_batches = [ledger](const data::LoaderJob& job, const auto&) {
@@ -127,10 +154,17 @@ void DataStream::connect(runner::RunSetup& setup) {
     }
     return;
   }
-  stream::Coordinator* coordinator = coordinator_.get();
-  setup.open_batches = [coordinator](const data::LoaderJob& job, const auto& warn) {
-    return coordinator->batches(job,
-                                [warn](const std::string& text) { warn("data stream: " + text); });
+  // A share's coordinator: its replica's (this process's replicas are consecutive shares, one
+  // coordinator each), or the only one (srun, --stream_listen, one replica).
+  std::vector<stream::Coordinator*> coordinators;
+  for (const auto& coordinator : coordinators_)
+    coordinators.push_back(coordinator.get());
+  setup.open_batches = [coordinators](const data::LoaderJob& job, const auto& warn) {
+    std::size_t index = 0;
+    if (coordinators.size() > 1 && job.loader.role == data::LoaderRole::train)
+      index = static_cast<std::size_t>(job.share % static_cast<std::int64_t>(coordinators.size()));
+    return coordinators[index]->batches(
+        job, [warn](const std::string& text) { warn("data stream: " + text); });
   };
 }
 

@@ -22,9 +22,9 @@ class SampleLedger;
 namespace csrun::modes {
 
 // Where one trainer's batches come from, for as long as it lives: read in this process
-// (num_workers_per_csx: 0), streamed from local child workers (num_csx × num_workers_per_csx
-// of them), from the other tasks of the srun step, or from workers any launcher starts
-// (--stream_listen).
+// (num_workers_per_csx: 0), streamed from local child workers (num_workers_per_csx of them for
+// each replica this process runs, reading that replica's share), from the other tasks of the
+// srun step, or from workers any launcher starts (--stream_listen).
 class DataStream {
  public:
   struct Context {
@@ -34,9 +34,6 @@ class DataStream {
     std::optional<stream::SrunTask> srun;
     std::string worker_binary;  // what local workers run; empty: no local workers
     std::string listen;         // --stream_listen: wait for workers started elsewhere
-    // The systems this process feeds: num_csx, or one for a rank of an MPI job (each rank streams
-    // its own replica's data from its own num_workers_per_csx workers).
-    std::int64_t systems = 1;
   };
 
   DataStream(const config::TrainerSpec& trainer, const runner::RunSetup& setup,
@@ -52,9 +49,12 @@ class DataStream {
   // Starts the coordinator and writes its rendezvous file for workers to find.
   void publish(std::vector<data::LoaderJob> jobs, const stream::CoordinatorOptions& options,
                const std::string& file);
+  void start_local_workers(std::vector<std::vector<data::LoaderJob>> replicas,
+                           stream::CoordinatorOptions options, std::int64_t workers,
+                           const std::string& worker_binary);
 
   data::SampleLedger* ledger_;
-  std::unique_ptr<stream::Coordinator> coordinator_;
+  std::vector<std::unique_ptr<stream::Coordinator>> coordinators_;
   std::string socket_directory_;
   std::string rendezvous_;
 };

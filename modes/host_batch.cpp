@@ -99,8 +99,10 @@ HostBatch plan_host_batch(std::int64_t global_batch, std::int64_t replicas,
                   storage::memory_size(model.bytes(configured_micro_batch)) +
                   " of host memory, more than " +
                   std::to_string(static_cast<int>(kHostMemoryShare * 100)) + "% of " +
-                  storage::usable_memory_text() + "; " + std::to_string(host.micro_batch) +
-                  " samples need about " + storage::memory_size(host.bytes);
+                  storage::usable_memory_text() + "; " +
+                  (host.micro_batch == 1 ? std::string("1 sample needs")
+                                         : std::to_string(host.micro_batch) + " samples need") +
+                  " about " + storage::memory_size(host.bytes);
   }
   return host;
 }

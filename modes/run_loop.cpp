@@ -217,7 +217,7 @@ int run_trainer(const CheckedRun& checked, const CheckedTrainer& trainer_check,
   DataStream data_stream(
       trainer, setup,
       {trainer_check.index, trainer_check.index + 1 < checked.trainers.size(), services.ledger,
-       services.srun, options.worker_binary, options.stream_listen, ranks ? 1 : num_csx});
+       services.srun, options.worker_binary, options.stream_listen});
   data_stream.connect(setup);
   std::unique_ptr<runner::Runner> runner =
       runner::make_runner(std::move(setup), callbacks_for(trainer, trainer_check, batch_size));
@@ -257,9 +257,13 @@ int run_loop(const RunOptions& options, LoopKind kind) {
   if (kind == LoopKind::train) stop_signal.emplace();
   if (stop_signal) services.stop_requested = &stop_signal->requested();
   try {
+    // Each rank of an MPI job reads only its replica's share, so each keeps its own ledger.
     std::optional<data::SampleLedger> ledger;
-    if (!options.sample_ledger.empty() && group.primary())
-      services.ledger = &ledger.emplace(options.sample_ledger);
+    if (!options.sample_ledger.empty()) {
+      std::string path = options.sample_ledger;
+      if (!group.primary()) path += ".rank" + std::to_string(group.rank());
+      services.ledger = &ledger.emplace(path);
+    }
     for (std::size_t i = 0; i < planned->size(); ++i) {
       int status = run_trainer(*checked, checked->trainers[i], std::move((*planned)[i]), options,
                                kind, services);

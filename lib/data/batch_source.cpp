@@ -32,8 +32,8 @@ std::span<const std::int64_t> BatchReader::read(BatchPosition at, BatchData& bat
     order_ = sample_order(dataset_->size(), job_.seed, at.epoch, job_.loader.shuffle);
     order_epoch_ = at.epoch;
   }
-  std::span<const std::int64_t> indices(order_.data() + at.sample,
-                                        static_cast<std::size_t>(job_.batch_size));
+  std::span<const std::int64_t> indices(order_.data() + at.sample + job_.first_row(),
+                                        static_cast<std::size_t>(job_.rows()));
   for (std::size_t row = 0; row < indices.size(); ++row)
     dataset_->read(indices[row], at.epoch, static_cast<std::int64_t>(row), batch);
   return indices;
@@ -48,7 +48,8 @@ class InProcessBatches : public BatchSource {
         role_(job.loader.role),
         ledger_(ledger),
         cursor_(reader_.samples(), job.batch_size),
-        batch_(job.fields, job.batch_size),
+        first_row_(job.first_row()),
+        batch_(job.fields, job.rows()),
         view_(batch_) {}
 
   std::int64_t samples() const override { return reader_.samples(); }
@@ -56,7 +57,7 @@ class InProcessBatches : public BatchSource {
   const BatchView& next() override {
     BatchPosition at = cursor_.take();
     std::span<const std::int64_t> indices = reader_.read(at, batch_);
-    if (ledger_) ledger_->record(role_, at, indices, "in-process");
+    if (ledger_) ledger_->record(role_, {at.epoch, at.sample + first_row_}, indices, "in-process");
     return view_;
   }
 
@@ -65,6 +66,7 @@ class InProcessBatches : public BatchSource {
   LoaderRole role_;
   SampleLedger* ledger_;
   BatchCursor cursor_;
+  std::int64_t first_row_;
   BatchData batch_;
   BatchView view_;  // of batch_, whose values never move
 };

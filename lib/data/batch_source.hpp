@@ -44,8 +44,8 @@ class BatchReader {
   explicit BatchReader(const LoaderJob& job);
 
   std::int64_t samples() const { return dataset_->size(); }  // per epoch
-  // Reads the batch that starts at `at` (a position BatchCursor::take gave) into `batch`;
-  // returns the dataset indices of its samples, in order.
+  // Reads the job's share of the batch that starts at `at` (a position BatchCursor::take gave)
+  // into `batch` (of job.rows() samples); returns the dataset indices of its samples, in order.
   std::span<const std::int64_t> read(BatchPosition at, BatchData& batch);
 
  private:

@@ -42,7 +42,9 @@ json encode_job(const LoaderJob& job) {
           {"path", loader.path},
           {"fields", fields},
           {"batch_size", job.batch_size},
-          {"seed", job.seed}};
+          {"seed", job.seed},
+          {"share", job.share},
+          {"shares", job.shares}};
 }
 
 LoaderJob decode_job(const json& in) {
@@ -70,7 +72,15 @@ LoaderJob decode_job(const json& in) {
                           field.at("limit").get<std::int64_t>()});
   job.batch_size = in.at("batch_size").get<std::int64_t>();
   job.seed = in.at("seed").get<std::uint64_t>();
+  job.share = in.at("share").get<std::int64_t>();
+  job.shares = in.at("shares").get<std::int64_t>();
   if (job.batch_size <= 0) throw std::runtime_error("its batch size is not positive");
+  if (job.shares <= 0 || job.batch_size % job.shares != 0 || job.share < 0 ||
+      job.share >= job.shares) {
+    throw std::runtime_error("share " + std::to_string(job.share) + " of " +
+                             std::to_string(job.shares) + " is not a share of a batch of " +
+                             std::to_string(job.batch_size));
+  }
   for (const SampleField& field : job.fields)
     if (field.elements <= 0) throw std::runtime_error("field " + field.name + " has no elements");
   return job;

@@ -12,12 +12,22 @@
 namespace csrun::data {
 
 // All a process needs to produce a dataloader's batches: the checked dataloader section, the
-// fields of the model's batch, the batch size per system and the run's seed.
+// fields of the model's batch, the batch size, the run's seed, and which share of each batch to
+// produce: share `share` of `shares` equal parts (the rows of one replica of a num_csx run), or
+// the whole batch. Batch positions count whole batches, so every share of a batch is read at the
+// same position.
 struct LoaderJob {
   DataloaderSpec loader;
   std::vector<SampleField> fields;
   std::int64_t batch_size = 0;
   std::uint64_t seed = 0;
+  std::int64_t share = 0;
+  std::int64_t shares = 1;
+
+  // The samples of the job's share of a batch.
+  std::int64_t rows() const { return batch_size / shares; }
+  // The share's first sample's place in its batch.
+  std::int64_t first_row() const { return share * rows(); }
 };
 
 // LoaderJobs as text (JSON) for data workers, and back. decode_loader_jobs throws

@@ -85,6 +85,7 @@ AccumulatedStep::AccumulatedStep(Executable micro_step,
     normalizers_.push_back({static_cast<std::size_t>(field - fields.begin()), field->integer,
                             micro_.slot(nn::loss_normalizer_name(name))});
   }
+  normalizer_sums_.resize(normalizers_.size());
 }
 
 void AccumulatedStep::take_variables(const Executable& update) {
@@ -99,10 +100,24 @@ void AccumulatedStep::take_variables(const Executable& update) {
   }
 }
 
-void AccumulatedStep::write_normalizers(const data::BatchView& batch) {
-  for (const Normalizer& normalizer : normalizers_) {
-    auto total = static_cast<float>(field_sum(batch, normalizer.field, normalizer.integer));
-    micro_.write(normalizer.input, std::span<const float>(&total, 1));
+// The loss normalizers are sums over the whole global batch: each replica's share is summed, the
+// shares are added in replica order, and under MPI the ranks add theirs along the chain, which
+// gives every rank the same totals as one process.
+void AccumulatedStep::write_normalizers(std::span<const data::BatchView* const> shares) {
+  if (normalizers_.empty()) return;
+  std::fill(normalizer_sums_.begin(), normalizer_sums_.end(), 0.0);
+  if (group_) group_->receive_sum(std::span(normalizer_sums_));
+  for (const data::BatchView* share : shares) {
+    for (std::size_t n = 0; n < normalizers_.size(); ++n)
+      normalizer_sums_[n] += field_sum(*share, normalizers_[n].field, normalizers_[n].integer);
+  }
+  if (group_) {
+    group_->pass_sum(std::span<const double>(normalizer_sums_));
+    group_->share_total(std::span(normalizer_sums_));
+  }
+  for (std::size_t n = 0; n < normalizers_.size(); ++n) {
+    auto total = static_cast<float>(normalizer_sums_[n]);
+    micro_.write(normalizers_[n].input, std::span<const float>(&total, 1));
   }
 }
 
@@ -114,10 +129,10 @@ void AccumulatedStep::add_gradients(bool first) {
 }
 
 // The replica's micro-batches in order, their gradients summed into replica_sum_.
-void AccumulatedStep::run_replica(const data::BatchView& batch, std::int64_t replica) {
+void AccumulatedStep::run_replica(const data::BatchView& share, std::int64_t replica) {
   for (std::int64_t m = 0; m < split_.micro_batches_per_replica; ++m) {
     std::int64_t index = replica * split_.micro_batches_per_replica + m;
-    inputs_.write(micro_, batch, index * split_.micro_batch, split_.micro_batch);
+    inputs_.write(micro_, share, m * split_.micro_batch, split_.micro_batch);
     auto share = static_cast<std::int32_t>(index);
     micro_.write(micro_batch_index_, std::span<const std::int32_t>(&share, 1));
     micro_.run();
@@ -145,13 +160,16 @@ void AccumulatedStep::combine_ranks() {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-void AccumulatedStep::run(const data::BatchView& batch, Executable& update) {
+void AccumulatedStep::run(std::span<const data::BatchView* const> shares, Executable& update) {
+  if (static_cast<std::int64_t>(shares.size()) != split_.local_replicas)
+    throw std::logic_error("a step of " + std::to_string(split_.local_replicas) +
+                           " replicas is given " + std::to_string(shares.size()) + " shares");
   take_variables(update);
-  write_normalizers(batch);
+  write_normalizers(shares);
   losses_.clear();
   for (std::int64_t j = 0; j < split_.local_replicas; ++j) {
     std::int64_t replica = split_.first_replica + j;
-    run_replica(batch, replica);
+    run_replica(*shares[static_cast<std::size_t>(j)], replica);
     if (!group_ && split_.replicas > 1) add_into(total_, replica_sum_, replica == 0);
   }
   if (group_) {

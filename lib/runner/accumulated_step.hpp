@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -37,9 +38,10 @@ class AccumulatedStep {
                   BatchSplit split, std::vector<std::string> normalizer_fields,
                   const runtime::Executable& update, const replicas::ReplicaGroup* group);
 
-  // One optimizer step on `batch` (the global batch: split.micro_steps() * split.micro_batch
-  // samples).
-  void run(const data::BatchView& batch, runtime::Executable& update);
+  // One optimizer step on the global batch (split.micro_steps() * split.micro_batch samples), of
+  // which `shares` holds this process's replicas' shares, in replica order (one share: the
+  // replica's micro-batches, or with a single replica the whole batch).
+  void run(std::span<const data::BatchView* const> shares, runtime::Executable& update);
   // The step's loss: the sum of the micro-steps' shares, in micro-step order.
   double loss() const { return loss_; }
   // Wall seconds spent combining the ranks' sums so far (waiting included); 0 in one process.
@@ -63,8 +65,8 @@ class AccumulatedStep {
   };
 
   void take_variables(const runtime::Executable& update);
-  void write_normalizers(const data::BatchView& batch);
-  void run_replica(const data::BatchView& batch, std::int64_t replica);
+  void write_normalizers(std::span<const data::BatchView* const> shares);
+  void run_replica(const data::BatchView& share, std::int64_t replica);
   void add_gradients(bool first);
   void combine_ranks();
 
@@ -80,6 +82,7 @@ class AccumulatedStep {
   std::vector<float> replica_sum_;  // every gradient, one after another
   std::vector<float> total_;        // over the replicas
   std::vector<double> losses_;      // this process's micro-steps'
+  std::vector<double> normalizer_sums_;
   double loss_ = 0.0;
   double combining_seconds_ = 0.0;
 };

@@ -46,9 +46,25 @@ std::optional<double> scalar_of(const Executable& executable,
   return executable.scalar(*slot);
 }
 
-data::LoaderJob train_job(const RunSetup& setup) {
-  return {*setup.train_loader, setup.train->fields, setup.train->plan.batch_size,
-          setup.settings.seed};
+// The training batches this process reads: each of its replicas' share of the global batch when
+// the replicas share it (so an MPI rank reads only its own), else the whole batch.
+std::vector<data::LoaderJob> train_jobs(const RunSetup& setup) {
+  data::LoaderJob whole{*setup.train_loader, setup.train->fields, setup.train->plan.batch_size,
+                        setup.settings.seed};
+  if (!setup.train_micro_steps || setup.train_micro_steps->split.replicas == 1) return {whole};
+  const BatchSplit& split = setup.train_micro_steps->split;
+  std::vector<data::LoaderJob> jobs;
+  for (std::int64_t j = 0; j < split.local_replicas; ++j) {
+    data::LoaderJob& job = jobs.emplace_back(whole);
+    job.share = split.first_replica + j;
+    job.shares = split.replicas;
+  }
+  return jobs;
+}
+
+// This process alone, or an MPI job's first rank: it writes the run's files and evaluates.
+bool first_process(const RunSetup& setup) {
+  return !setup.group || setup.group->primary();
 }
 
 // The eval dataloader's batch: the eval plan's, times the host batches it runs as.
@@ -62,7 +78,8 @@ data::LoaderJob eval_job(const RunSetup& setup) {
 
 std::string split_text(const BatchSplit& split) {
   std::string text = "Each step runs " + std::to_string(split.micro_steps()) + " micro-steps of " +
-                     std::to_string(split.micro_batch) + " samples (";
+                     std::to_string(split.micro_batch) +
+                     (split.micro_batch == 1 ? " sample (" : " samples (");
   if (split.replicas > 1) text += std::to_string(split.replicas) + " replicas x ";
   return text + std::to_string(split.micro_batches_per_replica) +
          " micro-batches) and one update with the sum of their gradients.";
@@ -85,8 +102,8 @@ LoopSettings LoopSettings::of(const config::TrainerSpec& trainer) {
 
 std::vector<data::LoaderJob> loader_jobs(const RunSetup& setup) {
   std::vector<data::LoaderJob> jobs;
-  if (setup.train && setup.train_loader) jobs.push_back(train_job(setup));
-  if (setup.eval && setup.eval_loader) jobs.push_back(eval_job(setup));
+  if (setup.train && setup.train_loader) jobs = train_jobs(setup);
+  if (setup.eval && setup.eval_loader && first_process(setup)) jobs.push_back(eval_job(setup));
   return jobs;
 }
 
@@ -106,14 +123,15 @@ struct TrainingLoop::State {
   std::optional<Executable> train;  // with micro-steps: the update, which holds the state
   std::optional<AccumulatedStep> micro_steps;
   std::optional<Executable> eval;
-  std::optional<BatchFeed> train_feed;
+  std::vector<BatchFeed> train_feeds;  // one per replica this process runs, or the whole batch
+  std::vector<const data::BatchView*> train_batch;  // a step's batch: the feeds' shares
   std::optional<BatchFeed> eval_feed;
   bool eval_split_logged = false;
 
   State(RunSetup run_setup, CallbackList hooks)
       : setup(std::move(run_setup)),
         settings(setup.settings),
-        primary(!setup.group || setup.group->primary()),
+        primary(first_process(setup)),
         log(primary ? RunLog(settings.model_dir, settings.logging.log_level) : RunLog("WARNING")),
         checkpoints(checkpoint_directory(settings.checkpoint, settings.model_dir)),
         progress(log),
@@ -155,7 +173,7 @@ struct TrainingLoop::State {
 
   Checkpoint train_snapshot() const {
     LoopPosition position{run.global_step, std::nullopt};
-    if (train_feed) position.dataloader = train_feed->position();
+    if (!train_feeds.empty()) position.dataloader = train_feeds.front().position();
     std::string metadata = nlohmann::json{
         {"version", "csrun"},
         {"model_name", setup.model_name},
@@ -190,7 +208,10 @@ struct TrainingLoop::State {
     initialize_variables(executable, settings.seed, restored.variables);
     const LoopPosition& position = restored.position;
     if (position.global_step) run.global_step = *position.global_step;
-    if (train_feed && position.dataloader) train_feed->seek(*position.dataloader);
+    if (position.dataloader) {
+      for (BatchFeed& feed : train_feeds)
+        feed.seek(*position.dataloader);
+    }
   }
 
   std::unique_ptr<data::BatchSource> open_batches(const data::LoaderJob& job) {
@@ -204,8 +225,24 @@ struct TrainingLoop::State {
     const config::LoopSpec& loop = settings.loop;
     if (loop.num_steps) return *loop.num_steps;
     if (loop.max_steps) return std::max<std::int64_t>(0, *loop.max_steps - run.global_step);
-    std::int64_t per_epoch = loop.steps_per_epoch.value_or(train_feed->batches_per_epoch());
+    std::int64_t per_epoch = loop.steps_per_epoch.value_or(batches_per_epoch());
     return loop.num_epochs.value_or(1) * per_epoch;
+  }
+
+  // The training data's batches per epoch: every share has as many as the whole batch.
+  std::int64_t batches_per_epoch() const { return train_feeds.front().batches_per_epoch(); }
+
+  void open_train_batches() {
+    for (const data::LoaderJob& job : train_jobs(setup))
+      train_feeds.emplace_back(open_batches(job), job.batch_size);
+    train_batch.resize(train_feeds.size());
+  }
+
+  // The next step's batch: each feed's share of it, valid until the next call.
+  std::span<const data::BatchView* const> next_train_batch() {
+    for (std::size_t i = 0; i < train_feeds.size(); ++i)
+      train_batch[i] = &train_feeds[i].next();
+    return train_batch;
   }
 
   std::int64_t eval_every(std::int64_t total) const {
@@ -221,8 +258,7 @@ struct TrainingLoop::State {
   void fit() {
     if (!train || !setup.train_loader) throw std::logic_error("fit needs a training step");
     Executable& step = *train;
-    data::LoaderJob job = train_job(setup);
-    train_feed.emplace(open_batches(job), job.batch_size);
+    open_train_batches();
     std::optional<BatchInputs> inputs;
     if (!micro_steps) inputs.emplace(setup.train->fields, step);
     load_into(step, checkpoint_named(settings.fit_checkpoint));
@@ -231,13 +267,13 @@ struct TrainingLoop::State {
       log.info("The run is at step " + std::to_string(run.global_step) + ", max_steps is " +
                std::to_string(*settings.loop.max_steps) + ": there is nothing left to train.");
     }
-    train_feed->expect(total);
+    for (BatchFeed& feed : train_feeds)
+      feed.expect(total);
     std::int64_t every_eval = eval_every(total);
     std::optional<Executable::Slot> loss = output_slot(step, "loss");
     std::optional<Executable::Slot> lr = output_slot(step, "lr/0");
     std::optional<Executable::Slot> scale = output_slot(step, "loss_scale");
-    std::int64_t per_epoch =
-        settings.loop.steps_per_epoch.value_or(train_feed->batches_per_epoch());
+    std::int64_t per_epoch = settings.loop.steps_per_epoch.value_or(batches_per_epoch());
     run.epoch = run.global_step / per_epoch;
     start_train_batches(total);
     if (setup.train_micro_steps) {
@@ -255,12 +291,12 @@ struct TrainingLoop::State {
       run.done = done;
       run.batch = run.global_step % per_epoch + 1;
       call(&Callback::on_train_batch_start);
-      const data::BatchView& batch = train_feed->next();
+      std::span<const data::BatchView* const> batch = next_train_batch();
       if (micro_steps) {
         micro_steps->run(batch, step);
         run.loss = micro_steps->loss();
       } else {
-        inputs->write(step, batch);
+        inputs->write(step, *batch.front());
         step.run();
         run.loss = step.scalar(*loss);
       }

@@ -77,7 +77,7 @@ struct RunSetup {
   HostBatches eval_host_batches;
   std::optional<data::DataloaderSpec> train_loader;
   std::optional<data::DataloaderSpec> eval_loader;
-  std::string checkpoint_path;  // --checkpoint_path; empty: what the params say
+  std::string checkpoint_path;    // --checkpoint_path; empty: what the params say
   // The ranks of an MPI job this process is one of (null: this process alone). Every rank runs
   // the loop; only the first writes the run's files (log, events, checkpoints) and evaluates.
   const replicas::ReplicaGroup* group = nullptr;
@@ -92,8 +92,11 @@ struct RunSetup {
       open_batches;
 };
 
-// What the run's dataloaders produce (train first, then eval; those the setup has): a process
-// that opens them produces exactly the batches the loop would read itself.
+// What this process's dataloaders produce (train first, then eval; those the setup has): a
+// process that opens them produces exactly the batches the loop would read itself. When the
+// global batch is shared among num_csx replicas, there is one training job per replica this
+// process runs, each producing only its replica's share; the eval job comes only where the run
+// evaluates (in one process, or on an MPI job's first rank).
 std::vector<data::LoaderJob> loader_jobs(const RunSetup& setup);
 
 // fit ended early because stop_requested was set; the checkpoint of the last step is written.

@@ -127,14 +127,14 @@ struct Coordinator::State {
     if (options.local_workers > 0) {
       children.emplace(options.executable, address, options.secret);
       for (std::int64_t rank = 0; rank < options.local_workers; ++rank)
-        children->spawn(rank);
+        children->spawn(options.first_worker_rank + rank);
     }
   }
 
   std::size_t largest_frame() const {
     std::size_t largest = jobs_text.size();
     for (const Stream& stream : streams) {
-      auto indices = static_cast<std::size_t>(stream.job.batch_size) * sizeof(std::int64_t);
+      auto indices = static_cast<std::size_t>(stream.job.rows()) * sizeof(std::int64_t);
       largest = std::max(largest, batch_bytes(stream) + indices);
     }
     return largest + (1u << 16);
@@ -340,7 +340,7 @@ struct Coordinator::State {
     SlotPool::Lease& slot = leases[message.ticket];
     std::size_t payload = slot.index() >= 0 ? 0 : batch_bytes(stream);
     if (message.slot != slot.index() ||
-        message.values.size() != static_cast<std::size_t>(stream.job.batch_size) ||
+        message.values.size() != static_cast<std::size_t>(stream.job.rows()) ||
         message.payload.size() != payload) {
       drop(identity, "sent a batch of the wrong size or in the wrong slot");
       return;
@@ -482,9 +482,11 @@ struct Coordinator::State {
     stream.view =
         view_of(stream.slot.index() >= 0 ? stream.slot.bytes(batch_bytes(stream)) : message.payload,
                 stream);
-    if (options.ledger)
-      options.ledger->record(stream.job.loader.role, scheduler.ticket(id).at, message.values,
-                             arrival.producer);
+    if (options.ledger) {
+      data::BatchPosition at = scheduler.ticket(id).at;
+      options.ledger->record(stream.job.loader.role, {at.epoch, at.sample + stream.job.first_row()},
+                             message.values, arrival.producer);
+    }
     scheduler.pop_front(s);
     issue(s);
     dispatch();
@@ -492,7 +494,7 @@ struct Coordinator::State {
   }
 
   static std::size_t batch_bytes(const Stream& stream) {
-    return data::batch_byte_size(stream.job.fields, stream.job.batch_size);
+    return data::batch_byte_size(stream.job.fields, stream.job.rows());
   }
 
   static data::BatchView view_of(std::span<const std::byte> payload, Stream& stream) {
@@ -500,7 +502,7 @@ struct Coordinator::State {
       stream.realigned.assign(payload.begin(), payload.end());
       payload = stream.realigned;
     }
-    return data::BatchView(payload, stream.job.fields, stream.job.batch_size);
+    return data::BatchView(payload, stream.job.fields, stream.job.rows());
   }
 };
 
@@ -551,10 +553,13 @@ const std::string& Coordinator::address() const {
 
 std::unique_ptr<data::BatchSource> Coordinator::batches(
     const data::LoaderJob& job, std::function<void(const std::string&)> log) {
-  for (std::size_t s = 0; s < state_->streams.size(); ++s)
-    if (state_->streams[s].job.loader.role == job.loader.role)
+  for (std::size_t s = 0; s < state_->streams.size(); ++s) {
+    const data::LoaderJob& streamed = state_->streams[s].job;
+    if (streamed.loader.role == job.loader.role && streamed.share == job.share &&
+        streamed.shares == job.shares)
       return std::make_unique<StreamedBatches>(*state_, s, std::move(log));
-  throw std::logic_error("the coordinator streams no dataloader of this role");
+  }
+  throw std::logic_error("the coordinator streams no dataloader of this role and share");
 }
 
 }  // namespace csrun::stream

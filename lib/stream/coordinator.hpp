@@ -20,6 +20,7 @@ struct CoordinatorOptions {
   std::string host;    // tcp: the name workers reach this host by (empty: its host name)
   std::string secret;  // what workers must present in their hello
   std::int64_t local_workers = 0;                   // children to start, and restart when they fail
+  std::int64_t first_worker_rank = 0;               // the children's ranks count from here
   std::string executable;                           // the csrun binary those children run
   int credits = 4;                                  // batches in flight per worker
   std::chrono::milliseconds worker_timeout{30000};  // silence after which a worker is dead
@@ -43,7 +44,8 @@ class Coordinator {
 
   // Where workers connect (the bound endpoint, with this host's name for tcp).
   const std::string& address() const;
-  // The batches of the job with this job's role, streamed. Valid while the coordinator lives.
+  // The batches of the job with this job's role and share, streamed. Valid while the coordinator
+  // lives.
   // While they are open, the coordinator's notes go to `log` (when given) instead of the
   // options' log: the run's own log, say, which lives as long as its batches.
   std::unique_ptr<data::BatchSource> batches(const data::LoaderJob& job,

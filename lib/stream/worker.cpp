@@ -34,8 +34,8 @@ struct Producer {
 
   explicit Producer(const data::LoaderJob& job)
       : reader(job),
-        batch(job.fields, job.batch_size),
-        batch_bytes(data::batch_byte_size(job.fields, job.batch_size)) {}
+        batch(job.fields, job.rows()),
+        batch_bytes(data::batch_byte_size(job.fields, job.rows())) {}
 };
 
 class Session {

@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <set>
 
 #include "support/process.hpp"
 #include "support/same_weights.hpp"
@@ -82,6 +83,43 @@ TEST_CASE("num_csx 2 as 2 MPI ranks trains the bits of num_csx 2 in one process"
   REQUIRE(resumed.exit_code == 0);
   CHECK((resumed.out + resumed.err).find("checkpoint_10.mdl") != std::string::npos);
   expect_same_weights(dir.path() / "one" / "checkpoint_20.mdl", killed / "checkpoint_20.mdl");
+}
+
+// Each rank reads only its replica's share of every batch, from its own data worker, and keeps
+// its own ledger (the first rank's at the path given, rank r's at PATH.rank<r>).
+TEST_CASE(
+    "each MPI rank reads only its replica's share of the global batch, from its own workers") {
+  csrun::test::TempDir dir;
+  std::string params = dir.write("params.yaml", params_text(3));
+  fs::path ledger = dir.path() / "ledger.tsv";
+  auto one = run_csrun(
+      {"train", params, "--fake_data", "-o", (dir.path() / "one").string(), "--num_csx", "2"});
+  REQUIRE(one.exit_code == 0);
+  auto ranks = csrun::test::run_process(
+      {"/bin/sh", "-c",
+       mpirun(2) + CSRUN_BINARY " train '" + params + "' --fake_data -o '" +
+           (dir.path() / "ranks").string() + "' --num_csx 2 --num_workers_per_csx 1 " +
+           "--sample_ledger '" + ledger.string() + "'"});
+  INFO(ranks.out << ranks.err);
+  REQUIRE(ranks.exit_code == 0);
+  expect_same_weights(dir.path() / "one" / "checkpoint_3.mdl",
+                      dir.path() / "ranks" / "checkpoint_3.mdl");
+  std::set<std::int64_t> indices;
+  for (int rank : {0, 1}) {
+    INFO("rank " << rank);
+    std::ifstream lines(rank == 0 ? ledger : fs::path(ledger.string() + ".rank1"));
+    std::string role, producer;
+    std::int64_t epoch = 0, position = 0, index = 0, worker = -1, samples = 0;
+    while (lines >> role >> epoch >> position >> index >> producer >> worker) {
+      ++samples;
+      indices.insert(index);
+      CHECK(position % 32 / 16 == rank);  // the rank's half of each batch of 32
+      CHECK(producer == "worker");
+      CHECK(worker == rank);
+    }
+    CHECK(samples == 48);
+  }
+  CHECK(indices.size() == 96);
 }
 
 TEST_CASE("an MPI job whose ranks are not num_csx is refused with the command to run") {

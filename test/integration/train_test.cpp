@@ -6,6 +6,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <regex>
+#include <set>
 
 #include "support/event_reader.hpp"
 #include "support/process.hpp"
@@ -203,7 +204,7 @@ TEST_CASE("the run's log is written at the logging level, stamped as the Model Z
 }
 
 // docs/training.md: batch_size is the global batch of one optimizer step, whatever num_csx and
-// micro_batch_size split it into, and the data streams it whole.
+// micro_batch_size split it into; each replica reads its share of it from its own workers.
 TEST_CASE("3 steps of batch 32 consume 96 samples for every num_csx and micro-batch, each once") {
   csrun::test::TempDir dir;
   std::string text =
@@ -231,17 +232,25 @@ TEST_CASE("3 steps of batch 32 consume 96 samples for every num_csx and micro-ba
         REQUIRE(run.exit_code == 0);
         std::ifstream lines(ledger);
         std::map<std::int64_t, int> uses;
+        std::set<std::int64_t> positions;
         std::string role, producer;
         std::int64_t epoch = 0, position = 0, index = 0;
         std::int64_t samples = 0;
         while (lines >> role >> epoch >> position >> index >> producer) {
-          if (producer == "worker") lines >> producer;
+          std::int64_t worker = -1;
+          if (producer == "worker") lines >> worker;
           if (role != "train") continue;
           ++samples;
           ++uses[index];
+          positions.insert(position);
+          if (worker < 0) continue;
+          // Each replica streams its share from its own 2 workers: replica r's are 2r and 2r+1.
+          std::int64_t replica = num_csx == std::string("2") ? position % 32 / 16 : 0;
+          CHECK(worker / 2 == replica);
         }
         CHECK(samples == 96);
         CHECK(uses.size() == 96);
+        CHECK(positions.size() == 96);
       }
     }
   }

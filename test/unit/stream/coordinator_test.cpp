@@ -20,7 +20,7 @@ namespace {
 
 const std::string kSecret = "0123456789abcdef";
 
-data::LoaderJob fake_mnist_job() {
+data::LoaderJob fake_mnist_job(std::int64_t share = 0, std::int64_t shares = 1) {
   data::LoaderJob job;
   job.loader.processor = "MNISTDataProcessor";
   job.loader.fake = true;
@@ -28,6 +28,8 @@ data::LoaderJob fake_mnist_job() {
   job.fields = {{"input", false, 784, 0}, {"labels", true, 1, 10}};
   job.batch_size = 8;
   job.seed = 5;
+  job.share = share;
+  job.shares = shares;
   return job;
 }
 
@@ -110,8 +112,8 @@ bool logged(const std::vector<std::string>& log, const std::string& text) {
 
 // The streamed batches are the batches the loop would read itself.
 void expect_in_process_batches(data::BatchSource& streamed, data::BatchPosition from, int count,
-                               bool seek = true) {
-  auto local = data::read_in_process(fake_mnist_job());
+                               bool seek = true, const data::LoaderJob& job = fake_mnist_job()) {
+  auto local = data::read_in_process(job);
   local->seek(from, count);
   if (seek) streamed.seek(from, count);
   for (int b = 0; b < count; ++b) {
@@ -164,6 +166,21 @@ TEST_CASE("a coordinator streams the in-process batches and rejects bad peers wi
   while (std::getline(lines, line))
     ++count;
   CHECK(count == (12 + 5) * 8);
+}
+
+TEST_CASE("a coordinator streams each replica's share of the batches apart") {
+  test::TempDir dir;
+  std::vector<std::string> log;
+  std::optional<WorkerThread> worker;
+  stream::Coordinator coordinator({fake_mnist_job(0, 2), fake_mnist_job(1, 2)},
+                                  options_in(dir, &log));
+  worker.emplace(coordinator.address());
+  auto second = coordinator.batches(fake_mnist_job(1, 2));
+  auto first = coordinator.batches(fake_mnist_job(0, 2));
+  expect_in_process_batches(*second, {0, 8}, 3, true, fake_mnist_job(1, 2));
+  expect_in_process_batches(*first, {0, 8}, 3, true, fake_mnist_job(0, 2));
+  CHECK_THROWS_WITH(coordinator.batches(fake_mnist_job(1, 4)),
+                    Catch::Contains("no dataloader of this role and share"));
 }
 
 TEST_CASE("a flood of rejected frames is logged as a count, not line by line") {
