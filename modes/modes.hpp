@@ -20,6 +20,7 @@ struct RunOptions {
   std::vector<std::string> dump_ir;  // print the IR after these passes ("trace" = before any)
   std::string sample_ledger;         // train, eval: record every sample consumed in this file
   std::string stream_listen;         // train, eval: wait for data workers at this endpoint
+  bool async_checkpoint = false;     // train: write checkpoints while the next steps run
   // The csrun binary local data workers run (`csrun worker`); empty (csrun's libraries used
   // from another program): the data is read in this process.
   std::string worker_binary;

@@ -122,6 +122,7 @@ runner::RunSetup setup_for(const CheckedRun& checked, const CheckedTrainer& trai
   setup.device = config::device_name(trainer.backend.device);
   setup.model_name = trainer_check.model->definition->name;
   setup.params_path = checked.run.params_path;
+  setup.async_checkpoint = options.async_checkpoint;
   bool plan_is_training = planned.plan.step == compiler::StepKind::train;
   double training_bytes = 0.0;
   if (plan_is_training) {

@@ -58,6 +58,9 @@
 #              cold read (page cache dropped) against torch.save + fsync and torch.load of the
 #              same tensors, alternating for 3 rounds, beside the disk's own rates (dd, direct
 #              and through the page cache). Files go to $CSRUN_BENCH_DIR (default: build/).
+#              Then GPT-2 small trained for 8 steps with a checkpoint every 2, written in the
+#              loop and with --async_checkpoint, alternating for 2 rounds: the loop's seconds
+#              (variables ready to training done, the last write included) and peak RSS.
 #              Target: >= 1 GB/s write and read.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -494,6 +497,32 @@ bench_checkpoint() {
     if /usr/bin/python3 -c 'import torch' 2>/dev/null; then
       /usr/bin/python3 bench/torch_checkpoint.py "$work"
     fi
+  done
+  echo "## GPT-2 small training, a checkpoint every 2 steps: written in the loop or in the background"
+  printf '%-6s %-7s %12s %12s %10s
+' "round" "writes" "8 steps s" "s per step" "peak MB"
+  for round in 1 2; do
+    for mode in sync async; do
+      local flag=""
+      [ "$mode" = async ] && flag="--async_checkpoint"
+      rm -rf "$work/model_dir"
+      # shellcheck disable=SC2086
+      /usr/bin/time -f "%M" -o "$work/csrun.rss" "$csrun" train bench/configs/gpt2_small_ish.yaml \
+        --fake_data --target_device CPU --max_steps 8 --set runconfig.checkpoint_steps=2 \
+        -o "$work/model_dir" $flag >"$work/csrun.log" 2>&1
+      # From the variables being ready to the end of training, the last checkpoint included.
+      python3 - "$work/csrun.log" "$work/csrun.rss" "$round" "$mode" <<'PY'
+import re, sys
+from datetime import datetime
+stamp = lambda line: datetime.strptime(line[:23], "%Y-%m-%d %H:%M:%S,%f")
+lines = open(sys.argv[1]).read().splitlines()
+start = next(stamp(l) for l in lines if "Initialized the variables" in l)
+end = next(stamp(l) for l in lines if "Training completed successfully" in l)
+seconds = (end - start).total_seconds()
+peak = int(open(sys.argv[2]).read().split()[0]) / 1024
+print(f"{sys.argv[3]:<6} {sys.argv[4]:<7} {seconds:12.2f} {seconds / 8:12.2f} {peak:10.0f}")
+PY
+    done
   done
   rm -rf "$work"
 }

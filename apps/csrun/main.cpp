@@ -47,6 +47,7 @@ struct CommandLine {
   std::vector<std::string> dump_ir;
   std::string sample_ledger;
   std::string stream_listen;
+  bool async_checkpoint = false;
   std::int64_t num_csx = 1;
   std::int64_t num_workers_per_csx = 1;
   std::int64_t max_steps = 0;
@@ -146,6 +147,11 @@ class Subcommand {
       app_->add_flag("--all", line_.all_checkpoints,
                      "Evaluate every checkpoint in model_dir, oldest first");
     }
+    if (name == "train") {
+      app_->add_flag("--async_checkpoint", line_.async_checkpoint,
+                     "Write checkpoints in the background while training goes on (a copy of "
+                     "the state in memory; atomic as every checkpoint)");
+    }
     if (name == "train" || name == "eval") {
       app_->add_option("--stream_listen", line_.stream_listen,
                        "Take batches from data workers started elsewhere (csrun worker): listen "
@@ -193,6 +199,7 @@ class Subcommand {
     options.dump_ir = line_.dump_ir;
     options.sample_ledger = line_.sample_ledger;
     options.stream_listen = line_.stream_listen;
+    options.async_checkpoint = line_.async_checkpoint;
     options.worker_binary = this_binary();
     options.shown = logging_levels().at(uppercase(line_.logging));
     return options;

@@ -54,6 +54,12 @@ struct Checkpoint {
 // why. The datasets are contiguous and written straight from the tensors' memory.
 void save_checkpoint(const std::string& path, const Checkpoint& checkpoint);
 
+// Makes `copy` hold `checkpoint`'s values in memory of its own (what a write in the background
+// needs, as the run goes on changing the variables `checkpoint` borrows), reusing the buffers
+// `copy` holds for the same entries: a run's background checkpoints after the first copy into
+// memory that is already there.
+void copy_checkpoint(const Checkpoint& checkpoint, Checkpoint& copy);
+
 // Throws CheckpointError for a missing, truncated, corrupt (a checksum that does not match) or
 // non-checkpoint file, and for loop state out of range (global_step, dataloader position).
 Checkpoint load_checkpoint(const std::string& path);

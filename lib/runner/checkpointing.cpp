@@ -1,6 +1,7 @@
 #include "checkpointing.hpp"
 
 #include <ctime>
+#include <future>
 
 namespace csrun::runner {
 
@@ -19,12 +20,23 @@ std::string time_stamp() {
 
 }  // namespace
 
+struct Checkpointing::Write {
+  std::filesystem::path path;
+  Checkpoint checkpoint;
+  std::future<void> done;
+};
+
 Checkpointing::Checkpointing(const config::CheckpointSpec& settings, fs::path directory,
-                             RunLog& log, std::function<Checkpoint()> snapshot)
+                             RunLog& log, std::function<Checkpoint()> snapshot, bool in_background)
     : settings_(settings),
       directory_(std::move(directory)),
       log_(log),
-      snapshot_(std::move(snapshot)) {}
+      snapshot_(std::move(snapshot)),
+      in_background_(in_background) {}
+
+// A write still in flight (the loop ended by an error elsewhere) finishes before the run does:
+// the future's destructor waits for it.
+Checkpointing::~Checkpointing() = default;
 
 void Checkpointing::on_train_start(const RunState& state) {
   for (const std::string& path : remove_stale_checkpoint_files(directory_.string()))
@@ -36,14 +48,29 @@ void Checkpointing::on_train_start(const RunState& state) {
 }
 
 void Checkpointing::on_train_batch_end(const RunState& state) {
+  finish_write(false);
   bool last = state.done == state.total;
   bool checkpoint_step =
       settings_.steps && *settings_.steps > 0 && state.global_step % *settings_.steps == 0;
   if (last || checkpoint_step) save(state);
 }
 
+void Checkpointing::on_train_end(const RunState&) {
+  finish_write(true);
+}
+
+void Checkpointing::on_exception(const RunState&, const std::exception&) {
+  try {
+    finish_write(true);
+  } catch (const std::exception& error) {
+    log_.warning(std::string("The checkpoint written in the background failed too: ") +
+                 error.what());
+  }
+}
+
 void Checkpointing::save_unless_saved(const RunState& state) {
   if (saved_step_ != state.global_step) save(state);
+  finish_write(true);
 }
 
 void Checkpointing::save(const RunState& state) {
@@ -56,9 +83,33 @@ void Checkpointing::save(const RunState& state) {
     path.replace_filename(path.stem().string() + time_stamp() + path.extension().string());
   fs::create_directories(path.parent_path());
   log_.info("Saving checkpoint at step " + std::to_string(state.global_step));
-  save_checkpoint(path.string(), snapshot_());
+  if (!in_background_) {
+    save_checkpoint(path.string(), snapshot_());
+    saved_step_ = state.global_step;
+    log_.info("Saved checkpoint " + path.string());
+    prune();
+    return;
+  }
+  finish_write(true);
   saved_step_ = state.global_step;
-  log_.info("Saved checkpoint " + path.string());
+  auto write = std::make_unique<Write>();
+  write->path = path;
+  write->checkpoint = std::move(spare_);
+  copy_checkpoint(snapshot_(), write->checkpoint);
+  write->done =
+      std::async(std::launch::async, [path = path.string(), &checkpoint = write->checkpoint] {
+        save_checkpoint(path, checkpoint);
+      });
+  write_ = std::move(write);
+}
+
+void Checkpointing::finish_write(bool wait) {
+  if (!write_) return;
+  if (!wait && write_->done.wait_for(std::chrono::seconds(0)) != std::future_status::ready) return;
+  std::unique_ptr<Write> write = std::move(write_);
+  write->done.get();
+  log_.info("Saved checkpoint " + write->path.string());
+  spare_ = std::move(write->checkpoint);
   prune();
 }
 

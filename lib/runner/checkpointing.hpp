@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -18,26 +19,43 @@ namespace csrun::runner {
 // named by checkpoint_name ("checkpoint_{step}.mdl"; an existing file of that step is kept and
 // the new one gets a time stamp, as the Model Zoo does) in checkpoint_root (default:
 // model_dir); at most keep_last kept. Each write is atomic (save_checkpoint).
+//
+// In the background (--async_checkpoint), a checkpoint is a copy of the state taken between
+// steps, written by a thread of its own while the next steps run; at most one write is in
+// flight (the next checkpoint waits for it), the end of fit and a stop request wait for it, and
+// its error, if any, ends the run at the next step, as a synchronous write's would.
 class Checkpointing : public Callback {
  public:
   // `snapshot` takes the training step's checkpoint as the run stands.
   Checkpointing(const config::CheckpointSpec& settings, std::filesystem::path directory,
-                RunLog& log, std::function<Checkpoint()> snapshot);
+                RunLog& log, std::function<Checkpoint()> snapshot, bool in_background = false);
+  ~Checkpointing() override;
 
   void on_train_start(const RunState& state) override;
   void on_train_batch_end(const RunState& state) override;
+  void on_train_end(const RunState& state) override;
+  void on_exception(const RunState& state, const std::exception& error) override;
 
-  // Writes the checkpoint of the step just taken unless it is written (a stop request).
+  // Writes the checkpoint of the step just taken unless it is written (a stop request), and
+  // waits until it is on disk.
   void save_unless_saved(const RunState& state);
 
  private:
+  struct Write;  // a checkpoint being written in the background
+
   void save(const RunState& state);
+  // A background write that has ended (or, with `wait`, the one in flight): logged, its error
+  // thrown, its buffers kept for the next copy.
+  void finish_write(bool wait);
   void prune();
 
   const config::CheckpointSpec& settings_;
   std::filesystem::path directory_;
   RunLog& log_;
   std::function<Checkpoint()> snapshot_;
+  bool in_background_;
+  std::unique_ptr<Write> write_;
+  Checkpoint spare_;  // the last background checkpoint's memory, reused by the next
   std::optional<std::int64_t> saved_step_;
 };
 

@@ -137,7 +137,9 @@ struct TrainingLoop::State {
         progress(log),
         reports(log, setup.device, settings.logging.log_steps,
                 (fs::path(settings.model_dir) / "events").string()),
-        checkpointing(settings.checkpoint, checkpoints, log, [this] { return train_snapshot(); }),
+        checkpointing(
+            settings.checkpoint, checkpoints, log, [this] { return train_snapshot(); },
+            setup.async_checkpoint),
         user_callbacks(std::move(hooks)) {
     if (setup.train) train.emplace(setup.train->plan);
     if (setup.train_micro_steps) {

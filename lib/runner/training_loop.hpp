@@ -78,6 +78,7 @@ struct RunSetup {
   std::optional<data::DataloaderSpec> train_loader;
   std::optional<data::DataloaderSpec> eval_loader;
   std::string checkpoint_path;    // --checkpoint_path; empty: what the params say
+  bool async_checkpoint = false;  // --async_checkpoint: checkpoints written in the background
   // The ranks of an MPI job this process is one of (null: this process alone). Every rank runs
   // the loop; only the first writes the run's files (log, events, checkpoints) and evaluates.
   const replicas::ReplicaGroup* group = nullptr;

@@ -10,6 +10,7 @@
 
 #include "support/event_reader.hpp"
 #include "support/process.hpp"
+#include "support/same_weights.hpp"
 #include "support/temp_dir.hpp"
 
 using csrun::test::run_csrun;
@@ -253,6 +254,33 @@ TEST_CASE("3 steps of batch 32 consume 96 samples for every num_csx and micro-ba
         CHECK(positions.size() == 96);
       }
     }
+  }
+}
+
+// docs/running.md: --async_checkpoint writes the same checkpoints, in the background.
+TEST_CASE("checkpoints written with --async_checkpoint are those of a synchronous run") {
+  csrun::test::TempDir dir;
+  std::string params = dir.write("params.yaml", kRun);
+  for (const char* mode : {"sync", "async"}) {
+    std::vector<std::string> arguments = {"train",
+                                          params,
+                                          "--fake_data",
+                                          "-o",
+                                          (dir.path() / mode).string(),
+                                          "--set",
+                                          "trainer.init.checkpoint.steps=1"};
+    if (std::string(mode) == "async") arguments.push_back("--async_checkpoint");
+    auto run = run_csrun(arguments);
+    INFO(run.out << run.err);
+    REQUIRE(run.exit_code == 0);
+    CHECK((run.out + run.err)
+              .find("Saved checkpoint " + (dir.path() / mode / "checkpoint_6.mdl").string()) !=
+          std::string::npos);
+  }
+  for (int step = 1; step <= 6; ++step) {
+    std::string name = "checkpoint_" + std::to_string(step) + ".mdl";
+    INFO(name);
+    csrun::test::expect_same_weights(dir.path() / "sync" / name, dir.path() / "async" / name);
   }
 }
 

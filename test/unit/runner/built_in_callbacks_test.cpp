@@ -1,10 +1,18 @@
 #include <catch2/catch.hpp>
 
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <thread>
 
+#include "runner/checkpoint.hpp"
 #include "runner/checkpointing.hpp"
 #include "runner/run_reports.hpp"
 #include "support/event_reader.hpp"
@@ -131,6 +139,105 @@ TEST_CASE("a checkpoint of an existing name is stamped, a stop writes a step onl
   CHECK(runner::load_checkpoint((bench.dir.path() / "saved" / names[1]).string())
             .tensors.at("model.w") ==
         runner::CheckpointTensor{{2}, runner::CheckpointTensor::Floats{1.0f, 2.0f}});
+}
+
+// docs/training.md (--async_checkpoint): a checkpoint written in the background holds its step's
+// state, though the next steps change the variables while it is written.
+TEST_CASE("checkpoints written in the background hold their step's state, keep_last kept") {
+  HookBench bench;
+  config::CheckpointSpec settings;
+  settings.steps = 1;
+  settings.keep_last = 2;
+  std::vector<float> weights(1 << 18);  // 1 MiB: written past the page cache
+  auto snapshot = [&] {
+    return runner::Checkpoint{
+        {{"model.w",
+          runner::CheckpointTensor{{weights.size()}, runner::CheckpointTensor::Borrowed(weights)}},
+         {"global_step", runner::CheckpointTensor{{}, runner::CheckpointTensor::Integers{1}}}},
+        "{}"};
+  };
+  runner::Checkpointing hook(settings, bench.dir.path(), bench.log, snapshot, true);
+  for (std::int64_t step = 1; step <= 5; ++step) {
+    std::fill(weights.begin(), weights.end(), static_cast<float>(step));
+    hook.on_train_batch_end(HookBench::step(step, step, 5));
+    std::fill(weights.begin(), weights.end(), -1.0f);  // the next step runs meanwhile
+  }
+  hook.on_train_end(HookBench::step(5, 5, 5));
+  CHECK(bench.checkpoint_steps(bench.dir.path()) == std::vector<std::int64_t>{4, 5});
+  for (std::int64_t step : {4, 5}) {
+    runner::Checkpoint written = runner::load_checkpoint(
+        (bench.dir.path() / ("checkpoint_" + std::to_string(step) + ".mdl")).string());
+    const runner::CheckpointTensor& tensor = written.tensors.at("model.w");
+    REQUIRE(tensor.size() == weights.size());
+    CHECK(tensor.value(0) == static_cast<double>(step));
+    CHECK(tensor.value(weights.size() - 1) == static_cast<double>(step));
+  }
+  CHECK(bench.run_log().find("Saved checkpoint " +
+                             (bench.dir.path() / "checkpoint_5.mdl").string()) !=
+        std::string::npos);
+}
+
+TEST_CASE("a checkpoint that fails in the background ends the run at the next step") {
+  HookBench bench;
+  config::CheckpointSpec settings;
+  settings.steps = 1;
+  std::vector<float> weights(1 << 18, 1.0f);
+  auto snapshot = [&] {
+    return runner::Checkpoint{
+        {{"model.w",
+          runner::CheckpointTensor{{weights.size()}, runner::CheckpointTensor::Borrowed(weights)}}},
+        "{}"};
+  };
+  // A file-size limit fails the write as a full disk does, in a child so the limit stays there.
+  std::string message_file = (bench.dir.path() / "message").string();
+  pid_t child = ::fork();
+  if (child == 0) {
+    std::signal(SIGXFSZ, SIG_IGN);
+    rlimit limit{64 << 10, 64 << 10};
+    ::setrlimit(RLIMIT_FSIZE, &limit);
+    runner::Checkpointing hook(settings, bench.dir.path(), bench.log, snapshot, true);
+    try {
+      hook.on_train_batch_end(HookBench::step(1, 1, 3));
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      hook.on_train_batch_end(HookBench::step(2, 2, 3));
+      hook.on_train_end(HookBench::step(2, 2, 3));
+    } catch (const std::exception& error) {
+      std::ofstream(message_file) << error.what();
+      ::_exit(0);
+    }
+    ::_exit(1);
+  }
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  REQUIRE(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+  std::ifstream message(message_file);
+  std::string text((std::istreambuf_iterator<char>(message)), std::istreambuf_iterator<char>());
+  CHECK(text.find("checkpoint_1.mdl") != std::string::npos);
+  CHECK(text.find("File too large") != std::string::npos);
+  CHECK(bench.checkpoint_steps(bench.dir.path()).empty());
+}
+
+TEST_CASE("a copy of a checkpoint owns its values and reuses the memory of the previous copy") {
+  std::vector<float> weights(1000, 2.0f);
+  runner::Checkpoint borrowed{
+      {{"model.w", runner::CheckpointTensor{{1000}, runner::CheckpointTensor::Borrowed(weights)}},
+       {"global_step", runner::CheckpointTensor{{}, runner::CheckpointTensor::Integers{7}}}},
+      "{\"model_name\": \"x\"}"};
+  runner::Checkpoint copy;
+  runner::copy_checkpoint(borrowed, copy);
+  const auto& first = std::get<runner::CheckpointTensor::Floats>(copy.tensors.at("model.w").values);
+  const float* memory = first.data();
+  CHECK(copy.tensors.at("model.w") == borrowed.tensors.at("model.w"));
+  CHECK(copy.tensors.at("global_step") == borrowed.tensors.at("global_step"));
+  CHECK(copy.metadata == borrowed.metadata);
+  weights.assign(1000, 3.0f);
+  CHECK(copy.tensors.at("model.w").value(999) == 2.0);
+  runner::copy_checkpoint(borrowed, copy);
+  const auto& second =
+      std::get<runner::CheckpointTensor::Floats>(copy.tensors.at("model.w").values);
+  CHECK(second.data() == memory);
+  CHECK(copy.tensors.at("model.w").value(999) == 3.0);
 }
 
 TEST_CASE("run reports log every log_steps and the last step, write events and performance") {
