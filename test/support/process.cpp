@@ -3,11 +3,14 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <csignal>
 #include <stdexcept>
+#include <string_view>
 
 namespace csrun::test {
 
@@ -85,6 +88,39 @@ ProcessResult run_csrun(const std::vector<std::string>& arguments, const std::st
   std::vector<std::string> command = {CSRUN_BINARY};
   command.insert(command.end(), arguments.begin(), arguments.end());
   return run_process(command, directory);
+}
+
+std::optional<std::string> error_under_file_size_limit(std::uint64_t bytes,
+                                                       const std::function<void()>& work) {
+  int channel[2];
+  if (::pipe(channel) != 0) throw std::runtime_error("cannot create a pipe");
+  pid_t child = ::fork();
+  if (child == 0) {
+    ::close(channel[0]);
+    std::signal(SIGXFSZ, SIG_IGN);
+    rlimit limit{bytes, bytes};
+    ::setrlimit(RLIMIT_FSIZE, &limit);
+    try {
+      work();
+    } catch (const std::exception& error) {
+      std::string_view message = error.what();
+      ssize_t written = ::write(channel[1], message.data(), message.size());
+      ::_exit(written == static_cast<ssize_t>(message.size()) ? 0 : 2);
+    }
+    ::_exit(1);
+  }
+  ::close(channel[1]);
+  std::string message;
+  char buffer[4096];
+  for (ssize_t got; (got = ::read(channel[0], buffer, sizeof buffer)) > 0;)
+    message.append(buffer, static_cast<std::size_t>(got));
+  ::close(channel[0]);
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) == 2)
+    throw std::runtime_error("the child under a file-size limit did not end normally");
+  if (WEXITSTATUS(status) == 1) return std::nullopt;
+  return message;
 }
 
 }  // namespace csrun::test

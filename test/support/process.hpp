@@ -1,5 +1,8 @@
 #pragma once
 
+#include <cstdint>
+#include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,5 +21,11 @@ ProcessResult run_process(const std::vector<std::string>& arguments,
 // Runs the csrun binary under test.
 ProcessResult run_csrun(const std::vector<std::string>& arguments,
                         const std::string& directory = ".");
+
+// Runs `work` in a forked child whose files may grow to at most `bytes` (RLIMIT_FSIZE, SIGXFSZ
+// ignored), as a full disk would stop it: the limit stays in the child. Returns what the
+// exception `work` threw says, or nothing when it threw none.
+std::optional<std::string> error_under_file_size_limit(std::uint64_t bytes,
+                                                       const std::function<void()>& work);
 
 }  // namespace csrun::test

@@ -1,11 +1,6 @@
 #include <catch2/catch.hpp>
 
-#include <sys/resource.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <chrono>
-#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -16,6 +11,7 @@
 #include "runner/checkpointing.hpp"
 #include "runner/run_reports.hpp"
 #include "support/event_reader.hpp"
+#include "support/process.hpp"
 #include "support/temp_dir.hpp"
 
 using namespace csrun;
@@ -188,33 +184,16 @@ TEST_CASE("a checkpoint that fails in the background ends the run at the next st
           runner::CheckpointTensor{{weights.size()}, runner::CheckpointTensor::Borrowed(weights)}}},
         "{}"};
   };
-  // A file-size limit fails the write as a full disk does, in a child so the limit stays there.
-  std::string message_file = (bench.dir.path() / "message").string();
-  pid_t child = ::fork();
-  if (child == 0) {
-    std::signal(SIGXFSZ, SIG_IGN);
-    rlimit limit{64 << 10, 64 << 10};
-    ::setrlimit(RLIMIT_FSIZE, &limit);
+  // A file-size limit fails the write as a full disk does.
+  auto message = test::error_under_file_size_limit(64 << 10, [&] {
     runner::Checkpointing hook(settings, bench.dir.path(), bench.log, snapshot, true);
-    try {
-      hook.on_train_batch_end(HookBench::step(1, 1, 3));
-      std::this_thread::sleep_for(std::chrono::milliseconds(200));
-      hook.on_train_batch_end(HookBench::step(2, 2, 3));
-      hook.on_train_end(HookBench::step(2, 2, 3));
-    } catch (const std::exception& error) {
-      std::ofstream(message_file) << error.what();
-      ::_exit(0);
-    }
-    ::_exit(1);
-  }
-  int status = 0;
-  ::waitpid(child, &status, 0);
-  REQUIRE(WIFEXITED(status));
-  CHECK(WEXITSTATUS(status) == 0);
-  std::ifstream message(message_file);
-  std::string text((std::istreambuf_iterator<char>(message)), std::istreambuf_iterator<char>());
-  CHECK(text.find("checkpoint_1.mdl") != std::string::npos);
-  CHECK(text.find("File too large") != std::string::npos);
+    hook.on_train_batch_end(HookBench::step(1, 1, 3));
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    hook.on_train_batch_end(HookBench::step(2, 2, 3));
+    hook.on_train_end(HookBench::step(2, 2, 3));
+  });
+  REQUIRE(message);
+  CHECK_THAT(*message, Catch::Contains("checkpoint_1.mdl") && Catch::Contains("File too large"));
   CHECK(bench.checkpoint_steps(bench.dir.path()).empty());
 }
 

@@ -1,15 +1,14 @@
 #include <catch2/catch.hpp>
 
-#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <csignal>
 #include <filesystem>
 #include <fstream>
 
 #include "storage/atomic_file.hpp"
+#include "support/process.hpp"
 #include "support/temp_dir.hpp"
 
 using namespace csrun::storage;
@@ -57,31 +56,15 @@ TEST_CASE("a failed atomic write names the file and the reason and keeps the old
   CHECK_THROWS_WITH(write_file_atomically(dir.path() / "missing" / "f", "x"),
                     Catch::Contains("missing/f: ") && Catch::Contains("No such file or directory"));
 
-  // A file-size limit fails the write as a full disk does, in a child so the limit stays there.
+  // A file-size limit fails the write as a full disk does.
   fs::path path = dir.path() / "checkpoint.mdl";
   write_file_atomically(path, "old contents");
-  std::string message_file = (dir.path() / "message").string();
-  pid_t child = ::fork();
-  if (child == 0) {
-    std::signal(SIGXFSZ, SIG_IGN);
-    rlimit limit{4096, 4096};
-    ::setrlimit(RLIMIT_FSIZE, &limit);
-    try {
-      write_file_atomically(path, std::string(1 << 20, 'n'));
-    } catch (const std::exception& error) {
-      std::ofstream(message_file) << error.what();
-      ::_exit(0);
-    }
-    ::_exit(1);
-  }
-  int status = 0;
-  ::waitpid(child, &status, 0);
-  REQUIRE(WIFEXITED(status));
-  CHECK(WEXITSTATUS(status) == 0);
-  std::string message = read(message_file);
-  CHECK_THAT(message, Catch::Contains("cannot write " + path.string() + ": File too large"));
+  auto message = csrun::test::error_under_file_size_limit(
+      4096, [&] { write_file_atomically(path, std::string(1 << 20, 'n')); });
+  REQUIRE(message);
+  CHECK_THAT(*message, Catch::Contains("cannot write " + path.string() + ": File too large"));
   CHECK(read(path) == "old contents");
-  CHECK(entries(dir.path()) == 2);  // the file and the child's message
+  CHECK(entries(dir.path()) == 1);
 }
 
 TEST_CASE("temporary files of killed writers on this host are removed, others kept") {
@@ -127,27 +110,14 @@ TEST_CASE("an atomic file appears whole when committed and not at all when dropp
 TEST_CASE("a reservation beyond the file-size limit fails before anything is written") {
   csrun::test::TempDir dir;
   fs::path path = dir.path() / "checkpoint.mdl";
-  std::string message_file = (dir.path() / "message").string();
-  pid_t child = ::fork();
-  if (child == 0) {
-    rlimit limit{4096, 4096};
-    ::setrlimit(RLIMIT_FSIZE, &limit);
-    try {
-      AtomicFile file(path);
-      std::ofstream(file.temporary()) << "";
-      file.reserve(1 << 20);
-    } catch (const std::exception& error) {
-      std::ofstream(message_file) << error.what();
-      ::_exit(0);
-    }
-    ::_exit(1);
-  }
-  int status = 0;
-  ::waitpid(child, &status, 0);
-  REQUIRE(WIFEXITED(status));
-  CHECK(WEXITSTATUS(status) == 0);
-  CHECK_THAT(read(message_file), Catch::Contains("cannot write " + path.string() +
-                                                 ": File too large (1048576 bytes;") &&
-                                     Catch::Contains("at most 4096 bytes: ulimit -f)"));
-  CHECK(entries(dir.path()) == 1);  // the child's message alone
+  auto message = csrun::test::error_under_file_size_limit(4096, [&] {
+    AtomicFile file(path);
+    std::ofstream(file.temporary()) << "";
+    file.reserve(1 << 20);
+  });
+  REQUIRE(message);
+  CHECK_THAT(*message, Catch::Contains("cannot write " + path.string() +
+                                       ": File too large (1048576 bytes;") &&
+                           Catch::Contains("at most 4096 bytes: ulimit -f)"));
+  CHECK(entries(dir.path()) == 0);
 }
