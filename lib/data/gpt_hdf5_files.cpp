@@ -1,10 +1,5 @@
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <array>
-#include <cerrno>
-#include <cstring>
 #include <filesystem>
 #include <span>
 #include <stdexcept>
@@ -14,6 +9,7 @@
 #include "dataset.hpp"
 #include "hdf5_file.hpp"
 #include "processor_registry.hpp"
+#include "read_only_file.hpp"
 #include "storage/host_memory.hpp"
 
 namespace csrun::data {
@@ -134,33 +130,19 @@ struct GptFile {
   }
 };
 
-// Descriptors of the files read lately: a corpus of thousands of files is read example by
-// example, in shuffled order, without opening a file per example or holding thousands open.
+// The files read lately: a corpus of thousands of files is read example by example, in shuffled
+// order, without opening a file per example or holding thousands open.
 class OpenFiles {
  public:
-  OpenFiles() = default;
-  OpenFiles(const OpenFiles&) = delete;
-  OpenFiles& operator=(const OpenFiles&) = delete;
-  ~OpenFiles() { close_all(); }
-
-  int get(std::size_t file, const std::string& path) {
+  const ReadOnlyFile& get(std::size_t file, const std::string& path) {
     if (auto found = open_.find(file); found != open_.end()) return found->second;
-    if (open_.size() >= kKept) close_all();
-    int descriptor = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (descriptor < 0)
-      throw std::runtime_error(path + " cannot be opened: " + std::strerror(errno));
-    open_.emplace(file, descriptor);
-    return descriptor;
+    if (open_.size() >= kKept) open_.clear();
+    return open_.emplace(file, ReadOnlyFile(path)).first->second;
   }
 
  private:
   static constexpr std::size_t kKept = 64;
-  void close_all() {
-    for (const auto& [file, descriptor] : open_)
-      ::close(descriptor);
-    open_.clear();
-  }
-  std::unordered_map<std::size_t, int> open_;
+  std::unordered_map<std::size_t, ReadOnlyFile> open_;
 };
 
 // Every .h5 file of the data directories: token rows of input_ids, attention_mask and labels
@@ -304,21 +286,7 @@ class GptDataset : public Dataset {
   void read_example(std::size_t file, std::uint64_t e) const {
     const GptFile& source = files_[file];
     std::span<std::byte> bytes = std::as_writable_bytes(std::span(example_));
-    int descriptor = open_files_.get(file, source.path);
-    std::size_t done = 0;
-    while (done < bytes.size()) {
-      ssize_t got = ::pread(descriptor, bytes.data() + done, bytes.size() - done,
-                            static_cast<off_t>(source.offset(e) + done));
-      if (got < 0 && errno == EINTR) continue;
-      if (got <= 0) {
-        throw std::runtime_error(source.path + ": example " + std::to_string(e) +
-                                 " cannot be read (" +
-                                 (got == 0 ? std::string("the file ended: truncated?")
-                                           : std::string(std::strerror(errno))) +
-                                 ")");
-      }
-      done += static_cast<std::size_t>(got);
-    }
+    open_files_.get(file, source.path).read_at(source.offset(e), bytes, "example", e);
   }
 
   // Token ids and labels index the embedding and the softmax: one outside the vocabulary is an

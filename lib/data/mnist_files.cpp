@@ -2,11 +2,14 @@
 #include <array>
 #include <filesystem>
 #include <fstream>
+#include <optional>
+#include <span>
 #include <stdexcept>
 
 #include "data_paths.hpp"
 #include "dataset.hpp"
 #include "processor_registry.hpp"
+#include "read_only_file.hpp"
 
 namespace csrun::data {
 
@@ -112,15 +115,17 @@ fs::path split_directory(const DataloaderSpec& loader) {
   return {};
 }
 
-std::vector<unsigned char> read_body(const fs::path& path, std::size_t header, std::size_t bytes) {
-  std::ifstream file(path, std::ios::binary);
-  std::vector<unsigned char> body(bytes);
-  file.seekg(static_cast<std::streamoff>(header));
-  file.read(reinterpret_cast<char*>(body.data()), static_cast<std::streamsize>(bytes));
-  if (static_cast<std::size_t>(file.gcount()) != bytes)
-    throw std::runtime_error(path.string() + " is truncated: expected " + std::to_string(bytes) +
-                             " bytes after its header");
-  return body;
+// Visits the labels of an IDX label file a piece at a time (memory flat in the dataset's size):
+// `visit(first, labels)` for labels first, first + 1, ...
+template <class Visit>
+void visit_labels(const ReadOnlyFile& file, std::uint64_t count, Visit visit) {
+  constexpr std::uint64_t kPiece = 1 << 16;
+  std::vector<unsigned char> piece;
+  for (std::uint64_t first = 0; first < count; first += kPiece) {
+    piece.resize(std::min<std::uint64_t>(kPiece, count - first));
+    file.read_at(kLabelHeader + first, std::as_writable_bytes(std::span(piece)), "label", first);
+    visit(first, std::span<const unsigned char>(piece));
+  }
 }
 
 // The torchvision transform the Model Zoo's fc_mnist uses: ToTensor, then Normalize with
@@ -128,6 +133,9 @@ std::vector<unsigned char> read_body(const fs::path& path, std::size_t header, s
 constexpr float kMean = 0.1307f;
 constexpr float kStd = 0.3081f;
 
+// The split's images and labels, read where a batch needs them (a pread of one image and one of
+// its label per sample), so memory stays flat in the dataset's size; the labels are checked
+// against the model's classes once, a piece of the file at a time, when the dataset opens.
 class MnistDataset : public Dataset {
  public:
   MnistDataset(const DataloaderSpec& loader, const std::vector<SampleField>& fields) {
@@ -145,8 +153,8 @@ class MnistDataset : public Dataset {
     if (!problem.empty())
       throw std::runtime_error((directory / images_name).string() + " " + problem);
     count_ = images->count;
-    pixels_ = read_body(directory / images_name, 16, std::size_t{count_} * kSide * kSide);
-    labels_ = read_body(directory / labels_name, 8, count_);
+    images_.emplace((directory / images_name).string());
+    labels_.emplace((directory / labels_name).string());
     for (std::size_t f = 0; f < fields.size(); ++f) {
       if (fields[f].name == "input") input_field_ = f;
       if (fields[f].name == "labels") label_field_ = f;
@@ -159,31 +167,39 @@ class MnistDataset : public Dataset {
   // As PyTorch's cross entropy does, a label outside the model's classes is an error, not a
   // sample that trains with no loss.
   void check_labels(const fs::path& path, std::int64_t classes) const {
-    auto outside = std::find_if(labels_.begin(), labels_.end(),
-                                [&](unsigned char label) { return label >= classes; });
-    if (outside == labels_.end()) return;
-    throw std::runtime_error(
-        path.string() + ": sample " + std::to_string(outside - labels_.begin()) + " has label " +
-        std::to_string(*outside) + ", outside the model's " + std::to_string(classes) +
-        " classes (0 to " + std::to_string(classes - 1) + "; num_classes)");
+    visit_labels(*labels_, count_, [&](std::uint64_t first, std::span<const unsigned char> piece) {
+      auto outside = std::find_if(piece.begin(), piece.end(),
+                                  [&](unsigned char label) { return label >= classes; });
+      if (outside == piece.end()) return;
+      throw std::runtime_error(path.string() + ": sample " +
+                               std::to_string(first + (outside - piece.begin())) + " has label " +
+                               std::to_string(*outside) + ", outside the model's " +
+                               std::to_string(classes) + " classes (0 to " +
+                               std::to_string(classes - 1) + "; num_classes)");
+    });
   }
 
   void read(std::int64_t index, std::int64_t, std::int64_t row, BatchData& batch) const override {
     constexpr std::int64_t kPixels = kSide * kSide;
-    const unsigned char* pixels = pixels_.data() + index * kPixels;
+    auto sample = static_cast<std::uint64_t>(index);
+    images_->read_at(kImageHeader + sample * kPixels, std::as_writable_bytes(std::span(pixels_)),
+                     "image", sample);
+    unsigned char label = 0;
+    labels_->read_at(kLabelHeader + sample, std::as_writable_bytes(std::span(&label, 1)), "label",
+                     sample);
     float* input = batch.floats[input_field_].data() + row * kPixels;
     // Computed, not looked up in a table of the 256 levels: the arithmetic vectorizes (a lookup
     // does not), and the divisions round as they would for one level at a time.
     for (std::int64_t p = 0; p < kPixels; ++p)
-      input[p] = (static_cast<float>(pixels[p]) / 255.0f - kMean) / kStd;
-    batch.integers[label_field_][static_cast<std::size_t>(row)] =
-        labels_[static_cast<std::size_t>(index)];
+      input[p] = (static_cast<float>(pixels_[static_cast<std::size_t>(p)]) / 255.0f - kMean) / kStd;
+    batch.integers[label_field_][static_cast<std::size_t>(row)] = label;
   }
 
  private:
-  std::uint32_t count_ = 0;
-  std::vector<unsigned char> pixels_;
-  std::vector<unsigned char> labels_;
+  std::uint64_t count_ = 0;
+  std::optional<ReadOnlyFile> images_;
+  std::optional<ReadOnlyFile> labels_;
+  mutable std::array<unsigned char, kSide * kSide> pixels_{};
   std::size_t input_field_ = 0;
   std::size_t label_field_ = 1;
 };
@@ -246,10 +262,13 @@ DatasetFacts check_mnist_files(const DataloaderSpec& loader, Diagnostics& diagno
                           " samples, fewer than one batch of batch_size " +
                           std::to_string(loader.batch_size));
   }
-  std::vector<unsigned char> labels_read = read_body(labels_path, 8, labels->count);
-  auto largest = std::max_element(labels_read.begin(), labels_read.end());
-  return {images->count, std::nullopt,
-          largest == labels_read.end() ? std::nullopt : std::optional<std::int64_t>(*largest)};
+  std::optional<std::int64_t> largest;
+  visit_labels(ReadOnlyFile(labels_path.string()), labels->count,
+               [&](std::uint64_t, std::span<const unsigned char> piece) {
+                 for (unsigned char label : piece)
+                   largest = std::max<std::int64_t>(largest.value_or(0), label);
+               });
+  return {images->count, std::nullopt, largest};
 }
 
 }  // namespace csrun::data
