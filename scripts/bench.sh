@@ -3,7 +3,7 @@
 #
 # Usage: scripts/bench.sh [SECTION...]     sections: validate, trace, compile, estimate,
 #                                          train, gpt2_small, csx, stream,
-#                                          checkpoint, corpus, unet (default: all)
+#                                          ranks, checkpoint, corpus, unet (default: all)
 #
 #   validate   wall time of `csrun validate` (process start to exit) on every shipped config and
 #              every Model Zoo config of the conformance set; median and max of 21 runs each.
@@ -54,6 +54,10 @@
 #              encoder 32-256, batch norm, batch 4, fake data), csrun train against the same
 #              network in PyTorch (bench/torch_unet.py), alternating for 3 rounds: samples/s
 #              (median of the logged windows / timed steps) and peak RSS. Needs python3-torch.
+#   ranks      num_csx 1, 2 and 4 replicas of gpt2_tiny (8 samples each, CPU, 40 steps): the
+#              training loop's seconds in one process and as MPI ranks on this machine
+#              (mpirun, loopback), the share of it the ranks spent combining their gradients,
+#              and whether both wrote the same checkpoint bytes. Needs Open MPI.
 #   checkpoint GPT-2 small + Adam state (1.49 GB): csrun's checkpoint write (fsync, rename) and
 #              cold read (page cache dropped) against torch.save + fsync and torch.load of the
 #              same tensors, alternating for 3 rounds, beside the disk's own rates (dd, direct
@@ -66,7 +70,7 @@ set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
 sections=("$@")
-[ ${#sections[@]} -eq 0 ] && sections=(validate trace compile estimate train gpt2_small csx stream checkpoint corpus unet)
+[ ${#sections[@]} -eq 0 ] && sections=(validate trace compile estimate train gpt2_small csx stream ranks checkpoint corpus unet)
 
 scripts/build.sh csrun csrun-gpt-hdf5 fma_peak gemm_peak stream_ingest checkpoint_io >/dev/null
 csrun=$root/build/apps/csrun/csrun
@@ -486,6 +490,50 @@ bench_corpus() {
   rm -rf "${work:?}"
 }
 
+# The seconds of a run's training loop in its log: from the variables being ready to the end of
+# training (the last checkpoint included).
+loop_seconds() {
+  python3 - "$1" <<'PY'
+import sys
+from datetime import datetime
+stamp = lambda line: datetime.strptime(line[:23], "%Y-%m-%d %H:%M:%S,%f")
+lines = open(sys.argv[1]).read().splitlines()
+start = next(stamp(l) for l in lines if "Initialized the variables" in l)
+end = next(stamp(l) for l in lines if "Training completed successfully" in l)
+print(f"{(end - start).total_seconds():.3f}")
+PY
+}
+
+bench_ranks() {
+  if ! command -v mpirun >/dev/null; then
+    echo "## ranks: skipped (needs Open MPI's mpirun: scripts/setup.sh installs it)"
+    return 0
+  fi
+  echo "## num_csx replicas in one process and as MPI ranks (loopback): gpt2_tiny, CPU, 8 samples per replica, 40 steps"
+  local work
+  work=$(mktemp -d)
+  printf '%-8s %16s %16s %10s %12s\n' "num_csx" "one process s" "MPI ranks s" "combining" "same bytes"
+  for n in 1 2 4; do
+    local args=(bench/configs/gpt2_tiny.yaml --fake_data --target_device CPU --max_steps 40
+      --num_csx "$n" --num_workers_per_csx 0 --set "train_input.batch_size=$((8 * n))"
+      --set runconfig.checkpoint_steps=0)
+    rm -rf "$work/one" "$work/ranks"
+    "$csrun" train "${args[@]}" -o "$work/one" >"$work/one.log" 2>&1
+    local one ranks="-" combining="-" same="-"
+    one=$(loop_seconds "$work/one.log")
+    if [ "$n" -gt 1 ]; then
+      OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 mpirun -n "$n" --oversubscribe \
+        "$csrun" train "${args[@]}" -o "$work/ranks" >"$work/ranks.log" 2>&1
+      ranks=$(loop_seconds "$work/ranks.log")
+      combining=$(sed -n 's/.*(\([0-9.]*\) %) combining.*/\1 %/p' "$work/ranks.log" | tail -1)
+      same=no
+      cmp -s "$work/one/checkpoint_40.mdl" "$work/ranks/checkpoint_40.mdl" && same=yes
+    fi
+    printf '%-8s %16s %16s %10s %12s\n' "$n" "$one" "$ranks" "$combining" "$same"
+  done
+  rm -rf "$work"
+}
+
 bench_checkpoint() {
   echo "## Checkpoints of GPT-2 small + Adam (1.49 GB): write+fsync and cold read"
   local work
@@ -510,18 +558,10 @@ bench_checkpoint() {
       /usr/bin/time -f "%M" -o "$work/csrun.rss" "$csrun" train bench/configs/gpt2_small_ish.yaml \
         --fake_data --target_device CPU --max_steps 8 --set runconfig.checkpoint_steps=2 \
         -o "$work/model_dir" $flag >"$work/csrun.log" 2>&1
-      # From the variables being ready to the end of training, the last checkpoint included.
-      python3 - "$work/csrun.log" "$work/csrun.rss" "$round" "$mode" <<'PY'
-import re, sys
-from datetime import datetime
-stamp = lambda line: datetime.strptime(line[:23], "%Y-%m-%d %H:%M:%S,%f")
-lines = open(sys.argv[1]).read().splitlines()
-start = next(stamp(l) for l in lines if "Initialized the variables" in l)
-end = next(stamp(l) for l in lines if "Training completed successfully" in l)
-seconds = (end - start).total_seconds()
-peak = int(open(sys.argv[2]).read().split()[0]) / 1024
-print(f"{sys.argv[3]:<6} {sys.argv[4]:<7} {seconds:12.2f} {seconds / 8:12.2f} {peak:10.0f}")
-PY
+      local seconds
+      seconds=$(loop_seconds "$work/csrun.log")
+      awk -v r="$round" -v m="$mode" -v s="$seconds" -v p="$(awk '{ print $1 / 1024 }' "$work/csrun.rss")" \
+        'BEGIN { printf "%-6s %-7s %12.2f %12.2f %10.0f\n", r, m, s, s / 8, p }'
     done
   done
   rm -rf "$work"
@@ -578,9 +618,10 @@ for section in "${sections[@]}"; do
     stream) bench_stream ;;
     gpt2_small) bench_gpt2_small ;;
     checkpoint) bench_checkpoint ;;
+    ranks) bench_ranks ;;
     corpus) bench_corpus ;;
     csx) bench_csx ;;
     unet) bench_unet ;;
-    *) echo "bench.sh: unknown section '$section' (sections: validate, trace, compile, estimate, train, gpt2_small, csx, stream, checkpoint, corpus, unet)" >&2; exit 2 ;;
+    *) echo "bench.sh: unknown section '$section' (sections: validate, trace, compile, estimate, train, gpt2_small, csx, stream, ranks, checkpoint, corpus, unet)" >&2; exit 2 ;;
   esac
 done
