@@ -1,6 +1,8 @@
 #include <algorithm>
 #include <cmath>
+#include <memory>
 #include <stdexcept>
+#include <unordered_map>
 
 #include "data_paths.hpp"
 #include "dataset.hpp"
@@ -79,57 +81,70 @@ void normalize(std::span<float> image, const std::string& method) {
   }
 }
 
-// Every example of every file, read at open: a segmentation set of the tiny configs' sizes.
+// The examples of every file, read where a batch needs them (HDF5 converts the stored pixels to
+// float32), so memory stays flat in the set's size: the files' example counts are noted when
+// the set opens, and each example's image and label are checked as they are read, naming the
+// file and example.
 class SegmentationDataset : public Dataset {
  public:
   SegmentationDataset(const DataloaderSpec& loader, const std::vector<SampleField>& fields)
-      : fields_(fields) {
+      : fields_(fields), method_(loader_text(loader, "normalize_data_method", "")) {
     auto input = std::ranges::find(fields_, "input", &SampleField::name);
     auto labels = std::ranges::find(fields_, "labels", &SampleField::name);
     if (input == fields_.end() || labels == fields_.end())
       throw std::runtime_error("Hdf5DataProcessor feeds a segmentation model (input, labels)");
     input_ = static_cast<std::size_t>(input - fields_.begin());
     labels_ = static_cast<std::size_t>(labels - fields_.begin());
-    std::string method = loader_text(loader, "normalize_data_method", "");
     for (const std::string& directory : loader.data_dirs) {
       for (const std::string& path : files_with_suffix(directory, ".h5"))
-        read_file(path, method);
+        add_file(path);
     }
     if (size() == 0)
       throw std::runtime_error("no examples in the .h5 files of " + loader.data_dirs.front());
   }
 
-  std::int64_t size() const override {
-    return static_cast<std::int64_t>(images_.size()) / fields_[input_].elements;
-  }
+  std::int64_t size() const override { return first_example_.back(); }
 
   void read(std::int64_t index, std::int64_t, std::int64_t row, BatchData& batch) const override {
+    auto after = std::upper_bound(first_example_.begin(), first_example_.end(), index);
+    auto file = static_cast<std::size_t>(after - first_example_.begin() - 1);
+    std::int64_t example = index - first_example_[file];
+    const Hdf5File& source = open_file(file);
+    const std::string& path = paths_[file];
+    std::vector<float> image = read_example(source, path, example, "image", fields_[input_]);
+    normalize(image, method_);
     std::int64_t pixels = fields_[input_].elements;
-    std::copy_n(images_.begin() + index * pixels, pixels,
-                batch.floats[input_].begin() + row * pixels);
+    std::copy(image.begin(), image.end(), batch.floats[input_].begin() + row * pixels);
+    std::vector<float> label = read_example(source, path, example, "label", fields_[labels_]);
+    check_label(label, path, example);
     std::int64_t width = fields_[labels_].elements;
-    auto from = labels_values_.begin() + index * width;
     if (fields_[labels_].integer) {
-      std::transform(from, from + width, batch.integers[labels_].begin() + row * width,
+      std::transform(label.begin(), label.end(), batch.integers[labels_].begin() + row * width,
                      [](float value) { return static_cast<std::int32_t>(value); });
     } else {
-      std::copy_n(from, width, batch.floats[labels_].begin() + row * width);
+      std::copy(label.begin(), label.end(), batch.floats[labels_].begin() + row * width);
     }
   }
 
  private:
-  void read_file(const std::string& path, const std::string& method) {
+  void add_file(const std::string& path) {
     Hdf5File file(path);
     if (!file.is_open()) throw std::runtime_error(path + " " + file.error());
     std::int64_t examples = file.integer_attribute("n_examples").value_or(0);
-    for (std::int64_t e = 0; e < examples; ++e) {
-      std::vector<float> image = read_example(file, path, e, "image", fields_[input_]);
-      normalize(image, method);
-      images_.insert(images_.end(), image.begin(), image.end());
-      std::vector<float> label = read_example(file, path, e, "label", fields_[labels_]);
-      check_label(label, path, e);
-      labels_values_.insert(labels_values_.end(), label.begin(), label.end());
-    }
+    if (examples <= 0) return;
+    paths_.push_back(path);
+    first_example_.push_back(first_example_.back() + examples);
+  }
+
+  // The files read lately stay open: a set of many files is read example by example, in
+  // shuffled order, without opening a file per example or holding them all open.
+  const Hdf5File& open_file(std::size_t file) const {
+    if (auto found = open_.find(file); found != open_.end()) return *found->second;
+    constexpr std::size_t kKept = 64;
+    if (open_.size() >= kKept) open_.clear();
+    auto opened = std::make_unique<Hdf5File>(paths_[file]);
+    if (!opened->is_open()) throw std::runtime_error(paths_[file] + " " + opened->error());
+    return *open_.emplace(file, std::move(opened)).first->second;
   }
 
   static std::vector<float> read_example(const Hdf5File& file, const std::string& path,
@@ -164,10 +179,12 @@ class SegmentationDataset : public Dataset {
   }
 
   std::vector<SampleField> fields_;
+  std::string method_;
   std::size_t input_ = 0;
   std::size_t labels_ = 0;
-  std::vector<float> images_;
-  std::vector<float> labels_values_;
+  std::vector<std::string> paths_;
+  std::vector<std::int64_t> first_example_{0};  // of each file, then the total
+  mutable std::unordered_map<std::size_t, std::unique_ptr<Hdf5File>> open_;
 };
 
 }  // namespace

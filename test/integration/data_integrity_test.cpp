@@ -53,8 +53,8 @@ std::string gpt_params(const fs::path& data) {
          data.string() + "'}\n";
 }
 
-// Trains on 256 MiB of data: the largest child (csrun train, or its data worker) must hold well
-// under that (ru_maxrss is in KiB), as a reader that takes what a batch needs does.
+// Trains on data of hundreds of MiB: the largest child (csrun train, or its data worker) must hold
+// well under 128 MiB (ru_maxrss is in KiB), as a reader that takes what a batch needs does.
 void expect_trains_in_flat_memory(const csrun::test::TempDir& dir, const std::string& params) {
   auto train =
       run_csrun({"train", dir.write("p.yaml", params), "-o", (dir.path() / "model").string()});
@@ -151,4 +151,27 @@ TEST_CASE("an MNIST split far larger than a run's memory trains with memory flat
   std::string params = mnist_params(dir.path() / "digits");
   params.replace(params.find("max_steps: 2"), 12, "max_steps: 8");
   expect_trains_in_flat_memory(dir, params);
+}
+
+// The UNet's HDF5 examples are read when a batch needs them: 8192 images of 64x64 with their
+// masks (180 MB on disk, 268 MB as float32) train with the process holding a batch.
+TEST_CASE("a segmentation set far larger than a run's memory trains with memory flat in its size") {
+  csrun::test::TempDir dir;
+  fs::create_directories(dir.path() / "shapes");
+  fs::path writer =
+      fs::path(CSRUN_BINARY).parent_path().parent_path() / "shapes_hdf5" / "csrun-shapes-hdf5";
+  auto written = csrun::test::run_process(
+      {writer.string(), (dir.path() / "shapes" / "a.h5").string(), "8192", "64", "1"});
+  INFO(written.err);
+  REQUIRE(written.exit_code == 0);
+  expect_trains_in_flat_memory(
+      dir, "train_input:\n  data_processor: Hdf5DataProcessor\n  data_dir: '" +
+               (dir.path() / "shapes").string() +
+               "'\n  image_shape: [64, 64, 1]\n  normalize_data_method: zero_centered\n"
+               "  augment_data: False\n  shuffle: True\n  batch_size: 2\n  num_classes: 2\n"
+               "model:\n  name: unet\n  encoder_filters: [4, 8]\n  decoder_filters: [4]\n"
+               "  convs_per_block: ['3x3_conv']\n  norm_layer: group\n"
+               "  norm_kwargs: {num_groups: 2}\n  loss: bce\n"
+               "optimizer: {optimizer_type: Adam, learning_rate: 0.001}\n"
+               "runconfig: {max_steps: 8, target_device: CPU}\n");
 }

@@ -76,13 +76,16 @@ TEST_CASE("Hdf5DataProcessor names the file, the example and what is wrong") {
     other.data_dirs = {where.string()};
     return data::open_dataset(other, kFields, 1);
   };
+  // Examples are read, and checked, when a batch needs them.
   write_examples(dir.path() / "soft" / "a.h5", 1, 0, {0, 0.5f, 1, 0, 0, 1});
-  CHECK_THROWS_WITH(open_from(dir.path() / "soft"),
+  data::BatchData batch(kFields, 1);
+  CHECK_THROWS_WITH(open_from(dir.path() / "soft")->read(0, 0, 0, batch),
                     Catch::Contains("a.h5: 'example_0/label' holds 0.5") &&
                         Catch::Contains("a binary mask holds 0 and 1"));
   std::vector<data::SampleField> larger = {{"input", false, 8, 0}, {"labels", false, 6, 0}};
-  CHECK_THROWS_WITH(data::open_dataset(spec, larger, 1),
-                    Catch::Contains("'example_0/image' holds 6 values; the model's input takes 8"));
+  data::BatchData larger_batch(larger, 1);
+  CHECK_THROWS_WITH(data::open_dataset(spec, larger, 1)->read(1, 0, 0, larger_batch),
+                    Catch::Contains("'example_1/image' holds 6 values; the model's input takes 8"));
 
   auto check = [&](const fs::path& where) {
     data::DataloaderSpec other = test::checked_loader(kModel, loader(dir.path() / "good"));
