@@ -133,8 +133,8 @@ void AccumulatedStep::run_replica(const data::BatchView& share, std::int64_t rep
   for (std::int64_t m = 0; m < split_.micro_batches_per_replica; ++m) {
     std::int64_t index = replica * split_.micro_batches_per_replica + m;
     inputs_.write(micro_, share, m * split_.micro_batch, split_.micro_batch);
-    auto share = static_cast<std::int32_t>(index);
-    micro_.write(micro_batch_index_, std::span<const std::int32_t>(&share, 1));
+    auto micro_step = static_cast<std::int32_t>(index);
+    micro_.write(micro_batch_index_, std::span<const std::int32_t>(&micro_step, 1));
     micro_.run();
     losses_.push_back(micro_.scalar(loss_slot_));
     add_gradients(m == 0);
