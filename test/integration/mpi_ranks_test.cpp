@@ -87,8 +87,7 @@ TEST_CASE("num_csx 2 as 2 MPI ranks trains the bits of num_csx 2 in one process"
 
 // Each rank reads only its replica's share of every batch, from its own data worker, and keeps
 // its own ledger (the first rank's at the path given, rank r's at PATH.rank<r>).
-TEST_CASE(
-    "each MPI rank reads only its replica's share of the global batch, from its own workers") {
+TEST_CASE("2 MPI ranks read only their replicas' shares of the batch, from their own workers") {
   csrun::test::TempDir dir;
   std::string params = dir.write("params.yaml", params_text(3));
   fs::path ledger = dir.path() / "ledger.tsv";

@@ -73,7 +73,9 @@ ProcessResult run_process(const std::vector<std::string>& arguments, const std::
   close(out_pipe[0]);
   close(err_pipe[0]);
   int status = 0;
-  waitpid(pid, &status, 0);
+  rusage usage{};
+  wait4(pid, &status, 0, &usage);
+  result.peak_rss_kib = usage.ru_maxrss;
   if (timed_out) {
     result.exit_code = 124;
   } else if (WIFEXITED(status)) {

@@ -12,6 +12,7 @@ struct ProcessResult {
   int exit_code = -1;  // 124: killed by the time limit
   std::string out;
   std::string err;
+  std::int64_t peak_rss_kib = 0;  // the process's, or one of its descendants' if larger
 };
 
 // Runs `arguments` (no shell) in `directory`, with a time limit, capturing both streams.
