@@ -43,8 +43,10 @@
 #              the plan to the first step (initializing the variables). Needs python3-torch.
 #              Targets: >= 1.2x PyTorch's samples/s, peak RSS <= PyTorch's, first step within 2 s.
 #   csx        16-bit training: csrun train on CSX in bfloat16 (emulated on the host) against
-#              PyTorch's bfloat16 autocast on the CPU, fc_mnist batch 256 and gpt2_tiny,
-#              alternating for 3 rounds (median ratio). Needs python3-torch. Target: >= 1.0x.
+#              PyTorch's bfloat16 autocast on the CPU, fc_mnist batch 256, gpt2_tiny and
+#              gpt2_small_ish (bench/torch_gpt2_small_bf16.py), alternating for 3 rounds (median
+#              ratio); where csrun runs the amx kernels, the avx512 set beside them. Needs
+#              python3-torch. Target: >= 1.0x.
 #   corpus     out-of-core data: a GPT HDF5 corpus of $CSRUN_BENCH_CORPUS_GB GB (default 20;
 #              MSL 512, written by csrun-gpt-hdf5 into $CSRUN_BENCH_DIR, default build/) trained
 #              on by a small GPT-2 for 40 steps of batch 8, shuffled: the process's peak RSS
@@ -413,30 +415,57 @@ for line in sys.stdin:
   rm -rf "$work"
 }
 
+# Samples/s of a CSX bfloat16 run of csrun train (the kernel set first: empty for the chosen one,
+# then the arguments): the median of the logged steps after the first, to 3 places.
+csx_rate() {
+  local set=$1
+  shift
+  CSRUN_CPU=$set "$csrun" train "$@" --num_workers_per_csx 0 --target_device CSX \
+    --set model.mixed_precision=true --set model.fp16_type=bfloat16 2>/dev/null |
+    sed -n 's/.*Step=[0-9]*, .*, Rate=\([0-9.]*\) samples\/sec.*/\1/p' | tail -n +2 | sort -n |
+    awk '{ v[NR] = $1 } END { if (NR) printf "%.3f\n", v[int((NR + 1) / 2)]; else print "failed" }'
+}
+
 bench_csx() {
   have_torch_baseline csx || return 0
   scripts/prepare_digits.sh >/dev/null
+  local chosen
+  chosen=$("$csrun" --version | sed -n 's/^kernels: \([a-z0-9]*\).*/\1/p')
   echo "## bfloat16 training samples/s: csrun train on CSX vs PyTorch bf16 autocast ($(nproc) threads)"
+  # Where the amx set runs, the avx512 set's emulation (operands widened for sgemm) is measured
+  # beside it: what the hardware bfloat16 GEMMs bring.
+  local compare=-
+  [ "$chosen" = amx ] && compare=avx512
+  echo "csrun's kernel set: $chosen; beside it: $compare"
   local work
   work=$(mktemp -d)
-  printf '%-14s %6s %12s %12s %7s\n' "workload" "round" "PyTorch" "csrun" "ratio"
+  printf '%-14s %6s %12s %12s %7s %14s\n' "workload" "round" "PyTorch" "csrun" "ratio" "csrun $compare"
   for entry in "fc_mnist:fc_mnist_bf16:bench/configs/fc_mnist.yaml:--set train_input.batch_size=256 --max_steps 400" \
-               "gpt2_tiny:gpt2_tiny_bf16:bench/configs/gpt2_tiny.yaml:--fake_data"; do
+               "gpt2_tiny:gpt2_tiny_bf16:bench/configs/gpt2_tiny.yaml:--fake_data" \
+               "gpt2_small:gpt2_small_ish_bf16:bench/configs/gpt2_small_ish.yaml:--fake_data --max_steps 4"; do
     local name=${entry%%:*} rest=${entry#*:}
     local torch_name=${rest%%:*}
     rest=${rest#*:}
     local params=${rest%%:*} args=${rest#*:}
     local ratios=()
     for round in 1 2 3; do
-      local torch flops rate
-      read -r torch flops <<<"$(torch_train_rate "$torch_name")"
+      local torch flops rate other=-
+      if [ "$torch_name" = gpt2_small_ish_bf16 ]; then
+        torch=$(GOMP_SPINCOUNT=0 /usr/bin/python3 bench/torch_gpt2_small_bf16.py "$baseline" \
+          --threads "$(nproc)" 2>/dev/null | python3 -c 'import json, sys; print(json.load(sys.stdin)["samples_per_s"])')
+      else
+        read -r torch flops <<<"$(torch_train_rate "$torch_name")"
+      fi
       rm -rf "$work/model_dir"
       # shellcheck disable=SC2086
-      rate=$("$csrun" train "$params" -o "$work/model_dir" $args --num_workers_per_csx 0 \
-        --target_device CSX --set model.mixed_precision=true --set model.fp16_type=bfloat16 \
-        2>/dev/null | median_logged_rate)
-      awk -v n="$name" -v r="$round" -v t="$torch" -v c="$rate" \
-        'BEGIN { printf "%-14s %6s %12.1f %12.1f %6.2fx\n", n, r, t, c, c / t }'
+      rate=$(csx_rate "" "$params" -o "$work/model_dir" $args)
+      if [ "$compare" != - ]; then
+        rm -rf "$work/model_dir"
+        # shellcheck disable=SC2086
+        other=$(csx_rate "$compare" "$params" -o "$work/model_dir" $args)
+      fi
+      awk -v n="$name" -v r="$round" -v t="$torch" -v c="$rate" -v o="$other" \
+        'BEGIN { printf "%-14s %6s %12.3f %12.3f %6.2fx %14s\n", n, r, t, c, c / t, o }'
       ratios+=("$(awk -v t="$torch" -v c="$rate" 'BEGIN { printf "%.3f", c / t }')")
     done
     printf '%s\n' "${ratios[@]}" | sort -n |

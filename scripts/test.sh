@@ -29,7 +29,7 @@ csrun=$root/build/apps/csrun/csrun
 chosen=$("$csrun" --version | sed -n 's/^kernels: \([a-z0-9]*\).*/\1/p')
 echo "test: the whole suite with the kernel set csrun picks here ($chosen)"
 run_suite "GCC, kernel set $chosen" "$root/build"
-for set in baseline avx2 avx512; do
+for set in baseline avx2 avx512 amx; do
   [ "$set" = "$chosen" ] && continue
   if ! CSRUN_CPU=$set "$csrun" --version >/dev/null 2>&1; then
     echo "test: kernel set $set: this CPU cannot run it"

@@ -24,6 +24,15 @@ csrun_require(HDF5 libhdf5-dev COMPONENTS C CXX)
 find_package(Threads REQUIRED)
 set(BLA_VENDOR OpenBLAS)
 csrun_require(BLAS libopenblas-dev)
+# bfloat16 products on CPUs with AMX go to oneDNN's matmul (lib/runtime/bf16_gemm.hpp). Debian
+# builds it with GCC's OpenMP runtime, whose omp_set_num_threads csrun calls: that library by its
+# run-time name, which every build (GCC or Clang) links the same way.
+csrun_require(dnnl libdnnl-dev CONFIG)
+find_library(CSRUN_ONEDNN_OPENMP NAMES libgomp.so.1 gomp)
+if(NOT CSRUN_ONEDNN_OPENMP)
+  message(FATAL_ERROR "csrun needs GCC's OpenMP runtime, which oneDNN uses. Install the Debian "
+                      "package 'libgomp1' (scripts/setup.sh installs every dependency).")
+endif()
 if(CSRUN_BUILD_TESTS)
   csrun_require(Catch2 catch2 CONFIG)
 endif()

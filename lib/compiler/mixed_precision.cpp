@@ -54,9 +54,20 @@ class PrecisionLowering {
       return node.inputs[0];
     auto found = half_of_.find(value);
     if (found != half_of_.end()) return found->second;
-    NodeId half = cast(value, policy_.half, origin);
+    // The 16-bit form of a transpose is the transpose of its operand's 16-bit form (exactly: a
+    // cast moves no value), so the transpose stays next to the product, which reads it through
+    // its layout (host lowering), and a transposed weight is not copied every step.
+    NodeId half = node.op == OpKind::transpose ? half_transpose(node, origin)
+                                               : cast(value, policy_.half, origin);
     half_of_.emplace(value, half);
     return half;
+  }
+
+  NodeId half_transpose(const graph::Node& transpose, NodeId origin) {
+    // Copies first: adding nodes may move `transpose`.
+    graph::Attributes attrs = transpose.attrs;
+    NodeId operand = transpose.inputs[0];
+    return rewriter_.add(OpKind::transpose, {to_half(operand, origin)}, std::move(attrs), origin);
   }
 
   void lower_matmul(NodeId id) {

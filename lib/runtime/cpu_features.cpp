@@ -1,6 +1,8 @@
 #include "cpu_features.hpp"
 
 #include <cpuid.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <array>
 #include <cstdint>
@@ -14,11 +16,11 @@ struct Registers {
   std::uint32_t eax = 0, ebx = 0, ecx = 0, edx = 0;
 };
 
-// Leaf `leaf` (sub-leaf 0) of cpuid; zeros when the CPU does not have that leaf.
-Registers cpuid(std::uint32_t leaf) {
+// Leaf `leaf`, sub-leaf `sub_leaf` of cpuid; zeros when the CPU does not have that leaf.
+Registers cpuid(std::uint32_t leaf, std::uint32_t sub_leaf = 0) {
   Registers r;
   if (__get_cpuid_max(leaf & 0x80000000u, nullptr) < leaf) return r;
-  __cpuid_count(leaf, 0, r.eax, r.ebx, r.ecx, r.edx);
+  __cpuid_count(leaf, sub_leaf, r.eax, r.ebx, r.ecx, r.edx);
   return r;
 }
 
@@ -29,6 +31,14 @@ std::uint64_t saved_state(const Registers& leaf1) {
   std::uint32_t low = 0, high = 0;
   __asm__("xgetbv" : "=a"(low), "=d"(high) : "c"(0));
   return (static_cast<std::uint64_t>(high) << 32) | low;
+}
+
+// Linux saves the AMX tile data only for a process that asks to use it (arch_prctl
+// ARCH_REQ_XCOMP_PERM, Linux 5.16 on); asking twice is harmless.
+bool tile_data_granted() {
+  constexpr unsigned long kRequestPermission = 0x1023;  // ARCH_REQ_XCOMP_PERM
+  constexpr unsigned long kTileData = 18;               // XFEATURE_XTILEDATA
+  return syscall(SYS_arch_prctl, kRequestPermission, kTileData) == 0;
 }
 
 struct Feature {
@@ -50,6 +60,11 @@ std::vector<std::string_view> cpu_features() {
   std::uint64_t state = saved_state(leaf1);
   bool avx_state = (state & 0x6) == 0x6;                    // XMM and YMM
   bool avx512_state = avx_state && (state & 0xE0) == 0xE0;  // opmask, ZMM 0-15 upper, ZMM 16-31
+  Registers leaf7_1 = cpuid(7, 1);
+  const std::array<Feature, 2> leaf7_amx{
+      {{"amx_bf16", &Registers::edx, 22}, {"amx_tile", &Registers::edx, 24}}};
+  bool amx_state = avx512_state && (state & 0x60000) == 0x60000 &&  // tile configuration, data
+                   has_bit(leaf7, leaf7_amx[1]) && tile_data_granted();
   const std::array<Feature, 8> leaf1_features{{{"sse3", &Registers::ecx, 0},
                                                {"ssse3", &Registers::ecx, 9},
                                                {"cx16", &Registers::ecx, 13},
@@ -82,6 +97,8 @@ std::vector<std::string_view> cpu_features() {
   add(leaf7, leaf7_features, true);
   add(leaf7, leaf7_avx, avx_state);
   add(leaf7, leaf7_avx512, avx512_state);
+  add(leaf7_1, std::array<Feature, 1>{{{"avx512_bf16", &Registers::eax, 5}}}, avx512_state);
+  add(leaf7, leaf7_amx, amx_state);
   return present;
 }
 

@@ -255,13 +255,16 @@ struct Executable::State {
       add_name(output.name, output.node, snapshot_of(output.node), false);
   }
 
-  NodeTask task_for(NodeId id) {
+  // The task of node `id`, or of the GEMM host step `gemm` that starts with it, prepared once its
+  // operands are bound.
+  NodeTask task_for(NodeId id, const compiler::HostStep* gemm = nullptr) {
     NodeTask task;
     task.node = &plan.graph.node(id);
     task.out = values[static_cast<std::size_t>(id)];
     task.team = &team;
     for (NodeId input : task.node->inputs)
       task.in.push_back(values[static_cast<std::size_t>(input)]);
+    if (gemm != nullptr) bind_gemm(task, *gemm);
     kernels.prepare(task);
     if (task.scratch_floats > 0) {
       auto floats = static_cast<std::size_t>(task.scratch_floats);
@@ -300,8 +303,8 @@ struct Executable::State {
         }
         continue;
       }
-      NodeTask task = task_for(host.nodes.front());
-      if (host.kind == compiler::HostStepKind::gemm) bind_gemm(task, host);
+      bool gemm = host.kind == compiler::HostStepKind::gemm;
+      NodeTask task = task_for(host.nodes.front(), gemm ? &host : nullptr);
       if (at_load) {
         kernels.run(task);
       } else {

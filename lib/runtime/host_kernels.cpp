@@ -11,6 +11,7 @@
 #if CSRUN_NATIVE_KERNELS
 extern "C" const csrun::runtime::KernelSet csrun_kernel_set_native;
 #else
+extern "C" const csrun::runtime::KernelSet csrun_kernel_set_amx;
 extern "C" const csrun::runtime::KernelSet csrun_kernel_set_avx512;
 extern "C" const csrun::runtime::KernelSet csrun_kernel_set_avx2;
 extern "C" const csrun::runtime::KernelSet csrun_kernel_set_baseline;
@@ -47,7 +48,15 @@ const std::vector<BuiltSet>& built_sets() {
       needs.push_back(feature);
     return needs;
   }();
-  static const std::vector<BuiltSet> sets{{"avx512", &csrun_kernel_set_avx512, v4},
+  // AMX needs the operating system's leave to use its tile registers, which cpu_features asks.
+  static const std::vector<std::string_view> amx = [] {
+    std::vector<std::string_view> needs = v4;
+    for (std::string_view feature : {"avx512_bf16", "amx_tile", "amx_bf16"})
+      needs.push_back(feature);
+    return needs;
+  }();
+  static const std::vector<BuiltSet> sets{{"amx", &csrun_kernel_set_amx, amx},
+                                          {"avx512", &csrun_kernel_set_avx512, v4},
                                           {"avx2", &csrun_kernel_set_avx2, v3},
                                           {"baseline", &csrun_kernel_set_baseline, v2}};
 #endif

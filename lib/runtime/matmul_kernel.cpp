@@ -3,6 +3,9 @@
 #include <algorithm>
 
 #include "kernel_families.hpp"
+#if CSRUN_BF16_GEMM
+#include "bf16_gemm.hpp"
+#endif
 #include "thread_team.hpp"
 
 namespace csrun::runtime {
@@ -24,29 +27,63 @@ GemmShape gemm_shape(const NodeTask& task) {
   return {out.dim(out.rank - 2), out.dim(out.rank - 1), a.dim(contracted_axis)};
 }
 
-// Rows [first, first + rows) of one row-major product out = addend + op(a) * op(b), straight
-// through OpenBLAS's sgemm: the transposes are flags, the row block an offset and a leading
-// dimension, so nothing is copied or allocated. Each row starts as the addend (a bias) or zero,
-// and beta = 1 adds the product to it: OpenBLAS would clear the rows for beta = 0 itself, more
-// slowly than memset.
-void multiply_rows(const float* a, bool a_transposed, const float* b, bool b_transposed,
-                   const float* addend, float* out, GemmShape shape, std::int64_t first,
-                   std::int64_t rows) {
-  auto [m, n, k] = shape;
-  float* block = out + first * n;
+// One row-major product out = addend + op(a) * op(b), its operands as the GEMM reads them: f32,
+// or bfloat16 in a kernel set that multiplies bfloat16 in hardware (bf16_gemm.hpp).
+template <class Element>
+struct Product {
+  const Element* a;
+  bool a_transposed;
+  const Element* b;
+  bool b_transposed;
+  const float* addend;  // null: none
+  float* out;
+  GemmShape shape;
+};
+
+// Each of `rows` rows of `block` starts as the addend (a bias) or zero.
+void start_rows(const float* addend, float* block, std::int64_t rows, std::int64_t n) {
   if (addend == nullptr) {
     std::fill_n(block, rows * n, 0.0f);
-  } else {
-    for (std::int64_t row = 0; row < rows; ++row)
-      std::copy_n(addend, n, block + row * n);
+    return;
   }
-  const float* lhs = a_transposed ? a + first : a + first * k;
+  for (std::int64_t row = 0; row < rows; ++row)
+    std::copy_n(addend, n, block + row * n);
+}
+
+// Rows [first, first + rows) of a product, straight through OpenBLAS's sgemm: the transposes are
+// flags, the row block an offset and a leading dimension, so nothing is copied or allocated. The
+// rows start as the addend or zero and beta = 1 adds the product to them: OpenBLAS would clear
+// the rows for beta = 0 itself, more slowly than memset.
+void multiply_rows(const Product<float>& product, std::int64_t first, std::int64_t rows) {
+  auto [m, n, k] = product.shape;
+  float* block = product.out + first * n;
+  start_rows(product.addend, block, rows, n);
+  bool a_transposed = product.a_transposed;
+  bool b_transposed = product.b_transposed;
+  const float* lhs = a_transposed ? product.a + first : product.a + first * k;
   auto flag = [](bool transposed) { return transposed ? CblasTrans : CblasNoTrans; };
   cblas_sgemm(CblasRowMajor, flag(a_transposed), flag(b_transposed), static_cast<int>(rows),
               static_cast<int>(n), static_cast<int>(k), 1.0f, lhs,
-              static_cast<int>(a_transposed ? m : k), b, static_cast<int>(b_transposed ? k : n),
-              1.0f, block, static_cast<int>(n));
+              static_cast<int>(a_transposed ? m : k), product.b,
+              static_cast<int>(b_transposed ? k : n), 1.0f, block, static_cast<int>(n));
 }
+
+#if CSRUN_BF16_GEMM
+constexpr bool kMultipliesBf16 = true;
+
+void multiply_rows(const Product<std::uint16_t>& product, std::int64_t first, std::int64_t rows) {
+  auto [m, n, k] = product.shape;
+  if (rows == 0 || n == 0) return;
+  if (k == 0) {
+    start_rows(product.addend, product.out + first * n, rows, n);
+    return;
+  }
+  bf16_gemm::multiply_rows({product.a, product.a_transposed, product.b, product.b_transposed,
+                            product.addend, product.out, m, n, k, first, rows});
+}
+#else
+constexpr bool kMultipliesBf16 = false;
+#endif
 
 // Below this many multiply-adds a product is one block: waking the team costs more.
 constexpr std::int64_t kSplitMultiplyAdds = 1 << 20;
@@ -61,14 +98,24 @@ std::int64_t row_blocks(GemmShape shape) {
   return std::clamp<std::int64_t>(shape.m / kMinBlockRows, 1, kMaxBlocks);
 }
 
+struct RowRange {
+  std::int64_t first = 0;
+  std::int64_t rows = 0;
+};
+
+RowRange block_rows(GemmShape shape, std::int64_t blocks, std::int64_t index) {
+  std::int64_t first = shape.m * index / blocks;
+  return {first, shape.m * (index + 1) / blocks - first};
+}
+
 // One product, its row blocks shared out across the team.
-void multiply(const float* a, bool a_transposed, const float* b, bool b_transposed,
-              const float* addend, float* out, GemmShape shape, ThreadTeam* team) {
+template <class Element>
+void multiply(const Product<Element>& product, ThreadTeam* team) {
+  GemmShape shape = product.shape;
   std::int64_t blocks = row_blocks(shape);
   auto block = [&](std::int64_t index) {
-    std::int64_t first = shape.m * index / blocks;
-    std::int64_t last = shape.m * (index + 1) / blocks;
-    multiply_rows(a, a_transposed, b, b_transposed, addend, out, shape, first, last - first);
+    auto [first, rows] = block_rows(shape, blocks, index);
+    multiply_rows(product, first, rows);
   };
   std::int64_t members = team == nullptr ? 1 : team->size();
   if (blocks == 1 || members == 1) {
@@ -82,6 +129,26 @@ void multiply(const float* a, bool a_transposed, const float* b, bool b_transpos
   };
   team->run(share);
 }
+
+// The product's operands are both bfloat16 and this set multiplies them as they are.
+bool multiplies_bf16(const NodeTask& task) {
+  return kMultipliesBf16 && task.in[0].dtype == DType::bf16 && task.in[1].dtype == DType::bf16;
+}
+
+#if CSRUN_BF16_GEMM
+// Makes the kernels for the row blocks the node's products are split into (run_products).
+void prepare_bf16_blocks(const NodeTask& task) {
+  GemmShape shape = gemm_shape(task);
+  auto [m, n, k] = shape;
+  if (m == 0 || n == 0 || k == 0) return;
+  std::int64_t blocks = task.out.count / (m * n) == 1 ? row_blocks(shape) : 1;
+  for (std::int64_t index = 0; index < blocks; ++index) {
+    auto [first, rows] = block_rows(shape, blocks, index);
+    bf16_gemm::prepare({nullptr, task.transposed[0], nullptr, task.transposed[1],
+                        task.addend.f32(), nullptr, m, n, k, first, rows});
+  }
+}
+#endif
 
 // An operand as f32: in place, or widened into `scratch` (16-bit operands accumulate in f32).
 const float* as_f32(const TensorRef& operand, float*& scratch) {
@@ -122,51 +189,78 @@ void prepare_matmul(NodeTask& task) {
   }();
   (void)single_threaded_blas;
   std::int64_t floats = 0;
-  for (const TensorRef& operand : task.in) {
-    if (operand.dtype != DType::f32) floats += operand.count;
+  if (!multiplies_bf16(task)) {
+    for (const TensorRef& operand : task.in) {
+      if (operand.dtype != DType::f32) floats += operand.count;
+    }
   }
   if (task.out.dtype != DType::f32) floats += task.out.count;
   task.scratch_floats = floats;
+#if CSRUN_BF16_GEMM
+  if (multiplies_bf16(task)) prepare_bf16_blocks(task);
+#endif
 }
 
-void run_matmul(NodeTask& task) {
-  const TensorRef& a = task.in[0];
-  const TensorRef& b = task.in[1];
+namespace {
+
+// Every product of the node: one, its row blocks shared out, or many (attention heads) whole,
+// shared out across the team when they repay waking it; a product is one block whatever the
+// cores, so the bits are the same.
+template <class Element>
+void run_products(const NodeTask& task, const Element* a_data, const Element* b_data,
+                  float* c_data) {
   const TensorRef& out = task.out;
-  float* scratch = task.scratch ? task.scratch->data() : nullptr;
-  const float* a_data = as_f32(a, scratch);
-  const float* b_data = as_f32(b, scratch);
-  float* c_data = out.dtype == DType::f32 ? out.f32() : scratch;
-  const float* addend = task.addend.f32();
   GemmShape shape = gemm_shape(task);
   auto [m, n, k] = shape;
   std::int64_t batches = m * n == 0 ? 0 : out.count / (m * n);
-  auto operand_a = [&](std::int64_t batch) { return a_data + batch_offset(batch, out, a) * m * k; };
-  auto operand_b = [&](std::int64_t batch) { return b_data + batch_offset(batch, out, b) * k * n; };
+  auto product = [&](std::int64_t batch) {
+    return Product<Element>{a_data + batch_offset(batch, out, task.in[0]) * m * k,
+                            task.transposed[0],
+                            b_data + batch_offset(batch, out, task.in[1]) * k * n,
+                            task.transposed[1],
+                            task.addend.f32(),
+                            c_data + batch * m * n,
+                            shape};
+  };
   if (batches == 1) {
-    multiply(operand_a(0), task.transposed[0], operand_b(0), task.transposed[1], addend, c_data,
-             shape, task.team);
-  } else {
-    // Many products (attention heads): whole products, shared out across the team when they
-    // repay waking it; a product is one block whatever the cores, so the bits are the same.
-    auto product = [&](std::int64_t batch) {
-      multiply_rows(operand_a(batch), task.transposed[0], operand_b(batch), task.transposed[1],
-                    addend, c_data + batch * m * n, shape, 0, m);
-    };
-    std::int64_t members = task.team == nullptr ? 1 : task.team->size();
-    if (members == 1 || batches * m * n * k < kSplitMultiplyAdds) {
-      for (std::int64_t batch = 0; batch < batches; ++batch)
-        product(batch);
-    } else {
-      auto share = [&](int part) {
-        for (std::int64_t batch = part; batch < batches; batch += members)
-          product(batch);
-      };
-      task.team->run(share);
-    }
+    multiply(product(0), task.team);
+    return;
   }
-  if (out.dtype == DType::f32) return;
-  narrow_to_half(c_data, out.half(), out.count, out.dtype);
+  std::int64_t members = task.team == nullptr ? 1 : task.team->size();
+  if (members == 1 || batches * m * n * k < kSplitMultiplyAdds) {
+    for (std::int64_t batch = 0; batch < batches; ++batch)
+      multiply_rows(product(batch), 0, m);
+    return;
+  }
+  auto share = [&](int part) {
+    for (std::int64_t batch = part; batch < batches; batch += members)
+      multiply_rows(product(batch), 0, m);
+  };
+  task.team->run(share);
+}
+
+}  // namespace
+
+void run_matmul(NodeTask& task) {
+  const TensorRef& out = task.out;
+  float* scratch = task.scratch ? task.scratch->data() : nullptr;
+  // A 16-bit result is computed in f32, after any widened operands in scratch, then rounded.
+  float* c_data = nullptr;
+  bool multiplied = false;
+#if CSRUN_BF16_GEMM
+  if (multiplies_bf16(task)) {
+    c_data = out.dtype == DType::f32 ? out.f32() : scratch;
+    run_products(task, task.in[0].half(), task.in[1].half(), c_data);
+    multiplied = true;
+  }
+#endif
+  if (!multiplied) {
+    const float* a_data = as_f32(task.in[0], scratch);
+    const float* b_data = as_f32(task.in[1], scratch);
+    c_data = out.dtype == DType::f32 ? out.f32() : scratch;
+    run_products(task, a_data, b_data, c_data);
+  }
+  if (out.dtype != DType::f32) narrow_to_half(c_data, out.half(), out.count, out.dtype);
 }
 
 }  // namespace csrun::runtime

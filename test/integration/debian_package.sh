@@ -23,7 +23,7 @@ for path in ./usr/bin/csrun ./usr/bin/csrun-gpt-hdf5 ./usr/share/csrun/configs/f
   grep -q " $path\$" "$work/contents" || fail "the package holds no $path"
 done
 depends=$(dpkg-deb -f "$deb" Depends)
-for library in libopenblas libhdf5 libzmq5 libyaml-cpp libstdc++6 libc6; do
+for library in libopenblas libdnnl libhdf5 libzmq5 libyaml-cpp libstdc++6 libc6; do
   [[ $depends == *"$library"* ]] || fail "Depends lacks $library: $depends"
 done
 

@@ -15,8 +15,10 @@ using compiler::HostStepKind;
 
 namespace {
 
-compiler::Plan planned(Graph graph) {
-  return compiler::build_plan(compiler::compile_step(std::move(graph), {}), {}, {});
+compiler::Plan planned(Graph graph, compiler::PrecisionPolicy precision = {}) {
+  compiler::CompileOptions options;
+  options.precision = precision;
+  return compiler::build_plan(compiler::compile_step(std::move(graph), options), {}, {});
 }
 
 std::vector<HostStep> steps_of(const compiler::Plan& plan, HostStepKind kind) {
@@ -56,6 +58,24 @@ TEST_CASE("a linear layer is one GEMM reading the weight transposed, rows starti
   }
   CHECK_THAT(compiler::host_steps_text(plan),
              Catch::Contains("^T) + %") && Catch::Contains("[folds %"));
+}
+
+TEST_CASE("in a mixed-precision plan the product reads the 16-bit weight transposed") {
+  // The weight is cast to 16 bits as it is and the transpose stays next to the product: the
+  // transposed 16-bit weight is never copied.
+  compiler::Plan plan = planned(linear_layer({16}), {true, DType::bf16, 1});
+  INFO(compiler::host_steps_text(plan));
+  std::vector<HostStep> gemms = steps_of(plan, HostStepKind::gemm);
+  REQUIRE(gemms.size() == 1);
+  const HostStep& gemm = gemms.front();
+  CHECK(gemm.transposed_b);
+  const Node& weight = plan.graph.node(gemm.operand_b);
+  CHECK(weight.type.dtype == DType::bf16);
+  CHECK(weight.type.shape == Shape{16, 8});
+  REQUIRE(weight.op == OpKind::cast);
+  CHECK(plan.graph.leaf_name(weight.inputs[0]) == "w");
+  for (const HostStep& step : plan.host_steps)
+    CHECK(plan.graph.node(step.nodes.front()).op != OpKind::transpose);
 }
 
 TEST_CASE("an add that is not one value per column stays a step of its own") {

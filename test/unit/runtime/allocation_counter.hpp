@@ -9,4 +9,7 @@ namespace csrun::test {
 // allocator for the runtime's test executable.
 std::int64_t heap_allocations();
 
+// The bytes of the heap blocks allocated and not yet freed (as malloc_usable_size counts them).
+std::int64_t heap_bytes_in_use();
+
 }  // namespace csrun::test

@@ -12,11 +12,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
+#include <random>
 #include <sstream>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "graph/tensor.hpp"
 #include "runtime/half_precision.hpp"
 #include "runtime/host_kernels.hpp"
 #include "runtime/kernel_set.hpp"
@@ -98,6 +100,69 @@ const char* const kModels[] = {
     "{name: bert, vocab_size: 40, hidden_size: 16, num_hidden_layers: 1, num_heads: 2, "
     "filter_size: 32, max_position_embeddings: 8}",
 };
+
+// `count` random values, each exactly a bfloat16 value.
+std::vector<double> bf16_values(std::int64_t count, std::uint32_t seed) {
+  std::mt19937 random(seed);
+  std::normal_distribution<float> normal;
+  std::vector<double> values(static_cast<std::size_t>(count));
+  for (double& value : values)
+    value = runtime::widen_from_half(runtime::narrow_to_half(normal(random), DType::bf16),
+                                     DType::bf16);
+  return values;
+}
+
+// One product of two bfloat16 operands, as stored (a transposed operand is read through a
+// transpose the GEMM folds), its result in `result`, optionally plus a bias per column.
+struct ProductCase {
+  const char* name;
+  graph::Shape a, b;
+  bool transpose_a = false, transpose_b = false;
+  DType result = DType::f32;
+  bool bias = false;
+};
+
+graph::Shape swapped(graph::Shape shape) {
+  std::swap(shape[shape.size() - 1], shape[shape.size() - 2]);
+  return shape;
+}
+
+// The product in double, and for each element the sum of |a b| over its terms.
+struct ExactProduct {
+  std::vector<double> values, magnitudes;
+};
+
+ExactProduct exact_product(const ProductCase& c, const graph::Feeds& feeds) {
+  graph::Shape a = c.transpose_a ? swapped(c.a) : c.a;  // m x k, logically
+  graph::Shape b = c.transpose_b ? swapped(c.b) : c.b;  // k x n
+  std::int64_t m = a[a.size() - 2], k = a.back(), n = b.back();
+  std::int64_t batches = graph::element_count(a) / (m * k);
+  // Element (row, column) of matrix `batch` of op(t).
+  auto at = [](bool transposed, const graph::HostTensor& t, std::int64_t batch, std::int64_t row,
+               std::int64_t column) {
+    std::int64_t rows = t.shape[t.shape.size() - 2], columns = t.shape.back();
+    std::int64_t index = transposed ? column * columns + row : row * columns + column;
+    return t.values[static_cast<std::size_t>(batch * rows * columns + index)];
+  };
+  ExactProduct exact;
+  for (std::int64_t batch = 0; batch < batches; ++batch) {
+    for (std::int64_t i = 0; i < m; ++i) {
+      for (std::int64_t j = 0; j < n; ++j) {
+        double sum = c.bias ? feeds.at("bias").values[static_cast<std::size_t>(j)] : 0.0;
+        double magnitude = std::fabs(sum);
+        for (std::int64_t l = 0; l < k; ++l) {
+          double term = at(c.transpose_a, feeds.at("a"), batch, i, l) *
+                        at(c.transpose_b, feeds.at("b"), batch, l, j);
+          sum += term;
+          magnitude += std::fabs(term);
+        }
+        exact.values.push_back(sum);
+        exact.magnitudes.push_back(magnitude);
+      }
+    }
+  }
+  return exact;
+}
 
 }  // namespace
 
@@ -187,6 +252,61 @@ TEST_CASE("a training step gives the same bits twice on one kernel set and agree
         CHECK(largest_difference(result, first) <= variant.tolerance);
         CHECK(run_step(variant.plan, feeds, name).values == result.values);
       }
+    }
+  }
+}
+
+TEST_CASE("bfloat16 products are the exact products summed in f32 on every kernel set") {
+  // The amx set multiplies two bfloat16 operands on AMX tiles (oneDNN's matmul), the others widen
+  // them to f32 and call OpenBLAS's sgemm: both sum exact products in f32, in different orders,
+  // so each element is within k 2^-23 of the sum of its terms' magnitudes, plus 2^-126 per term
+  // for the subnormals AMX takes as zero; a 16-bit result rounds that once more.
+  const ProductCase cases[] = {
+      {"a linear layer with a bias, in row blocks across the team", {256, 200}, {72, 200}, false,
+       true, DType::f32, true},
+      {"a transposed left operand (a weight's gradient)", {256, 96}, {256, 80}, true, false},
+      {"attention heads", {4, 2, 64, 32}, {4, 2, 48, 32}, false, true},
+      {"a bfloat16 result", {128, 64}, {64, 96}, false, false, DType::bf16},
+  };
+  for (const ProductCase& c : cases) {
+    graph::Graph graph;
+    graph::Tensor a(graph, graph.add_input("a", {c.a, DType::bf16}));
+    graph::Tensor b(graph, graph.add_input("b", {c.b, DType::bf16}));
+    graph::Attributes attrs;
+    attrs.dtype = c.result;
+    graph::NodeId product =
+        graph.add(graph::OpKind::matmul,
+                  {(c.transpose_a ? graph::swap_last_axes(a) : a).id(),
+                   (c.transpose_b ? graph::swap_last_axes(b) : b).id()},
+                  std::move(attrs));
+    graph::Shape out_shape = graph.node(product).type.shape;
+    graph::Feeds feeds{{"a", {c.a, DType::bf16, bf16_values(graph::element_count(c.a), 1)}},
+                       {"b", {c.b, DType::bf16, bf16_values(graph::element_count(c.b), 2)}}};
+    if (c.bias) {
+      graph::Shape bias_shape{out_shape.back()};
+      graph::Tensor bias(graph, graph.add_input("bias", {bias_shape, DType::f32}));
+      product = (graph::Tensor(graph, product) + bias).id();
+      feeds["bias"] = {bias_shape, DType::f32, bf16_values(out_shape.back(), 3)};
+    }
+    graph.add_output("result", product);
+    compiler::Plan plan = test::compiled_plan(graph, 1);
+    ExactProduct exact = exact_product(c, feeds);
+    std::int64_t k = c.transpose_a ? c.a[c.a.size() - 2] : c.a.back();
+    for (std::string_view name : runtime::runnable_kernel_sets()) {
+      INFO(c.name << " on the " << name << " set");
+      Executable executable(plan, name);
+      test::feed(executable, feeds);
+      executable.run();
+      std::vector<double> actual = executable.read(executable.slot("result"));
+      REQUIRE(actual.size() == exact.values.size());
+      std::size_t outside = 0;
+      for (std::size_t e = 0; e < actual.size(); ++e) {
+        double bound = static_cast<double>(k) * (std::ldexp(exact.magnitudes[e], -23) +
+                                                 std::ldexp(1.0, -126));
+        if (c.result == DType::bf16) bound += std::ldexp(std::fabs(exact.values[e]), -8);
+        outside += std::fabs(actual[e] - exact.values[e]) > bound;
+      }
+      CHECK(outside == 0);
     }
   }
 }

@@ -1,0 +1,162 @@
+#include "bf16_gemm.hpp"
+
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include <algorithm>
+
+#include <map>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+// Debian builds oneDNN with GCC's OpenMP runtime, which it loads.
+extern "C" void omp_set_num_threads(int threads);
+
+namespace csrun::runtime::bf16_gemm {
+
+namespace {
+
+using dnnl::memory;
+
+// The engine, its kernels pinned to AMX: oneDNN would otherwise pick newer instructions where a
+// CPU has them, and a kernel set's bits must not depend on more than its name.
+const dnnl::engine& engine() {
+  static const dnnl::engine cpu = [] {
+    dnnl::set_max_cpu_isa(dnnl::cpu_isa::avx512_core_amx);
+    if (dnnl::get_effective_cpu_isa() != dnnl::cpu_isa::avx512_core_amx) {
+      throw std::runtime_error(
+          "the amx kernels need oneDNN's AMX kernels, which this CPU or kernel does not grant "
+          "(run with CSRUN_CPU=avx512)");
+    }
+    return dnnl::engine(dnnl::engine::kind::cpu, 0);
+  }();
+  return cpu;
+}
+
+// What a row block's primitive depends on: the operands' pointers are bound at each call.
+struct Shape {
+  std::int64_t rows, n, k, lda, ldb;
+  bool a_transposed, b_transposed, has_addend;
+  auto operator<=>(const Shape&) const = default;
+};
+
+struct Primitive {
+  memory::desc a, b, addend, out, scratchpad;
+  dnnl::matmul matmul;
+};
+
+Primitive make_primitive(const Shape& shape) {
+  // Row-major, a transposed operand read through its strides: nothing is copied here.
+  auto strides = [](bool transposed, std::int64_t leading) {
+    return transposed ? memory::dims{1, leading} : memory::dims{leading, 1};
+  };
+  memory::desc a({shape.rows, shape.k}, memory::data_type::bf16,
+                 strides(shape.a_transposed, shape.lda));
+  memory::desc b({shape.k, shape.n}, memory::data_type::bf16,
+                 strides(shape.b_transposed, shape.ldb));
+  memory::desc addend = shape.has_addend
+                            ? memory::desc({1, shape.n}, memory::data_type::f32, {shape.n, 1})
+                            : memory::desc();
+  memory::desc out({shape.rows, shape.n}, memory::data_type::f32, {shape.n, 1});
+  dnnl::primitive_attr attributes;
+  // Scratch memory per calling thread, so that the team's threads can share one primitive.
+  attributes.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  dnnl::matmul::primitive_desc description(dnnl::matmul::desc(a, b, addend, out), attributes,
+                                           engine());
+  return {a, b, addend, out, description.scratchpad_desc(), dnnl::matmul(description)};
+}
+
+Shape shape_of(const RowBlock& block) {
+  return {block.rows,
+          block.n,
+          block.k,
+          block.a_transposed ? block.m : block.k,
+          block.b_transposed ? block.k : block.n,
+          block.a_transposed,
+          block.b_transposed,
+          block.addend != nullptr};
+}
+
+// The kernels made so far, one per shape (making one compiles it), and the largest scratch
+// memory one needs.
+struct Primitives {
+  std::mutex mutex;
+  std::map<Shape, Primitive> made;
+  std::size_t largest_scratchpad = 0;
+};
+
+Primitives& primitives() {
+  static Primitives all;
+  return all;
+}
+
+// Each calling thread's stream and scratch memory, as large as any kernel made before the thread
+// first multiplies needs. oneDNN's OpenMP would otherwise start a team of threads under each of
+// the caller's: one thread each, so the result depends on the shape alone, never on the cores.
+struct CallingThread {
+  dnnl::stream stream{engine()};
+  std::vector<std::uint8_t> scratchpad;
+  CallingThread() {
+    omp_set_num_threads(1);
+    std::lock_guard lock(primitives().mutex);
+    scratchpad.resize(primitives().largest_scratchpad);
+  }
+};
+
+void check_block(const RowBlock& block) {
+  if (block.rows <= 0 || block.n <= 0 || block.k <= 0) {
+    throw std::invalid_argument("bf16_gemm: an empty product (" + std::to_string(block.rows) + "x" +
+                                std::to_string(block.k) + " by " + std::to_string(block.k) + "x" +
+                                std::to_string(block.n) + ")");
+  }
+}
+
+}  // namespace
+
+void prepare(const RowBlock& block) {
+  check_block(block);
+  Shape shape = shape_of(block);
+  Primitives& all = primitives();
+  std::lock_guard lock(all.mutex);
+  if (all.made.contains(shape)) return;
+  try {
+    const Primitive& made = all.made.emplace(shape, make_primitive(shape)).first->second;
+    all.largest_scratchpad = std::max(all.largest_scratchpad, made.scratchpad.get_size());
+  } catch (const dnnl::error& error) {
+    throw std::runtime_error("oneDNN cannot multiply a " + std::to_string(block.rows) + "x" +
+                             std::to_string(block.k) + " by a " + std::to_string(block.k) + "x" +
+                             std::to_string(block.n) + " bfloat16 block: " + error.what());
+  }
+}
+
+void multiply_rows(const RowBlock& block) {
+  const Primitive* made = nullptr;
+  {
+    Primitives& all = primitives();
+    std::lock_guard lock(all.mutex);
+    auto found = all.made.find(shape_of(block));
+    if (found == all.made.end()) throw std::logic_error("bf16_gemm: a block not prepared");
+    made = &found->second;
+  }
+  thread_local CallingThread thread;
+  std::size_t scratchpad_bytes = made->scratchpad.get_size();
+  if (thread.scratchpad.size() < scratchpad_bytes) thread.scratchpad.resize(scratchpad_bytes);
+  // oneDNN takes non-const handles; it only reads the operands.
+  auto* a = const_cast<std::uint16_t*>(block.a_transposed ? block.a + block.first
+                                                          : block.a + block.first * block.k);
+  std::unordered_map<int, memory> arguments{
+      {DNNL_ARG_SRC, memory(made->a, engine(), a)},
+      {DNNL_ARG_WEIGHTS, memory(made->b, engine(), const_cast<std::uint16_t*>(block.b))},
+      {DNNL_ARG_DST, memory(made->out, engine(), block.out + block.first * block.n)},
+      {DNNL_ARG_SCRATCHPAD, memory(made->scratchpad, engine(), thread.scratchpad.data())}};
+  if (block.addend != nullptr) {
+    arguments.emplace(DNNL_ARG_BIAS,
+                      memory(made->addend, engine(), const_cast<float*>(block.addend)));
+  }
+  made->matmul.execute(thread.stream, arguments);
+  thread.stream.wait();
+}
+
+}  // namespace csrun::runtime::bf16_gemm
