@@ -1,6 +1,7 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "csv_examples.hpp"
 #include "csv_tables.hpp"
 #include "data_paths.hpp"
 #include "dataset.hpp"
@@ -74,42 +75,60 @@ struct BertFields {
   }
 };
 
-// BertCSVDynamicMaskDataProcessor's input, read into memory: token rows (columns tokens,
-// segment_ids, is_random_next) of the CSV files meta.dat lists, masked anew for every epoch.
+// A CSV record's error, named with its file and line.
+template <class Body>
+auto at_record(const CsvFile& file, const CsvRecord& record, Body&& body) {
+  try {
+    return body();
+  } catch (const std::invalid_argument& error) {
+    throw std::runtime_error(file.source + " line " + std::to_string(record.line) + ": " +
+                             error.what());
+  }
+}
+
+// BertCSVDynamicMaskDataProcessor's input: token rows (columns tokens, segment_ids,
+// is_random_next) of the CSV files meta.dat lists, each read and tokenized when a batch needs it
+// and masked anew for every epoch.
 class BertCsvDataset : public Dataset {
  public:
   BertCsvDataset(const DataloaderSpec& loader, const std::vector<SampleField>& fields,
                  std::uint64_t seed)
-      : fields_(fields), key_(graph::mix_keys(seed, 0x6d6c6dULL)) {
-    bool lower = loader_flag(loader, "do_lower");
-    config::Diagnostics diagnostics;
-    auto vocab_path = expand_path(*loader.params.find("vocab_file"), diagnostics);
-    if (!vocab_path) throw std::runtime_error("vocab_file: " + diagnostics.all().front().message);
-    Vocabulary vocab(*vocab_path, lower, loader_text(loader, "oov_token", "[UNK]"));
-    if (vocab.size() > fields_.vocab_limit) {
+      : fields_(fields),
+        key_(graph::mix_keys(seed, 0x6d6c6dULL)),
+        lower_(loader_flag(loader, "do_lower")),
+        vocab_path_(vocabulary_path(loader)),
+        vocab_(vocab_path_, lower_, loader_text(loader, "oov_token", "[UNK]")),
+        examples_(loader) {
+    if (vocab_.size() > fields_.vocab_limit) {
       throw std::runtime_error(
-          "vocab_file " + *vocab_path + " holds " + std::to_string(vocab.size()) +
+          "vocab_file " + vocab_path_ + " holds " + std::to_string(vocab_.size()) +
           " tokens but the model's vocab_size is " + std::to_string(fields_.vocab_limit) +
           "; set model.vocab_size to at least the vocabulary's size");
     }
-    rules_ = masking_rules(loader, vocab, lower, fields_.predictions);
+    rules_ = masking_rules(loader, vocab_, lower_, fields_.predictions);
     truncate_ = loader_flag(loader, "disable_nsp") || !fields_.next_sentence;
-    for (const CsvTable& table : read_tables(loader))
-      append(table, vocab, lower);
+    static const std::string kColumns = "BERT CSV columns: tokens, segment_ids, is_random_next";
+    bool nsp = fields_.next_sentence.has_value();
+    for (const CsvFile& file : examples_.files()) {
+      columns_.push_back({*file.column("tokens", true, kColumns),
+                          file.column("segment_ids", nsp, kColumns),
+                          file.column("is_random_next", nsp, kColumns)});
+    }
     if (size() == 0)
       throw std::runtime_error("no examples in the CSV files of " + loader.data_dirs.front());
   }
 
-  std::int64_t size() const override { return static_cast<std::int64_t>(offsets_.size()) - 1; }
+  std::int64_t size() const override { return examples_.size(); }
 
   void read(std::int64_t index, std::int64_t epoch, std::int64_t row,
             BatchData& batch) const override {
-    auto begin = offsets_[static_cast<std::size_t>(index)];
-    auto end = offsets_[static_cast<std::size_t>(index) + 1];
-    std::span<const std::int32_t> ids(tokens_.data() + begin, end - begin);
+    CsvExamples::Example read = examples_.read(index);
+    const CsvFile& file = examples_.files()[read.file];
+    Tokens example =
+        at_record(file, read.record, [&] { return tokens(read.record, columns_[read.file]); });
     std::uint64_t key = graph::mix_keys(graph::mix_keys(key_, static_cast<std::uint64_t>(epoch)),
                                         static_cast<std::uint64_t>(index));
-    MaskedSequence masked = mask_tokens(ids, rules_, key);
+    MaskedSequence masked = mask_tokens(example.ids, rules_, key);
     auto place = [&](std::size_t field, std::int64_t width) {
       std::vector<std::int32_t>& values = batch.integers[field];
       auto first = values.begin() + row * width;
@@ -118,8 +137,8 @@ class BertCsvDataset : public Dataset {
     };
     std::copy(masked.input_ids.begin(), masked.input_ids.end(),
               place(fields_.input_ids, fields_.length));
-    std::fill_n(place(fields_.attention_mask, fields_.length), ids.size(), 1);
-    std::copy(segments_.begin() + begin, segments_.begin() + end,
+    std::fill_n(place(fields_.attention_mask, fields_.length), example.ids.size(), 1);
+    std::copy(example.segments.begin(), example.segments.end(),
               place(fields_.token_type_ids, fields_.length));
     std::copy(masked.positions.begin(), masked.positions.end(),
               place(fields_.positions, fields_.predictions));
@@ -128,167 +147,139 @@ class BertCsvDataset : public Dataset {
     std::copy(masked.weights.begin(), masked.weights.end(),
               batch.floats[fields_.weights].begin() + row * fields_.predictions);
     if (fields_.next_sentence)
-      batch.integers[*fields_.next_sentence][static_cast<std::size_t>(row)] =
-          next_sentence_[static_cast<std::size_t>(index)];
+      batch.integers[*fields_.next_sentence][static_cast<std::size_t>(row)] = example.random_next;
   }
 
  private:
-  void append(const CsvTable& table, const Vocabulary& vocab, bool lower) {
-    static const std::string kColumns = "BERT CSV columns: tokens, segment_ids, is_random_next";
-    bool nsp = fields_.next_sentence.has_value();
-    std::size_t tokens = *table.column("tokens", true, kColumns);
-    auto segments = table.column("segment_ids", nsp, kColumns);
-    auto random_next = table.column("is_random_next", nsp, kColumns);
-    for (const CsvRecord& record : table.records) {
-      try {
-        append_example(record, tokens, segments, random_next, vocab, lower);
-      } catch (const std::invalid_argument& error) {
-        throw std::runtime_error(table.source + " line " + std::to_string(record.line) + ": " +
-                                 error.what());
-      }
-    }
+  struct Columns {
+    std::size_t tokens;
+    std::optional<std::size_t> segments, random_next;
+  };
+
+  struct Tokens {
+    std::vector<std::int32_t> ids, segments;
+    std::int32_t random_next = 0;
+  };
+
+  static std::string vocabulary_path(const DataloaderSpec& loader) {
+    config::Diagnostics diagnostics;
+    auto path = expand_path(*loader.params.find("vocab_file"), diagnostics);
+    if (!path) throw std::runtime_error("vocab_file: " + diagnostics.all().front().message);
+    return *path;
   }
 
-  void append_example(const CsvRecord& record, std::size_t tokens_column,
-                      std::optional<std::size_t> segments_column,
-                      std::optional<std::size_t> random_next_column, const Vocabulary& vocab,
-                      bool lower) {
+  Tokens tokens(const CsvRecord& record, const Columns& columns) const {
     auto field = [&](std::size_t column) -> const std::string& {
       return record_field(record, column);
     };
-    std::vector<std::string> tokens = parse_string_list(field(tokens_column));
-    auto length = static_cast<std::int64_t>(tokens.size());
+    std::vector<std::string> words = parse_string_list(field(columns.tokens));
+    auto length = static_cast<std::int64_t>(words.size());
     if (length > fields_.length && !truncate_) {
       throw std::invalid_argument(
           std::to_string(length) + " tokens, more than max_sequence_length " +
           std::to_string(fields_.length) + " (with the NSP head every sequence must fit)");
     }
-    tokens.resize(static_cast<std::size_t>(std::min(length, fields_.length)));
-    std::vector<std::int64_t> segments(tokens.size(), 0);
-    if (segments_column) {
-      std::vector<std::int64_t> given = parse_integer_list(field(*segments_column));
+    words.resize(static_cast<std::size_t>(std::min(length, fields_.length)));
+    Tokens example;
+    std::vector<std::int64_t> segments(words.size(), 0);
+    if (columns.segments) {
+      std::vector<std::int64_t> given = parse_integer_list(field(*columns.segments));
       std::copy_n(given.begin(), std::min(given.size(), segments.size()), segments.begin());
     }
-    for (std::size_t t = 0; t < tokens.size(); ++t) {
-      tokens_.push_back(vocab.id(lower ? lowered(tokens[t]) : tokens[t]));
+    for (std::size_t t = 0; t < words.size(); ++t) {
+      example.ids.push_back(vocab_.id(lower_ ? lowered(words[t]) : words[t]));
       if (segments[t] != 0 && segments[t] != 1)
         throw std::invalid_argument("segment id " + std::to_string(segments[t]) +
                                     " (segment ids are 0 or 1)");
-      segments_.push_back(static_cast<std::int32_t>(segments[t]));
+      example.segments.push_back(static_cast<std::int32_t>(segments[t]));
     }
-    offsets_.push_back(static_cast<std::int64_t>(tokens_.size()));
-    std::int32_t label = 0;
-    if (random_next_column) {
-      const std::string& text = field(*random_next_column);
+    if (columns.random_next) {
+      const std::string& text = field(*columns.random_next);
       if (text != "0" && text != "1" && text != "True" && text != "False")
         throw std::invalid_argument("is_random_next is '" + text + "' (expected 0 or 1)");
-      label = text == "1" || text == "True" ? 1 : 0;
+      example.random_next = text == "1" || text == "True" ? 1 : 0;
     }
-    next_sentence_.push_back(label);
+    return example;
   }
 
   BertFields fields_;
   std::uint64_t key_;
+  bool lower_;
+  std::string vocab_path_;
+  Vocabulary vocab_;
+  CsvExamples examples_;
+  std::vector<Columns> columns_;  // per file
   MaskingRules rules_;
   bool truncate_ = false;
-  std::vector<std::int32_t> tokens_;
-  std::vector<std::int32_t> segments_;
-  std::vector<std::int64_t> offsets_{0};
-  std::vector<std::int32_t> next_sentence_;
 };
 
-// BertCSVDataProcessor's input, read into memory: examples masked when the files were written
-// (columns input_ids, attention_mask, token_type_ids, masked_lm_positions, labels,
-// masked_lm_weights, next_sentence_label; each a list literal).
+// BertCSVDataProcessor's input: examples masked when the files were written (columns input_ids,
+// attention_mask, token_type_ids, masked_lm_positions, labels, masked_lm_weights,
+// next_sentence_label; each a list literal), each read and checked when a batch needs it.
 class BertStaticCsvDataset : public Dataset {
  public:
   BertStaticCsvDataset(const DataloaderSpec& loader, const std::vector<SampleField>& fields)
-      : fields_(fields) {
-    for (const CsvTable& table : read_tables(loader)) {
-      std::vector<Column> columns = columns_of(table);
-      for (const CsvRecord& record : table.records) {
-        try {
-          append(record, columns);
-        } catch (const std::invalid_argument& error) {
-          throw std::runtime_error(table.source + " line " + std::to_string(record.line) + ": " +
-                                   error.what());
-        }
-      }
-      examples_ += static_cast<std::int64_t>(table.records.size());
+      : fields_(fields), examples_(loader) {
+    static const std::string kColumns =
+        "BertCSVDataProcessor columns: input_ids, attention_mask, token_type_ids, "
+        "masked_lm_positions, labels, masked_lm_weights, next_sentence_label";
+    for (const CsvFile& file : examples_.files()) {
+      std::vector<std::size_t>& columns = columns_.emplace_back();
+      for (const SampleField& field : fields_)
+        columns.push_back(*file.column(column_name(field.name), true, kColumns));
     }
-    if (examples_ == 0)
+    if (size() == 0)
       throw std::runtime_error("no examples in the CSV files of " + loader.data_dirs.front());
   }
 
-  std::int64_t size() const override { return examples_; }
+  std::int64_t size() const override { return examples_.size(); }
 
   void read(std::int64_t index, std::int64_t, std::int64_t row, BatchData& batch) const override {
-    for (std::size_t f = 0; f < values_.size(); ++f) {
-      const Stored& stored = values_[f];
-      auto first = stored.values.begin() + index * stored.width;
-      if (stored.integer) {
-        std::copy(first, first + stored.width, batch.integers[f].begin() + row * stored.width);
+    CsvExamples::Example read = examples_.read(index);
+    const CsvFile& file = examples_.files()[read.file];
+    for (std::size_t f = 0; f < fields_.size(); ++f) {
+      std::vector<std::int64_t> items = at_record(
+          file, read.record, [&] { return values(read.record, columns_[read.file][f], f); });
+      std::int64_t width = fields_[f].elements;
+      if (fields_[f].integer) {
+        std::copy(items.begin(), items.end(), batch.integers[f].begin() + row * width);
       } else {
-        std::transform(first, first + stored.width, batch.floats[f].begin() + row * stored.width,
+        std::transform(items.begin(), items.end(), batch.floats[f].begin() + row * width,
                        [](std::int64_t v) { return static_cast<float>(v); });
       }
     }
   }
 
  private:
-  struct Column {
-    std::size_t index;
-    std::size_t field;
-  };
-  struct Stored {
-    bool integer = true;
-    std::int64_t width = 0;
-    std::vector<std::int32_t> values;
-  };
-
   static std::string column_name(const std::string& field) {
     if (field == "masked_lm_labels") return "labels";
     return field;
   }
 
-  std::vector<Column> columns_of(const CsvTable& table) {
-    static const std::string kColumns =
-        "BertCSVDataProcessor columns: input_ids, attention_mask, token_type_ids, "
-        "masked_lm_positions, labels, masked_lm_weights, next_sentence_label";
-    std::vector<Column> columns;
-    values_.resize(fields_.size());
-    for (std::size_t f = 0; f < fields_.size(); ++f) {
-      values_[f].integer = fields_[f].integer;
-      values_[f].width = fields_[f].elements;
-      columns.push_back({*table.column(column_name(fields_[f].name), true, kColumns), f});
+  // Field `f`'s values in column `column` of the record, checked against what the model reads.
+  std::vector<std::int64_t> values(const CsvRecord& record, std::size_t column,
+                                   std::size_t f) const {
+    const SampleField& field = fields_[f];
+    const std::string& text = record_field(record, column);
+    std::vector<std::int64_t> items =
+        text.starts_with("[") ? parse_integer_list(text) : parse_integer_list("[" + text + "]");
+    if (static_cast<std::int64_t>(items.size()) != field.elements) {
+      throw std::invalid_argument(column_name(field.name) + " holds " +
+                                  std::to_string(items.size()) + " values; the model reads " +
+                                  std::to_string(field.elements));
     }
-    return columns;
-  }
-
-  void append(const CsvRecord& record, const std::vector<Column>& columns) {
-    for (const Column& column : columns) {
-      const SampleField& field = fields_[column.field];
-      const std::string& text = record_field(record, column.index);
-      std::vector<std::int64_t> items =
-          text.starts_with("[") ? parse_integer_list(text) : parse_integer_list("[" + text + "]");
-      if (static_cast<std::int64_t>(items.size()) != field.elements) {
-        throw std::invalid_argument(column_name(field.name) + " holds " +
-                                    std::to_string(items.size()) + " values; the model reads " +
-                                    std::to_string(field.elements));
-      }
-      for (std::int64_t item : items) {
-        if (field.integer && field.limit > 0 && (item < 0 || item >= field.limit)) {
-          throw std::invalid_argument(column_name(field.name) + " holds " + std::to_string(item) +
-                                      ", outside [0, " + std::to_string(field.limit) + ")");
-        }
-        values_[column.field].values.push_back(static_cast<std::int32_t>(item));
+    for (std::int64_t item : items) {
+      if (field.integer && field.limit > 0 && (item < 0 || item >= field.limit)) {
+        throw std::invalid_argument(column_name(field.name) + " holds " + std::to_string(item) +
+                                    ", outside [0, " + std::to_string(field.limit) + ")");
       }
     }
+    return items;
   }
 
   std::vector<SampleField> fields_;
-  std::vector<Stored> values_;
-  std::int64_t examples_ = 0;
+  CsvExamples examples_;
+  std::vector<std::vector<std::size_t>> columns_;  // per file, per field
 };
 
 }  // namespace

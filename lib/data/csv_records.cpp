@@ -9,7 +9,8 @@ namespace {
 
 class CsvScanner {
  public:
-  CsvScanner(std::string_view text, const std::string& source) : text_(text), source_(source) {}
+  CsvScanner(std::string_view text, const std::string& source, std::int64_t first_line)
+      : text_(text), source_(source), line_(first_line) {}
 
   std::vector<CsvRecord> records() {
     std::vector<CsvRecord> result;
@@ -78,7 +79,7 @@ class CsvScanner {
   std::string_view text_;
   const std::string& source_;
   std::size_t at_ = 0;
-  std::int64_t line_ = 1;
+  std::int64_t line_;
 };
 
 // Walks the items of a "[a, b, ...]" literal.
@@ -164,8 +165,9 @@ class ListScanner {
 
 }  // namespace
 
-std::vector<CsvRecord> parse_csv(std::string_view text, const std::string& source) {
-  return CsvScanner(text, source).records();
+std::vector<CsvRecord> parse_csv(std::string_view text, const std::string& source,
+                                 std::int64_t first_line) {
+  return CsvScanner(text, source, first_line).records();
 }
 
 std::vector<std::string> parse_string_list(std::string_view text) {

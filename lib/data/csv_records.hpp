@@ -14,9 +14,11 @@ struct CsvRecord {
   std::vector<std::string> fields;
 };
 
-// Every record of `text`; throws std::runtime_error naming `source` and the line of a quoted
-// field that never closes or of text after a closing quote.
-std::vector<CsvRecord> parse_csv(std::string_view text, const std::string& source);
+// Every record of `text`, whose first line is `source`'s line `first_line`; throws
+// std::runtime_error naming `source` and the line of a quoted field that never closes or of text
+// after a closing quote.
+std::vector<CsvRecord> parse_csv(std::string_view text, const std::string& source,
+                                 std::int64_t first_line = 1);
 
 // The strings of a Python list literal of string literals, as the Model Zoo's BERT CSV files
 // store tokens: ['[CLS]', 'the', "don't", ...]. Throws std::invalid_argument saying what is

@@ -55,13 +55,19 @@ std::string read_text(const fs::path& path) {
   return text.str();
 }
 
-std::optional<std::size_t> CsvTable::column(const std::string& name, bool needed,
-                                            const std::string& columns) const {
+std::optional<std::size_t> header_column(const std::vector<std::string>& header,
+                                         const std::string& source, const std::string& name,
+                                         bool needed, const std::string& columns) {
   auto found = std::find(header.begin(), header.end(), name);
   if (found != header.end()) return static_cast<std::size_t>(found - header.begin());
   if (!needed) return std::nullopt;
   throw std::runtime_error(source + " line 1: the header has no column '" + name + "' (" + columns +
                            ")");
+}
+
+std::optional<std::size_t> CsvTable::column(const std::string& name, bool needed,
+                                            const std::string& columns) const {
+  return header_column(header, source, name, needed, columns);
 }
 
 std::vector<CsvTable> read_tables(const DataloaderSpec& loader) {

@@ -21,6 +21,12 @@ struct MetaEntry {
 // The entries of `directory`/meta.dat; `problem` says what is wrong when it cannot be read.
 std::vector<MetaEntry> read_meta(const std::string& directory, std::string& problem);
 
+// The index of column `name` in the `header` of file `source`; when it is missing, nothing, or
+// (`needed`) an error naming the file and the expected `columns`.
+std::optional<std::size_t> header_column(const std::vector<std::string>& header,
+                                         const std::string& source, const std::string& name,
+                                         bool needed, const std::string& columns);
+
 // A whole file's bytes; throws std::runtime_error naming it when it cannot be read.
 std::string read_text(const std::filesystem::path& path);
 

@@ -1,15 +1,16 @@
 #include <algorithm>
 #include <array>
 #include <filesystem>
+#include <memory>
 #include <span>
 #include <stdexcept>
-#include <unordered_map>
 
 #include "data_paths.hpp"
 #include "dataset.hpp"
 #include "hdf5_file.hpp"
 #include "processor_registry.hpp"
 #include "read_only_file.hpp"
+#include "recent_files.hpp"
 #include "storage/host_memory.hpp"
 
 namespace csrun::data {
@@ -132,18 +133,6 @@ struct GptFile {
 
 // The files read lately: a corpus of thousands of files is read example by example, in shuffled
 // order, without opening a file per example or holding thousands open.
-class OpenFiles {
- public:
-  const ReadOnlyFile& get(std::size_t file, const std::string& path) {
-    if (auto found = open_.find(file); found != open_.end()) return found->second;
-    if (open_.size() >= kKept) open_.clear();
-    return open_.emplace(file, ReadOnlyFile(path)).first->second;
-  }
-
- private:
-  static constexpr std::size_t kKept = 64;
-  std::unordered_map<std::size_t, ReadOnlyFile> open_;
-};
 
 // Every .h5 file of the data directories: token rows of input_ids, attention_mask and labels
 // ([n, 3, msl]; a 5-row layout's extra rows are not read). Contiguous int32 files are read
@@ -286,7 +275,8 @@ class GptDataset : public Dataset {
   void read_example(std::size_t file, std::uint64_t e) const {
     const GptFile& source = files_[file];
     std::span<std::byte> bytes = std::as_writable_bytes(std::span(example_));
-    open_files_.get(file, source.path).read_at(source.offset(e), bytes, "example", e);
+    open_files_.get(file, [&] { return std::make_unique<ReadOnlyFile>(source.path); })
+        .read_at(source.offset(e), bytes, "example", e);
   }
 
   // Token ids and labels index the embedding and the softmax: one outside the vocabulary is an
@@ -314,7 +304,7 @@ class GptDataset : public Dataset {
   std::uint64_t in_memory_ = 0;
   std::vector<GptFile> files_;
   // One thread reads a dataset (its batch source's); these are that reader's scratch.
-  mutable OpenFiles open_files_;
+  mutable RecentFiles<ReadOnlyFile> open_files_;
   mutable std::vector<std::int32_t> example_;
 };
 

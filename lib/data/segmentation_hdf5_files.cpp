@@ -2,13 +2,13 @@
 #include <cmath>
 #include <memory>
 #include <stdexcept>
-#include <unordered_map>
 
 #include "data_paths.hpp"
 #include "dataset.hpp"
 #include "graph/types.hpp"
 #include "hdf5_file.hpp"
 #include "processor_registry.hpp"
+#include "recent_files.hpp"
 
 namespace csrun::data {
 
@@ -136,15 +136,12 @@ class SegmentationDataset : public Dataset {
     first_example_.push_back(first_example_.back() + examples);
   }
 
-  // The files read lately stay open: a set of many files is read example by example, in
-  // shuffled order, without opening a file per example or holding them all open.
   const Hdf5File& open_file(std::size_t file) const {
-    if (auto found = open_.find(file); found != open_.end()) return *found->second;
-    constexpr std::size_t kKept = 64;
-    if (open_.size() >= kKept) open_.clear();
-    auto opened = std::make_unique<Hdf5File>(paths_[file]);
-    if (!opened->is_open()) throw std::runtime_error(paths_[file] + " " + opened->error());
-    return *open_.emplace(file, std::move(opened)).first->second;
+    return open_.get(file, [&] {
+      auto opened = std::make_unique<Hdf5File>(paths_[file]);
+      if (!opened->is_open()) throw std::runtime_error(paths_[file] + " " + opened->error());
+      return opened;
+    });
   }
 
   static std::vector<float> read_example(const Hdf5File& file, const std::string& path,
@@ -184,7 +181,7 @@ class SegmentationDataset : public Dataset {
   std::size_t labels_ = 0;
   std::vector<std::string> paths_;
   std::vector<std::int64_t> first_example_{0};  // of each file, then the total
-  mutable std::unordered_map<std::size_t, std::unique_ptr<Hdf5File>> open_;
+  mutable RecentFiles<Hdf5File> open_;
 };
 
 }  // namespace

@@ -149,6 +149,39 @@ TEST_CASE("an MNIST split far larger than a run's memory trains with memory flat
   expect_trains_in_flat_memory(dir, params);
 }
 
+// The BERT CSV records are found at open (their offsets kept) and each read, tokenized and
+// masked when a batch needs it: 256 MiB of token rows train with the process holding a batch.
+TEST_CASE("a BERT CSV set far larger than a run's memory trains with memory flat in its size") {
+  csrun::test::TempDir dir;
+  fs::create_directories(dir.path() / "bert");
+  dir.write("bert/vocab.txt", "[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\nthe\ncat\nsat\non\nmat\n");
+  std::string row = "\"['[CLS]'";
+  std::string segments = "\"[0";
+  for (int t = 0; t < 62; ++t) {
+    row += t % 2 == 0 ? ", 'the'" : ", 'cat'";
+    segments += ", 0";
+  }
+  row += ", '[SEP]']\"," + segments + ", 0]\",0\n";
+  const std::int64_t rows = 256 * 1024 * 1024 / static_cast<std::int64_t>(row.size());
+  {
+    std::ofstream csv(dir.path() / "bert" / "part-0.csv", std::ios::binary);
+    csv << "tokens,segment_ids,is_random_next\n";
+    for (std::int64_t r = 0; r < rows; ++r)
+      csv << row;
+  }
+  dir.write("bert/meta.dat", "part-0.csv " + std::to_string(rows) + "\n");
+  expect_trains_in_flat_memory(
+      dir,
+      "trainer:\n  init:\n    device: CPU\n    model: {name: bert, vocab_size: 10, "
+      "hidden_size: 16, num_hidden_layers: 1, num_heads: 2, filter_size: 32, "
+      "max_position_embeddings: 64}\n    optimizer: {SGD: {lr: 0.1}}\n"
+      "    loop: {max_steps: 8}\n  fit:\n    train_dataloader: {data_processor: "
+      "BertCSVDynamicMaskDataProcessor, batch_size: 4, shuffle: true, data_dir: '" +
+          (dir.path() / "bert").string() + "', vocab_file: '" +
+          (dir.path() / "bert" / "vocab.txt").string() +
+          "', max_sequence_length: 64, max_predictions_per_seq: 10}\n");
+}
+
 // The UNet's HDF5 examples are read when a batch needs them: 8192 images of 64x64 with their
 // masks (180 MB on disk, 268 MB as float32) train with the process holding a batch.
 TEST_CASE("a segmentation set far larger than a run's memory trains with memory flat in its size") {

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <numeric>
 
+#include "data/csv_examples.hpp"
 #include "data/csv_records.hpp"
 #include "data/dataset.hpp"
 #include "data/masked_lm.hpp"
@@ -48,6 +49,15 @@ void write_corpus(const test::TempDir& dir, const std::string& rows, int count) 
   dir.write("part-0.csv", "tokens,segment_ids,is_random_next\n" + rows);
 }
 
+// Opens the dataset and reads every example, as training does: a record's errors come when it is
+// read.
+void read_all(const data::DataloaderSpec& loader, const std::vector<data::SampleField>& fields) {
+  auto dataset = data::open_dataset(loader, fields, 1);
+  data::BatchData batch(fields, 1);
+  for (std::int64_t index = 0; index < dataset->size(); ++index)
+    dataset->read(index, 0, 0, batch);
+}
+
 const std::string kRows =
     "\"['[CLS]', 'the', 'cat', '[SEP]', 'sat', 'on', 'the', 'mat', '[SEP]']\","
     "\"[0, 0, 0, 0, 1, 1, 1, 1, 1]\",0\n"
@@ -66,6 +76,49 @@ TEST_CASE("CSV records: quoted commas, doubled quotes, line breaks, and errors w
                     "f.csv line 2: a quoted field never closes");
   CHECK_THROWS_WITH(data::parse_csv("\"a\"b\n", "f.csv"),
                     Catch::Contains("f.csv line 1: text follows"));
+}
+
+TEST_CASE("CSV examples are read one record at a time, where parse_csv finds the records") {
+  // Quoted line breaks and doubled quotes, blank lines, CRLF, records past meta.dat's count, a
+  // last record without a line break, and a second file.
+  test::TempDir dir;
+  dir.write("meta.dat", "a.csv 3\nb.csv 1\n");
+  dir.write("a.csv", "x,y\r\n\r\n\"one\ntwo\",1\r\n\n\"say \"\"hi\"\"\",2\n3,3\n\"never read\n");
+  dir.write("b.csv", "x,y\nlast,5");
+  data::DataloaderSpec loader;
+  loader.data_dirs = {dir.path().string()};
+  data::CsvExamples examples(loader);
+  REQUIRE(examples.size() == 4);
+  REQUIRE(examples.files().size() == 2);
+  CHECK(examples.files()[0].header == std::vector<std::string>{"x", "y"});
+  struct Expected {
+    std::size_t file;
+    std::int64_t line;
+    std::vector<std::string> fields;
+  };
+  const Expected expected[] = {{0, 3, {"one\ntwo", "1"}},
+                               {0, 6, {"say \"hi\"", "2"}},
+                               {0, 7, {"3", "3"}},
+                               {1, 2, {"last", "5"}}};
+  for (std::int64_t index : {3, 1, 0, 2}) {
+    INFO(index);
+    data::CsvExamples::Example example = examples.read(index);
+    const Expected& want = expected[index];
+    CHECK(example.file == want.file);
+    CHECK(example.record.line == want.line);
+    CHECK(example.record.fields == want.fields);
+  }
+  // The unclosed quote lies past the records meta.dat counts; counting one more reaches it.
+  dir.write("meta.dat", "a.csv 4\n");
+  CHECK_THROWS_WITH(data::CsvExamples(loader),
+                    Catch::EndsWith("a.csv line 8: a quoted field never closes"));
+  dir.write("meta.dat", "b.csv 2\n");
+  CHECK_THROWS_WITH(data::CsvExamples(loader),
+                    Catch::EndsWith("b.csv holds 1 examples but meta.dat lists 2"));
+  dir.write("b.csv", "");
+  dir.write("meta.dat", "b.csv 0\n");
+  CHECK_THROWS_WITH(data::CsvExamples(loader),
+                    Catch::EndsWith("b.csv is empty: expected a header line"));
 }
 
 TEST_CASE("list literals of tokens and segment ids") {
@@ -165,18 +218,21 @@ TEST_CASE("BERT CSV errors name the file, the line and what is wrong") {
   auto fields = bert_fields(6, 2);
   write_corpus(dir, kRows, 2);
   CHECK_THROWS_WITH(
-      data::open_dataset(bert_loader(dir), fields, 1),
+      read_all(bert_loader(dir), fields),
       Catch::Contains("part-0.csv line 2: 9 tokens, more than max_sequence_length 6"));
   fields = bert_fields(10, 2);
   write_corpus(dir, kRows, 3);
   CHECK_THROWS_WITH(data::open_dataset(bert_loader(dir), fields, 1),
                     Catch::Contains("part-0.csv holds 2 examples but meta.dat lists 3"));
   write_corpus(dir, "\"['[CLS]', 'the'\",\"[0, 0]\",0\n", 1);
-  CHECK_THROWS_WITH(data::open_dataset(bert_loader(dir), fields, 1),
+  CHECK_THROWS_WITH(read_all(bert_loader(dir), fields),
                     Catch::Contains("part-0.csv line 2: expected ',' or ']' at offset 15"));
-  write_corpus(dir, "\"['[CLS]', 'the']\",\"[0, 2]\",0\n", 1);
+  write_corpus(dir, kRows + "\"['[CLS]', 'the']\",\"[0, 2]\",0\n", 3);
+  CHECK_THROWS_WITH(read_all(bert_loader(dir), fields),
+                    Catch::Contains("part-0.csv line 4: segment id 2 (segment ids are 0 or 1)"));
+  write_corpus(dir, kRows + "\"['[CLS]', 'the'],\"[0, 0]\",0\n", 3);
   CHECK_THROWS_WITH(data::open_dataset(bert_loader(dir), fields, 1),
-                    Catch::Contains("segment id 2 (segment ids are 0 or 1)"));
+                    Catch::Contains("part-0.csv line 4: a quoted field never closes"));
   write_corpus(dir, kRows, 2);
   dir.write("vocab.txt", "[PAD]\n[CLS]\n");
   CHECK_THROWS_WITH(data::open_dataset(bert_loader(dir), fields, 1),
@@ -221,12 +277,12 @@ TEST_CASE("pre-masked BERT CSV (BertCSVDataProcessor): every field as written, c
                               "\"[2, 4, 6]\",\"[1, 1, 1, 0]\",\"[0, 0, 1, 1]\",\"[1, 1]\","
                               "\"[5, 5]\",\"[1, 0]\",1\n");
   CHECK_THROWS_WITH(
-      data::open_dataset(*spec, fields, 1),
+      read_all(*spec, fields),
       Catch::Contains("part-0.csv line 2: input_ids holds 3 values; the model reads 4"));
   dir.write("part-0.csv", header +
                               "\"[2, 4, 6, 30]\",\"[1, 1, 1, 0]\",\"[0, 0, 1, 1]\",\"[1, 1]\","
                               "\"[5, 5]\",\"[1, 0]\",1\n");
-  CHECK_THROWS_WITH(data::open_dataset(*spec, fields, 1),
+  CHECK_THROWS_WITH(read_all(*spec, fields),
                     Catch::Contains("input_ids holds 30, outside [0, 12)"));
   dir.write("part-0.csv", "input_ids\n\"[1, 2, 3, 4]\"\n");
   CHECK_THROWS_WITH(data::open_dataset(*spec, fields, 1),
