@@ -1,13 +1,18 @@
-// The best rates of large matrix products through OpenBLAS, the library csrun's GEMMs call: sgemm
-// (fp32) and, where the library has it, sbgemm (bfloat16 inputs, fp32 accumulation; fast only on
-// CPUs with avx512_bf16) on square matrices of 1024 to 4096, best of 3 each. These are the
-// ceilings a GEMM-bound training step is measured against in docs/benchmarks.md. Debian's
-// OpenBLAS 0.3.21 declares cblas_sbgemm but is built without it, so it is looked up at run time.
+// The best rates of large matrix products through the libraries csrun's GEMMs call: OpenBLAS's
+// sgemm (fp32) and, where the library has it, sbgemm (bfloat16 inputs, fp32 accumulation; fast
+// only on CPUs with avx512_bf16), and oneDNN's bfloat16 matmul (f32 accumulation; AMX tiles where
+// the CPU has them, what csrun's amx kernel set calls), on square matrices of 1024 to 4096, best
+// of 3 each. These are the ceilings a GEMM-bound training step is measured against in
+// docs/benchmarks.md. Debian's OpenBLAS 0.3.21 declares cblas_sbgemm but is built without it, so
+// it is looked up at run time.
 //
-// Usage: gemm_peak   (threads: OpenBLAS's own, OPENBLAS_NUM_THREADS or all cores)
+// Usage: gemm_peak   (threads: OpenBLAS's own, OPENBLAS_NUM_THREADS or all cores; oneDNN's
+//                     OpenMP threads, OMP_NUM_THREADS or all cores)
 
 #include <cblas.h>
 #include <dlfcn.h>
+
+#include <oneapi/dnnl/dnnl.hpp>
 
 #include <algorithm>
 #include <chrono>
@@ -41,6 +46,28 @@ using Sbgemm = void (*)(CBLAS_ORDER, CBLAS_TRANSPOSE, CBLAS_TRANSPOSE, blasint, 
                         float, const bfloat16*, blasint, const bfloat16*, blasint, float, float*,
                         blasint);
 
+// One n x n bfloat16 product into f32 through oneDNN's matmul, and the kernel oneDNN chose.
+struct OnednnProduct {
+  dnnl::engine engine{dnnl::engine::kind::cpu, 0};
+  dnnl::stream stream{engine};
+  dnnl::memory::desc bf16, f32;
+  dnnl::matmul::primitive_desc description;
+  dnnl::matmul matmul;
+
+  explicit OnednnProduct(int n)
+      : bf16({n, n}, dnnl::memory::data_type::bf16, dnnl::memory::format_tag::ab),
+        f32({n, n}, dnnl::memory::data_type::f32, dnnl::memory::format_tag::ab),
+        description(dnnl::matmul::desc(bf16, bf16, f32), engine),
+        matmul(description) {}
+
+  void run(std::uint16_t* a, std::uint16_t* b, float* c) {
+    matmul.execute(stream, {{DNNL_ARG_SRC, dnnl::memory(bf16, engine, a)},
+                            {DNNL_ARG_WEIGHTS, dnnl::memory(bf16, engine, b)},
+                            {DNNL_ARG_DST, dnnl::memory(f32, engine, c)}});
+    stream.wait();
+  }
+};
+
 }  // namespace
 
 int main() {
@@ -63,6 +90,11 @@ int main() {
     } else {
       std::printf(", sbgemm: not in this OpenBLAS");
     }
-    std::printf(" (%s)\n", openblas_get_config());
+    std::printf(" (%s)", openblas_get_config());
+    OnednnProduct product(n);
+    std::vector<std::uint16_t> a16(count, to_bfloat16(0.5f)), b16(count, to_bfloat16(0.25f));
+    double matmul = best_gflops(n, [&] { product.run(a16.data(), b16.data(), c.data()); });
+    std::printf(", bf16 matmul (oneDNN %s) %.1f GFLOP/s\n", product.description.impl_info_str(),
+                matmul);
   }
 }

@@ -447,12 +447,14 @@ bench_csx() {
     local torch_name=${rest%%:*}
     rest=${rest#*:}
     local params=${rest%%:*} args=${rest#*:}
-    local ratios=()
+    local ratios=() rates=()
     for round in 1 2 3; do
       local torch flops rate other=-
       if [ "$torch_name" = gpt2_small_ish_bf16 ]; then
-        torch=$(GOMP_SPINCOUNT=0 /usr/bin/python3 bench/torch_gpt2_small_bf16.py "$baseline" \
-          --threads "$(nproc)" 2>/dev/null | python3 -c 'import json, sys; print(json.load(sys.stdin)["samples_per_s"])')
+        read -r torch flops <<<"$(GOMP_SPINCOUNT=0 /usr/bin/python3 bench/torch_gpt2_small_bf16.py \
+          "$baseline" --threads "$(nproc)" 2>/dev/null | python3 -c 'import json, sys
+r = json.load(sys.stdin)
+print(r["samples_per_s"], r["flops_per_step"] / r["batch"])')"
       else
         read -r torch flops <<<"$(torch_train_rate "$torch_name")"
       fi
@@ -467,10 +469,16 @@ bench_csx() {
       awk -v n="$name" -v r="$round" -v t="$torch" -v c="$rate" -v o="$other" \
         'BEGIN { printf "%-14s %6s %12.3f %12.3f %6.2fx %14s\n", n, r, t, c, c / t, o }'
       ratios+=("$(awk -v t="$torch" -v c="$rate" 'BEGIN { printf "%.3f", c / t }')")
+      rates+=("$rate")
     done
     printf '%s\n' "${ratios[@]}" | sort -n |
       awk -v n="$name" '{ v[NR] = $1 } END { printf "%-14s median ratio %.2fx\n", n, v[int((NR + 1) / 2)] }'
   done
+  # GPT-2 small's step against the best large bfloat16 GEMM (oneDNN, all cores).
+  local matmul
+  matmul=$(build/bench/gemm_peak | sed -n 's/.*bf16 matmul ([^)]*) \([0-9.]*\) GFLOP.*/\1/p' | sort -n | tail -1)
+  printf '%s\n' "${rates[@]: -3}" | sort -n | awk -v f="$flops" -v m="$matmul" \
+    '{ v[NR] = $1 } END { r = v[int((NR + 1) / 2)]; printf "gpt2_small on CSX: %.0f GFLOP/s, %.0f %% of the best bfloat16 matmul (%s GFLOP/s)\n", r * f / 1e9, 100 * r * f / 1e9 / m, m }'
   rm -rf "$work"
 }
 

@@ -1,6 +1,7 @@
 #include "initializers.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <functional>
 #include <numbers>
@@ -47,14 +48,21 @@ class Sampler {
     return graph::uniform01(graph::mix_keys(element_key(index), static_cast<std::uint64_t>(draw)));
   }
 
-  // A standard normal value by the Box-Muller transform of two keyed uniforms.
+  // Two independent standard normal values by the Box-Muller transform of two keyed uniforms:
+  // elements 2j and 2j + 1 share pair j's, one taking the cosine, the other the sine, so a pair
+  // of values costs one logarithm.
+  std::array<double, 2> normal_pair(std::int64_t pair, std::int64_t draw) const {
+    std::uint64_t key = element_key(pair);
+    double u1 = 1.0 - graph::uniform01(graph::mix_keys(key, static_cast<std::uint64_t>(2 * draw)));
+    double u2 = graph::uniform01(graph::mix_keys(key, static_cast<std::uint64_t>(2 * draw + 1)));
+    double radius = std::sqrt(-2.0 * std::log(u1));
+    double angle = 2.0 * std::numbers::pi * u2;
+    return {radius * std::cos(angle), radius * std::sin(angle)};
+  }
+
+  // Element `index`'s standard normal value of draw `draw`.
   double normal(std::int64_t index, std::int64_t draw) const {
-    std::uint64_t element = element_key(index);
-    double u1 =
-        1.0 - graph::uniform01(graph::mix_keys(element, static_cast<std::uint64_t>(2 * draw)));
-    double u2 =
-        graph::uniform01(graph::mix_keys(element, static_cast<std::uint64_t>(2 * draw + 1)));
-    return std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * std::numbers::pi * u2);
+    return normal_pair(index / 2, draw)[static_cast<std::size_t>(index % 2)];
   }
 
  private:
@@ -77,6 +85,23 @@ FillRule filling(const Sampler& sampler, Element element) {
   };
 }
 
+// The same for a rule of the element's first normal value (draw 0), each pair of them made once.
+template <class Element>
+FillRule normal_filling(const Sampler& sampler, Element element) {
+  return [sampler, element](std::span<float> out, std::int64_t first) {
+    std::int64_t end = first + static_cast<std::int64_t>(out.size());
+    for (std::int64_t pair = first / 2; 2 * pair < end; ++pair) {
+      std::array<double, 2> normals = sampler.normal_pair(pair, 0);
+      for (std::int64_t index = std::max(2 * pair, first); index < std::min(2 * pair + 2, end);
+           ++index) {
+        double normal = normals[static_cast<std::size_t>(index % 2)];
+        out[static_cast<std::size_t>(index - first)] =
+            static_cast<float>(element(sampler, index, normal));
+      }
+    }
+  };
+}
+
 FillRule uniform_rule(const Sampler& sampler, double low, double high) {
   return filling(sampler, [low, high](const Sampler& draw, std::int64_t index) {
     return low + (high - low) * draw.uniform(index, 0);
@@ -84,15 +109,14 @@ FillRule uniform_rule(const Sampler& sampler, double low, double high) {
 }
 
 FillRule normal_rule(const Sampler& sampler, double mean, double std) {
-  return filling(sampler, [mean, std](const Sampler& draw, std::int64_t index) {
-    return mean + std * draw.normal(index, 0);
+  return normal_filling(sampler, [mean, std](const Sampler&, std::int64_t, double normal) {
+    return mean + std * normal;
   });
 }
 
 FillRule scaled_normal_rule(const Sampler& sampler, double std) {
-  return filling(sampler, [std](const Sampler& draw, std::int64_t index) {
-    return std * draw.normal(index, 0);
-  });
+  return normal_filling(
+      sampler, [std](const Sampler&, std::int64_t, double normal) { return std * normal; });
 }
 
 FillRule fill_rule(const Initializer& init, const Sampler& sampler, Fans fan) {
@@ -101,12 +125,13 @@ FillRule fill_rule(const Initializer& init, const Sampler& sampler, Fans fan) {
   if (name == "uniform") return uniform_rule(sampler, init.a, init.b);
   if (name == "truncated_normal") {
     // Redraw until the value falls in [a, b], as torch.nn.init.trunc_normal_ bounds it.
-    return filling(sampler, [init](const Sampler& draw, std::int64_t index) {
-      for (std::int64_t attempt = 0; attempt < 64; ++attempt) {
-        double value = init.mean + init.std * draw.normal(index, attempt);
+    return normal_filling(sampler, [init](const Sampler& draw, std::int64_t index, double normal) {
+      for (std::int64_t attempt = 1;; ++attempt) {
+        double value = init.mean + init.std * normal;
         if (value >= init.a && value <= init.b) return value;
+        if (attempt == 64) return std::clamp(init.mean, init.a, init.b);
+        normal = draw.normal(index, attempt);
       }
-      return std::clamp(init.mean, init.a, init.b);
     });
   }
   if (name == "xavier_uniform" || name == "glorot_uniform") {

@@ -3,7 +3,6 @@
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include <algorithm>
-
 #include <map>
 #include <mutex>
 #include <stdexcept>
@@ -92,42 +91,45 @@ Primitives& primitives() {
   return all;
 }
 
+// oneDNN's OpenMP would otherwise start a team of threads under each of the caller's, and a
+// kernel made for several threads splits its work (and its sums) for them: one thread each, when
+// a kernel is made and when it runs, so the result depends on the shape alone, never on the cores.
+void one_thread() {
+  omp_set_num_threads(1);
+}
+
 // Each calling thread's stream and scratch memory, as large as any kernel made before the thread
-// first multiplies needs. oneDNN's OpenMP would otherwise start a team of threads under each of
-// the caller's: one thread each, so the result depends on the shape alone, never on the cores.
+// first multiplies needs.
 struct CallingThread {
   dnnl::stream stream{engine()};
   std::vector<std::uint8_t> scratchpad;
   CallingThread() {
-    omp_set_num_threads(1);
+    one_thread();
     std::lock_guard lock(primitives().mutex);
     scratchpad.resize(primitives().largest_scratchpad);
   }
 };
 
-void check_block(const RowBlock& block) {
-  if (block.rows <= 0 || block.n <= 0 || block.k <= 0) {
-    throw std::invalid_argument("bf16_gemm: an empty product (" + std::to_string(block.rows) + "x" +
-                                std::to_string(block.k) + " by " + std::to_string(block.k) + "x" +
-                                std::to_string(block.n) + ")");
-  }
+std::string block_text(const RowBlock& block) {
+  return "a " + std::to_string(block.rows) + "x" + std::to_string(block.k) + " by a " +
+         std::to_string(block.k) + "x" + std::to_string(block.n) + " bfloat16 block";
 }
 
 }  // namespace
 
 void prepare(const RowBlock& block) {
-  check_block(block);
+  if (block.rows <= 0 || block.n <= 0 || block.k <= 0)
+    throw std::invalid_argument("bf16_gemm: an empty product, " + block_text(block));
   Shape shape = shape_of(block);
   Primitives& all = primitives();
   std::lock_guard lock(all.mutex);
   if (all.made.contains(shape)) return;
+  one_thread();
   try {
     const Primitive& made = all.made.emplace(shape, make_primitive(shape)).first->second;
     all.largest_scratchpad = std::max(all.largest_scratchpad, made.scratchpad.get_size());
   } catch (const dnnl::error& error) {
-    throw std::runtime_error("oneDNN cannot multiply a " + std::to_string(block.rows) + "x" +
-                             std::to_string(block.k) + " by a " + std::to_string(block.k) + "x" +
-                             std::to_string(block.n) + " bfloat16 block: " + error.what());
+    throw std::runtime_error("oneDNN cannot multiply " + block_text(block) + ": " + error.what());
   }
 }
 

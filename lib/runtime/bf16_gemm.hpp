@@ -14,7 +14,8 @@ namespace csrun::runtime::bf16_gemm {
 
 // Rows [first, first + rows) of the row-major product out = addend + op(a) op(b), with op(a)
 // m x k and op(b) k x n, none of rows, n, k zero; `out` points at the product's first row,
-// `addend` (n values) is null for none. One caller's thread does all of it: the caller shares the row blocks out.
+// `addend` (n values) is null for none. One caller's thread does all of it: the caller shares the
+// row blocks out.
 struct RowBlock {
   const std::uint16_t* a = nullptr;
   bool a_transposed = false;
