@@ -240,7 +240,7 @@ bench_kernel_sets() {
     -DCSRUN_NATIVE_ARCH=ON -DCSRUN_BUILD_TESTS=OFF >/dev/null
   cmake --build "$root/build-native" --target csrun >/dev/null
   local native=$root/build-native/apps/csrun/csrun sets=() work
-  for set in avx512 avx2 baseline; do
+  for set in amx avx512 avx2 baseline; do
     CSRUN_CPU=$set "$csrun" --version >/dev/null 2>&1 && sets+=("$set")
   done
   work=$(mktemp -d)
