@@ -108,8 +108,14 @@ std::int64_t check_meta_files(const DataloaderSpec& loader, config::Diagnostics&
   for (const std::string& directory : loader.data_dirs) {
     if (!require_directory(directory, data_dir, diagnostics)) continue;
     std::string problem;
-    for (const MetaEntry& entry : read_meta(directory, problem))
-      examples += entry.examples;
+    for (const MetaEntry& entry : read_meta(directory, problem)) {
+      if (__builtin_add_overflow(examples, entry.examples, &examples)) {
+        problem = "the meta.dat files list more examples than a 64-bit count holds (" +
+                  entry.file.string() + " adds " + std::to_string(entry.examples) + ")";
+        examples = 0;
+        break;
+      }
+    }
     if (!problem.empty()) diagnostics.error(data_dir.mark(), data_dir.path(), problem);
   }
   if (examples > 0 && examples < loader.batch_size) {

@@ -28,7 +28,7 @@ void check_and_read(const std::string& loader_yaml, const std::vector<data::Samp
   config::Node loader = config::read_yaml_text(loader_yaml, "fuzz", diagnostics);
   data::DataloaderContext context{data::LoaderRole::train, 1, false, {}};
   std::optional<data::DataloaderSpec> spec = data::check_dataloader(loader, context, diagnostics);
-  if (!spec || spec->samples.value_or(0) * sample_bytes(fields) > kLargestRead) return;
+  if (!spec || spec->samples.value_or(0) > kLargestRead / sample_bytes(fields)) return;
   try {
     std::unique_ptr<data::Dataset> dataset = data::open_dataset(*spec, fields, 1);
     data::BatchData batch(fields, 1);

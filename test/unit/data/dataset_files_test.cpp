@@ -182,6 +182,11 @@ TEST_CASE("BERT CSV: meta.dat lists the files") {
   dir.write("meta.dat", std::string(5000, 'n') + ".csv 1\n");
   CHECK(check_files(loader, bert).find("which cannot be examined (File name too long)") !=
         std::string::npos);
+  // Counts whose sum a 64-bit integer cannot hold are an error, not an overflow.
+  dir.write("meta.dat", "part-0.csv 7777777777777777772\npart-1.csv 7777777777777777772\n");
+  CHECK(check_files(loader, bert)
+            .find("the meta.dat files list more examples than a 64-bit "
+                  "count holds") != std::string::npos);
 }
 
 TEST_CASE("a data file that is a FIFO or has a short header is an error, never a wait") {
