@@ -187,10 +187,12 @@ bench_estimate() {
 }
 
 # Median of the windowed rates in csrun train's log on stdin (every log_steps steps), the first
-# window (which includes the first step's set-up) left out.
+# window (which includes the first step's set-up) left out; printed with the printf format $1
+# (default %.1f).
 median_logged_rate() {
   sed -n 's/.*Step=[0-9]*, .*, Rate=\([0-9.]*\) samples\/sec.*/\1/p' | tail -n +2 | sort -n |
-    awk '{ v[NR] = $1 } END { if (NR) printf "%.1f\n", v[int((NR + 1) / 2)]; else print "failed" }'
+    awk -v format="${1:-%.1f}" \
+      '{ v[NR] = $1 } END { if (NR) printf format "\n", v[int((NR + 1) / 2)]; else print "failed" }'
 }
 
 # The best sgemm rate gemm_peak measures (GFLOP/s), after printing what it measured.
@@ -422,8 +424,7 @@ csx_rate() {
   shift
   CSRUN_CPU=$set "$csrun" train "$@" --num_workers_per_csx 0 --target_device CSX \
     --set model.mixed_precision=true --set model.fp16_type=bfloat16 2>/dev/null |
-    sed -n 's/.*Step=[0-9]*, .*, Rate=\([0-9.]*\) samples\/sec.*/\1/p' | tail -n +2 | sort -n |
-    awk '{ v[NR] = $1 } END { if (NR) printf "%.3f\n", v[int((NR + 1) / 2)]; else print "failed" }'
+    median_logged_rate %.3f
 }
 
 bench_csx() {

@@ -122,10 +122,10 @@ class BertCsvDataset : public Dataset {
 
   void read(std::int64_t index, std::int64_t epoch, std::int64_t row,
             BatchData& batch) const override {
-    CsvExamples::Example read = examples_.read(index);
-    const CsvFile& file = examples_.files()[read.file];
+    CsvExamples::Example found = examples_.read(index);
+    const CsvFile& file = examples_.files()[found.file];
     Tokens example =
-        at_record(file, read.record, [&] { return tokens(read.record, columns_[read.file]); });
+        at_record(file, found.record, [&] { return tokens(found.record, columns_[found.file]); });
     std::uint64_t key = graph::mix_keys(graph::mix_keys(key_, static_cast<std::uint64_t>(epoch)),
                                         static_cast<std::uint64_t>(index));
     MaskedSequence masked = mask_tokens(example.ids, rules_, key);
@@ -235,11 +235,11 @@ class BertStaticCsvDataset : public Dataset {
   std::int64_t size() const override { return examples_.size(); }
 
   void read(std::int64_t index, std::int64_t, std::int64_t row, BatchData& batch) const override {
-    CsvExamples::Example read = examples_.read(index);
-    const CsvFile& file = examples_.files()[read.file];
+    CsvExamples::Example found = examples_.read(index);
+    const CsvFile& file = examples_.files()[found.file];
     for (std::size_t f = 0; f < fields_.size(); ++f) {
       std::vector<std::int64_t> items = at_record(
-          file, read.record, [&] { return values(read.record, columns_[read.file][f], f); });
+          file, found.record, [&] { return values(found.record, columns_[found.file][f], f); });
       std::int64_t width = fields_[f].elements;
       if (fields_[f].integer) {
         std::copy(items.begin(), items.end(), batch.integers[f].begin() + row * width);

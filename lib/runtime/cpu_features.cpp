@@ -61,10 +61,10 @@ std::vector<std::string_view> cpu_features() {
   bool avx_state = (state & 0x6) == 0x6;                    // XMM and YMM
   bool avx512_state = avx_state && (state & 0xE0) == 0xE0;  // opmask, ZMM 0-15 upper, ZMM 16-31
   Registers leaf7_1 = cpuid(7, 1);
-  const std::array<Feature, 2> leaf7_amx{
-      {{"amx_bf16", &Registers::edx, 22}, {"amx_tile", &Registers::edx, 24}}};
+  const Feature amx_tile{"amx_tile", &Registers::edx, 24};
+  const std::array<Feature, 2> leaf7_amx{{{"amx_bf16", &Registers::edx, 22}, amx_tile}};
   bool amx_state = avx512_state && (state & 0x60000) == 0x60000 &&  // tile configuration, data
-                   has_bit(leaf7, leaf7_amx[1]) && tile_data_granted();
+                   has_bit(leaf7, amx_tile) && tile_data_granted();
   const std::array<Feature, 8> leaf1_features{{{"sse3", &Registers::ecx, 0},
                                                {"ssse3", &Registers::ecx, 9},
                                                {"cx16", &Registers::ecx, 13},

@@ -105,6 +105,18 @@ std::int64_t row_blocks(GemmShape shape) {
   return std::clamp<std::int64_t>(shape.m / kMinBlockRows<Element>, 1, kMaxBlocks);
 }
 
+// The node's products: one, or many (attention heads) over its batch axes.
+std::int64_t product_count(const NodeTask& task, GemmShape shape) {
+  return shape.m * shape.n == 0 ? 0 : task.out.count / (shape.m * shape.n);
+}
+
+// The row blocks each product is multiplied in: a lone product's are shared out across the team;
+// many products are one block each, the products shared out.
+template <class Element>
+std::int64_t blocks_per_product(GemmShape shape, std::int64_t products) {
+  return products == 1 ? row_blocks<Element>(shape) : 1;
+}
+
 struct RowRange {
   std::int64_t first = 0;
   std::int64_t rows = 0;
@@ -119,7 +131,7 @@ RowRange block_rows(GemmShape shape, std::int64_t blocks, std::int64_t index) {
 template <class Element>
 void multiply(const Product<Element>& product, ThreadTeam* team) {
   GemmShape shape = product.shape;
-  std::int64_t blocks = row_blocks<Element>(shape);
+  std::int64_t blocks = blocks_per_product<Element>(shape, 1);
   auto block = [&](std::int64_t index) {
     auto [first, rows] = block_rows(shape, blocks, index);
     multiply_rows(product, first, rows);
@@ -148,7 +160,7 @@ void prepare_bf16_blocks(const NodeTask& task) {
   GemmShape shape = gemm_shape(task);
   auto [m, n, k] = shape;
   if (m == 0 || n == 0 || k == 0) return;
-  std::int64_t blocks = task.out.count / (m * n) == 1 ? row_blocks<std::uint16_t>(shape) : 1;
+  std::int64_t blocks = blocks_per_product<std::uint16_t>(shape, product_count(task, shape));
   for (std::int64_t index = 0; index < blocks; ++index) {
     auto [first, rows] = block_rows(shape, blocks, index);
     bf16_gemm::prepare({nullptr, task.transposed[0], nullptr, task.transposed[1], task.addend.f32(),
@@ -195,8 +207,9 @@ void prepare_matmul(NodeTask& task) {
     return true;
   }();
   (void)single_threaded_blas;
+  bool hardware_bf16 = multiplies_bf16(task);
   std::int64_t floats = 0;
-  if (!multiplies_bf16(task)) {
+  if (!hardware_bf16) {
     for (const TensorRef& operand : task.in) {
       if (operand.dtype != DType::f32) floats += operand.count;
     }
@@ -204,7 +217,7 @@ void prepare_matmul(NodeTask& task) {
   if (task.out.dtype != DType::f32) floats += task.out.count;
   task.scratch_floats = floats;
 #if CSRUN_BF16_GEMM
-  if (multiplies_bf16(task)) prepare_bf16_blocks(task);
+  if (hardware_bf16) prepare_bf16_blocks(task);
 #endif
 }
 
@@ -219,7 +232,7 @@ void run_products(const NodeTask& task, const Element* a_data, const Element* b_
   const TensorRef& out = task.out;
   GemmShape shape = gemm_shape(task);
   auto [m, n, k] = shape;
-  std::int64_t batches = m * n == 0 ? 0 : out.count / (m * n);
+  std::int64_t batches = product_count(task, shape);
   auto product = [&](std::int64_t batch) {
     return Product<Element>{a_data + batch_offset(batch, out, task.in[0]) * m * k,
                             task.transposed[0],
