@@ -1,3 +1,5 @@
+#include <algorithm>
+
 #include "fusion_groups.hpp"
 #include "passes.hpp"
 
@@ -17,28 +19,45 @@ bool fusible(const graph::Node& node) {
 std::size_t fuse_elementwise(Program& program) {
   const graph::Graph& graph = program.graph;
   FusionGroups groups(graph, program.fusions);
+  // The elementwise groups of `node`'s operands that `node` could share a kernel with.
+  auto operand_groups = [&](const graph::Node& node) {
+    std::vector<std::int32_t> found;
+    for (NodeId operand : node.inputs) {
+      std::int32_t group = groups.group_of(operand);
+      if (group < 0 || groups.pattern(group) != "elementwise" ||
+          graph.node(operand).type.shape != node.type.shape ||
+          std::find(found.begin(), found.end(), group) != found.end())
+        continue;
+      found.push_back(group);
+    }
+    return found;
+  };
   std::size_t fused = 0;
   for (std::size_t i = 0; i < graph.size(); ++i) {
     auto id = static_cast<NodeId>(i);
     const graph::Node& node = graph.node(id);
     if (!fusible(node) || groups.group_of(id) >= 0 || groups.is_static(id)) continue;
-    std::int32_t joined = -1;
-    for (NodeId operand : node.inputs) {
-      std::int32_t group = groups.group_of(operand);
-      if (group < 0 || groups.pattern(group) != "elementwise" ||
-          groups.size(group) >= kMaxElementwiseFusion ||
-          graph.node(operand).type.shape != node.type.shape || !groups.can_join(group, id)) {
+    std::vector<std::int32_t> candidates = operand_groups(node);
+    // A node combining values of two groups (AdamW's update reads both moments) makes them one
+    // kernel where the invariant allows, even when the node itself cannot join it.
+    for (std::size_t c = 1; c < candidates.size(); ++c) {
+      std::int32_t other = candidates[c];
+      if (groups.size(candidates[0]) + groups.size(other) > kMaxElementwiseFusion ||
+          !groups.can_merge(candidates[0], other))
         continue;
-      }
-      joined = group;
-      break;
+      fused += groups.size(other);
+      groups.merge(candidates[0], other);
     }
-    if (joined >= 0) {
-      groups.join(joined, id);
-      fused += groups.size(joined) == 2 ? 2 : 1;
-    } else {
+    auto joinable = std::find_if(candidates.begin(), candidates.end(), [&](std::int32_t group) {
+      return groups.size(group) > 0 && groups.size(group) < kMaxElementwiseFusion &&
+             groups.can_join(group, id);
+    });
+    if (joinable == candidates.end()) {
       groups.start(id, "elementwise");
+      continue;
     }
+    groups.join(*joinable, id);
+    fused += groups.size(*joinable) == 2 ? 2 : 1;
   }
   program.fusions = groups.finish();
   return fused;

@@ -29,6 +29,10 @@ bool FusionGroups::precedes(const Group& group, NodeId operand, NodeId first) co
       &groups_[index(group_of_[static_cast<std::size_t>(operand)])] == &group) {
     return true;  // inside the group
   }
+  return outside_operand_allowed(operand, first);
+}
+
+bool FusionGroups::outside_operand_allowed(NodeId operand, NodeId first) const {
   return graph_.node(operand).inputs.empty() || is_static(operand) || operand < first;
 }
 
@@ -54,6 +58,28 @@ void FusionGroups::join(std::int32_t group, NodeId id) {
   g.nodes.push_back(id);
   g.first = std::min(g.first, id);
   group_of_[static_cast<std::size_t>(id)] = group;
+}
+
+bool FusionGroups::can_merge(std::int32_t group, std::int32_t other) const {
+  if (group == other) return false;
+  NodeId first = std::min(groups_[index(group)].first, groups_[index(other)].first);
+  for (std::int32_t side : {group, other}) {
+    for (NodeId member : groups_[index(side)].nodes) {
+      for (NodeId operand : graph_.node(member).inputs) {
+        std::int32_t owner = group_of(operand);
+        if (owner != group && owner != other && !outside_operand_allowed(operand, first))
+          return false;
+      }
+    }
+  }
+  return true;
+}
+
+void FusionGroups::merge(std::int32_t group, std::int32_t other) {
+  Group& from = groups_[index(other)];
+  for (NodeId id : from.nodes)
+    join(group, id);
+  from.nodes.clear();
 }
 
 std::vector<Fusion> FusionGroups::finish() const {

@@ -29,6 +29,9 @@ class FusionGroups {
   // outside the group of its members when `id` would become the new first member.
   bool can_join(std::int32_t group, graph::NodeId id) const;
   void join(std::int32_t group, graph::NodeId id);
+  // Whether the members of `other` may join `group`, keeping the invariant for their union.
+  bool can_merge(std::int32_t group, std::int32_t other) const;
+  void merge(std::int32_t group, std::int32_t other);
 
   // The groups of two or more nodes, members sorted, in the order of their first member.
   std::vector<Fusion> finish() const;
@@ -42,6 +45,8 @@ class FusionGroups {
 
   static std::size_t index(std::int32_t group) { return static_cast<std::size_t>(group); }
   bool precedes(const Group& group, graph::NodeId operand, graph::NodeId first) const;
+  // Whether an operand from outside a group whose first member is `first` keeps the invariant.
+  bool outside_operand_allowed(graph::NodeId operand, graph::NodeId first) const;
 
   const graph::Graph& graph_;
   std::vector<bool> static_;

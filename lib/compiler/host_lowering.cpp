@@ -149,9 +149,25 @@ class HostLowering {
       chain.kernel = steps[begin].kernel;
       for (; begin < end; ++begin)
         chain.nodes.push_back(steps[begin].nodes.front());
+      chain.chunk_local = chunk_local(chain.nodes);
       result.push_back(std::move(chain));
     }
     return result;
+  }
+
+  // The nodes of a chain whose values live inside the kernel and only the chain reads.
+  std::vector<NodeId> chunk_local(const std::vector<NodeId>& chain) const {
+    std::vector<NodeId> local;
+    auto in_chain = [&](NodeId id) {
+      return std::find(chain.begin(), chain.end(), id) != chain.end();
+    };
+    for (NodeId id : chain) {
+      std::span<const NodeId> readers = users_.of(id);
+      if (inside_kernel(id) && !users_.escapes(id) &&
+          std::all_of(readers.begin(), readers.end(), in_chain))
+        local.push_back(id);
+    }
+    return local;
   }
 
   const graph::Graph& graph_;
@@ -209,7 +225,10 @@ std::string host_steps_text(const Plan& plan) {
     }
     for (std::size_t i = 0; i < step.folded.size(); ++i)
       text += (i == 0 ? " [folds " : ", ") + named(step.folded[i]);
-    text += step.folded.empty() ? "\n" : "]\n";
+    text += step.folded.empty() ? "" : "]";
+    for (std::size_t i = 0; i < step.chunk_local.size(); ++i)
+      text += (i == 0 ? " [per chunk " : ", ") + node_ref(step.chunk_local[i]);
+    text += step.chunk_local.empty() ? "\n" : "]\n";
   }
   return text;
 }

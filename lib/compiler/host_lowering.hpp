@@ -22,13 +22,14 @@ inline constexpr std::int64_t kLoneChainElements = 1 << 16;
 //   not when the add's result shares memory with what the product reads;
 // - consecutive elementwise nodes over one element count, whose operands have that count or one
 //   element, run as a chain, chunk by chunk; a lone one of kLoneChainElements or more too. A
-//   kernel that runs at load time runs node by node.
+//   chain's values that live inside the kernel and only the chain reads are chunk-local (never
+//   stored whole). A kernel that runs at load time runs node by node.
 std::vector<HostStep> lower_host(const graph::Graph& graph, std::span<const Kernel> kernels,
                                  const MemoryPlan& memory);
 
 // The plan's host steps, one line each with its kernel: "k3 matmul: gemm %12 (%3, %9^T) + %10 ->
 // %13 [folds %9 transpose, %13 add]", "k4 fused_elementwise: chain %14 mul, %15 add",
-// "k5 softmax: node %16 softmax".
+// "k5 softmax: node %16 softmax"; a chain ends with its chunk-local values ("[per chunk %14]").
 std::string host_steps_text(const Plan& plan);
 
 }  // namespace csrun::compiler

@@ -12,7 +12,7 @@
 namespace csrun::compiler {
 
 // Version of the Plan's file format; a plan of another version is recompiled.
-inline constexpr std::uint32_t kPlanFormatVersion = 2;
+inline constexpr std::uint32_t kPlanFormatVersion = 3;
 
 enum class StepKind : std::uint8_t { train, eval };
 const char* step_kind_name(StepKind kind);
@@ -111,6 +111,9 @@ struct HostStep {
   graph::NodeId bias = -1;            // one f32 value per column each row starts as (-1: none)
   graph::NodeId result = -1;          // where the product goes: the matmul, or the folded bias add
   std::vector<graph::NodeId> folded;  // kernel nodes this step computes without running them
+  // A chain's nodes whose values only later nodes of the chain read: kept one chunk at a time in
+  // the core's cache, never stored whole.
+  std::vector<graph::NodeId> chunk_local;
 
   friend bool operator==(const HostStep&, const HostStep&) = default;
 };

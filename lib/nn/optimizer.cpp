@@ -145,6 +145,7 @@ class AdamFamily : public Optimizer {
       Tensor m = state(graph, i, "exp_avg");
       Tensor v = state(graph, i, "exp_avg_sq");
       Tensor next_step = step + 1.0;
+      Factors scalars = factors(next_step, lr);
       Tensor next_m = beta1 * m + (1.0 - beta1) * g;
       Tensor next_v = beta2 * v + (1.0 - beta2) * g * g;
       commit(graph, state_name(i, "step"), step, next_step, apply);
@@ -156,22 +157,35 @@ class AdamFamily : public Optimizer {
         second = maximum(running_max, next_v);
         commit(graph, state_name(i, "max_exp_avg_sq"), running_max, second, apply);
       }
-      commit(graph, variable_name(p), p, updated(p, next_m, second, next_step, lr), apply);
+      commit(graph, variable_name(p), p, updated(p, next_m, second, scalars, lr), apply);
     }
   }
 
  private:
-  Tensor updated(const Tensor& p, const Tensor& m, const Tensor& v, const Tensor& step,
-                 const Tensor& lr) const {
+  // The step's scalar factors of the bias correction. Traced before the elementwise update, they
+  // precede it in the graph, so that one fused kernel can compute a parameter's whole update
+  // (fusion_groups.hpp: a fusion's operands come before its first node).
+  struct Factors {
+    Tensor step_size;
+    Tensor root_correction2;
+  };
+
+  Factors factors(const Tensor& step, const Tensor& lr) const {
+    if (kind_ == Kind::lamb) return {};  // Lamb corrects no bias
     auto [beta1, beta2] = betas_;
-    Tensor correction1 = 1.0 - pow(constant(p.graph(), beta1), step);
-    Tensor correction2 = 1.0 - pow(constant(p.graph(), beta2), step);
+    Tensor correction1 = 1.0 - pow(constant(step.graph(), beta1), step);
+    Tensor root_correction2 = sqrt(1.0 - pow(constant(step.graph(), beta2), step));
+    if (kind_ == Kind::adam) return {lr / correction1, root_correction2};
+    return {correct_bias_ ? lr * root_correction2 / correction1 : lr, root_correction2};
+  }
+
+  Tensor updated(const Tensor& p, const Tensor& m, const Tensor& v, const Factors& scalars,
+                 const Tensor& lr) const {
     switch (kind_) {
       case Kind::adam:
-        return p - (lr / correction1) * m / (sqrt(v) / sqrt(correction2) + eps_);
+        return p - scalars.step_size * m / (sqrt(v) / scalars.root_correction2 + eps_);
       case Kind::adamw: {
-        Tensor step_size = correct_bias_ ? lr * sqrt(correction2) / correction1 : lr;
-        Tensor stepped = p - step_size * m / (sqrt(v) + eps_);
+        Tensor stepped = p - scalars.step_size * m / (sqrt(v) + eps_);
         return weight_decay_ > 0.0 ? stepped - lr * weight_decay_ * stepped : stepped;
       }
       case Kind::lamb: {

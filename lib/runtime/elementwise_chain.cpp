@@ -1,6 +1,11 @@
 #include "elementwise_chain.hpp"
 
 #include <algorithm>
+#include <cstdlib>
+#include <new>
+#include <set>
+#include <stdexcept>
+#include <string>
 
 namespace csrun::runtime {
 
@@ -8,16 +13,15 @@ namespace {
 
 // 4096 f32 elements: a chain of a dozen values fits in a core's L2 cache.
 constexpr std::int64_t kChunkElements = 4096;
+// A slot holds a chunk of the widest dtype (f32, i32), a whole number of cache lines.
+constexpr std::int64_t kSlotBytes = kChunkElements * 4;
 // A thread takes at least this many chunks: fewer do not repay waking it.
 constexpr std::int64_t kChunksPerPart = 8;
 
-// Elements [begin, begin + length) of a whole value as a flat vector; a single value stays whole
-// and broadcasts.
-TensorRef chunk_of(const TensorRef& whole, std::int64_t count, std::int64_t begin,
-                   std::int64_t length) {
-  if (whole.count != count) return whole;
-  TensorRef chunk = whole;
-  chunk.data = whole.data + begin * static_cast<std::int64_t>(graph::dtype_size(whole.dtype));
+// `length` elements of `value`'s dtype at `data`, as a flat vector.
+TensorRef flat(const TensorRef& value, std::byte* data, std::int64_t length) {
+  TensorRef chunk = value;
+  chunk.data = data;
   chunk.rank = 1;
   chunk.shape = {};
   chunk.shape[0] = length;
@@ -25,38 +29,151 @@ TensorRef chunk_of(const TensorRef& whole, std::int64_t count, std::int64_t begi
   return chunk;
 }
 
+// Elements [begin, begin + length) of a whole value; a single value stays whole and broadcasts.
+TensorRef chunk_of(const TensorRef& whole, std::int64_t count, std::int64_t begin,
+                   std::int64_t length) {
+  if (whole.count != count) return whole;
+  return flat(whole, whole.data + begin * static_cast<std::int64_t>(graph::dtype_size(whole.dtype)),
+              length);
+}
+
+// The chunk of a chunk-local value: `length` elements at the start of its slot.
+TensorRef slot_of(const TensorRef& value, std::byte* buffer, std::int32_t slot,
+                  std::int64_t length) {
+  return flat(value, buffer + slot * kSlotBytes, length);
+}
+
 }  // namespace
 
-ElementwiseChain::ElementwiseChain(std::vector<NodeTask> tasks, const KernelSet& kernels,
-                                   ThreadTeam& team)
+void ElementwiseChain::FreeBytes::operator()(std::byte* bytes) const {
+  std::free(bytes);
+}
+
+ElementwiseChain::ElementwiseChain(std::vector<NodeTask> tasks,
+                                   std::span<const graph::NodeId> nodes,
+                                   std::span<const graph::NodeId> chunk_local,
+                                   const KernelSet& kernels, ThreadTeam& team)
     : tasks_(std::move(tasks)),
       chunks_(static_cast<std::size_t>(team.size()), tasks_),
       count_(tasks_.front().out.count),
       kernels_(&kernels),
-      team_(&team) {}
+      team_(&team) {
+  assign_slots(locate_operands(nodes, chunk_local));
+  if (slots_ == 0) return;
+  for (int thread = 0; thread < team.size(); ++thread) {
+    void* bytes = std::aligned_alloc(64, static_cast<std::size_t>(slots_ * kSlotBytes));
+    if (bytes == nullptr) throw std::bad_alloc();
+    buffers_.emplace_back(static_cast<std::byte*>(bytes));
+  }
+}
+
+// Marks where each task's operands are: a chunk-local value an earlier task computes (its index
+// for now) or a stored one (-1). Returns, per task, the last task that reads its result per chunk.
+std::vector<std::int32_t> ElementwiseChain::locate_operands(std::span<const graph::NodeId> nodes,
+                                                            std::span<const graph::NodeId> local) {
+  auto position = [&](graph::NodeId id) {
+    auto found = std::find(nodes.begin(), nodes.end(), id);
+    return found == nodes.end() ? -1 : static_cast<std::int32_t>(found - nodes.begin());
+  };
+  places_.resize(tasks_.size());
+  for (graph::NodeId id : local) {
+    std::int32_t task = position(id);
+    if (task < 0)
+      throw std::invalid_argument("a chain keeps %" + std::to_string(id) +
+                                  " per chunk, but does not compute it");
+    places_[static_cast<std::size_t>(task)].out = 0;
+  }
+  std::vector<std::int32_t> last_read(tasks_.size(), -1);
+  for (std::size_t t = 0; t < tasks_.size(); ++t) {
+    const NodeTask& task = tasks_[t];
+    for (std::size_t i = 0; i < task.in.size(); ++i) {
+      std::int32_t producer = position(task.node->inputs[i]);
+      bool local_input = producer >= 0 && producer < static_cast<std::int32_t>(t) &&
+                         places_[static_cast<std::size_t>(producer)].out >= 0;
+      if (!local_input && task.in[i].data == nullptr)
+        throw std::invalid_argument(
+            "a chain's node %" + std::to_string(nodes[t]) + " reads %" +
+            std::to_string(task.node->inputs[i]) +
+            ", which is neither stored nor computed before it in the chain");
+      places_[t].in.push_back(local_input ? producer : -1);
+      if (local_input) last_read[static_cast<std::size_t>(producer)] = static_cast<std::int32_t>(t);
+    }
+  }
+  return last_read;
+}
+
+// Gives each chunk-local result the lowest slot free when its task runs: one whose value's last
+// reader ran before (not the task itself: its result may be wider than what it reads).
+void ElementwiseChain::assign_slots(std::span<const std::int32_t> last_read) {
+  std::set<std::int32_t> free_slots;
+  for (std::size_t t = 0; t < tasks_.size(); ++t) {
+    for (std::size_t p = 0; p < t; ++p) {
+      if (places_[p].out >= 0 && last_read[p] == static_cast<std::int32_t>(t) - 1)
+        free_slots.insert(places_[p].out);
+    }
+    for (std::int32_t& in : places_[t].in)
+      in = in >= 0 ? places_[static_cast<std::size_t>(in)].out : -1;
+    if (places_[t].out < 0) continue;
+    if (free_slots.empty()) {
+      places_[t].out = slots_++;
+    } else {
+      places_[t].out = *free_slots.begin();
+      free_slots.erase(free_slots.begin());
+    }
+  }
+}
+
+std::int64_t ElementwiseChain::buffer_bytes() const {
+  return static_cast<std::int64_t>(buffers_.size()) * slots_ * kSlotBytes;
+}
 
 void ElementwiseChain::run() {
   std::int64_t chunks = (count_ + kChunkElements - 1) / kChunkElements;
   std::int64_t parts = std::min<std::int64_t>(team_->size(), chunks / kChunksPerPart);
-  if (parts <= 1) return run_chunks(0, chunks, chunks_.front());
+  auto buffer = [&](int part) {
+    return buffers_.empty() ? nullptr : buffers_[static_cast<std::size_t>(part)].get();
+  };
+  if (parts <= 1) return run_chunks(0, chunks, chunks_.front(), buffer(0));
   auto work = [&](int part) {
     run_chunks(chunks * part / parts, chunks * (part + 1) / parts,
-               chunks_[static_cast<std::size_t>(part)]);
+               chunks_[static_cast<std::size_t>(part)], buffer(part));
   };
   team_->run(work);
 }
 
+// Asks for the stored operands' next chunk while this one computes: the chain's nodes read one
+// operand at a time, so without it each waits for memory alone.
+void ElementwiseChain::prefetch(std::int64_t begin) const {
+  if (begin >= count_) return;
+  std::int64_t length = std::min(kChunkElements, count_ - begin);
+  for (std::size_t t = 0; t < tasks_.size(); ++t) {
+    for (std::size_t i = 0; i < tasks_[t].in.size(); ++i) {
+      const TensorRef& whole = tasks_[t].in[i];
+      if (places_[t].in[i] >= 0 || whole.count != count_) continue;
+      auto size = static_cast<std::int64_t>(graph::dtype_size(whole.dtype));
+      const std::byte* first = whole.data + begin * size;
+      for (std::int64_t offset = 0; offset < length * size; offset += 64)
+        __builtin_prefetch(first + offset);
+    }
+  }
+}
+
 void ElementwiseChain::run_chunks(std::int64_t first, std::int64_t last,
-                                  std::vector<NodeTask>& chunk) {
+                                  std::vector<NodeTask>& chunk, std::byte* buffer) {
   for (std::int64_t index = first; index < last; ++index) {
     std::int64_t begin = index * kChunkElements;
     std::int64_t length = std::min(kChunkElements, count_ - begin);
+    if (index + 1 < last) prefetch(begin + kChunkElements);
     for (std::size_t t = 0; t < tasks_.size(); ++t) {
       const NodeTask& whole = tasks_[t];
+      const Places& places = places_[t];
       NodeTask& part = chunk[t];
-      part.out = chunk_of(whole.out, count_, begin, length);
-      for (std::size_t i = 0; i < whole.in.size(); ++i)
-        part.in[i] = chunk_of(whole.in[i], count_, begin, length);
+      part.out = places.out >= 0 ? slot_of(whole.out, buffer, places.out, length)
+                                 : chunk_of(whole.out, count_, begin, length);
+      for (std::size_t i = 0; i < whole.in.size(); ++i) {
+        part.in[i] = places.in[i] >= 0 ? slot_of(whole.in[i], buffer, places.in[i], length)
+                                       : chunk_of(whole.in[i], count_, begin, length);
+      }
       kernels_->run_elementwise(part);
     }
   }

@@ -4,6 +4,9 @@
 // fused kernel reads and writes each value once and its intermediates stay in cache, as the
 // fused kernel on the wafer would.
 
+#include <cstddef>
+#include <memory>
+#include <span>
 #include <vector>
 
 #include "kernel_set.hpp"
@@ -13,20 +16,47 @@
 namespace csrun::runtime {
 
 // Which nodes form a chain is the plan's decision (compiler::lower_host): elementwise nodes over
-// one element count whose operands have that count or one element.
+// one element count whose operands have that count or one element. So is which of their values
+// live one chunk at a time (the plan's chunk-local nodes): those have no memory of their own
+// (their tasks' results have no data) and take a slot of a per-thread chunk buffer instead,
+// which a later node's result reuses once the value's last reader has run.
 class ElementwiseChain {
  public:
-  // Runs each chunk with `kernels`; large chains split their chunks across `team` (which must
-  // outlive the chain).
-  ElementwiseChain(std::vector<NodeTask> tasks, const KernelSet& kernels, ThreadTeam& team);
+  // `tasks` run `nodes`, in order. Runs each chunk with `kernels`; large chains split their
+  // chunks across `team` (which must outlive the chain). Throws std::invalid_argument when a
+  // task reads a value that is neither stored nor computed earlier in the chain.
+  ElementwiseChain(std::vector<NodeTask> tasks, std::span<const graph::NodeId> nodes,
+                   std::span<const graph::NodeId> chunk_local, const KernelSet& kernels,
+                   ThreadTeam& team);
   void run();
+  // The per-thread chunk buffers of the chunk-local values.
+  std::int64_t buffer_bytes() const;
 
  private:
-  void run_chunks(std::int64_t first, std::int64_t last, std::vector<NodeTask>& chunk);
+  struct FreeBytes {
+    void operator()(std::byte* bytes) const;
+  };
+  // Where a task's result and operands are: their stored value (-1), or a slot of the chunk
+  // buffer.
+  struct Places {
+    std::int32_t out = -1;
+    std::vector<std::int32_t> in;
+  };
+
+  std::vector<std::int32_t> locate_operands(std::span<const graph::NodeId> nodes,
+                                            std::span<const graph::NodeId> local);
+  void assign_slots(std::span<const std::int32_t> last_read);
+  void prefetch(std::int64_t begin) const;
+  void run_chunks(std::int64_t first, std::int64_t last, std::vector<NodeTask>& chunk,
+                  std::byte* buffer);
 
   std::vector<NodeTask> tasks_;
-  // Per thread of the team: the tasks over one chunk, re-pointed for every chunk.
+  std::vector<Places> places_;
+  std::int32_t slots_ = 0;
+  // Per thread of the team: the tasks over one chunk, re-pointed for every chunk, and the chunk
+  // buffer.
   std::vector<std::vector<NodeTask>> chunks_;
+  std::vector<std::unique_ptr<std::byte, FreeBytes>> buffers_;
   std::int64_t count_ = 0;
   const KernelSet* kernels_;
   ThreadTeam* team_;

@@ -57,7 +57,8 @@ class Executable {
   std::int64_t steps_run() const;
   // The wafer time of the steps run so far, from the plan's estimate (0 for a CPU plan).
   double simulated_seconds() const;
-  // Bytes of the arena (the plan's peak) and of kernel-local scratch.
+  // Bytes of the arena (the plan's peak) and of kernel-local scratch (chains' chunk buffers
+  // included).
   std::int64_t arena_bytes() const;
   std::int64_t scratch_bytes() const;
 

@@ -7,6 +7,7 @@
 #include "compiler/compile.hpp"
 #include "compiler/host_lowering.hpp"
 #include "graph/tensor.hpp"
+#include "support/step_fixture.hpp"
 
 using namespace csrun;
 using namespace csrun::graph;
@@ -108,6 +109,55 @@ TEST_CASE("consecutive elementwise nodes of one size run as one chain, small lon
   compiler::Plan lone_plan = planned(lone);
   CHECK(steps_of(lone_plan, HostStepKind::chain).size() == 1);
   CHECK(steps_of(lone_plan, HostStepKind::node).size() == 1);
+}
+
+TEST_CASE("a chain keeps per chunk the values only its later nodes read") {
+  Graph graph;
+  Tensor x(graph, graph.add_input("x", {{1000}, DType::f32}));
+  Tensor y(graph, graph.add_input("y", {{1000}, DType::f32}));
+  Tensor scaled = x * 2.0;      // read by the next node only: per chunk
+  Tensor shifted = scaled + y;  // an output too: stored
+  Tensor squared = shifted * shifted;
+  graph.add_output("shifted", shifted.id());
+  graph.add_output("z", exp(squared).id());
+  compiler::Plan plan = planned(graph);
+  std::vector<HostStep> chains = steps_of(plan, HostStepKind::chain);
+  REQUIRE(chains.size() == 1);
+  INFO(compiler::host_steps_text(plan));
+  REQUIRE(chains.front().nodes.size() == 4);
+  const std::vector<NodeId>& nodes = chains.front().nodes;
+  CHECK(chains.front().chunk_local == std::vector<NodeId>{nodes[0], nodes[2]});
+  CHECK_THAT(compiler::host_steps_text(plan),
+             Catch::Contains("[per chunk %" + std::to_string(nodes[0]) + ", %" +
+                             std::to_string(nodes[2]) + "]"));
+}
+
+TEST_CASE("an AdamW update of a parameter is one chain over its state") {
+  models::TracedStep step = test::traced_step("{name: fc_mnist, hidden_sizes: [96, 80]}", 4);
+  compiler::Plan plan = planned(std::move(step.graph));
+  INFO(compiler::host_steps_text(plan));
+  auto step_computing = [&](const std::string& variable) -> const HostStep* {
+    auto update = std::find_if(plan.graph.updates().begin(), plan.graph.updates().end(),
+                               [&](const NamedNode& named) { return named.name == variable; });
+    if (update == plan.graph.updates().end()) return nullptr;
+    for (const HostStep& host : plan.host_steps) {
+      if (std::find(host.nodes.begin(), host.nodes.end(), update->node) != host.nodes.end())
+        return &host;
+    }
+    return nullptr;
+  };
+  std::size_t parameters = 0;
+  for (const Variable& variable : plan.graph.variables()) {
+    if (variable.role != VariableRole::parameter) continue;
+    std::string state = "optimizer.state." + std::to_string(parameters++) + ".";
+    const HostStep* update = step_computing(variable.name);
+    REQUIRE(update != nullptr);
+    CHECK(update->kind == HostStepKind::chain);
+    CHECK(step_computing(state + "exp_avg") == update);
+    CHECK(step_computing(state + "exp_avg_sq") == update);
+    CHECK(update->chunk_local.size() >= 5);
+  }
+  CHECK(parameters == 6);
 }
 
 TEST_CASE("every node of every kernel is run or folded by exactly one host step") {

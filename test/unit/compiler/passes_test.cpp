@@ -259,6 +259,41 @@ TEST_CASE("elementwise fusion joins chains of one shape and stops at other shape
   CHECK(program.fusions[0].nodes.size() == 4);  // mul, add, tanh, where
 }
 
+TEST_CASE("elementwise fusion makes one kernel of the groups a node combines") {
+  Fixture f;
+  Tensor m(f.graph, f.graph.add_input("m", {{4, 8}, DType::f32}));
+  Tensor v(f.graph, f.graph.add_input("v", {{4, 8}, DType::f32}));
+  // Adam's moments: each starts a group of its own; the update reads both.
+  Tensor next_m = 0.9 * m + 0.1 * f.x;
+  Tensor next_v = 0.999 * v + 0.001 * f.x * f.x;
+  Tensor update = next_m / (sqrt(next_v) + 1e-8);
+  f.graph.add_output("m", next_m.id());
+  f.graph.add_output("v", next_v.id());
+  f.graph.add_output("update", update.id());
+  Program program{f.graph, {}};
+  compiler::fuse_elementwise(program);
+  REQUIRE(program.fusions.size() == 1);
+  CHECK(program.fusions[0].nodes.size() == 10);
+  CHECK_NOTHROW(compiler::compile_step(f.graph, {}));
+}
+
+TEST_CASE("elementwise fusion keeps groups apart when a value between them would form a cycle") {
+  Fixture f;
+  Tensor doubled = f.x * 2.0;
+  Tensor total = sum(doubled, {0, 1});  // a reduction of the first group, after its first node
+  Tensor scaled = f.x * total;          // a group of its own, after the reduction
+  Tensor combined = doubled + scaled;
+  f.graph.add_output("y", combined.id());
+  Program program{f.graph, {}};
+  compiler::fuse_elementwise(program);
+  // doubled cannot share a kernel with scaled: the sum between them reads doubled and feeds
+  // scaled. The add joins scaled's group, whose operands all come before it.
+  REQUIRE(program.fusions.size() == 1);
+  CHECK(program.fusions[0].nodes == std::vector<NodeId>{scaled.id(), combined.id()});
+  compiler::CompiledStep compiled = compiler::compile_step(f.graph, {});
+  CHECK(outputs_of(compiled.program.graph, f.feeds()) == outputs_of(f.graph, f.feeds()));
+}
+
 TEST_CASE("elementwise fusions stay within their size limit") {
   Fixture f;
   Tensor y = f.x;

@@ -159,3 +159,68 @@ TEST_CASE("the runtime runs the plan's host steps and refuses a plan that leaves
   plan.host_steps.pop_back();
   CHECK_THROWS_WITH(Executable(plan), Catch::Contains("has no host step in the plan"));
 }
+
+namespace {
+
+// x -> x * 3 -> bfloat16 -> float32 -> + 1 over `count` elements: a chain whose middle values
+// only the chain reads, of two widths.
+graph::Graph narrowing_chain(std::int64_t count) {
+  graph::Graph graph;
+  graph::Tensor x(graph, graph.add_input("x", {{count}, DType::f32}));
+  graph::Tensor narrowed = cast(x * 3.0, DType::bf16);
+  graph.add_output("y", (cast(narrowed, DType::f32) + 1.0).id());
+  return graph;
+}
+
+}  // namespace
+
+TEST_CASE("a chain's values kept per chunk give the results of values stored whole") {
+  // Three chunks and a part of one on each core; a million elements for the memory.
+  for (std::int64_t count : {std::int64_t{10'000}, std::int64_t{1'000'000}}) {
+    graph::Graph graph = narrowing_chain(count);
+    compiler::Plan plan = test::compiled_plan(graph, 1);
+    REQUIRE(plan.host_steps.size() == 1);
+    REQUIRE(plan.host_steps.front().chunk_local.size() == 3);
+    compiler::Plan stored = plan;
+    stored.host_steps.front().chunk_local.clear();
+    graph::Feeds feeds = test::sample_feeds(graph);
+    std::vector<std::vector<double>> results;
+    std::vector<std::int64_t> scratch;
+    for (const compiler::Plan* run : {&plan, &stored}) {
+      Executable executable(*run);
+      test::feed(executable, feeds);
+      executable.run();
+      results.push_back(executable.read(executable.slot("y")));
+      scratch.push_back(executable.scratch_bytes());
+    }
+    CHECK(results[0] == results[1]);
+    std::vector<graph::NodeId> fetch = {*graph.find_output("y")};
+    std::vector<double> expected = graph::evaluate_reference(graph, feeds, fetch).front().values;
+    double worst = 0.0;
+    for (std::size_t i = 0; i < expected.size(); ++i)
+      worst = std::max(worst, relative_error(results[0][i], expected[i]));
+    CHECK(worst <= 1e-6);  // the reference adds in double
+    // Two slots of 4096 floats per core, where whole values take 10 bytes an element.
+    CHECK(scratch[0] <= 2 * 4096 * 4 * 64);
+    CHECK(scratch[1] >= 10 * count);
+  }
+}
+
+TEST_CASE("a plan keeping values per chunk that others read, or that its chain lacks, is refused") {
+  compiler::Plan plan = test::compiled_plan(narrowing_chain(10'000), 1);
+  REQUIRE(plan.host_steps.size() == 1);
+  compiler::HostStep& chain = plan.host_steps.front();
+  compiler::Plan outside = plan;
+  outside.host_steps.front().chunk_local.push_back(chain.nodes.back());  // the output
+  CHECK_THROWS_WITH(Executable(outside),
+                    Catch::Contains("not a value its chain computes without a buffer"));
+  compiler::Plan split = plan;
+  // The chain's last node as a step of its own, reading a value its chain kept per chunk.
+  compiler::HostStep last = split.host_steps.front();
+  last.kind = compiler::HostStepKind::node;
+  last.nodes = {chain.nodes.back()};
+  last.chunk_local.clear();
+  split.host_steps.front().nodes.pop_back();
+  split.host_steps.push_back(last);
+  CHECK_THROWS_WITH(Executable(split), Catch::Contains("which the plan keeps only per chunk"));
+}
