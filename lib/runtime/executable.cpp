@@ -32,9 +32,7 @@ std::int64_t round_up(std::int64_t bytes) {
 // Zeroed, page-aligned memory straight from the kernel, freed with its owner. Its pages are
 // zero without a pass over them and are faulted in where the step (or the variables'
 // initialization, on every core) first touches them: a memset here took 5.7 s of GPT-2 small's
-// start-up on a machine where a fresh page costs about a microsecond. Asked for as transparent
-// huge pages (where the kernel grants them on request): passes over the gigabytes of a large
-// model's weights and optimizer state then miss the TLB far less (GPT-2 small's step: 7 %).
+// start-up on a machine where a fresh page costs about a microsecond.
 class AlignedBytes {
  public:
   AlignedBytes() = default;
@@ -42,7 +40,6 @@ class AlignedBytes {
     void* memory = ::mmap(nullptr, static_cast<std::size_t>(size_), PROT_READ | PROT_WRITE,
                           MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (memory == MAP_FAILED) throw std::bad_alloc();
-    ::madvise(memory, static_cast<std::size_t>(size_), MADV_HUGEPAGE);
     data_ = std::unique_ptr<std::byte, Unmap>(static_cast<std::byte*>(memory),
                                               Unmap{static_cast<std::size_t>(size_)});
   }
