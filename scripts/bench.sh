@@ -406,8 +406,7 @@ for line in sys.stdin:
     rm -rf "$work/model_dir"
     /usr/bin/time -f "%M" -o "$work/csrun.rss" "$csrun" train bench/configs/gpt2_small_ish.yaml \
       --fake_data --target_device CPU --max_steps 4 -o "$work/model_dir" >"$work/csrun.log" 2>&1
-    rate=$(sed -n 's/.*Step=[0-9]*, .*, Rate=\([0-9.]*\) samples\/sec.*/\1/p' "$work/csrun.log" |
-      tail -n +2 | sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }')
+    rate=$(median_logged_rate %.3f <"$work/csrun.log")
     csrun_peak=$(awk '{ printf "%.0f", $1 / 1024 }' "$work/csrun.rss")
     init=$(sed -n 's/.*Initialized the variables in \([0-9.]*\) s.*/\1/p' "$work/csrun.log")
     awk -v r="$round" -v t="$torch" -v tp="$torch_peak" -v c="$rate" -v cp="$csrun_peak" -v i="$init" \
