@@ -13,6 +13,8 @@ PassManager standard_passes(const PrecisionPolicy& precision) {
                [precision](Program& program) { return lower_precision(program, precision); }});
   manager.add({"cse", "one node per distinct computation", eliminate_common_subexpressions});
   manager.add({"dce", "drop what no result needs", eliminate_dead_code});
+  manager.add({"schedule-updates", "each parameter's update as soon as its gradient is ready",
+               schedule_updates});
   manager.add(
       {"fuse-matmul", "matmuls with their operand loads, bias, cast and activation", fuse_matmuls});
   manager.add(

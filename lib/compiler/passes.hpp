@@ -42,6 +42,11 @@ struct PrecisionPolicy {
 };
 std::size_t lower_precision(Program& program, const PrecisionPolicy& policy);
 
+// Moves the optimizer's nodes (the update phase) to where their operands are ready and no other
+// node still reads the variables they read: a parameter's update follows its gradient, so the
+// gradient's memory is free for the rest of the backward pass. Other nodes keep their order.
+std::size_t schedule_updates(Program& program);
+
 // Groups each matmul with its operand prologue (a transpose of the last two axes, a cast) and its
 // epilogue (bias add, reshape, cast, activation) into one "matmul" fusion.
 std::size_t fuse_matmuls(Program& program);

@@ -259,6 +259,51 @@ TEST_CASE("elementwise fusion joins chains of one shape and stops at other shape
   CHECK(program.fusions[0].nodes.size() == 4);  // mul, add, tanh, where
 }
 
+TEST_CASE("schedule-updates moves an update to follow its gradient, still updating in place") {
+  Graph graph;
+  Tensor x(graph, graph.add_input("x", {{4, 8}, DType::f32}));
+  Tensor w1(graph, graph.add_variable("w1", {{8, 16}, DType::f32}, VariableRole::parameter, {}));
+  Tensor w2(graph, graph.add_variable("w2", {{16, 2}, DType::f32}, VariableRole::parameter, {}));
+  Tensor hidden = tanh(matmul(x, w1));
+  Tensor out = matmul(hidden, w2);
+  graph.add_output("loss", sum(out, {0, 1}).id());
+  graph.set_phase(Phase::backward);  // as autodiff traces it: w2's gradient first
+  Tensor out_grad = out * 0.5;
+  Tensor grad2 = matmul(transpose(hidden, {1, 0}), out_grad);
+  Tensor hidden_grad = matmul(out_grad, transpose(w2, {1, 0})) * (1.0 - hidden * hidden);
+  Tensor grad1 = matmul(transpose(x, {1, 0}), hidden_grad);
+  graph.set_phase(Phase::update);  // the optimizer's loop, parameter by parameter
+  graph.set_update("w1", (w1 - 0.1 * grad1).id());
+  graph.set_update("w2", (w2 - 0.1 * grad2).id());
+  Program program{graph, {}};
+  CHECK(compiler::schedule_updates(program) > 0);
+  const Graph& scheduled = program.graph;
+  auto update_of = [&](const char* name) {
+    for (const NamedNode& update : scheduled.updates()) {
+      if (update.name == name) return update.node;
+    }
+    return NodeId{-1};
+  };
+  NodeId last_backward = 0;
+  for (std::size_t i = 0; i < scheduled.size(); ++i) {
+    if (scheduled.nodes()[i].phase == Phase::backward) last_backward = static_cast<NodeId>(i);
+  }
+  CHECK(update_of("w2") < last_backward);  // before w1's gradient is complete
+  CHECK(update_of("w1") > last_backward);
+  CHECK(outputs_of(scheduled, test::sample_feeds(scheduled)) ==
+        outputs_of(graph, test::sample_feeds(graph)));
+  CHECK(compiler::schedule_updates(program) == 0);
+
+  compiler::Plan plan =
+      compiler::build_plan(compiler::compile_step(graph, {}), {}, compiler::PrecisionPolicy{});
+  for (const NamedNode& update : plan.graph.updates()) {
+    INFO(update.name);
+    NodeId variable = plan.graph.find_variable(update.name)->node;
+    CHECK(plan.memory.buffer_of[static_cast<std::size_t>(update.node)] ==
+          plan.memory.buffer_of[static_cast<std::size_t>(variable)]);
+  }
+}
+
 TEST_CASE("elementwise fusion makes one kernel of the groups a node combines") {
   Fixture f;
   Tensor m(f.graph, f.graph.add_input("m", {{4, 8}, DType::f32}));
