@@ -1,14 +1,18 @@
 #include "data_stream.hpp"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <charconv>
 #include <csignal>
 #include <cstdlib>
 #include <filesystem>
+#include <optional>
+#include <string_view>
 
 #include "data/sample_ledger.hpp"
 #include "runner/run_log.hpp"
+#include "storage/process_liveness.hpp"
 #include "stream/coordinator.hpp"
 #include "stream/rendezvous.hpp"
 #include "stream/srun_tasks.hpp"
@@ -102,6 +106,32 @@ DataStream::DataStream(const config::TrainerSpec& trainer, const runner::RunSetu
   start_local_workers(jobs_by_replica(std::move(jobs)), options, workers, context.worker_binary);
 }
 
+namespace {
+
+// Local workers' sockets live in /tmp/csrun-stream-<pid>-XXXXXX, which the run removes when it
+// ends.
+constexpr std::string_view kSocketDirectoryPrefix = "/tmp/csrun-stream-";
+
+// The socket directories this user's killed runs left behind: their process is gone.
+void remove_dead_socket_directories() {
+  std::error_code error;
+  const fs::path parent = fs::path(kSocketDirectoryPrefix).parent_path();
+  const std::string prefix = fs::path(kSocketDirectoryPrefix).filename().string();
+  for (const fs::directory_entry& entry : fs::directory_iterator(parent, error)) {
+    std::string name = entry.path().filename().string();
+    if (!name.starts_with(prefix)) continue;
+    std::string owner = name.substr(prefix.size());
+    std::optional<int> pid = storage::parse_pid(owner.substr(0, owner.find('-')));
+    struct stat info {};
+    if (!pid || owner.find('-') == std::string::npos || ::lstat(entry.path().c_str(), &info) != 0 ||
+        !S_ISDIR(info.st_mode) || info.st_uid != ::getuid() || storage::process_alive(*pid))
+      continue;
+    fs::remove_all(entry.path(), error);
+  }
+}
+
+}  // namespace
+
 // As the Model Zoo streams each CS-X system its own data: one coordinator per replica, with its
 // own num_workers_per_csx children, which read that replica's share of each batch. Workers are
 // numbered across the job (replica r's from r × num_workers_per_csx), so the ledger and the logs
@@ -109,8 +139,11 @@ DataStream::DataStream(const config::TrainerSpec& trainer, const runner::RunSetu
 void DataStream::start_local_workers(std::vector<std::vector<data::LoaderJob>> replicas,
                                      stream::CoordinatorOptions options, std::int64_t workers,
                                      const std::string& worker_binary) {
-  char directory[] = "/tmp/csrun-stream-XXXXXX";
-  if (!::mkdtemp(directory)) throw std::runtime_error("cannot create a directory under /tmp");
+  remove_dead_socket_directories();
+  std::string directory =
+      std::string(kSocketDirectoryPrefix) + std::to_string(::getpid()) + "-XXXXXX";
+  if (!::mkdtemp(directory.data()))
+    throw std::runtime_error("cannot create a directory under /tmp");
   socket_directory_ = directory;
   options.local_workers = workers;
   options.executable = worker_binary;

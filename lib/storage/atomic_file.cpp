@@ -11,6 +11,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "process_liveness.hpp"
+
 namespace csrun::storage {
 
 namespace fs = std::filesystem;
@@ -135,14 +137,10 @@ std::vector<fs::path> remove_stale_temporaries(const fs::path& directory,
     // <host>.<pid>; earlier csrun versions wrote <pid> alone, always on this host.
     std::string owner = name.substr(at + marker.size());
     auto dot = owner.rfind('.');
-    std::string pid_text = dot == std::string::npos ? owner : owner.substr(dot + 1);
+    std::optional<int> pid = parse_pid(dot == std::string::npos ? owner : owner.substr(dot + 1));
     if (dot != std::string::npos && owner.substr(0, dot) != host) continue;
-    if (pid_text.empty() || pid_text.size() > 9 ||
-        pid_text.find_first_not_of("0123456789") != std::string::npos)
-      continue;
-    auto pid = static_cast<pid_t>(std::stol(pid_text));
-    bool alive = pid == ::getpid() || ::kill(pid, 0) == 0 || errno == EPERM;
-    if (!alive && fs::remove(entry.path(), error)) removed.push_back(entry.path());
+    if (!pid) continue;
+    if (!process_alive(*pid) && fs::remove(entry.path(), error)) removed.push_back(entry.path());
   }
   return removed;
 }

@@ -110,6 +110,17 @@ TEST_CASE("streaming: a worker killed mid-run changes nothing, each sample is co
   CHECK(producers.size() >= 2);
 }
 
+// The socket directories /tmp/csrun-stream-<pid>-* of csrun process `pid`.
+std::vector<fs::path> socket_directories(const std::string& pid) {
+  std::vector<fs::path> found;
+  std::error_code error;
+  for (const fs::directory_entry& entry : fs::directory_iterator("/tmp", error)) {
+    if (entry.path().filename().string().starts_with("csrun-stream-" + pid + "-"))
+      found.push_back(entry.path());
+  }
+  return found;
+}
+
 TEST_CASE("streaming: a killed coordinator leaves no workers, rerunning gives the same weights") {
   csrun::test::TempDir dir;
   const int steps = 1200;
@@ -117,9 +128,11 @@ TEST_CASE("streaming: a killed coordinator leaves no workers, rerunning gives th
   fs::path model_dir = dir.path() / "crashed";
   std::string params = dir.write("crashed.yaml", params_text(model_dir, steps));
   fs::path children = dir.path() / "children";
-  auto run = train_and_interrupt(
-      params, 2, "", "[ -f '" + (model_dir / "checkpoint_400.mdl").string() + "' ]",
-      "pgrep -P $pid >'" + children.string() + "'; kill -KILL $pid", dir.path() / "out");
+  auto run = train_and_interrupt(params, 2, "",
+                                 "[ -f '" + (model_dir / "checkpoint_400.mdl").string() + "' ]",
+                                 "pgrep -P $pid >'" + children.string() + "'; echo $pid >'" +
+                                     (dir.path() / "coordinator").string() + "'; kill -KILL $pid",
+                                 dir.path() / "out");
   INFO(run.out << read(dir.path() / "out"));
   REQUIRE(run.out.find("status=137") != std::string::npos);
   std::string pids = read(children);
@@ -137,10 +150,15 @@ TEST_CASE("streaming: a killed coordinator leaves no workers, rerunning gives th
     INFO("worker pid " << pid);
     CHECK_FALSE(running);
   }
+  // The killed run could not remove its sockets' directory; the next run with local workers does.
+  std::string coordinator;
+  std::istringstream(read(dir.path() / "coordinator")) >> coordinator;
+  REQUIRE(socket_directories(coordinator).size() == 1);
   auto again = run_csrun({"train", params, "--fake_data", "--num_workers_per_csx", "2"});
   INFO(again.out << again.err);
   REQUIRE(again.exit_code == 0);
   CHECK(again.out.find("Found latest checkpoint") != std::string::npos);
+  CHECK(socket_directories(coordinator).empty());
   expect_same_weights(reference / "checkpoint_1200.mdl", model_dir / "checkpoint_1200.mdl");
 }
 
