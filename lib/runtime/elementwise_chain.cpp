@@ -141,29 +141,11 @@ void ElementwiseChain::run() {
   team_->run(work);
 }
 
-// Asks for the stored operands' next chunk while this one computes: the chain's nodes read one
-// operand at a time, so without it each waits for memory alone.
-void ElementwiseChain::prefetch(std::int64_t begin) const {
-  if (begin >= count_) return;
-  std::int64_t length = std::min(kChunkElements, count_ - begin);
-  for (std::size_t t = 0; t < tasks_.size(); ++t) {
-    for (std::size_t i = 0; i < tasks_[t].in.size(); ++i) {
-      const TensorRef& whole = tasks_[t].in[i];
-      if (places_[t].in[i] >= 0 || whole.count != count_) continue;
-      auto size = static_cast<std::int64_t>(graph::dtype_size(whole.dtype));
-      const std::byte* first = whole.data + begin * size;
-      for (std::int64_t offset = 0; offset < length * size; offset += 64)
-        __builtin_prefetch(first + offset);
-    }
-  }
-}
-
 void ElementwiseChain::run_chunks(std::int64_t first, std::int64_t last,
                                   std::vector<NodeTask>& chunk, std::byte* buffer) {
   for (std::int64_t index = first; index < last; ++index) {
     std::int64_t begin = index * kChunkElements;
     std::int64_t length = std::min(kChunkElements, count_ - begin);
-    if (index + 1 < last) prefetch(begin + kChunkElements);
     for (std::size_t t = 0; t < tasks_.size(); ++t) {
       const NodeTask& whole = tasks_[t];
       const Places& places = places_[t];

@@ -46,7 +46,6 @@ class ElementwiseChain {
   std::vector<std::int32_t> locate_operands(std::span<const graph::NodeId> nodes,
                                             std::span<const graph::NodeId> local);
   void assign_slots(std::span<const std::int32_t> last_read);
-  void prefetch(std::int64_t begin) const;
   void run_chunks(std::int64_t first, std::int64_t last, std::vector<NodeTask>& chunk,
                   std::byte* buffer);
 
