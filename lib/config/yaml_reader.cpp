@@ -74,19 +74,26 @@ bool check_text(std::string_view text, const std::string& origin, Diagnostics& d
   return true;
 }
 
-// The line (1-based) of a ',' that comes first on its line (after blanks and node properties: an
-// &anchor or a !tag) outside any flow collection, or 0. yaml-cpp 0.7 never returns from many such
-// files (", b", "&a, b", or an indented ", b" in a mapping loop allocating without end), so they
-// are reported here, before yaml-cpp sees them; the only valid YAML this refuses is a plain
-// scalar continued on a line that starts with a comma. Quoted scalars and comments are skipped; a
-// quote counts only where a scalar can start, and so does a bracket outside a flow collection
-// ("a[b" is a plain scalar in block context).
-std::size_t stray_flow_entry(std::string_view text) {
+// A ',' outside any flow collection that comes first on its line (after blanks and node
+// properties: an &anchor or a !tag) or right after a quoted scalar ("'a', b"), and its line
+// (1-based; 0: none). yaml-cpp 0.7 never returns from many such files (", b", "&a, b", "'a', b",
+// or an indented ", b" in a mapping loop allocating without end), so they are reported here,
+// before yaml-cpp sees them; the only valid YAML this refuses is a plain scalar continued on a
+// line that starts with a comma. Quoted scalars and comments are skipped; a quote counts only
+// where a scalar can start, and so does a bracket outside a flow collection ("a[b" is a plain
+// scalar in block context).
+struct StrayComma {
+  std::size_t line = 0;
+  bool after_quoted = false;
+};
+
+StrayComma stray_flow_entry(std::string_view text) {
   int depth = 0;
   std::size_t line = 1;
   char quote = 0;
   char previous = '\n';
   bool line_content = false;  // anything but blanks and node properties on this line
+  bool after_quoted = false;  // only blanks since a quoted scalar ended outside a collection
   auto name_ends = [](char c) {
     return std::string_view(" \t\r\n,[]{}").find(c) != std::string_view::npos;
   };
@@ -95,16 +102,20 @@ std::size_t stray_flow_entry(std::string_view text) {
     if (c == '\n') {
       ++line;
       line_content = false;
+      after_quoted = false;
     }
     if (quote) {
       if (c == '\\' && quote == '"') {
         ++i;
       } else if (c == quote) {
         quote = 0;
+        after_quoted = depth == 0;
       }
       continue;
     }
     if (c == ' ' || c == '\t' || c == '\r' || c == '\n') continue;
+    if (c == ',' && depth == 0 && after_quoted) return {line, true};
+    after_quoted = false;
     bool token_start = std::string_view(" \t\n:,[{-").find(previous) != std::string_view::npos;
     if (c == '#' && (previous == ' ' || previous == '\t' || previous == '\n')) {
       while (i + 1 < text.size() && text[i + 1] != '\n')
@@ -113,7 +124,7 @@ std::size_t stray_flow_entry(std::string_view text) {
       while (i + 1 < text.size() && !name_ends(text[i + 1]))
         ++i;
     } else if (c == ',' && depth == 0 && !line_content) {
-      return line;
+      return {line, false};
     } else {
       line_content = true;
       if ((c == '"' || c == '\'') && token_start) {
@@ -125,7 +136,7 @@ std::size_t stray_flow_entry(std::string_view text) {
       }
     }
   }
-  return 0;
+  return {};
 }
 
 class Converter {
@@ -355,10 +366,13 @@ Node read_yaml_text(std::string_view text, const std::string& origin, Diagnostic
     return Node::make_null(start);
   }
   if (!check_text(text, origin, diagnostics)) return Node::make_null(start);
-  if (std::size_t line = stray_flow_entry(text)) {
-    diagnostics.error(SourceMark{origin, static_cast<int>(line), 1}, "",
-                      "YAML syntax error: a ',' begins a node outside any flow collection "
-                      "([...] or {...}); quote a value that begins with a comma");
+  if (StrayComma comma = stray_flow_entry(text); comma.line > 0) {
+    diagnostics.error(SourceMark{origin, static_cast<int>(comma.line), 1}, "",
+                      comma.after_quoted
+                          ? "YAML syntax error: a ',' follows a quoted value outside any flow "
+                            "collection; write a list as [a, b] or as '- ' items"
+                          : "YAML syntax error: a ',' begins a node outside any flow collection "
+                            "([...] or {...}); quote a value that begins with a comma");
     return Node::make_null(start);
   }
   std::vector<YAML::Node> documents;
