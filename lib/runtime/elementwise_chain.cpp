@@ -1,8 +1,6 @@
 #include "elementwise_chain.hpp"
 
 #include <algorithm>
-#include <cstdlib>
-#include <new>
 #include <set>
 #include <stdexcept>
 #include <string>
@@ -45,10 +43,6 @@ TensorRef slot_of(const TensorRef& value, std::byte* buffer, std::int32_t slot,
 
 }  // namespace
 
-void ElementwiseChain::FreeBytes::operator()(std::byte* bytes) const {
-  std::free(bytes);
-}
-
 ElementwiseChain::ElementwiseChain(std::vector<NodeTask> tasks,
                                    std::span<const graph::NodeId> nodes,
                                    std::span<const graph::NodeId> chunk_local,
@@ -60,11 +54,9 @@ ElementwiseChain::ElementwiseChain(std::vector<NodeTask> tasks,
       team_(&team) {
   assign_slots(locate_operands(nodes, chunk_local));
   if (slots_ == 0) return;
-  for (int thread = 0; thread < team.size(); ++thread) {
-    void* bytes = std::aligned_alloc(64, static_cast<std::size_t>(slots_ * kSlotBytes));
-    if (bytes == nullptr) throw std::bad_alloc();
-    buffers_.emplace_back(static_cast<std::byte*>(bytes));
-  }
+  buffers_.resize(static_cast<std::size_t>(team.size()));
+  for (auto& buffer : buffers_)
+    buffer.resize(static_cast<std::size_t>(slots_ * kSlotBytes));
 }
 
 // Marks where each task's operands are: a chunk-local value an earlier task computes (its index
@@ -131,7 +123,7 @@ void ElementwiseChain::run() {
   std::int64_t chunks = (count_ + kChunkElements - 1) / kChunkElements;
   std::int64_t parts = std::min<std::int64_t>(team_->size(), chunks / kChunksPerPart);
   auto buffer = [&](int part) {
-    return buffers_.empty() ? nullptr : buffers_[static_cast<std::size_t>(part)].get();
+    return buffers_.empty() ? nullptr : buffers_[static_cast<std::size_t>(part)].data();
   };
   if (parts <= 1) return run_chunks(0, chunks, chunks_.front(), buffer(0));
   auto work = [&](int part) {

@@ -5,11 +5,11 @@
 // fused kernel on the wafer would.
 
 #include <cstddef>
-#include <memory>
 #include <span>
 #include <vector>
 
 #include "kernel_set.hpp"
+#include "storage/page_aligned.hpp"
 #include "tensor_ref.hpp"
 #include "thread_team.hpp"
 
@@ -33,9 +33,6 @@ class ElementwiseChain {
   std::int64_t buffer_bytes() const;
 
  private:
-  struct FreeBytes {
-    void operator()(std::byte* bytes) const;
-  };
   // Where a task's result and operands are: their stored value (-1), or a slot of the chunk
   // buffer.
   struct Places {
@@ -55,7 +52,7 @@ class ElementwiseChain {
   // Per thread of the team: the tasks over one chunk, re-pointed for every chunk, and the chunk
   // buffer.
   std::vector<std::vector<NodeTask>> chunks_;
-  std::vector<std::unique_ptr<std::byte, FreeBytes>> buffers_;
+  std::vector<std::vector<std::byte, storage::PageAlignedAllocator<std::byte>>> buffers_;
   std::int64_t count_ = 0;
   const KernelSet* kernels_;
   ThreadTeam* team_;

@@ -107,7 +107,6 @@ struct Executable::State {
   std::vector<float> task_scratch;  // the largest scratch a kernel's task needs, shared
   std::vector<TensorRef> values;    // per node: where its value lives
   std::vector<bool> chunk_local;    // per node: whether its chain keeps it one chunk at a time
-  std::int64_t chain_buffer_bytes = 0;
   std::vector<StepWork> step;
   std::vector<Snapshot> snapshots;
   std::vector<Update> updates;
@@ -319,7 +318,6 @@ struct Executable::State {
         for (NodeId id : host.nodes)
           tasks.push_back(task_for(id));
         ElementwiseChain chain(std::move(tasks), host.nodes, host.chunk_local, kernels, team);
-        chain_buffer_bytes += chain.buffer_bytes();
         if (at_load) {
           chain.run();
         } else {
@@ -516,9 +514,12 @@ std::int64_t Executable::arena_bytes() const {
   return state_->arena.size();
 }
 std::int64_t Executable::scratch_bytes() const {
-  return state_->scratch.size() +
-         static_cast<std::int64_t>(state_->task_scratch.size() * sizeof(float)) +
-         state_->chain_buffer_bytes;
+  std::int64_t bytes = state_->scratch.size() +
+                       static_cast<std::int64_t>(state_->task_scratch.size() * sizeof(float));
+  for (const StepWork& work : state_->step) {
+    if (const auto* chain = std::get_if<ElementwiseChain>(&work)) bytes += chain->buffer_bytes();
+  }
+  return bytes;
 }
 
 }  // namespace csrun::runtime
