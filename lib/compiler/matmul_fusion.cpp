@@ -110,10 +110,25 @@ class MatmulFusion {
                node.type.shape.back() == value.shape.back() &&
                node.type.rank() <= kernel_spec("matmul").max_rank;
       case OpKind::cast:
-        return graph::is_floating(node.type.dtype);
+        return graph::is_floating(node.type.dtype) && !widened_as_read(user);
       default:
         return is_activation(node.op);
     }
+  }
+
+  // A 16-bit product widened for elementwise readers alone (a weight's gradient for its update)
+  // is stored as it is: the kernel reading it widens it as it loads, so the f32 copy is never
+  // stored. A widening the epilogue goes on from (a bias, an activation) stays in it.
+  bool widened_as_read(NodeId cast) const {
+    const graph::Node& node = graph_.node(cast);
+    bool widens = node.type.dtype == graph::DType::f32 &&
+                  graph_.node(node.inputs[0]).type.dtype != graph::DType::f32;
+    std::span<const NodeId> readers = users_.of(cast);
+    if (!widens || readers.empty()) return false;
+    return std::all_of(readers.begin(), readers.end(), [&](NodeId reader) {
+      return graph::op_class(graph_.node(reader).op) == graph::OpClass::elementwise &&
+             !fits_epilogue(cast, reader);
+    });
   }
 
   const graph::Graph& graph_;

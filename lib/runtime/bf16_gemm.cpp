@@ -37,7 +37,7 @@ const dnnl::engine& engine() {
 // What a row block's primitive depends on: the operands' pointers are bound at each call.
 struct Shape {
   std::int64_t rows, n, k, lda, ldb;
-  bool a_transposed, b_transposed, has_addend;
+  bool a_transposed, b_transposed, has_addend, out_bf16;
   auto operator<=>(const Shape&) const = default;
 };
 
@@ -58,7 +58,8 @@ Primitive make_primitive(const Shape& shape) {
   memory::desc addend = shape.has_addend
                             ? memory::desc({1, shape.n}, memory::data_type::f32, {shape.n, 1})
                             : memory::desc();
-  memory::desc out({shape.rows, shape.n}, memory::data_type::f32, {shape.n, 1});
+  memory::desc out({shape.rows, shape.n},
+                   shape.out_bf16 ? memory::data_type::bf16 : memory::data_type::f32, {shape.n, 1});
   dnnl::primitive_attr attributes;
   // Scratch memory per calling thread, so that the team's threads can share one primitive.
   attributes.set_scratchpad_mode(dnnl::scratchpad_mode::user);
@@ -75,7 +76,8 @@ Shape shape_of(const RowBlock& block) {
           block.b_transposed ? block.k : block.n,
           block.a_transposed,
           block.b_transposed,
-          block.addend != nullptr};
+          block.addend != nullptr,
+          block.out_bf16};
 }
 
 // The kernels made so far, one per shape (making one compiles it), and the largest scratch
@@ -148,10 +150,14 @@ void multiply_rows(const RowBlock& block) {
   // oneDNN takes non-const handles; it only reads the operands.
   auto* a = const_cast<std::uint16_t*>(block.a_transposed ? block.a + block.first
                                                           : block.a + block.first * block.k);
+  std::int64_t out_offset = block.first * block.n;
+  void* out = block.out_bf16
+                  ? static_cast<void*>(static_cast<std::uint16_t*>(block.out) + out_offset)
+                  : static_cast<void*>(static_cast<float*>(block.out) + out_offset);
   std::unordered_map<int, memory> arguments{
       {DNNL_ARG_SRC, memory(made->a, engine(), a)},
       {DNNL_ARG_WEIGHTS, memory(made->b, engine(), const_cast<std::uint16_t*>(block.b))},
-      {DNNL_ARG_DST, memory(made->out, engine(), block.out + block.first * block.n)},
+      {DNNL_ARG_DST, memory(made->out, engine(), out)},
       {DNNL_ARG_SCRATCHPAD, memory(made->scratchpad, engine(), thread.scratchpad.data())}};
   if (block.addend != nullptr) {
     arguments.emplace(DNNL_ARG_BIAS,

@@ -13,16 +13,18 @@
 namespace csrun::runtime::bf16_gemm {
 
 // Rows [first, first + rows) of the row-major product out = addend + op(a) op(b), with op(a)
-// m x k and op(b) k x n, none of rows, n, k zero; `out` points at the product's first row,
-// `addend` (n values) is null for none. One caller's thread does all of it: the caller shares the
-// row blocks out.
+// m x k and op(b) k x n, none of rows, n, k zero; `out` points at the product's first row, f32
+// values or, with `out_bf16`, bfloat16 ones, rounded once from the f32 sum (to nearest even; a
+// subnormal result is zero, as AMX gives it). `addend` (n values) is null for none. One caller's
+// thread does all of it: the caller shares the row blocks out.
 struct RowBlock {
   const std::uint16_t* a = nullptr;
   bool a_transposed = false;
   const std::uint16_t* b = nullptr;
   bool b_transposed = false;
   const float* addend = nullptr;
-  float* out = nullptr;
+  void* out = nullptr;
+  bool out_bf16 = false;
   std::int64_t m = 0, n = 0, k = 0;
   std::int64_t first = 0, rows = 0;
 };

@@ -29,7 +29,8 @@ GemmShape gemm_shape(const NodeTask& task) {
 }
 
 // One row-major product out = addend + op(a) * op(b), its operands as the GEMM reads them: f32,
-// or bfloat16 in a kernel set that multiplies bfloat16 in hardware (bf16_gemm.hpp).
+// or bfloat16 in a kernel set that multiplies bfloat16 in hardware (bf16_gemm.hpp), which may
+// also round the result to bfloat16 itself (out_bf16 instead of out).
 template <class Element>
 struct Product {
   const Element* a;
@@ -38,6 +39,7 @@ struct Product {
   bool b_transposed;
   const float* addend;  // null: none
   float* out;
+  std::uint16_t* out_bf16;
   GemmShape shape;
 };
 
@@ -79,8 +81,10 @@ void multiply_rows(const Product<std::uint16_t>& product, std::int64_t first, st
     start_rows(product.addend, product.out + first * n, rows, n);
     return;
   }
+  bool out_bf16 = product.out_bf16 != nullptr;
+  void* out = out_bf16 ? static_cast<void*>(product.out_bf16) : static_cast<void*>(product.out);
   bf16_gemm::multiply_rows({product.a, product.a_transposed, product.b, product.b_transposed,
-                            product.addend, product.out, m, n, k, first, rows});
+                            product.addend, out, out_bf16, m, n, k, first, rows});
 }
 #else
 constexpr bool kMultipliesBf16 = false;
@@ -154,6 +158,12 @@ bool multiplies_bf16(const NodeTask& task) {
   return kMultipliesBf16 && task.in[0].dtype == DType::bf16 && task.in[1].dtype == DType::bf16;
 }
 
+// ... and writes a bfloat16 result itself, saving an f32 copy of it and a pass to round it.
+bool writes_bf16(const NodeTask& task) {
+  auto [m, n, k] = gemm_shape(task);
+  return multiplies_bf16(task) && task.out.dtype == DType::bf16 && k > 0;
+}
+
 #if CSRUN_BF16_GEMM
 // Makes the kernels for the row blocks the node's products are split into (run_products).
 void prepare_bf16_blocks(const NodeTask& task) {
@@ -164,7 +174,7 @@ void prepare_bf16_blocks(const NodeTask& task) {
   for (std::int64_t index = 0; index < blocks; ++index) {
     auto [first, rows] = block_rows(shape, blocks, index);
     bf16_gemm::prepare({nullptr, task.transposed[0], nullptr, task.transposed[1], task.addend.f32(),
-                        nullptr, m, n, k, first, rows});
+                        nullptr, writes_bf16(task), m, n, k, first, rows});
   }
 }
 #endif
@@ -214,7 +224,7 @@ void prepare_matmul(NodeTask& task) {
       if (operand.dtype != DType::f32) floats += operand.count;
     }
   }
-  if (task.out.dtype != DType::f32) floats += task.out.count;
+  if (task.out.dtype != DType::f32 && !writes_bf16(task)) floats += task.out.count;
   task.scratch_floats = floats;
 #if CSRUN_BF16_GEMM
   if (hardware_bf16) prepare_bf16_blocks(task);
@@ -227,8 +237,8 @@ namespace {
 // shared out across the team when they repay waking it; a product is one block whatever the
 // cores, so the bits are the same.
 template <class Element>
-void run_products(const NodeTask& task, const Element* a_data, const Element* b_data,
-                  float* c_data) {
+void run_products(const NodeTask& task, const Element* a_data, const Element* b_data, float* c_data,
+                  std::uint16_t* c_bf16 = nullptr) {
   const TensorRef& out = task.out;
   GemmShape shape = gemm_shape(task);
   auto [m, n, k] = shape;
@@ -239,7 +249,8 @@ void run_products(const NodeTask& task, const Element* a_data, const Element* b_
                             b_data + batch_offset(batch, out, task.in[1]) * k * n,
                             task.transposed[1],
                             task.addend.f32(),
-                            c_data + batch * m * n,
+                            c_data == nullptr ? nullptr : c_data + batch * m * n,
+                            c_bf16 == nullptr ? nullptr : c_bf16 + batch * m * n,
                             shape};
   };
   if (batches == 1) {
@@ -268,6 +279,10 @@ void run_matmul(NodeTask& task) {
   float* c_data = nullptr;
   bool multiplied = false;
 #if CSRUN_BF16_GEMM
+  if (writes_bf16(task)) {
+    run_products(task, task.in[0].half(), task.in[1].half(), nullptr, out.half());
+    return;
+  }
   if (multiplies_bf16(task)) {
     c_data = out.dtype == DType::f32 ? out.f32() : scratch;
     run_products(task, task.in[0].half(), task.in[1].half(), c_data);

@@ -214,11 +214,34 @@ TEST_CASE("matmul fusion takes the operand loads, bias, reshape, cast and activa
   std::vector<OpKind> ops;
   for (NodeId id : fusion.nodes)
     ops.push_back(program.graph.node(id).op);
-  for (OpKind op : {OpKind::transpose, OpKind::cast, OpKind::matmul, OpKind::add, OpKind::reshape,
-                    OpKind::gelu})
+  for (OpKind op : {OpKind::transpose, OpKind::matmul, OpKind::add, OpKind::reshape, OpKind::gelu})
     CHECK(std::count(ops.begin(), ops.end(), op) >= 1);
+  CHECK(std::count(ops.begin(), ops.end(), OpKind::cast) == 3);  // both operands and the product
   CHECK(std::is_sorted(fusion.nodes.begin(), fusion.nodes.end()));
   CHECK(program.graph.node(fusion.nodes.back()).op == OpKind::gelu);
+}
+
+TEST_CASE("a 16-bit product widened for elementwise readers alone is widened by its reader") {
+  // A weight's gradient, read by its update: stored in 16 bits, widened a chunk at a time.
+  Graph graph;
+  Tensor x(graph, graph.add_input("x", {{8, 8}, DType::f32}));
+  Tensor w(graph, graph.add_variable("w", {{8, 16}, DType::f32}, VariableRole::parameter, {}));
+  graph.add_output("y", (matmul(x, w) * 2.0 + 1.0).id());
+  Program program{graph, {}};
+  compiler::lower_precision(program, {true, DType::bf16, 1});
+  CHECK(compiler::fuse_matmuls(program) > 0);
+  CHECK(compiler::fuse_elementwise(program) > 0);
+  REQUIRE(program.fusions.size() == 2);
+  for (const compiler::Fusion& fusion : program.fusions) {
+    INFO(fusion.pattern);
+    for (NodeId id : fusion.nodes) {
+      const Node& node = program.graph.node(id);
+      bool widens = node.op == OpKind::cast && node.type.dtype == DType::f32;
+      CHECK(widens == (fusion.pattern == "elementwise" && id == fusion.nodes.front()));
+    }
+  }
+  CHECK(program.graph.node(program.fusions[0].nodes.back()).op == OpKind::matmul);
+  CHECK(program.fusions[1].nodes.size() == 3);  // cast, mul, add
 }
 
 TEST_CASE("matmul fusion leaves a reshape beyond the kernel's rank to a view") {
