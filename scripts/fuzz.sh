@@ -2,8 +2,8 @@
 # Runs csrun's libFuzzer targets (test/fuzz) on their seed corpora, from the sanitizer build
 # (build-sanitize/: AddressSanitizer and UndefinedBehaviorSanitizer), and prints per target the
 # executions, the time and the result. A crash, leak, hang (10 s per input) or use of more than
-# 2 GB is a finding: libFuzzer writes the input to build-sanitize/fuzz-findings/ and the script
-# exits 1.
+# 2 GB is a finding: libFuzzer writes the input to build-sanitize/fuzz-findings/, the script
+# runs it once more for a symbolized report and exits 1.
 #
 # Usage: scripts/fuzz.sh [--runs N | --seconds S] [TARGET...]
 #   --runs N     CI's bounded run: each target runs its seed corpus, then the targets whose
@@ -42,6 +42,25 @@ extra_seeds() {
   esac
 }
 
+# Runs the input a finding saved (named in its log) once more with a symbolized report appended
+# to the log, bounded in time as the fuzzing was. Clang 16's runtime does not find Debian's
+# llvm-symbolizer link by itself ("invalid path to external symbolizer"): it is named.
+symbolize_finding() {
+  local input symbolizer
+  input=$(sed -n 's/^.*Test unit written to \(.*\)$/\1/p' "$2" | tail -1)
+  [ -n "$input" ] && [ -f "$input" ] || return 0
+  symbolizer=$(command -v llvm-symbolizer-16 || command -v llvm-symbolizer || true)
+  if [ -z "$symbolizer" ]; then
+    echo "fuzz.sh: no llvm-symbolizer to symbolize the report (apt-get install llvm)" >>"$2"
+    return 0
+  fi
+  echo "fuzz.sh: $input once more, symbolized:" >>"$2"
+  ASAN_SYMBOLIZER_PATH=$(readlink -f "$symbolizer") ASAN_OPTIONS=allocator_may_return_null=1 \
+    LSAN_OPTIONS=suppressions=$root/test/lsan_suppressions.txt OPENBLAS_NUM_THREADS=1 \
+    timeout -k 10 120 "$build/test/fuzz/${1}_fuzz" -timeout=10 -rss_limit_mb=2048 "$input" \
+    >>"$2" 2>&1 || true
+}
+
 findings=$build/fuzz-findings
 mkdir -p "$findings"
 failed=0
@@ -60,8 +79,11 @@ for target in "${targets[@]}"; do
   fi
   # A huge allocation libhdf5 attempts for a malformed header fails as it would outside the
   # sanitizer (HDF5 then reports an error); libhdf5's own leaks on such files are suppressed.
+  # Reports are not symbolized while the target runs: a symbolizer started at the end of an
+  # out-of-memory report once failed, and the report hung with a forked copy of the fuzzer going
+  # on; the finding's input is run once more afterwards, symbolized, into the same log.
   # shellcheck disable=SC2046
-  if ASAN_OPTIONS=allocator_may_return_null=1 \
+  if ASAN_OPTIONS=allocator_may_return_null=1:symbolize=0 \
       LSAN_OPTIONS=suppressions=$root/test/lsan_suppressions.txt OPENBLAS_NUM_THREADS=1 \
       "$build/test/fuzz/${target}_fuzz" "${run_limit[@]}" -timeout=10 \
       -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$findings/$target-" \
@@ -70,6 +92,7 @@ for target in "${targets[@]}"; do
   else
     result="FINDING (see $log and $findings)"
     failed=1
+    symbolize_finding "$target" "$log"
   fi
   runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log")
   seconds=$(sed -n 's/^Done [0-9]* runs in \([0-9]*\) second.*/\1/p' "$log")
