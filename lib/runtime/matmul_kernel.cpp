@@ -1,7 +1,6 @@
 #include <cblas.h>
 
 #include <algorithm>
-#include <type_traits>
 
 #include "kernel_families.hpp"
 #if CSRUN_BF16_GEMM
@@ -94,19 +93,19 @@ constexpr bool kMultipliesBf16 = false;
 constexpr std::int64_t kSplitMultiplyAdds = 1 << 20;
 constexpr std::int64_t kMaxBlocks = 16;
 
-// The fewest rows of a block: oneDNN's AMX kernels pack the whole right-hand operand for every
-// call, which 64-row blocks repeat so often that GPT-2 small's products ran at half the rate of
-// 256-row ones; 128 trained gpt2_tiny 6 % faster than 256 and GPT-2 small as fast.
-template <class Element>
-constexpr std::int64_t kMinBlockRows = std::is_same_v<Element, float> ? 64 : 128;
+// The fewest rows of a block: both libraries pack the whole right-hand operand for every call,
+// which 64-row blocks repeat so often that GPT-2 small's bfloat16 products (oneDNN, AMX) ran at
+// half the rate of 256-row ones; 128 trained gpt2_tiny 6 % faster than 256 and GPT-2 small as
+// fast. With OpenBLAS's sgemm, 128 rather than 64 trained fc_mnist (batch 256) 10 % and GPT-2
+// small 12 % faster on an AVX-512 host (and splitting by columns instead gained nothing).
+constexpr std::int64_t kMinBlockRows = 128;
 
 // The row blocks of a product, from its shape alone. OpenBLAS may round a block differently for
 // another block height (it picks kernels by size), so blocks that depended on the number of cores
 // would make a run's bits depend on the machine (or on the cores an MPI rank is bound to).
-template <class Element>
 std::int64_t row_blocks(GemmShape shape) {
   if (shape.m * shape.n * shape.k < kSplitMultiplyAdds) return 1;
-  return std::clamp<std::int64_t>(shape.m / kMinBlockRows<Element>, 1, kMaxBlocks);
+  return std::clamp<std::int64_t>(shape.m / kMinBlockRows, 1, kMaxBlocks);
 }
 
 // The node's products: one, or many (attention heads) over its batch axes.
@@ -116,9 +115,8 @@ std::int64_t product_count(const NodeTask& task, GemmShape shape) {
 
 // The row blocks each product is multiplied in: a lone product's are shared out across the team;
 // many products are one block each, the products shared out.
-template <class Element>
 std::int64_t blocks_per_product(GemmShape shape, std::int64_t products) {
-  return products == 1 ? row_blocks<Element>(shape) : 1;
+  return products == 1 ? row_blocks(shape) : 1;
 }
 
 struct RowRange {
@@ -135,7 +133,7 @@ RowRange block_rows(GemmShape shape, std::int64_t blocks, std::int64_t index) {
 template <class Element>
 void multiply(const Product<Element>& product, ThreadTeam* team) {
   GemmShape shape = product.shape;
-  std::int64_t blocks = blocks_per_product<Element>(shape, 1);
+  std::int64_t blocks = blocks_per_product(shape, 1);
   auto block = [&](std::int64_t index) {
     auto [first, rows] = block_rows(shape, blocks, index);
     multiply_rows(product, first, rows);
@@ -170,7 +168,7 @@ void prepare_bf16_blocks(const NodeTask& task) {
   GemmShape shape = gemm_shape(task);
   auto [m, n, k] = shape;
   if (m == 0 || n == 0 || k == 0) return;
-  std::int64_t blocks = blocks_per_product<std::uint16_t>(shape, product_count(task, shape));
+  std::int64_t blocks = blocks_per_product(shape, product_count(task, shape));
   for (std::int64_t index = 0; index < blocks; ++index) {
     auto [first, rows] = block_rows(shape, blocks, index);
     bf16_gemm::prepare({nullptr, task.transposed[0], nullptr, task.transposed[1], task.addend.f32(),
