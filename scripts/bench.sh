@@ -45,8 +45,8 @@
 #   csx        16-bit training: csrun train on CSX in bfloat16 (emulated on the host) against
 #              PyTorch's bfloat16 autocast on the CPU, fc_mnist batch 256, gpt2_tiny and
 #              gpt2_small_ish (bench/torch_gpt2_small_bf16.py), alternating for 3 rounds (median
-#              ratio); where csrun runs the amx kernels, the avx512 set beside them. Needs
-#              python3-torch. Target: >= 1.0x.
+#              ratio); where csrun runs the amx or avx512bf16 kernels, the sets below them
+#              (avx512bf16, avx512) beside them. Needs python3-torch. Target: >= 1.0x.
 #   corpus     out-of-core data: a GPT HDF5 corpus of $CSRUN_BENCH_CORPUS_GB GB (default 20;
 #              MSL 512, written by csrun-gpt-hdf5 into $CSRUN_BENCH_DIR, default build/) trained
 #              on by a small GPT-2 for 40 steps of batch 8, shuffled: the process's peak RSS
@@ -242,7 +242,7 @@ bench_kernel_sets() {
     -DCSRUN_NATIVE_ARCH=ON -DCSRUN_BUILD_TESTS=OFF >/dev/null
   cmake --build "$root/build-native" --target csrun >/dev/null
   local native=$root/build-native/apps/csrun/csrun sets=() work
-  for set in amx avx512 avx2 baseline; do
+  for set in amx avx512bf16 avx512 avx2 baseline; do
     CSRUN_CPU=$set "$csrun" --version >/dev/null 2>&1 && sets+=("$set")
   done
   work=$(mktemp -d)
@@ -432,14 +432,19 @@ bench_csx() {
   local chosen
   chosen=$("$csrun" --version | sed -n 's/^kernels: \([a-z0-9]*\).*/\1/p')
   echo "## bfloat16 training samples/s: csrun train on CSX vs PyTorch bf16 autocast ($(nproc) threads)"
-  # Where the amx set runs, the avx512 set's emulation (operands widened for sgemm) is measured
-  # beside it: what the hardware bfloat16 GEMMs bring.
-  local compare=-
-  [ "$chosen" = amx ] && compare=avx512
-  echo "csrun's kernel set: $chosen; beside it: $compare"
+  # Where a set with hardware bfloat16 GEMMs runs, the sets below it are measured beside it: the
+  # avx512bf16 set's AVX512_BF16 kernels (what a CPU without AMX runs) and the avx512 set's
+  # emulation (operands widened for sgemm).
+  local compare=()
+  [ "$chosen" = amx ] && compare=(avx512bf16 avx512)
+  [ "$chosen" = avx512bf16 ] && compare=(avx512)
+  echo "csrun's kernel set: $chosen; beside it: ${compare[*]:--}"
   local work
   work=$(mktemp -d)
-  printf '%-14s %6s %12s %12s %7s %14s\n' "workload" "round" "PyTorch" "csrun" "ratio" "csrun $compare"
+  printf '%-14s %6s %12s %12s %7s' "workload" "round" "PyTorch" "csrun" "ratio"
+  printf ' %14s' "${compare[@]/#/csrun }"
+  printf '\n'
+
   for entry in "fc_mnist:fc_mnist_bf16:bench/configs/fc_mnist.yaml:--set train_input.batch_size=256 --max_steps 400" \
                "gpt2_tiny:gpt2_tiny_bf16:bench/configs/gpt2_tiny.yaml:--fake_data" \
                "gpt2_small:gpt2_small_ish_bf16:bench/configs/gpt2_small_ish.yaml:--fake_data --max_steps 4"; do
@@ -449,7 +454,7 @@ bench_csx() {
     local params=${rest%%:*} args=${rest#*:}
     local ratios=() rates=()
     for round in 1 2 3; do
-      local torch flops rate other=-
+      local torch flops rate others=()
       if [ "$torch_name" = gpt2_small_ish_bf16 ]; then
         read -r torch flops <<<"$(GOMP_SPINCOUNT=0 /usr/bin/python3 bench/torch_gpt2_small_bf16.py \
           "$baseline" --threads "$(nproc)" 2>/dev/null | python3 -c 'import json, sys
@@ -461,13 +466,15 @@ print(r["samples_per_s"], r["flops_per_step"] / r["batch"])')"
       rm -rf "$work/model_dir"
       # shellcheck disable=SC2086
       rate=$(csx_rate "" "$params" -o "$work/model_dir" $args)
-      if [ "$compare" != - ]; then
+      for set in "${compare[@]}"; do
         rm -rf "$work/model_dir"
         # shellcheck disable=SC2086
-        other=$(csx_rate "$compare" "$params" -o "$work/model_dir" $args)
-      fi
-      awk -v n="$name" -v r="$round" -v t="$torch" -v c="$rate" -v o="$other" \
-        'BEGIN { printf "%-14s %6s %12.3f %12.3f %6.2fx %14s\n", n, r, t, c, c / t, o }'
+        others+=("$(csx_rate "$set" "$params" -o "$work/model_dir" $args)")
+      done
+      awk -v n="$name" -v r="$round" -v t="$torch" -v c="$rate" \
+        'BEGIN { printf "%-14s %6s %12.3f %12.3f %6.2fx", n, r, t, c, c / t }'
+      printf ' %14s' "${others[@]}"
+      printf '\n'
       ratios+=("$(awk -v t="$torch" -v c="$rate" 'BEGIN { printf "%.3f", c / t }')")
       rates+=("$rate")
     done

@@ -12,6 +12,7 @@
 extern "C" const csrun::runtime::KernelSet csrun_kernel_set_native;
 #else
 extern "C" const csrun::runtime::KernelSet csrun_kernel_set_amx;
+extern "C" const csrun::runtime::KernelSet csrun_kernel_set_avx512bf16;
 extern "C" const csrun::runtime::KernelSet csrun_kernel_set_avx512;
 extern "C" const csrun::runtime::KernelSet csrun_kernel_set_avx2;
 extern "C" const csrun::runtime::KernelSet csrun_kernel_set_baseline;
@@ -48,14 +49,20 @@ const std::vector<BuiltSet>& built_sets() {
       needs.push_back(feature);
     return needs;
   }();
+  static const std::vector<std::string_view> avx512bf16 = [] {
+    std::vector<std::string_view> needs = v4;
+    needs.push_back("avx512_bf16");
+    return needs;
+  }();
   // AMX needs the operating system's leave to use its tile registers, which cpu_features asks.
   static const std::vector<std::string_view> amx = [] {
-    std::vector<std::string_view> needs = v4;
-    for (std::string_view feature : {"avx512_bf16", "amx_tile", "amx_bf16"})
+    std::vector<std::string_view> needs = avx512bf16;
+    for (std::string_view feature : {"amx_tile", "amx_bf16"})
       needs.push_back(feature);
     return needs;
   }();
   static const std::vector<BuiltSet> sets{{"amx", &csrun_kernel_set_amx, amx},
+                                          {"avx512bf16", &csrun_kernel_set_avx512bf16, avx512bf16},
                                           {"avx512", &csrun_kernel_set_avx512, v4},
                                           {"avx2", &csrun_kernel_set_avx2, v3},
                                           {"baseline", &csrun_kernel_set_baseline, v2}};

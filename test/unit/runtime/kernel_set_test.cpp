@@ -256,11 +256,13 @@ TEST_CASE("a training step gives the same bits twice on one kernel set and agree
   }
 }
 
-TEST_CASE("bfloat16 products are the exact products summed in f32 on every kernel set") {
-  // The amx set multiplies two bfloat16 operands on AMX tiles (oneDNN's matmul), the others widen
-  // them to f32 and call OpenBLAS's sgemm: both sum exact products in f32, in different orders,
-  // so each element is within k 2^-23 of the sum of its terms' magnitudes, plus 2^-126 per term
-  // for the subnormals AMX takes as zero; a 16-bit result rounds that once more.
+// The amx set multiplies two bfloat16 operands on AMX tiles and the avx512bf16 set with
+// AVX512_BF16's dot products (oneDNN's matmul), the others widen them to f32 and call OpenBLAS's
+// sgemm: all sum exact products in f32, in different orders, so each element is within k 2^-23
+// of the sum of its terms' magnitudes, plus 2^-126 per term for the subnormals the hardware takes
+// as zero; a 16-bit result rounds that once more.
+namespace {
+void check_bf16_products(const std::vector<std::string_view>& sets) {
   const ProductCase cases[] = {
       {"a linear layer with a bias, in row blocks across the team",
        {520, 200},
@@ -296,7 +298,7 @@ TEST_CASE("bfloat16 products are the exact products summed in f32 on every kerne
     compiler::Plan plan = test::compiled_plan(graph, 1);
     ExactProduct exact = exact_product(c, feeds);
     std::int64_t k = c.transpose_a ? c.a[c.a.size() - 2] : c.a.back();
-    for (std::string_view name : runtime::runnable_kernel_sets()) {
+    for (std::string_view name : sets) {
       INFO(c.name << " on the " << name << " set");
       Executable executable(plan, name);
       test::feed(executable, feeds);
@@ -311,12 +313,28 @@ TEST_CASE("bfloat16 products are the exact products summed in f32 on every kerne
         outside += std::fabs(actual[e] - exact.values[e]) > bound;
       }
       CHECK(outside == 0);
-      // The amx set's GEMM rounds a bfloat16 result itself: no f32 copy of it, no widened
-      // operands.
-      if (name == "amx" && c.result == DType::bf16) {
+      // A set that multiplies bfloat16 in hardware rounds a bfloat16 result in its GEMM: no f32
+      // copy of it, no widened operands.
+      if ((name == "amx" || name == "avx512bf16") && c.result == DType::bf16) {
         CHECK(executable.scratch_bytes() <
               static_cast<std::int64_t>(exact.values.size() * sizeof(std::uint16_t)));
       }
     }
   }
+}
+}  // namespace
+
+TEST_CASE("bfloat16 products are the exact products summed in f32 on every kernel set") {
+  check_bf16_products(runtime::runnable_kernel_sets());
+}
+
+TEST_CASE("the avx512bf16 set's bfloat16 products are exact products summed in f32") {
+  // Its own process (CTest runs each case alone), so this set is the first to make oneDNN
+  // kernels and pins them to AVX512_BF16's dot products, as on a CPU without AMX.
+  std::vector<std::string_view> sets = runtime::runnable_kernel_sets();
+  if (std::find(sets.begin(), sets.end(), "avx512bf16") == sets.end()) {
+    WARN("this CPU cannot run the avx512bf16 kernels");
+    return;
+  }
+  check_bf16_products({"avx512bf16"});
 }
