@@ -249,7 +249,7 @@ bench_kernel_sets() {
   echo "## Training samples/s per kernel set against a -march=native build (median of 5 alternating rounds)"
   echo "CPU: $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1); this binary: $("$csrun" --version | sed -n 's/^kernels: //p')"
   local header
-  header=$(printf '%10s' native "${sets[@]}")
+  header=$(printf '%11s' native "${sets[@]}")
   printf '%-18s %s   %s\n' "workload" "$header" "each set / native"
   for entry in "fc_mnist_b256 CPU:bench/configs/fc_mnist.yaml:--target_device CPU --max_steps 400" \
                "fc_mnist_b256 CSX:bench/configs/fc_mnist.yaml:--target_device CSX --max_steps 200 --set model.mixed_precision=true --set model.fp16_type=bfloat16" \
@@ -276,7 +276,7 @@ bench_kernel_sets() {
     for ((i = 1; i < ${#medians[@]}; i++)); do
       ratios+=$(awk -v s="${medians[$i]}" -v n="${medians[0]}" 'BEGIN { printf " %6.3f", s / n }')
     done
-    printf '%-18s %s  %s\n' "$name" "$(printf '%10s' "${medians[@]}")" "$ratios"
+    printf '%-18s %s  %s\n' "$name" "$(printf '%11s' "${medians[@]}")" "$ratios"
     unset rates
   done
   rm -rf "$work"
