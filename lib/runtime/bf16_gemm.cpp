@@ -36,17 +36,20 @@ bool includes(dnnl::cpu_isa isa, dnnl::cpu_isa subset) {
 // set's products run on AMX too, the same sums in another order.
 const dnnl::engine& engine() {
   static const dnnl::engine cpu = [] {
+    bool limited_before = false;
     try {
       dnnl::set_max_cpu_isa(kIsa);
     } catch (const dnnl::error&) {
-      // Another kernel set of this process set the limit first.
+      limited_before = true;
     }
     if (!includes(dnnl::get_effective_cpu_isa(), kIsa)) {
+      std::string set = kAmx ? "amx" : "avx512bf16";
+      std::string kernels = kAmx ? "AMX" : "AVX512_BF16";
       throw std::runtime_error(
-          kAmx ? "the amx kernels need oneDNN's AMX kernels, which this CPU or kernel does not "
-                 "grant (run with CSRUN_CPU=avx512)"
-               : "the avx512bf16 kernels need oneDNN's AVX512_BF16 kernels, which this CPU does "
-                 "not grant (run with CSRUN_CPU=avx512)");
+          "the " + set + " kernels need oneDNN's " + kernels + " kernels, which " +
+          (limited_before ? "another kernel set of this process excluded when it made its own"
+                          : "this CPU or its operating system does not grant") +
+          " (run with CSRUN_CPU=avx512)");
     }
     return dnnl::engine(dnnl::engine::kind::cpu, 0);
   }();
