@@ -102,6 +102,7 @@ class MemoryPlanner {
   MemoryPlan run() {
     add_persistent_buffers();
     add_temporaries();
+    share_reshaped_buffers();
     extend_lifetimes();
     place_temporaries();
     return std::move(plan_);
@@ -159,6 +160,35 @@ class MemoryPlanner {
         }
       }
     }
+  }
+
+  // A kernel whose result is a reshape of a value computed inside it (a product's epilogue viewed
+  // as [batch, sequence, width]) writes that value straight into the result's buffer: the
+  // reshape then has nothing to copy.
+  void share_reshaped_buffers() {
+    for (const Kernel& kernel : kernels_) {
+      std::set<NodeId> members(kernel.nodes.begin(), kernel.nodes.end());
+      for (NodeId id : kernel.nodes) {
+        const graph::Node& node = graph_.node(id);
+        if (node.op != graph::OpKind::reshape || buffer_of(id) < 0) continue;
+        NodeId source = node.inputs[0];
+        if (!members.contains(source) || buffer_of(source) >= 0 ||
+            read_elsewhere(kernel, source, id))
+          continue;
+        plan_.buffer_of[static_cast<std::size_t>(source)] = buffer_of(id);
+      }
+    }
+  }
+
+  std::int32_t buffer_of(NodeId id) const { return plan_.buffer_of[static_cast<std::size_t>(id)]; }
+
+  // Whether a member of `kernel` other than `reader` reads `value` (a value without a buffer is
+  // read inside its kernel only).
+  bool read_elsewhere(const Kernel& kernel, NodeId value, NodeId reader) const {
+    return std::any_of(kernel.nodes.begin(), kernel.nodes.end(), [&](NodeId id) {
+      const std::vector<NodeId>& inputs = graph_.node(id).inputs;
+      return id != reader && std::find(inputs.begin(), inputs.end(), value) != inputs.end();
+    });
   }
 
   // The variable whose new value `result` (computed by kernel `k`) may be written straight into

@@ -1,5 +1,7 @@
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+
 #include "compiler/compile.hpp"
 #include "compiler/memory_plan.hpp"
 #include "graph/tensor.hpp"
@@ -65,7 +67,8 @@ TEST_CASE("the memory plan of a real step: aligned, and no two live buffers over
       CHECK_FALSE((overlap_in_time(a, b) && overlap_in_space(a, b)));
     }
   }
-  // Every kernel result has a buffer; the values inside a fusion have none.
+  // Every kernel result has a buffer; the values inside a fusion have none, but for one its
+  // result reshapes.
   for (const compiler::Kernel& kernel : plan.kernels) {
     for (NodeId result : kernel.results)
       CHECK(memory.buffer_of[static_cast<std::size_t>(result)] >= 0);
@@ -91,6 +94,31 @@ TEST_CASE("a reshape shares its operand's buffer, which lives as long as the res
   // The last kernel (the add) reads it through the reshape.
   CHECK(memory.buffers[static_cast<std::size_t>(shared)].last_use ==
         static_cast<std::int32_t>(plan.kernels.size() - 1));
+}
+
+TEST_CASE("a fusion whose result reshapes a value of its own computes that value in place") {
+  // A linear layer's epilogue: the bias added to the product, viewed as [batch, sequence, width].
+  Graph graph;
+  Tensor x(graph, graph.add_input("x", {{2, 3, 8}, DType::f32}));
+  Tensor w(graph, graph.add_variable("w", {{16, 8}, DType::f32}, VariableRole::parameter, {}));
+  Tensor b(graph, graph.add_variable("b", {{16}, DType::f32}, VariableRole::parameter, {}));
+  Tensor biased = matmul(reshape(x, {6, 8}), swap_last_axes(w)) + b;
+  graph.add_output("y", reshape(biased, {2, 3, 16}).id());
+  compiler::Plan plan = planned(graph);
+  const Graph& g = plan.graph;
+  NodeId result = *g.find_output("y");
+  REQUIRE(g.node(result).op == OpKind::reshape);
+  NodeId source = g.node(result).inputs[0];
+  REQUIRE(g.node(source).op == OpKind::add);
+  const compiler::MemoryPlan& memory = plan.memory;
+  bool fused = std::any_of(plan.kernels.begin(), plan.kernels.end(), [&](const auto& kernel) {
+    return std::count(kernel.nodes.begin(), kernel.nodes.end(), source) == 1 &&
+           std::count(kernel.results.begin(), kernel.results.end(), result) == 1;
+  });
+  REQUIRE(fused);
+  CHECK(memory.buffer_of[static_cast<std::size_t>(result)] >= 0);
+  CHECK(memory.buffer_of[static_cast<std::size_t>(source)] ==
+        memory.buffer_of[static_cast<std::size_t>(result)]);
 }
 
 TEST_CASE(
