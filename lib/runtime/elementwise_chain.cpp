@@ -52,6 +52,11 @@ ElementwiseChain::ElementwiseChain(std::vector<NodeTask> tasks,
       count_(tasks_.front().out.count),
       kernels_(&kernels),
       team_(&team) {
+  // A chunk's tasks run inside a part of the team: they must not call on it themselves.
+  for (std::vector<NodeTask>& chunk : chunks_) {
+    for (NodeTask& task : chunk)
+      task.team = nullptr;
+  }
   assign_slots(locate_operands(nodes, chunk_local));
   if (slots_ == 0) return;
   buffers_.resize(static_cast<std::size_t>(team.size()));

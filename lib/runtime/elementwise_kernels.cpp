@@ -18,6 +18,13 @@ using graph::DType;
 using graph::OpKind;
 using graph::unary_value;
 
+// out[j] = f(x[j * XStep], y[j * YStep]) for j < length.
+template <int XStep, int YStep, class Out, class F>
+void binary_row(const float* x, const float* y, Out* out, std::int64_t length, F f) {
+  for (std::int64_t j = 0; j < length; ++j)
+    out[j] = static_cast<Out>(f(x[j * XStep], y[j * YStep]));
+}
+
 // f32 operands, f32 or boolean result: the common case, without per-element dtype dispatch.
 template <class Out, class F>
 void binary_f32(const NodeTask& task, F f) {
@@ -44,15 +51,26 @@ void binary_f32(const NodeTask& task, F f) {
       out[i] = static_cast<Out>(f(scalar, b[i]));
     return;
   }
+  // Broadcasting (a bias over rows, a row's statistic over its columns): rows shared across the
+  // team, and each row a loop whose operands step by 1 or 0, known when it compiles, so it
+  // vectorizes.
   std::array<Dims, 2> strides{broadcast_strides(task.in[0], task.out.rank),
                               broadcast_strides(task.in[1], task.out.rank)};
-  for_each_row(
-      task.out, strides, [&](std::int64_t position, auto offsets, std::int64_t length, auto steps) {
-        for (std::int64_t j = 0; j < length; ++j) {
-          out[position + j] =
-              static_cast<Out>(f(a[offsets[0] + j * steps[0]], b[offsets[1] + j * steps[1]]));
-        }
-      });
+  auto row = [&](std::int64_t position, auto offsets, std::int64_t length, auto steps) {
+    const float* x = a + offsets[0];
+    const float* y = b + offsets[1];
+    Out* target = out + position;
+    if (steps[0] == 1 && steps[1] == 1) return binary_row<1, 1>(x, y, target, length, f);
+    if (steps[0] == 1 && steps[1] == 0) return binary_row<1, 0>(x, y, target, length, f);
+    if (steps[0] == 0 && steps[1] == 1) return binary_row<0, 1>(x, y, target, length, f);
+    for (std::int64_t j = 0; j < length; ++j)
+      target[j] = static_cast<Out>(f(x[j * steps[0]], y[j * steps[1]]));
+  };
+  std::int64_t length = task.out.rank == 0 ? 1 : task.out.dim(task.out.rank - 1);
+  split_rows(task.team, count / std::max<std::int64_t>(length, 1), count,
+             [&](std::int64_t first, std::int64_t last) {
+               for_each_row(task.out, strides, first, last, row);
+             });
 }
 
 // Any dtypes: each element through double, rounded to the result's dtype when stored.

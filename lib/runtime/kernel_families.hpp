@@ -37,14 +37,15 @@ inline Dims broadcast_strides(const TensorRef& operand, int rank) {
   return strides;
 }
 
-// Walks `shape` row by row (rows along its last axis), keeping, for each of N strided operands,
-// the offset of the row's first element. Calls row(position, offsets, length, steps), where
-// `position` is the row's row-major position in `shape` and steps are the operands' strides
-// along the last axis. No allocation.
+// Walks rows [first_row, last_row) of `shape` (rows along its last axis), keeping, for each of N
+// strided operands, the offset of the row's first element. Calls row(position, offsets, length,
+// steps), where `position` is the row's row-major position in `shape` and steps are the
+// operands' strides along the last axis. No allocation.
 template <std::size_t N, class Row>
-void for_each_row(const TensorRef& shape, const std::array<Dims, N>& strides, Row&& row) {
+void for_each_row(const TensorRef& shape, const std::array<Dims, N>& strides,
+                  std::int64_t first_row, std::int64_t last_row, Row&& row) {
   using Offsets = std::array<std::int64_t, N>;
-  if (shape.count == 0) return;
+  if (shape.count == 0 || first_row >= last_row) return;
   if (shape.rank == 0) {
     row(std::int64_t{0}, Offsets{}, std::int64_t{1}, Offsets{});
     return;
@@ -56,8 +57,13 @@ void for_each_row(const TensorRef& shape, const std::array<Dims, N>& strides, Ro
     steps[k] = strides[k][last];
   Dims index{};
   Offsets offsets{};
-  std::int64_t rows = shape.count / length;
-  for (std::int64_t r = 0; r < rows; ++r) {
+  for (std::size_t axis = last, rest = static_cast<std::size_t>(first_row); axis-- > 0;) {
+    index[axis] = static_cast<std::int64_t>(rest) % shape.shape[axis];
+    rest /= static_cast<std::size_t>(shape.shape[axis]);
+    for (std::size_t k = 0; k < N; ++k)
+      offsets[k] += index[axis] * strides[k][axis];
+  }
+  for (std::int64_t r = first_row; r < last_row; ++r) {
     row(r * length, offsets, length, steps);
     for (std::size_t axis = last; axis-- > 0;) {
       if (++index[axis] < shape.shape[axis]) {
@@ -70,6 +76,14 @@ void for_each_row(const TensorRef& shape, const std::array<Dims, N>& strides, Ro
       index[axis] = 0;
     }
   }
+}
+
+// Every row of `shape`, as above.
+template <std::size_t N, class Row>
+void for_each_row(const TensorRef& shape, const std::array<Dims, N>& strides, Row&& row) {
+  if (shape.count == 0) return;
+  std::int64_t rows = shape.rank == 0 ? 1 : shape.count / shape.shape[shape.rank - 1];
+  for_each_row(shape, strides, 0, rows, row);
 }
 
 // A value viewed as [outer, length, inner] around `axis`.

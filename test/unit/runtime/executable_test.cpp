@@ -90,6 +90,23 @@ TEST_CASE("bias adds folded into GEMMs split across the cores agree with the ref
   }
 }
 
+TEST_CASE("broadcasting elementwise kernels split across the cores agree with the reference") {
+  // 122,880 elements each: rows shared across the team, split inside the middle axis, with
+  // operands that step by 1 or 0 along the last axis or broadcast over other axes.
+  graph::Graph graph;
+  graph::Tensor x(graph, graph.add_input("x", {{64, 48, 40}, DType::f32}));
+  graph::Tensor bias(graph, graph.add_input("bias", {{40}, DType::f32}));
+  graph::Tensor per_row(graph, graph.add_input("per_row", {{64, 48, 1}, DType::f32}));
+  graph::Tensor outer(graph, graph.add_input("outer", {{64, 1, 40}, DType::f32}));
+  graph::Tensor inner(graph, graph.add_input("inner", {{1, 48, 40}, DType::f32}));
+  graph.add_output("bias_added", (x + bias).id());
+  graph.add_output("scaled", (x * per_row).id());
+  graph.add_output("from_row", (per_row - x).id());
+  graph.add_output("both_broadcast", (outer / inner).id());
+  graph.add_output("compared", graph::cast(x > bias, DType::f32).id());
+  CHECK(step_difference(test::compiled_plan(graph, 1)) <= 1e-6);
+}
+
 TEST_CASE("mixed-precision plans run with 16-bit values emulated") {
   for (DType half : {DType::bf16, DType::f16, DType::cb16}) {
     for (int level : {0, 1, 2}) {
