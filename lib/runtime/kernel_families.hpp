@@ -57,9 +57,10 @@ void for_each_row(const TensorRef& shape, const std::array<Dims, N>& strides,
     steps[k] = strides[k][last];
   Dims index{};
   Offsets offsets{};
-  for (std::size_t axis = last, rest = static_cast<std::size_t>(first_row); axis-- > 0;) {
-    index[axis] = static_cast<std::int64_t>(rest) % shape.shape[axis];
-    rest /= static_cast<std::size_t>(shape.shape[axis]);
+  std::int64_t rest = first_row;
+  for (std::size_t axis = last; axis-- > 0;) {
+    index[axis] = rest % shape.shape[axis];
+    rest /= shape.shape[axis];
     for (std::size_t k = 0; k < N; ++k)
       offsets[k] += index[axis] * strides[k][axis];
   }
