@@ -42,6 +42,10 @@ extra_seeds() {
   esac
 }
 
+# What every run of a target has in its environment: libhdf5's own leaks suppressed, OpenBLAS on
+# the target's thread.
+sanitizer_env=(LSAN_OPTIONS="suppressions=$root/test/lsan_suppressions.txt" OPENBLAS_NUM_THREADS=1)
+
 # Runs the input a finding saved (named in its log) once more with a symbolized report appended
 # to the log, bounded in time as the fuzzing was. Clang 16's runtime does not find Debian's
 # llvm-symbolizer link by itself ("invalid path to external symbolizer"): it is named.
@@ -55,10 +59,9 @@ symbolize_finding() {
     return 0
   fi
   echo "fuzz.sh: $input once more, symbolized:" >>"$2"
-  ASAN_SYMBOLIZER_PATH=$(readlink -f "$symbolizer") ASAN_OPTIONS=allocator_may_return_null=1 \
-    LSAN_OPTIONS=suppressions=$root/test/lsan_suppressions.txt OPENBLAS_NUM_THREADS=1 \
-    timeout -k 10 120 "$build/test/fuzz/${1}_fuzz" -timeout=10 -rss_limit_mb=2048 "$input" \
-    >>"$2" 2>&1 || true
+  env "${sanitizer_env[@]}" ASAN_SYMBOLIZER_PATH="$(readlink -f "$symbolizer")" \
+    ASAN_OPTIONS=allocator_may_return_null=1 timeout -k 10 120 "$build/test/fuzz/${1}_fuzz" \
+    -timeout=10 -rss_limit_mb=2048 "$input" >>"$2" 2>&1 || true
 }
 
 findings=$build/fuzz-findings
@@ -83,8 +86,7 @@ for target in "${targets[@]}"; do
   # out-of-memory report once failed, and the report hung with a forked copy of the fuzzer going
   # on; the finding's input is run once more afterwards, symbolized, into the same log.
   # shellcheck disable=SC2046
-  if ASAN_OPTIONS=allocator_may_return_null=1:symbolize=0 \
-      LSAN_OPTIONS=suppressions=$root/test/lsan_suppressions.txt OPENBLAS_NUM_THREADS=1 \
+  if env "${sanitizer_env[@]}" ASAN_OPTIONS=allocator_may_return_null=1:symbolize=0 \
       "$build/test/fuzz/${target}_fuzz" "${run_limit[@]}" -timeout=10 \
       -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$findings/$target-" \
       "$corpus" "$root/test/fuzz/corpus/$target" $(extra_seeds "$target") >"$log" 2>&1; then

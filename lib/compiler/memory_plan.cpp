@@ -7,6 +7,7 @@
 #include <set>
 
 #include "kernel_library.hpp"
+#include "node_users.hpp"
 
 namespace csrun::compiler {
 
@@ -95,7 +96,7 @@ class ArenaAllocator {
 class MemoryPlanner {
  public:
   MemoryPlanner(const graph::Graph& graph, std::span<const Kernel> kernels)
-      : graph_(graph), kernels_(kernels) {
+      : graph_(graph), users_(graph), kernels_(kernels) {
     plan_.buffer_of.assign(graph.size(), -1);
   }
 
@@ -172,8 +173,7 @@ class MemoryPlanner {
         const graph::Node& node = graph_.node(id);
         if (node.op != graph::OpKind::reshape || buffer_of(id) < 0) continue;
         NodeId source = node.inputs[0];
-        if (!members.contains(source) || buffer_of(source) >= 0 ||
-            read_elsewhere(kernel, source, id))
+        if (!members.contains(source) || buffer_of(source) >= 0 || users_.sole_user(source) != id)
           continue;
         plan_.buffer_of[static_cast<std::size_t>(source)] = buffer_of(id);
       }
@@ -181,15 +181,6 @@ class MemoryPlanner {
   }
 
   std::int32_t buffer_of(NodeId id) const { return plan_.buffer_of[static_cast<std::size_t>(id)]; }
-
-  // Whether a member of `kernel` other than `reader` reads `value` (a value without a buffer is
-  // read inside its kernel only).
-  bool read_elsewhere(const Kernel& kernel, NodeId value, NodeId reader) const {
-    return std::any_of(kernel.nodes.begin(), kernel.nodes.end(), [&](NodeId id) {
-      const std::vector<NodeId>& inputs = graph_.node(id).inputs;
-      return id != reader && std::find(inputs.begin(), inputs.end(), value) != inputs.end();
-    });
-  }
 
   // The variable whose new value `result` (computed by kernel `k`) may be written straight into
   // the variable's own buffer, saving the end-of-step copy: an elementwise kernel of the same
@@ -276,6 +267,7 @@ class MemoryPlanner {
   }
 
   const graph::Graph& graph_;
+  NodeUsers users_;
   std::span<const Kernel> kernels_;
   MemoryPlan plan_;
 };
