@@ -4,6 +4,7 @@
 #include <chrono>
 #include <iostream>
 
+#include "build_identity.hpp"
 #include "compiler/host_lowering.hpp"
 #include "compiler/plan_cache.hpp"
 #include "csrun/build_info.hpp"
@@ -25,12 +26,13 @@ graph::DType half_dtype(config::HalfType type) {
   return graph::DType::bf16;
 }
 
-// Every setting that changes the plan, so the cache never hands out a plan made otherwise.
+// Every setting that changes the plan, and the build of csrun that made it, so the cache never
+// hands out a plan made otherwise.
 std::string plan_settings(const config::TrainerSpec& trainer, const TraceSummary& trace,
                           const RunOptions& options) {
   compiler::PrecisionPolicy precision = precision_policy(trainer);
   wafer::WaferOptions wafer = wafer_options(trainer, trace, options);
-  return std::string("csrun ") + kVersion + "; device " +
+  return std::string("csrun ") + kVersion + " build " + executable_build_id() + "; device " +
          config::device_name(trainer.backend.device) + "; step " +
          (trace.training ? "train" : "eval") + "; precision " +
          (precision.mixed ? "mixed " : "f32 ") + graph::dtype_name(precision.half) + " level " +

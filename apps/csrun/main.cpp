@@ -17,6 +17,7 @@
 
 #include "config/overrides.hpp"
 #include "csrun/build_info.hpp"
+#include "modes/build_identity.hpp"
 #include "modes/modes.hpp"
 #include "replicas/replica_group.hpp"
 #include "runtime/host_kernels.hpp"
@@ -316,7 +317,8 @@ std::string version_text() {
     sets += (sets.empty() ? "" : ", ") + std::string(name);
   return std::string("csrun ") + csrun::kVersion + "\nbuilt " + csrun::kBuildType + " with " +
          csrun::kCompiler + " for " + csrun::kTargetArch + ", kernel sets " + sets +
-         "\nkernels: " + kernels_line() + "\nlibraries: " + csrun::kLibraries + "\nreplicas: " +
+         "\nbuild id: " + csrun::modes::executable_build_id() + "\nkernels: " + kernels_line() +
+         "\nlibraries: " + csrun::kLibraries + "\nreplicas: " +
          (csrun::replicas::built_with_mpi() ? "one process, or MPI ranks (mpirun, srun --mpi=pmix)"
                                             : "one process (built without MPI)");
 }

@@ -295,3 +295,44 @@ TEST_CASE("the performance model matches the measured CS-2 runs it is calibrated
   double bert_rate = bert["mapping"]["estimate"]["samples_per_second"];
   CHECK(bert_rate == Approx(4040.0).epsilon(0.15));
 }
+
+TEST_CASE("a plan cached by one build of csrun is compiled again by another build") {
+  csrun::test::TempDir dir;
+  std::string params = dir.write("p.yaml", kFcMnist);
+  std::string model_dir = (dir.path() / "model").string();
+  auto version = run_csrun({"--version"});
+  std::size_t at = version.out.find("\nbuild id: ");
+  REQUIRE(at != std::string::npos);
+  std::string id = version.out.substr(at + 11, version.out.find('\n', at + 1) - at - 11);
+  REQUIRE(id.size() == 40);
+
+  // Another build: the same executable with one byte of its build ID changed.
+  std::string binary = read(CSRUN_BINARY);
+  std::string raw;
+  for (std::size_t digit = 0; digit < id.size(); digit += 2)
+    raw += static_cast<char>(std::stoi(id.substr(digit, 2), nullptr, 16));
+  std::size_t note = binary.find(raw);
+  REQUIRE(note != std::string::npos);
+  CHECK(binary.find(raw, note + 1) == std::string::npos);
+  binary[note] = static_cast<char>(binary[note] ^ 0x5a);
+  std::filesystem::path other = dir.path() / "csrun-other";
+  std::ofstream(other, std::ios::binary) << binary;
+  std::filesystem::permissions(other, std::filesystem::perms::owner_all);
+  auto other_version = csrun::test::run_process({other.string(), "--version"});
+  CHECK(other_version.out.find("\nbuild id: " + id + "\n") == std::string::npos);
+
+  auto first = run_csrun({"compile", params, "--fake_data", "-o", model_dir});
+  REQUIRE(first.exit_code == 0);
+  auto same = run_csrun({"compile", params, "--fake_data", "-o", model_dir});
+  CHECK(same.out.find("(reused from the compile cache)") != std::string::npos);
+  auto rebuilt =
+      csrun::test::run_process({other.string(), "compile", params, "--fake_data", "-o", model_dir});
+  INFO(rebuilt.err);
+  REQUIRE(rebuilt.exit_code == 0);
+  CHECK(rebuilt.out.find("(reused from the compile cache)") == std::string::npos);
+  std::size_t plans = 0;
+  for ([[maybe_unused]] const auto& entry :
+       std::filesystem::directory_iterator(std::filesystem::path(model_dir) / "compile"))
+    ++plans;
+  CHECK(plans == 2);
+}
