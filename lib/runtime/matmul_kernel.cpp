@@ -1,6 +1,7 @@
 #include <cblas.h>
 
 #include <algorithm>
+#include <type_traits>
 
 #include "kernel_families.hpp"
 #if CSRUN_BF16_GEMM
@@ -42,63 +43,77 @@ struct Product {
   GemmShape shape;
 };
 
-// Each of `rows` rows of `block` starts as the addend (a bias) or zero.
-void start_rows(const float* addend, float* block, std::int64_t rows, std::int64_t n) {
-  if (addend == nullptr) {
-    std::fill_n(block, rows * n, 0.0f);
-    return;
+// Rows [first_row, first_row + rows) and columns [first_column, first_column + columns) of a
+// product: one call of a GEMM.
+struct Tile {
+  std::int64_t first_row = 0;
+  std::int64_t rows = 0;
+  std::int64_t first_column = 0;
+  std::int64_t columns = 0;
+};
+
+// The tile of `out` (n values a row) starts as the addend (a bias) or zero.
+void start_tile(const float* addend, float* out, std::int64_t n, Tile tile) {
+  for (std::int64_t row = tile.first_row; row < tile.first_row + tile.rows; ++row) {
+    float* at = out + row * n + tile.first_column;
+    if (addend == nullptr)
+      std::fill_n(at, tile.columns, 0.0f);
+    else
+      std::copy_n(addend + tile.first_column, tile.columns, at);
   }
-  for (std::int64_t row = 0; row < rows; ++row)
-    std::copy_n(addend, n, block + row * n);
 }
 
-// Rows [first, first + rows) of a product, straight through OpenBLAS's sgemm: the transposes are
-// flags, the row block an offset and a leading dimension, so nothing is copied or allocated. The
-// rows start as the addend or zero and beta = 1 adds the product to them: OpenBLAS would clear
-// the rows for beta = 0 itself, more slowly than memset.
-void multiply_rows(const Product<float>& product, std::int64_t first, std::int64_t rows) {
+// A tile of a product, straight through OpenBLAS's sgemm: the transposes are flags, the tile
+// offsets and leading dimensions, so nothing is copied or allocated. The tile starts as the
+// addend or zero and beta = 1 adds the product to it: OpenBLAS would clear it for beta = 0
+// itself, more slowly than memset.
+void multiply_tile(const Product<float>& product, Tile tile) {
   auto [m, n, k] = product.shape;
-  float* block = product.out + first * n;
-  start_rows(product.addend, block, rows, n);
+  start_tile(product.addend, product.out, n, tile);
   bool a_transposed = product.a_transposed;
   bool b_transposed = product.b_transposed;
-  const float* lhs = a_transposed ? product.a + first : product.a + first * k;
+  const float* lhs = a_transposed ? product.a + tile.first_row : product.a + tile.first_row * k;
+  const float* rhs =
+      b_transposed ? product.b + tile.first_column * k : product.b + tile.first_column;
   auto flag = [](bool transposed) { return transposed ? CblasTrans : CblasNoTrans; };
-  cblas_sgemm(CblasRowMajor, flag(a_transposed), flag(b_transposed), static_cast<int>(rows),
-              static_cast<int>(n), static_cast<int>(k), 1.0f, lhs,
-              static_cast<int>(a_transposed ? m : k), product.b,
-              static_cast<int>(b_transposed ? k : n), 1.0f, block, static_cast<int>(n));
+  cblas_sgemm(CblasRowMajor, flag(a_transposed), flag(b_transposed), static_cast<int>(tile.rows),
+              static_cast<int>(tile.columns), static_cast<int>(k), 1.0f, lhs,
+              static_cast<int>(a_transposed ? m : k), rhs, static_cast<int>(b_transposed ? k : n),
+              1.0f, product.out + tile.first_row * n + tile.first_column, static_cast<int>(n));
 }
 
 #if CSRUN_BF16_GEMM
 constexpr bool kMultipliesBf16 = true;
 
-void multiply_rows(const Product<std::uint16_t>& product, std::int64_t first, std::int64_t rows) {
+// bfloat16 products are tiled by rows alone (tiling), so a tile spans every column.
+void multiply_tile(const Product<std::uint16_t>& product, Tile tile) {
   auto [m, n, k] = product.shape;
-  if (rows == 0 || n == 0) return;
+  if (tile.rows == 0 || n == 0) return;
   if (k == 0) {
-    start_rows(product.addend, product.out + first * n, rows, n);
+    start_tile(product.addend, product.out, n, tile);
     return;
   }
   bool out_bf16 = product.out_bf16 != nullptr;
   void* out = out_bf16 ? static_cast<void*>(product.out_bf16) : static_cast<void*>(product.out);
   bf16_gemm::multiply_rows({product.a, product.a_transposed, product.b, product.b_transposed,
-                            product.addend, out, out_bf16, m, n, k, first, rows});
+                            product.addend, out, out_bf16, m, n, k, tile.first_row, tile.rows});
 }
 #else
 constexpr bool kMultipliesBf16 = false;
 #endif
 
-// Below this many multiply-adds a product is one block: waking the team costs more.
+// Below this many multiply-adds a product is one tile: waking the team costs more.
 constexpr std::int64_t kSplitMultiplyAdds = 1 << 20;
 constexpr std::int64_t kMaxBlocks = 16;
 
-// The fewest rows of a block: both libraries pack the whole right-hand operand for every call,
+// The fewest rows of a row block: both libraries pack the whole right-hand operand for every call,
 // which 64-row blocks repeat so often that GPT-2 small's bfloat16 products (oneDNN, AMX) ran at
 // half the rate of 256-row ones; 128 trained gpt2_tiny 6 % faster than 256 and GPT-2 small as
 // fast. With OpenBLAS's sgemm, 128 rather than 64 trained fc_mnist (batch 256) 10 % and GPT-2
-// small 12 % faster on an AVX-512 host (and splitting by columns instead gained nothing).
+// small 12 % faster on an AVX-512 host.
 constexpr std::int64_t kMinBlockRows = 128;
+// sgemm tiles are cut in two column halves where that leaves at least this many columns each.
+constexpr std::int64_t kMinTileColumns = 256;
 
 // The row blocks of a product, from its shape alone. OpenBLAS may round a block differently for
 // another block height (it picks kernels by size), so blocks that depended on the number of cores
@@ -108,45 +123,61 @@ std::int64_t row_blocks(GemmShape shape) {
   return std::clamp<std::int64_t>(shape.m / kMinBlockRows, 1, kMaxBlocks);
 }
 
+// The tiles a product is multiplied in, from its shape alone (see row_blocks), shared out
+// across the team. sgemm packs the right-hand operand's columns of a call and the left-hand
+// operand's rows once per call: four or more row blocks become half as many blocks of twice the
+// rows, each in two column halves, which packs the right-hand operand half as often for the
+// same number of tiles (GPT-2 small's f32 products ran 5-15 % faster in-step, its step 4-5 %).
+// oneDNN's bfloat16 products stay in row blocks: column halves made GPT-2 small's CSX step 10 %
+// slower on AMX.
+struct Tiling {
+  std::int64_t row_blocks = 1;
+  std::int64_t column_blocks = 1;
+
+  std::int64_t count() const { return row_blocks * column_blocks; }
+
+  Tile tile(GemmShape shape, std::int64_t index) const {
+    std::int64_t row = index / column_blocks;
+    std::int64_t column = index % column_blocks;
+    std::int64_t first_row = shape.m * row / row_blocks;
+    std::int64_t first_column = shape.n * column / column_blocks;
+    return {first_row, shape.m * (row + 1) / row_blocks - first_row, first_column,
+            shape.n * (column + 1) / column_blocks - first_column};
+  }
+};
+
+template <class Element>
+Tiling tiling(GemmShape shape) {
+  std::int64_t blocks = row_blocks(shape);
+  if (std::is_same_v<Element, float> && blocks >= 4 && shape.n >= 2 * kMinTileColumns)
+    return {blocks / 2, 2};
+  return {blocks, 1};
+}
+
+Tile whole(GemmShape shape) {
+  return {0, shape.m, 0, shape.n};
+}
+
 // The node's products: one, or many (attention heads) over its batch axes.
 std::int64_t product_count(const NodeTask& task, GemmShape shape) {
   return shape.m * shape.n == 0 ? 0 : task.out.count / (shape.m * shape.n);
 }
 
-// The row blocks each product is multiplied in: a lone product's are shared out across the team;
-// many products are one block each, the products shared out.
-std::int64_t blocks_per_product(GemmShape shape, std::int64_t products) {
-  return products == 1 ? row_blocks(shape) : 1;
-}
-
-struct RowRange {
-  std::int64_t first = 0;
-  std::int64_t rows = 0;
-};
-
-RowRange block_rows(GemmShape shape, std::int64_t blocks, std::int64_t index) {
-  std::int64_t first = shape.m * index / blocks;
-  return {first, shape.m * (index + 1) / blocks - first};
-}
-
-// One product, its row blocks shared out across the team.
+// One product, its tiles shared out across the team.
 template <class Element>
 void multiply(const Product<Element>& product, ThreadTeam* team) {
   GemmShape shape = product.shape;
-  std::int64_t blocks = blocks_per_product(shape, 1);
-  auto block = [&](std::int64_t index) {
-    auto [first, rows] = block_rows(shape, blocks, index);
-    multiply_rows(product, first, rows);
-  };
+  Tiling tiles = tiling<Element>(shape);
+  auto multiply_one = [&](std::int64_t index) { multiply_tile(product, tiles.tile(shape, index)); };
   std::int64_t members = team == nullptr ? 1 : team->size();
-  if (blocks == 1 || members == 1) {
-    for (std::int64_t index = 0; index < blocks; ++index)
-      block(index);
+  if (tiles.count() == 1 || members == 1) {
+    for (std::int64_t index = 0; index < tiles.count(); ++index)
+      multiply_one(index);
     return;
   }
   auto share = [&](int part) {
-    for (std::int64_t index = part; index < blocks; index += members)
-      block(index);
+    for (std::int64_t index = part; index < tiles.count(); index += members)
+      multiply_one(index);
   };
   team->run(share);
 }
@@ -163,16 +194,16 @@ bool writes_bf16(const NodeTask& task) {
 }
 
 #if CSRUN_BF16_GEMM
-// Makes the kernels for the row blocks the node's products are split into (run_products).
+// Makes the kernels for the tiles the node's products are multiplied in (run_products).
 void prepare_bf16_blocks(const NodeTask& task) {
   GemmShape shape = gemm_shape(task);
   auto [m, n, k] = shape;
   if (m == 0 || n == 0 || k == 0) return;
-  std::int64_t blocks = blocks_per_product(shape, product_count(task, shape));
-  for (std::int64_t index = 0; index < blocks; ++index) {
-    auto [first, rows] = block_rows(shape, blocks, index);
+  Tiling tiles = product_count(task, shape) == 1 ? tiling<std::uint16_t>(shape) : Tiling{};
+  for (std::int64_t index = 0; index < tiles.count(); ++index) {
+    Tile tile = tiles.tile(shape, index);
     bf16_gemm::prepare({nullptr, task.transposed[0], nullptr, task.transposed[1], task.addend.f32(),
-                        nullptr, writes_bf16(task), m, n, k, first, rows});
+                        nullptr, writes_bf16(task), m, n, k, tile.first_row, tile.rows});
   }
 }
 #endif
@@ -258,12 +289,12 @@ void run_products(const NodeTask& task, const Element* a_data, const Element* b_
   std::int64_t members = task.team == nullptr ? 1 : task.team->size();
   if (members == 1 || batches * m * n * k < kSplitMultiplyAdds) {
     for (std::int64_t batch = 0; batch < batches; ++batch)
-      multiply_rows(product(batch), 0, m);
+      multiply_tile(product(batch), whole(shape));
     return;
   }
   auto share = [&](int part) {
     for (std::int64_t batch = part; batch < batches; batch += members)
-      multiply_rows(product(batch), 0, m);
+      multiply_tile(product(batch), whole(shape));
   };
   task.team->run(share);
 }
