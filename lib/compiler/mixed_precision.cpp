@@ -1,6 +1,7 @@
 #include <unordered_map>
 
 #include "graph_rewriter.hpp"
+#include "node_users.hpp"
 #include "passes.hpp"
 
 namespace csrun::compiler {
@@ -14,7 +15,7 @@ using graph::OpKind;
 class PrecisionLowering {
  public:
   PrecisionLowering(const graph::Graph& source, const PrecisionPolicy& policy)
-      : rewriter_(source), policy_(policy) {}
+      : rewriter_(source), users_(source), policy_(policy) {}
 
   std::size_t run() {
     const graph::Graph& source = rewriter_.source();
@@ -26,6 +27,8 @@ class PrecisionLowering {
       } else if (node.op == OpKind::softmax && policy_.level >= 2 &&
                  node.type.dtype == DType::f32) {
         lower_softmax(id);
+      } else if (is_cross_entropy(node.op) && node.type.dtype == DType::f32) {
+        lower_cross_entropy(id);
       } else {
         rewriter_.copy(id);
       }
@@ -89,7 +92,43 @@ class PrecisionLowering {
     rewriter_.map(id, cast(y, DType::f32, id));
   }
 
+  static bool is_cross_entropy(OpKind op) {
+    return op == OpKind::softmax_cross_entropy || op == OpKind::softmax_cross_entropy_grad;
+  }
+
+  // Every reader of source node `id` takes it in 16 bits: products (lower_matmul), and
+  // transposes that only products read.
+  bool read_in_half_only(NodeId id) const {
+    if (users_.escapes(id)) return false;
+    for (NodeId user : users_.of(id)) {
+      const graph::Node& reader = rewriter_.source().node(user);
+      bool product = reader.op == OpKind::matmul && reader.type.dtype == DType::f32;
+      if (!product && !(reader.op == OpKind::transpose && read_in_half_only(user))) return false;
+    }
+    return true;
+  }
+
+  // The loss and its gradient read a product's 16-bit logits as they are (the kernel widens each
+  // row as it goes, exactly as the cast did), so no f32 copy of the logits is made; a gradient
+  // that only products read is rounded to 16 bits by the kernel, once, as the cast to their
+  // operand would have.
+  void lower_cross_entropy(NodeId id) {
+    std::vector<NodeId> in = rewriter_.mapped_inputs(id);
+    const graph::Node& logits = built(in[0]);
+    if (logits.op != OpKind::cast || built(logits.inputs[0]).type.dtype != policy_.half) {
+      rewriter_.copy(id, std::move(in));
+      return;
+    }
+    in[0] = logits.inputs[0];
+    graph::Attributes attrs = rewriter_.source().node(id).attrs;
+    bool gradient = rewriter_.source().node(id).op == OpKind::softmax_cross_entropy_grad;
+    if (gradient && read_in_half_only(id)) attrs.dtype = policy_.half;
+    rewriter_.map(
+        id, rewriter_.add(rewriter_.source().node(id).op, std::move(in), std::move(attrs), id));
+  }
+
   GraphRewriter rewriter_;
+  NodeUsers users_;
   PrecisionPolicy policy_;
   std::unordered_map<NodeId, NodeId> half_of_;
   std::size_t casts_ = 0;

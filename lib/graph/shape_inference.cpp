@@ -224,7 +224,8 @@ TensorType gather(const std::vector<TensorType>& in) {
 }
 
 // (logits [..., C], labels [...]) -> per-row losses [...]; with g [...] -> the logits' gradient.
-TensorType cross_entropy(OpKind op, const std::vector<TensorType>& in) {
+// The result is dtype: the logits' dtype or f32.
+TensorType cross_entropy(OpKind op, const std::vector<TensorType>& in, const Attributes& attrs) {
   bool gradient = op == OpKind::softmax_cross_entropy_grad;
   const TensorType& logits = in[0];
   const TensorType& labels = in[1];
@@ -234,11 +235,14 @@ TensorType cross_entropy(OpKind op, const std::vector<TensorType>& in) {
   Shape rows(logits.shape.begin(), logits.shape.end() - 1);
   if (labels.shape != rows)
     fail("labels " + labels.to_string() + " do not match the rows of logits " + logits.to_string());
-  if (!gradient) return {rows, logits.dtype};
-  if (in[2].shape != rows || in[2].dtype != logits.dtype)
+  if (attrs.dtype != logits.dtype && attrs.dtype != DType::f32) {
+    fail(std::string("gives the logits' dtype or f32, not ") + dtype_name(attrs.dtype));
+  }
+  if (!gradient) return {rows, attrs.dtype};
+  if (in[2].shape != rows || (in[2].dtype != logits.dtype && in[2].dtype != DType::f32))
     fail("the gradient " + in[2].to_string() + " does not match the rows of logits " +
          logits.to_string());
-  return logits;
+  return {logits.shape, attrs.dtype};
 }
 
 TensorType scatter_add(const std::vector<TensorType>& in, const Attributes& attrs) {
@@ -312,7 +316,7 @@ TensorType infer_type(OpKind op, const std::vector<TensorType>& in, const Attrib
       return in[0];
     case OpKind::softmax_cross_entropy:
     case OpKind::softmax_cross_entropy_grad:
-      return cross_entropy(op, in);
+      return cross_entropy(op, in, attrs);
     case OpKind::layer_norm:
       expect_floating(in[0]);
       if (in[0].rank() < 1) fail("needs an operand of rank 1 or more");

@@ -277,12 +277,17 @@ Tensor log_softmax(const Tensor& x, std::int64_t axis, Location location) {
 }
 
 Tensor softmax_cross_entropy(const Tensor& logits, const Tensor& labels, Location location) {
-  return apply(OpKind::softmax_cross_entropy, {logits, labels}, {}, location);
+  Attributes attrs;
+  attrs.dtype = logits.dtype();
+  return apply(OpKind::softmax_cross_entropy, {logits, labels}, std::move(attrs), location);
 }
 
 Tensor softmax_cross_entropy_grad(const Tensor& logits, const Tensor& labels, const Tensor& g,
                                   Location location) {
-  return apply(OpKind::softmax_cross_entropy_grad, {logits, labels, g}, {}, location);
+  Attributes attrs;
+  attrs.dtype = logits.dtype();
+  return apply(OpKind::softmax_cross_entropy_grad, {logits, labels, g}, std::move(attrs),
+               location);
 }
 
 Tensor layer_norm(const Tensor& x, double eps, Location location) {

@@ -19,6 +19,7 @@ void run_layout(NodeTask& task);
 void run_reduction(NodeTask& task);
 void run_normalization(NodeTask& task);  // softmax, log_softmax, layer_norm
 void run_cross_entropy(NodeTask& task);  // softmax_cross_entropy and its gradient
+void prepare_cross_entropy(NodeTask& task);
 void run_matmul(NodeTask& task);
 void prepare_matmul(NodeTask& task);
 void run_table(NodeTask& task);         // gather, scatter_add, one_hot, dropout

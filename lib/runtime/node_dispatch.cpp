@@ -6,7 +6,15 @@
 namespace csrun::runtime {
 
 void prepare_node(NodeTask& task) {
-  if (task.node->op == graph::OpKind::matmul) prepare_matmul(task);
+  switch (task.node->op) {
+    case graph::OpKind::matmul:
+      return prepare_matmul(task);
+    case graph::OpKind::softmax_cross_entropy:
+    case graph::OpKind::softmax_cross_entropy_grad:
+      return prepare_cross_entropy(task);
+    default:
+      return;
+  }
 }
 
 void run_node(NodeTask& task) {

@@ -288,30 +288,76 @@ void cross_entropy_row(const Logits& logits, std::int64_t base, std::int64_t cla
   }
 }
 
+bool is_gradient(const NodeTask& task) {
+  return task.node->op == OpKind::softmax_cross_entropy_grad;
+}
+
+// Whether the rows run in f32 (cross_entropy_rows_f32): f32 or 16-bit logits, an f32 g, and an
+// f32 result or a gradient of the logits' 16-bit dtype.
+bool runs_in_f32(const NodeTask& task) {
+  DType logits = task.in[0].dtype;
+  if (logits != DType::f32 && !is_half(logits)) return false;
+  if (is_gradient(task) && task.in[2].dtype != DType::f32) return false;
+  return task.out.dtype == DType::f32 || (is_gradient(task) && task.out.dtype == logits);
+}
+
+// Whether those rows pass through a buffer of one row per part (prepare_cross_entropy): 16-bit
+// logits are widened into it a row at a time (the values a widening cast before the kernel gave,
+// without an f32 copy of every logit), and a 16-bit gradient is computed there and rounded once.
+bool uses_row_buffer(const NodeTask& task) {
+  return runs_in_f32(task) && (task.in[0].dtype != DType::f32 || task.out.dtype != DType::f32);
+}
+
+// Rows [first, last) in f32; `buffer` holds a row when uses_row_buffer.
+void cross_entropy_rows_f32(const NodeTask& task, float* buffer, std::int64_t first,
+                            std::int64_t last) {
+  const TensorRef& logits = task.in[0];
+  const TensorRef& out = task.out;
+  bool gradient = is_gradient(task);
+  std::int64_t classes = logits.dim(logits.rank - 1);
+  bool half_gradient = gradient && out.dtype != DType::f32;
+  for (std::int64_t r = first; r < last; ++r) {
+    const float* row = logits.f32() + r * classes;
+    if (logits.dtype != DType::f32) {
+      widen_from_half(logits.half() + r * classes, buffer, classes, logits.dtype);
+      row = buffer;
+    }
+    float* row_gradient = nullptr;
+    if (gradient) row_gradient = half_gradient ? buffer : out.f32() + r * classes;
+    cross_entropy_row_f32(row, classes, task.in[1].i32()[r], gradient ? nullptr : out.f32() + r,
+                          gradient ? task.in[2].f32()[r] : 0.0f, row_gradient);
+    if (half_gradient) narrow_to_half(buffer, out.half() + r * classes, classes, out.dtype);
+  }
+}
+
 }  // namespace
+
+void prepare_cross_entropy(NodeTask& task) {
+  if (!uses_row_buffer(task)) return;
+  std::int64_t parts = task.team == nullptr ? 1 : task.team->size();
+  task.scratch_floats = parts * task.in[0].dim(task.in[0].rank - 1);
+}
 
 void run_cross_entropy(NodeTask& task) {
   const TensorRef& logits = task.in[0];
   const TensorRef& labels = task.in[1];
-  bool gradient = task.node->op == OpKind::softmax_cross_entropy_grad;
+  bool gradient = is_gradient(task);
   std::int64_t classes = logits.dim(logits.rank - 1);
   const std::int32_t* label = labels.i32();
-  bool f32 = logits.dtype == DType::f32 && task.out.dtype == DType::f32 &&
-             (!gradient || task.in[2].dtype == DType::f32);
-  split_rows(task.team, labels.count, logits.count, [&](std::int64_t first, std::int64_t last) {
-    for (std::int64_t r = first; r < last; ++r) {
-      if (f32) {
-        cross_entropy_row_f32(logits.f32() + r * classes, classes, label[r],
-                              gradient ? nullptr : task.out.f32() + r,
-                              gradient ? task.in[2].f32()[r] : 0.0f,
-                              gradient ? task.out.f32() + r * classes : nullptr);
-        continue;
-      }
-      double g = gradient ? load(task.in[2], r) : 0.0;
-      cross_entropy_row(AnyAccess{&logits}, r * classes, classes, label[r], g, gradient, r,
-                        AnyAccess{&task.out});
-    }
-  });
+  bool f32 = runs_in_f32(task);
+  float* buffers = uses_row_buffer(task) ? task.scratch->data() : nullptr;
+  split_rows_in_parts(task.team, labels.count, logits.count,
+                      [&](int part, std::int64_t first, std::int64_t last) {
+                        if (f32) {
+                          float* buffer = buffers == nullptr ? nullptr : buffers + part * classes;
+                          return cross_entropy_rows_f32(task, buffer, first, last);
+                        }
+                        for (std::int64_t r = first; r < last; ++r) {
+                          double g = gradient ? load(task.in[2], r) : 0.0;
+                          cross_entropy_row(AnyAccess{&logits}, r * classes, classes, label[r], g,
+                                            gradient, r, AnyAccess{&task.out});
+                        }
+                      });
 }
 
 void run_reduction(NodeTask& task) {

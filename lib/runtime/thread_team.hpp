@@ -44,15 +44,23 @@ class ThreadTeam {
   void* context_ = nullptr;
 };
 
-// Calls body(first, last) on row ranges covering [0, rows): split across `team` when the work
-// (`elements` in all) repays waking it, else on the caller alone. `body` must not throw.
+// Calls body(part, first, last) on row ranges covering [0, rows), part in [0, team size): split
+// across `team` when the work (`elements` in all) repays waking it, else on the caller alone, as
+// part 0. `body` must not throw.
 template <class Body>
-void split_rows(ThreadTeam* team, std::int64_t rows, std::int64_t elements, Body&& body) {
+void split_rows_in_parts(ThreadTeam* team, std::int64_t rows, std::int64_t elements, Body&& body) {
   constexpr std::int64_t kSplitElements = 1 << 16;
   std::int64_t parts = team == nullptr ? 1 : team->size();
-  if (elements < kSplitElements || rows < 2 * parts) return body(std::int64_t{0}, rows);
-  auto work = [&](int part) { body(rows * part / parts, rows * (part + 1) / parts); };
+  if (elements < kSplitElements || rows < 2 * parts) return body(0, std::int64_t{0}, rows);
+  auto work = [&](int part) { body(part, rows * part / parts, rows * (part + 1) / parts); };
   team->run(work);
+}
+
+// The same, calling body(first, last).
+template <class Body>
+void split_rows(ThreadTeam* team, std::int64_t rows, std::int64_t elements, Body&& body) {
+  split_rows_in_parts(team, rows, elements,
+                      [&](int, std::int64_t first, std::int64_t last) { body(first, last); });
 }
 
 }  // namespace csrun::runtime

@@ -184,6 +184,43 @@ TEST_CASE("mixed precision: 16-bit matmul operands, results by precision_opt_lev
   CHECK(count_ops(program.graph, OpKind::cast) == 0);
 }
 
+TEST_CASE(
+    "mixed precision: the loss reads 16-bit logits, and its gradient is 16-bit when only "
+    "products read it") {
+  auto lowered = [](bool bias_gradient) {
+    Fixture f;
+    Tensor labels(f.graph, f.graph.add_input("labels", {{4}, DType::i32}));
+    Tensor g(f.graph, f.graph.add_input("g", {{4}, DType::f32}));
+    Tensor logits = matmul(f.x, f.w);
+    Tensor gradient = softmax_cross_entropy_grad(logits, labels, g);
+    f.graph.add_output("loss", softmax_cross_entropy(logits, labels).id());
+    f.graph.add_output("dx", matmul(gradient, swap_last_axes(f.w)).id());
+    f.graph.add_output("dw", matmul(swap_last_axes(f.x), gradient).id());
+    if (bias_gradient) f.graph.add_output("db", sum(gradient, {0}).id());
+    Program program{f.graph, {}};
+    compiler::lower_precision(program, {true, DType::bf16, 1});
+    compiler::eliminate_dead_code(program);
+    return program;
+  };
+  for (bool bias_gradient : {false, true}) {
+    INFO("a bias gradient reads the logits' gradient: " << bias_gradient);
+    Program program = lowered(bias_gradient);
+    const Graph& g = program.graph;
+    const Node& loss = output_node(g, "loss");
+    CHECK(loss.type.dtype == DType::f32);
+    CHECK(g.node(loss.inputs[0]).op == OpKind::matmul);
+    CHECK(g.node(loss.inputs[0]).type.dtype == DType::bf16);
+    for (const Node& node : g.nodes()) {
+      if (node.op != OpKind::softmax_cross_entropy_grad) continue;
+      CHECK(g.node(node.inputs[0]).op == OpKind::matmul);
+      CHECK(node.type.dtype == (bias_gradient ? DType::f32 : DType::bf16));
+    }
+    // The only casts left: x and w to 16 bits, dx and dw back to f32, and the gradient to 16
+    // bits where it stays f32 (no f32 copy of the logits).
+    CHECK(count_ops(g, OpKind::cast) == (bias_gradient ? 5u : 4u));
+  }
+}
+
 TEST_CASE("a weight read by several products is converted to 16 bits once") {
   Fixture f;
   f.graph.add_output("a", matmul(f.x, f.w).id());

@@ -350,3 +350,54 @@ TEST_CASE("the avx512bf16 set's bfloat16 products are exact products summed in f
   }
   check_bf16_products({"avx512bf16"});
 }
+
+// Mixed precision hands the loss and its gradient a product's bfloat16 logits as they are, and
+// lets the gradient's kernel round it to bfloat16 when only products read it: the same bits as
+// widening the logits, computing in f32 and rounding the gradient with casts.
+TEST_CASE("cross-entropy on bfloat16 logits gives the bits of widening them first") {
+  const graph::Shape x_shape{6, 24};
+  const graph::Shape w_shape{24, 1003};
+  graph::Feeds feeds{{"x", {x_shape, DType::f32, bf16_values(graph::element_count(x_shape), 4)}},
+                     {"w", {w_shape, DType::f32, bf16_values(graph::element_count(w_shape), 5)}},
+                     {"labels", {{6}, DType::i32, {0, 1002, 17, -1, 500, 3}}},
+                     {"g", {{6}, DType::f32, {0.5, -1.0, 0.25, 1.0, 2.0, 0.125}}}};
+  auto build = [](bool explicit_casts) {
+    graph::Graph graph;
+    graph::Tensor x(graph, graph.add_input("x", {{6, 24}, DType::f32}));
+    graph::Tensor w(graph, graph.add_input("w", {{24, 1003}, DType::f32}));
+    graph::Tensor labels(graph, graph.add_input("labels", {{6}, DType::i32}));
+    graph::Tensor g(graph, graph.add_input("g", {{6}, DType::f32}));
+    auto half = [&](const graph::Tensor& t) {
+      return explicit_casts ? graph::cast(t, DType::bf16) : t;
+    };
+    auto widened = [&](const graph::Tensor& t) {
+      return explicit_casts ? graph::cast(t, DType::f32) : t;
+    };
+    graph::Tensor logits = widened(graph::matmul(half(x), half(w)));
+    graph::Tensor gradient = graph::softmax_cross_entropy_grad(logits, labels, g);
+    graph.add_output("loss", graph::softmax_cross_entropy(logits, labels).id());
+    graph.add_output("dx",
+                     widened(graph::matmul(half(gradient), graph::swap_last_axes(half(w)))).id());
+    graph.add_output("dw",
+                     widened(graph::matmul(graph::swap_last_axes(half(x)), half(gradient))).id());
+    return graph;
+  };
+  compiler::Plan lowered = test::compiled_plan(build(false), 1, DType::bf16, 1);
+  compiler::Plan widened = test::compiled_plan(build(true), 1);
+  auto reads_bf16_logits = [](const graph::Graph& graph, graph::OpKind op) {
+    for (const graph::Node& node : graph.nodes()) {
+      if (node.op == op) return graph.node(node.inputs[0]).type.dtype == DType::bf16;
+    }
+    return false;
+  };
+  CHECK(reads_bf16_logits(lowered.graph, graph::OpKind::softmax_cross_entropy));
+  CHECK(reads_bf16_logits(lowered.graph, graph::OpKind::softmax_cross_entropy_grad));
+  CHECK_FALSE(reads_bf16_logits(widened.graph, graph::OpKind::softmax_cross_entropy));
+  for (const graph::Node& node : lowered.graph.nodes()) {
+    if (node.op == graph::OpKind::softmax_cross_entropy_grad) CHECK(node.type.dtype == DType::bf16);
+  }
+  for (std::string_view name : runtime::runnable_kernel_sets()) {
+    INFO(name);
+    CHECK(run_step(lowered, feeds, name).values == run_step(widened, feeds, name).values);
+  }
+}
