@@ -10,6 +10,9 @@ packages=(
   libcli11-dev libyaml-cpp-dev nlohmann-json3-dev libspdlog-dev libfmt-dev
   libeigen3-dev libopenblas-dev libdnnl-dev catch2 libhdf5-dev libzmq3-dev cppzmq-dev python3
   libopenmpi-dev openmpi-bin
+  # oneDNN's CMake configuration looks for OpenCL (Debian builds its GPU runtime on it), and
+  # libdnnl-dev only recommends the package, which --no-install-recommends leaves out.
+  ocl-icd-opencl-dev
 )
 case ${1:-} in
   --test) packages+=(clang-16 libclang-rt-16-dev qemu-user) ;;
