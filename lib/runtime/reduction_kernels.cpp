@@ -2,6 +2,7 @@
 #include <array>
 #include <cmath>
 #include <limits>
+#include <memory>
 #include <stdexcept>
 #include <type_traits>
 
@@ -308,8 +309,21 @@ bool uses_row_buffer(const NodeTask& task) {
   return runs_in_f32(task) && (task.in[0].dtype != DType::f32 || task.out.dtype != DType::f32);
 }
 
-// Rows [first, last) in f32; `buffer` holds a row when uses_row_buffer.
-void cross_entropy_rows_f32(const NodeTask& task, float* buffer, std::int64_t first,
+// Eigen's vectorized loops over a row they write (the gradient, its sum) start at the first
+// address aligned to its widest packet and do the elements before it one by one (std::exp rather
+// than the vectorized exp, and the additions in another order), so a row's results depend on
+// where it lies modulo this many floats. A row in a part's buffer lies where it lies in its f32
+// tensor in the arena (whose buffers are 64-byte aligned), whatever the part and wherever the
+// scratch is: the same bits on any number of cores, and as widening the logits first.
+constexpr std::int64_t kRowAlignmentFloats = 16;
+
+std::int64_t row_buffer_floats(std::int64_t classes) {
+  return (classes + 2 * kRowAlignmentFloats - 1) / kRowAlignmentFloats * kRowAlignmentFloats;
+}
+
+// Rows [first, last) in f32; `part_buffer` (64-byte aligned, row_buffer_floats) holds a row when
+// uses_row_buffer.
+void cross_entropy_rows_f32(const NodeTask& task, float* part_buffer, std::int64_t first,
                             std::int64_t last) {
   const TensorRef& logits = task.in[0];
   const TensorRef& out = task.out;
@@ -317,6 +331,8 @@ void cross_entropy_rows_f32(const NodeTask& task, float* buffer, std::int64_t fi
   std::int64_t classes = logits.dim(logits.rank - 1);
   bool half_gradient = gradient && out.dtype != DType::f32;
   for (std::int64_t r = first; r < last; ++r) {
+    float* buffer =
+        part_buffer == nullptr ? nullptr : part_buffer + r * classes % kRowAlignmentFloats;
     const float* row = logits.f32() + r * classes;
     if (logits.dtype != DType::f32) {
       widen_from_half(logits.half() + r * classes, buffer, classes, logits.dtype);
@@ -335,7 +351,8 @@ void cross_entropy_rows_f32(const NodeTask& task, float* buffer, std::int64_t fi
 void prepare_cross_entropy(NodeTask& task) {
   if (!uses_row_buffer(task)) return;
   std::int64_t parts = task.team == nullptr ? 1 : task.team->size();
-  task.scratch_floats = parts * task.in[0].dim(task.in[0].rank - 1);
+  std::int64_t classes = task.in[0].dim(task.in[0].rank - 1);
+  task.scratch_floats = parts * row_buffer_floats(classes) + kRowAlignmentFloats;
 }
 
 void run_cross_entropy(NodeTask& task) {
@@ -345,19 +362,26 @@ void run_cross_entropy(NodeTask& task) {
   std::int64_t classes = logits.dim(logits.rank - 1);
   const std::int32_t* label = labels.i32();
   bool f32 = runs_in_f32(task);
-  float* buffers = uses_row_buffer(task) ? task.scratch->data() : nullptr;
-  split_rows_in_parts(task.team, labels.count, logits.count,
-                      [&](int part, std::int64_t first, std::int64_t last) {
-                        if (f32) {
-                          float* buffer = buffers == nullptr ? nullptr : buffers + part * classes;
-                          return cross_entropy_rows_f32(task, buffer, first, last);
-                        }
-                        for (std::int64_t r = first; r < last; ++r) {
-                          double g = gradient ? load(task.in[2], r) : 0.0;
-                          cross_entropy_row(AnyAccess{&logits}, r * classes, classes, label[r], g,
-                                            gradient, r, AnyAccess{&task.out});
-                        }
-                      });
+  float* buffers = nullptr;
+  if (uses_row_buffer(task)) {
+    void* start = task.scratch->data();
+    std::size_t space = task.scratch->size() * sizeof(float);
+    buffers = static_cast<float*>(
+        std::align(kRowAlignmentFloats * sizeof(float), sizeof(float), start, space));
+  }
+  split_rows_in_parts(
+      task.team, labels.count, logits.count, [&](int part, std::int64_t first, std::int64_t last) {
+        if (f32) {
+          float* buffer =
+              buffers == nullptr ? nullptr : buffers + part * row_buffer_floats(classes);
+          return cross_entropy_rows_f32(task, buffer, first, last);
+        }
+        for (std::int64_t r = first; r < last; ++r) {
+          double g = gradient ? load(task.in[2], r) : 0.0;
+          cross_entropy_row(AnyAccess{&logits}, r * classes, classes, label[r], g, gradient, r,
+                            AnyAccess{&task.out});
+        }
+      });
 }
 
 void run_reduction(NodeTask& task) {

@@ -45,13 +45,14 @@ class ThreadTeam {
 };
 
 // Calls body(part, first, last) on row ranges covering [0, rows), part in [0, team size): split
-// across `team` when the work (`elements` in all) repays waking it, else on the caller alone, as
-// part 0. `body` must not throw.
+// across `team` when there is one and the work (`elements` in all) repays waking it, else on the
+// caller alone, as part 0. `body` must not throw.
 template <class Body>
 void split_rows_in_parts(ThreadTeam* team, std::int64_t rows, std::int64_t elements, Body&& body) {
   constexpr std::int64_t kSplitElements = 1 << 16;
-  std::int64_t parts = team == nullptr ? 1 : team->size();
-  if (elements < kSplitElements || rows < 2 * parts) return body(0, std::int64_t{0}, rows);
+  if (team == nullptr || elements < kSplitElements || rows < 2 * team->size())
+    return body(0, std::int64_t{0}, rows);
+  std::int64_t parts = team->size();
   auto work = [&](int part) { body(part, rows * part / parts, rows * (part + 1) / parts); };
   team->run(work);
 }

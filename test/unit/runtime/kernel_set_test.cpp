@@ -5,6 +5,8 @@
 
 #include <catch2/catch.hpp>
 
+#include <sched.h>
+
 #include <algorithm>
 #include <array>
 #include <bit>
@@ -22,6 +24,7 @@
 #include "runtime/half_precision.hpp"
 #include "runtime/host_kernels.hpp"
 #include "runtime/kernel_set.hpp"
+#include "runtime/thread_team.hpp"
 #include "runtime_fixture.hpp"
 #include "support/step_fixture.hpp"
 
@@ -351,39 +354,78 @@ TEST_CASE("the avx512bf16 set's bfloat16 products are exact products summed in f
   check_bf16_products({"avx512bf16"});
 }
 
+namespace {
+
+// Losses and logit gradients of 96 rows of 1003 classes (enough for the kernels to split the
+// rows across the team, each part with a row buffer of its own), labels outside [0, 1003) on
+// some rows, and the products that read the gradient. With explicit casts the logits are
+// widened to f32 before the loss; without, mixed precision lowers the graph to bfloat16.
+constexpr std::int64_t kCrossEntropyRows = 96;
+
+graph::Feeds cross_entropy_feeds() {
+  const graph::Shape x_shape{kCrossEntropyRows, 24};
+  const graph::Shape w_shape{24, 1003};
+  std::vector<double> labels(kCrossEntropyRows);
+  std::vector<double> g(kCrossEntropyRows);
+  for (std::size_t r = 0; r < labels.size(); ++r) {
+    labels[r] = r % 17 == 5 ? -1.0 : static_cast<double>((r * 389) % 1003);
+    g[r] = 0.125 * static_cast<double>(r % 9) - 0.5;
+  }
+  labels[3] = 1002.0;
+  return {{"x", {x_shape, DType::f32, bf16_values(graph::element_count(x_shape), 4)}},
+          {"w", {w_shape, DType::f32, bf16_values(graph::element_count(w_shape), 5)}},
+          {"labels", {{kCrossEntropyRows}, DType::i32, labels}},
+          {"g", {{kCrossEntropyRows}, DType::f32, g}}};
+}
+
+graph::Graph cross_entropy_graph(bool explicit_casts) {
+  graph::Graph graph;
+  graph::Tensor x(graph, graph.add_input("x", {{kCrossEntropyRows, 24}, DType::f32}));
+  graph::Tensor w(graph, graph.add_input("w", {{24, 1003}, DType::f32}));
+  graph::Tensor labels(graph, graph.add_input("labels", {{kCrossEntropyRows}, DType::i32}));
+  graph::Tensor g(graph, graph.add_input("g", {{kCrossEntropyRows}, DType::f32}));
+  auto half = [&](const graph::Tensor& t) {
+    return explicit_casts ? graph::cast(t, DType::bf16) : t;
+  };
+  auto widened = [&](const graph::Tensor& t) {
+    return explicit_casts ? graph::cast(t, DType::f32) : t;
+  };
+  graph::Tensor logits = widened(graph::matmul(half(x), half(w)));
+  graph::Tensor gradient = graph::softmax_cross_entropy_grad(logits, labels, g);
+  graph.add_output("loss", graph::softmax_cross_entropy(logits, labels).id());
+  graph.add_output("dx",
+                   widened(graph::matmul(half(gradient), graph::swap_last_axes(half(w)))).id());
+  graph.add_output("dw",
+                   widened(graph::matmul(graph::swap_last_axes(half(x)), half(gradient))).id());
+  return graph;
+}
+
+// Runs `body` with this thread, and so the executables it makes, on the first core only.
+template <class Body>
+void on_one_core(Body&& body) {
+  cpu_set_t all;
+  REQUIRE(sched_getaffinity(0, sizeof(all), &all) == 0);
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  for (int core = 0; core < CPU_SETSIZE; ++core) {
+    if (!CPU_ISSET(core, &all)) continue;
+    CPU_SET(core, &one);
+    break;
+  }
+  REQUIRE(sched_setaffinity(0, sizeof(one), &one) == 0);
+  body();
+  REQUIRE(sched_setaffinity(0, sizeof(all), &all) == 0);
+}
+
+}  // namespace
+
 // Mixed precision hands the loss and its gradient a product's bfloat16 logits as they are, and
 // lets the gradient's kernel round it to bfloat16 when only products read it: the same bits as
 // widening the logits, computing in f32 and rounding the gradient with casts.
 TEST_CASE("cross-entropy on bfloat16 logits gives the bits of widening them first") {
-  const graph::Shape x_shape{6, 24};
-  const graph::Shape w_shape{24, 1003};
-  graph::Feeds feeds{{"x", {x_shape, DType::f32, bf16_values(graph::element_count(x_shape), 4)}},
-                     {"w", {w_shape, DType::f32, bf16_values(graph::element_count(w_shape), 5)}},
-                     {"labels", {{6}, DType::i32, {0, 1002, 17, -1, 500, 3}}},
-                     {"g", {{6}, DType::f32, {0.5, -1.0, 0.25, 1.0, 2.0, 0.125}}}};
-  auto build = [](bool explicit_casts) {
-    graph::Graph graph;
-    graph::Tensor x(graph, graph.add_input("x", {{6, 24}, DType::f32}));
-    graph::Tensor w(graph, graph.add_input("w", {{24, 1003}, DType::f32}));
-    graph::Tensor labels(graph, graph.add_input("labels", {{6}, DType::i32}));
-    graph::Tensor g(graph, graph.add_input("g", {{6}, DType::f32}));
-    auto half = [&](const graph::Tensor& t) {
-      return explicit_casts ? graph::cast(t, DType::bf16) : t;
-    };
-    auto widened = [&](const graph::Tensor& t) {
-      return explicit_casts ? graph::cast(t, DType::f32) : t;
-    };
-    graph::Tensor logits = widened(graph::matmul(half(x), half(w)));
-    graph::Tensor gradient = graph::softmax_cross_entropy_grad(logits, labels, g);
-    graph.add_output("loss", graph::softmax_cross_entropy(logits, labels).id());
-    graph.add_output("dx",
-                     widened(graph::matmul(half(gradient), graph::swap_last_axes(half(w)))).id());
-    graph.add_output("dw",
-                     widened(graph::matmul(graph::swap_last_axes(half(x)), half(gradient))).id());
-    return graph;
-  };
-  compiler::Plan lowered = test::compiled_plan(build(false), 1, DType::bf16, 1);
-  compiler::Plan widened = test::compiled_plan(build(true), 1);
+  graph::Feeds feeds = cross_entropy_feeds();
+  compiler::Plan lowered = test::compiled_plan(cross_entropy_graph(false), 1, DType::bf16, 1);
+  compiler::Plan widened = test::compiled_plan(cross_entropy_graph(true), 1);
   auto reads_bf16_logits = [](const graph::Graph& graph, graph::OpKind op) {
     for (const graph::Node& node : graph.nodes()) {
       if (node.op == op) return graph.node(node.inputs[0]).type.dtype == DType::bf16;
@@ -399,5 +441,21 @@ TEST_CASE("cross-entropy on bfloat16 logits gives the bits of widening them firs
   for (std::string_view name : runtime::runnable_kernel_sets()) {
     INFO(name);
     CHECK(run_step(lowered, feeds, name).values == run_step(widened, feeds, name).values);
+  }
+}
+
+// Each part of the team widens its rows into a buffer of its own: a row's bits must not depend on
+// which part, or how many, there are.
+TEST_CASE("cross-entropy on bfloat16 logits gives the same bits on one core and on every core") {
+  if (runtime::ThreadTeam::available_cores() < 2) {
+    WARN("one core: nothing to compare");
+    return;
+  }
+  graph::Feeds feeds = cross_entropy_feeds();
+  compiler::Plan lowered = test::compiled_plan(cross_entropy_graph(false), 1, DType::bf16, 1);
+  for (std::string_view name : runtime::runnable_kernel_sets()) {
+    INFO(name);
+    StepResult every_core = run_step(lowered, feeds, name);
+    on_one_core([&] { CHECK(run_step(lowered, feeds, name).values == every_core.values); });
   }
 }

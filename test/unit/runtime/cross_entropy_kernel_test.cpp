@@ -1,0 +1,106 @@
+// The cross-entropy kernels on 16-bit logits widen each row into a buffer in the kernel's scratch
+// (one per part of the team): a row's bits must not depend on where that scratch lies.
+
+#include <catch2/catch.hpp>
+
+#include <cstdint>
+#include <memory>
+#include <set>
+#include <vector>
+
+#include "graph/graph.hpp"
+#include "runtime/half_precision.hpp"
+#include "runtime/host_kernels.hpp"
+#include "runtime/kernel_set.hpp"
+#include "runtime/thread_team.hpp"
+
+using namespace csrun;
+using graph::DType;
+
+namespace {
+
+constexpr std::int64_t kRows = 256;
+constexpr std::int64_t kClasses = 1003;
+
+template <class T>
+runtime::TensorRef ref(std::vector<T>& values, DType dtype, std::vector<std::int64_t> shape) {
+  runtime::TensorRef t;
+  t.data = reinterpret_cast<std::byte*>(values.data());
+  t.dtype = dtype;
+  t.rank = static_cast<int>(shape.size());
+  t.count = 1;
+  for (std::size_t axis = 0; axis < shape.size(); ++axis) {
+    t.shape[axis] = shape[axis];
+    t.count *= shape[axis];
+  }
+  return t;
+}
+
+// Vectors of `floats` elements, some of them at different addresses modulo 64 bytes (the widest
+// vector registers'): each allocated after a small one of another size, none freed, so that
+// each comes from fresh memory.
+std::vector<std::vector<float>> scratch_at_offsets(std::size_t floats) {
+  std::vector<std::vector<float>> made;
+  std::vector<std::unique_ptr<char[]>> spacers;
+  std::set<std::uintptr_t> residues;
+  for (std::size_t attempt = 0; attempt < 64 && residues.size() < 4; ++attempt) {
+    spacers.push_back(std::make_unique<char[]>(8 + 16 * (attempt % 4)));
+    made.emplace_back(floats);
+    residues.insert(reinterpret_cast<std::uintptr_t>(made.back().data()) % 64);
+  }
+  std::vector<std::vector<float>> found;
+  residues.clear();
+  for (std::vector<float>& scratch : made) {
+    if (residues.insert(reinterpret_cast<std::uintptr_t>(scratch.data()) % 64).second)
+      found.push_back(std::move(scratch));
+  }
+  return found;
+}
+
+}  // namespace
+
+TEST_CASE(
+    "cross-entropy gradients of float16 logits have the same bits wherever the scratch lies") {
+  std::vector<std::uint16_t> logits(static_cast<std::size_t>(kRows * kClasses));
+  for (std::size_t i = 0; i < logits.size(); ++i) {
+    float value = static_cast<float>((i * 7919) % 2003) / 167.0f - 6.0f;
+    logits[i] = runtime::narrow_to_half(value, DType::f16);
+  }
+  std::vector<std::int32_t> labels(kRows);
+  std::vector<float> g(kRows);
+  for (std::size_t r = 0; r < labels.size(); ++r) {
+    labels[r] = static_cast<std::int32_t>((r * 389) % kClasses);
+    g[r] = 0.25f + 0.125f * static_cast<float>(r % 5);
+  }
+  graph::Node node;
+  node.op = graph::OpKind::softmax_cross_entropy_grad;
+  node.type = {{kRows, kClasses}, DType::f16};
+  node.attrs.dtype = DType::f16;
+  runtime::ThreadTeam team(2);
+  for (std::string_view name : runtime::runnable_kernel_sets()) {
+    INFO(name);
+    const runtime::KernelSet& kernels = runtime::kernel_set(name);
+    std::vector<std::uint16_t> first_result;
+    for (runtime::ThreadTeam* parts : {static_cast<runtime::ThreadTeam*>(nullptr), &team}) {
+      runtime::NodeTask task;
+      task.node = &node;
+      task.team = parts;
+      task.in = {ref(logits, DType::f16, {kRows, kClasses}), ref(labels, DType::i32, {kRows}),
+                 ref(g, DType::f32, {kRows})};
+      std::vector<std::uint16_t> gradient(logits.size());
+      task.out = ref(gradient, DType::f16, {kRows, kClasses});
+      kernels.prepare(task);
+      REQUIRE(task.scratch_floats > 0);
+      std::vector<std::vector<float>> scratches =
+          scratch_at_offsets(static_cast<std::size_t>(task.scratch_floats));
+      INFO(scratches.size() << " addresses modulo 64 bytes tried");
+      CHECK(scratches.size() >= 2);
+      for (std::vector<float>& scratch : scratches) {
+        task.scratch = &scratch;
+        kernels.run(task);
+        if (first_result.empty()) first_result = gradient;
+        REQUIRE(gradient == first_result);
+      }
+    }
+  }
+}
