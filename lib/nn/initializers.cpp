@@ -4,10 +4,10 @@
 #include <array>
 #include <cmath>
 #include <functional>
-#include <numbers>
 #include <optional>
 #include <stdexcept>
 
+#include "box_muller.hpp"
 #include "graph/counter_rng.hpp"
 
 namespace csrun::nn {
@@ -48,24 +48,51 @@ class Sampler {
     return graph::uniform01(graph::mix_keys(element_key(index), static_cast<std::uint64_t>(draw)));
   }
 
-  // Two independent standard normal values by the Box-Muller transform of two keyed uniforms:
-  // elements 2j and 2j + 1 share pair j's, one taking the cosine, the other the sine, so a pair
-  // of values costs one logarithm.
-  std::array<double, 2> normal_pair(std::int64_t pair, std::int64_t draw) const {
-    std::uint64_t key = element_key(pair);
-    double u1 = 1.0 - graph::uniform01(graph::mix_keys(key, static_cast<std::uint64_t>(2 * draw)));
-    double u2 = graph::uniform01(graph::mix_keys(key, static_cast<std::uint64_t>(2 * draw + 1)));
-    double radius = std::sqrt(-2.0 * std::log(u1));
-    double angle = 2.0 * std::numbers::pi * u2;
-    return {radius * std::cos(angle), radius * std::sin(angle)};
+  // Standard normal values by the Box-Muller transform of two keyed uniforms: elements 2j and
+  // 2j + 1 share pair j's, one taking the cosine, the other the sine, so a pair of values costs
+  // one logarithm. These are pairs [first_pair, first_pair + normals.size() / 2) of draw
+  // `draw`, one after the other.
+  void normal_pairs(std::int64_t first_pair, std::int64_t draw, std::span<double> normals) const {
+    transform_pairs(normals.size() / 2, draw, normals, [first_pair](std::size_t i) {
+      return first_pair + static_cast<std::int64_t>(i);
+    });
   }
 
-  // Element `index`'s standard normal value of draw `draw`.
-  double normal(std::int64_t index, std::int64_t draw) const {
-    return normal_pair(index / 2, draw)[static_cast<std::size_t>(index % 2)];
+  // The normal value of draw `draw` of each element of `indices`.
+  void normals_at(std::span<const std::int64_t> indices, std::int64_t draw,
+                  std::span<double> normals) const {
+    std::array<double, 2 * kBlock> pairs;
+    for (std::size_t done = 0; done < indices.size(); done += kBlock) {
+      std::span<const std::int64_t> block =
+          indices.subspan(done, std::min(kBlock, indices.size() - done));
+      transform_pairs(block.size(), draw, pairs, [block](std::size_t i) { return block[i] / 2; });
+      for (std::size_t i = 0; i < block.size(); ++i)
+        normals[done + i] = pairs[2 * i + static_cast<std::size_t>(block[i] % 2)];
+    }
   }
 
  private:
+  static constexpr std::size_t kBlock = 256;
+
+  // Pairs pair_at(i) for i in [0, count) into normals[2i] and normals[2i + 1]: the uniforms a
+  // block at a time, then the transform in a vectorized loop.
+  template <class PairAt>
+  void transform_pairs(std::size_t count, std::int64_t draw, std::span<double> normals,
+                       PairAt pair_at) const {
+    std::array<double, kBlock> u1;
+    std::array<double, kBlock> u2;
+    for (std::size_t done = 0; done < count; done += kBlock) {
+      std::size_t block = std::min(kBlock, count - done);
+      for (std::size_t i = 0; i < block; ++i) {
+        std::uint64_t key = element_key(pair_at(done + i));
+        u1[i] = 1.0 - graph::uniform01(graph::mix_keys(key, static_cast<std::uint64_t>(2 * draw)));
+        u2[i] = graph::uniform01(graph::mix_keys(key, static_cast<std::uint64_t>(2 * draw + 1)));
+      }
+      box_muller(std::span(u1).first(block), std::span(u2).first(block),
+                 normals.subspan(2 * done, 2 * block));
+    }
+  }
+
   std::uint64_t element_key(std::int64_t index) const {
     return graph::mix_keys(key_, static_cast<std::uint64_t>(index));
   }
@@ -85,20 +112,59 @@ FillRule filling(const Sampler& sampler, Element element) {
   };
 }
 
-// The same for a rule of the element's first normal value (draw 0), each pair of them made once.
-template <class Element>
-FillRule normal_filling(const Sampler& sampler, Element element) {
-  return [sampler, element](std::span<float> out, std::int64_t first) {
-    std::int64_t end = first + static_cast<std::int64_t>(out.size());
-    for (std::int64_t pair = first / 2; 2 * pair < end; ++pair) {
-      std::array<double, 2> normals = sampler.normal_pair(pair, 0);
-      for (std::int64_t index = std::max(2 * pair, first); index < std::min(2 * pair + 2, end);
-           ++index) {
-        double normal = normals[static_cast<std::size_t>(index % 2)];
-        out[static_cast<std::size_t>(index - first)] =
-            static_cast<float>(element(sampler, index, normal));
-      }
+// Calls body(index, normal) for each element of [first, end) with its normal value of draw 0,
+// made a block of pairs at a time.
+template <class Body>
+void for_each_normal(const Sampler& sampler, std::int64_t first, std::int64_t end, Body&& body) {
+  constexpr std::int64_t kPairs = 256;
+  std::array<double, 2 * kPairs> normals;
+  for (std::int64_t pair = first / 2; 2 * pair < end; pair += kPairs) {
+    std::int64_t pairs = std::min(kPairs, (end + 1) / 2 - pair);
+    sampler.normal_pairs(pair, 0, std::span(normals).first(static_cast<std::size_t>(2 * pairs)));
+    std::int64_t last = std::min(2 * (pair + pairs), end);
+    for (std::int64_t index = std::max(2 * pair, first); index < last; ++index)
+      body(index, normals[static_cast<std::size_t>(index - 2 * pair)]);
+  }
+}
+
+FillRule scaled_normal_rule(const Sampler& sampler, double std, double mean = 0.0) {
+  return [sampler, mean, std](std::span<float> out, std::int64_t first) {
+    for_each_normal(sampler, first, first + static_cast<std::int64_t>(out.size()),
+                    [&](std::int64_t index, double normal) {
+                      out[static_cast<std::size_t>(index - first)] =
+                          static_cast<float>(mean + std * normal);
+                    });
+  };
+}
+
+// Values outside [a, b] are redrawn (draws 1, 2, ... of the element), as
+// torch.nn.init.trunc_normal_ bounds them; after 64 draws outside, the mean clamped to [a, b].
+// The rare redraws are made together, a block of pairs at a time.
+FillRule truncated_normal_rule(const Sampler& sampler, const Initializer& init) {
+  return [sampler, init](std::span<float> out, std::int64_t first) {
+    std::vector<std::int64_t> outside;
+    auto keep = [&](std::int64_t index, double normal) {
+      double value = init.mean + init.std * normal;
+      if (!(value >= init.a && value <= init.b)) return false;
+      out[static_cast<std::size_t>(index - first)] = static_cast<float>(value);
+      return true;
+    };
+    for_each_normal(sampler, first, first + static_cast<std::int64_t>(out.size()),
+                    [&](std::int64_t index, double normal) {
+                      if (!keep(index, normal)) outside.push_back(index);
+                    });
+    std::vector<double> normals;
+    for (std::int64_t draw = 1; draw < 64 && !outside.empty(); ++draw) {
+      normals.resize(outside.size());
+      sampler.normals_at(outside, draw, normals);
+      std::size_t still = 0;
+      for (std::size_t i = 0; i < outside.size(); ++i)
+        if (!keep(outside[i], normals[i])) outside[still++] = outside[i];
+      outside.resize(still);
     }
+    for (std::int64_t index : outside)
+      out[static_cast<std::size_t>(index - first)] =
+          static_cast<float>(std::clamp(init.mean, init.a, init.b));
   };
 }
 
@@ -108,32 +174,11 @@ FillRule uniform_rule(const Sampler& sampler, double low, double high) {
   });
 }
 
-FillRule normal_rule(const Sampler& sampler, double mean, double std) {
-  return normal_filling(sampler, [mean, std](const Sampler&, std::int64_t, double normal) {
-    return mean + std * normal;
-  });
-}
-
-FillRule scaled_normal_rule(const Sampler& sampler, double std) {
-  return normal_filling(
-      sampler, [std](const Sampler&, std::int64_t, double normal) { return std * normal; });
-}
-
 FillRule fill_rule(const Initializer& init, const Sampler& sampler, Fans fan) {
   const std::string& name = init.name;
-  if (name == "normal") return normal_rule(sampler, init.mean, init.std);
+  if (name == "normal") return scaled_normal_rule(sampler, init.std, init.mean);
   if (name == "uniform") return uniform_rule(sampler, init.a, init.b);
-  if (name == "truncated_normal") {
-    // Redraw until the value falls in [a, b], as torch.nn.init.trunc_normal_ bounds it.
-    return normal_filling(sampler, [init](const Sampler& draw, std::int64_t index, double normal) {
-      for (std::int64_t attempt = 1;; ++attempt) {
-        double value = init.mean + init.std * normal;
-        if (value >= init.a && value <= init.b) return value;
-        if (attempt == 64) return std::clamp(init.mean, init.a, init.b);
-        normal = draw.normal(index, attempt);
-      }
-    });
-  }
+  if (name == "truncated_normal") return truncated_normal_rule(sampler, init);
   if (name == "xavier_uniform" || name == "glorot_uniform") {
     double bound = init.gain * std::sqrt(6.0 / (fan.in + fan.out));
     return uniform_rule(sampler, -bound, bound);
