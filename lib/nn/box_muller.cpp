@@ -87,8 +87,10 @@ inline double cos_quarter(double t) {
   bool odd = (quarters == 1.0) | (quarters == 3.0);
   double cos_turned = odd ? sine : cosine;
   double sin_turned = odd ? cosine : sine;
-  cos_turned = (quarters == 1.0) | (quarters == 2.0) ? -cos_turned : cos_turned;
-  sin_turned = (quarters == 2.0) | (quarters == 3.0) ? -sin_turned : sin_turned;
+  bool cos_negative = (quarters == 1.0) | (quarters == 2.0);
+  bool sin_negative = (quarters == 2.0) | (quarters == 3.0);
+  cos_turned = cos_negative ? -cos_turned : cos_turned;
+  sin_turned = sin_negative ? -sin_turned : sin_turned;
   return {radius * cos_turned, radius * sin_turned};
 }
 
