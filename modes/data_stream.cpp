@@ -41,7 +41,7 @@ std::chrono::seconds seconds_from(const char* variable, std::int64_t fallback) {
   return std::chrono::seconds(seconds);
 }
 
-void report(const std::string& text) {
+void log_stream(const std::string& text) {
   static const runner::ProcessLog log("csrun: data stream");
   log.info(text);
 }
@@ -82,7 +82,7 @@ DataStream::DataStream(const config::TrainerSpec& trainer, const runner::RunSetu
   options.credits = 4;
   options.worker_timeout = seconds_from("CSRUN_WORKER_TIMEOUT", 30);
   options.connect_timeout = seconds_from("CSRUN_WORKER_CONNECT_TIMEOUT", 120);
-  options.log = report;
+  options.log = log_stream;
   options.ledger = context.ledger;
   options.more_follow = context.more_trainers;
   if (context.srun) {
@@ -90,8 +90,8 @@ DataStream::DataStream(const config::TrainerSpec& trainer, const runner::RunSetu
     if (const char* node = std::getenv("SLURMD_NODENAME")) options.host = node;
     publish(std::move(jobs), options,
             rendezvous_file(trainer, context.srun->step, context.trainer_index));
-    report("coordinating " + std::to_string(context.srun->tasks - 1) +
-           " srun tasks as data workers at " + coordinators_.front()->address());
+    log_stream("coordinating " + std::to_string(context.srun->tasks - 1) +
+               " srun tasks as data workers at " + coordinators_.front()->address());
     return;
   }
   if (!context.listen.empty()) {
@@ -99,8 +99,8 @@ DataStream::DataStream(const config::TrainerSpec& trainer, const runner::RunSetu
     if (const char* secret = std::getenv("CSRUN_STREAM_SECRET"); secret && *secret)
       options.secret = secret;
     publish(std::move(jobs), options, rendezvous_file(trainer, "", context.trainer_index));
-    report("waiting for data workers at " + coordinators_.front()->address() +
-           ": start them with `csrun worker --secret_file " + rendezvous_ + "`");
+    log_stream("waiting for data workers at " + coordinators_.front()->address() +
+               ": start them with `csrun worker --secret_file " + rendezvous_ + "`");
     return;
   }
   start_local_workers(jobs_by_replica(std::move(jobs)), options, workers, context.worker_binary);

@@ -102,6 +102,21 @@ Node* Node::find(std::string_view key) {
   return const_cast<Node*>(static_cast<const Node*>(this)->find(key));
 }
 
+double Node::number_or(std::string_view key, double fallback) const {
+  const Node* value = find(key);
+  return value && value->is_number() ? value->as_number() : fallback;
+}
+
+bool Node::flag_or(std::string_view key, bool fallback) const {
+  const Node* value = find(key);
+  return value && value->is_bool() ? value->as_bool() : fallback;
+}
+
+std::string Node::text_or(std::string_view key, std::string_view fallback) const {
+  const Node* value = find(key);
+  return value && value->is_string() ? value->as_string() : std::string(fallback);
+}
+
 Node& Node::set(std::string key, Node value, SourceMark key_mark) {
   kind_ = Kind::map;
   for (Entry& entry : entries_) {

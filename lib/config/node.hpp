@@ -69,6 +69,10 @@ class Node {
   Node* find(std::string_view key);
   const Entry* find_entry(std::string_view key) const;
   bool contains(std::string_view key) const { return find(key) != nullptr; }
+  // A mapping's value under `key` when it has the type asked for, else `fallback`.
+  double number_or(std::string_view key, double fallback) const;
+  bool flag_or(std::string_view key, bool fallback) const;
+  std::string text_or(std::string_view key, std::string_view fallback) const;
   // Replaces the value of an existing key (keeping its position) or appends a new entry.
   Node& set(std::string key, Node value, SourceMark key_mark = {});
   std::optional<Node> take(std::string_view key);

@@ -189,14 +189,14 @@ class TensorflowTranslator {
     }
     Node spec = Node::make_map(written.mark(), written.path());
     spec.set("name", text_or(written, "distribution", "truncated_normal"));
-    spec.set("mean", Node::make_number(number_or(written, "mean", 0.0), written.mark()));
-    spec.set("std", Node::make_number(number_or(written, "sigma", 1.0) / std::sqrt(divisor),
+    spec.set("mean", Node::make_number(written.number_or("mean", 0.0), written.mark()));
+    spec.set("std", Node::make_number(written.number_or("sigma", 1.0) / std::sqrt(divisor),
                                       written.mark()));
     return spec;
   }
 
   std::optional<Node> variance_scaling(const Node& written, const Node& model) {
-    double scale = number_or(written, "scale", 1.0);
+    double scale = written.number_or("scale", 1.0);
     if (const Node* type = written.find("scale_type"); type && type->is_string()) {
       bool wang = type->as_string() == "wang_init";
       std::optional<double> count = wang ? layer_count(written, model, "wang_init") : 1.0;
@@ -228,15 +228,8 @@ class TensorflowTranslator {
     return spec;
   }
 
-  static double number_or(const Node& map, const char* key, double fallback) {
-    const Node* value = map.find(key);
-    return value && value->is_number() ? value->as_number() : fallback;
-  }
-
   static Node text_or(const Node& map, const char* key, const char* fallback) {
-    const Node* value = map.find(key);
-    return Node::make_string(value && value->is_string() ? value->as_string() : fallback,
-                             map.mark());
+    return Node::make_string(map.text_or(key, fallback), map.mark());
   }
 
   // Attention of the TensorFlow T5 and Transformer: the only type each computes maps, any other

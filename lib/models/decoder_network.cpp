@@ -20,11 +20,6 @@ double dropout_or(const ModelParams& p, const char* key) {
   return p.has(key) ? p.number(key) : p.number("dropout_rate");
 }
 
-std::string position_type(const ModelParams& p) {
-  const Node* position = p.find("position_embedding_type");
-  return position && position->is_string() ? position->as_string() : "";
-}
-
 void refuse_unsupported(const ModelParams& p, const std::string& model) {
   refuse_if_set(
       p, model,
@@ -38,7 +33,7 @@ void refuse_unsupported(const ModelParams& p, const std::string& model) {
        "attention_chunk_size", "attention_qk_norm_layer", "attention_inner_dim", "memory_tokens",
        "cross_attention_layers", "num_extra_input_vocab_tokens", "norm_first_sandwich",
        "extra_ffn_params", "scale_glu_initialization", "lora_params"});
-  std::string position = position_type(p);
+  std::string position = p.node().text_or("position_embedding_type", "");
   refuse_unless(p, model, "position_embedding_type",
                 position.empty() || position == "learned" || position == "rotary",
                 "learned, rotary, null");
@@ -144,11 +139,6 @@ double output_logits_scale(const ModelParams& p, const Mup& mup) {
   return mup_logits_scale(p, mup);
 }
 
-double number_in(const Node& map, const char* key, double fallback) {
-  const Node* value = map.find(key);
-  return value && value->is_number() ? value->as_number() : fallback;
-}
-
 std::vector<double> numbers_in(const Node& map, const char* key) {
   std::vector<double> values;
   if (const Node* list = map.find(key); list && list->is_list()) {
@@ -164,28 +154,28 @@ nn::PositionScaling position_scaling(const ModelParams& p) {
   scaling.factor = p.has("pos_scaling_factor") ? p.number("pos_scaling_factor") : 1.0;
   const Node* extra = p.find("pos_scaling_extra_args");
   Node args = extra && extra->is_map() ? *extra : Node::make_map();
-  scaling.original_max_positions = number_in(args, "original_max_position_embeddings", 8192.0);
+  scaling.original_max_positions = args.number_or("original_max_position_embeddings", 8192.0);
   if (type == "linear") {
     scaling.kind =
         scaling.factor == 1.0 ? nn::PositionScaling::Kind::none : nn::PositionScaling::Kind::linear;
   } else if (type == "llama3") {
     scaling.kind = nn::PositionScaling::Kind::llama3;
-    scaling.low_freq_factor = number_in(args, "low_freq_factor", 1.0);
-    scaling.high_freq_factor = number_in(args, "high_freq_factor", 4.0);
+    scaling.low_freq_factor = args.number_or("low_freq_factor", 1.0);
+    scaling.high_freq_factor = args.number_or("high_freq_factor", 4.0);
   } else if (type == "yarn" || type == "YaRN") {
     scaling.kind = nn::PositionScaling::Kind::yarn;
-    scaling.extrapolation_factor = number_in(args, "extrapolation_factor", 1.0);
-    scaling.beta_fast = number_in(args, "beta_fast", 32.0);
-    scaling.beta_slow = number_in(args, "beta_slow", 1.0);
-    scaling.mscale_a = number_in(args, "mscale_a", 0.1);
-    scaling.mscale_b = number_in(args, "mscale_b", 1.0);
+    scaling.extrapolation_factor = args.number_or("extrapolation_factor", 1.0);
+    scaling.beta_fast = args.number_or("beta_fast", 32.0);
+    scaling.beta_slow = args.number_or("beta_slow", 1.0);
+    scaling.mscale_a = args.number_or("mscale_a", 0.1);
+    scaling.mscale_b = args.number_or("mscale_b", 1.0);
   } else {
     scaling.kind = nn::PositionScaling::Kind::longrope;
     scaling.long_factor = numbers_in(args, "long_factor");
     scaling.short_factor = numbers_in(args, "short_factor");
-    scaling.long_mscale = number_in(args, "long_mscale", 0.0);
-    scaling.short_mscale = number_in(args, "short_mscale", 0.0);
-    scaling.attention_factor = number_in(args, "attention_factor", 0.0);
+    scaling.long_mscale = args.number_or("long_mscale", 0.0);
+    scaling.short_mscale = args.number_or("short_mscale", 0.0);
+    scaling.attention_factor = args.number_or("attention_factor", 0.0);
   }
   return scaling;
 }
@@ -200,7 +190,7 @@ nn::AttentionOptions attention_options(const ModelParams& p, const DecoderInitia
     options.window = p.integer("attention_sliding_window_length");
   if (p.has("attention_sink_tokens")) options.sink_tokens = p.integer("attention_sink_tokens");
   options.score_scale = attention_score_scale(p, mup, p.integer("hidden_size") / options.heads);
-  if (position_type(p) == "rotary") {
+  if (p.node().text_or("position_embedding_type", "") == "rotary") {
     nn::RotarySpec rotary;
     rotary.rotary_dim = decoder_rotary_dim(p);
     rotary.theta = p.number("rope_theta");
@@ -302,7 +292,9 @@ ModelOutputs build_decoder(ModelBuild& b, const std::string& model_name, bool pa
   const graph::Tensor& ids = b.input("input_ids");
   std::int64_t rows = ids.dim(0) * ids.dim(1);
   nn::Scope embeddings = model.child("embedding_layer");
-  std::int64_t positions = position_type(p) == "learned" ? p.integer("max_position_embeddings") : 0;
+  std::int64_t positions = p.node().text_or("position_embedding_type", "") == "learned"
+                               ? p.integer("max_position_embeddings")
+                               : 0;
   nn::TokenEmbeddings embedded =
       nn::token_embeddings(embeddings, ids, vocab, positions, hidden, init.embedding);
   graph::Tensor x = embedded.embedded;

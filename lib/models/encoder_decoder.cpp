@@ -170,8 +170,7 @@ std::int64_t count_seq2seq(const ModelParams& params) {
       4 * d * inner + (params.flag("use_projection_bias_in_attention") ? 3 * inner : 0);
   std::int64_t encoder = encoder_layers * (attention + feed_forward + 2 * norm_size);
   std::int64_t decoder = decoder_layers * (2 * attention + feed_forward + 3 * norm_size);
-  const Node* position = params.find("position_embedding_type");
-  std::string positions = position && position->is_string() ? position->as_string() : "";
+  std::string positions = params.node().text_or("position_embedding_type", "");
   std::int64_t position_params = 0;
   if (positions == "relative") {
     position_params =
@@ -217,11 +216,6 @@ bool flag_or(const ModelParams& p, const char* key, bool fallback) {
   return p.has(key) ? p.flag(key) : fallback;
 }
 
-std::string position_type(const ModelParams& p) {
-  const Node* position = p.find("position_embedding_type");
-  return position && position->is_string() ? position->as_string() : "";
-}
-
 // 1.x's name of the gated GELU is the Model Zoo's geglu (gelu of the gate, exact form).
 std::string activation_of(const std::string& nonlinearity) {
   return nonlinearity == "gated-gelu" ? "geglu" : nonlinearity;
@@ -264,7 +258,7 @@ void refuse_unsupported(const ModelParams& p, const std::string& model, const Se
   refuse_unless(p, model, "use_transformer_initialization",
                 !mup.on || !flag_or(p, "use_transformer_initialization", false),
                 "false with muP (the Model Zoo refuses both)");
-  std::string position = position_type(p);
+  std::string position = p.node().text_or("position_embedding_type", "");
   refuse_unless(p, model, "position_embedding_type",
                 position.empty() || position == "relative" || position == "fixed" ||
                     position.starts_with("learned"),
@@ -445,7 +439,7 @@ graph::Tensor embed(ModelBuild& b, const nn::Scope& scope, const graph::Tensor& 
   auto entered = scope.enter();
   graph::Tensor x = graph::gather(table, ids);
   std::int64_t length = ids.dim(1);
-  std::string position = position_type(p);
+  std::string position = p.node().text_or("position_embedding_type", "");
   if (position.starts_with("learned")) {
     graph::Tensor table_of_positions =
         nn::embedding_table(scope.child("position_embeddings"), positions, table.dim(1), init);
@@ -571,7 +565,7 @@ ModelOutputs build_seq2seq(ModelBuild& b, const std::string& model_name) {
   Seq2SeqInitializers init = seq2seq_initializers(p, mup);
   nn::Scope model(b.context, "model");
   std::int64_t d_model = p.integer("d_model");
-  std::string position = position_type(p);
+  std::string position = p.node().text_or("position_embedding_type", "");
   bool relative = position == "relative";
   std::int64_t buckets = p.integer("relative_attention_num_buckets");
   std::int64_t heads = p.integer("num_heads");

@@ -207,11 +207,6 @@ std::optional<double> constant_value(const Initializer& init) {
   return std::nullopt;
 }
 
-double number_or(const config::Node& spec, const char* key, double fallback) {
-  const config::Node* value = spec.find(key);
-  return value && value->is_number() ? value->as_number() : fallback;
-}
-
 }  // namespace
 
 InitialValues::InitialValues(const Initializer& init, const graph::Shape& shape, std::uint64_t seed,
@@ -244,13 +239,13 @@ Initializer initializer_from(const config::Node* spec, Initializer fallback) {
   }
   const config::Node* name = spec->find("name");
   init.name = name && name->is_string() ? name->as_string() : fallback.name;
-  init.mean = number_or(*spec, "mean", 0.0);
-  init.std = number_or(*spec, "std", 1.0);
+  init.mean = spec->number_or("mean", 0.0);
+  init.std = spec->number_or("std", 1.0);
   bool truncated = init.name == "truncated_normal";
-  init.a = number_or(*spec, "a", truncated ? init.mean - 2.0 * init.std : 0.0);
-  init.b = number_or(*spec, "b", truncated ? init.mean + 2.0 * init.std : 1.0);
-  init.gain = number_or(*spec, "gain", 1.0);
-  init.value = number_or(*spec, "val", number_or(*spec, "value", 0.0));
+  init.a = spec->number_or("a", truncated ? init.mean - 2.0 * init.std : 0.0);
+  init.b = spec->number_or("b", truncated ? init.mean + 2.0 * init.std : 1.0);
+  init.gain = spec->number_or("gain", 1.0);
+  init.value = spec->number_or("val", spec->number_or("value", 0.0));
   return init;
 }
 

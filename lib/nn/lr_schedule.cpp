@@ -10,16 +10,6 @@ namespace {
 
 using config::ClassSpec;
 
-double number(const ClassSpec& spec, const char* key, double fallback = 0.0) {
-  const config::Node* value = spec.params.find(key);
-  return value && value->is_number() ? value->as_number() : fallback;
-}
-
-bool flag(const ClassSpec& spec, const char* key) {
-  const config::Node* value = spec.params.find(key);
-  return value && value->is_bool() && value->as_bool();
-}
-
 std::vector<double> numbers(const ClassSpec& spec, const char* key) {
   std::vector<double> values;
   if (const config::Node* list = spec.params.find(key)) {
@@ -48,18 +38,18 @@ Tensor power_of(graph::Graph& graph, double base, const Tensor& exponent) {
 }
 
 Tensor polynomial(const ClassSpec& s, const Tensor& step) {
-  double initial = number(s, "initial_learning_rate");
-  double end = number(s, "end_learning_rate");
-  double total = number(s, "total_iters", 1.0);
-  Tensor span = flag(s, "cycle") ? total * maximum(ceil_of(step / total), 1.0)
-                                 : constant(step.graph(), total);
-  Tensor progress = flag(s, "cycle") ? step / span : minimum(step, total) / total;
-  return (initial - end) * pow(1.0 - progress, number(s, "power", 1.0)) + end;
+  double initial = s.params.number_or("initial_learning_rate", 0.0);
+  double end = s.params.number_or("end_learning_rate", 0.0);
+  double total = s.params.number_or("total_iters", 1.0);
+  Tensor span = s.params.flag_or("cycle", false) ? total * maximum(ceil_of(step / total), 1.0)
+                                                 : constant(step.graph(), total);
+  Tensor progress = s.params.flag_or("cycle", false) ? step / span : minimum(step, total) / total;
+  return (initial - end) * pow(1.0 - progress, s.params.number_or("power", 1.0)) + end;
 }
 
 Tensor warm_restarts(const ClassSpec& s, const Tensor& step) {
-  double period = number(s, "T_0", 1.0);
-  double growth = number(s, "T_mult", 1.0);
+  double period = s.params.number_or("T_0", 1.0);
+  double growth = s.params.number_or("T_mult", 1.0);
   Tensor position;
   Tensor length;
   if (growth == 1.0) {
@@ -72,7 +62,8 @@ Tensor warm_restarts(const ClassSpec& s, const Tensor& step) {
     position = step - period * (grown - 1.0) / (growth - 1.0);
     length = period * grown;
   }
-  return cosine(number(s, "initial_learning_rate"), number(s, "eta_min"), position / length);
+  return cosine(s.params.number_or("initial_learning_rate", 0.0),
+                s.params.number_or("eta_min", 0.0), position / length);
 }
 
 Tensor sequential(graph::Graph& graph, const ClassSpec& s, const Tensor& step) {
@@ -100,42 +91,45 @@ Tensor chained(graph::Graph& graph, const std::vector<ClassSpec>& members, const
 
 Tensor schedule_value(graph::Graph& graph, const ClassSpec& s, const Tensor& step) {
   const std::string& type = s.type;
-  double initial = number(s, "initial_learning_rate");
-  double total = number(s, "total_iters", 1.0);
-  if (type == "ConstantLR") return constant(graph, number(s, "learning_rate"));
+  double initial = s.params.number_or("initial_learning_rate", 0.0);
+  double total = s.params.number_or("total_iters", 1.0);
+  if (type == "ConstantLR") return constant(graph, s.params.number_or("learning_rate", 0.0));
   if (type == "LinearLR") {
-    double end = number(s, "end_learning_rate");
+    double end = s.params.number_or("end_learning_rate", 0.0);
     return initial + (end - initial) * minimum(step, total) / total;
   }
   if (type == "ExponentialLR") {
     Tensor t = step / total;
-    return initial *
-           power_of(graph, number(s, "decay_rate"), flag(s, "staircase") ? floor_of(t) : t);
+    return initial * power_of(graph, s.params.number_or("decay_rate", 0.0),
+                              s.params.flag_or("staircase", false) ? floor_of(t) : t);
   }
   if (type == "InverseExponentialTimeDecayLR") {
-    Tensor t = pow(step, number(s, "step_exponent", 1.0)) / total;
-    if (flag(s, "staircase")) t = floor_of(t);
-    return initial / (1.0 + number(s, "decay_rate") * t);
+    Tensor t = pow(step, s.params.number_or("step_exponent", 1.0)) / total;
+    if (s.params.flag_or("staircase", false)) t = floor_of(t);
+    return initial / (1.0 + s.params.number_or("decay_rate", 0.0) * t);
   }
   if (type == "InverseSquareRootDecayLR") {
-    return initial * number(s, "scale", 1.0) / sqrt(maximum(step, number(s, "warmup_steps", 1.0)));
+    return initial * s.params.number_or("scale", 1.0) /
+           sqrt(maximum(step, s.params.number_or("warmup_steps", 1.0)));
   }
   if (type == "PolynomialLR") return polynomial(s, step);
   if (type == "CosineDecayLR") {
-    return cosine(initial, number(s, "end_learning_rate"), minimum(step, total) / total);
+    return cosine(initial, s.params.number_or("end_learning_rate", 0.0),
+                  minimum(step, total) / total);
   }
   if (type == "CosineAnnealingLR")
-    return cosine(initial, number(s, "eta_min"), step / number(s, "T_max", 1.0));
+    return cosine(initial, s.params.number_or("eta_min", 0.0),
+                  step / s.params.number_or("T_max", 1.0));
   if (type == "CosineAnnealingWarmRestarts") return warm_restarts(s, step);
   if (type == "StepLR") {
-    return initial *
-           power_of(graph, number(s, "gamma"), floor_of(step / number(s, "step_size", 1.0)));
+    return initial * power_of(graph, s.params.number_or("gamma", 0.0),
+                              floor_of(step / s.params.number_or("step_size", 1.0)));
   }
   if (type == "MultiStepLR") {
     Tensor passed = constant(graph, 0.0);
     for (double milestone : numbers(s, "milestones"))
       passed = passed + cast(step >= milestone, graph::DType::f32);
-    return initial * power_of(graph, number(s, "gamma"), passed);
+    return initial * power_of(graph, s.params.number_or("gamma", 0.0), passed);
   }
   if (type == "PiecewiseConstantLR") {
     std::vector<double> rates = numbers(s, "learning_rates");

@@ -8,16 +8,6 @@ namespace {
 
 using graph::Graph;
 
-double number(const config::ClassSpec& spec, const char* key, double fallback) {
-  const config::Node* value = spec.params.find(key);
-  return value && value->is_number() ? value->as_number() : fallback;
-}
-
-bool flag(const config::ClassSpec& spec, const char* key, bool fallback) {
-  const config::Node* value = spec.params.find(key);
-  return value && value->is_bool() ? value->as_bool() : fallback;
-}
-
 std::pair<double, double> betas(const config::ClassSpec& spec) {
   const config::Node* value = spec.params.find("betas");
   if (!value || value->items().size() != 2) return {0.9, 0.999};
@@ -60,11 +50,11 @@ Tensor norm(const Tensor& x) {
 class Sgd : public Optimizer {
  public:
   explicit Sgd(const config::ClassSpec& spec)
-      : momentum_(number(spec, "momentum", 0.0)),
-        dampening_(number(spec, "dampening", 0.0)),
-        weight_decay_(number(spec, "weight_decay", 0.0)),
-        nesterov_(flag(spec, "nesterov", false)),
-        maximize_(flag(spec, "maximize", false)) {}
+      : momentum_(spec.params.number_or("momentum", 0.0)),
+        dampening_(spec.params.number_or("dampening", 0.0)),
+        weight_decay_(spec.params.number_or("weight_decay", 0.0)),
+        nesterov_(spec.params.flag_or("nesterov", false)),
+        maximize_(spec.params.flag_or("maximize", false)) {}
 
   std::string name() const override { return "SGD"; }
 
@@ -112,11 +102,11 @@ class AdamFamily : public Optimizer {
   AdamFamily(Kind kind, const config::ClassSpec& spec)
       : kind_(kind),
         betas_(betas(spec)),
-        eps_(number(spec, "eps", 1e-6)),
-        weight_decay_(number(spec, "weight_decay", 0.0)),
-        correct_bias_(flag(spec, "correct_bias", true)),
-        amsgrad_(flag(spec, "amsgrad", false)),
-        adam_(flag(spec, "adam", false)) {}
+        eps_(spec.params.number_or("eps", 1e-6)),
+        weight_decay_(spec.params.number_or("weight_decay", 0.0)),
+        correct_bias_(spec.params.flag_or("correct_bias", true)),
+        amsgrad_(spec.params.flag_or("amsgrad", false)),
+        adam_(spec.params.flag_or("adam", false)) {}
 
   std::string name() const override {
     return kind_ == Kind::adam ? "Adam" : kind_ == Kind::adamw ? "AdamW" : "Lamb";
@@ -218,17 +208,17 @@ class AdamFamily : public Optimizer {
 class Adafactor : public Optimizer {
  public:
   explicit Adafactor(const config::ClassSpec& spec)
-      : eps1_(number(spec, "eps1", 1e-30)),
-        eps2_(number(spec, "eps2", 1e-3)),
-        clip_threshold_(number(spec, "clip_threshold", 1.0)),
-        decay_rate_(number(spec, "decay_rate", -0.8)),
-        weight_decay_(number(spec, "weight_decay", 0.0)),
-        scale_parameter_(flag(spec, "scale_parameter", true)) {
+      : eps1_(spec.params.number_or("eps1", 1e-30)),
+        eps2_(spec.params.number_or("eps2", 1e-3)),
+        clip_threshold_(spec.params.number_or("clip_threshold", 1.0)),
+        decay_rate_(spec.params.number_or("decay_rate", -0.8)),
+        weight_decay_(spec.params.number_or("weight_decay", 0.0)),
+        scale_parameter_(spec.params.flag_or("scale_parameter", true)) {
     if (const config::Node* eps = spec.params.find("eps"); eps && eps->items().size() == 2) {
       eps1_ = eps->items()[0].as_number();
       eps2_ = eps->items()[1].as_number();
     }
-    if (flag(spec, "relative_step", false) || flag(spec, "warmup_init", false))
+    if (spec.params.flag_or("relative_step", false) || spec.params.flag_or("warmup_init", false))
       throw std::invalid_argument(
           "Adafactor: relative_step and warmup_init are not supported (as in the Model Zoo): the "
           "learning rate comes from the schedule");

@@ -23,7 +23,7 @@ struct Header {
   std::uint64_t slot_bytes;
 };
 
-constexpr char kMagic[8] = {'C', 'S', 'R', 'S', 'L', 'O', 'T', 'S'};
+constexpr char kSlotsMagic[8] = {'C', 'S', 'R', 'S', 'L', 'O', 'T', 'S'};
 // More than any worker offers (it offers a few per credit); a header claiming more is not one.
 constexpr std::uint64_t kMostSlots = 1024;
 
@@ -73,7 +73,7 @@ SharedSlots SharedSlots::create(std::size_t count, std::size_t slot_bytes) {
   slots.memory_ = static_cast<std::byte*>(mapped);
   slots.nonce_ = random_nonce();
   Header header{};
-  std::memcpy(header.magic, kMagic, sizeof kMagic);
+  std::memcpy(header.magic, kSlotsMagic, sizeof kSlotsMagic);
   header.nonce = slots.nonce_;
   header.count = count;
   header.slot_bytes = slots.slot_bytes_;
@@ -119,7 +119,7 @@ std::optional<SharedSlots> SharedSlots::open(std::int64_t pid, std::int64_t fd, 
   slots.mapped_ = size;
   Header header{};
   std::memcpy(&header, slots.memory_, sizeof header);
-  if (std::memcmp(header.magic, kMagic, sizeof kMagic) != 0 || header.nonce != nonce) {
+  if (std::memcmp(header.magic, kSlotsMagic, sizeof kSlotsMagic) != 0 || header.nonce != nonce) {
     why = path + " is not the worker's batch memory (another host?)";
     return std::nullopt;
   }

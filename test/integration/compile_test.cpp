@@ -14,18 +14,12 @@
 
 namespace {
 
+using csrun::test::read_file;
 using csrun::test::run_csrun;
 using nlohmann::json;
 
 std::string data(const std::string& file) {
   return std::string(CSRUN_MODELZOO_CONFIGS) + "/" + file;
-}
-
-std::string read(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
 }
 
 // The compile directory of the only plan under model_dir.
@@ -72,18 +66,18 @@ TEST_CASE("compile writes a plan with its report, kernel table and picture, then
   std::filesystem::path plan = plan_directory(model_dir);
   for (const char* file : {"plan.bin", "report.json", "kernels.tsv", "placement.svg"})
     CHECK(std::filesystem::exists(plan / file));
-  json report = json::parse(read(plan / "report.json"));
+  json report = json::parse(read_file(plan / "report.json"));
   CHECK(report["mapping"]["mode"] == "weight_streaming");
   CHECK(report["mapping"]["estimate"]["samples_per_second"].get<double>() > 0.0);
   CHECK(report["plan"]["from_cache"] == false);
-  CHECK(read(plan / "placement.svg").find("<svg") == 0);
-  CHECK(read(plan / "kernels.tsv").find("kernel\tname\tnodes") == 0);
+  CHECK(read_file(plan / "placement.svg").find("<svg") == 0);
+  CHECK(read_file(plan / "kernels.tsv").find("kernel\tname\tnodes") == 0);
 
-  std::string bytes = read(plan / "plan.bin");
+  std::string bytes = read_file(plan / "plan.bin");
   auto second = run_csrun({"compile", params, "--fake_data", "-o", model_dir});
   REQUIRE(second.exit_code == 0);
   CHECK(second.out.find("(reused from the compile cache)") != std::string::npos);
-  CHECK(read(plan / "plan.bin") == bytes);
+  CHECK(read_file(plan / "plan.bin") == bytes);
   // train finds the same plan and runs it.
   auto train = run_csrun({"train", params, "--fake_data", "-o", model_dir});
   CHECK(train.err.find("plan " + plan.string() + " (from the compile cache)") != std::string::npos);
@@ -94,7 +88,7 @@ TEST_CASE("compile writes a plan with its report, kernel table and picture, then
   auto third = run_csrun({"compile", params, "--fake_data", "-o", model_dir});
   REQUIRE(third.exit_code == 0);
   CHECK(third.err.find("not a csrun plan; compiling again") != std::string::npos);
-  CHECK(read(plan / "plan.bin") == bytes);
+  CHECK(read_file(plan / "plan.bin") == bytes);
 }
 
 TEST_CASE("compile --json, --wafer, --execution_mode and --num_csx") {
@@ -161,7 +155,7 @@ TEST_CASE("compile --dump_ir lower-host and kernels.tsv show the calls the simul
   CHECK(dumped.out.find(" transpose, %") != std::string::npos);  // [folds %N transpose, %M add]
   std::filesystem::path plan_dir =
       std::filesystem::directory_iterator(std::filesystem::path(model_dir) / "compile")->path();
-  std::string table = read(plan_dir / "kernels.tsv");
+  std::string table = read_file(plan_dir / "kernels.tsv");
   CHECK(table.find("\thost_steps\n") != std::string::npos);
   CHECK(table.find("\tgemm+bias^T") != std::string::npos);
 }
@@ -179,7 +173,7 @@ TEST_CASE("pipelined execution that does not fit is an error saying by how much"
 TEST_CASE("every Model Zoo config of a model csrun builds compiles with --fake_data") {
   csrun::test::TempDir dir;
   // The one the Model Zoo itself rejects compiles once its duplicate key is gone.
-  std::string gpt2_ws = read(data("gpt2_r1.8.0__params_gpt2_small_ws.yaml"));
+  std::string gpt2_ws = read_file(data("gpt2_r1.8.0__params_gpt2_small_ws.yaml"));
   std::string duplicate = "        steps: 150000\n        steps: 150000\n";
   REQUIRE(gpt2_ws.find(duplicate) != std::string::npos);
   gpt2_ws.replace(gpt2_ws.find(duplicate), duplicate.size(), "        steps: 150000\n");
@@ -307,7 +301,7 @@ TEST_CASE("a plan cached by one build of csrun is compiled again by another buil
   REQUIRE(id.size() == 40);
 
   // Another build: the same executable with one byte of its build ID changed.
-  std::string binary = read(CSRUN_BINARY);
+  std::string binary = read_file(CSRUN_BINARY);
   std::string raw;
   for (std::size_t digit = 0; digit < id.size(); digit += 2)
     raw += static_cast<char>(std::stoi(id.substr(digit, 2), nullptr, 16));

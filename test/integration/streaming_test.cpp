@@ -12,6 +12,7 @@
 #include "support/temp_dir.hpp"
 
 using csrun::test::expect_same_weights;
+using csrun::test::read_file;
 using csrun::test::run_csrun;
 namespace fs = std::filesystem;
 
@@ -37,11 +38,6 @@ fs::path train(csrun::test::TempDir& dir, const std::string& name, int workers, 
   INFO(run.out << run.err);
   REQUIRE(run.exit_code == 0);
   return model_dir;
-}
-
-std::string read(const fs::path& path) {
-  std::ifstream file(path);
-  return {std::istreambuf_iterator<char>(file), std::istreambuf_iterator<char>()};
 }
 
 // Runs `csrun train` in the background under sh, waits until `ready` holds, then runs
@@ -80,12 +76,12 @@ TEST_CASE("streaming: a worker killed mid-run changes nothing, each sample is co
       params, 3, "--sample_ledger '" + ledger.string() + "'",
       "[ \"$(wc -l <'" + ledger.string() + "' 2>/dev/null || echo 0)\" -gt 1600 ]",
       "kill -KILL $(pgrep -P $pid | head -1)", dir.path() / "out");
-  std::string log = read(dir.path() / "out");
+  std::string log = read_file(dir.path() / "out");
   INFO(run.out << log);
   REQUIRE(run.out.find("status=0") != std::string::npos);
   CHECK(log.find("restarting data worker") != std::string::npos);
   // What happened to the worker is in the run's log, as a warning.
-  std::string run_log = read(model_dir / "cerebras_logs" / "latest" / "run.log");
+  std::string run_log = read_file(model_dir / "cerebras_logs" / "latest" / "run.log");
   CHECK(run_log.find("WARNING:     data stream: data worker ") != std::string::npos);
   CHECK(run_log.find("restarting data worker") != std::string::npos);
   expect_same_weights(reference / "checkpoint_1200.mdl", model_dir / "checkpoint_1200.mdl");
@@ -133,16 +129,16 @@ TEST_CASE("streaming: a killed coordinator leaves no workers, rerunning gives th
                                  "pgrep -P $pid >'" + children.string() + "'; echo $pid >'" +
                                      (dir.path() / "coordinator").string() + "'; kill -KILL $pid",
                                  dir.path() / "out");
-  INFO(run.out << read(dir.path() / "out"));
+  INFO(run.out << read_file(dir.path() / "out"));
   REQUIRE(run.out.find("status=137") != std::string::npos);
-  std::string pids = read(children);
+  std::string pids = read_file(children);
   REQUIRE_FALSE(pids.empty());
   std::istringstream list(pids);
   for (std::string pid; list >> pid;) {
     // Gone, or a zombie waiting for a reaper: not running either way.
     bool running = false;
     for (int wait = 0; wait < 100; ++wait) {
-      std::string stat = read("/proc/" + pid + "/stat");
+      std::string stat = read_file("/proc/" + pid + "/stat");
       running = !stat.empty() && stat.find(") Z ") == std::string::npos;
       if (!running) break;
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
@@ -152,7 +148,7 @@ TEST_CASE("streaming: a killed coordinator leaves no workers, rerunning gives th
   }
   // The killed run could not remove its sockets' directory; the next run with local workers does.
   std::string coordinator;
-  std::istringstream(read(dir.path() / "coordinator")) >> coordinator;
+  std::istringstream(read_file(dir.path() / "coordinator")) >> coordinator;
   REQUIRE(socket_directories(coordinator).size() == 1);
   auto again = run_csrun({"train", params, "--fake_data", "--num_workers_per_csx", "2"});
   INFO(again.out << again.err);
@@ -175,7 +171,7 @@ TEST_CASE("streaming: workers any launcher starts join a coordinator through --s
       // One sends its batches through shared memory, the other in frames, as from another host.
       worker + " --rank 7 & CSRUN_STREAM_SHARED_MEMORY=0 " + worker + " --rank 8 &",
       dir.path() / "out");
-  std::string log = read(dir.path() / "out");
+  std::string log = read_file(dir.path() / "out");
   INFO(run.out << log);
   REQUIRE(run.out.find("status=0") != std::string::npos);
   CHECK(log.find("waiting for data workers at tcp://127.0.0.1:") != std::string::npos);

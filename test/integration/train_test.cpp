@@ -13,6 +13,7 @@
 #include "support/same_weights.hpp"
 #include "support/temp_dir.hpp"
 
+using csrun::test::read_file;
 using csrun::test::run_csrun;
 namespace fs = std::filesystem;
 
@@ -32,11 +33,6 @@ const std::string kRun = R"(trainer:
     train_dataloader: {data_processor: MNISTDataProcessor, batch_size: 8}
     val_dataloader: {data_processor: MNISTDataProcessor, batch_size: 8}
 )";
-
-std::string read(const fs::path& path) {
-  std::ifstream file(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(file), std::istreambuf_iterator<char>()};
-}
 
 }  // namespace
 
@@ -59,13 +55,13 @@ TEST_CASE(
   CHECK(fs::exists(model_dir / "checkpoint_3.mdl"));
   CHECK(fs::exists(model_dir / "checkpoint_6.mdl"));
   fs::path logs = model_dir / "cerebras_logs" / "latest";
-  CHECK(read(logs / "run.log").find("Training completed successfully!") != std::string::npos);
-  CHECK(read(logs / "trainer_params.yaml").find("max_steps: 6\n") != std::string::npos);
-  auto performance = nlohmann::json::parse(read(logs / "performance.json"));
+  CHECK(read_file(logs / "run.log").find("Training completed successfully!") != std::string::npos);
+  CHECK(read_file(logs / "trainer_params.yaml").find("max_steps: 6\n") != std::string::npos);
+  auto performance = nlohmann::json::parse(read_file(logs / "performance.json"));
   CHECK(performance["total_samples"] == 48);
   CHECK(performance["simulated_samples_per_sec"].get<double>() > 0.0);
   REQUIRE(fs::is_directory(model_dir / "events"));
-  std::string events = read(fs::directory_iterator(model_dir / "events")->path());
+  std::string events = read_file(fs::directory_iterator(model_dir / "events")->path());
   for (const char* tag : {"loss", "lr/0", "local_samples_per_sec", "avg_samples_per_sec",
                           "loss_scale", "validate_0/accuracy"})
     CHECK(events.find(tag) != std::string::npos);
@@ -140,7 +136,7 @@ TEST_CASE("SIGTERM checkpoints the step in progress and exits 143, rerunning res
       "' >'" + out + "' 2>&1 & pid=$!\n" + "for i in $(seq 600); do grep -q '| Train Device=' '" +
       out + "' && break; sleep 0.1; done\n" + "kill -TERM $pid; wait $pid; echo status=$?\n";
   auto stopped = csrun::test::run_process({"/bin/sh", "-c", script});
-  std::string log = read(out);
+  std::string log = read_file(out);
   INFO(stopped.out << stopped.err << log);
   REQUIRE(stopped.out.find("status=143") != std::string::npos);
   CHECK(log.find("on request (SIGTERM or SIGINT), its checkpoint written") != std::string::npos);
@@ -193,11 +189,11 @@ TEST_CASE("the run's log is written at the logging level, stamped as the Model Z
   INFO(quiet.out << quiet.err);
   REQUIRE(quiet.exit_code == 0);
   CHECK(quiet.out.find("INFO:") == std::string::npos);
-  CHECK(read(model_dir / "cerebras_logs" / "latest" / "run.log").empty());
+  CHECK(read_file(model_dir / "cerebras_logs" / "latest" / "run.log").empty());
   auto full =
       run_csrun({"train", params, "--fake_data", "-o", model_dir.string(), "--max_steps", "9"});
   REQUIRE(full.exit_code == 0);
-  std::string log = read(model_dir / "cerebras_logs" / "latest" / "run.log");
+  std::string log = read_file(model_dir / "cerebras_logs" / "latest" / "run.log");
   std::smatch line;
   REQUIRE(std::regex_search(log, line,
                             std::regex(R"(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} INFO:     \S)")));
@@ -311,7 +307,7 @@ TEST_CASE("training on one core and on every core gives the same checkpoint bit 
       REQUIRE(run.exit_code == 0);
       checkpoints.push_back(model_dir / "checkpoint_4.mdl");
     }
-    CHECK(read(checkpoints[0]) == read(checkpoints[1]));
+    CHECK(read_file(checkpoints[0]) == read_file(checkpoints[1]));
   }
 }
 

@@ -2,6 +2,7 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <iterator>
 #include <stdexcept>
 
 namespace csrun::test {
@@ -22,6 +23,11 @@ std::string TempDir::write(const std::string& name, const std::string& text) con
   std::filesystem::create_directories(file.parent_path());
   std::ofstream(file, std::ios::binary) << text;
   return file.string();
+}
+
+std::string read_file(const std::filesystem::path& path) {
+  std::ifstream file(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(file), std::istreambuf_iterator<char>()};
 }
 
 }  // namespace csrun::test

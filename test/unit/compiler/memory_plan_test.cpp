@@ -12,7 +12,7 @@ using namespace csrun::graph;
 
 namespace {
 
-compiler::Plan planned(Graph graph) {
+compiler::Plan plan_for(Graph graph) {
   return compiler::build_plan(compiler::compile_step(std::move(graph), {}), {}, {});
 }
 
@@ -34,7 +34,7 @@ TEST_CASE("temporaries that are never live together share space") {
   for (int i = 0; i < 8; ++i)
     y = softmax(y);
   graph.add_output("y", y.id());
-  compiler::Plan plan = planned(graph);
+  compiler::Plan plan = plan_for(graph);
   const compiler::MemoryPlan& memory = plan.memory;
   CHECK(memory.persistent_bytes == 1024);
   // Without reuse: the input and eight results; with it, two results at a time.
@@ -81,7 +81,7 @@ TEST_CASE("a reshape shares its operand's buffer, which lives as long as the res
   Tensor flat = reshape(softmax(x), {32});
   Tensor later = reshape(softmax(softmax(x) * 2.0), {32});
   graph.add_output("z", (flat + later).id());
-  compiler::Plan plan = planned(graph);
+  compiler::Plan plan = plan_for(graph);
   const Graph& g = plan.graph;
   const Node& sum = g.node(*g.find_output("z"));
   NodeId reshape_id = sum.inputs[0];
@@ -104,7 +104,7 @@ TEST_CASE("a fusion whose result reshapes a value of its own computes that value
   Tensor b(graph, graph.add_variable("b", {{16}, DType::f32}, VariableRole::parameter, {}));
   Tensor biased = matmul(reshape(x, {6, 8}), swap_last_axes(w)) + b;
   graph.add_output("y", reshape(biased, {2, 3, 16}).id());
-  compiler::Plan plan = planned(graph);
+  compiler::Plan plan = plan_for(graph);
   const Graph& g = plan.graph;
   NodeId result = *g.find_output("y");
   REQUIRE(g.node(result).op == OpKind::reshape);
@@ -131,7 +131,7 @@ TEST_CASE(
   graph.set_update("m", momentum.id());
   graph.set_update("w", (w - momentum * 0.1).id());
   graph.add_output("m_before", m.id());  // the step returns the old m: its update needs a copy
-  compiler::Plan plan = planned(graph);
+  compiler::Plan plan = plan_for(graph);
   const compiler::MemoryPlan& memory = plan.memory;
   auto buffer = [&](NodeId id) { return memory.buffer_of[static_cast<std::size_t>(id)]; };
   auto update_of = [&](const std::string& name) {

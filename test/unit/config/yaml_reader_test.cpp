@@ -83,6 +83,21 @@ TEST_CASE("values keep their position and key path") {
   CHECK(root.find("runconfig")->mark().line == 1);
 }
 
+TEST_CASE("a value read with a fallback is the fallback when absent or of another type") {
+  Diagnostics diagnostics;
+  Node root = read("lr: 0.5\nsteps: 3\nflag: true\nname: adam\nnothing: null\n", diagnostics);
+  CHECK(root.number_or("lr", 1.0) == 0.5);
+  CHECK(root.number_or("steps", 1.0) == 3.0);
+  CHECK(root.number_or("name", 1.0) == 1.0);
+  CHECK(root.number_or("missing", 2.0) == 2.0);
+  CHECK(root.flag_or("flag", false));
+  CHECK(root.flag_or("nothing", true));
+  CHECK_FALSE(root.flag_or("lr", false));
+  CHECK(root.text_or("name", "sgd") == "adam");
+  CHECK(root.text_or("steps", "sgd") == "sgd");
+  CHECK(root.text_or("missing", "").empty());
+}
+
 TEST_CASE("duplicate keys are errors with both positions") {
   Diagnostics diagnostics;
   read("a: 1\nb:\n  c: 1\n  c: 2\n", diagnostics);

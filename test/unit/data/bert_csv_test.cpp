@@ -17,7 +17,8 @@ using namespace csrun;
 
 namespace {
 
-const std::string kVocab = "[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\nthe\ncat\nsat\non\nmat\nwe\n##ll\n";
+const std::string kBertVocab =
+    "[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\nthe\ncat\nsat\non\nmat\nwe\n##ll\n";
 
 std::vector<data::SampleField> bert_fields(std::int64_t length, std::int64_t predictions) {
   return {{"input_ids", true, length, 12},
@@ -44,7 +45,7 @@ data::DataloaderSpec bert_loader(const test::TempDir& dir, const std::string& ex
 }
 
 void write_corpus(const test::TempDir& dir, const std::string& rows, int count) {
-  dir.write("vocab.txt", kVocab);
+  dir.write("vocab.txt", kBertVocab);
   dir.write("meta.dat", "part-0.csv " + std::to_string(count) + "\n");
   dir.write("part-0.csv", "tokens,segment_ids,is_random_next\n" + rows);
 }
@@ -237,7 +238,7 @@ TEST_CASE("BERT CSV errors name the file, the line and what is wrong") {
   dir.write("vocab.txt", "[PAD]\n[CLS]\n");
   CHECK_THROWS_WITH(data::open_dataset(bert_loader(dir), fields, 1),
                     Catch::Contains("has no oov_token '[UNK]'"));
-  dir.write("vocab.txt", kVocab + "extra\n");
+  dir.write("vocab.txt", kBertVocab + "extra\n");
   CHECK_THROWS_WITH(data::open_dataset(bert_loader(dir), fields, 1),
                     Catch::Contains("holds 13 tokens but the model's vocab_size is 12"));
 }

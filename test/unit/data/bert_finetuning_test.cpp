@@ -13,14 +13,14 @@ using namespace csrun;
 
 namespace {
 
-const std::string kVocab =
+const std::string kWordPieceVocab =
     "[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\nthe\ncat\nsat\non\nmat\nplay\n##ing\n,\n.\n";
 
 }  // namespace
 
 TEST_CASE("WordPiece: punctuation apart, lower case, the longest piece first, [UNK] otherwise") {
   test::TempDir dir;
-  data::Vocabulary vocab(dir.write("vocab.txt", kVocab), true, "[UNK]");
+  data::Vocabulary vocab(dir.write("vocab.txt", kWordPieceVocab), true, "[UNK]");
   data::WordPieceTokenizer tokenizer(vocab, true, "[unk]");
   CHECK(tokenizer.tokens("The cat, PLAYING.") ==
         std::vector<std::string>{"the", "cat", ",", "play", "##ing", "."});
@@ -29,7 +29,7 @@ TEST_CASE("WordPiece: punctuation apart, lower case, the longest piece first, [U
 
 TEST_CASE("SST-2 TSV files: [CLS] sentence [SEP] and its label, dev.tsv for evaluation") {
   test::TempDir dir;
-  dir.write("vocab.txt", kVocab);
+  dir.write("vocab.txt", kWordPieceVocab);
   dir.write("train.tsv", "sentence\tlabel\nthe cat sat\t1\nplaying on the mat .\t0\n");
   dir.write("dev.tsv", "sentence\tlabel\nthe mat\t0\n");
   std::string loader = "{data_processor: SST2DataProcessor, batch_size: 2, data_dir: '" +
@@ -58,7 +58,7 @@ TEST_CASE("SST-2 TSV files: [CLS] sentence [SEP] and its label, dev.tsv for eval
 TEST_CASE(
     "MNLI TSV files: sentence pairs, their labels, and an unknown label named with its line") {
   test::TempDir dir;
-  dir.write("vocab.txt", kVocab);
+  dir.write("vocab.txt", kWordPieceVocab);
   dir.write("train.tsv",
             "sentence1\tsentence2\tgold_label\nthe cat sat\ton the mat\tneutral\n"
             "the cat\tthe mat\tmaybe\n");
@@ -93,7 +93,7 @@ TEST_CASE(
     "MNLI evaluation: dev_matched.tsv then dev_mismatched.tsv, each sample marked with its "
     "set") {
   test::TempDir dir;
-  dir.write("vocab.txt", kVocab);
+  dir.write("vocab.txt", kWordPieceVocab);
   std::string header = "sentence1\tsentence2\tgold_label\n";
   dir.write("dev_matched.tsv", header + "the cat\tthe mat\tentailment\n");
   dir.write("dev_mismatched.tsv", header + "the mat\tthe cat\tcontradiction\n");
@@ -123,7 +123,7 @@ TEST_CASE(
 
 TEST_CASE("NER CSV files: tokens through the vocabulary, labels through label2id.json") {
   test::TempDir dir;
-  dir.write("vocab.txt", kVocab);
+  dir.write("vocab.txt", kWordPieceVocab);
   dir.write("label2id.json", R"({"[PAD]": 0, "B": 1, "I": 2, "O": 3, "[CLS]": 5, "[SEP]": 6})");
   dir.write("meta.dat", "part-0.csv 1\n");
   dir.write("part-0.csv", "tokens,labels\n[CLS] the cat sat [SEP],[CLS] O B I [SEP]\n");

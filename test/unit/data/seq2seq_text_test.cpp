@@ -16,7 +16,7 @@ using namespace csrun;
 namespace {
 
 // Ids 0-3 are the special tokens, 4-13 the words w0..w9.
-const std::string kVocab = "<pad>\n<unk>\n<s>\n</s>\nw0\nw1\nw2\nw3\nw4\nw5\nw6\nw7\nw8\nw9\n";
+const std::string kTextVocab = "<pad>\n<unk>\n<s>\n</s>\nw0\nw1\nw2\nw3\nw4\nw5\nw6\nw7\nw8\nw9\n";
 
 std::vector<data::SampleField> seq2seq_fields(std::int64_t source, std::int64_t target,
                                               std::int64_t vocab) {
@@ -35,7 +35,7 @@ std::int64_t kept(const std::vector<std::int32_t>& mask) {
 
 TEST_CASE("T5 text: each piece's spans become sentinels, the target holds them, anew each epoch") {
   test::TempDir dir;
-  std::string vocab = dir.write("vocab.txt", kVocab);
+  std::string vocab = dir.write("vocab.txt", kTextVocab);
   std::string document;
   for (int i = 0; i < 80; ++i)
     document += "w" + std::to_string(i % 10) + " ";
@@ -109,7 +109,7 @@ TEST_CASE("T5 text: each piece's spans become sentinels, the target holds them, 
 
 TEST_CASE("Transformer text: sentence pairs that fit, <s> before and </s> after the target") {
   test::TempDir dir;
-  std::string vocab = dir.write("vocab.txt", kVocab);
+  std::string vocab = dir.write("vocab.txt", kTextVocab);
   dir.write("data/en.txt", "w1 w2 w3\nw4 w5 w6 w7 w8 w9 w0 w1\n\nw9 oov\n");
   dir.write("data/de.txt", "w3 w2 w1\nw1\nw1\nw7\n");
   dir.write("data/meta.dat", "en.txt de.txt 4\n");
@@ -138,7 +138,7 @@ TEST_CASE("Transformer text: sentence pairs that fit, <s> before and </s> after 
 
 TEST_CASE("seq2seq text: what is wrong names the file") {
   test::TempDir dir;
-  std::string vocab = dir.write("vocab.txt", kVocab);
+  std::string vocab = dir.write("vocab.txt", kTextVocab);
   dir.write("pairs/en.txt", "w1 w2\nw3\n");
   dir.write("pairs/de.txt", "w1\n");
   dir.write("pairs/meta.dat", "en.txt de.txt 2\n");

@@ -14,10 +14,6 @@ namespace {
 
 using Traced = test::CheckedTrainerModel;
 
-Traced check(const std::string& model_yaml, const std::string& extra = "") {
-  return test::checked_model(model_yaml, extra);
-}
-
 }  // namespace
 
 TEST_CASE("traced parameters agree with the registry's closed-form counts") {
@@ -39,7 +35,7 @@ TEST_CASE("traced parameters agree with the registry's closed-form counts") {
         "filter_size: 64, max_position_embeddings: 16, mask_padding_in_positional_embed: true, "
         "pad_token_id: 1}"}) {
     INFO(yaml);
-    Traced t = check(yaml);
+    Traced t = test::checked_model(yaml);
     models::TracedStep step = models::trace_step(t.model, 2, t.training_options());
     CHECK(step.parameter_count == t.model.parameter_count);
     CHECK(step.flops > 0);
@@ -47,7 +43,7 @@ TEST_CASE("traced parameters agree with the registry's closed-form counts") {
 }
 
 TEST_CASE("a training step updates every parameter, its optimizer state and the global step") {
-  Traced t = check("{name: fc_mnist, hidden_sizes: [8]}");
+  Traced t = test::checked_model("{name: fc_mnist, hidden_sizes: [8]}");
   models::TracedStep step = models::trace_step(t.model, 4, t.training_options());
   std::set<std::string> updated;
   for (const graph::NamedNode& update : step.graph.updates())
@@ -63,7 +59,7 @@ TEST_CASE("a training step updates every parameter, its optimizer state and the 
 }
 
 TEST_CASE("an eval step computes the loss and the model's metrics, and updates nothing") {
-  Traced gpt = check(
+  Traced gpt = test::checked_model(
       "{name: gpt2, vocab_size: 50, hidden_size: 16, num_heads: 2, num_hidden_layers: 1, "
       "filter_size: 32, "
       "max_position_embeddings: 8}");
@@ -74,14 +70,15 @@ TEST_CASE("an eval step computes the loss and the model's metrics, and updates n
   // A perplexity averages over batches as the exp of its mean log; an accuracy as a mean.
   CHECK(step.metric_averages.at("eval/lm_perplexity") == nn::MetricAverage::geometric);
   CHECK(step.metric_averages.at("eval/accuracy") == nn::MetricAverage::mean);
-  Traced fc = check("{name: fc_mnist, hidden_sizes: [8], compute_eval_metrics: true}");
+  Traced fc =
+      test::checked_model("{name: fc_mnist, hidden_sizes: [8], compute_eval_metrics: true}");
   CHECK(models::trace_step(fc.model, 4, {models::StepKind::eval, 1, {}})
             .graph.find_output("accuracy"));
 }
 
 TEST_CASE(
     "nodes record their module and phase, gradients belong to the module they differentiate") {
-  Traced t = check(
+  Traced t = test::checked_model(
       "{name: gpt2, vocab_size: 50, hidden_size: 16, num_heads: 2, num_hidden_layers: 2, "
       "filter_size: 32, max_position_embeddings: 8}");
   models::TracedStep step = models::trace_step(t.model, 2, t.training_options());
@@ -101,7 +98,7 @@ TEST_CASE(
 }
 
 TEST_CASE("tracing is deterministic: the same params give the same fingerprint") {
-  Traced a = check(
+  Traced a = test::checked_model(
       "{name: bert, vocab_size: 60, hidden_size: 16, num_heads: 2, num_hidden_layers: 2, "
       "filter_size: 32, "
       "max_position_embeddings: 8, dropout_rate: 0.1}");
@@ -112,7 +109,8 @@ TEST_CASE("tracing is deterministic: the same params give the same fingerprint")
 }
 
 TEST_CASE("keys a builder does not implement are refused with the key named") {
-  Traced alibi = check("{name: gpt2, vocab_size: 50, position_embedding_type: alibi}");
+  Traced alibi =
+      test::checked_model("{name: gpt2, vocab_size: 50, position_embedding_type: alibi}");
   try {
     models::trace_step(alibi.model, 2, alibi.training_options());
     FAIL("no error");
@@ -122,12 +120,12 @@ TEST_CASE("keys a builder does not implement are refused with the key named") {
           "position_embedding_type 'alibi' is not supported yet by csrun's gpt2 builder "
           "(supported: learned, rotary, null)");
   }
-  Traced mup = check(
+  Traced mup = test::checked_model(
       "{name: bert/classifier, vocab_size: 50, num_labels: 2, "
       "mup_base_hidden_size: 256, mup_base_filter_size: 1024}");
   CHECK_THROWS_AS(models::trace_step(mup.model, 2, mup.training_options()),
                   models::UnsupportedModel);
-  Traced half_mup = check("{name: t5, src_vocab_size: 100, mup_base_d_model: 256}");
+  Traced half_mup = test::checked_model("{name: t5, src_vocab_size: 100, mup_base_d_model: 256}");
   try {
     models::trace_step(half_mup.model, 2, half_mup.training_options());
     FAIL("muP with mup_base_d_model alone traced");
@@ -139,12 +137,12 @@ TEST_CASE("keys a builder does not implement are refused with the key named") {
 }
 
 TEST_CASE("GPT-J and Llama trace: rotary positions, grouped key/value heads, gated feed-forward") {
-  Traced gptj = check(
+  Traced gptj = test::checked_model(
       "{name: gptj, vocab_size: 64, hidden_size: 32, num_heads: 4, num_hidden_layers: 2, "
       "filter_size: 64, rotary_dim: 4, use_bias_in_output: true}");
   models::TracedStep j = models::trace_step(gptj.model, 2, gptj.training_options());
   CHECK(j.parameter_count == gptj.model.parameter_count);
-  Traced llama = check(
+  Traced llama = test::checked_model(
       "{name: llama, vocab_size: 64, hidden_size: 32, num_heads: 4, num_hidden_layers: 2, "
       "filter_size: 48, position_embedding_type: rotary, rotary_dim: 8, norm_type: rmsnorm, "
       "nonlinearity: swiglu, share_embedding_weights: false, attention_module: "
@@ -161,12 +159,13 @@ TEST_CASE("GPT-J and Llama trace: rotary positions, grouped key/value heads, gat
 }
 
 TEST_CASE("GPT-2 small and GPT-3 6.7B trace shape-only") {
-  Traced small = check("{name: gpt2, vocab_size: 50257, max_position_embeddings: 1024}");
+  Traced small =
+      test::checked_model("{name: gpt2, vocab_size: 50257, max_position_embeddings: 1024}");
   models::TracedStep gpt2 = models::trace_step(small.model, 8, small.training_options());
   CHECK(gpt2.parameter_count == 124'439'808);
   // 6 N tokens for the weights' forward and backward, plus attention: about 6.9e12 for 8 x 1024.
   CHECK(gpt2.flops > 6.0 * 124e6 * 8192);
-  Traced large = check(
+  Traced large = test::checked_model(
       "{name: gpt3, vocab_size: 50257, hidden_size: 4096, num_hidden_layers: 32, num_heads: 32, "
       "filter_size: 16384, max_position_embeddings: 2048}");
   models::TracedStep gpt3 = models::trace_step(large.model, 1, large.training_options());
@@ -228,7 +227,7 @@ TEST_CASE("adjust_learning_rate names the network's groups, and an unknown one i
 }
 
 TEST_CASE("BERT's kernels start from the Model Zoo's truncated normal") {
-  Traced bert = check(
+  Traced bert = test::checked_model(
       "{name: bert, vocab_size: 50, hidden_size: 16, num_heads: 2, "
       "num_hidden_layers: 1, filter_size: 32, initializer_range: 0.03}");
   models::TracedStep step = models::trace_step(bert.model, 2, bert.training_options());
@@ -247,7 +246,7 @@ TEST_CASE("BERT's kernels start from the Model Zoo's truncated normal") {
 
 TEST_CASE("BERT's embedding dropout is embedding_dropout_rate, dropout_rate without it") {
   auto fingerprint = [](const std::string& keys) {
-    Traced bert = check(
+    Traced bert = test::checked_model(
         "{name: bert, vocab_size: 50, hidden_size: 16, num_heads: 2, "
         "num_hidden_layers: 1, filter_size: 32, dropout_rate: 0.1" +
         keys + "}");
@@ -279,7 +278,7 @@ TEST_CASE("BERT's muP traces with BERT's learning-rate groups") {
 }
 
 TEST_CASE("MNLI's evaluation reports each set's accuracy, summed over the whole evaluation") {
-  Traced mnli = check(
+  Traced mnli = test::checked_model(
       "{name: bert/classifier, vocab_size: 50, hidden_size: 16, num_heads: 2, "
       "num_hidden_layers: 1, filter_size: 32, num_labels: 3, compute_eval_metrics: true}");
   CHECK_FALSE(models::trace_step(mnli.model, 4, {models::StepKind::eval, 1, {}})

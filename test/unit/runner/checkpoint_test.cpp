@@ -49,11 +49,6 @@ TEST_CASE("a truncated, corrupt or foreign checkpoint is an error naming the fil
 
 namespace {
 
-std::string read_bytes(const std::string& path) {
-  std::ifstream file(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(file), std::istreambuf_iterator<char>()};
-}
-
 Checkpoint small_checkpoint() {
   Checkpoint checkpoint;
   checkpoint.tensors["global_step"] = {{}, CheckpointTensor::Integers{7}};
@@ -71,7 +66,7 @@ TEST_CASE("a flipped bit in a tensor's data is an error naming the file and the 
   Checkpoint written = small_checkpoint();
   std::string path = (dir.path() / "checkpoint_7.mdl").string();
   save_checkpoint(path, written);
-  std::string bytes = read_bytes(path);
+  std::string bytes = csrun::test::read_file(path);
   const auto& stored = std::get<CheckpointTensor::Floats>(written.tensors["model.w"].values);
   auto at = bytes.find(std::string(reinterpret_cast<const char*>(stored.data()), 64));
   REQUIRE(at != std::string::npos);

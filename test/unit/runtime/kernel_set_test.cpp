@@ -96,7 +96,7 @@ double largest_difference(const StepResult& a, const StepResult& b) {
   return worst;
 }
 
-const char* const kModels[] = {
+const char* const kSetModels[] = {
     "{name: fc_mnist, hidden_sizes: [96, 80], dropout: 0.25}",
     "{name: gpt2, vocab_size: 40, hidden_size: 32, num_hidden_layers: 2, num_heads: 2, "
     "filter_size: 64, max_position_embeddings: 16, dropout_rate: 0.1}",
@@ -233,7 +233,7 @@ TEST_CASE("every kernel set converts 16-bit values bit for bit as the scalar con
 }
 
 TEST_CASE("a training step gives the same bits twice on one kernel set and agrees across sets") {
-  for (const char* model : kModels) {
+  for (const char* model : kSetModels) {
     models::TracedStep step = test::traced_step(model, 4);
     graph::Feeds feeds = test::sample_feeds(step.graph);
     struct Variant {

@@ -12,14 +12,10 @@
 #include "support/temp_dir.hpp"
 
 using namespace csrun::storage;
+using csrun::test::read_file;
 namespace fs = std::filesystem;
 
 namespace {
-
-std::string read(const fs::path& path) {
-  std::ifstream file(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(file), std::istreambuf_iterator<char>()};
-}
 
 std::size_t entries(const fs::path& directory) {
   return static_cast<std::size_t>(
@@ -47,7 +43,7 @@ TEST_CASE("an atomic write replaces the file and leaves nothing else") {
   fs::path path = dir.path() / "state.bin";
   write_file_atomically(path, "first");
   write_file_atomically(path, std::string(100000, 'x'));
-  CHECK(read(path) == std::string(100000, 'x'));
+  CHECK(read_file(path) == std::string(100000, 'x'));
   CHECK(entries(dir.path()) == 1);
 }
 
@@ -63,7 +59,7 @@ TEST_CASE("a failed atomic write names the file and the reason and keeps the old
       4096, [&] { write_file_atomically(path, std::string(1 << 20, 'n')); });
   REQUIRE(message);
   CHECK_THAT(*message, Catch::Contains("cannot write " + path.string() + ": File too large"));
-  CHECK(read(path) == "old contents");
+  CHECK(read_file(path) == "old contents");
   CHECK(entries(dir.path()) == 1);
 }
 
@@ -92,14 +88,14 @@ TEST_CASE("an atomic file appears whole when committed and not at all when dropp
     AtomicFile dropped(path);
     std::ofstream(dropped.temporary()) << "half of a new file";
   }
-  CHECK(read(path) == "old contents");
+  CHECK(read_file(path) == "old contents");
   CHECK(entries(dir.path()) == 1);
 
   AtomicFile file(path);
   std::ofstream(file.temporary()) << "new contents";
   file.reserve(std::uint64_t{64} << 20);
   file.commit();
-  CHECK(read(path) == "new contents");
+  CHECK(read_file(path) == "new contents");
   CHECK(entries(dir.path()) == 1);
   // The reserved blocks beyond what was written are given back.
   struct stat written {};
