@@ -33,7 +33,11 @@ targets=("$@")
 [ ${#targets[@]} -gt 0 ] ||
   targets=(params_loader stream_frame checkpoint mnist_reader gpt_hdf5_reader bert_csv_reader)
 
-"$root/scripts/build.sh" --sanitize "${targets[@]/%/_fuzz}" >/dev/null
+# The build keeps its warnings setting (scripts/test.sh makes it with --werror): switching it
+# would rebuild everything the targets link.
+werror=()
+grep -qx 'CSRUN_WARNINGS_AS_ERRORS:BOOL=ON' "$build/CMakeCache.txt" 2>/dev/null && werror=(--werror)
+"$root/scripts/build.sh" "${werror[@]}" --sanitize "${targets[@]/%/_fuzz}" >/dev/null
 
 # Seeds beyond each target's own corpus: the project's params files are seeds for the loader.
 extra_seeds() {
