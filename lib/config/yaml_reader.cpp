@@ -263,6 +263,7 @@ class Converter {
 
   Node convert_map(const YAML::Node& yaml, SourceMark mark, const std::string& path, int depth) {
     check_collection_tag(yaml, mark, path, "map");
+    open_maps_.push_back(yaml);
     Node map = Node::make_map(std::move(mark), path);
     std::set<std::string> explicit_keys;
     for (auto it = yaml.begin(); it != yaml.end(); ++it) {
@@ -290,6 +291,7 @@ class Converter {
       Node value = convert(it->second, child_path, depth + 1, &key_mark);
       map.set(key, std::move(value), key_mark);
     }
+    open_maps_.pop_back();
     return map;
   }
 
@@ -311,6 +313,14 @@ class Converter {
       return;
     }
     for (const YAML::Node& item : sources) {
+      // A merge nests nothing, so the depth limit would never stop a mapping merging itself.
+      if (std::any_of(open_maps_.begin(), open_maps_.end(),
+                      [&](const YAML::Node& open) { return open.is(item); })) {
+        diagnostics_.error(key_mark, path,
+                           "a merge key (<<) merges a mapping that holds it; the merge would "
+                           "never end");
+        continue;
+      }
       Node merged = convert(item, path, depth, &key_mark);
       for (Node::Entry& entry : merged.entries()) {
         if (explicit_keys.count(entry.key) || map.contains(entry.key)) continue;
@@ -322,6 +332,7 @@ class Converter {
   const std::string& origin_;
   Diagnostics& diagnostics_;
   const YamlLimits& limits_;
+  std::vector<YAML::Node> open_maps_;  // the mappings being converted, outermost first
   std::size_t values_ = 0;
   bool depth_reported_ = false;
   bool size_reported_ = false;

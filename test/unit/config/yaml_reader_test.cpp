@@ -126,6 +126,15 @@ TEST_CASE("a merge key needs mappings") {
                   "t.yaml:2:3: error: m: a merge key (<<) takes a mapping or a list of mappings"));
 }
 
+TEST_CASE("a merge key that merges a mapping holding it is an error, not endless") {
+  for (const char* text : {"m: &m\n  a: 1\n  <<: *m\n", "m: &m\n  x:\n    <<: *m\n"}) {
+    INFO(text);
+    Diagnostics diagnostics;
+    read(text, diagnostics);
+    CHECK(has_error(diagnostics, "a merge key (<<) merges a mapping that holds it"));
+  }
+}
+
 TEST_CASE("anchors and aliases resolve") {
   Diagnostics diagnostics;
   Node root = read("a: &x {k: 1}\nb: *x\n", diagnostics);
