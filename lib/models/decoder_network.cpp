@@ -33,7 +33,7 @@ void refuse_unsupported(const ModelParams& p, const std::string& model) {
        "attention_chunk_size", "attention_qk_norm_layer", "attention_inner_dim", "memory_tokens",
        "cross_attention_layers", "num_extra_input_vocab_tokens", "norm_first_sandwich",
        "extra_ffn_params", "scale_glu_initialization", "lora_params"});
-  std::string position = p.node().text_or("position_embedding_type", "");
+  std::string position = position_embedding_of(p);
   refuse_unless(p, model, "position_embedding_type",
                 position.empty() || position == "learned" || position == "rotary",
                 "learned, rotary, null");
@@ -190,7 +190,7 @@ nn::AttentionOptions attention_options(const ModelParams& p, const DecoderInitia
     options.window = p.integer("attention_sliding_window_length");
   if (p.has("attention_sink_tokens")) options.sink_tokens = p.integer("attention_sink_tokens");
   options.score_scale = attention_score_scale(p, mup, p.integer("hidden_size") / options.heads);
-  if (p.node().text_or("position_embedding_type", "") == "rotary") {
+  if (position_embedding_of(p) == "rotary") {
     nn::RotarySpec rotary;
     rotary.rotary_dim = decoder_rotary_dim(p);
     rotary.theta = p.number("rope_theta");
@@ -292,9 +292,8 @@ ModelOutputs build_decoder(ModelBuild& b, const std::string& model_name, bool pa
   const graph::Tensor& ids = b.input("input_ids");
   std::int64_t rows = ids.dim(0) * ids.dim(1);
   nn::Scope embeddings = model.child("embedding_layer");
-  std::int64_t positions = p.node().text_or("position_embedding_type", "") == "learned"
-                               ? p.integer("max_position_embeddings")
-                               : 0;
+  std::int64_t positions =
+      position_embedding_of(p) == "learned" ? p.integer("max_position_embeddings") : 0;
   nn::TokenEmbeddings embedded =
       nn::token_embeddings(embeddings, ids, vocab, positions, hidden, init.embedding);
   graph::Tensor x = embedded.embedded;

@@ -170,7 +170,7 @@ std::int64_t count_seq2seq(const ModelParams& params) {
       4 * d * inner + (params.flag("use_projection_bias_in_attention") ? 3 * inner : 0);
   std::int64_t encoder = encoder_layers * (attention + feed_forward + 2 * norm_size);
   std::int64_t decoder = decoder_layers * (2 * attention + feed_forward + 3 * norm_size);
-  std::string positions = params.node().text_or("position_embedding_type", "");
+  std::string positions = position_embedding_of(params);
   std::int64_t position_params = 0;
   if (positions == "relative") {
     position_params =
@@ -258,7 +258,7 @@ void refuse_unsupported(const ModelParams& p, const std::string& model, const Se
   refuse_unless(p, model, "use_transformer_initialization",
                 !mup.on || !flag_or(p, "use_transformer_initialization", false),
                 "false with muP (the Model Zoo refuses both)");
-  std::string position = p.node().text_or("position_embedding_type", "");
+  std::string position = position_embedding_of(p);
   refuse_unless(p, model, "position_embedding_type",
                 position.empty() || position == "relative" || position == "fixed" ||
                     position.starts_with("learned"),
@@ -439,7 +439,7 @@ graph::Tensor embed(ModelBuild& b, const nn::Scope& scope, const graph::Tensor& 
   auto entered = scope.enter();
   graph::Tensor x = graph::gather(table, ids);
   std::int64_t length = ids.dim(1);
-  std::string position = p.node().text_or("position_embedding_type", "");
+  std::string position = position_embedding_of(p);
   if (position.starts_with("learned")) {
     graph::Tensor table_of_positions =
         nn::embedding_table(scope.child("position_embeddings"), positions, table.dim(1), init);
@@ -565,7 +565,7 @@ ModelOutputs build_seq2seq(ModelBuild& b, const std::string& model_name) {
   Seq2SeqInitializers init = seq2seq_initializers(p, mup);
   nn::Scope model(b.context, "model");
   std::int64_t d_model = p.integer("d_model");
-  std::string position = p.node().text_or("position_embedding_type", "");
+  std::string position = position_embedding_of(p);
   bool relative = position == "relative";
   std::int64_t buckets = p.integer("relative_attention_num_buckets");
   std::int64_t heads = p.integer("num_heads");

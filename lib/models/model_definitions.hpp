@@ -79,7 +79,9 @@ std::vector<nn::Metric> segmentation_metrics(const ModelParams& params, const st
                                              const graph::Tensor& logits,
                                              const graph::Tensor& labels, std::int64_t classes);
 
-// Rules every attention-based network shares.
+// Rules every attention-based network shares, and the position embedding it asks for
+// (`position_embedding_type`; "" when null or absent).
+std::string position_embedding_of(const ModelParams& params);
 bool check_heads_divide_hidden(const ModelParams& params, config::Diagnostics& diagnostics);
 void check_sequence_fits_positions(const ModelParams& params, const DataHints& hints,
                                    config::Diagnostics& diagnostics);

@@ -2,6 +2,10 @@
 
 namespace csrun::models {
 
+std::string position_embedding_of(const ModelParams& params) {
+  return params.node().text_or("position_embedding_type", "");
+}
+
 bool check_heads_divide_hidden(const ModelParams& params, config::Diagnostics& diagnostics) {
   std::int64_t hidden = params.integer("hidden_size");
   std::int64_t heads = params.integer("num_heads");

@@ -41,9 +41,9 @@ Tensor polynomial(const ClassSpec& s, const Tensor& step) {
   double initial = s.params.number_or("initial_learning_rate", 0.0);
   double end = s.params.number_or("end_learning_rate", 0.0);
   double total = s.params.number_or("total_iters", 1.0);
-  Tensor span = s.params.flag_or("cycle", false) ? total * maximum(ceil_of(step / total), 1.0)
-                                                 : constant(step.graph(), total);
-  Tensor progress = s.params.flag_or("cycle", false) ? step / span : minimum(step, total) / total;
+  bool cycle = s.params.flag_or("cycle", false);
+  Tensor span = cycle ? total * maximum(ceil_of(step / total), 1.0) : constant(step.graph(), total);
+  Tensor progress = cycle ? step / span : minimum(step, total) / total;
   return (initial - end) * pow(1.0 - progress, s.params.number_or("power", 1.0)) + end;
 }
 
