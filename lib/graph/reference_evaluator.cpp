@@ -23,26 +23,44 @@ std::vector<std::int64_t> strides_of(const Shape& shape) {
   return strides;
 }
 
-// The multi-index of flat position `flat` in `shape`.
-std::vector<std::int64_t> unravel(std::int64_t flat, const Shape& shape) {
-  std::vector<std::int64_t> index(shape.size());
-  for (std::size_t i = shape.size(); i-- > 0;) {
-    index[i] = shape[i] == 0 ? 0 : flat % shape[i];
-    flat = shape[i] == 0 ? 0 : flat / shape[i];
+// The strides that map a multi-index of a shape of rank `rank` to the flat position in `source`
+// broadcast to it: an axis `source` lacks or holds once repeats, so its stride is 0.
+std::vector<std::int64_t> broadcast_strides(const Shape& source, std::size_t rank) {
+  std::vector<std::int64_t> own = strides_of(source);
+  std::vector<std::int64_t> strides(rank, 0);
+  std::size_t skip = rank - source.size();
+  for (std::size_t i = 0; i < source.size(); ++i) {
+    if (source[i] != 1) strides[skip + i] = own[i];
   }
-  return index;
+  return strides;
 }
 
-// The flat position in `source` (broadcast to the output's rank) of an output multi-index.
-std::int64_t broadcast_offset(const std::vector<std::int64_t>& out_index, const Shape& source) {
-  std::size_t skip = out_index.size() - source.size();
-  std::vector<std::int64_t> strides = strides_of(source);
+std::int64_t offset_of(const std::vector<std::int64_t>& index,
+                       const std::vector<std::int64_t>& strides) {
   std::int64_t offset = 0;
-  for (std::size_t i = 0; i < source.size(); ++i) {
-    offset += (source[i] == 1 ? 0 : out_index[skip + i]) * strides[i];
-  }
+  for (std::size_t k = 0; k < index.size(); ++k)
+    offset += index[k] * strides[k];
   return offset;
 }
+
+// The multi-index of consecutive flat positions of a shape, in row-major order. The per-element
+// loops step it instead of dividing a flat position and allocating an index for every element.
+class Odometer {
+ public:
+  explicit Odometer(const Shape& shape) : shape_(shape), index_(shape.size(), 0) {}
+
+  const std::vector<std::int64_t>& index() const { return index_; }
+  void next() {
+    for (std::size_t axis = shape_.size(); axis-- > 0;) {
+      if (++index_[axis] < shape_[axis]) return;
+      index_[axis] = 0;
+    }
+  }
+
+ private:
+  const Shape& shape_;
+  std::vector<std::int64_t> index_;
+};
 
 // Values are kept in double precision (the evaluator is the fp64 oracle); only what a dtype
 // cannot hold at all is rounded: integers, booleans, and the 16-bit formats of explicit casts.
@@ -65,6 +83,7 @@ class Evaluator {
 
   // Evaluates what `targets` need, in node order (which is topological), without recursion.
   void run(std::span<const NodeId> targets) {
+    values_.assign(graph_.size(), HostTensor{});
     std::vector<bool> needed(graph_.size(), false);
     std::vector<NodeId> pending(targets.begin(), targets.end());
     while (!pending.empty()) {
@@ -84,14 +103,16 @@ class Evaluator {
       result.values = compute(static_cast<NodeId>(i), node);
       for (double& v : result.values)
         v = store(result.dtype, v);
-      values_.emplace(static_cast<NodeId>(i), std::move(result));
+      values_[i] = std::move(result);
     }
   }
 
-  const HostTensor& value(NodeId id) const { return values_.at(id); }
+  const HostTensor& value(NodeId id) const { return values_.at(static_cast<std::size_t>(id)); }
 
  private:
-  const HostTensor& in(const Node& node, std::size_t i) { return values_.at(node.inputs.at(i)); }
+  const HostTensor& in(const Node& node, std::size_t i) {
+    return values_.at(static_cast<std::size_t>(node.inputs.at(i)));
+  }
 
   Values compute(NodeId id, const Node& node) {
     if (is_unary_elementwise(node.op)) {
@@ -172,26 +193,29 @@ class Evaluator {
 
   Values iota(const Node& node) {
     Values out(static_cast<std::size_t>(element_count(node.type.shape)));
-    for (std::size_t i = 0; i < out.size(); ++i) {
-      out[i] = static_cast<double>(
-          unravel(static_cast<std::int64_t>(i), node.type.shape)[node.attrs.axis]);
-    }
+    Odometer at(node.type.shape);
+    for (std::size_t i = 0; i < out.size(); ++i, at.next())
+      out[i] = static_cast<double>(at.index()[static_cast<std::size_t>(node.attrs.axis)]);
     return out;
   }
 
   Values elementwise(const Node& node) {
+    std::size_t rank = node.type.shape.size();
+    std::vector<const Values*> operands;
+    std::vector<std::vector<std::int64_t>> strides;
+    for (std::size_t k = 0; k < node.inputs.size(); ++k) {
+      operands.push_back(&in(node, k).values);
+      strides.push_back(broadcast_strides(in(node, k).shape, rank));
+    }
+    bool integers = in(node, 0).dtype == DType::i32;
     Values out(static_cast<std::size_t>(element_count(node.type.shape)));
-    for (std::size_t i = 0; i < out.size(); ++i) {
-      std::vector<std::int64_t> index = unravel(static_cast<std::int64_t>(i), node.type.shape);
+    Odometer position(node.type.shape);
+    for (std::size_t i = 0; i < out.size(); ++i, position.next()) {
       auto at = [&](std::size_t k) {
-        const HostTensor& operand = in(node, k);
-        return operand.values[static_cast<std::size_t>(broadcast_offset(index, operand.shape))];
+        return (*operands[k])[static_cast<std::size_t>(offset_of(position.index(), strides[k]))];
       };
-      if (node.op == OpKind::where) {
-        out[i] = at(0) != 0.0 ? at(1) : at(2);
-      } else {
-        out[i] = binary_value(node.op, at(0), at(1), in(node, 0).dtype == DType::i32);
-      }
+      out[i] = node.op == OpKind::where ? (at(0) != 0.0 ? at(1) : at(2))
+                                        : binary_value(node.op, at(0), at(1), integers);
     }
     return out;
   }
@@ -203,15 +227,12 @@ class Evaluator {
       kept[axis] = 1;
     double initial = node.op == OpKind::reduce_max ? -std::numeric_limits<double>::infinity() : 0.0;
     Values out(static_cast<std::size_t>(element_count(kept)), initial);
-    for (std::size_t i = 0; i < x.values.size(); ++i) {
-      std::vector<std::int64_t> index = unravel(static_cast<std::int64_t>(i), x.shape);
-      for (std::int64_t axis : node.attrs.axes)
-        index[axis] = 0;
-      std::int64_t flat = 0;
-      std::vector<std::int64_t> strides = strides_of(kept);
-      for (std::size_t k = 0; k < index.size(); ++k)
-        flat += index[k] * strides[k];
-      double& slot = out[static_cast<std::size_t>(flat)];
+    std::vector<std::int64_t> strides = strides_of(kept);
+    for (std::int64_t axis : node.attrs.axes)
+      strides[static_cast<std::size_t>(axis)] = 0;
+    Odometer position(x.shape);
+    for (std::size_t i = 0; i < x.values.size(); ++i, position.next()) {
+      double& slot = out[static_cast<std::size_t>(offset_of(position.index(), strides))];
       slot = node.op == OpKind::reduce_max ? std::max(slot, x.values[i]) : slot + x.values[i];
     }
     if (node.op == OpKind::reduce_mean) {
@@ -243,42 +264,35 @@ class Evaluator {
   Values transpose(const Node& node) {
     const HostTensor& x = in(node, 0);
     std::vector<std::int64_t> strides = strides_of(x.shape);
+    std::vector<std::int64_t> permuted;
+    for (std::int64_t axis : node.attrs.perm)
+      permuted.push_back(strides[static_cast<std::size_t>(axis)]);
     Values out(x.values.size());
-    for (std::size_t i = 0; i < out.size(); ++i) {
-      std::vector<std::int64_t> index = unravel(static_cast<std::int64_t>(i), node.type.shape);
-      std::int64_t source = 0;
-      for (std::size_t k = 0; k < index.size(); ++k)
-        source += index[k] * strides[node.attrs.perm[k]];
-      out[i] = x.values[static_cast<std::size_t>(source)];
-    }
+    Odometer position(node.type.shape);
+    for (std::size_t i = 0; i < out.size(); ++i, position.next())
+      out[i] = x.values[static_cast<std::size_t>(offset_of(position.index(), permuted))];
     return out;
   }
 
   Values slice(const Node& node) {
     const HostTensor& x = in(node, 0);
     std::vector<std::int64_t> strides = strides_of(x.shape);
+    std::int64_t first = offset_of(node.attrs.begins, strides);
     Values out(static_cast<std::size_t>(element_count(node.type.shape)));
-    for (std::size_t i = 0; i < out.size(); ++i) {
-      std::vector<std::int64_t> index = unravel(static_cast<std::int64_t>(i), node.type.shape);
-      std::int64_t source = 0;
-      for (std::size_t k = 0; k < index.size(); ++k)
-        source += (index[k] + node.attrs.begins[k]) * strides[k];
-      out[i] = x.values[static_cast<std::size_t>(source)];
-    }
+    Odometer position(node.type.shape);
+    for (std::size_t i = 0; i < out.size(); ++i, position.next())
+      out[i] = x.values[static_cast<std::size_t>(first + offset_of(position.index(), strides))];
     return out;
   }
 
   Values pad(const Node& node) {
     const HostTensor& x = in(node, 0);
     std::vector<std::int64_t> strides = strides_of(node.type.shape);
+    std::int64_t first = offset_of(node.attrs.begins, strides);
     Values out(static_cast<std::size_t>(element_count(node.type.shape)), 0.0);
-    for (std::size_t i = 0; i < x.values.size(); ++i) {
-      std::vector<std::int64_t> index = unravel(static_cast<std::int64_t>(i), x.shape);
-      std::int64_t target = 0;
-      for (std::size_t k = 0; k < index.size(); ++k)
-        target += (index[k] + node.attrs.begins[k]) * strides[k];
-      out[static_cast<std::size_t>(target)] = x.values[i];
-    }
+    Odometer position(x.shape);
+    for (std::size_t i = 0; i < x.values.size(); ++i, position.next())
+      out[static_cast<std::size_t>(first + offset_of(position.index(), strides))] = x.values[i];
     return out;
   }
 
@@ -288,26 +302,22 @@ class Evaluator {
     std::int64_t offset = 0;
     for (std::size_t part = 0; part < node.inputs.size(); ++part) {
       const HostTensor& x = in(node, part);
-      for (std::size_t i = 0; i < x.values.size(); ++i) {
-        std::vector<std::int64_t> index = unravel(static_cast<std::int64_t>(i), x.shape);
-        index[node.attrs.axis] += offset;
-        std::int64_t target = 0;
-        for (std::size_t k = 0; k < index.size(); ++k)
-          target += index[k] * strides[k];
-        out[static_cast<std::size_t>(target)] = x.values[i];
-      }
-      offset += x.shape[node.attrs.axis];
+      std::int64_t first = offset * strides[static_cast<std::size_t>(node.attrs.axis)];
+      Odometer position(x.shape);
+      for (std::size_t i = 0; i < x.values.size(); ++i, position.next())
+        out[static_cast<std::size_t>(first + offset_of(position.index(), strides))] = x.values[i];
+      offset += x.shape[static_cast<std::size_t>(node.attrs.axis)];
     }
     return out;
   }
 
   Values broadcast(const Node& node) {
     const HostTensor& x = in(node, 0);
+    std::vector<std::int64_t> strides = broadcast_strides(x.shape, node.type.shape.size());
     Values out(static_cast<std::size_t>(element_count(node.type.shape)));
-    for (std::size_t i = 0; i < out.size(); ++i) {
-      std::vector<std::int64_t> index = unravel(static_cast<std::int64_t>(i), node.type.shape);
-      out[i] = x.values[static_cast<std::size_t>(broadcast_offset(index, x.shape))];
-    }
+    Odometer position(node.type.shape);
+    for (std::size_t i = 0; i < out.size(); ++i, position.next())
+      out[i] = x.values[static_cast<std::size_t>(offset_of(position.index(), strides))];
     return out;
   }
 
@@ -321,11 +331,13 @@ class Evaluator {
     Shape batch(shape.begin(), shape.end() - 2);
     Shape a_batch(a.shape.begin(), a.shape.end() - 2);
     Shape b_batch(b.shape.begin(), b.shape.end() - 2);
+    std::vector<std::int64_t> a_strides = broadcast_strides(a_batch, batch.size());
+    std::vector<std::int64_t> b_strides = broadcast_strides(b_batch, batch.size());
     Values out(static_cast<std::size_t>(element_count(shape)), 0.0);
-    for (std::int64_t bi = 0; bi < element_count(batch); ++bi) {
-      std::vector<std::int64_t> index = unravel(bi, batch);
-      std::int64_t a_base = (a_batch.empty() ? 0 : broadcast_offset(index, a_batch)) * m * k;
-      std::int64_t b_base = (b_batch.empty() ? 0 : broadcast_offset(index, b_batch)) * k * n;
+    Odometer position(batch);
+    for (std::int64_t bi = 0; bi < element_count(batch); ++bi, position.next()) {
+      std::int64_t a_base = offset_of(position.index(), a_strides) * m * k;
+      std::int64_t b_base = offset_of(position.index(), b_strides) * k * n;
       for (std::int64_t i = 0; i < m; ++i) {
         for (std::int64_t j = 0; j < n; ++j) {
           double total = 0.0;
@@ -344,9 +356,10 @@ class Evaluator {
     std::int64_t length = shape[axis];
     std::int64_t inner = strides_of(shape)[axis];
     std::int64_t lines = length == 0 ? 0 : element_count(shape) / length;
+    std::vector<std::size_t> positions;
     for (std::int64_t l = 0; l < lines; ++l) {
       std::int64_t base = (l / inner) * length * inner + l % inner;
-      std::vector<std::size_t> positions;
+      positions.clear();
       for (std::int64_t p = 0; p < length; ++p)
         positions.push_back(static_cast<std::size_t>(base + p * inner));
       row(positions);
@@ -481,7 +494,7 @@ class Evaluator {
 
   const Graph& graph_;
   const Feeds& feeds_;
-  std::map<NodeId, HostTensor> values_;
+  std::vector<HostTensor> values_;  // by node id
 };
 
 }  // namespace
