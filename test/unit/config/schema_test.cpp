@@ -146,6 +146,12 @@ TEST_CASE("did-you-mean finds typos, not strangers") {
   CHECK(closest_match("batchsize", keys) == "batch_size");
   CHECK(closest_match("hiddne_size", keys) == "hidden_size");
   CHECK(closest_match("learning_rate", keys) == std::nullopt);
+  // Case does not count; the first of equally close candidates wins; a candidate whose length
+  // differs by more than the tolerance is never a match.
+  CHECK(closest_match("Hidden_Size", keys) == "hidden_size");
+  CHECK(closest_match("nax_steps", keys) == "max_steps");
+  CHECK(closest_match("xmax_stepsx", keys) == "max_steps");
+  CHECK(closest_match("batch", keys) == std::nullopt);
   CHECK(quoted_list(keys, "and") == "'max_steps', 'num_steps', 'batch_size' and 'hidden_size'");
 }
 
