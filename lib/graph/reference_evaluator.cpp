@@ -62,6 +62,26 @@ class Odometer {
   std::vector<std::int64_t> index_;
 };
 
+// The values of `x` at first + offset_of(index, strides), for every multi-index of `shape` in
+// order: a transpose, slice or broadcast, by its strides.
+Values read_strided(const Values& x, const Shape& shape, const std::vector<std::int64_t>& strides,
+                    std::int64_t first = 0) {
+  Values out(static_cast<std::size_t>(element_count(shape)));
+  Odometer position(shape);
+  for (std::size_t i = 0; i < out.size(); ++i, position.next())
+    out[i] = x[static_cast<std::size_t>(first + offset_of(position.index(), strides))];
+  return out;
+}
+
+// The other way round: each value of `x` (of `shape`) to first + offset_of(index, strides) of
+// `out`, as a pad or a concatenation places its operands.
+void write_strided(const Values& x, const Shape& shape, const std::vector<std::int64_t>& strides,
+                   std::int64_t first, Values& out) {
+  Odometer position(shape);
+  for (std::size_t i = 0; i < x.size(); ++i, position.next())
+    out[static_cast<std::size_t>(first + offset_of(position.index(), strides))] = x[i];
+}
+
 // Values are kept in double precision (the evaluator is the fp64 oracle); only what a dtype
 // cannot hold at all is rounded: integers, booleans, and the 16-bit formats of explicit casts.
 double store(DType dtype, double value) {
@@ -267,32 +287,20 @@ class Evaluator {
     std::vector<std::int64_t> permuted;
     for (std::int64_t axis : node.attrs.perm)
       permuted.push_back(strides[static_cast<std::size_t>(axis)]);
-    Values out(x.values.size());
-    Odometer position(node.type.shape);
-    for (std::size_t i = 0; i < out.size(); ++i, position.next())
-      out[i] = x.values[static_cast<std::size_t>(offset_of(position.index(), permuted))];
-    return out;
+    return read_strided(x.values, node.type.shape, permuted);
   }
 
   Values slice(const Node& node) {
     const HostTensor& x = in(node, 0);
     std::vector<std::int64_t> strides = strides_of(x.shape);
-    std::int64_t first = offset_of(node.attrs.begins, strides);
-    Values out(static_cast<std::size_t>(element_count(node.type.shape)));
-    Odometer position(node.type.shape);
-    for (std::size_t i = 0; i < out.size(); ++i, position.next())
-      out[i] = x.values[static_cast<std::size_t>(first + offset_of(position.index(), strides))];
-    return out;
+    return read_strided(x.values, node.type.shape, strides, offset_of(node.attrs.begins, strides));
   }
 
   Values pad(const Node& node) {
     const HostTensor& x = in(node, 0);
     std::vector<std::int64_t> strides = strides_of(node.type.shape);
-    std::int64_t first = offset_of(node.attrs.begins, strides);
     Values out(static_cast<std::size_t>(element_count(node.type.shape)), 0.0);
-    Odometer position(x.shape);
-    for (std::size_t i = 0; i < x.values.size(); ++i, position.next())
-      out[static_cast<std::size_t>(first + offset_of(position.index(), strides))] = x.values[i];
+    write_strided(x.values, x.shape, strides, offset_of(node.attrs.begins, strides), out);
     return out;
   }
 
@@ -302,10 +310,8 @@ class Evaluator {
     std::int64_t offset = 0;
     for (std::size_t part = 0; part < node.inputs.size(); ++part) {
       const HostTensor& x = in(node, part);
-      std::int64_t first = offset * strides[static_cast<std::size_t>(node.attrs.axis)];
-      Odometer position(x.shape);
-      for (std::size_t i = 0; i < x.values.size(); ++i, position.next())
-        out[static_cast<std::size_t>(first + offset_of(position.index(), strides))] = x.values[i];
+      write_strided(x.values, x.shape, strides,
+                    offset * strides[static_cast<std::size_t>(node.attrs.axis)], out);
       offset += x.shape[static_cast<std::size_t>(node.attrs.axis)];
     }
     return out;
@@ -313,12 +319,8 @@ class Evaluator {
 
   Values broadcast(const Node& node) {
     const HostTensor& x = in(node, 0);
-    std::vector<std::int64_t> strides = broadcast_strides(x.shape, node.type.shape.size());
-    Values out(static_cast<std::size_t>(element_count(node.type.shape)));
-    Odometer position(node.type.shape);
-    for (std::size_t i = 0; i < out.size(); ++i, position.next())
-      out[i] = x.values[static_cast<std::size_t>(offset_of(position.index(), strides))];
-    return out;
+    return read_strided(x.values, node.type.shape,
+                        broadcast_strides(x.shape, node.type.shape.size()));
   }
 
   Values matmul(const Node& node) {
