@@ -1,5 +1,6 @@
 #pragma once
 
+#include <bit>
 #include <cstdint>
 #include <vector>
 
@@ -20,9 +21,14 @@ inline std::uint64_t mix_keys(std::uint64_t a, std::uint64_t b) {
   return mix64(a ^ mix64(b));
 }
 
-// A uniform double in [0, 1) from a key (53 random bits).
+// A uniform double in [0, 1) from a key (53 random bits). The 53-bit integer becomes a double
+// in two exact halves built from their bits, the same value a conversion gives: SSE and AVX2
+// have no packed conversion of 64-bit integers, and this way loops of it vectorize.
 inline double uniform01(std::uint64_t key) {
-  return static_cast<double>(mix64(key) >> 11) * 0x1.0p-53;
+  std::uint64_t bits = mix64(key) >> 11;
+  double high = std::bit_cast<double>(0x4530000000000000ull | (bits >> 32)) - 0x1p84;
+  double low = std::bit_cast<double>(0x4330000000000000ull | (bits & 0xFFFFFFFFull)) - 0x1p52;
+  return (high + low) * 0x1.0p-53;
 }
 // A permutation of [0, count) drawn from `key`: Fisher-Yates with counter-based draws, so the
 // same on every machine and library (sample orders, masked-LM positions).

@@ -9,6 +9,7 @@
 
 #include "box_muller.hpp"
 #include "graph/counter_rng.hpp"
+#include "pair_uniforms.hpp"
 
 namespace csrun::nn {
 
@@ -75,19 +76,18 @@ class Sampler {
   static constexpr std::size_t kBlock = 256;
 
   // Pairs pair_at(i) for i in [0, count) into normals[2i] and normals[2i + 1]: the uniforms a
-  // block at a time, then the transform in a vectorized loop.
+  // block at a time, then the transform, each in a vectorized loop.
   template <class PairAt>
   void transform_pairs(std::size_t count, std::int64_t draw, std::span<double> normals,
                        PairAt pair_at) const {
+    std::array<std::int64_t, kBlock> pairs;
     std::array<double, kBlock> u1;
     std::array<double, kBlock> u2;
     for (std::size_t done = 0; done < count; done += kBlock) {
       std::size_t block = std::min(kBlock, count - done);
-      for (std::size_t i = 0; i < block; ++i) {
-        std::uint64_t key = element_key(pair_at(done + i));
-        u1[i] = 1.0 - graph::uniform01(graph::mix_keys(key, static_cast<std::uint64_t>(2 * draw)));
-        u2[i] = graph::uniform01(graph::mix_keys(key, static_cast<std::uint64_t>(2 * draw + 1)));
-      }
+      for (std::size_t i = 0; i < block; ++i)
+        pairs[i] = pair_at(done + i);
+      pair_uniforms(key_, std::span(pairs).first(block), draw, u1, u2);
       box_muller(std::span(u1).first(block), std::span(u2).first(block),
                  normals.subspan(2 * done, 2 * block));
     }
@@ -112,28 +112,36 @@ FillRule filling(const Sampler& sampler, Element element) {
   };
 }
 
-// Calls body(index, normal) for each element of [first, end) with its normal value of draw 0,
-// made a block of pairs at a time.
+// Calls body(index, normals) for consecutive runs of [first, end): normals[i] is element
+// index + i's normal value of draw 0. The runs are blocks of pairs, so that the body's loop over
+// them vectorizes.
 template <class Body>
-void for_each_normal(const Sampler& sampler, std::int64_t first, std::int64_t end, Body&& body) {
+void for_each_normal_run(const Sampler& sampler, std::int64_t first, std::int64_t end,
+                         Body&& body) {
   constexpr std::int64_t kPairs = 256;
   std::array<double, 2 * kPairs> normals;
   for (std::int64_t pair = first / 2; 2 * pair < end; pair += kPairs) {
     std::int64_t pairs = std::min(kPairs, (end + 1) / 2 - pair);
     sampler.normal_pairs(pair, 0, std::span(normals).first(static_cast<std::size_t>(2 * pairs)));
-    std::int64_t last = std::min(2 * (pair + pairs), end);
-    for (std::int64_t index = std::max(2 * pair, first); index < last; ++index)
-      body(index, normals[static_cast<std::size_t>(index - 2 * pair)]);
+    std::int64_t run_first = std::max(2 * pair, first);
+    std::int64_t run_end = std::min(2 * (pair + pairs), end);
+    body(run_first,
+         std::span<const double>(normals).subspan(static_cast<std::size_t>(run_first - 2 * pair),
+                                                  static_cast<std::size_t>(run_end - run_first)));
   }
+}
+
+void write_scaled(std::span<const double> normals, double mean, double std, float* out) {
+  for (std::size_t i = 0; i < normals.size(); ++i)
+    out[i] = static_cast<float>(mean + std * normals[i]);
 }
 
 FillRule scaled_normal_rule(const Sampler& sampler, double std, double mean = 0.0) {
   return [sampler, mean, std](std::span<float> out, std::int64_t first) {
-    for_each_normal(sampler, first, first + static_cast<std::int64_t>(out.size()),
-                    [&](std::int64_t index, double normal) {
-                      out[static_cast<std::size_t>(index - first)] =
-                          static_cast<float>(mean + std * normal);
-                    });
+    for_each_normal_run(sampler, first, first + static_cast<std::int64_t>(out.size()),
+                        [&](std::int64_t index, std::span<const double> normals) {
+                          write_scaled(normals, mean, std, out.data() + (index - first));
+                        });
   };
 }
 
@@ -149,10 +157,16 @@ FillRule truncated_normal_rule(const Sampler& sampler, const Initializer& init) 
       out[static_cast<std::size_t>(index - first)] = static_cast<float>(value);
       return true;
     };
-    for_each_normal(sampler, first, first + static_cast<std::int64_t>(out.size()),
-                    [&](std::int64_t index, double normal) {
-                      if (!keep(index, normal)) outside.push_back(index);
-                    });
+    // Every value is written in a loop that vectorizes, then the few outside [a, b] are listed.
+    for_each_normal_run(sampler, first, first + static_cast<std::int64_t>(out.size()),
+                        [&](std::int64_t index, std::span<const double> normals) {
+                          write_scaled(normals, init.mean, init.std, out.data() + (index - first));
+                          for (std::size_t i = 0; i < normals.size(); ++i) {
+                            double value = init.mean + init.std * normals[i];
+                            if (!(value >= init.a && value <= init.b))
+                              outside.push_back(index + static_cast<std::int64_t>(i));
+                          }
+                        });
     std::vector<double> normals;
     for (std::int64_t draw = 1; draw < 64 && !outside.empty(); ++draw) {
       normals.resize(outside.size());
