@@ -207,14 +207,18 @@ std::string system_reason() {
 
 }  // namespace
 
-Hdf5Writer::Hdf5Writer(const std::string& path, std::string shown_as)
+Hdf5Writer::Hdf5Writer(const std::string& path, std::string shown_as,
+                       std::uint64_t user_block_bytes)
     : shown_as_(shown_as.empty() ? path : std::move(shown_as)) {
   silence_hdf5();
   // Large datasets start on a 4 KiB boundary, where direct I/O can write them (place()).
   Handle access(H5Pcreate(H5P_FILE_ACCESS), H5Pclose);
   if (!access.valid() || H5Pset_alignment(access.get(), 64 * 1024, 4096) < 0)
     fail("cannot create the HDF5 file " + shown_as_);
-  file_ = H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, access.get());
+  Handle creation(H5Pcreate(H5P_FILE_CREATE), H5Pclose);
+  if (!creation.valid() || H5Pset_userblock(creation.get(), user_block_bytes) < 0)
+    fail("cannot create the HDF5 file " + shown_as_);
+  file_ = H5Fcreate(path.c_str(), H5F_ACC_TRUNC, creation.get(), access.get());
   if (file_ < 0) fail("cannot create the HDF5 file " + shown_as_);
 }
 

@@ -59,8 +59,10 @@ class Hdf5File {
 class Hdf5Writer {
  public:
   // Creates or truncates `path`; messages name `shown_as` when given (the file a temporary one
-  // becomes).
-  explicit Hdf5Writer(const std::string& path, std::string shown_as = "");
+  // becomes). A user block of `user_block_bytes` (0, or a power of two from 512) is left at the
+  // start of the file for the caller, which HDF5 readers skip.
+  explicit Hdf5Writer(const std::string& path, std::string shown_as = "",
+                      std::uint64_t user_block_bytes = 0);
   // A writer not closed (an error on the way) gives its file up: what it holds is unfinished.
   ~Hdf5Writer();
   Hdf5Writer(const Hdf5Writer&) = delete;
@@ -75,8 +77,8 @@ class Hdf5Writer {
   void write(const std::string& name, const std::vector<std::uint64_t>& dims,
              std::span<const std::int32_t> values);
   // A contiguous little-endian float32 (or int32) dataset whose space is allocated now and left
-  // for the caller to fill: returns the file offset its elements start at (a multiple of 4096
-  // for datasets of 64 KiB and more).
+  // for the caller to fill: returns the file offset its elements start at, from the start of the
+  // file (a multiple of 4096 for datasets of 64 KiB and more).
   std::uint64_t place(const std::string& name, const std::vector<std::uint64_t>& dims,
                       bool integer);
   void set_attribute(const std::string& name, std::int64_t value);

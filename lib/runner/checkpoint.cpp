@@ -12,6 +12,7 @@
 #include <span>
 #include <thread>
 
+#include "checkpoint_seal.hpp"
 #include "data/data_paths.hpp"
 #include "data/hdf5_file.hpp"
 #include "runtime/thread_team.hpp"
@@ -209,8 +210,12 @@ std::int64_t Checkpoint::global_step() const {
 void save_checkpoint(const std::string& path, const Checkpoint& checkpoint) {
   storage::AtomicFile file(path);
   std::vector<std::pair<std::uint64_t, const CheckpointTensor*>> placed;
+  std::uint64_t seal_bytes = seal_block_bytes(
+      static_cast<std::size_t>(std::ranges::count_if(checkpoint.tensors, [](const auto& entry) {
+        return entry.second.bytes() >= kUncachedBytes;
+      })));
   {
-    data::Hdf5Writer writer(file.temporary().string(), path);
+    data::Hdf5Writer writer(file.temporary().string(), path, seal_bytes);
     file.reserve(file_bytes(checkpoint));
     for (const auto& [key, tensor] : checkpoint.tensors) {
       if (tensor.bytes() >= kUncachedBytes) {
@@ -224,9 +229,15 @@ void save_checkpoint(const std::string& path, const Checkpoint& checkpoint) {
     writer.set_attribute("__metadata__", checkpoint.metadata);
     writer.close();
   }
-  storage::UncachedFile data(file.temporary(), storage::UncachedFile::Access::write, path);
-  for (const auto& [offset, tensor] : placed)
-    data.write_at(offset, stored_bytes(*tensor));
+  std::vector<ByteRange> left_out;
+  {
+    storage::UncachedFile data(file.temporary(), storage::UncachedFile::Access::write, path);
+    for (const auto& [offset, tensor] : placed) {
+      data.write_at(offset, stored_bytes(*tensor));
+      left_out.push_back({offset, tensor->bytes()});
+    }
+  }
+  seal_checkpoint(file.temporary(), seal_bytes, std::move(left_out), path);
   file.commit();
 }
 
@@ -254,6 +265,7 @@ void copy_checkpoint(const Checkpoint& checkpoint, Checkpoint& copy) {
 
 Checkpoint load_checkpoint(const std::string& path) {
   check_is_a_file(path);
+  check_seal(path);
   data::Hdf5File file(path);
   if (!file.is_open()) {
     throw CheckpointError("checkpoint " + path + " " + file.error() +

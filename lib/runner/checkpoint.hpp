@@ -41,7 +41,8 @@ struct CheckpointTensor {
 // A checkpoint_<step>.mdl file: HDF5 with one dataset per flattened dotted key, as the Model
 // Zoo's (model.*, optimizer.*, lr_scheduler.*, grad_scaler.*, dataloader.*, global_step), and a
 // __metadata__ attribute (JSON: csrun version, model, device). csrun gives each dataset a
-// csrun_crc32c attribute: the CRC-32C of its stored bytes, verified on load.
+// csrun_crc32c attribute: the CRC-32C of its stored bytes, verified on load; and seals the file
+// (checkpoint_seal.hpp): all that libhdf5 parses is checked before it opens the file.
 struct Checkpoint {
   std::map<std::string, CheckpointTensor> tensors;
   std::string metadata;
