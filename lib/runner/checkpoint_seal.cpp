@@ -187,7 +187,10 @@ bool checked_seal(const std::string& path) {
   if (start.starts_with(kHdf5Signature)) return false;
   if (start != kMagic) {
     if (hdf5_further_on(file, file_bytes))
-      throw corrupt(path, "starts with a block that is not csrun's seal");
+      throw CheckpointError("checkpoint " + path +
+                            " starts with a block that is not csrun's seal: the file is corrupt, "
+                            "or another program wrote an HDF5 user block there (csrun reads "
+                            "checkpoints with its seal or without a user block)");
     return false;
   }
   if (get(header, 16, 4) != kVersion) {
