@@ -216,7 +216,7 @@ void save_checkpoint(const std::string& path, const Checkpoint& checkpoint) {
       })));
   {
     data::Hdf5Writer writer(file.temporary().string(), path, seal_bytes);
-    file.reserve(file_bytes(checkpoint));
+    file.reserve(seal_bytes + file_bytes(checkpoint));
     for (const auto& [key, tensor] : checkpoint.tensors) {
       if (tensor.bytes() >= kUncachedBytes) {
         placed.emplace_back(writer.place(key, tensor.dims, tensor.integer()), &tensor);
