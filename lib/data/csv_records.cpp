@@ -15,11 +15,13 @@ class CsvScanner {
   std::vector<CsvRecord> records() {
     std::vector<CsvRecord> result;
     while (at_ < text_.size()) {
+      // A blank line holds no record; a line of "" holds one empty field (as the record scan of
+      // a CSV file read in pieces counts them).
+      bool blank = text_[at_] == '\n' || text_[at_] == '\r';
       CsvRecord record{line_, {}};
       bool more = true;
       while (more)
         more = field(record.fields);
-      bool blank = record.fields.size() == 1 && record.fields.front().empty();
       if (!blank) result.push_back(std::move(record));
     }
     return result;

@@ -73,6 +73,11 @@ TEST_CASE("CSV records: quoted commas, doubled quotes, line breaks, and errors w
   CHECK(records[1].fields == std::vector<std::string>{"x, y", "say \"hi\""});
   CHECK(records[2].fields == std::vector<std::string>{"two\nlines", "z"});
   CHECK(records[2].line == 3);
+  // A line of "" is a record of one empty field, not a blank line.
+  records = data::parse_csv("a\n\n\"\"\n", "f.csv");
+  REQUIRE(records.size() == 2);
+  CHECK(records[1].fields == std::vector<std::string>{""});
+  CHECK(records[1].line == 3);
   CHECK_THROWS_WITH(data::parse_csv("a\n\"open,\n", "f.csv"),
                     "f.csv line 2: a quoted field never closes");
   CHECK_THROWS_WITH(data::parse_csv("\"a\"b\n", "f.csv"),
@@ -116,6 +121,10 @@ TEST_CASE("CSV examples are read one record at a time, where parse_csv finds the
   dir.write("meta.dat", "b.csv 2\n");
   CHECK_THROWS_WITH(data::CsvExamples(loader),
                     Catch::EndsWith("b.csv holds 1 examples but meta.dat lists 2"));
+  // The fuzz target's finding: a header of "" was no record to parse_csv, but one to the scan.
+  dir.write("b.csv", "\"\"\nx,5\n");
+  dir.write("meta.dat", "b.csv 1\n");
+  CHECK(data::CsvExamples(loader).files()[0].header == std::vector<std::string>{""});
   dir.write("b.csv", "");
   dir.write("meta.dat", "b.csv 0\n");
   CHECK_THROWS_WITH(data::CsvExamples(loader),
