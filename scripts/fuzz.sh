@@ -88,9 +88,12 @@ for target in "${targets[@]}"; do
   # sanitizer (HDF5 then reports an error); libhdf5's own leaks on such files are suppressed.
   # Reports are not symbolized while the target runs: a symbolizer started at the end of an
   # out-of-memory report once failed, and the report hung with a forked copy of the fuzzer going
-  # on; the finding's input is run once more afterwards, symbolized, into the same log.
+  # on; the finding's input is run once more afterwards, symbolized, into the same log. That run
+  # also records whole stacks of allocations and frees; while fuzzing, one frame each is kept
+  # (unwinding and storing them was a tenth of the params loader's profile; side by side, it ran
+  # twice the inputs without them).
   # shellcheck disable=SC2046
-  if env "${sanitizer_env[@]}" ASAN_OPTIONS=allocator_may_return_null=1:symbolize=0 \
+  if env "${sanitizer_env[@]}" ASAN_OPTIONS=allocator_may_return_null=1:symbolize=0:malloc_context_size=1 \
       "$build/test/fuzz/${target}_fuzz" "${run_limit[@]}" -timeout=10 \
       -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$findings/$target-" \
       "$corpus" "$root/test/fuzz/corpus/$target" $(extra_seeds "$target") >"$log" 2>&1; then
