@@ -42,6 +42,10 @@ std::uint32_t checksum(const CheckpointTensor& tensor) {
 // (storage::UncachedFile), at offsets HDF5 places them at; smaller ones go through HDF5.
 constexpr std::uint64_t kUncachedBytes = std::uint64_t{64} << 10;
 
+bool written_uncached(const CheckpointTensor& tensor) {
+  return tensor.bytes() >= kUncachedBytes;
+}
+
 // The file's size: the tensors and, generously, HDF5's object headers, names, attributes and
 // the alignment of large datasets.
 std::uint64_t file_bytes(const Checkpoint& checkpoint) {
@@ -210,15 +214,13 @@ std::int64_t Checkpoint::global_step() const {
 void save_checkpoint(const std::string& path, const Checkpoint& checkpoint) {
   storage::AtomicFile file(path);
   std::vector<std::pair<std::uint64_t, const CheckpointTensor*>> placed;
-  std::uint64_t seal_bytes = seal_block_bytes(
-      static_cast<std::size_t>(std::ranges::count_if(checkpoint.tensors, [](const auto& entry) {
-        return entry.second.bytes() >= kUncachedBytes;
-      })));
+  std::uint64_t seal_bytes = seal_block_bytes(static_cast<std::size_t>(std::ranges::count_if(
+      checkpoint.tensors, [](const auto& entry) { return written_uncached(entry.second); })));
   {
     data::Hdf5Writer writer(file.temporary().string(), path, seal_bytes);
     file.reserve(seal_bytes + file_bytes(checkpoint));
     for (const auto& [key, tensor] : checkpoint.tensors) {
-      if (tensor.bytes() >= kUncachedBytes) {
+      if (written_uncached(tensor)) {
         placed.emplace_back(writer.place(key, tensor.dims, tensor.integer()), &tensor);
       } else {
         std::visit([&](const auto& stored) { writer.write(key, tensor.dims, stored); },

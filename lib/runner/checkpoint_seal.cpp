@@ -3,15 +3,15 @@
 #include <algorithm>
 #include <array>
 #include <bit>
-#include <cerrno>
 #include <cstring>
-#include <fstream>
 #include <span>
 #include <stdexcept>
 #include <string_view>
 
 #include "checkpoint.hpp"
+#include "data/read_only_file.hpp"
 #include "storage/crc32c.hpp"
+#include "storage/uncached_file.hpp"
 
 namespace csrun::runner {
 
@@ -52,31 +52,9 @@ std::string_view as_text(std::span<const std::byte> bytes) {
   return {reinterpret_cast<const char*>(bytes.data()), bytes.size()};
 }
 
-// A file's bytes read through the page cache, where HDF5 reads the same ones next (unlike
-// storage::UncachedFile, which would first write a file just written back to the disk).
-class CachedReader {
- public:
-  CachedReader(const std::filesystem::path& path, std::string shown_as)
-      : in_(path, std::ios::binary | std::ios::ate), shown_as_(std::move(shown_as)) {
-    if (!in_) throw std::runtime_error("cannot read " + shown_as_ + ": " + std::strerror(errno));
-    size_ = static_cast<std::uint64_t>(in_.tellg());
-  }
-  std::uint64_t size() const { return size_; }
-  void read_at(std::uint64_t offset, std::span<std::byte> bytes) {
-    in_.seekg(static_cast<std::streamoff>(offset));
-    in_.read(reinterpret_cast<char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
-    if (!in_) throw std::runtime_error(shown_as_ + " ended while it was read (truncated?)");
-  }
-
- private:
-  std::ifstream in_;
-  std::string shown_as_;
-  std::uint64_t size_ = 0;
-};
-
 // The CRC-32C the header stores: of the header but its own field and of the ranges, then of
 // every byte of the file from the end of the block on outside the ranges.
-std::uint32_t seal_of(CachedReader& file, std::span<const std::byte> block,
+std::uint32_t seal_of(const data::ReadOnlyFile& file, std::span<const std::byte> block,
                       std::span<const ByteRange> left_out, std::uint64_t file_bytes) {
   std::size_t table_end = kHeaderBytes + kRangeBytes * left_out.size();
   std::uint32_t crc = storage::crc32c(as_text(block.first(20)));
@@ -86,7 +64,7 @@ std::uint32_t seal_of(CachedReader& file, std::span<const std::byte> block,
     while (from < to) {
       std::size_t piece =
           static_cast<std::size_t>(std::min<std::uint64_t>(to - from, buffer.size()));
-      file.read_at(from, std::span(buffer).first(piece));
+      file.read_at(from, std::span(buffer).first(piece), "bytes from offset", from);
       crc = storage::crc32c(as_text(std::span(buffer).first(piece)), crc);
       from += piece;
     }
@@ -124,11 +102,11 @@ std::vector<ByteRange> listed_ranges(std::span<const std::byte> block, std::uint
 }
 
 // Whether libhdf5 would find a superblock after a user block: at 512, 1024, 2048, ...
-bool hdf5_further_on(CachedReader& file, std::uint64_t file_bytes) {
+bool hdf5_further_on(const data::ReadOnlyFile& file, std::uint64_t file_bytes) {
   std::array<std::byte, kHdf5Signature.size()> signature;
   for (std::uint64_t at = kFirstSuperblockAfterBlock; at + signature.size() <= file_bytes;
        at *= 2) {
-    file.read_at(at, signature);
+    file.read_at(at, signature, "bytes from offset", at);
     if (as_text(signature) == kHdf5Signature) return true;
   }
   return false;
@@ -160,29 +138,22 @@ void seal_checkpoint(const std::filesystem::path& file, std::uint64_t block_byte
     put(block, kHeaderBytes + kRangeBytes * i, left_out[i].offset, 8);
     put(block, kHeaderBytes + kRangeBytes * i + 8, left_out[i].bytes, 8);
   }
-  std::uint64_t file_bytes = 0;
-  {
-    CachedReader reader(file, shown_as);
-    file_bytes = reader.size();
-    put(block, 32, file_bytes, 8);
-    put(block, 20, seal_of(reader, block, left_out, file_bytes), 4);
-  }
-  std::fstream out(file, std::ios::binary | std::ios::in | std::ios::out);
-  out.write(reinterpret_cast<const char*>(block.data()),
-            static_cast<std::streamsize>(block.size()));
-  out.flush();
-  if (!out) throw std::runtime_error("cannot write " + shown_as + ": " + std::strerror(errno));
+  std::uint64_t file_bytes = std::filesystem::file_size(file);
+  put(block, 32, file_bytes, 8);
+  put(block, 20, seal_of(data::ReadOnlyFile(file.string()), block, left_out, file_bytes), 4);
+  storage::UncachedFile(file, storage::UncachedFile::Access::write, shown_as).write_at(0, block);
 }
 
 namespace {
 
 // check_seal, with the reader's errors as they come.
 bool checked_seal(const std::string& path) {
-  CachedReader file(path, path);
-  std::uint64_t file_bytes = file.size();
+  // Read through the page cache, where libhdf5 reads the same bytes next.
+  data::ReadOnlyFile file(path);
+  std::uint64_t file_bytes = std::filesystem::file_size(path);
   if (file_bytes < kHeaderBytes) return false;
   std::vector<std::byte> header(kHeaderBytes);
-  file.read_at(0, header);
+  file.read_at(0, header, "bytes from offset", 0);
   std::string_view start = as_text(header).substr(0, kMagic.size());
   if (start.starts_with(kHdf5Signature)) return false;
   if (start != kMagic) {
@@ -208,7 +179,7 @@ bool checked_seal(const std::string& path) {
                             std::to_string(get(header, 32, 8)) + " (truncated or extended?)");
   }
   std::vector<std::byte> block(static_cast<std::size_t>(block_bytes));
-  file.read_at(0, block);
+  file.read_at(0, block, "bytes from offset", 0);
   std::vector<ByteRange> ranges = listed_ranges(block, file_bytes, path);
   if (seal_of(file, block, ranges, file_bytes) != get(block, 20, 4))
     throw corrupt(path, "does not match its seal (the CRC-32C of all that HDF5 reads)");
