@@ -1,6 +1,7 @@
 #include "legacy_format.hpp"
 
 #include <algorithm>
+#include <optional>
 #include <set>
 
 #include "class_catalog.hpp"
@@ -231,9 +232,10 @@ class LegacyConverter {
   explicit LegacyConverter(Diagnostics& diagnostics) : diagnostics_(diagnostics) {}
 
   Node convert(const Node& written) {
-    const Node params = is_tensorflow_layout(written)
-                            ? pytorch_layout_of_tensorflow(written, diagnostics_)
-                            : written;
+    std::optional<Node> rearranged;
+    if (is_tensorflow_layout(written))
+      rearranged = pytorch_layout_of_tensorflow(written, diagnostics_);
+    const Node& params = rearranged ? *rearranged : written;
     trainer_ = Node::make_map(params.mark(), "");
     static const std::vector<std::string> sections = {"train_input", "eval_input", "model",
                                                       "optimizer",   "runconfig",  "sparsity",

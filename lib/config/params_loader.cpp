@@ -157,21 +157,22 @@ ParamsTrees read_params_trees(const std::string& path, const LoadOptions& option
   for (const SetOverride& override_ : options.set_overrides) {
     apply_set_override(root, override_, diagnostics);
   }
-  trees.written = root;
-  if (root.is_null()) {
+  trees.written = std::move(root);
+  const Node& written = trees.written;
+  if (written.is_null()) {
     diagnostics.error(SourceMark{path, 1, 1}, "",
                       std::string("the params file is empty; it should hold ") + kLegacySections);
     return trees;
   }
-  if (!root.is_map()) {
-    diagnostics.error(root.mark(), "",
+  if (!written.is_map()) {
+    diagnostics.error(written.mark(), "",
                       std::string("expected a mapping at the top level of the params file, with ") +
-                          kLegacySections + "; found " + root.describe());
+                          kLegacySections + "; found " + written.describe());
     return trees;
   }
   Node cli_runconfig = runconfig_from_overrides(options.runconfig_overrides);
-  if (root.contains("trainer")) {
-    trees.trainers = trainer_trees(root, trees.format, diagnostics);
+  if (written.contains("trainer")) {
+    trees.trainers = trainer_trees(written, trees.format, diagnostics);
     for (Node& tree : trees.trainers)
       migrate_trainer_tree(tree, diagnostics);
     if (!options.runconfig_overrides.empty()) {
@@ -181,12 +182,16 @@ ParamsTrees read_params_trees(const std::string& path, const LoadOptions& option
     return trees;
   }
   trees.format = ParamsFormat::legacy;
-  if (!options.runconfig_overrides.empty()) {
-    Node& runconfig = root.ensure_map("runconfig", SourceMark{"command line"}, "runconfig");
-    merge_into(runconfig, cli_runconfig);
+  if (options.runconfig_overrides.empty()) {
+    trees.tensorflow_layout = is_tensorflow_layout(written);
+    trees.trainers.push_back(convert_legacy_params(written, diagnostics));
+    return trees;
   }
-  trees.tensorflow_layout = is_tensorflow_layout(root);
-  trees.trainers.push_back(convert_legacy_params(root, diagnostics));
+  Node with_flags = written;
+  merge_into(with_flags.ensure_map("runconfig", SourceMark{"command line"}, "runconfig"),
+             cli_runconfig);
+  trees.tensorflow_layout = is_tensorflow_layout(with_flags);
+  trees.trainers.push_back(convert_legacy_params(with_flags, diagnostics));
   return trees;
 }
 

@@ -412,7 +412,8 @@ Node read_yaml_text(std::string_view text, const std::string& origin, Diagnostic
   Converter converter(origin, diagnostics, limits);
   Node root = converter.convert(documents.front(), "", 0, nullptr);
   // Past a limit the tree is cut short: checking what is left would only add noise.
-  return converter.exceeded_limits() ? Node::make_null(start) : root;
+  if (converter.exceeded_limits()) return Node::make_null(start);
+  return root;
 }
 
 Node read_yaml_file(const std::string& path, Diagnostics& diagnostics, const YamlLimits& limits) {
