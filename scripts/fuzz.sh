@@ -13,8 +13,8 @@
 #                in docs/reliability.md and are not csrun's to fix.
 #   --seconds S  each target runs for S seconds, keeping what it learns in
 #                build-sanitize/fuzz-corpus/ for the next run (default: 60 seconds)
-#   TARGET       params_loader stream_frame checkpoint mnist_reader gpt_hdf5_reader
-#                bert_csv_reader (default: all)
+#   TARGET       params_loader stream_frame checkpoint checkpoint_seal mnist_reader
+#                gpt_hdf5_reader bert_csv_reader (default: all)
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=$root/build-sanitize
@@ -31,7 +31,8 @@ while [ $# -gt 0 ]; do
 done
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] ||
-  targets=(params_loader stream_frame checkpoint mnist_reader gpt_hdf5_reader bert_csv_reader)
+  targets=(params_loader stream_frame checkpoint checkpoint_seal mnist_reader gpt_hdf5_reader
+    bert_csv_reader)
 
 # The build keeps its warnings setting (scripts/test.sh makes it with --werror): switching it
 # would rebuild everything the targets link.
@@ -39,10 +40,12 @@ werror=()
 grep -qx 'CSRUN_WARNINGS_AS_ERRORS:BOOL=ON' "$build/CMakeCache.txt" 2>/dev/null && werror=(--werror)
 "$root/scripts/build.sh" "${werror[@]}" --sanitize "${targets[@]/%/_fuzz}" >/dev/null
 
-# Seeds beyond each target's own corpus: the project's params files are seeds for the loader.
+# Seeds beyond each target's own corpus: the project's params files are seeds for the loader,
+# the checkpoint seeds for the seal's check.
 extra_seeds() {
   case $1 in
     params_loader) echo "$root/configs $root/test/data/bad_params" ;;
+    checkpoint_seal) echo "$root/test/fuzz/corpus/checkpoint" ;;
   esac
 }
 
