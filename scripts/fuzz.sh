@@ -13,9 +13,9 @@
 #                in docs/reliability.md and are not csrun's to fix.
 #   --seconds S  each target runs for S seconds, keeping what it learns in
 #                build-sanitize/fuzz-corpus/ for the next run (default: 60 seconds)
-#   TARGET       params_loader stream_frame checkpoint checkpoint_seal mnist_reader
-#                gpt_hdf5_reader bert_csv_reader finetuning_reader seq2seq_text_reader
-#                (default: all)
+#   TARGET       params_loader stream_frame checkpoint checkpoint_seal plan_decoder
+#                mnist_reader gpt_hdf5_reader bert_csv_reader finetuning_reader
+#                seq2seq_text_reader (default: all)
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=$root/build-sanitize
@@ -32,8 +32,8 @@ while [ $# -gt 0 ]; do
 done
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] ||
-  targets=(params_loader stream_frame checkpoint checkpoint_seal mnist_reader gpt_hdf5_reader
-    bert_csv_reader finetuning_reader seq2seq_text_reader)
+  targets=(params_loader stream_frame checkpoint checkpoint_seal plan_decoder mnist_reader
+    gpt_hdf5_reader bert_csv_reader finetuning_reader seq2seq_text_reader)
 
 # The build keeps its warnings setting (scripts/test.sh makes it with --werror): switching it
 # would rebuild everything the targets link.

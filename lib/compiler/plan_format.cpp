@@ -491,12 +491,16 @@ std::string read_file(const std::filesystem::path& path) {
 std::string encode_plan(const Plan& plan) {
   Encoder encoder;
   encoder(plan);
+  return with_plan_header(encoder.bytes);
+}
+
+std::string with_plan_header(std::string_view payload) {
   std::string out(kMagic, sizeof kMagic);
   put_unsigned(out, kPlanFormatVersion, 4);
   put_unsigned(out, graph::op_table_digest(), 8);
-  put_unsigned(out, encoder.bytes.size(), 8);
-  put_unsigned(out, checksum(encoder.bytes.data(), encoder.bytes.size()), 8);
-  return out + encoder.bytes;
+  put_unsigned(out, payload.size(), 8);
+  put_unsigned(out, checksum(payload.data(), payload.size()), 8);
+  return out.append(payload);
 }
 
 Plan decode_plan(const std::string& bytes, const std::string& origin) {

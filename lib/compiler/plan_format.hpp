@@ -3,6 +3,7 @@
 #include <filesystem>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 
 #include "plan.hpp"
 
@@ -17,6 +18,8 @@ class PlanFormatError : public std::runtime_error {
 
 // The plan as bytes: a header (magic, format version, payload size, checksum) and the payload.
 std::string encode_plan(const Plan& plan);
+// A payload behind the header this csrun writes: what decode_plan checks before the payload.
+std::string with_plan_header(std::string_view payload);
 // Reads bytes made by encode_plan; `origin` names them in errors.
 Plan decode_plan(const std::string& bytes, const std::string& origin);
 
