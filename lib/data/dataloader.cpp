@@ -39,8 +39,8 @@ const ProcessorDefinition* resolve_processor(const Node& loader, const Dataloade
     return nullptr;
   }
   const std::string& wanted = name->as_string();
-  bool misspelled = config::closest_match(wanted, processor_names()).has_value();
-  if (context.fake_data && !find_processor(wanted) && !misspelled) {
+  if (context.fake_data && !find_processor(wanted) &&
+      !config::closest_match(wanted, processor_names())) {
     diagnostics.warning(name->mark(), name->path(),
                         "csrun does not know the data processor " + wanted +
                             ": --fake_data supplies the batches, and its keys other than "
