@@ -1,5 +1,7 @@
 #include "params_loader.hpp"
 
+#include <optional>
+
 #include "legacy_format.hpp"
 #include "release_evidence.hpp"
 #include "release_migrations.hpp"
@@ -182,16 +184,16 @@ ParamsTrees read_params_trees(const std::string& path, const LoadOptions& option
     return trees;
   }
   trees.format = ParamsFormat::legacy;
-  if (options.runconfig_overrides.empty()) {
-    trees.tensorflow_layout = is_tensorflow_layout(written);
-    trees.trainers.push_back(convert_legacy_params(written, diagnostics));
-    return trees;
+  // The CLI's runconfig flags go into a copy: `written` stays the file as written.
+  std::optional<Node> with_flags;
+  if (!options.runconfig_overrides.empty()) {
+    with_flags = written;
+    merge_into(with_flags->ensure_map("runconfig", SourceMark{"command line"}, "runconfig"),
+               cli_runconfig);
   }
-  Node with_flags = written;
-  merge_into(with_flags.ensure_map("runconfig", SourceMark{"command line"}, "runconfig"),
-             cli_runconfig);
-  trees.tensorflow_layout = is_tensorflow_layout(with_flags);
-  trees.trainers.push_back(convert_legacy_params(with_flags, diagnostics));
+  const Node& legacy = with_flags ? *with_flags : written;
+  trees.tensorflow_layout = is_tensorflow_layout(legacy);
+  trees.trainers.push_back(convert_legacy_params(legacy, diagnostics));
   return trees;
 }
 
