@@ -109,7 +109,7 @@ for target in "${targets[@]}"; do
   fi
   runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log")
   seconds=$(sed -n 's/^Done [0-9]* runs in \([0-9]*\) second.*/\1/p' "$log")
-  summary+=("$(printf '%-16s %10s executions %6s s  %s' "$target" "${runs:-?}" "${seconds:-?}" "$result")")
+  summary+=("$(printf '%-20s %10s executions %6s s  %s' "$target" "${runs:-?}" "${seconds:-?}" "$result")")
   [ "$result" = ok ] && rm -f "$log"
   [ $persistent = 1 ] || rm -rf "$corpus"
 done
