@@ -12,12 +12,12 @@
 #include <set>
 
 #include "plain_scalar.hpp"
+#include "yaml_expansion.hpp"
 
 namespace csrun::config {
 
 namespace {
 
-constexpr std::string_view kMergeKey = "<<";
 constexpr std::string_view kStandardTagPrefix = "tag:yaml.org,2002:";
 
 SourceMark to_mark(const std::string& origin, const YAML::Mark& mark) {
@@ -139,6 +139,23 @@ StrayComma stray_flow_entry(std::string_view text) {
   return {};
 }
 
+// Collections and nulls are reported at their key, which is where a reader looks.
+SourceMark value_mark(const std::string& origin, const YAML::Node& yaml,
+                      const SourceMark* key_mark) {
+  if (key_mark && (yaml.IsNull() || !yaml.IsScalar())) return *key_mark;
+  return to_mark(origin, yaml.Mark());
+}
+
+// The path of something nested too deep is itself too long to read: a limit names the section.
+std::string section_of(const std::string& path) {
+  return path.substr(0, path.find('.'));
+}
+
+std::string too_many_values_message(const YamlLimits& limits) {
+  return "the file expands to more than " + std::to_string(limits.max_values) +
+         " values (anchors and aliases are expanded); is this an alias bomb?";
+}
+
 class Converter {
  public:
   Converter(const std::string& origin, Diagnostics& diagnostics, const YamlLimits& limits)
@@ -146,9 +163,7 @@ class Converter {
 
   Node convert(const YAML::Node& yaml, const std::string& path, int depth,
                const SourceMark* key_mark) {
-    SourceMark own_mark = to_mark(origin_, yaml.Mark());
-    // Collections and nulls are reported at their key, which is where a reader looks.
-    SourceMark mark = key_mark && (yaml.IsNull() || !yaml.IsScalar()) ? *key_mark : own_mark;
+    SourceMark mark = value_mark(origin_, yaml, key_mark);
     if (!within_limits(mark, path, depth)) return Node::make_null(mark, path);
     switch (yaml.Type()) {
       case YAML::NodeType::Scalar:
@@ -175,9 +190,7 @@ class Converter {
       return false;
     }
     if (++values_ > limits_.max_values) {
-      report_once(size_reported_, mark, path,
-                  "the file expands to more than " + std::to_string(limits_.max_values) +
-                      " values (anchors and aliases are expanded); is this an alias bomb?");
+      report_once(size_reported_, mark, path, too_many_values_message(limits_));
       return false;
     }
     return true;
@@ -187,9 +200,7 @@ class Converter {
                    std::string message) {
     if (reported) return;
     reported = true;
-    // The path of something nested too deep is itself too long to read: name its section.
-    std::string section = path.substr(0, path.find('.'));
-    diagnostics_.error(mark, section, std::move(message));
+    diagnostics_.error(mark, section_of(path), std::move(message));
   }
 
   bool check_collection_tag(const YAML::Node& yaml, const SourceMark& mark, const std::string& path,
@@ -267,7 +278,7 @@ class Converter {
     Node map = Node::make_map(std::move(mark), path);
     std::set<std::string> explicit_keys;
     for (auto it = yaml.begin(); it != yaml.end(); ++it) {
-      if (it->first.IsScalar() && it->first.Scalar() != kMergeKey) {
+      if (it->first.IsScalar() && it->first.Scalar() != kYamlMergeKey) {
         explicit_keys.insert(it->first.Scalar());
       }
     }
@@ -276,7 +287,7 @@ class Converter {
       std::string key = key_text(it->first, key_mark, path);
       if (key.empty() && !it->first.IsScalar()) continue;
       std::string child_path = join_path(path, key);
-      if (key == kMergeKey && it->first.Tag() == "?") {
+      if (key == kYamlMergeKey && it->first.Tag() == "?") {
         merge_into(map, it->second, key_mark, path, depth, explicit_keys);
         continue;
       }
@@ -299,16 +310,8 @@ class Converter {
   // and among several merged mappings the earlier one wins.
   void merge_into(Node& map, const YAML::Node& source, const SourceMark& key_mark,
                   const std::string& path, int depth, const std::set<std::string>& explicit_keys) {
-    std::vector<YAML::Node> sources;
-    if (source.IsMap()) {
-      sources.push_back(source);
-    } else if (source.IsSequence()) {
-      for (const YAML::Node& item : source)
-        sources.push_back(item);
-    }
-    bool all_maps = !sources.empty() && std::all_of(sources.begin(), sources.end(),
-                                                    [](const YAML::Node& n) { return n.IsMap(); });
-    if (!all_maps) {
+    std::vector<YAML::Node> sources = merged_mappings(source);
+    if (sources.empty()) {
       diagnostics_.error(key_mark, path, "a merge key (<<) takes a mapping or a list of mappings");
       return;
     }
@@ -408,6 +411,14 @@ Node read_yaml_text(std::string_view text, const std::string& origin, Diagnostic
     diagnostics.error(to_mark(origin, documents[1].Mark()), "",
                       "expected a single document in the stream; but found another document "
                       "(a params file holds one YAML document)");
+  }
+  // An alias bomb is refused before its expansion is converted up to the limit.
+  if (std::optional<YamlPlace> past = first_value_past_limit(documents.front(), limits)) {
+    std::optional<SourceMark> key_mark;
+    if (past->key_mark) key_mark = to_mark(origin, *past->key_mark);
+    diagnostics.error(value_mark(origin, past->node, key_mark ? &*key_mark : nullptr),
+                      section_of(past->path), too_many_values_message(limits));
+    return Node::make_null(start);
   }
   Converter converter(origin, diagnostics, limits);
   Node root = converter.convert(documents.front(), "", 0, nullptr);

@@ -141,6 +141,57 @@ TEST_CASE("anchors and aliases resolve") {
   CHECK(root.find("b")->find("k")->as_int() == 1);
 }
 
+// The place each limit is reported at was taken from the reader that converted every value up
+// to the limit, before aliases were measured instead of expanded.
+TEST_CASE("the value limit counts values as the reader converts them, aliases expanded") {
+  struct Case {
+    const char* text;
+    std::size_t values;          // what the file expands to
+    const char* one_past_limit;  // where a limit of one value fewer is reported
+  };
+  const Case cases[] = {
+      {"a: [1, 2, 3]\nb: {c: 4, d: [5, 6]}\n", 10, "t.yaml:2:18: error: b: "},
+      {"a: &x [1, {k: 2}]\nb: *x\nc: [*x, *x]\n", 18, "t.yaml:1:15: error: c: "},
+      {"base: &b {p: 1, q: [2, 3]}\nm:\n  <<: [*b, *b]\n  p: 9\n", 18, "t.yaml:4:6: error: m: "},
+      // A duplicate key, a merge of scalars and a key that is a list are refused, not counted.
+      {"a: [1, 2]\na: [3, 4, 5]\nb: 1\n", 5, "t.yaml:3:4: error: b: "},
+      {"s: &s 1\nm: {<<: *s, k: 2}\nn: {<<: [*s], j: 3}\n", 6, "t.yaml:3:18: error: n: "},
+      {"? [1, 2]\n: 3\nb: 4\n", 2, "t.yaml:3:4: error: b: "},
+      {"m: {'<<': [1, 2], k: 3}\n", 6, "t.yaml:1:22: error: m: "},
+      {"a: &a {x: [1, 2], y: 3}\nb: &b {<<: *a, z: [*a, *a]}\nc:\n  - <<: [*b, *a]\n"
+       "    w: *b\n  - *b\n",
+       81, "t.yaml:1:22: error: c: "},
+      {"- &q [a, b]\n- - *q\n  - [*q, *q]\n- {k: *q}\n", 19, "t.yaml:1:10: error: 2: "},
+      {"a: &a [x]\nb: &b [*a, *a]\nc: &c [*b, *b]\nd: &d !!seq [*c, *c]\ne: !foo [*d]\n", 66,
+       "t.yaml:1:8: error: e: "},
+      // A mapping that merges itself: only converting tells what it holds.
+      {"m: &m\n  a: 1\n  <<: *m\nn: 2\n", 4, "t.yaml:4:4: error: n: "},
+  };
+  for (const Case& c : cases) {
+    INFO(c.text);
+    YamlLimits limits;
+    limits.max_values = c.values;
+    Diagnostics within;
+    read_yaml_text(c.text, "t.yaml", within, limits);
+    CHECK_FALSE(has_error(within, "alias bomb"));
+    limits.max_values = c.values - 1;
+    Diagnostics past;
+    read_yaml_text(c.text, "t.yaml", past, limits);
+    CHECK(has_error(past, c.one_past_limit + std::string("the file expands to more than ") +
+                              std::to_string(c.values - 1) + " values"));
+  }
+}
+
+TEST_CASE("in a file nested past the depth limit, both limits are reported where they are met") {
+  YamlLimits limits;
+  limits.max_depth = 3;
+  limits.max_values = 5;
+  Diagnostics diagnostics;
+  read_yaml_text("a: &a [[[[1, 2]]]]\nb: [*a, *a]\n", "t.yaml", diagnostics, limits);
+  CHECK(has_error(diagnostics, "t.yaml:1:10: error: a: values are nested more than 3 levels"));
+  CHECK(has_error(diagnostics, "t.yaml:1:4: error: b: the file expands to more than 5 values"));
+}
+
 TEST_CASE("hostile input is refused quickly with a reason") {
   SECTION("alias bomb") {
     std::string text = "a: &a [x, x, x, x, x, x, x, x, x]\n";
