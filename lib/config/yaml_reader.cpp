@@ -255,6 +255,7 @@ class Converter {
                         int depth) {
     check_collection_tag(yaml, mark, path, "seq");
     Node list = Node::make_list(std::move(mark), path);
+    list.items().reserve(yaml.size());
     std::size_t index = 0;
     for (const YAML::Node& item : yaml) {
       list.push_back(convert(item, join_path(path, std::to_string(index++)), depth + 1, nullptr));
@@ -276,6 +277,7 @@ class Converter {
     check_collection_tag(yaml, mark, path, "map");
     open_maps_.push_back(yaml);
     Node map = Node::make_map(std::move(mark), path);
+    map.entries().reserve(yaml.size());
     std::set<std::string> explicit_keys;
     for (auto it = yaml.begin(); it != yaml.end(); ++it) {
       if (it->first.IsScalar() && it->first.Scalar() != kYamlMergeKey) {
