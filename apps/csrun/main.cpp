@@ -21,6 +21,7 @@
 #include "modes/modes.hpp"
 #include "replicas/replica_group.hpp"
 #include "runtime/host_kernels.hpp"
+#include "storage/fatal_signal_note.hpp"
 
 namespace {
 
@@ -329,6 +330,8 @@ int main(int argc, char** argv) {
   // A file-size limit (ulimit -f, a cluster's policy) then fails the write with "File too large",
   // which csrun reports and survives with every earlier file intact, instead of a core dump.
   std::signal(SIGXFSZ, SIG_IGN);
+  // A library that crashes on a damaged file (libhdf5) is named with that file.
+  csrun::storage::note_fatal_signals();
   CLI::App app{
       "csrun: the Cerebras Model Zoo workflow (validate, compile, train, eval) on any "
       "Linux machine or SLURM cluster.\nParams files are Model Zoo YAML, legacy or trainer "

@@ -6,6 +6,8 @@
 
 #include <string_view>
 
+#include "storage/fatal_signal_note.hpp"
+
 namespace csrun::data {
 
 namespace {
@@ -37,7 +39,11 @@ class Handle {
 
 }  // namespace
 
-Hdf5File::Hdf5File(const std::string& path) {
+Hdf5File::Hdf5File(const std::string& path)
+    : crash_note_("while libhdf5 read '" + path +
+                  "' (libhdf5 can crash on a damaged HDF5 file: check it with h5dump -H, or "
+                  "write it again)") {
+  storage::FatalSignalNote note(crash_note_);
   silence_hdf5();
   if (H5Fis_hdf5(path.c_str()) <= 0) {
     error_ = "is not an HDF5 file";
@@ -48,14 +54,17 @@ Hdf5File::Hdf5File(const std::string& path) {
 }
 
 Hdf5File::~Hdf5File() {
+  storage::FatalSignalNote note(crash_note_);
   if (file_ >= 0) H5Fclose(file_);
 }
 
 bool Hdf5File::has_dataset(const std::string& name) const {
+  storage::FatalSignalNote note(crash_note_);
   return is_open() && H5Lexists(file_, name.c_str(), H5P_DEFAULT) > 0;
 }
 
 std::optional<Hdf5File::DatasetInfo> Hdf5File::dataset(const std::string& name) const {
+  storage::FatalSignalNote note(crash_note_);
   if (!has_dataset(name)) return std::nullopt;
   Handle dataset(H5Dopen2(file_, name.c_str(), H5P_DEFAULT), H5Dclose);
   if (!dataset.valid()) return std::nullopt;
@@ -76,6 +85,7 @@ std::optional<Hdf5File::DatasetInfo> Hdf5File::dataset(const std::string& name) 
 
 std::optional<std::int64_t> Hdf5File::integer_attribute(const std::string& name,
                                                         const std::string& object) const {
+  storage::FatalSignalNote note(crash_note_);
   if (!is_open() || H5Aexists_by_name(file_, object.c_str(), name.c_str(), H5P_DEFAULT) <= 0)
     return std::nullopt;
   Handle attribute(H5Aopen_by_name(file_, object.c_str(), name.c_str(), H5P_DEFAULT, H5P_DEFAULT),
@@ -87,6 +97,7 @@ std::optional<std::int64_t> Hdf5File::integer_attribute(const std::string& name,
 }
 
 std::optional<std::string> Hdf5File::string_attribute(const std::string& name) const {
+  storage::FatalSignalNote note(crash_note_);
   if (!is_open() || H5Aexists(file_, name.c_str()) <= 0) return std::nullopt;
   Handle attribute(H5Aopen(file_, name.c_str(), H5P_DEFAULT), H5Aclose);
   Handle type(H5Aget_type(attribute.get()), H5Tclose);
@@ -101,6 +112,7 @@ std::optional<std::string> Hdf5File::string_attribute(const std::string& name) c
 }
 
 std::vector<std::string> Hdf5File::dataset_names() const {
+  storage::FatalSignalNote note(crash_note_);
   std::vector<std::string> names;
   if (!is_open()) return names;
   H5G_info_t info;
@@ -139,11 +151,13 @@ std::optional<std::vector<T>> read_all(std::int64_t file, const std::string& nam
 }  // namespace
 
 std::optional<std::vector<float>> Hdf5File::read_floats(const std::string& name) const {
+  storage::FatalSignalNote note(crash_note_);
   if (!has_dataset(name)) return std::nullopt;
   return read_all<float>(file_, name, H5T_NATIVE_FLOAT);
 }
 
 std::optional<std::uint64_t> Hdf5File::contiguous_offset(const std::string& name) const {
+  storage::FatalSignalNote note(crash_note_);
   if (!has_dataset(name)) return std::nullopt;
   Handle dataset(H5Dopen2(file_, name.c_str(), H5P_DEFAULT), H5Dclose);
   Handle type(dataset.valid() ? H5Dget_type(dataset.get()) : -1, H5Tclose);
@@ -156,6 +170,7 @@ std::optional<std::uint64_t> Hdf5File::contiguous_offset(const std::string& name
 }
 
 std::optional<std::vector<std::int32_t>> Hdf5File::read_int32(const std::string& name) const {
+  storage::FatalSignalNote note(crash_note_);
   if (!has_dataset(name)) return std::nullopt;
   return read_all<std::int32_t>(file_, name, H5T_NATIVE_INT32);
 }
@@ -163,6 +178,7 @@ std::optional<std::vector<std::int32_t>> Hdf5File::read_int32(const std::string&
 std::optional<std::vector<std::int32_t>> Hdf5File::read_int32_rows(const std::string& name,
                                                                    std::uint64_t first,
                                                                    std::uint64_t count) const {
+  storage::FatalSignalNote note(crash_note_);
   auto info = dataset(name);
   if (!info || info->dims.empty() || !info->is_integer || first > info->dims[0])
     return std::nullopt;

@@ -10,7 +10,9 @@
 namespace csrun::data {
 
 // A read-only view of an HDF5 file's structure, enough to check a dataset layout without
-// reading its data. Errors come back as messages, never as HDF5's own stderr output.
+// reading its data. Errors come back as messages, never as HDF5's own stderr output. Each call
+// into libhdf5 is made inside a storage::FatalSignalNote naming the file: should libhdf5 crash
+// on a damaged file, csrun (which installs the notes) says which.
 class Hdf5File {
  public:
   // Opens `path`; on failure `error()` says why, as a predicate: "<path> <error()>".
@@ -49,6 +51,7 @@ class Hdf5File {
                                                            std::uint64_t count) const;
 
  private:
+  std::string crash_note_;
   std::int64_t file_ = -1;
   std::string error_;
 };

@@ -3,6 +3,8 @@
 
 #include <catch2/catch.hpp>
 
+#include <csignal>
+
 #include <filesystem>
 #include <fstream>
 #include <vector>
@@ -100,6 +102,26 @@ TEST_CASE("GPT token ids beyond the vocabulary fail validate and train, naming f
                           "range 0 to 63 (vocab_size)") != std::string::npos);
   auto train = run_csrun({"train", params, "-o", (dir.path() / "model").string()});
   CHECK(train.exit_code == 1);
+}
+
+TEST_CASE("a crash inside libhdf5 names the file it was reading") {
+  csrun::test::TempDir dir;
+  fs::create_directories(dir.path() / "text");
+  std::string file = (dir.path() / "text" / "part-0.h5").string();
+  {
+    csrun::data::Hdf5Writer writer(file);
+    writer.write("data", {6, 3, 8}, std::vector<std::int32_t>(6 * 3 * 8, 5));
+    writer.set_attribute("n_examples", std::int64_t{6});
+    writer.close();
+  }
+  std::string params = dir.write("p.yaml", gpt_params(dir.path() / "text"));
+  auto validate =
+      csrun::test::run_process({"/usr/bin/env", std::string("LD_PRELOAD=") + CSRUN_HDF5_CRASH_SHIM,
+                                CSRUN_BINARY, "validate", params});
+  INFO(validate.err);
+  CHECK(validate.exit_code == 128 + SIGSEGV);
+  CHECK(validate.err.find("csrun: SIGSEGV (invalid memory access): while libhdf5 read '" + file +
+                          "' (libhdf5 can crash on a damaged HDF5 file") != std::string::npos);
 }
 
 // A corpus is read example by example (contiguous int32 files, by offset): the process holds
