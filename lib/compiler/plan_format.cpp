@@ -469,8 +469,10 @@ void check_references(const Plan& plan, const Decoder& io) {
       io.fail("a node names buffer " + std::to_string(buffer));
   }
   for (const Buffer& buffer : plan.memory.buffers) {
+    // Compared without adding the two: hostile values would overflow the sum.
     bool inside = buffer.offset >= 0 && buffer.bytes >= 0 &&
-                  buffer.offset + buffer.bytes <= plan.memory.peak_bytes;
+                  buffer.offset <= plan.memory.peak_bytes &&
+                  buffer.bytes <= plan.memory.peak_bytes - buffer.offset;
     if (!in_graph(buffer.value) || !inside) io.fail("a buffer lies outside the arena or graph");
   }
   if (!plan.mapping.kernels.empty() && plan.mapping.kernels.size() != plan.kernels.size())

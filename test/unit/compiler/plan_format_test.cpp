@@ -1,6 +1,7 @@
 #include <catch2/catch.hpp>
 
 #include <fstream>
+#include <limits>
 
 #include "compiler/compile.hpp"
 #include "compiler/plan_cache.hpp"
@@ -73,6 +74,17 @@ TEST_CASE("damaged plan files are refused with the reason") {
   other_ops[12] ^= 0x01;  // the op table's digest follows the version
   CHECK(expect_decode_error(other_ops).find("compiled by a csrun with another set of ops") !=
         std::string::npos);
+}
+
+TEST_CASE("a plan whose buffers lie past the arena is refused, however large their numbers") {
+  for (std::int64_t huge : {std::int64_t{1} << 62, std::numeric_limits<std::int64_t>::max()}) {
+    compiler::Plan plan = sample_plan();
+    REQUIRE_FALSE(plan.memory.buffers.empty());
+    plan.memory.buffers.front().offset = huge;
+    plan.memory.buffers.front().bytes = huge;
+    CHECK(expect_decode_error(compiler::encode_plan(plan))
+              .find("a buffer lies outside the arena or graph") != std::string::npos);
+  }
 }
 
 TEST_CASE("a plan reloaded from the compile cache is identical, other settings miss") {
