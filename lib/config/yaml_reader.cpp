@@ -163,6 +163,10 @@ class Converter {
 
   Node convert(const YAML::Node& yaml, const std::string& path, int depth,
                const SourceMark* key_mark) {
+    // The first limit met ends the conversion: what is left of the tree is discarded, and
+    // converting it (a node that holds itself, expanded to the depth limit again and again)
+    // could take minutes.
+    if (limit_reported_) return Node::make_null();
     SourceMark mark = value_mark(origin_, yaml, key_mark);
     if (!within_limits(mark, path, depth)) return Node::make_null(mark, path);
     switch (yaml.Type()) {
@@ -179,27 +183,25 @@ class Converter {
     return Node::make_null(std::move(mark), path);
   }
 
-  bool exceeded_limits() const { return depth_reported_ || size_reported_; }
+  bool exceeded_limits() const { return limit_reported_; }
 
  private:
   bool within_limits(const SourceMark& mark, const std::string& path, int depth) {
     if (depth > limits_.max_depth) {
-      report_once(depth_reported_, mark, path,
-                  "values are nested more than " + std::to_string(limits_.max_depth) +
-                      " levels deep; params files are a few levels deep");
+      report_limit(mark, path,
+                   "values are nested more than " + std::to_string(limits_.max_depth) +
+                       " levels deep; params files are a few levels deep");
       return false;
     }
     if (++values_ > limits_.max_values) {
-      report_once(size_reported_, mark, path, too_many_values_message(limits_));
+      report_limit(mark, path, too_many_values_message(limits_));
       return false;
     }
     return true;
   }
 
-  void report_once(bool& reported, const SourceMark& mark, const std::string& path,
-                   std::string message) {
-    if (reported) return;
-    reported = true;
+  void report_limit(const SourceMark& mark, const std::string& path, std::string message) {
+    limit_reported_ = true;
     diagnostics_.error(mark, section_of(path), std::move(message));
   }
 
@@ -339,8 +341,7 @@ class Converter {
   const YamlLimits& limits_;
   std::vector<YAML::Node> open_maps_;  // the mappings being converted, outermost first
   std::size_t values_ = 0;
-  bool depth_reported_ = false;
-  bool size_reported_ = false;
+  bool limit_reported_ = false;
 };
 
 // YAML indents with spaces only; a tab there makes yaml-cpp report something cryptic later.
