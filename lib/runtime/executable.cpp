@@ -153,7 +153,7 @@ struct Executable::State {
       const compiler::Buffer& buffer = memory.buffers.at(static_cast<std::size_t>(index));
       std::int64_t needed = plan.graph.nodes()[i].type.byte_size();
       if (buffer.offset < 0 || buffer.bytes < needed ||
-          buffer.offset + buffer.bytes > memory.peak_bytes) {
+          buffer.bytes > memory.peak_bytes - buffer.offset) {
         throw std::invalid_argument("the plan's buffer for node %" + std::to_string(i) +
                                     " lies outside its arena of " +
                                     std::to_string(memory.peak_bytes) + " bytes");
