@@ -4,6 +4,7 @@
 
 #include <csignal>
 #include <cstring>
+#include <iterator>
 #include <string_view>
 
 namespace csrun::storage {
@@ -41,7 +42,10 @@ void write_all(std::string_view text) {
   }
 }
 
-void on_fatal_signal(int signal) {
+// What each signal did before csrun's handler: the default action, or a sanitizer's report.
+struct sigaction previous_actions[std::size(kFatalSignals)];
+
+void on_fatal_signal(int signal, siginfo_t* info, void*) {
   if (const FatalSignalNote* note = current_note) {
     write_all("csrun: ");
     write_all(signal_name(signal));
@@ -49,10 +53,13 @@ void on_fatal_signal(int signal) {
     write_all(note->text());
     write_all("\n");
   }
-  // The signal then ends the process as it would have without csrun's handler (a core dump
-  // where those are enabled, the signal in the exit status).
-  std::signal(signal, SIG_DFL);
-  std::raise(signal);
+  // The signal then does what it did before (the process ends, a core dump where those are
+  // enabled, the signal in its exit status; a sanitizer reports it): a fault, once this handler
+  // returns, as its instruction runs again; a signal sent (kill, raise, abort) is sent again.
+  for (std::size_t i = 0; i < std::size(kFatalSignals); ++i) {
+    if (kFatalSignals[i] == signal) sigaction(signal, &previous_actions[i], nullptr);
+  }
+  if (info->si_code <= 0) std::raise(signal);
 }
 
 }  // namespace
@@ -68,10 +75,11 @@ FatalSignalNote::~FatalSignalNote() {
 void note_fatal_signals() {
   struct sigaction action;
   std::memset(&action, 0, sizeof action);
-  action.sa_handler = on_fatal_signal;
+  action.sa_sigaction = on_fatal_signal;
+  action.sa_flags = SA_SIGINFO;
   sigemptyset(&action.sa_mask);
-  for (int signal : kFatalSignals)
-    sigaction(signal, &action, nullptr);
+  for (std::size_t i = 0; i < std::size(kFatalSignals); ++i)
+    sigaction(kFatalSignals[i], &action, &previous_actions[i]);
 }
 
 }  // namespace csrun::storage

@@ -10,7 +10,8 @@
 namespace csrun::storage {
 
 // While it lives, a fatal signal on this thread (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT)
-// prints "csrun: <signal>: <text>" on stderr before the process ends as the signal ends it.
+// prints "csrun: <signal>: <text>" on stderr; then the signal does what it did before the
+// notes were installed (ends the process, or a sanitizer reports it).
 // Notes nest: the innermost is printed. `text` must outlive the note.
 class FatalSignalNote {
  public:
@@ -26,7 +27,8 @@ class FatalSignalNote {
   const std::string& text_;
 };
 
-// Installs the handler that prints the notes: once, early in main, by a program that wants them.
+// Installs the handler that prints the notes, keeping what each signal did before for after the
+// note: once, early in main (after a sanitizer's handlers), by a program that wants them.
 void note_fatal_signals();
 
 }  // namespace csrun::storage
