@@ -105,8 +105,9 @@ StrayComma stray_flow_entry(std::string_view text) {
       after_quoted = false;
     }
     if (quote) {
-      if (c == '\\' && quote == '"') {
-        ++i;
+      if ((c == '\\' && quote == '"') ||
+          (c == '\'' && quote == '\'' && i + 1 < text.size() && text[i + 1] == '\'')) {
+        ++i;  // an escape: \x in double quotes, '' (one quote) in single quotes
       } else if (c == quote) {
         quote = 0;
         after_quoted = depth == 0;

@@ -71,6 +71,18 @@ TEST_CASE("quoted scalars are strings whatever they look like") {
   CHECK_FALSE(diagnostics.has_errors());
 }
 
+TEST_CASE("a quote written twice inside single quotes is one quote, not the value's end") {
+  Diagnostics diagnostics;
+  Node root = read("a: 'it''s'\nb: ['x''y', 'z']\nc: ''\n", diagnostics);
+  CHECK_FALSE(diagnostics.has_errors());
+  CHECK(root.find("a")->as_string() == "it's");
+  CHECK(root.find("b")->items().front().as_string() == "x'y");
+  CHECK(root.find("c")->as_string().empty());
+  Diagnostics comma;
+  read("'a''b', c\n", comma);
+  CHECK(has_error(comma, "t.yaml:1:1: error: YAML syntax error: a ',' follows a quoted value"));
+}
+
 TEST_CASE("values keep their position and key path") {
   Diagnostics diagnostics;
   Node root = read("runconfig:\n  max_steps: 100\nlist:\n  - x: 1\n", diagnostics);
