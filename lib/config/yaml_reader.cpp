@@ -80,8 +80,8 @@ bool check_text(std::string_view text, const std::string& origin, Diagnostics& d
 // or an indented ", b" in a mapping loop allocating without end), so they are reported here,
 // before yaml-cpp sees them; the only valid YAML this refuses is a plain scalar continued on a
 // line that starts with a comma. Quoted scalars and comments are skipped; a quote counts only
-// where a scalar can start, and so does a bracket outside a flow collection ("a[b" is a plain
-// scalar in block context).
+// where a scalar can start or right after a quoted scalar ("a""b", c), and a bracket outside a
+// flow collection only where a scalar can start ("a[b" is a plain scalar in block context).
 struct StrayComma {
   std::size_t line = 0;
   bool after_quoted = false;
@@ -116,6 +116,8 @@ StrayComma stray_flow_entry(std::string_view text) {
     }
     if (c == ' ' || c == '\t' || c == '\r' || c == '\n') continue;
     if (c == ',' && depth == 0 && after_quoted) return {line, true};
+    // "a""b", c loops yaml-cpp as "a", c does: a quote right after a quoted value starts another.
+    bool follows_quoted = after_quoted && (previous == '"' || previous == '\'');
     after_quoted = false;
     bool token_start = std::string_view(" \t\n:,[{-").find(previous) != std::string_view::npos;
     if (c == '#' && (previous == ' ' || previous == '\t' || previous == '\n')) {
@@ -128,7 +130,7 @@ StrayComma stray_flow_entry(std::string_view text) {
       return {line, false};
     } else {
       line_content = true;
-      if ((c == '"' || c == '\'') && token_start) {
+      if ((c == '"' || c == '\'') && (token_start || follows_quoted)) {
         quote = c;
       } else if ((c == '[' || c == '{') && (token_start || depth > 0)) {
         ++depth;
@@ -165,8 +167,8 @@ class Converter {
   Node convert(const YAML::Node& yaml, const std::string& path, int depth,
                const SourceMark* key_mark) {
     // The first limit met ends the conversion: what is left of the tree is discarded, and
-    // converting it (a node that holds itself, expanded to the depth limit again and again)
-    // could take minutes.
+    // converting it could take long (a list that holds itself, expanded to the depth limit
+    // along every path until the value limit: 1.7 s, half a minute under ASan).
     if (limit_reported_) return Node::make_null();
     SourceMark mark = value_mark(origin_, yaml, key_mark);
     if (!within_limits(mark, path, depth)) return Node::make_null(mark, path);
