@@ -74,24 +74,65 @@ bool check_text(std::string_view text, const std::string& origin, Diagnostics& d
   return true;
 }
 
-// A ',' outside any flow collection that comes first on its line (after blanks and node
-// properties: an &anchor or a !tag) or right after a quoted scalar ("'a', b"), and its line
-// (1-based; 0: none). yaml-cpp 0.7 never returns from many such files (", b", "&a, b", "'a', b",
-// or an indented ", b" in a mapping loop allocating without end), so they are reported here,
-// before yaml-cpp sees them; the only valid YAML this refuses is a plain scalar continued on a
-// line that starts with a comma. Quoted scalars and comments are skipped; a quote counts only
-// where a scalar can start or right after a quoted scalar ("a""b", c), and a bracket outside a
-// flow collection only where a scalar can start ("a[b" is a plain scalar in block context).
-struct StrayComma {
+// Lines in front of which yaml-cpp 0.7 never returns (", b", "&a, b", "'a', b", or an
+// indented ", b" in a mapping loop allocating without end; '"a"&""b,' grows without end), found
+// before yaml-cpp sees them. Outside any flow collection these are refused: a ',' that comes
+// first on its line (after blanks and node properties: an &anchor or a !tag), and anything but
+// blanks, a ':' or a comment after a quoted scalar on its line. The only valid YAML this refuses
+// is a plain scalar continued on a line that starts with a comma or a quote. Quoted scalars,
+// comments and block scalars' contents are skipped; a quote or a bracket counts only where a node
+// can start (`say "hi", now` and "a[b" are plain scalars in block context) or, for a quote, right
+// after a quoted scalar ("a""b", c).
+struct YamlTrap {
+  enum class Kind { none, comma_begins_node, comma_after_quoted, text_after_quoted };
+  Kind kind = Kind::none;
   std::size_t line = 0;
-  bool after_quoted = false;
 };
 
-StrayComma stray_flow_entry(std::string_view text) {
+bool is_blank(char c) {
+  return c == ' ' || c == '\t' || c == '\r';
+}
+
+// Where the block scalar whose header ('|' or '>') is text[i] ends: the line break before its
+// first line that is not blank and not more indented than the header's line (indent spaces).
+// Returns i when text[i] does not begin a header.
+std::size_t block_scalar_end(std::string_view text, std::size_t i, std::size_t indent) {
+  std::size_t k = i + 1;
+  while (k < text.size() &&
+         std::string_view("0123456789+-").find(text[k]) != std::string_view::npos)
+    ++k;
+  while (k < text.size() && is_blank(text[k]))
+    ++k;
+  if (k < text.size() && text[k] == '#' && is_blank(text[k - 1]))
+    k = std::min(text.find('\n', k), text.size());
+  if (k < text.size() && text[k] != '\n') return i;
+  std::size_t end = k;
+  while (end < text.size()) {
+    std::size_t next = end + 1;
+    std::size_t line_end = std::min(text.find('\n', next), text.size());
+    std::size_t content = next;
+    while (content < line_end && text[content] == ' ')
+      ++content;
+    bool blank = std::all_of(text.begin() + content, text.begin() + line_end, is_blank);
+    if (!blank && content - next <= indent) break;
+    end = line_end;
+  }
+  return end;
+}
+
+// Whether text[i] is followed by a blank, a line break or the end of the text.
+bool blank_follows(std::string_view text, std::size_t i) {
+  return i + 1 >= text.size() || is_blank(text[i + 1]) || text[i + 1] == '\n';
+}
+
+YamlTrap find_yaml_cpp_trap(std::string_view text) {
+  using Kind = YamlTrap::Kind;
   int depth = 0;
   std::size_t line = 1;
+  std::size_t line_start = 0;
   char quote = 0;
   char previous = '\n';
+  bool node_start = true;     // a node (a scalar, a collection) may begin here
   bool line_content = false;  // anything but blanks and node properties on this line
   bool after_quoted = false;  // only blanks since a quoted scalar ended outside a collection
   auto name_ends = [](char c) {
@@ -101,8 +142,10 @@ StrayComma stray_flow_entry(std::string_view text) {
     char c = text[i];
     if (c == '\n') {
       ++line;
+      line_start = i + 1;
       line_content = false;
       after_quoted = false;
+      node_start = true;
     }
     if (quote) {
       if ((c == '\\' && quote == '"') ||
@@ -114,32 +157,70 @@ StrayComma stray_flow_entry(std::string_view text) {
       }
       continue;
     }
-    if (c == ' ' || c == '\t' || c == '\r' || c == '\n') continue;
-    if (c == ',' && depth == 0 && after_quoted) return {line, true};
+    if (is_blank(c) || c == '\n') continue;
     // "a""b", c loops yaml-cpp as "a", c does: a quote right after a quoted value starts another.
-    bool follows_quoted = after_quoted && (previous == '"' || previous == '\'');
+    bool follows_quoted =
+        after_quoted && (c == '"' || c == '\'') && (previous == '"' || previous == '\'');
+    if (after_quoted && c == ',') return {Kind::comma_after_quoted, line};
+    if (after_quoted && c != ':' && c != '#' && !follows_quoted)
+      return {Kind::text_after_quoted, line};
+    bool comment = c == '#' && (after_quoted || is_blank(previous) || previous == '\n');
+    bool starts_node = node_start || follows_quoted;
     after_quoted = false;
-    bool token_start = std::string_view(" \t\n:,[{-").find(previous) != std::string_view::npos;
-    if (c == '#' && (previous == ' ' || previous == '\t' || previous == '\n')) {
+    node_start = false;
+    if (comment) {
       while (i + 1 < text.size() && text[i + 1] != '\n')
         ++i;
-    } else if ((c == '&' || c == '!') && token_start && depth == 0) {
+      continue;
+    }
+    if ((c == '|' || c == '>') && starts_node && depth == 0) {
+      std::size_t indent = text.find_first_not_of(' ', line_start) - line_start;
+      if (std::size_t end = block_scalar_end(text, i, indent); end != i) {
+        line += static_cast<std::size_t>(std::count(text.begin() + i, text.begin() + end, '\n'));
+        i = end - 1;
+        continue;
+      }
+    }
+    if ((c == '&' || c == '!') && starts_node && depth == 0) {
       while (i + 1 < text.size() && !name_ends(text[i + 1]))
         ++i;
-    } else if (c == ',' && depth == 0 && !line_content) {
-      return {line, false};
-    } else {
-      line_content = true;
-      if ((c == '"' || c == '\'') && (token_start || follows_quoted)) {
-        quote = c;
-      } else if ((c == '[' || c == '{') && (token_start || depth > 0)) {
-        ++depth;
-      } else if ((c == ']' || c == '}') && depth > 0) {
-        --depth;
-      }
+      node_start = true;
+      continue;
+    }
+    if (c == ',' && depth == 0 && !line_content) return {Kind::comma_begins_node, line};
+    line_content = true;
+    if ((c == '"' || c == '\'') && starts_node) {
+      quote = c;
+    } else if ((c == '[' || c == '{') && (starts_node || depth > 0)) {
+      ++depth;
+      node_start = true;
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      --depth;
+    } else if (c == ',' && depth > 0) {
+      node_start = true;
+    } else if (c == ':') {
+      node_start = depth > 0 || blank_follows(text, i);
+    } else if (c == '-' || c == '?') {
+      node_start = starts_node && blank_follows(text, i);
     }
   }
   return {};
+}
+
+std::string_view trap_message(YamlTrap::Kind kind) {
+  switch (kind) {
+    case YamlTrap::Kind::comma_begins_node:
+      return "YAML syntax error: a ',' begins a node outside any flow collection ([...] or "
+             "{...}); quote a value that begins with a comma";
+    case YamlTrap::Kind::comma_after_quoted:
+      return "YAML syntax error: a ',' follows a quoted value outside any flow collection; write "
+             "a list as [a, b] or as '- ' items";
+    case YamlTrap::Kind::text_after_quoted:
+    case YamlTrap::Kind::none:
+      break;
+  }
+  return "YAML syntax error: text follows a quoted value on its line; a quoted value ends where "
+         "its quote closes (put the text inside the quotes, or write 'key: value')";
 }
 
 // Collections and nulls are reported at their key, which is where a reader looks.
@@ -386,13 +467,9 @@ Node read_yaml_text(std::string_view text, const std::string& origin, Diagnostic
     return Node::make_null(start);
   }
   if (!check_text(text, origin, diagnostics)) return Node::make_null(start);
-  if (StrayComma comma = stray_flow_entry(text); comma.line > 0) {
-    diagnostics.error(SourceMark{origin, static_cast<int>(comma.line), 1}, "",
-                      comma.after_quoted
-                          ? "YAML syntax error: a ',' follows a quoted value outside any flow "
-                            "collection; write a list as [a, b] or as '- ' items"
-                          : "YAML syntax error: a ',' begins a node outside any flow collection "
-                            "([...] or {...}); quote a value that begins with a comma");
+  if (YamlTrap trap = find_yaml_cpp_trap(text); trap.kind != YamlTrap::Kind::none) {
+    diagnostics.error(SourceMark{origin, static_cast<int>(trap.line), 1}, "",
+                      std::string(trap_message(trap.kind)));
     return Node::make_null(start);
   }
   std::vector<YAML::Node> documents;

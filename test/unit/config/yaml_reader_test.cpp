@@ -93,6 +93,39 @@ TEST_CASE("a ',' after quoted values written back to back is refused before yaml
   }
 }
 
+TEST_CASE("text after a quoted value on its line is refused before yaml-cpp reads it") {
+  // yaml-cpp 0.7 allocated without end on the first (a params_loader fuzz finding).
+  for (const char* text : {"\"\"\"\"\"\"\"\"&\"\"or,\n\n\n", "k: \"a\" b\n", "- 'a' &x b, c\n"}) {
+    INFO(text);
+    Diagnostics diagnostics;
+    read(text, diagnostics);
+    CHECK(
+        has_error(diagnostics,
+                  "t.yaml:1:1: error: YAML syntax error: text follows a quoted value on its line"));
+  }
+}
+
+TEST_CASE("quotes inside plain values and block scalars are text, not quoted values") {
+  Diagnostics diagnostics;
+  Node root = read(
+      "a: say \"hi\", then go\n"
+      "b: |\n  \"quoted\" text, here\n\n  'more', text\nc: >-  # folded\n  'x' y\nd: [\"a\" , b]\n"
+      "\"e\": 'f'  # comment\n",
+      diagnostics);
+  CHECK_FALSE(diagnostics.has_errors());
+  CHECK(root.find("a")->as_string() == "say \"hi\", then go");
+  CHECK(root.find("b")->as_string() == "\"quoted\" text, here\n\n'more', text\n");
+  CHECK(root.find("c")->as_string() == "'x' y");
+  CHECK(root.find("d")->items().size() == 2);
+  CHECK(root.find("e")->as_string() == "f");
+}
+
+TEST_CASE("a ',' is found on the line after a block scalar, counting the scalar's lines") {
+  Diagnostics diagnostics;
+  read("a: |\n  x\n  y\n, b\n", diagnostics);
+  CHECK(has_error(diagnostics, "t.yaml:4:1: error: YAML syntax error: a ',' begins a node"));
+}
+
 TEST_CASE("values keep their position and key path") {
   Diagnostics diagnostics;
   Node root = read("runconfig:\n  max_steps: 100\nlist:\n  - x: 1\n", diagnostics);
