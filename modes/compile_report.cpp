@@ -5,6 +5,7 @@
 #include <map>
 #include <sstream>
 
+#include "compiler/scratch_layout.hpp"
 #include "host_batch.hpp"
 #include "report.hpp"
 #include "storage/host_memory.hpp"
@@ -231,10 +232,18 @@ json mapping_json(const compiler::WaferMapping& mapping) {
           {"layers", layers}};
 }
 
-// The arena is what `csrun train` allocates on this machine: say so when it cannot.
-std::string host_memory_note(std::int64_t arena_bytes) {
-  if (!storage::exceeds_usable_memory(static_cast<double>(arena_bytes))) return {};
+// The arena and scratch are what `csrun train` allocates on this machine: say so when it cannot.
+std::string host_memory_note(std::int64_t step_bytes) {
+  if (!storage::exceeds_usable_memory(static_cast<double>(step_bytes))) return {};
   return "; more than " + storage::usable_memory_text() + ": csrun train would refuse it here";
+}
+
+// The host memory a step takes beside its arena, and what for.
+std::string scratch_text(const compiler::ScratchLayout& scratch) {
+  auto size = [](std::int64_t bytes) { return wafer::byte_size(static_cast<double>(bytes)); };
+  return size(scratch.bytes()) + " (values inside kernels " + size(scratch.kernel_value_bytes) +
+         ", snapshots " + size(scratch.snapshot_bytes) + ", f32 work space of 16-bit products " +
+         size(scratch.widening_bytes) + ")";
 }
 
 // How csrun train runs the step on this machine.
@@ -280,12 +289,13 @@ void print_compile_report(const config::TrainerSpec& trainer, const TraceSummary
   line("graph", grouped(static_cast<std::int64_t>(trace.ops)) + " traced nodes -> " +
                     grouped(static_cast<std::int64_t>(plan.graph.size())) + " after the passes");
   line("kernels", kernels_text(plan));
-  line("memory", "arena " + wafer::byte_size(static_cast<double>(plan.memory.peak_bytes)) + " (" +
-                     wafer::byte_size(static_cast<double>(plan.memory.persistent_bytes)) +
-                     " persistent; temporaries reuse space: " +
-                     wafer::byte_size(static_cast<double>(plan.memory.unshared_bytes)) +
-                     " without reuse)" +
-                     (trace.training ? std::string() : host_memory_note(plan.memory.peak_bytes)));
+  line("memory",
+       "arena " + wafer::byte_size(static_cast<double>(plan.memory.peak_bytes)) + " (" +
+           wafer::byte_size(static_cast<double>(plan.memory.persistent_bytes)) +
+           " persistent; temporaries reuse space: " +
+           wafer::byte_size(static_cast<double>(plan.memory.unshared_bytes)) +
+           " without reuse), scratch " + scratch_text(compiler::layout_scratch(plan)) +
+           (trace.training ? std::string() : host_memory_note(compiler::step_host_bytes(plan))));
   if (trace.training) line("host", host_batch_text(plan_host_batch(trainer, trace, plan)));
   if (plan.mapping.mode == compiler::ExecutionMode::none) {
     line("wafer", std::string("none: on ") + config::device_name(trainer.backend.device) +
@@ -325,6 +335,7 @@ json compile_report_json(const config::TrainerSpec& trainer, const TraceSummary&
        {{"arena_bytes", plan.memory.peak_bytes},
         {"persistent_bytes", plan.memory.persistent_bytes},
         {"unshared_bytes", plan.memory.unshared_bytes},
+        {"scratch_bytes", compiler::layout_scratch(plan).bytes()},
         {"buffers", plan.memory.buffers.size()}}},
       {"mapping", plan.mapping.mode == compiler::ExecutionMode::none ? json(nullptr)
                                                                      : mapping_json(plan.mapping)}};

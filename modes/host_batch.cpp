@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "compiler/scratch_layout.hpp"
 #include "graph/flops.hpp"
 #include "storage/host_memory.hpp"
 
@@ -10,10 +11,19 @@ namespace csrun::modes {
 
 namespace {
 
-// A plan's temporaries (its arena beyond the persistent values) per sample of its batch: what
-// grows and shrinks with the samples of a step.
+// What a step of the plan holds whatever its batch: its persistent values and the copies of them
+// its scratch takes.
+double fixed_step_bytes(const compiler::Plan& plan) {
+  return static_cast<double>(plan.memory.persistent_bytes +
+                             compiler::layout_scratch(plan).snapshot_bytes);
+}
+
+// A plan's temporaries (its arena beyond the persistent values, the values inside its kernels,
+// the f32 work space of its products) per sample of its batch: what grows and shrinks with the
+// samples of a step.
 double temporaries_per_sample(const compiler::Plan& plan) {
-  auto temporaries = static_cast<double>(plan.memory.peak_bytes - plan.memory.persistent_bytes);
+  double temporaries =
+      static_cast<double>(compiler::step_host_bytes(plan)) - fixed_step_bytes(plan);
   return temporaries / static_cast<double>(std::max<std::int64_t>(plan.batch_size, 1));
 }
 
@@ -35,7 +45,7 @@ struct MemoryModel {
 
   MemoryModel(const compiler::Plan& fused, std::int64_t global, std::int64_t replica_count)
       : global_batch(global), replicas(replica_count) {
-    persistent = static_cast<double>(fused.memory.persistent_bytes);
+    persistent = fixed_step_bytes(fused);
     per_sample = temporaries_per_sample(fused);
     double traced = static_cast<double>(std::max<std::int64_t>(fused.batch_size, 1));
     gradients = 4.0 * static_cast<double>(
@@ -117,8 +127,8 @@ HostBatch plan_host_batch(const config::TrainerSpec& trainer, const TraceSummary
 }
 
 HostBatch plan_host_eval_batch(const compiler::Plan& eval, double beside_bytes) {
-  auto persistent = static_cast<double>(eval.memory.persistent_bytes);
-  auto peak = static_cast<double>(eval.memory.peak_bytes);
+  double persistent = fixed_step_bytes(eval);
+  auto peak = static_cast<double>(compiler::step_host_bytes(eval));
   std::int64_t batch = std::max<std::int64_t>(eval.batch_size, 1);
   double per_sample = temporaries_per_sample(eval);
   auto usable = static_cast<double>(storage::usable_memory_bytes());

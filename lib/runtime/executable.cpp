@@ -13,6 +13,7 @@
 #include <unordered_map>
 #include <variant>
 
+#include "compiler/scratch_layout.hpp"
 #include "elementwise_chain.hpp"
 #include "kernel_set.hpp"
 #include "storage/host_memory.hpp"
@@ -78,7 +79,6 @@ TensorRef tensor_at(std::byte* data, const graph::TensorType& type, NodeId id) {
 // variable's old value, or an output that names a variable.
 struct Snapshot {
   TensorRef source;
-  std::int64_t offset = 0;  // in the snapshot area
   std::byte* copy = nullptr;
 };
 
@@ -104,9 +104,12 @@ struct Executable::State {
   const KernelSet& kernels;
   AlignedBytes arena;
   AlignedBytes scratch;
-  std::vector<float> task_scratch;  // the largest scratch a kernel's task needs, shared
-  std::vector<TensorRef> values;    // per node: where its value lives
-  std::vector<bool> chunk_local;    // per node: whether its chain keeps it one chunk at a time
+  // The largest scratch a kernel's task needs, shared; its pages are touched only when a kernel
+  // uses them (an eval step's stay untouched while training runs).
+  AlignedBytes task_scratch_memory;
+  TaskScratch task_scratch;
+  std::vector<TensorRef> values;  // per node: where its value lives
+  std::vector<bool> chunk_local;  // per node: whether its chain keeps it one chunk at a time
   std::vector<StepWork> step;
   std::vector<Snapshot> snapshots;
   std::vector<Update> updates;
@@ -132,10 +135,10 @@ struct Executable::State {
   // Refused with the figures before allocating, not an allocation failure (or the kernel's OOM
   // killer) once the arena is in use.
   void check_fits_host() const {
-    auto needed = static_cast<double>(plan.memory.peak_bytes);
+    auto needed = static_cast<double>(compiler::step_host_bytes(plan));
     if (!storage::exceeds_usable_memory(needed)) return;
     throw std::runtime_error("the step's memory plan needs " + storage::memory_size(needed) +
-                             " of host memory (its arena), more than " +
+                             " of host memory (its arena and scratch), more than " +
                              storage::usable_memory_text() +
                              ": lower the batch size or the sequence length");
   }
@@ -171,18 +174,6 @@ struct Executable::State {
     }
   }
 
-  bool persistent(NodeId id) const {
-    std::int32_t buffer = plan.memory.buffer_of[static_cast<std::size_t>(id)];
-    return buffer >= 0 && plan.memory.buffers[static_cast<std::size_t>(buffer)].kind !=
-                              compiler::BufferKind::temporary;
-  }
-
-  std::int64_t snapshot(NodeId id, std::int64_t& area) {
-    snapshots.push_back(Snapshot{values[static_cast<std::size_t>(id)], area, nullptr});
-    area += round_up(plan.graph.node(id).type.byte_size());
-    return static_cast<std::int64_t>(snapshots.size()) - 1;
-  }
-
   // A chain's chunk-local values have no memory here (the chain keeps their chunks): the plan may
   // name only values its chain computes that have no buffer.
   void mark_chunk_local() {
@@ -201,37 +192,19 @@ struct Executable::State {
     }
   }
 
-  // One scratch region: values that live inside one kernel (kernels run one at a time, so they
-  // share it, as large as the largest kernel needs), then the snapshots.
+  // The region the compiler laid out for values that live inside one kernel and for the
+  // snapshots (compiler::layout_scratch).
   void bind_scratch() {
-    std::int64_t largest = 0;
-    std::vector<std::pair<NodeId, std::int64_t>> locals;
-    for (const compiler::Kernel& kernel : plan.kernels) {
-      std::int64_t offset = 0;
-      for (NodeId id : kernel.nodes) {
-        if (values[static_cast<std::size_t>(id)].data != nullptr ||
-            chunk_local[static_cast<std::size_t>(id)])
-          continue;
-        locals.emplace_back(id, offset);
-        offset += round_up(plan.graph.node(id).type.byte_size());
-      }
-      largest = std::max(largest, offset);
-    }
-    std::int64_t area = 0;
-    for (const graph::NamedNode& update : plan.graph.updates()) {
-      if (persistent(update.node) && !in_place(update)) snapshot(update.node, area);
-    }
-    for (const graph::NamedNode& output : plan.graph.outputs()) {
-      if (persistent(output.node)) snapshot(output.node, area);
-    }
-    scratch = AlignedBytes(largest + area);
-    for (auto [id, offset] : locals)
+    compiler::ScratchLayout layout = compiler::layout_scratch(plan);
+    scratch = AlignedBytes(layout.region_bytes());
+    for (auto [id, offset] : layout.kernel_values)
       values[static_cast<std::size_t>(id)] =
           tensor_at(scratch.data() + offset, plan.graph.node(id).type, id);
-    for (Snapshot& taken : snapshots)
-      taken.copy = scratch.data() + largest + taken.offset;
+    for (auto [id, offset] : layout.snapshots)
+      snapshots.push_back(Snapshot{values[static_cast<std::size_t>(id)], scratch.data() + offset});
+    std::vector<bool> without_place = compiler::values_without_place(plan);
     for (std::size_t i = 0; i < values.size(); ++i) {
-      if (values[i].data == nullptr && !chunk_local[i] &&
+      if (values[i].data == nullptr && !without_place[i] &&
           graph::op_class(plan.graph.nodes()[i].op) != graph::OpClass::leaf)
         throw std::invalid_argument("node %" + std::to_string(i) +
                                     " has neither a buffer nor a kernel in the plan");
@@ -288,11 +261,12 @@ struct Executable::State {
       task.in.push_back(values[static_cast<std::size_t>(input)]);
     if (gemm != nullptr) bind_gemm(task, *gemm);
     kernels.prepare(task);
-    if (task.scratch_floats > 0) {
-      auto floats = static_cast<std::size_t>(task.scratch_floats);
-      if (task_scratch.size() < floats) task_scratch.resize(floats);
-      task.scratch = &task_scratch;
+    if (task.scratch_floats > task_scratch.floats) {
+      task_scratch_memory =
+          AlignedBytes(task.scratch_floats * static_cast<std::int64_t>(sizeof(float)));
+      task_scratch = {reinterpret_cast<float*>(task_scratch_memory.data()), task.scratch_floats};
     }
+    if (task.scratch_floats > 0) task.scratch = &task_scratch;
     return task;
   }
 
@@ -514,8 +488,7 @@ std::int64_t Executable::arena_bytes() const {
   return state_->arena.size();
 }
 std::int64_t Executable::scratch_bytes() const {
-  std::int64_t bytes = state_->scratch.size() +
-                       static_cast<std::int64_t>(state_->task_scratch.size() * sizeof(float));
+  std::int64_t bytes = state_->scratch.size() + state_->task_scratch_memory.size();
   for (const StepWork& work : state_->step) {
     if (const auto* chain = std::get_if<ElementwiseChain>(&work)) bytes += chain->buffer_bytes();
   }

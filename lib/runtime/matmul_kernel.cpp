@@ -303,7 +303,7 @@ void run_products(const NodeTask& task, const Element* a_data, const Element* b_
 
 void run_matmul(NodeTask& task) {
   const TensorRef& out = task.out;
-  float* scratch = task.scratch ? task.scratch->data() : nullptr;
+  float* scratch = task.scratch ? task.scratch->data : nullptr;
   // A 16-bit result is computed in f32, after any widened operands in scratch, then rounded.
   float* c_data = nullptr;
   bool multiplied = false;

@@ -364,8 +364,8 @@ void run_cross_entropy(NodeTask& task) {
   bool f32 = runs_in_f32(task);
   float* buffers = nullptr;
   if (uses_row_buffer(task)) {
-    void* start = task.scratch->data();
-    std::size_t space = task.scratch->size() * sizeof(float);
+    void* start = task.scratch->data;
+    auto space = static_cast<std::size_t>(task.scratch->floats) * sizeof(float);
     buffers = static_cast<float*>(
         std::align(kRowAlignmentFloats * sizeof(float), sizeof(float), start, space));
   }

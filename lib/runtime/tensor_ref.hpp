@@ -76,6 +76,13 @@ inline Dims strides_of(const TensorRef& t) {
   return strides;
 }
 
+// f32 work space of the kernels' tasks: one area the executable shares between its kernels, which
+// run one at a time.
+struct TaskScratch {
+  float* data = nullptr;
+  std::int64_t floats = 0;
+};
+
 // One node's work: its result and operands in memory and, for kernels that need it, scratch
 // sized when the plan is loaded (operands widened to f32, a product before narrowing), so that
 // running it allocates nothing.
@@ -91,7 +98,7 @@ struct NodeTask {
   // The floats of scratch the kernel needs (prepare sets it) and where they are: one area the
   // executable shares between its kernels, which run one at a time.
   std::int64_t scratch_floats = 0;
-  std::vector<float>* scratch = nullptr;
+  const TaskScratch* scratch = nullptr;
   ThreadTeam* team = nullptr;  // the cores a large kernel splits across; null: the caller alone
 };
 

@@ -106,7 +106,8 @@ TEST_CASE(
       INFO(scratches.size() << " addresses modulo 64 bytes tried");
       CHECK(scratches.size() >= kScratchAddresses);
       for (std::vector<float>& scratch : scratches) {
-        task.scratch = &scratch;
+        runtime::TaskScratch area{scratch.data(), static_cast<std::int64_t>(scratch.size())};
+        task.scratch = &area;
         kernels.run(task);
         if (first_result.empty()) first_result = gradient;
         REQUIRE(gradient == first_result);

@@ -1,0 +1,104 @@
+#include "scratch_layout.hpp"
+
+#include <algorithm>
+
+#include "plan.hpp"
+
+namespace csrun::compiler {
+
+namespace {
+
+using graph::NodeId;
+
+std::int64_t aligned(std::int64_t bytes) {
+  return (bytes + kBufferAlignment - 1) / kBufferAlignment * kBufferAlignment;
+}
+
+std::int32_t buffer_of(const Plan& plan, NodeId id) {
+  return plan.memory.buffer_of.at(static_cast<std::size_t>(id));
+}
+
+bool persistent(const Plan& plan, NodeId id) {
+  std::int32_t buffer = buffer_of(plan, id);
+  return buffer >= 0 &&
+         plan.memory.buffers.at(static_cast<std::size_t>(buffer)).kind != BufferKind::temporary;
+}
+
+void lay_out_kernel_values(const Plan& plan, ScratchLayout& layout) {
+  std::vector<bool> without_place = values_without_place(plan);
+  for (const Kernel& kernel : plan.kernels) {
+    std::int64_t offset = 0;
+    for (NodeId id : kernel.nodes) {
+      if (buffer_of(plan, id) >= 0 || without_place.at(static_cast<std::size_t>(id))) continue;
+      layout.kernel_values.push_back({id, offset});
+      offset += aligned(plan.graph.node(id).type.byte_size());
+    }
+    layout.kernel_value_bytes = std::max(layout.kernel_value_bytes, offset);
+  }
+}
+
+void lay_out_snapshots(const Plan& plan, ScratchLayout& layout) {
+  auto take = [&](NodeId id) {
+    layout.snapshots.push_back({id, layout.kernel_value_bytes + layout.snapshot_bytes});
+    layout.snapshot_bytes += aligned(plan.graph.node(id).type.byte_size());
+  };
+  for (const graph::NamedNode& update : plan.graph.updates()) {
+    const graph::Variable* variable = plan.graph.find_variable(update.name);
+    bool in_place = variable && buffer_of(plan, update.node) == buffer_of(plan, variable->node);
+    if (persistent(plan, update.node) && !in_place) take(update.node);
+  }
+  for (const graph::NamedNode& output : plan.graph.outputs()) {
+    if (persistent(plan, output.node)) take(output.node);
+  }
+}
+
+std::int64_t widened_bytes(const Plan& plan, std::initializer_list<NodeId> values) {
+  std::int64_t floats = 0;
+  for (NodeId id : values) {
+    const graph::TensorType& type = plan.graph.node(id).type;
+    if (type.dtype != graph::DType::f32) floats += graph::element_count(type.shape);
+  }
+  return floats * static_cast<std::int64_t>(sizeof(float));
+}
+
+// A product's operands and result as its host step reads and writes them.
+std::int64_t product_widening(const Plan& plan, const HostStep& host) {
+  if (host.kind == HostStepKind::gemm)
+    return widened_bytes(plan, {host.operand_a, host.operand_b, host.result});
+  if (host.kind != HostStepKind::node) return 0;
+  const graph::Node& node = plan.graph.node(host.nodes.front());
+  if (node.op != graph::OpKind::matmul) return 0;
+  return widened_bytes(plan, {node.inputs.at(0), node.inputs.at(1), host.nodes.front()});
+}
+
+}  // namespace
+
+std::vector<bool> values_without_place(const Plan& plan) {
+  std::vector<bool> without(plan.graph.size(), false);
+  auto mark = [&](NodeId id) { without.at(static_cast<std::size_t>(id)) = true; };
+  for (const HostStep& host : plan.host_steps) {
+    for (NodeId id : host.chunk_local)
+      mark(id);
+    if (host.kind != HostStepKind::gemm) continue;
+    for (NodeId id : host.folded) {
+      if (id != host.result) mark(id);
+    }
+    if (host.result != host.nodes.front()) mark(host.nodes.front());
+  }
+  return without;
+}
+
+ScratchLayout layout_scratch(const Plan& plan) {
+  ScratchLayout layout;
+  lay_out_kernel_values(plan, layout);
+  lay_out_snapshots(plan, layout);
+  for (const HostStep& host : plan.host_steps)
+    layout.widening_bytes = std::max(layout.widening_bytes, product_widening(plan, host));
+  return layout;
+}
+
+std::int64_t step_host_bytes(const Plan& plan) {
+  return plan.memory.peak_bytes + layout_scratch(plan).bytes();
+}
+
+}  // namespace csrun::compiler

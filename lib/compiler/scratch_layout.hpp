@@ -1,0 +1,44 @@
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "graph/graph.hpp"
+
+namespace csrun::compiler {
+
+struct Plan;
+
+// What a step keeps in host memory beside its arena. Kernels run one at a time, so the values
+// that live inside one kernel (no arena buffer, and stored: values_without_place) share one region,
+// as large as the largest kernel needs; after them in that region, copies of persistent values
+// taken before the variables change (an update not computed in place, an output that names a
+// variable). A product of 16-bit values widens its operands and its 16-bit result into f32 work
+// space unless the CPU multiplies 16-bit values in hardware: `widening_bytes` is the largest such
+// space, an upper bound of what a kernel set takes. Not counted: a few rows per core for softmax
+// cross-entropy and the chains' per-core slots.
+struct ScratchLayout {
+  struct Place {
+    graph::NodeId node = -1;
+    std::int64_t offset = 0;  // from the region's start
+  };
+  std::vector<Place> kernel_values;
+  std::int64_t kernel_value_bytes = 0;
+  std::vector<Place> snapshots;  // after the kernel values
+  std::int64_t snapshot_bytes = 0;
+  std::int64_t widening_bytes = 0;
+
+  std::int64_t region_bytes() const { return kernel_value_bytes + snapshot_bytes; }
+  std::int64_t bytes() const { return region_bytes() + widening_bytes; }
+};
+
+// Per node: whether the step computes it without storing it whole: kept one chunk at a time by
+// its chain, a transpose a GEMM reads transposed, or a product a GEMM writes with its bias added.
+std::vector<bool> values_without_place(const Plan& plan);
+
+ScratchLayout layout_scratch(const Plan& plan);
+
+// The host memory a step of the plan takes: its arena and its scratch.
+std::int64_t step_host_bytes(const Plan& plan);
+
+}  // namespace csrun::compiler

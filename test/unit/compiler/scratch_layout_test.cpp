@@ -1,0 +1,73 @@
+// The host memory a step takes beside its arena, laid out by the compiler.
+
+#include <catch2/catch.hpp>
+
+#include "compiler/compile.hpp"
+#include "compiler/scratch_layout.hpp"
+#include "graph/tensor.hpp"
+
+using namespace csrun;
+using namespace csrun::graph;
+
+namespace {
+
+compiler::Plan compiled(Graph graph) {
+  return compiler::build_plan(compiler::compile_step(std::move(graph), {}), {}, {});
+}
+
+// x W^T (+ b) over bfloat16 operands, the product in `result`.
+Graph bf16_linear(DType result, bool bias) {
+  Graph graph;
+  Tensor x(graph, graph.add_input("x", {{64, 32}, DType::bf16}));
+  Tensor w(graph, graph.add_input("w", {{48, 32}, DType::bf16}));
+  Attributes attrs;
+  attrs.dtype = result;
+  Tensor y(graph, graph.add(OpKind::matmul, {x.id(), swap_last_axes(w).id()}, std::move(attrs)));
+  if (bias) y = y + Tensor(graph, graph.add_input("b", {{48}, DType::f32}));
+  graph.add_output("y", y.id());
+  return graph;
+}
+
+const compiler::HostStep& gemm_of(const compiler::Plan& plan) {
+  for (const compiler::HostStep& step : plan.host_steps) {
+    if (step.kind == compiler::HostStepKind::gemm) return step;
+  }
+  FAIL("the plan has no GEMM");
+  return plan.host_steps.front();
+}
+
+}  // namespace
+
+TEST_CASE("a GEMM's folded transpose and its product before the bias take no scratch") {
+  compiler::Plan plan = compiled(bf16_linear(DType::f32, true));
+  const compiler::HostStep& gemm = gemm_of(plan);
+  REQUIRE(gemm.transposed_b);
+  REQUIRE(gemm.result != gemm.nodes.front());
+  std::vector<bool> without_place = compiler::values_without_place(plan);
+  CHECK(without_place.at(static_cast<std::size_t>(gemm.nodes.front())));
+  CHECK(without_place.at(static_cast<std::size_t>(gemm.folded.front())) ==
+        (gemm.folded.front() != gemm.result));
+  CHECK_FALSE(without_place.at(static_cast<std::size_t>(gemm.result)));
+  compiler::ScratchLayout layout = compiler::layout_scratch(plan);
+  CHECK(layout.kernel_values.empty());
+  CHECK(layout.kernel_value_bytes == 0);
+  // Both bfloat16 operands widened to f32; the f32 result needs no copy.
+  CHECK(layout.widening_bytes == 4 * (64 * 32 + 48 * 32));
+  CHECK(compiler::step_host_bytes(plan) == plan.memory.peak_bytes + layout.bytes());
+}
+
+TEST_CASE("a 16-bit product's work space holds its widened operands and its f32 result") {
+  compiler::Plan plan = compiled(bf16_linear(DType::bf16, false));
+  CHECK(compiler::layout_scratch(plan).widening_bytes == 4 * (64 * 32 + 48 * 32 + 64 * 48));
+}
+
+TEST_CASE("f32 products need no work space, and in-place updates no snapshot") {
+  Graph graph;
+  Tensor x(graph, graph.add_input("x", {{4, 8}, DType::f32}));
+  Tensor w(graph, graph.add_variable("w", {{8, 8}, DType::f32}, VariableRole::parameter, {}));
+  graph.add_output("y", matmul(x, w).id());
+  graph.set_update("w", (w * 0.5).id());
+  compiler::ScratchLayout layout = compiler::layout_scratch(compiled(std::move(graph)));
+  CHECK(layout.widening_bytes == 0);
+  CHECK(layout.snapshot_bytes == 0);
+}
