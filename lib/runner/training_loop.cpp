@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <stdexcept>
 
 #include "batch_feed.hpp"
@@ -342,9 +343,12 @@ struct TrainingLoop::State {
     run.batch_size = setup.train->plan.batch_size;
   }
 
+  // This process was asked to stop (a signal).
+  bool asked_to_stop() const { return setup.stop_requested && setup.stop_requested->load(); }
+
   // Collective in an MPI job: the ranks stop together when any of them was asked to.
   bool stop_requested() const {
-    bool asked = setup.stop_requested && setup.stop_requested->load();
+    bool asked = asked_to_stop();
     return setup.group ? setup.group->any(asked) : asked;
   }
 
@@ -376,7 +380,11 @@ struct TrainingLoop::State {
                   std::span<const double>(train->read(train->slot(variable.name))));
     }
     RunState training = run;
-    evaluate();
+    if (!evaluate()) {
+      log.info("Evaluation at step " + std::to_string(training.global_step) +
+               " stopped on request after " + std::to_string(run.done) + " of " +
+               std::to_string(run.total) + " batches; its metrics are not recorded.");
+    }
     training.eval_loss = run.eval_loss;
     training.metrics = run.metrics;
     run = std::move(training);
@@ -391,7 +399,10 @@ struct TrainingLoop::State {
     eval_split_logged = true;
   }
 
-  EvalResult evaluate() {
+  // Empty when the process was asked to stop: an evaluation can take hours, and a scheduler's
+  // SIGTERM gives a run seconds; the training state it evaluates is unchanged, so fit stops (and
+  // checkpoints) right after.
+  std::optional<EvalResult> evaluate() {
     Executable& step = *eval;
     if (!eval_feed) {
       data::LoaderJob job = eval_job(setup);
@@ -414,6 +425,7 @@ struct TrainingLoop::State {
     call(&Callback::on_eval_epoch_start);
     std::int64_t rows = step.plan().batch_size;
     for (std::int64_t b = 1; b <= batches; ++b) {
+      if (asked_to_stop()) return std::nullopt;
       run.batch = run.done = b;
       call(&Callback::on_eval_batch_start);
       const data::BatchView& batch = feed.next();
@@ -445,7 +457,9 @@ struct TrainingLoop::State {
     for (const auto& path : targets) {
       run.global_step = 0;
       load_into(*eval, path);
-      results.push_back(evaluate());
+      std::optional<EvalResult> result = evaluate();
+      if (!result) throw StopRequested("Stopped evaluating on request (SIGTERM or SIGINT).");
+      results.push_back(*result);
     }
     return results;
   }

@@ -121,6 +121,34 @@ TEST_CASE("on a terminal train shows a live progress line, in a pipe only plain 
   CHECK(piped.out.find("\033[") == std::string::npos);
 }
 
+TEST_CASE("SIGTERM during an evaluation stops it at its next batch and checkpoints the step") {
+  csrun::test::TempDir dir;
+  // 40 eval batches of 256 samples through two 4096-wide layers: seconds, where a batch takes
+  // a tenth of one.
+  std::string long_eval = kRun;
+  long_eval.replace(long_eval.find("hidden_sizes: [16]"), 18, "hidden_sizes: [4096, 4096]");
+  long_eval.replace(long_eval.find("max_steps: 6, eval_frequency: 3, eval_steps: 2"), 46,
+                    "max_steps: 100000000, eval_frequency: 1, eval_steps: 40");
+  long_eval.replace(long_eval.find("log_steps: 2"), 12, "log_steps: 1");
+  long_eval.replace(long_eval.rfind("batch_size: 8"), 13, "batch_size: 256");
+  std::string params = dir.write("p.yaml", long_eval);
+  fs::path model_dir = dir.path() / "model";
+  std::string out = (dir.path() / "out").string();
+  std::string script =
+      std::string(CSRUN_BINARY) + " train '" + params + "' --fake_data -o '" + model_dir.string() +
+      "' >'" + out + "' 2>&1 & pid=$!\n" + "for i in $(seq 600); do grep -q '| Eval Device=' '" +
+      out + "' && break; sleep 0.05; done\n" + "kill -TERM $pid; wait $pid; echo status=$?\n";
+  auto stopped = csrun::test::run_process({"/bin/sh", "-c", script});
+  std::string log = read_file(out);
+  INFO(stopped.out << stopped.err << log);
+  REQUIRE(stopped.out.find("status=143") != std::string::npos);
+  CHECK(log.find("Evaluation at step 1 stopped on request after ") != std::string::npos);
+  CHECK(log.find("Evaluation completed successfully!") == std::string::npos);
+  CHECK(log.find("Stopped at step 1 on request (SIGTERM or SIGINT), its checkpoint written") !=
+        std::string::npos);
+  CHECK(fs::exists(model_dir / "checkpoint_1.mdl"));
+}
+
 TEST_CASE("SIGTERM checkpoints the step in progress and exits 143, rerunning resumes from it") {
   csrun::test::TempDir dir;
   std::string long_run = kRun;
