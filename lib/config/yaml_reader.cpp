@@ -78,13 +78,21 @@ bool check_text(std::string_view text, const std::string& origin, Diagnostics& d
 // indented ", b" in a mapping loop allocating without end; '"a"&""b,' grows without end), found
 // before yaml-cpp sees them. Outside any flow collection these are refused: a ',' that comes
 // first on its line (after blanks and node properties: an &anchor or a !tag), and anything but
-// blanks, a ':' or a comment after a quoted scalar on its line. The only valid YAML this refuses
+// blanks, a ':' or a comment after a quoted scalar or a flow collection on its line (" [], b"
+// grows without end too). The only valid YAML this refuses
 // is a plain scalar continued on a line that starts with a comma or a quote. Quoted scalars,
 // comments and block scalars' contents are skipped; a quote or a bracket counts only where a node
 // can start (`say "hi", now` and "a[b" are plain scalars in block context) or, for a quote, right
 // after a quoted scalar ("a""b", c).
 struct YamlTrap {
-  enum class Kind { none, comma_begins_node, comma_after_quoted, text_after_quoted };
+  enum class Kind {
+    none,
+    comma_begins_node,
+    comma_after_quoted,
+    text_after_quoted,
+    comma_after_collection,
+    text_after_collection
+  };
   Kind kind = Kind::none;
   std::size_t line = 0;
 };
@@ -134,7 +142,9 @@ YamlTrap find_yaml_cpp_trap(std::string_view text) {
   char previous = '\n';
   bool node_start = true;     // a node (a scalar, a collection) may begin here
   bool line_content = false;  // anything but blanks and node properties on this line
-  bool after_quoted = false;  // only blanks since a quoted scalar ended outside a collection
+  // Only blanks since a node ended outside any collection: a quoted scalar (its quote) or a
+  // flow collection (its closing bracket); 0: none.
+  char ended_by = 0;
   auto name_ends = [](char c) {
     return std::string_view(" \t\r\n,[]{}").find(c) != std::string_view::npos;
   };
@@ -144,7 +154,7 @@ YamlTrap find_yaml_cpp_trap(std::string_view text) {
       ++line;
       line_start = i + 1;
       line_content = false;
-      after_quoted = false;
+      ended_by = 0;
       node_start = true;
     }
     if (quote) {
@@ -153,20 +163,22 @@ YamlTrap find_yaml_cpp_trap(std::string_view text) {
         ++i;  // an escape: \x in double quotes, '' (one quote) in single quotes
       } else if (c == quote) {
         quote = 0;
-        after_quoted = depth == 0;
+        ended_by = depth == 0 ? c : 0;
       }
       continue;
     }
     if (is_blank(c) || c == '\n') continue;
     // "a""b", c loops yaml-cpp as "a", c does: a quote right after a quoted value starts another.
+    bool after_quoted = ended_by == '"' || ended_by == '\'';
     bool follows_quoted =
         after_quoted && (c == '"' || c == '\'') && (previous == '"' || previous == '\'');
-    if (after_quoted && c == ',') return {Kind::comma_after_quoted, line};
-    if (after_quoted && c != ':' && c != '#' && !follows_quoted)
-      return {Kind::text_after_quoted, line};
-    bool comment = c == '#' && (after_quoted || is_blank(previous) || previous == '\n');
+    if (ended_by && c == ',')
+      return {after_quoted ? Kind::comma_after_quoted : Kind::comma_after_collection, line};
+    if (ended_by && c != ':' && c != '#' && !follows_quoted)
+      return {after_quoted ? Kind::text_after_quoted : Kind::text_after_collection, line};
+    bool comment = c == '#' && (ended_by || is_blank(previous) || previous == '\n');
     bool starts_node = node_start || follows_quoted;
-    after_quoted = false;
+    ended_by = 0;
     node_start = false;
     if (comment) {
       while (i + 1 < text.size() && text[i + 1] != '\n')
@@ -195,7 +207,7 @@ YamlTrap find_yaml_cpp_trap(std::string_view text) {
       ++depth;
       node_start = true;
     } else if ((c == ']' || c == '}') && depth > 0) {
-      --depth;
+      if (--depth == 0) ended_by = c;
     } else if (c == ',' && depth > 0) {
       node_start = true;
     } else if (c == ':') {
@@ -215,6 +227,13 @@ std::string_view trap_message(YamlTrap::Kind kind) {
     case YamlTrap::Kind::comma_after_quoted:
       return "YAML syntax error: a ',' follows a quoted value outside any flow collection; write "
              "a list as [a, b] or as '- ' items";
+    case YamlTrap::Kind::comma_after_collection:
+      return "YAML syntax error: a ',' follows a flow collection ([...] or {...}) outside any "
+             "other; write a list as [a, b] or as '- ' items";
+    case YamlTrap::Kind::text_after_collection:
+      return "YAML syntax error: text follows a flow collection ([...] or {...}) on its line; a "
+             "collection ends where its bracket closes (put the text inside the brackets, or "
+             "write 'key: value')";
     case YamlTrap::Kind::text_after_quoted:
     case YamlTrap::Kind::none:
       break;

@@ -105,6 +105,26 @@ TEST_CASE("text after a quoted value on its line is refused before yaml-cpp read
   }
 }
 
+TEST_CASE("a ',' or text after a flow collection on its line is refused before yaml-cpp reads it") {
+  // yaml-cpp 0.7 allocated without end on the first (a params_loader fuzz timeout).
+  const std::pair<const char*, const char*> cases[] = {
+      {" [],t []\n", "a ',' follows a flow collection"},
+      {"a: {x: 1}, b\n", "a ',' follows a flow collection"},
+      {"a: [x] b\n", "text follows a flow collection ([...] or {...}) on its line"},
+  };
+  for (auto [text, message] : cases) {
+    INFO(text);
+    Diagnostics diagnostics;
+    read(text, diagnostics);
+    CHECK(has_error(diagnostics, std::string("t.yaml:1:1: error: YAML syntax error: ") + message));
+  }
+  Diagnostics valid;
+  Node root = read("d: [e,\n  f]  # two\ng: {h: 1}\ni:\n  - [j]\n", valid);
+  CHECK_FALSE(valid.has_errors());
+  CHECK(root.find("d")->items().size() == 2);
+  CHECK(root.find("g")->find("h") != nullptr);
+}
+
 TEST_CASE("quotes inside plain values and block scalars are text, not quoted values") {
   Diagnostics diagnostics;
   Node root = read(
