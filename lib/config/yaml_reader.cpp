@@ -75,15 +75,14 @@ bool check_text(std::string_view text, const std::string& origin, Diagnostics& d
 }
 
 // Lines in front of which yaml-cpp 0.7 never returns (", b", "&a, b", "'a', b", or an
-// indented ", b" in a mapping loop allocating without end; '"a"&""b,' grows without end), found
-// before yaml-cpp sees them. Outside any flow collection these are refused: a ',' that comes
-// first on its line (after blanks and node properties: an &anchor or a !tag), and anything but
-// blanks, a ':' or a comment after a quoted scalar or a flow collection on its line (" [], b"
-// grows without end too). The only valid YAML this refuses
-// is a plain scalar continued on a line that starts with a comma or a quote. Quoted scalars,
-// comments and block scalars' contents are skipped; a quote or a bracket counts only where a node
-// can start (`say "hi", now` and "a[b" are plain scalars in block context) or, for a quote, right
-// after a quoted scalar ("a""b", c).
+// indented ", b" in a mapping loop allocating without end; '"a"&""b,' and " [], b" grow without
+// end), found before yaml-cpp sees them. Outside any flow collection these are refused: a ','
+// that comes first on its line (after blanks and node properties: an &anchor or a !tag), and
+// anything but blanks, a ':' or a comment after a quoted scalar or a flow collection on its line.
+// The only valid YAML this refuses is a plain scalar continued on a line that starts with a comma
+// or a quote. Quoted scalars, comments and block scalars' contents are skipped; a quote or a
+// bracket counts only where a node can start (`say "hi", now` and "a[b" are plain scalars in
+// block context) or, for a quote, right after a quoted scalar ("a""b", c).
 struct YamlTrap {
   enum class Kind {
     none,
