@@ -184,7 +184,9 @@ YamlTrap find_yaml_cpp_trap(std::string_view text) {
         ++i;
       continue;
     }
-    if ((c == '|' || c == '>') && starts_node && depth == 0) {
+    // A header after a key or a '- ' on its line: first on a line, '>' may continue a plain scalar
+    // (yaml-cpp reads it so), and what follows is then no block scalar.
+    if ((c == '|' || c == '>') && starts_node && line_content && depth == 0) {
       std::size_t indent = text.find_first_not_of(' ', line_start) - line_start;
       if (std::size_t end = block_scalar_end(text, i, indent); end != i) {
         line += static_cast<std::size_t>(std::count(text.begin() + i, text.begin() + end, '\n'));

@@ -144,6 +144,10 @@ TEST_CASE("a ',' is found on the line after a block scalar, counting the scalar'
   Diagnostics diagnostics;
   read("a: |\n  x\n  y\n, b\n", diagnostics);
   CHECK(has_error(diagnostics, "t.yaml:4:1: error: YAML syntax error: a ',' begins a node"));
+  // First on its line, '>' continues the plain scalar above (a params_loader fuzz timeout).
+  Diagnostics continued;
+  read("a\n>  # c\n , b\n", continued);
+  CHECK(has_error(continued, "t.yaml:3:1: error: YAML syntax error: a ',' begins a node"));
 }
 
 TEST_CASE("values keep their position and key path") {
