@@ -289,13 +289,14 @@ void print_compile_report(const config::TrainerSpec& trainer, const TraceSummary
   line("graph", grouped(static_cast<std::int64_t>(trace.ops)) + " traced nodes -> " +
                     grouped(static_cast<std::int64_t>(plan.graph.size())) + " after the passes");
   line("kernels", kernels_text(plan));
-  line("memory",
-       "arena " + wafer::byte_size(static_cast<double>(plan.memory.peak_bytes)) + " (" +
-           wafer::byte_size(static_cast<double>(plan.memory.persistent_bytes)) +
-           " persistent; temporaries reuse space: " +
-           wafer::byte_size(static_cast<double>(plan.memory.unshared_bytes)) +
-           " without reuse), scratch " + scratch_text(compiler::layout_scratch(plan)) +
-           (trace.training ? std::string() : host_memory_note(compiler::step_host_bytes(plan))));
+  compiler::ScratchLayout scratch = compiler::layout_scratch(plan);
+  line("memory", "arena " + wafer::byte_size(static_cast<double>(plan.memory.peak_bytes)) + " (" +
+                     wafer::byte_size(static_cast<double>(plan.memory.persistent_bytes)) +
+                     " persistent; temporaries reuse space: " +
+                     wafer::byte_size(static_cast<double>(plan.memory.unshared_bytes)) +
+                     " without reuse), scratch " + scratch_text(scratch) +
+                     (trace.training ? std::string()
+                                     : host_memory_note(compiler::step_host_bytes(plan, scratch))));
   if (trace.training) line("host", host_batch_text(plan_host_batch(trainer, trace, plan)));
   if (plan.mapping.mode == compiler::ExecutionMode::none) {
     line("wafer", std::string("none: on ") + config::device_name(trainer.backend.device) +

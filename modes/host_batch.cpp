@@ -11,21 +11,22 @@ namespace csrun::modes {
 
 namespace {
 
-// What a step of the plan holds whatever its batch: its persistent values and the copies of them
-// its scratch takes.
-double fixed_step_bytes(const compiler::Plan& plan) {
-  return static_cast<double>(plan.memory.persistent_bytes +
-                             compiler::layout_scratch(plan).snapshot_bytes);
-}
+// The host memory a step of the plan takes (its arena and scratch): what it holds whatever its
+// batch (its persistent values and the copies of them its scratch takes), and per sample of its
+// batch what grows and shrinks with the samples of a step (the arena's temporaries, the values
+// inside its kernels, the f32 work space of its products).
+struct StepMemory {
+  double total = 0.0;
+  double fixed = 0.0;
+  double per_sample = 0.0;
 
-// A plan's temporaries (its arena beyond the persistent values, the values inside its kernels,
-// the f32 work space of its products) per sample of its batch: what grows and shrinks with the
-// samples of a step.
-double temporaries_per_sample(const compiler::Plan& plan) {
-  double temporaries =
-      static_cast<double>(compiler::step_host_bytes(plan)) - fixed_step_bytes(plan);
-  return temporaries / static_cast<double>(std::max<std::int64_t>(plan.batch_size, 1));
-}
+  explicit StepMemory(const compiler::Plan& plan) {
+    compiler::ScratchLayout scratch = compiler::layout_scratch(plan);
+    total = static_cast<double>(compiler::step_host_bytes(plan, scratch));
+    fixed = static_cast<double>(plan.memory.persistent_bytes + scratch.snapshot_bytes);
+    per_sample = (total - fixed) / static_cast<double>(std::max<std::int64_t>(plan.batch_size, 1));
+  }
+};
 
 // Host memory of a training run as a function of the samples of one (micro-)step:
 // - the plan's persistent values (parameters, optimizer state, inputs) stand for each copy of the
@@ -45,8 +46,9 @@ struct MemoryModel {
 
   MemoryModel(const compiler::Plan& fused, std::int64_t global, std::int64_t replica_count)
       : global_batch(global), replicas(replica_count) {
-    persistent = fixed_step_bytes(fused);
-    per_sample = temporaries_per_sample(fused);
+    StepMemory step(fused);
+    persistent = step.fixed;
+    per_sample = step.per_sample;
     double traced = static_cast<double>(std::max<std::int64_t>(fused.batch_size, 1));
     gradients = 4.0 * static_cast<double>(
                           graph::count_elements(fused.graph, graph::VariableRole::parameter));
@@ -127,10 +129,11 @@ HostBatch plan_host_batch(const config::TrainerSpec& trainer, const TraceSummary
 }
 
 HostBatch plan_host_eval_batch(const compiler::Plan& eval, double beside_bytes) {
-  double persistent = fixed_step_bytes(eval);
-  auto peak = static_cast<double>(compiler::step_host_bytes(eval));
+  StepMemory step(eval);
+  double persistent = step.fixed;
+  double peak = step.total;
   std::int64_t batch = std::max<std::int64_t>(eval.batch_size, 1);
-  double per_sample = temporaries_per_sample(eval);
+  double per_sample = step.per_sample;
   auto usable = static_cast<double>(storage::usable_memory_bytes());
   double budget = usable * kHostMemoryShare - beside_bytes;
   HostBatch host{batch, 1, peak, {}};

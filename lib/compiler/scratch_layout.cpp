@@ -97,8 +97,12 @@ ScratchLayout layout_scratch(const Plan& plan) {
   return layout;
 }
 
+std::int64_t step_host_bytes(const Plan& plan, const ScratchLayout& scratch) {
+  return plan.memory.peak_bytes + scratch.bytes();
+}
+
 std::int64_t step_host_bytes(const Plan& plan) {
-  return plan.memory.peak_bytes + layout_scratch(plan).bytes();
+  return step_host_bytes(plan, layout_scratch(plan));
 }
 
 }  // namespace csrun::compiler

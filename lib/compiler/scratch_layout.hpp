@@ -38,7 +38,8 @@ std::vector<bool> values_without_place(const Plan& plan);
 
 ScratchLayout layout_scratch(const Plan& plan);
 
-// The host memory a step of the plan takes: its arena and its scratch.
+// The host memory a step of the plan takes: its arena and its scratch (laid out already, or not).
+std::int64_t step_host_bytes(const Plan& plan, const ScratchLayout& scratch);
 std::int64_t step_host_bytes(const Plan& plan);
 
 }  // namespace csrun::compiler

@@ -120,12 +120,13 @@ struct Executable::State {
 
   State(compiler::Plan source, const KernelSet& chosen) : plan(std::move(source)), kernels(chosen) {
     check_memory_plan();
-    check_fits_host();
+    compiler::ScratchLayout scratch_layout = compiler::layout_scratch(plan);
+    check_fits_host(scratch_layout);
     arena = AlignedBytes(plan.memory.peak_bytes);
     values.resize(plan.graph.size());
     bind_buffers();
     mark_chunk_local();
-    bind_scratch();
+    bind_scratch(scratch_layout);
     bind_updates();
     name_values();
     fill_static_leaves();
@@ -134,8 +135,8 @@ struct Executable::State {
 
   // Refused with the figures before allocating, not an allocation failure (or the kernel's OOM
   // killer) once the arena is in use.
-  void check_fits_host() const {
-    auto needed = static_cast<double>(compiler::step_host_bytes(plan));
+  void check_fits_host(const compiler::ScratchLayout& scratch_layout) const {
+    auto needed = static_cast<double>(compiler::step_host_bytes(plan, scratch_layout));
     if (!storage::exceeds_usable_memory(needed)) return;
     throw std::runtime_error("the step's memory plan needs " + storage::memory_size(needed) +
                              " of host memory (its arena and scratch), more than " +
@@ -194,8 +195,7 @@ struct Executable::State {
 
   // The region the compiler laid out for values that live inside one kernel and for the
   // snapshots (compiler::layout_scratch).
-  void bind_scratch() {
-    compiler::ScratchLayout layout = compiler::layout_scratch(plan);
+  void bind_scratch(const compiler::ScratchLayout& layout) {
     scratch = AlignedBytes(layout.region_bytes());
     for (auto [id, offset] : layout.kernel_values)
       values[static_cast<std::size_t>(id)] =

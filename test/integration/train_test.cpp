@@ -34,6 +34,19 @@ const std::string kRun = R"(trainer:
     val_dataloader: {data_processor: MNISTDataProcessor, batch_size: 8}
 )";
 
+// Runs `csrun train PARAMS --fake_data -o MODEL_DIR` with its output in OUT and sends it SIGTERM
+// once that output holds `logged`, as a scheduler's signal comes mid-run; the shell prints the
+// exit status as "status=N".
+csrun::test::ProcessResult terminate_once_logged(const std::string& params,
+                                                 const fs::path& model_dir, const std::string& out,
+                                                 const std::string& logged) {
+  std::string script =
+      std::string(CSRUN_BINARY) + " train '" + params + "' --fake_data -o '" + model_dir.string() +
+      "' >'" + out + "' 2>&1 & pid=$!\n" + "for i in $(seq 1200); do grep -q '" + logged + "' '" +
+      out + "' && break; sleep 0.05; done\n" + "kill -TERM $pid; wait $pid; echo status=$?\n";
+  return csrun::test::run_process({"/bin/sh", "-c", script});
+}
+
 }  // namespace
 
 TEST_CASE(
@@ -134,11 +147,7 @@ TEST_CASE("SIGTERM during an evaluation stops it at its next batch and checkpoin
   std::string params = dir.write("p.yaml", long_eval);
   fs::path model_dir = dir.path() / "model";
   std::string out = (dir.path() / "out").string();
-  std::string script =
-      std::string(CSRUN_BINARY) + " train '" + params + "' --fake_data -o '" + model_dir.string() +
-      "' >'" + out + "' 2>&1 & pid=$!\n" + "for i in $(seq 600); do grep -q '| Eval Device=' '" +
-      out + "' && break; sleep 0.05; done\n" + "kill -TERM $pid; wait $pid; echo status=$?\n";
-  auto stopped = csrun::test::run_process({"/bin/sh", "-c", script});
+  auto stopped = terminate_once_logged(params, model_dir, out, "| Eval Device=");
   std::string log = read_file(out);
   INFO(stopped.out << stopped.err << log);
   REQUIRE(stopped.out.find("status=143") != std::string::npos);
@@ -158,12 +167,7 @@ TEST_CASE("SIGTERM checkpoints the step in progress and exits 143, rerunning res
   std::string params = dir.write("p.yaml", long_run);
   fs::path model_dir = dir.path() / "model";
   std::string out = (dir.path() / "out").string();
-  // The signal comes once training has logged a step, as a scheduler's would mid-run.
-  std::string script =
-      std::string(CSRUN_BINARY) + " train '" + params + "' --fake_data -o '" + model_dir.string() +
-      "' >'" + out + "' 2>&1 & pid=$!\n" + "for i in $(seq 600); do grep -q '| Train Device=' '" +
-      out + "' && break; sleep 0.1; done\n" + "kill -TERM $pid; wait $pid; echo status=$?\n";
-  auto stopped = csrun::test::run_process({"/bin/sh", "-c", script});
+  auto stopped = terminate_once_logged(params, model_dir, out, "| Train Device=");
   std::string log = read_file(out);
   INFO(stopped.out << stopped.err << log);
   REQUIRE(stopped.out.find("status=143") != std::string::npos);
