@@ -7,6 +7,7 @@
 #include "build_identity.hpp"
 #include "compiler/host_lowering.hpp"
 #include "compiler/plan_cache.hpp"
+#include "compiler/scratch_layout.hpp"
 #include "csrun/build_info.hpp"
 #include "wafer/wafer_profile.hpp"
 
@@ -56,14 +57,21 @@ compiler::PassManager::Observer ir_printer(const RunOptions& options) {
   };
 }
 
-// The plan's host steps, when --dump_ir names lower-host.
-void print_host_steps(const compiler::Plan& plan, const RunOptions& options) {
-  if (std::find(options.dump_ir.begin(), options.dump_ir.end(), "lower-host") ==
-      options.dump_ir.end())
-    return;
-  std::cout << "# host steps after lower-host: " << plan.host_steps.size() << " steps for "
-            << plan.kernels.size() << " kernels\n"
-            << compiler::host_steps_text(plan) << std::flush;
+bool dump_wanted(const RunOptions& options, std::string_view point) {
+  return std::find(options.dump_ir.begin(), options.dump_ir.end(), point) != options.dump_ir.end();
+}
+
+// What the compiler decided after the passes: the host steps (--dump_ir lower-host) and the
+// scratch layout (--dump_ir layout-scratch).
+void print_host_decisions(const compiler::Plan& plan, const RunOptions& options) {
+  if (dump_wanted(options, "lower-host"))
+    std::cout << "# host steps after lower-host: " << plan.host_steps.size() << " steps for "
+              << plan.kernels.size() << " kernels\n"
+              << compiler::host_steps_text(plan) << std::flush;
+  if (dump_wanted(options, "layout-scratch"))
+    std::cout << "# scratch after layout-scratch: " << plan.scratch.kernel_values.size()
+              << " values inside kernels, " << plan.scratch.snapshots.size() << " snapshots\n"
+              << compiler::scratch_layout_text(plan) << std::flush;
 }
 
 bool on_wafer(const config::TrainerSpec& trainer, const TraceSummary& trace) {
@@ -163,7 +171,7 @@ PlannedTrainer plan_trainer(const config::TrainerSpec& trainer, const TraceSumma
                             trace.batch_size, trace.tokens_per_sample};
     planned.plan =
         compiler::build_plan(std::move(*compiled.compiled), info, precision_policy(trainer));
-    print_host_steps(planned.plan, options);
+    print_host_decisions(planned.plan, options);
     if (on_wafer(trainer, trace)) planned.plan.mapping = wafer::map_to_wafer(planned.plan, wafer);
     std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start;
     planned.compile_seconds = compiled.seconds + elapsed.count();

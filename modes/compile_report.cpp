@@ -289,14 +289,13 @@ void print_compile_report(const config::TrainerSpec& trainer, const TraceSummary
   line("graph", grouped(static_cast<std::int64_t>(trace.ops)) + " traced nodes -> " +
                     grouped(static_cast<std::int64_t>(plan.graph.size())) + " after the passes");
   line("kernels", kernels_text(plan));
-  compiler::ScratchLayout scratch = compiler::layout_scratch(plan);
-  line("memory", "arena " + wafer::byte_size(static_cast<double>(plan.memory.peak_bytes)) + " (" +
-                     wafer::byte_size(static_cast<double>(plan.memory.persistent_bytes)) +
-                     " persistent; temporaries reuse space: " +
-                     wafer::byte_size(static_cast<double>(plan.memory.unshared_bytes)) +
-                     " without reuse), scratch " + scratch_text(scratch) +
-                     (trace.training ? std::string()
-                                     : host_memory_note(compiler::step_host_bytes(plan, scratch))));
+  line("memory",
+       "arena " + wafer::byte_size(static_cast<double>(plan.memory.peak_bytes)) + " (" +
+           wafer::byte_size(static_cast<double>(plan.memory.persistent_bytes)) +
+           " persistent; temporaries reuse space: " +
+           wafer::byte_size(static_cast<double>(plan.memory.unshared_bytes)) +
+           " without reuse), scratch " + scratch_text(plan.scratch) +
+           (trace.training ? std::string() : host_memory_note(compiler::step_host_bytes(plan))));
   if (trace.training) line("host", host_batch_text(plan_host_batch(trainer, trace, plan)));
   if (plan.mapping.mode == compiler::ExecutionMode::none) {
     line("wafer", std::string("none: on ") + config::device_name(trainer.backend.device) +
@@ -336,7 +335,7 @@ json compile_report_json(const config::TrainerSpec& trainer, const TraceSummary&
        {{"arena_bytes", plan.memory.peak_bytes},
         {"persistent_bytes", plan.memory.persistent_bytes},
         {"unshared_bytes", plan.memory.unshared_bytes},
-        {"scratch_bytes", compiler::layout_scratch(plan).bytes()},
+        {"scratch_bytes", plan.scratch.bytes()},
         {"buffers", plan.memory.buffers.size()}}},
       {"mapping", plan.mapping.mode == compiler::ExecutionMode::none ? json(nullptr)
                                                                      : mapping_json(plan.mapping)}};
@@ -369,8 +368,9 @@ std::vector<std::string> host_calls(const compiler::Plan& plan) {
 std::string kernel_table(const compiler::Plan& plan) {
   std::ostringstream text;
   text << "kernel\tname\tnodes\tphase\tscope\troot\tat_load\tx\ty\twidth\theight\tseconds\tbound\t"
-          "host_steps\n";
+          "host_steps\tscratch_bytes\n";
   std::vector<std::string> calls = host_calls(plan);
+  std::vector<std::int64_t> scratch = compiler::kernel_scratch_bytes(plan);
   for (std::size_t k = 0; k < plan.kernels.size(); ++k) {
     const compiler::Kernel& kernel = plan.kernels[k];
     const graph::Node& root = plan.graph.node(kernel.nodes.back());
@@ -385,7 +385,7 @@ std::string kernel_table(const compiler::Plan& plan) {
     } else {
       text << "\t\t\t\t\t\t";
     }
-    text << '\t' << calls[k] << '\n';
+    text << '\t' << calls[k] << '\t' << scratch[k] << '\n';
   }
   return text.str();
 }

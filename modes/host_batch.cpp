@@ -21,9 +21,8 @@ struct StepMemory {
   double per_sample = 0.0;
 
   explicit StepMemory(const compiler::Plan& plan) {
-    compiler::ScratchLayout scratch = compiler::layout_scratch(plan);
-    total = static_cast<double>(compiler::step_host_bytes(plan, scratch));
-    fixed = static_cast<double>(plan.memory.persistent_bytes + scratch.snapshot_bytes);
+    total = static_cast<double>(compiler::step_host_bytes(plan));
+    fixed = static_cast<double>(plan.memory.persistent_bytes + plan.scratch.snapshot_bytes);
     per_sample = (total - fixed) / static_cast<double>(std::max<std::int64_t>(plan.batch_size, 1));
   }
 };

@@ -2,6 +2,7 @@
 
 #include "host_lowering.hpp"
 #include "memory_plan.hpp"
+#include "scratch_layout.hpp"
 
 namespace csrun::compiler {
 
@@ -28,6 +29,7 @@ std::vector<std::string> dump_points() {
   for (const Pass& pass : manager.passes())
     names.push_back(pass.name);
   names.push_back("lower-host");
+  names.push_back("layout-scratch");
   return names;
 }
 
@@ -52,6 +54,7 @@ Plan build_plan(CompiledStep compiled, const StepInfo& info, const PrecisionPoli
   plan.host_steps = lower_host(compiled.program.graph, compiled.kernels, plan.memory);
   plan.graph = std::move(compiled.program.graph);
   plan.kernels = std::move(compiled.kernels);
+  plan.scratch = layout_scratch(plan);
   return plan;
 }
 

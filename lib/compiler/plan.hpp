@@ -8,11 +8,12 @@
 #include "kernel_matching.hpp"
 #include "memory_plan.hpp"
 #include "passes.hpp"
+#include "scratch_layout.hpp"
 
 namespace csrun::compiler {
 
 // Version of the Plan's file format; a plan of another version is recompiled.
-inline constexpr std::uint32_t kPlanFormatVersion = 3;
+inline constexpr std::uint32_t kPlanFormatVersion = 4;
 
 enum class StepKind : std::uint8_t { train, eval };
 const char* step_kind_name(StepKind kind);
@@ -130,6 +131,7 @@ struct Plan {
   std::vector<Kernel> kernels;  // in execution order
   MemoryPlan memory;
   std::vector<HostStep> host_steps;  // what the runtime calls, kernel by kernel
+  ScratchLayout scratch;             // where values without an arena buffer live
   WaferMapping mapping;
 
   friend bool operator==(const Plan&, const Plan&) = default;

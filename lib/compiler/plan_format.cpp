@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <limits>
 #include <sstream>
 #include <type_traits>
 
@@ -291,6 +292,22 @@ void visit(Io& io, LayerTiming& layer) {
 }
 
 template <class Io>
+void visit(Io& io, ScratchLayout::Place& place) {
+  io(place.node);
+  io(place.offset);
+  io(place.kernel);
+}
+
+template <class Io>
+void visit(Io& io, ScratchLayout& scratch) {
+  io(scratch.kernel_values);
+  io(scratch.kernel_value_bytes);
+  io(scratch.snapshots);
+  io(scratch.snapshot_bytes);
+  io(scratch.widening_bytes);
+}
+
+template <class Io>
 void visit(Io& io, Estimate& e) {
   io(e.step_seconds);
   io(e.samples_per_second);
@@ -426,6 +443,7 @@ void visit(Io& io, Plan& plan) {
   io(plan.kernels);
   io(plan.memory);
   io(plan.host_steps);
+  io(plan.scratch);
   io(plan.mapping);
 }
 
@@ -448,6 +466,37 @@ void check_host_steps(const Plan& plan, const Decoder& io, InGraph in_graph) {
   }
 }
 
+// Each scratch value lies inside its part of the region (a kernel's values first, the snapshots
+// after them) and a kernel's value inside that kernel; compared without adding offsets and sizes,
+// as hostile values would overflow a sum.
+template <class InGraph>
+void check_scratch(const Plan& plan, const Decoder& io, InGraph in_graph) {
+  const ScratchLayout& scratch = plan.scratch;
+  constexpr std::int64_t kLargest = std::numeric_limits<std::int64_t>::max() / 4;
+  for (std::int64_t bytes :
+       {scratch.kernel_value_bytes, scratch.snapshot_bytes, scratch.widening_bytes}) {
+    if (bytes < 0 || bytes > kLargest) io.fail("the scratch layout has an impossible size");
+  }
+  auto inside = [&](const ScratchLayout::Place& place, std::int64_t begin, std::int64_t end) {
+    return in_graph(place.node) && place.offset >= begin && place.offset <= end &&
+           plan.graph.node(place.node).type.byte_size() <= end - place.offset;
+  };
+  auto in_its_kernel = [&](const ScratchLayout::Place& place) {
+    if (place.kernel < 0 || static_cast<std::size_t>(place.kernel) >= plan.kernels.size())
+      return false;
+    const std::vector<NodeId>& nodes = plan.kernels[static_cast<std::size_t>(place.kernel)].nodes;
+    return std::find(nodes.begin(), nodes.end(), place.node) != nodes.end();
+  };
+  for (const ScratchLayout::Place& place : scratch.kernel_values) {
+    if (!inside(place, 0, scratch.kernel_value_bytes) || !in_its_kernel(place))
+      io.fail("a value of the scratch lies outside its kernel or the kernels' part of the region");
+  }
+  for (const ScratchLayout::Place& place : scratch.snapshots) {
+    if (!inside(place, scratch.kernel_value_bytes, scratch.region_bytes()) || place.kernel != -1)
+      io.fail("a snapshot lies outside the scratch region");
+  }
+}
+
 // Node and buffer references must point inside the plan, so the runtime can trust them.
 void check_references(const Plan& plan, const Decoder& io) {
   auto node_count = static_cast<NodeId>(plan.graph.size());
@@ -460,6 +509,7 @@ void check_references(const Plan& plan, const Decoder& io) {
     }
   }
   check_host_steps(plan, io, in_graph);
+  check_scratch(plan, io, in_graph);
   if (plan.memory.buffer_of.size() != plan.graph.size())
     io.fail("the memory plan covers " + std::to_string(plan.memory.buffer_of.size()) +
             " nodes of " + std::to_string(plan.graph.size()));

@@ -26,11 +26,11 @@ bool persistent(const Plan& plan, NodeId id) {
 
 void lay_out_kernel_values(const Plan& plan, ScratchLayout& layout) {
   std::vector<bool> without_place = values_without_place(plan);
-  for (const Kernel& kernel : plan.kernels) {
+  for (std::size_t k = 0; k < plan.kernels.size(); ++k) {
     std::int64_t offset = 0;
-    for (NodeId id : kernel.nodes) {
+    for (NodeId id : plan.kernels[k].nodes) {
       if (buffer_of(plan, id) >= 0 || without_place.at(static_cast<std::size_t>(id))) continue;
-      layout.kernel_values.push_back({id, offset});
+      layout.kernel_values.push_back({id, offset, static_cast<std::int32_t>(k)});
       offset += aligned(plan.graph.node(id).type.byte_size());
     }
     layout.kernel_value_bytes = std::max(layout.kernel_value_bytes, offset);
@@ -97,12 +97,37 @@ ScratchLayout layout_scratch(const Plan& plan) {
   return layout;
 }
 
-std::int64_t step_host_bytes(const Plan& plan, const ScratchLayout& scratch) {
-  return plan.memory.peak_bytes + scratch.bytes();
+std::int64_t step_host_bytes(const Plan& plan) {
+  return plan.memory.peak_bytes + plan.scratch.bytes();
 }
 
-std::int64_t step_host_bytes(const Plan& plan) {
-  return step_host_bytes(plan, layout_scratch(plan));
+std::vector<std::int64_t> kernel_scratch_bytes(const Plan& plan) {
+  std::vector<std::int64_t> bytes(plan.kernels.size(), 0);
+  for (const ScratchLayout::Place& place : plan.scratch.kernel_values) {
+    std::int64_t& kernel = bytes.at(static_cast<std::size_t>(place.kernel));
+    kernel = std::max(kernel, place.offset + aligned(plan.graph.node(place.node).type.byte_size()));
+  }
+  return bytes;
+}
+
+std::string scratch_layout_text(const Plan& plan) {
+  const ScratchLayout& scratch = plan.scratch;
+  auto place_text = [&](const ScratchLayout::Place& place) {
+    return "%" + std::to_string(place.node) + " at " + std::to_string(place.offset) + ", " +
+           std::to_string(plan.graph.node(place.node).type.byte_size()) + " bytes\n";
+  };
+  std::string text = "region " + std::to_string(scratch.region_bytes()) +
+                     " bytes (values inside kernels " + std::to_string(scratch.kernel_value_bytes) +
+                     ", snapshots " + std::to_string(scratch.snapshot_bytes) +
+                     "); f32 work space of 16-bit products " +
+                     std::to_string(scratch.widening_bytes) + " bytes\n";
+  for (const ScratchLayout::Place& place : scratch.kernel_values) {
+    text += "k" + std::to_string(place.kernel) + " " +
+            plan.kernels.at(static_cast<std::size_t>(place.kernel)).name + ": " + place_text(place);
+  }
+  for (const ScratchLayout::Place& place : scratch.snapshots)
+    text += "snapshot " + place_text(place);
+  return text;
 }
 
 }  // namespace csrun::compiler

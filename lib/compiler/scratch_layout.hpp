@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "graph/graph.hpp"
@@ -9,7 +10,9 @@ namespace csrun::compiler {
 
 struct Plan;
 
-// What a step keeps in host memory beside its arena. Kernels run one at a time, so the values
+// What a step keeps in host memory beside its arena, laid out by the compiler after lower-host and
+// stored in the plan (Plan::scratch), which the runtime binds as it is. Kernels run one at a time,
+// so the values
 // that live inside one kernel (no arena buffer, and stored: values_without_place) share one region,
 // as large as the largest kernel needs; after them in that region, copies of persistent values
 // taken before the variables change (an update not computed in place, an output that names a
@@ -20,7 +23,10 @@ struct Plan;
 struct ScratchLayout {
   struct Place {
     graph::NodeId node = -1;
-    std::int64_t offset = 0;  // from the region's start
+    std::int64_t offset = 0;   // from the region's start
+    std::int32_t kernel = -1;  // in Plan::kernels, the kernel the value lives in; -1: a snapshot
+
+    friend bool operator==(const Place&, const Place&) = default;
   };
   std::vector<Place> kernel_values;
   std::int64_t kernel_value_bytes = 0;
@@ -30,16 +36,24 @@ struct ScratchLayout {
 
   std::int64_t region_bytes() const { return kernel_value_bytes + snapshot_bytes; }
   std::int64_t bytes() const { return region_bytes() + widening_bytes; }
+
+  friend bool operator==(const ScratchLayout&, const ScratchLayout&) = default;
 };
 
 // Per node: whether the step computes it without storing it whole: kept one chunk at a time by
 // its chain, a transpose a GEMM reads transposed, or a product a GEMM writes with its bias added.
 std::vector<bool> values_without_place(const Plan& plan);
 
+// The layout of a plan whose memory plan and host steps are decided (what build_plan stores).
 ScratchLayout layout_scratch(const Plan& plan);
 
-// The host memory a step of the plan takes: its arena and its scratch (laid out already, or not).
-std::int64_t step_host_bytes(const Plan& plan, const ScratchLayout& scratch);
+// The host memory a step of the plan takes: its arena and its scratch.
 std::int64_t step_host_bytes(const Plan& plan);
+
+// Per kernel of the plan: the bytes of the scratch region its values take.
+std::vector<std::int64_t> kernel_scratch_bytes(const Plan& plan);
+
+// The plan's scratch, one line per value it places (`--dump_ir layout-scratch`).
+std::string scratch_layout_text(const Plan& plan);
 
 }  // namespace csrun::compiler

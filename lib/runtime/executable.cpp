@@ -120,13 +120,12 @@ struct Executable::State {
 
   State(compiler::Plan source, const KernelSet& chosen) : plan(std::move(source)), kernels(chosen) {
     check_memory_plan();
-    compiler::ScratchLayout scratch_layout = compiler::layout_scratch(plan);
-    check_fits_host(scratch_layout);
+    check_fits_host();
     arena = AlignedBytes(plan.memory.peak_bytes);
     values.resize(plan.graph.size());
     bind_buffers();
     mark_chunk_local();
-    bind_scratch(scratch_layout);
+    bind_scratch();
     bind_updates();
     name_values();
     fill_static_leaves();
@@ -135,8 +134,8 @@ struct Executable::State {
 
   // Refused with the figures before allocating, not an allocation failure (or the kernel's OOM
   // killer) once the arena is in use.
-  void check_fits_host(const compiler::ScratchLayout& scratch_layout) const {
-    auto needed = static_cast<double>(compiler::step_host_bytes(plan, scratch_layout));
+  void check_fits_host() const {
+    auto needed = static_cast<double>(compiler::step_host_bytes(plan));
     if (!storage::exceeds_usable_memory(needed)) return;
     throw std::runtime_error("the step's memory plan needs " + storage::memory_size(needed) +
                              " of host memory (its arena and scratch), more than " +
@@ -194,14 +193,16 @@ struct Executable::State {
   }
 
   // The region the compiler laid out for values that live inside one kernel and for the
-  // snapshots (compiler::layout_scratch).
-  void bind_scratch(const compiler::ScratchLayout& layout) {
+  // snapshots (Plan::scratch).
+  void bind_scratch() {
+    const compiler::ScratchLayout& layout = plan.scratch;
     scratch = AlignedBytes(layout.region_bytes());
-    for (auto [id, offset] : layout.kernel_values)
-      values[static_cast<std::size_t>(id)] =
-          tensor_at(scratch.data() + offset, plan.graph.node(id).type, id);
-    for (auto [id, offset] : layout.snapshots)
-      snapshots.push_back(Snapshot{values[static_cast<std::size_t>(id)], scratch.data() + offset});
+    for (const compiler::ScratchLayout::Place& place : layout.kernel_values)
+      values[static_cast<std::size_t>(place.node)] =
+          tensor_at(scratch.data() + place.offset, plan.graph.node(place.node).type, place.node);
+    for (const compiler::ScratchLayout::Place& place : layout.snapshots)
+      snapshots.push_back(
+          Snapshot{values[static_cast<std::size_t>(place.node)], scratch.data() + place.offset});
     std::vector<bool> without_place = compiler::values_without_place(plan);
     for (std::size_t i = 0; i < values.size(); ++i) {
       if (values[i].data == nullptr && !without_place[i] &&

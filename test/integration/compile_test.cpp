@@ -146,9 +146,11 @@ TEST_CASE("compile --dump_ir lower-host and kernels.tsv show the calls the simul
   std::string params = dir.write("p.yaml", kFcMnist);
   std::string model_dir = (dir.path() / "model").string();
   auto dumped = run_csrun({"compile", params, "--fake_data", "-o", model_dir, "--target_device",
-                           "CPU", "--dump_ir", "lower-host"});
+                           "CPU", "--dump_ir", "lower-host", "--dump_ir", "layout-scratch"});
   REQUIRE(dumped.exit_code == 0);
   CHECK(dumped.out.find("# host steps after lower-host: ") != std::string::npos);
+  CHECK(dumped.out.find("# scratch after layout-scratch: ") != std::string::npos);
+  CHECK(dumped.out.find("\nregion ") != std::string::npos);
   CHECK(dumped.out.find("# IR after") == std::string::npos);
   CHECK(dumped.out.find(" matmul: gemm %") != std::string::npos);
   CHECK(dumped.out.find("^T) + %") != std::string::npos);
@@ -156,7 +158,7 @@ TEST_CASE("compile --dump_ir lower-host and kernels.tsv show the calls the simul
   std::filesystem::path plan_dir =
       std::filesystem::directory_iterator(std::filesystem::path(model_dir) / "compile")->path();
   std::string table = read_file(plan_dir / "kernels.tsv");
-  CHECK(table.find("\thost_steps\n") != std::string::npos);
+  CHECK(table.find("\thost_steps\tscratch_bytes\n") != std::string::npos);
   CHECK(table.find("\tgemm+bias^T") != std::string::npos);
 }
 

@@ -145,10 +145,12 @@ TEST_CASE("the pass manager shows the program after every pass, in order, with s
                                      CHECK_FALSE(program.to_text().empty());
                                    }};
   compiler::CompiledStep compiled = compiler::compile_step(std::move(step.graph), options);
-  // The last dump point, lower-host, is the plan's host steps (build_plan), not a pass.
+  // The last dump points, lower-host and layout-scratch, are the plan's host steps and scratch
+  // (build_plan), not passes.
   seen.emplace_back("lower-host");
+  seen.emplace_back("layout-scratch");
   CHECK(seen == compiler::dump_points());
-  REQUIRE(compiled.passes.size() + 2 == seen.size());
+  REQUIRE(compiled.passes.size() + 3 == seen.size());
   for (std::size_t i = 0; i < compiled.passes.size(); ++i)
     CHECK(compiled.passes[i].name == seen[i + 1]);
   CHECK(compiled.passes.back().fusions_after == compiled.program.fusions.size());

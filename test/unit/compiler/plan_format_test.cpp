@@ -87,6 +87,40 @@ TEST_CASE("a plan whose buffers lie past the arena is refused, however large the
   }
 }
 
+TEST_CASE("a plan whose scratch places a value outside its region or kernel is refused") {
+  auto refusal = [](void (*damage)(compiler::Plan&)) {
+    compiler::Plan plan = sample_plan();
+    REQUIRE_FALSE(plan.scratch.kernel_values.empty());
+    damage(plan);
+    return expect_decode_error(compiler::encode_plan(plan));
+  };
+  std::string outside = "a value of the scratch lies outside its kernel or the kernels' part";
+  CHECK_THAT(refusal([](compiler::Plan& plan) {
+               plan.scratch.kernel_values.front().offset = std::numeric_limits<std::int64_t>::max();
+             }),
+             Catch::Contains(outside));
+  CHECK_THAT(refusal([](compiler::Plan& plan) { plan.scratch.kernel_value_bytes = 0; }),
+             Catch::Contains(outside));
+  CHECK_THAT(refusal([](compiler::Plan& plan) {
+               compiler::ScratchLayout::Place& place = plan.scratch.kernel_values.front();
+               place.kernel = place.kernel == 0 ? 1 : 0;
+             }),
+             Catch::Contains(outside));
+  CHECK_THAT(refusal([](compiler::Plan& plan) { plan.scratch.kernel_values.front().kernel = -1; }),
+             Catch::Contains(outside));
+  CHECK_THAT(refusal([](compiler::Plan& plan) {
+               plan.scratch.snapshots.push_back(
+                   {plan.scratch.kernel_values.front().node, plan.scratch.kernel_value_bytes, -1});
+             }),
+             Catch::Contains("a snapshot lies outside the scratch region"));
+  for (void (*damage)(compiler::Plan&) :
+       {+[](compiler::Plan& plan) { plan.scratch.snapshot_bytes = -1; },
+        +[](compiler::Plan& plan) {
+          plan.scratch.widening_bytes = std::numeric_limits<std::int64_t>::max();
+        }})
+    CHECK_THAT(refusal(damage), Catch::Contains("the scratch layout has an impossible size"));
+}
+
 TEST_CASE("a plan reloaded from the compile cache is identical, other settings miss") {
   test::TempDir dir;
   compiler::PlanCache cache(dir.path() / "compile");

@@ -48,7 +48,7 @@ TEST_CASE("a GEMM's folded transpose and its product before the bias take no scr
   CHECK(without_place.at(static_cast<std::size_t>(gemm.folded.front())) ==
         (gemm.folded.front() != gemm.result));
   CHECK_FALSE(without_place.at(static_cast<std::size_t>(gemm.result)));
-  compiler::ScratchLayout layout = compiler::layout_scratch(plan);
+  const compiler::ScratchLayout& layout = plan.scratch;
   CHECK(layout.kernel_values.empty());
   CHECK(layout.kernel_value_bytes == 0);
   // Both bfloat16 operands widened to f32; the f32 result needs no copy.
@@ -58,7 +58,7 @@ TEST_CASE("a GEMM's folded transpose and its product before the bias take no scr
 
 TEST_CASE("a 16-bit product's work space holds its widened operands and its f32 result") {
   compiler::Plan plan = compiled(bf16_linear(DType::bf16, false));
-  CHECK(compiler::layout_scratch(plan).widening_bytes == 4 * (64 * 32 + 48 * 32 + 64 * 48));
+  CHECK(plan.scratch.widening_bytes == 4 * (64 * 32 + 48 * 32 + 64 * 48));
 }
 
 TEST_CASE("f32 products need no work space, and in-place updates no snapshot") {
@@ -67,7 +67,30 @@ TEST_CASE("f32 products need no work space, and in-place updates no snapshot") {
   Tensor w(graph, graph.add_variable("w", {{8, 8}, DType::f32}, VariableRole::parameter, {}));
   graph.add_output("y", matmul(x, w).id());
   graph.set_update("w", (w * 0.5).id());
-  compiler::ScratchLayout layout = compiler::layout_scratch(compiled(std::move(graph)));
+  compiler::ScratchLayout layout = compiled(std::move(graph)).scratch;
   CHECK(layout.widening_bytes == 0);
   CHECK(layout.snapshot_bytes == 0);
+}
+
+TEST_CASE("a value inside a kernel is placed in the scratch, named with its kernel") {
+  Graph graph;
+  Tensor x(graph, graph.add_input("x", {{64, 32}, DType::f32}));
+  Tensor w(graph, graph.add_input("w", {{32, 48}, DType::bf16}));
+  Attributes attrs;
+  attrs.dtype = DType::f32;
+  Tensor x16 = cast(x, DType::bf16);
+  graph.add_output("y", graph.add(OpKind::matmul, {x16.id(), w.id()}, std::move(attrs)));
+  compiler::Plan plan = compiled(std::move(graph));
+  REQUIRE(plan.scratch.kernel_values.size() == 1);
+  const compiler::ScratchLayout::Place& place = plan.scratch.kernel_values.front();
+  CHECK(place.node == x16.id());
+  CHECK(place.offset == 0);
+  const compiler::Kernel& kernel = plan.kernels.at(static_cast<std::size_t>(place.kernel));
+  CHECK(std::find(kernel.nodes.begin(), kernel.nodes.end(), x16.id()) != kernel.nodes.end());
+  std::vector<std::int64_t> bytes = compiler::kernel_scratch_bytes(plan);
+  CHECK(bytes.at(static_cast<std::size_t>(place.kernel)) == 64 * 32 * 2);
+  CHECK(plan.scratch.kernel_value_bytes == 64 * 32 * 2);
+  CHECK_THAT(compiler::scratch_layout_text(plan),
+             Catch::Contains("k" + std::to_string(place.kernel) + " " + kernel.name + ": %" +
+                             std::to_string(x16.id()) + " at 0, 4096 bytes\n"));
 }

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "compiler/scratch_layout.hpp"
 #include "runtime_fixture.hpp"
 #include "support/step_fixture.hpp"
 
@@ -174,6 +175,7 @@ TEST_CASE("the runtime runs the plan's host steps and refuses a plan that leaves
   models::TracedStep step = test::traced_step(kModels[0], 4);
   compiler::Plan plan = test::compiled_plan(step.graph, 4);
   plan.host_steps.pop_back();
+  plan.scratch = compiler::layout_scratch(plan);
   CHECK_THROWS_WITH(Executable(plan), Catch::Contains("has no host step in the plan"));
 }
 
@@ -200,6 +202,7 @@ TEST_CASE("a chain's values kept per chunk give the results of values stored who
     REQUIRE(plan.host_steps.front().chunk_local.size() == 3);
     compiler::Plan stored = plan;
     stored.host_steps.front().chunk_local.clear();
+    stored.scratch = compiler::layout_scratch(stored);
     graph::Feeds feeds = test::sample_feeds(graph);
     std::vector<std::vector<double>> results;
     std::vector<std::int64_t> scratch;

@@ -331,8 +331,7 @@ void check_bf16_products(const std::vector<std::string_view>& sets) {
       CHECK(outside == 0);
       // The compiler's scratch layout bounds what the executable takes beside its arena (its two
       // areas each rounded up to whole cache lines): what host-memory estimates count.
-      CHECK(executable.scratch_bytes() <=
-            compiler::layout_scratch(plan).bytes() + 2 * compiler::kBufferAlignment);
+      CHECK(executable.scratch_bytes() <= plan.scratch.bytes() + 2 * compiler::kBufferAlignment);
       // A set that multiplies bfloat16 in hardware rounds a bfloat16 result in its GEMM: no f32
       // copy of it, no widened operands.
       if ((name == "amx" || name == "avx512bf16") && c.result == DType::bf16) {
