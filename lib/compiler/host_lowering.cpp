@@ -120,7 +120,8 @@ class HostLowering {
     }
   }
 
-  // Whether a node can join a chain over `count` elements.
+  // Whether a node can join a chain over `count` elements: its operands are read a chunk at a
+  // time, those it broadcasts through a copy of the chunk's elements (graph::flat_broadcast).
   bool fits_chain(const HostStep& step, std::int64_t count) const {
     if (step.kind != HostStepKind::node) return false;
     const graph::Node& node = graph_.node(step.nodes.front());
@@ -128,9 +129,24 @@ class HostLowering {
         graph::element_count(node.type.shape) != count)
       return false;
     return std::all_of(node.inputs.begin(), node.inputs.end(), [&](NodeId input) {
-      std::int64_t operand = graph::element_count(type(input).shape);
-      return operand == count || operand == 1;
+      return graph::flat_broadcast(type(input).shape, node.type.shape).has_value();
     });
+  }
+
+  // Whether a node reads an operand of more than one element that it broadcasts.
+  bool broadcasts(const HostStep& step) const {
+    const graph::Node& node = graph_.node(step.nodes.front());
+    std::int64_t count = graph::element_count(node.type.shape);
+    return std::any_of(node.inputs.begin(), node.inputs.end(), [&](NodeId input) {
+      std::int64_t operand = graph::element_count(type(input).shape);
+      return operand != count && operand != 1;
+    });
+  }
+
+  // A lone node runs as a chain when it is large enough to split across the cores, unless it
+  // broadcasts: its node kernel reads such operands in place, a chain copies them chunk by chunk.
+  bool lone_chain(const HostStep& step, std::int64_t count) const {
+    return count >= kLoneChainElements && !broadcasts(step);
   }
 
   std::vector<HostStep> chain_elementwise(std::vector<HostStep> steps) const {
@@ -140,7 +156,7 @@ class HostLowering {
       std::size_t end = begin;
       while (end < steps.size() && fits_chain(steps[end], count))
         ++end;
-      if (end == begin || (end - begin == 1 && count < kLoneChainElements)) {
+      if (end == begin || (end - begin == 1 && !lone_chain(steps[begin], count))) {
         result.push_back(std::move(steps[begin++]));
         continue;
       }

@@ -73,6 +73,31 @@ std::optional<Shape> broadcast_shapes(const Shape& a, const Shape& b) {
   return result;
 }
 
+std::optional<FlatBroadcast> flat_broadcast(const Shape& from, const Shape& to) {
+  if (from.size() > to.size()) return std::nullopt;
+  std::size_t pad = to.size() - from.size();
+  FlatBroadcast broadcast;
+  bool kept_seen = false;
+  bool broadcast_after_kept = false;
+  for (std::size_t i = 0; i < to.size(); ++i) {
+    std::int64_t dim = i < pad ? 1 : from[i - pad];
+    if (to[i] == 1 && dim == 1) continue;
+    if (dim == to[i]) {
+      if (broadcast_after_kept) return std::nullopt;
+      kept_seen = true;
+      broadcast.period *= dim;
+      broadcast.repeat = 1;
+    } else if (dim == 1) {
+      broadcast_after_kept = kept_seen;
+      broadcast.repeat *= to[i];
+    } else {
+      return std::nullopt;
+    }
+  }
+  if (!kept_seen) broadcast.repeat = 1;
+  return broadcast;
+}
+
 std::string TensorType::to_string() const {
   return std::string(dtype_name(dtype)) + shape_string(shape);
 }

@@ -22,6 +22,17 @@ std::string shape_string(const Shape& shape);
 // NumPy broadcasting of two shapes, or nothing when they are incompatible.
 std::optional<Shape> broadcast_shapes(const Shape& a, const Shape& b);
 
+// How a value of shape `to`, read in flat order, reads an operand of shape `from` that broadcasts
+// to it: its element i reads the operand's element (i / repeat) % period. That holds when the
+// operand's axes that are not broadcast are consecutive in `to` (a row of biases [N] or a mask
+// [S, S] under [B, H, S, S]: repeat 1; a row's sum [B, H, S, 1]: repeat S; a scalar: period 1);
+// nothing otherwise, or when `from` does not broadcast to `to`.
+struct FlatBroadcast {
+  std::int64_t repeat = 1;
+  std::int64_t period = 1;
+};
+std::optional<FlatBroadcast> flat_broadcast(const Shape& from, const Shape& to);
+
 struct TensorType {
   Shape shape;
   DType dtype = DType::f32;

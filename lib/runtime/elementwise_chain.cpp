@@ -1,6 +1,7 @@
 #include "elementwise_chain.hpp"
 
 #include <algorithm>
+#include <optional>
 #include <set>
 #include <stdexcept>
 #include <string>
@@ -35,6 +36,41 @@ TensorRef chunk_of(const TensorRef& whole, std::int64_t count, std::int64_t begi
               length);
 }
 
+// Elements [begin, begin + length) of what `operand` is broadcast to, as `how` reads it, copied
+// to `chunk`: runs of the operand (repeat 1) or runs of one element of it.
+template <class Element>
+void copy_broadcast(const Element* operand, graph::FlatBroadcast how, std::int64_t begin,
+                    std::int64_t length, Element* chunk) {
+  for (std::int64_t done = 0; done < length;) {
+    std::int64_t index = begin + done;
+    std::int64_t element = index / how.repeat % how.period;
+    if (how.repeat == 1) {
+      std::int64_t run = std::min(length - done, how.period - element);
+      std::copy_n(operand + element, run, chunk + done);
+      done += run;
+    } else {
+      std::int64_t run = std::min(length - done, how.repeat - index % how.repeat);
+      std::fill_n(chunk + done, run, operand[element]);
+      done += run;
+    }
+  }
+}
+
+void copy_broadcast(const TensorRef& operand, graph::FlatBroadcast how, std::int64_t begin,
+                    std::int64_t length, std::byte* chunk) {
+  switch (graph::dtype_size(operand.dtype)) {
+    case 1:
+      return copy_broadcast(operand.boolean(), how, begin, length,
+                            reinterpret_cast<std::uint8_t*>(chunk));
+    case 2:
+      return copy_broadcast(operand.half(), how, begin, length,
+                            reinterpret_cast<std::uint16_t*>(chunk));
+    default:
+      return copy_broadcast(operand.i32(), how, begin, length,
+                            reinterpret_cast<std::int32_t*>(chunk));
+  }
+}
+
 // The chunk of a chunk-local value: `length` elements at the start of its slot.
 TensorRef slot_of(const TensorRef& value, std::byte* buffer, std::int32_t slot,
                   std::int64_t length) {
@@ -52,12 +88,19 @@ ElementwiseChain::ElementwiseChain(std::vector<NodeTask> tasks,
       count_(tasks_.front().out.count),
       kernels_(&kernels),
       team_(&team) {
+  for (const NodeTask& task : tasks_) {
+    if (task.out.count != count_)
+      throw std::invalid_argument("a chain's nodes compute " + std::to_string(count_) + " and " +
+                                  std::to_string(task.out.count) +
+                                  " elements: a chain runs nodes of one element count");
+  }
   // A chunk's tasks run inside a part of the team: they must not call on it themselves.
   for (std::vector<NodeTask>& chunk : chunks_) {
     for (NodeTask& task : chunk)
       task.team = nullptr;
   }
   assign_slots(locate_operands(nodes, chunk_local));
+  assign_broadcast_slots();
   if (slots_ == 0) return;
   buffers_.resize(static_cast<std::size_t>(team.size()));
   for (auto& buffer : buffers_)
@@ -120,6 +163,29 @@ void ElementwiseChain::assign_slots(std::span<const std::int32_t> last_read) {
   }
 }
 
+// Every task's broadcast operands get slots after the chunk-local values' slots; a task copies
+// its chunks of them just before it runs, so the tasks share those slots.
+void ElementwiseChain::assign_broadcast_slots() {
+  std::int32_t first = slots_;
+  for (std::size_t t = 0; t < tasks_.size(); ++t) {
+    const NodeTask& task = tasks_[t];
+    std::int32_t slot = first;
+    for (std::size_t i = 0; i < task.in.size(); ++i) {
+      std::int64_t operand = task.in[i].count;
+      if (places_[t].in[i] >= 0 || operand == count_ || operand == 1) continue;
+      std::optional<graph::FlatBroadcast> how = graph::flat_broadcast(
+          graph::Shape(task.in[i].shape.begin(), task.in[i].shape.begin() + task.in[i].rank),
+          graph::Shape(task.out.shape.begin(), task.out.shape.begin() + task.out.rank));
+      if (!how)
+        throw std::invalid_argument("a chain's node reads an operand of " +
+                                    std::to_string(operand) + " elements it cannot broadcast " +
+                                    "a chunk at a time");
+      places_[t].broadcasts.push_back({i, slot++, *how});
+    }
+    slots_ = std::max(slots_, slot);
+  }
+}
+
 std::int64_t ElementwiseChain::buffer_bytes() const {
   return static_cast<std::int64_t>(buffers_.size()) * slots_ * kSlotBytes;
 }
@@ -152,6 +218,10 @@ void ElementwiseChain::run_chunks(std::int64_t first, std::int64_t last,
       for (std::size_t i = 0; i < whole.in.size(); ++i) {
         part.in[i] = places.in[i] >= 0 ? slot_of(whole.in[i], buffer, places.in[i], length)
                                        : chunk_of(whole.in[i], count_, begin, length);
+      }
+      for (const BroadcastRead& read : places.broadcasts) {
+        part.in[read.input] = slot_of(whole.in[read.input], buffer, read.slot, length);
+        copy_broadcast(whole.in[read.input], read.how, begin, length, part.in[read.input].data);
       }
       kernels_->run_elementwise(part);
     }

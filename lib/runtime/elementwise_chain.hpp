@@ -33,16 +33,25 @@ class ElementwiseChain {
   std::int64_t buffer_bytes() const;
 
  private:
+  // A stored operand the task broadcasts: copied a chunk at a time into a slot of its own.
+  struct BroadcastRead {
+    std::size_t input = 0;
+    std::int32_t slot = 0;
+    graph::FlatBroadcast how;
+  };
+
   // Where a task's result and operands are: their stored value (-1), or a slot of the chunk
-  // buffer.
+  // buffer; and the operands it broadcasts.
   struct Places {
     std::int32_t out = -1;
     std::vector<std::int32_t> in;
+    std::vector<BroadcastRead> broadcasts;
   };
 
   std::vector<std::int32_t> locate_operands(std::span<const graph::NodeId> nodes,
                                             std::span<const graph::NodeId> local);
   void assign_slots(std::span<const std::int32_t> last_read);
+  void assign_broadcast_slots();
   void run_chunks(std::int64_t first, std::int64_t last, std::vector<NodeTask>& chunk,
                   std::byte* buffer);
 

@@ -111,6 +111,45 @@ TEST_CASE("consecutive elementwise nodes of one size run as one chain, small lon
   CHECK(steps_of(lone_plan, HostStepKind::node).size() == 1);
 }
 
+namespace {
+
+// The backward pass of a masked softmax, as the attention's vjp traces it: a row's sum
+// ([..., S, 1]) and the causal mask ([S, S]) broadcast over the scores.
+Graph masked_softmax_backward(Shape scores) {
+  Graph graph;
+  Shape rows = scores;
+  rows.back() = 1;
+  Shape mask_shape(scores.end() - 2, scores.end());
+  Tensor gradient(graph, graph.add_input("g", {scores, DType::f32}));
+  Tensor probabilities(graph, graph.add_input("p", {scores, DType::f32}));
+  Tensor row_sums(graph, graph.add_input("r", {rows, DType::f32}));
+  Tensor mask(graph, graph.add_input("m", {mask_shape, DType::boolean}));
+  Tensor masked = where(mask, probabilities * (gradient - row_sums), 0.0);
+  graph.add_output("d", (masked * 0.125).id());
+  return graph;
+}
+
+}  // namespace
+
+TEST_CASE("a chain reads operands it broadcasts a chunk at a time, so its values need no place") {
+  compiler::Plan plan = planned(masked_softmax_backward({2, 3, 8, 8}));
+  INFO(compiler::host_steps_text(plan));
+  REQUIRE(plan.host_steps.size() == 1);
+  const HostStep& chain = plan.host_steps.front();
+  CHECK(chain.kind == HostStepKind::chain);
+  CHECK(chain.nodes.size() == 4);
+  CHECK(chain.chunk_local.size() == 3);
+  CHECK(plan.scratch.kernel_values.empty());
+  // Alone, a broadcasting node stays a node: its kernel reads the operand in place.
+  Graph lone;
+  Tensor big(lone, lone.add_input("x", {{compiler::kLoneChainElements / 64, 64}, DType::f32}));
+  Tensor row(lone, lone.add_input("b", {{64}, DType::f32}));
+  lone.add_output("y", (big + row).id());
+  compiler::Plan lone_plan = planned(lone);
+  CHECK(steps_of(lone_plan, HostStepKind::node).size() == 1);
+  CHECK(steps_of(lone_plan, HostStepKind::chain).empty());
+}
+
 TEST_CASE("a chain keeps per chunk the values only its later nodes read") {
   Graph graph;
   Tensor x(graph, graph.add_input("x", {{1000}, DType::f32}));

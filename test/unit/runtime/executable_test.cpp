@@ -4,6 +4,7 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "compiler/host_lowering.hpp"
 #include "compiler/scratch_layout.hpp"
 #include "runtime_fixture.hpp"
 #include "support/step_fixture.hpp"
@@ -223,6 +224,42 @@ TEST_CASE("a chain's values kept per chunk give the results of values stored who
     // Two slots of 4096 floats per core, where whole values take 10 bytes an element.
     CHECK(scratch[0] <= 2 * 4096 * 4 * 64);
     CHECK(scratch[1] >= 10 * count);
+  }
+}
+
+namespace {
+
+// Operands a chain broadcasts: a row of 768 (no divisor of a chunk), a row's mean, a mask of
+// booleans and a 16-bit row, over `rows` rows.
+graph::Graph broadcasting_chains(std::int64_t rows) {
+  graph::Graph graph;
+  graph::Tensor x(graph, graph.add_input("x", {{rows, 768}, DType::f32}));
+  graph::Tensor mean(graph, graph.add_input("mean", {{rows, 1}, DType::f32}));
+  graph::Tensor gamma(graph, graph.add_input("gamma", {{768}, DType::f32}));
+  graph::Tensor mask(graph, graph.add_input("mask", {{768}, DType::boolean}));
+  graph::Tensor half_row(graph, graph.add_input("h", {{768}, DType::bf16}));
+  graph::Tensor normalized = where(mask, (x - mean) * gamma, -1.0);
+  graph.add_output("y", exp(normalized * 0.5).id());
+  graph::Tensor halves = cast(x, DType::bf16) * half_row;
+  graph.add_output("z", (cast(halves, DType::f32) + mean).id());
+  return graph;
+}
+
+}  // namespace
+
+TEST_CASE("a chain broadcasting operands a chunk at a time gives the reference's values") {
+  // 3 rows: one chunk and a part; 100 rows: 19 chunks, split across the cores.
+  for (std::int64_t rows : {std::int64_t{3}, std::int64_t{100}}) {
+    INFO(rows << " rows");
+    compiler::Plan plan = test::compiled_plan(broadcasting_chains(rows), 1);
+    INFO(compiler::host_steps_text(plan));
+    std::int64_t long_chains = std::count_if(
+        plan.host_steps.begin(), plan.host_steps.end(), [](const compiler::HostStep& step) {
+          return step.kind == compiler::HostStepKind::chain && step.nodes.size() >= 3;
+        });
+    CHECK(long_chains == 2);
+    CHECK(plan.scratch.kernel_values.empty());
+    CHECK(step_difference(plan) <= 1e-6);
   }
 }
 
