@@ -37,6 +37,7 @@ struct StepMemory {
 // - the global batch's data, a few batches of it in flight.
 struct MemoryModel {
   double persistent = 0.0;
+  double variables = 0.0;  // of the persistent values: the parameters and optimizer state
   double per_sample = 0.0;
   double gradients = 0.0;
   double batch_data = 0.0;
@@ -48,6 +49,8 @@ struct MemoryModel {
     StepMemory step(fused);
     persistent = step.fixed;
     per_sample = step.per_sample;
+    for (const graph::Variable& variable : fused.graph.variables())
+      variables += static_cast<double>(fused.graph.node(variable.node).type.byte_size());
     double traced = static_cast<double>(std::max<std::int64_t>(fused.batch_size, 1));
     gradients = 4.0 * static_cast<double>(
                           graph::count_elements(fused.graph, graph::VariableRole::parameter));
@@ -60,11 +63,13 @@ struct MemoryModel {
 
   bool split(std::int64_t micro_batch) const { return micro_batch != global_batch; }
 
-  double fixed(bool split_batch) const {
-    double bytes = 2.0 * persistent + batch_data;
-    if (!split_batch) return bytes;
-    return bytes + persistent + gradients * (replicas > 1 ? 3.0 : 2.0);
+  // The copies of `values` the run holds, and with a split batch the gradient sums.
+  double copies(double values, bool split_batch) const {
+    if (!split_batch) return 2.0 * values;
+    return 3.0 * values + gradients * (replicas > 1 ? 3.0 : 2.0);
   }
+
+  double fixed(bool split_batch) const { return copies(persistent, split_batch) + batch_data; }
 
   double bytes(std::int64_t micro_batch) const {
     return fixed(split(micro_batch)) + per_sample * static_cast<double>(micro_batch);
@@ -105,6 +110,8 @@ HostBatch plan_host_batch(std::int64_t global_batch, std::int64_t replicas,
   }
   host.micro_steps = global_batch / host.micro_batch;
   host.bytes = model.bytes(host.micro_batch);
+  host.state_bytes = model.copies(model.variables, model.split(host.micro_batch));
+  host.data_bytes = model.batch_data;
   if (host.micro_batch < configured_micro_batch) {
     host.reason = "a micro-step of " + std::to_string(configured_micro_batch) + " samples needs " +
                   storage::memory_size(model.bytes(configured_micro_batch)) +
@@ -135,7 +142,9 @@ HostBatch plan_host_eval_batch(const compiler::Plan& eval, double beside_bytes) 
   double per_sample = step.per_sample;
   auto usable = static_cast<double>(storage::usable_memory_bytes());
   double budget = usable * kHostMemoryShare - beside_bytes;
-  HostBatch host{batch, 1, peak, {}};
+  HostBatch host;
+  host.micro_batch = batch;
+  host.bytes = peak;
   if (usable == 0.0 || peak <= budget) return host;
   host.micro_batch = largest_fitting_divisor(batch, budget, persistent, per_sample);
   host.micro_steps = batch / host.micro_batch;
@@ -154,11 +163,25 @@ HostBatch plan_host_eval_batch(const compiler::Plan& eval, double beside_bytes) 
 
 void check_fits_host(const HostBatch& host) {
   if (!storage::exceeds_usable_memory(host.bytes)) return;
+  double rest = host.bytes - host.state_bytes - host.data_bytes;
+  std::string advice =
+      "lower the sequence length (a larger batch runs as more micro-steps, not "
+      "larger ones)";
+  if (storage::exceeds_usable_memory(host.state_bytes))
+    advice =
+        "the parameters and optimizer state alone do not fit, whatever the batch (csrun "
+        "compile still plans the run for the wafer)";
+  else if (host.data_bytes >= rest)
+    advice = "lower the batch size";
+  std::string samples =
+      host.micro_batch == 1 ? "1 sample" : std::to_string(host.micro_batch) + " samples";
   throw std::runtime_error(
       "the run needs about " + storage::memory_size(host.bytes) +
-      " of host memory at a micro-batch of " + std::to_string(host.micro_batch) +
-      " samples (its arena, copies of its state, the batch's data), more than " +
-      storage::usable_memory_text() + ": lower the batch size or the sequence length");
+      " of host memory in micro-steps of " + samples + " (its parameters and optimizer state " +
+      storage::memory_size(host.state_bytes) + " with the copies a step and a checkpoint take, " +
+      "the batches' data in flight " + storage::memory_size(host.data_bytes) + ", and " +
+      storage::memory_size(rest) + " for a micro-step's activations, inputs and static values), " +
+      "more than " + storage::usable_memory_text() + ": " + advice);
 }
 
 }  // namespace csrun::modes

@@ -16,7 +16,9 @@ namespace csrun::modes {
 struct HostBatch {
   std::int64_t micro_batch = 0;
   std::int64_t micro_steps = 1;  // per optimizer step, over every replica
-  double bytes = 0.0;            // the host memory the run needs at that size (estimated)
+  double bytes = 0.0;            // the host memory the run needs at that size (estimated), of which
+  double state_bytes = 0.0;      // the parameters and optimizer state, with their copies
+  double data_bytes = 0.0;       // and the batches' data in flight
   std::string reason;            // why smaller than configured; empty when it is not
 };
 
@@ -41,8 +43,8 @@ HostBatch plan_host_batch(const config::TrainerSpec& trainer, const TraceSummary
 // over them). Memory that cannot fit even one sample is left to the executable's own refusal.
 HostBatch plan_host_eval_batch(const compiler::Plan& eval, double beside_bytes);
 
-// Refuses (std::runtime_error, with the figures) a run that needs more than this machine's
-// memory even in micro-steps of one sample.
+// Refuses (std::runtime_error, with the figures and what to lower) a run that needs more than this
+// machine's memory even in micro-steps of one sample.
 void check_fits_host(const HostBatch& host);
 
 }  // namespace csrun::modes

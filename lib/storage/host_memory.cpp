@@ -112,7 +112,9 @@ bool exceeds_usable_memory(double bytes, double share) {
 std::string memory_size(double bytes) {
   constexpr double kMiB = 1024.0 * 1024.0;
   char text[64];
-  if (bytes < 1024.0 * kMiB) {
+  if (bytes < kMiB) {
+    std::snprintf(text, sizeof text, "%.1f KiB", bytes / 1024.0);
+  } else if (bytes < 1024.0 * kMiB) {
     std::snprintf(text, sizeof text, "%.1f MiB", bytes / kMiB);
   } else {
     std::snprintf(text, sizeof text, "%.1f GiB", bytes / (1024.0 * kMiB));

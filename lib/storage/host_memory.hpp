@@ -16,7 +16,8 @@ std::uint64_t usable_memory_bytes();
 // what csrun refuses to allocate rather than fail midway.
 bool exceeds_usable_memory(double bytes, double share = 1.0);
 
-// Bytes as "12.3 GiB" (or "45.6 MiB" below 1 GiB), for messages about memory.
+// Bytes as "12.3 GiB" (or "45.6 MiB" below 1 GiB, "7.8 KiB" below 1 MiB), for messages about
+// memory.
 std::string memory_size(double bytes);
 
 // The usable memory for a message: "this machine's 23.5 GiB", or "the 24.0 GiB that cgroup

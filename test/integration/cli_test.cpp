@@ -118,8 +118,25 @@ TEST_CASE("sizes beyond what csrun can count or this machine can hold are refuse
   auto memory = run_csrun({"train", params, "--fake_data", "-o", (dir.path() / "b").string(),
                            "--set", "trainer.fit.train_dataloader.batch_size=1000000000"});
   CHECK(memory.exit_code == 1);
-  CHECK(memory.err.find("of host memory at a micro-batch of 1 samples (its arena, copies of its "
-                        "state, the batch's data), more than this machine's") != std::string::npos);
+  CHECK_THAT(memory.err, Catch::Contains("of host memory in micro-steps of 1 sample (its "
+                                         "parameters and optimizer state ") &&
+                             Catch::Contains("), more than this machine's") &&
+                             Catch::EndsWith(": lower the batch size\n"));
+  // A model of 10^12 parameters (4 TB): no batch fits.
+  auto state =
+      run_csrun({"train", params, "--fake_data", "-o", (dir.path() / "c").string(), "--set",
+                 "trainer.init.model.hidden_size=1000000", "--set", "trainer.init.model.depth=2"});
+  CHECK(state.exit_code == 1);
+  CHECK_THAT(state.err,
+             Catch::Contains("the parameters and optimizer state alone do not fit, whatever"));
+  // Attention scores of 2^18 x 2^18 tokens for each sample (8.5 TiB), a state of 1.5 GiB.
+  auto sequence = run_csrun({"train", CSRUN_SOURCE_DIR "/configs/bert_tiny.yaml", "--fake_data",
+                             "-o", (dir.path() / "d").string(), "--set",
+                             "trainer.init.model.max_position_embeddings=262144", "--set",
+                             "trainer.fit.train_dataloader.max_sequence_length=262144", "--set",
+                             "trainer.fit.val_dataloader.max_sequence_length=262144"});
+  CHECK(sequence.exit_code == 1);
+  CHECK_THAT(sequence.err, Catch::Contains(": lower the sequence length"));
 }
 
 TEST_CASE("validate: success prints a summary, a failure exits 1 with every error") {

@@ -76,7 +76,8 @@ TEST_CASE("the usable memory is at most the machine's and its text names where i
 }
 
 TEST_CASE("memory sizes read in MiB below a GiB and in GiB above") {
-  CHECK(memory_size(0.0) == "0.0 MiB");
+  CHECK(memory_size(0.0) == "0.0 KiB");
+  CHECK(memory_size(50.0 * 1024) == "50.0 KiB");
   CHECK(memory_size(1.5 * 1024 * 1024) == "1.5 MiB");
   CHECK(memory_size(1023.0 * 1024 * 1024) == "1023.0 MiB");
   CHECK(memory_size(24.0 * kGiB) == "24.0 GiB");
