@@ -137,10 +137,11 @@ struct Executable::State {
   void check_fits_host() const {
     auto needed = static_cast<double>(compiler::step_host_bytes(plan));
     if (!storage::exceeds_usable_memory(needed)) return;
+    std::string lower = plan.batch_size > 1 ? "the batch size or the sequence length"
+                                            : "the sequence length: one sample does not fit";
     throw std::runtime_error("the step's memory plan needs " + storage::memory_size(needed) +
                              " of host memory (its arena and scratch), more than " +
-                             storage::usable_memory_text() +
-                             ": lower the batch size or the sequence length");
+                             storage::usable_memory_text() + ": lower " + lower);
   }
 
   void check_memory_plan() const {
