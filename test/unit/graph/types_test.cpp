@@ -34,14 +34,14 @@ TEST_CASE("an operand whose kept axes are consecutive broadcasts in flat order a
     std::int64_t period;
   };
   Case cases[] = {
-      {{}, {2, 3}, 1, 1},                 // a scalar
-      {{2, 3}, {2, 3}, 1, 6},             // the same shape
-      {{3}, {4, 2, 3}, 1, 3},             // a row of biases
-      {{5, 5}, {2, 3, 5, 5}, 1, 25},      // a causal mask under the heads
+      {{}, {2, 3}, 1, 1},                   // a scalar
+      {{2, 3}, {2, 3}, 1, 6},               // the same shape
+      {{3}, {4, 2, 3}, 1, 3},               // a row of biases
+      {{5, 5}, {2, 3, 5, 5}, 1, 25},        // a causal mask under the heads
       {{2, 3, 5, 1}, {2, 3, 5, 5}, 5, 30},  // a row's sum
-      {{3, 1}, {2, 3, 4}, 4, 3},          // leading and trailing axes broadcast
+      {{3, 1}, {2, 3, 4}, 4, 3},            // leading and trailing axes broadcast
       {{1, 3, 1, 1}, {2, 3, 4, 5}, 20, 3},
-      {{2, 1, 1}, {2, 1, 4}, 4, 2},        // a 1 in both shapes is no axis
+      {{2, 1, 1}, {2, 1, 4}, 4, 2},  // a 1 in both shapes is no axis
   };
   for (const Case& c : cases) {
     INFO(shape_string(c.from) << " -> " << shape_string(c.to));
