@@ -136,26 +136,23 @@ HostBatch plan_host_batch(const config::TrainerSpec& trainer, const TraceSummary
 
 HostBatch plan_host_eval_batch(const compiler::Plan& eval, double beside_bytes) {
   StepMemory step(eval);
-  double persistent = step.fixed;
-  double peak = step.total;
   std::int64_t batch = std::max<std::int64_t>(eval.batch_size, 1);
-  double per_sample = step.per_sample;
   auto usable = static_cast<double>(storage::usable_memory_bytes());
   double budget = usable * kHostMemoryShare - beside_bytes;
   HostBatch host;
   host.micro_batch = batch;
-  host.bytes = peak;
-  if (usable == 0.0 || peak <= budget) return host;
-  host.micro_batch = largest_fitting_divisor(batch, budget, persistent, per_sample);
+  host.bytes = step.total;
+  if (usable == 0.0 || step.total <= budget) return host;
+  host.micro_batch = largest_fitting_divisor(batch, budget, step.fixed, step.per_sample);
   host.micro_steps = batch / host.micro_batch;
-  host.bytes = persistent + per_sample * static_cast<double>(host.micro_batch);
+  host.bytes = step.fixed + step.per_sample * static_cast<double>(host.micro_batch);
   std::string beside = beside_bytes > 0.0
                            ? " beside the " + storage::memory_size(beside_bytes) + " of training"
                            : "";
   host.reason = "Each eval batch of " + std::to_string(batch) + " samples runs as " +
                 std::to_string(host.micro_steps) + " host batches of " +
                 std::to_string(host.micro_batch) + " (the whole batch needs " +
-                storage::memory_size(peak) + " of host memory" + beside + ", more than " +
+                storage::memory_size(step.total) + " of host memory" + beside + ", more than " +
                 std::to_string(static_cast<int>(kHostMemoryShare * 100)) + "% of " +
                 storage::usable_memory_text() + "); its metrics average over the host batches.";
   return host;

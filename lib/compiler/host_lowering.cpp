@@ -133,13 +133,12 @@ class HostLowering {
     });
   }
 
-  // Whether a node reads an operand of more than one element that it broadcasts.
+  // Whether a node that fits a chain reads an operand it broadcasts (not a single value).
   bool broadcasts(const HostStep& step) const {
     const graph::Node& node = graph_.node(step.nodes.front());
     std::int64_t count = graph::element_count(node.type.shape);
     return std::any_of(node.inputs.begin(), node.inputs.end(), [&](NodeId input) {
-      std::int64_t operand = graph::element_count(type(input).shape);
-      return operand != count && operand != 1;
+      return !graph::flat_broadcast(type(input).shape, node.type.shape)->in_place(count);
     });
   }
 

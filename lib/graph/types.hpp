@@ -30,6 +30,12 @@ std::optional<Shape> broadcast_shapes(const Shape& a, const Shape& b);
 struct FlatBroadcast {
   std::int64_t repeat = 1;
   std::int64_t period = 1;
+
+  // Whether a flat run of `count` elements reads the operand as it is stored: a single value, or
+  // the operand element for element.
+  bool in_place(std::int64_t count) const {
+    return period == 1 || (repeat == 1 && period == count);
+  }
 };
 std::optional<FlatBroadcast> flat_broadcast(const Shape& from, const Shape& to);
 

@@ -171,16 +171,15 @@ void ElementwiseChain::assign_broadcast_slots() {
     const NodeTask& task = tasks_[t];
     std::int32_t slot = first;
     for (std::size_t i = 0; i < task.in.size(); ++i) {
-      std::int64_t operand = task.in[i].count;
-      if (places_[t].in[i] >= 0 || operand == count_ || operand == 1) continue;
+      if (places_[t].in[i] >= 0) continue;
       std::optional<graph::FlatBroadcast> how = graph::flat_broadcast(
           graph::Shape(task.in[i].shape.begin(), task.in[i].shape.begin() + task.in[i].rank),
           graph::Shape(task.out.shape.begin(), task.out.shape.begin() + task.out.rank));
       if (!how)
         throw std::invalid_argument("a chain's node reads an operand of " +
-                                    std::to_string(operand) + " elements it cannot broadcast " +
-                                    "a chunk at a time");
-      places_[t].broadcasts.push_back({i, slot++, *how});
+                                    std::to_string(task.in[i].count) +
+                                    " elements it cannot broadcast a chunk at a time");
+      if (!how->in_place(count_)) places_[t].broadcasts.push_back({i, slot++, *how});
     }
     slots_ = std::max(slots_, slot);
   }
