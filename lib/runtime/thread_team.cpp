@@ -9,7 +9,9 @@ namespace csrun::runtime {
 namespace {
 
 // Helpers spin this many polls before sleeping: kernels of a step follow each other within
-// microseconds, and waking a sleeping thread costs more than that.
+// microseconds, and waking a sleeping thread costs more than that. The caller polls as long for
+// the helpers to finish their parts: sleeping at once, it paid a wake-up after every kernel
+// split across the team (fc_mnist trained 4-10 % faster polling).
 constexpr int kSpinPolls = 2000;
 
 }  // namespace
@@ -45,6 +47,8 @@ void ThreadTeam::dispatch(Task task, void* context) {
   generation_.fetch_add(1);
   generation_.notify_all();
   task(context, 0);
+  for (int poll = 0; poll < kSpinPolls && pending_.load() != 0; ++poll)
+    std::this_thread::yield();
   for (int left = pending_.load(); left != 0; left = pending_.load())
     pending_.wait(left);
 }
