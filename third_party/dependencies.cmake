@@ -24,7 +24,7 @@ csrun_require(HDF5 libhdf5-dev COMPONENTS C CXX)
 find_package(Threads REQUIRED)
 set(BLA_VENDOR OpenBLAS)
 csrun_require(BLAS libopenblas-dev)
-# bfloat16 products on CPUs with AMX go to oneDNN's matmul (lib/runtime/bf16_gemm.hpp). Debian
+# bfloat16 products on CPUs with AMX go to oneDNN's matmul (lib/runtime/onednn_gemm.hpp). Debian
 # builds it with GCC's OpenMP runtime, whose omp_set_num_threads csrun calls: that library by its
 # run-time name, which every build (GCC or Clang) links the same way.
 csrun_require(dnnl libdnnl-dev CONFIG)

@@ -4,8 +4,8 @@
 #include <type_traits>
 
 #include "kernel_families.hpp"
-#if CSRUN_BF16_GEMM
-#include "bf16_gemm.hpp"
+#if CSRUN_ONEDNN_GEMM
+#include "onednn_gemm.hpp"
 #endif
 #include "thread_team.hpp"
 
@@ -29,7 +29,7 @@ GemmShape gemm_shape(const NodeTask& task) {
 }
 
 // One row-major product out = addend + op(a) * op(b), its operands as the GEMM reads them: f32,
-// or bfloat16 in a kernel set that multiplies bfloat16 in hardware (bf16_gemm.hpp), which may
+// or bfloat16 in a kernel set that multiplies bfloat16 in hardware (onednn_gemm.hpp), which may
 // also round the result to bfloat16 itself (out_bf16 instead of out).
 template <class Element>
 struct Product {
@@ -67,7 +67,7 @@ void start_tile(const float* addend, float* out, std::int64_t n, Tile tile) {
 // offsets and leading dimensions, so nothing is copied or allocated. The tile starts as the
 // addend or zero and beta = 1 adds the product to it: OpenBLAS would clear it for beta = 0
 // itself, more slowly than memset.
-void multiply_tile(const Product<float>& product, Tile tile) {
+void multiply_sgemm(const Product<float>& product, Tile tile) {
   auto [m, n, k] = product.shape;
   start_tile(product.addend, product.out, n, tile);
   bool a_transposed = product.a_transposed;
@@ -82,11 +82,21 @@ void multiply_tile(const Product<float>& product, Tile tile) {
               1.0f, product.out + tile.first_row * n + tile.first_column, static_cast<int>(n));
 }
 
-#if CSRUN_BF16_GEMM
-constexpr bool kMultipliesBf16 = true;
+#if CSRUN_ONEDNN_GEMM
+constexpr bool kThroughOneDnn = true;
 
-// bfloat16 products are tiled by rows alone (tiling), so a tile spans every column.
-void multiply_tile(const Product<std::uint16_t>& product, Tile tile) {
+// Whether oneDNN multiplies a product of these operands: every bfloat16 one, and the f32 ones
+// it multiplies faster than sgemm (by its shape alone, so the bits do not depend on the cores).
+template <class Element>
+bool through_onednn(GemmShape shape, bool a_transposed) {
+  if constexpr (std::is_same_v<Element, float>)
+    return shape.k > 0 && onednn_gemm::f32_measures_faster(a_transposed, shape.k);
+  return true;
+}
+
+// Products through oneDNN are tiled by rows alone (tiling), so a tile spans every column.
+template <class Element>
+void multiply_onednn(const Product<Element>& product, Tile tile) {
   auto [m, n, k] = product.shape;
   if (tile.rows == 0 || n == 0) return;
   if (k == 0) {
@@ -95,12 +105,32 @@ void multiply_tile(const Product<std::uint16_t>& product, Tile tile) {
   }
   bool out_bf16 = product.out_bf16 != nullptr;
   void* out = out_bf16 ? static_cast<void*>(product.out_bf16) : static_cast<void*>(product.out);
-  bf16_gemm::multiply_rows({product.a, product.a_transposed, product.b, product.b_transposed,
-                            product.addend, out, out_bf16, m, n, k, tile.first_row, tile.rows});
+  auto operands =
+      std::is_same_v<Element, float> ? onednn_gemm::Operands::f32 : onednn_gemm::Operands::bf16;
+  onednn_gemm::multiply_rows({product.a, product.a_transposed, product.b, product.b_transposed,
+                              product.addend, out, out_bf16, m, n, k, tile.first_row, tile.rows,
+                              operands});
+}
+
+void multiply_tile(const Product<std::uint16_t>& product, Tile tile) {
+  multiply_onednn(product, tile);
 }
 #else
-constexpr bool kMultipliesBf16 = false;
+constexpr bool kThroughOneDnn = false;
+
+template <class Element>
+bool through_onednn(GemmShape, bool) {
+  return false;
+}
 #endif
+
+void multiply_tile(const Product<float>& product, Tile tile) {
+#if CSRUN_ONEDNN_GEMM
+  if (through_onednn<float>(product.shape, product.a_transposed))
+    return multiply_onednn(product, tile);
+#endif
+  multiply_sgemm(product, tile);
+}
 
 // Below this many multiply-adds a product is one tile: waking the team costs more.
 constexpr std::int64_t kSplitMultiplyAdds = 1 << 20;
@@ -128,7 +158,7 @@ std::int64_t row_blocks(GemmShape shape) {
 // operand's rows once per call: four or more row blocks become half as many blocks of twice the
 // rows, each in two column halves, which packs the right-hand operand half as often for the
 // same number of tiles (GPT-2 small's f32 products ran 5-15 % faster in-step, its step 4-5 %).
-// oneDNN's bfloat16 products stay in row blocks: column halves made GPT-2 small's CSX step 10 %
+// Products through oneDNN stay in row blocks: column halves made GPT-2 small's CSX step 10 %
 // slower on AMX.
 struct Tiling {
   std::int64_t row_blocks = 1;
@@ -147,9 +177,10 @@ struct Tiling {
 };
 
 template <class Element>
-Tiling tiling(GemmShape shape) {
+Tiling tiling(GemmShape shape, bool a_transposed) {
   std::int64_t blocks = row_blocks(shape);
-  if (std::is_same_v<Element, float> && blocks >= 4 && shape.n >= 2 * kMinTileColumns)
+  if (!through_onednn<Element>(shape, a_transposed) && blocks >= 4 &&
+      shape.n >= 2 * kMinTileColumns)
     return {blocks / 2, 2};
   return {blocks, 1};
 }
@@ -167,7 +198,7 @@ std::int64_t product_count(const NodeTask& task, GemmShape shape) {
 template <class Element>
 void multiply(const Product<Element>& product, ThreadTeam* team) {
   GemmShape shape = product.shape;
-  Tiling tiles = tiling<Element>(shape);
+  Tiling tiles = tiling<Element>(shape, product.a_transposed);
   auto multiply_one = [&](std::int64_t index) { multiply_tile(product, tiles.tile(shape, index)); };
   std::int64_t members = team == nullptr ? 1 : team->size();
   if (tiles.count() == 1 || members == 1) {
@@ -184,7 +215,7 @@ void multiply(const Product<Element>& product, ThreadTeam* team) {
 
 // The product's operands are both bfloat16 and this set multiplies them as they are.
 bool multiplies_bf16(const NodeTask& task) {
-  return kMultipliesBf16 && task.in[0].dtype == DType::bf16 && task.in[1].dtype == DType::bf16;
+  return kThroughOneDnn && task.in[0].dtype == DType::bf16 && task.in[1].dtype == DType::bf16;
 }
 
 // ... and writes a bfloat16 result itself, saving an f32 copy of it and a pass to round it.
@@ -193,17 +224,26 @@ bool writes_bf16(const NodeTask& task) {
   return multiplies_bf16(task) && task.out.dtype == DType::bf16 && k > 0;
 }
 
-#if CSRUN_BF16_GEMM
-// Makes the kernels for the tiles the node's products are multiplied in (run_products).
-void prepare_bf16_blocks(const NodeTask& task) {
+#if CSRUN_ONEDNN_GEMM
+// Makes the kernels for the tiles the node's products are multiplied in through oneDNN
+// (run_products), if any.
+void prepare_onednn_blocks(const NodeTask& task) {
   GemmShape shape = gemm_shape(task);
   auto [m, n, k] = shape;
   if (m == 0 || n == 0 || k == 0) return;
-  Tiling tiles = product_count(task, shape) == 1 ? tiling<std::uint16_t>(shape) : Tiling{};
+  bool bf16 = multiplies_bf16(task);
+  if (!bf16 && !through_onednn<float>(shape, task.transposed[0])) return;
+  Tiling tiles;
+  if (product_count(task, shape) == 1) {
+    tiles = bf16 ? tiling<std::uint16_t>(shape, task.transposed[0])
+                 : tiling<float>(shape, task.transposed[0]);
+  }
+  auto operands = bf16 ? onednn_gemm::Operands::bf16 : onednn_gemm::Operands::f32;
   for (std::int64_t index = 0; index < tiles.count(); ++index) {
     Tile tile = tiles.tile(shape, index);
-    bf16_gemm::prepare({nullptr, task.transposed[0], nullptr, task.transposed[1], task.addend.f32(),
-                        nullptr, writes_bf16(task), m, n, k, tile.first_row, tile.rows});
+    onednn_gemm::prepare({nullptr, task.transposed[0], nullptr, task.transposed[1],
+                          task.addend.f32(), nullptr, writes_bf16(task), m, n, k, tile.first_row,
+                          tile.rows, operands});
   }
 }
 #endif
@@ -255,8 +295,8 @@ void prepare_matmul(NodeTask& task) {
   }
   if (task.out.dtype != DType::f32 && !writes_bf16(task)) floats += task.out.count;
   task.scratch_floats = floats;
-#if CSRUN_BF16_GEMM
-  if (hardware_bf16) prepare_bf16_blocks(task);
+#if CSRUN_ONEDNN_GEMM
+  prepare_onednn_blocks(task);
 #endif
 }
 
@@ -307,7 +347,7 @@ void run_matmul(NodeTask& task) {
   // A 16-bit result is computed in f32, after any widened operands in scratch, then rounded.
   float* c_data = nullptr;
   bool multiplied = false;
-#if CSRUN_BF16_GEMM
+#if CSRUN_ONEDNN_GEMM
   if (writes_bf16(task)) {
     run_products(task, task.in[0].half(), task.in[1].half(), nullptr, out.half());
     return;

@@ -1,8 +1,9 @@
-#include "bf16_gemm.hpp"
+#include "onednn_gemm.hpp"
 
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include <algorithm>
+#include <cstddef>
 #include <map>
 #include <mutex>
 #include <stdexcept>
@@ -13,7 +14,7 @@
 // Debian builds oneDNN with GCC's OpenMP runtime, which it loads.
 extern "C" void omp_set_num_threads(int threads);
 
-namespace csrun::runtime::bf16_gemm {
+namespace csrun::runtime::onednn_gemm {
 
 namespace {
 
@@ -21,7 +22,7 @@ using dnnl::memory;
 
 // The instruction set of this kernel set's products (lib/runtime/CMakeLists.txt): AMX tiles, or
 // AVX512_BF16's dot products.
-constexpr dnnl::cpu_isa kIsa = dnnl::cpu_isa::CSRUN_BF16_GEMM_ISA;
+constexpr dnnl::cpu_isa kIsa = dnnl::cpu_isa::CSRUN_ONEDNN_GEMM_ISA;
 constexpr bool kAmx = kIsa == dnnl::cpu_isa::avx512_core_amx;
 
 bool includes(dnnl::cpu_isa isa, dnnl::cpu_isa subset) {
@@ -60,6 +61,7 @@ const dnnl::engine& engine() {
 struct Shape {
   std::int64_t rows, n, k, lda, ldb;
   bool a_transposed, b_transposed, has_addend, out_bf16;
+  Operands operands;
   auto operator<=>(const Shape&) const = default;
 };
 
@@ -73,10 +75,10 @@ Primitive make_primitive(const Shape& shape) {
   auto strides = [](bool transposed, std::int64_t leading) {
     return transposed ? memory::dims{1, leading} : memory::dims{leading, 1};
   };
-  memory::desc a({shape.rows, shape.k}, memory::data_type::bf16,
-                 strides(shape.a_transposed, shape.lda));
-  memory::desc b({shape.k, shape.n}, memory::data_type::bf16,
-                 strides(shape.b_transposed, shape.ldb));
+  memory::data_type operand_type =
+      shape.operands == Operands::f32 ? memory::data_type::f32 : memory::data_type::bf16;
+  memory::desc a({shape.rows, shape.k}, operand_type, strides(shape.a_transposed, shape.lda));
+  memory::desc b({shape.k, shape.n}, operand_type, strides(shape.b_transposed, shape.ldb));
   memory::desc addend = shape.has_addend
                             ? memory::desc({1, shape.n}, memory::data_type::f32, {shape.n, 1})
                             : memory::desc();
@@ -99,7 +101,8 @@ Shape shape_of(const RowBlock& block) {
           block.a_transposed,
           block.b_transposed,
           block.addend != nullptr,
-          block.out_bf16};
+          block.out_bf16,
+          block.operands};
 }
 
 // The kernels made so far, one per shape (making one compiles it), and the largest scratch
@@ -136,14 +139,31 @@ struct CallingThread {
 
 std::string block_text(const RowBlock& block) {
   return "a " + std::to_string(block.rows) + "x" + std::to_string(block.k) + " by a " +
-         std::to_string(block.k) + "x" + std::to_string(block.n) + " bfloat16 block";
+         std::to_string(block.k) + "x" + std::to_string(block.n) +
+         (block.operands == Operands::f32 ? " f32 block" : " bfloat16 block");
 }
+
+// The element size of the block's operands.
+std::int64_t operand_bytes(const RowBlock& block) {
+  return block.operands == Operands::f32 ? 4 : 2;
+}
+
+// Longer sums than this ran slower through oneDNN than through sgemm (the logits' gradient:
+// 50257 terms, 20-30 % slower).
+constexpr std::int64_t kMaxF32Depth = 4096;
 
 }  // namespace
 
+bool f32_measures_faster(bool a_transposed, std::int64_t k) {
+  return !a_transposed && k <= kMaxF32Depth;
+}
+
 void prepare(const RowBlock& block) {
   if (block.rows <= 0 || block.n <= 0 || block.k <= 0)
-    throw std::invalid_argument("bf16_gemm: an empty product, " + block_text(block));
+    throw std::invalid_argument("onednn_gemm: an empty product, " + block_text(block));
+  if (block.out_bf16 && block.operands == Operands::f32)
+    throw std::invalid_argument("onednn_gemm: a bfloat16 result of f32 operands, " +
+                                block_text(block));
   Shape shape = shape_of(block);
   Primitives& all = primitives();
   std::lock_guard lock(all.mutex);
@@ -163,22 +183,23 @@ void multiply_rows(const RowBlock& block) {
     Primitives& all = primitives();
     std::lock_guard lock(all.mutex);
     auto found = all.made.find(shape_of(block));
-    if (found == all.made.end()) throw std::logic_error("bf16_gemm: a block not prepared");
+    if (found == all.made.end()) throw std::logic_error("onednn_gemm: a block not prepared");
     made = &found->second;
   }
   thread_local CallingThread thread;
   std::size_t scratchpad_bytes = made->scratchpad.get_size();
   if (thread.scratchpad.size() < scratchpad_bytes) thread.scratchpad.resize(scratchpad_bytes);
   // oneDNN takes non-const handles; it only reads the operands.
-  auto* a = const_cast<std::uint16_t*>(block.a_transposed ? block.a + block.first
-                                                          : block.a + block.first * block.k);
+  std::int64_t a_offset = block.a_transposed ? block.first : block.first * block.k;
+  void* a = const_cast<std::byte*>(static_cast<const std::byte*>(block.a) +
+                                   a_offset * operand_bytes(block));
   std::int64_t out_offset = block.first * block.n;
   void* out = block.out_bf16
                   ? static_cast<void*>(static_cast<std::uint16_t*>(block.out) + out_offset)
                   : static_cast<void*>(static_cast<float*>(block.out) + out_offset);
   std::unordered_map<int, memory> arguments{
       {DNNL_ARG_SRC, memory(made->a, engine(), a)},
-      {DNNL_ARG_WEIGHTS, memory(made->b, engine(), const_cast<std::uint16_t*>(block.b))},
+      {DNNL_ARG_WEIGHTS, memory(made->b, engine(), const_cast<void*>(block.b))},
       {DNNL_ARG_DST, memory(made->out, engine(), out)},
       {DNNL_ARG_SCRATCHPAD, memory(made->scratchpad, engine(), thread.scratchpad.data())}};
   if (block.addend != nullptr) {
@@ -189,4 +210,4 @@ void multiply_rows(const RowBlock& block) {
   thread.stream.wait();
 }
 
-}  // namespace csrun::runtime::bf16_gemm
+}  // namespace csrun::runtime::onednn_gemm

@@ -1,33 +1,45 @@
 #pragma once
 
-// Products of two bfloat16 operands as bfloat16 GEMMs with f32 accumulation, through oneDNN's
-// matmul: the matrix products of the amx kernel set (on AMX tiles) and of the avx512bf16 set (with
-// AVX512_BF16's dot products), lib/runtime/CMakeLists.txt. Internal to lib/runtime.
+// Matrix products through oneDNN's matmul: those of the amx and avx512bf16 kernel sets
+// (lib/runtime/CMakeLists.txt). Two bfloat16 operands multiply as bfloat16 GEMMs with f32
+// accumulation, on AMX tiles or with AVX512_BF16's dot products; f32 operands with oneDNN's
+// AVX-512 f32 kernels, where they run faster than OpenBLAS's sgemm (f32_measures_faster).
+// Internal to lib/runtime.
 //
 // A product of two bfloat16 values is exact in f32, so the result differs from widening the
 // operands and calling sgemm only in the order of the f32 additions, and in that AMX and
-// AVX512_BF16 treat subnormal operands and results as zero (docs/numerics.md).
+// AVX512_BF16 treat subnormal operands and results as zero (docs/numerics.md). f32 products
+// differ from sgemm's in the order of their additions only.
 
 #include <cstdint>
 
-namespace csrun::runtime::bf16_gemm {
+namespace csrun::runtime::onednn_gemm {
+
+enum class Operands : std::uint8_t { bf16, f32 };
 
 // Rows [first, first + rows) of the row-major product out = addend + op(a) op(b), with op(a)
-// m x k and op(b) k x n, none of rows, n, k zero; `out` points at the product's first row, f32
-// values or, with `out_bf16`, bfloat16 ones, rounded once from the f32 sum (to nearest even; a
+// m x k and op(b) k x n, none of rows, n, k zero; `a` and `b` hold bfloat16 or f32 values as
+// `operands` says; `out` points at the product's first row, f32 values or, with `out_bf16`
+// (bfloat16 operands only), bfloat16 ones, rounded once from the f32 sum (to nearest even; a
 // subnormal result is zero, as the hardware gives it). `addend` (n values) is null for none. One
 // caller's thread does all of it: the caller shares the row blocks out.
 struct RowBlock {
-  const std::uint16_t* a = nullptr;
+  const void* a = nullptr;
   bool a_transposed = false;
-  const std::uint16_t* b = nullptr;
+  const void* b = nullptr;
   bool b_transposed = false;
   const float* addend = nullptr;
   void* out = nullptr;
   bool out_bf16 = false;
   std::int64_t m = 0, n = 0, k = 0;
   std::int64_t first = 0, rows = 0;
+  Operands operands = Operands::bf16;
 };
+
+// Whether oneDNN multiplies an f32 product of this shape faster than OpenBLAS's sgemm, measured
+// single-threaded on Sapphire Rapids (docs/benchmarks.md): by 8-35 % when op(a) is stored as it
+// is read, unless the sums are very long; not when op(a) is a transpose, which oneDNN copies.
+bool f32_measures_faster(bool a_transposed, std::int64_t k);
 
 // Makes the kernel for blocks shaped as `block` (its pointers unused): once, before a step
 // multiplies such blocks, on the thread that prepares the step. Throws std::runtime_error when
@@ -37,4 +49,4 @@ void prepare(const RowBlock& block);
 // Multiplies a block of a shape prepared before. Allocates only oneDNN's small per-call records.
 void multiply_rows(const RowBlock& block);
 
-}  // namespace csrun::runtime::bf16_gemm
+}  // namespace csrun::runtime::onednn_gemm

@@ -262,11 +262,13 @@ TEST_CASE("a training step gives the same bits twice on one kernel set and agree
 
 // The amx set multiplies two bfloat16 operands on AMX tiles and the avx512bf16 set with
 // AVX512_BF16's dot products (oneDNN's matmul), the others widen them to f32 and call OpenBLAS's
-// sgemm: all sum exact products in f32, in different orders, so each element is within k 2^-23
-// of the sum of its terms' magnitudes, plus 2^-126 per term for the subnormals the hardware takes
-// as zero; a 16-bit result rounds that once more.
+// sgemm; f32 operands go to oneDNN's f32 kernels in those two sets where they measure faster
+// (not a transposed left operand, not a sum of more than 4096 terms), else to sgemm. The operands
+// hold bfloat16 values, so every term is exact in f32 and all sum them in f32, in different
+// orders: each element is within k 2^-23 of the sum of its terms' magnitudes, plus 2^-126 per
+// term for the subnormals the hardware takes as zero; a 16-bit result rounds that once more.
 namespace {
-void check_bf16_products(const std::vector<std::string_view>& sets) {
+void check_products(const std::vector<std::string_view>& sets, DType operands) {
   const ProductCase cases[] = {
       {"a linear layer with a bias, in row blocks across the team",
        {520, 200},
@@ -290,11 +292,14 @@ void check_bf16_products(const std::vector<std::string_view>& sets) {
        false},
       {"attention heads", {4, 2, 64, 32}, {4, 2, 48, 32}, false, true},
       {"a bfloat16 result", {128, 64}, {64, 96}, false, false, DType::bf16},
+      {"a sum of more terms than oneDNN's f32 kernels take", {130, 4100}, {4100, 24}},
   };
   for (const ProductCase& c : cases) {
+    // A product's result is f32 or its operands' dtype.
+    if (c.result != DType::f32 && c.result != operands) continue;
     graph::Graph graph;
-    graph::Tensor a(graph, graph.add_input("a", {c.a, DType::bf16}));
-    graph::Tensor b(graph, graph.add_input("b", {c.b, DType::bf16}));
+    graph::Tensor a(graph, graph.add_input("a", {c.a, operands}));
+    graph::Tensor b(graph, graph.add_input("b", {c.b, operands}));
     graph::Attributes attrs;
     attrs.dtype = c.result;
     graph::NodeId product = graph.add(graph::OpKind::matmul,
@@ -302,8 +307,8 @@ void check_bf16_products(const std::vector<std::string_view>& sets) {
                                        (c.transpose_b ? graph::swap_last_axes(b) : b).id()},
                                       std::move(attrs));
     graph::Shape out_shape = graph.node(product).type.shape;
-    graph::Feeds feeds{{"a", {c.a, DType::bf16, bf16_values(graph::element_count(c.a), 1)}},
-                       {"b", {c.b, DType::bf16, bf16_values(graph::element_count(c.b), 2)}}};
+    graph::Feeds feeds{{"a", {c.a, operands, bf16_values(graph::element_count(c.a), 1)}},
+                       {"b", {c.b, operands, bf16_values(graph::element_count(c.b), 2)}}};
     if (c.bias) {
       graph::Shape bias_shape{out_shape.back()};
       graph::Tensor bias(graph, graph.add_input("bias", {bias_shape, DType::f32}));
@@ -315,7 +320,7 @@ void check_bf16_products(const std::vector<std::string_view>& sets) {
     ExactProduct exact = exact_product(c, feeds);
     std::int64_t k = c.transpose_a ? c.a[c.a.size() - 2] : c.a.back();
     for (std::string_view name : sets) {
-      INFO(c.name << " on the " << name << " set");
+      INFO(c.name << " on the " << name << " set, " << graph::dtype_name(operands) << " operands");
       Executable executable(plan, name);
       test::feed(executable, feeds);
       executable.run();
@@ -334,7 +339,8 @@ void check_bf16_products(const std::vector<std::string_view>& sets) {
       CHECK(executable.scratch_bytes() <= plan.scratch.bytes() + 2 * compiler::kBufferAlignment);
       // A set that multiplies bfloat16 in hardware rounds a bfloat16 result in its GEMM: no f32
       // copy of it, no widened operands.
-      if ((name == "amx" || name == "avx512bf16") && c.result == DType::bf16) {
+      if ((name == "amx" || name == "avx512bf16") && operands == DType::bf16 &&
+          c.result == DType::bf16) {
         CHECK(executable.scratch_bytes() <
               static_cast<std::int64_t>(exact.values.size() * sizeof(std::uint16_t)));
       }
@@ -344,10 +350,15 @@ void check_bf16_products(const std::vector<std::string_view>& sets) {
 }  // namespace
 
 TEST_CASE("bfloat16 products are the exact products summed in f32 on every kernel set") {
-  check_bf16_products(runtime::runnable_kernel_sets());
+  check_products(runtime::runnable_kernel_sets(), DType::bf16);
 }
 
-TEST_CASE("the avx512bf16 set's bfloat16 products are exact products summed in f32") {
+TEST_CASE(
+    "f32 products are the products summed in f32 on every kernel set, through oneDNN or sgemm") {
+  check_products(runtime::runnable_kernel_sets(), DType::f32);
+}
+
+TEST_CASE("the avx512bf16 set's products are exact products summed in f32") {
   // Its own process (CTest runs each case alone), so this set is the first to make oneDNN
   // kernels and pins them to AVX512_BF16's dot products, as on a CPU without AMX.
   std::vector<std::string_view> sets = runtime::runnable_kernel_sets();
@@ -355,7 +366,8 @@ TEST_CASE("the avx512bf16 set's bfloat16 products are exact products summed in f
     WARN("this CPU cannot run the avx512bf16 kernels");
     return;
   }
-  check_bf16_products({"avx512bf16"});
+  check_products({"avx512bf16"}, DType::bf16);
+  check_products({"avx512bf16"}, DType::f32);
 }
 
 namespace {
