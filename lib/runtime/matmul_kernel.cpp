@@ -1,6 +1,7 @@
 #include <cblas.h>
 
 #include <algorithm>
+#include <array>
 #include <type_traits>
 
 #include "kernel_families.hpp"
@@ -88,9 +89,10 @@ constexpr bool kThroughOneDnn = true;
 // Whether oneDNN multiplies a product of these operands: every bfloat16 one, and the f32 ones
 // it multiplies faster than sgemm (by its shape alone, so the bits do not depend on the cores).
 template <class Element>
-bool through_onednn(GemmShape shape, bool a_transposed) {
+bool through_onednn(GemmShape shape, std::array<bool, 2> transposed) {
   if constexpr (std::is_same_v<Element, float>)
-    return shape.k > 0 && onednn_gemm::f32_measures_faster(a_transposed, shape.k);
+    return shape.k > 0 &&
+           onednn_gemm::f32_measures_faster(transposed[0], transposed[1], shape.k, shape.n);
   return true;
 }
 
@@ -119,14 +121,14 @@ void multiply_tile(const Product<std::uint16_t>& product, Tile tile) {
 constexpr bool kThroughOneDnn = false;
 
 template <class Element>
-bool through_onednn(GemmShape, bool) {
+bool through_onednn(GemmShape, std::array<bool, 2>) {
   return false;
 }
 #endif
 
 void multiply_tile(const Product<float>& product, Tile tile) {
 #if CSRUN_ONEDNN_GEMM
-  if (through_onednn<float>(product.shape, product.a_transposed))
+  if (through_onednn<float>(product.shape, {product.a_transposed, product.b_transposed}))
     return multiply_onednn(product, tile);
 #endif
   multiply_sgemm(product, tile);
@@ -177,10 +179,9 @@ struct Tiling {
 };
 
 template <class Element>
-Tiling tiling(GemmShape shape, bool a_transposed) {
+Tiling tiling(GemmShape shape, std::array<bool, 2> transposed) {
   std::int64_t blocks = row_blocks(shape);
-  if (!through_onednn<Element>(shape, a_transposed) && blocks >= 4 &&
-      shape.n >= 2 * kMinTileColumns)
+  if (!through_onednn<Element>(shape, transposed) && blocks >= 4 && shape.n >= 2 * kMinTileColumns)
     return {blocks / 2, 2};
   return {blocks, 1};
 }
@@ -198,7 +199,7 @@ std::int64_t product_count(const NodeTask& task, GemmShape shape) {
 template <class Element>
 void multiply(const Product<Element>& product, ThreadTeam* team) {
   GemmShape shape = product.shape;
-  Tiling tiles = tiling<Element>(shape, product.a_transposed);
+  Tiling tiles = tiling<Element>(shape, {product.a_transposed, product.b_transposed});
   auto multiply_one = [&](std::int64_t index) { multiply_tile(product, tiles.tile(shape, index)); };
   std::int64_t members = team == nullptr ? 1 : team->size();
   if (tiles.count() == 1 || members == 1) {
@@ -232,11 +233,11 @@ void prepare_onednn_blocks(const NodeTask& task) {
   auto [m, n, k] = shape;
   if (m == 0 || n == 0 || k == 0) return;
   bool bf16 = multiplies_bf16(task);
-  if (!bf16 && !through_onednn<float>(shape, task.transposed[0])) return;
+  if (!bf16 && !through_onednn<float>(shape, task.transposed)) return;
   Tiling tiles;
   if (product_count(task, shape) == 1) {
-    tiles = bf16 ? tiling<std::uint16_t>(shape, task.transposed[0])
-                 : tiling<float>(shape, task.transposed[0]);
+    tiles = bf16 ? tiling<std::uint16_t>(shape, task.transposed)
+                 : tiling<float>(shape, task.transposed);
   }
   auto operands = bf16 ? onednn_gemm::Operands::bf16 : onednn_gemm::Operands::f32;
   for (std::int64_t index = 0; index < tiles.count(); ++index) {

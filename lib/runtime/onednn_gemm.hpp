@@ -38,8 +38,9 @@ struct RowBlock {
 
 // Whether oneDNN multiplies an f32 product of this shape faster than OpenBLAS's sgemm, measured
 // single-threaded on Sapphire Rapids (docs/benchmarks.md): by 8-35 % when op(a) is stored as it
-// is read, unless the sums are very long; not when op(a) is a transpose, which oneDNN copies.
-bool f32_measures_faster(bool a_transposed, std::int64_t k);
+// is read, unless the sums are very long or b, stored as read, is large; not when op(a) is a
+// transpose, which oneDNN copies.
+bool f32_measures_faster(bool a_transposed, bool b_transposed, std::int64_t k, std::int64_t n);
 
 // Makes the kernel for blocks shaped as `block` (its pointers unused): once, before a step
 // multiplies such blocks, on the thread that prepares the step. Throws std::runtime_error when

@@ -263,7 +263,8 @@ TEST_CASE("a training step gives the same bits twice on one kernel set and agree
 // The amx set multiplies two bfloat16 operands on AMX tiles and the avx512bf16 set with
 // AVX512_BF16's dot products (oneDNN's matmul), the others widen them to f32 and call OpenBLAS's
 // sgemm; f32 operands go to oneDNN's f32 kernels in those two sets where they measure faster
-// (not a transposed left operand, not a sum of more than 4096 terms), else to sgemm. The operands
+// (not a transposed left operand, not a sum of more than 4096 terms, not a right-hand operand
+// of more than 2^20 elements read as stored), else to sgemm. The operands
 // hold bfloat16 values, so every term is exact in f32 and all sum them in f32, in different
 // orders: each element is within k 2^-23 of the sum of its terms' magnitudes, plus 2^-126 per
 // term for the subnormals the hardware takes as zero; a 16-bit result rounds that once more.
@@ -293,6 +294,7 @@ void check_products(const std::vector<std::string_view>& sets, DType operands) {
       {"attention heads", {4, 2, 64, 32}, {4, 2, 48, 32}, false, true},
       {"a bfloat16 result", {128, 64}, {64, 96}, false, false, DType::bf16},
       {"a sum of more terms than oneDNN's f32 kernels take", {130, 4100}, {4100, 24}},
+      {"a right-hand operand larger than oneDNN's f32 kernels take", {130, 1030}, {1030, 1020}},
   };
   for (const ProductCase& c : cases) {
     // A product's result is f32 or its operands' dtype.
