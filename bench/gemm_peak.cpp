@@ -1,10 +1,10 @@
 // The best rates of large matrix products through the libraries csrun's GEMMs call: OpenBLAS's
 // sgemm (fp32) and, where the library has it, sbgemm (bfloat16 inputs, fp32 accumulation; fast
-// only on CPUs with avx512_bf16), and oneDNN's bfloat16 matmul (f32 accumulation; AMX tiles where
-// the CPU has them, what csrun's amx kernel set calls), on square matrices of 1024 to 4096, best
-// of 3 each. These are the ceilings a GEMM-bound training step is measured against in
-// docs/benchmarks.md. Debian's OpenBLAS 0.3.21 declares cblas_sbgemm but is built without it, so
-// it is looked up at run time.
+// only on CPUs with avx512_bf16), and oneDNN's f32 matmul and bfloat16 matmul (f32
+// accumulation; AMX tiles where the CPU has them), which csrun's amx and avx512bf16 kernel sets
+// call, on square matrices of 1024 to 4096, best of 3 each. These are the ceilings a GEMM-bound
+// training step is measured against in docs/benchmarks.md. Debian's OpenBLAS 0.3.21 declares
+// cblas_sbgemm but is built without it, so it is looked up at run time.
 //
 // Usage: gemm_peak   (threads: OpenBLAS's own, OPENBLAS_NUM_THREADS or all cores; oneDNN's
 //                     OpenMP threads, OMP_NUM_THREADS or all cores)
@@ -46,39 +46,41 @@ using Sbgemm = void (*)(CBLAS_ORDER, CBLAS_TRANSPOSE, CBLAS_TRANSPOSE, blasint, 
                         float, const bfloat16*, blasint, const bfloat16*, blasint, float, float*,
                         blasint);
 
-// One n x n bfloat16 product into f32 through oneDNN's matmul, and the kernel oneDNN chose.
+// One n x n product of `operands` into f32 through oneDNN's matmul, and the kernel oneDNN chose.
 struct OnednnProduct {
   dnnl::engine engine{dnnl::engine::kind::cpu, 0};
   dnnl::stream stream{engine};
-  dnnl::memory::desc bf16, f32;
+  dnnl::memory::desc in, f32;
   dnnl::matmul::primitive_desc description;
   dnnl::matmul matmul;
 
-  explicit OnednnProduct(int n)
-      : bf16({n, n}, dnnl::memory::data_type::bf16, dnnl::memory::format_tag::ab),
+  OnednnProduct(int n, dnnl::memory::data_type operands)
+      : in({n, n}, operands, dnnl::memory::format_tag::ab),
         f32({n, n}, dnnl::memory::data_type::f32, dnnl::memory::format_tag::ab),
-        description(dnnl::matmul::desc(bf16, bf16, f32), engine),
+        description(dnnl::matmul::desc(in, in, f32), engine),
         matmul(description) {}
 
-  void run(std::uint16_t* a, std::uint16_t* b, float* c) {
-    matmul.execute(stream, {{DNNL_ARG_SRC, dnnl::memory(bf16, engine, a)},
-                            {DNNL_ARG_WEIGHTS, dnnl::memory(bf16, engine, b)},
+  void run(void* a, void* b, float* c) {
+    matmul.execute(stream, {{DNNL_ARG_SRC, dnnl::memory(in, engine, a)},
+                            {DNNL_ARG_WEIGHTS, dnnl::memory(in, engine, b)},
                             {DNNL_ARG_DST, dnnl::memory(f32, engine, c)}});
     stream.wait();
   }
 };
 
-// oneDNN has no bfloat16 matmul for CPUs without AVX512_BF16 or AVX512 (this build of it): it
-// says so by an exception when the primitive is made.
-void print_onednn_rate(int n, std::vector<float>& c) {
+// ", NAME matmul (oneDNN KERNEL) RATE GFLOP/s" for operands a and b. oneDNN has no bfloat16
+// matmul for CPUs without AVX512_BF16 or AVX512 (this build of it): it says so by an exception
+// when the primitive is made.
+template <class Element>
+void print_onednn_rate(const char* name, dnnl::memory::data_type operands, int n,
+                       std::vector<Element>& a, std::vector<Element>& b, std::vector<float>& c) {
   try {
-    OnednnProduct product(n);
-    std::vector<std::uint16_t> a16(c.size(), to_bfloat16(0.5f)), b16(c.size(), to_bfloat16(0.25f));
-    double matmul = best_gflops(n, [&] { product.run(a16.data(), b16.data(), c.data()); });
-    std::printf(", bf16 matmul (oneDNN %s) %.1f GFLOP/s\n", product.description.impl_info_str(),
+    OnednnProduct product(n, operands);
+    double matmul = best_gflops(n, [&] { product.run(a.data(), b.data(), c.data()); });
+    std::printf(", %s matmul (oneDNN %s) %.1f GFLOP/s", name, product.description.impl_info_str(),
                 matmul);
   } catch (const dnnl::error& error) {
-    std::printf(", bf16 matmul: none in oneDNN for this CPU (%s)\n", error.what());
+    std::printf(", %s matmul: none in oneDNN for this CPU (%s)", name, error.what());
   }
 }
 
@@ -105,6 +107,9 @@ int main() {
       std::printf(", sbgemm: not in this OpenBLAS");
     }
     std::printf(" (%s)", openblas_get_config());
-    print_onednn_rate(n, c);
+    print_onednn_rate("f32", dnnl::memory::data_type::f32, n, a, b, c);
+    std::vector<std::uint16_t> a16(count, to_bfloat16(0.5f)), b16(count, to_bfloat16(0.25f));
+    print_onednn_rate("bf16", dnnl::memory::data_type::bf16, n, a16, b16, c);
+    std::printf("\n");
   }
 }
