@@ -20,8 +20,8 @@ namespace {
 
 using dnnl::memory;
 
-// The instruction set of this kernel set's products (lib/runtime/CMakeLists.txt): AMX tiles, or
-// AVX512_BF16's dot products.
+// The instruction set of this kernel set's bfloat16 products (lib/runtime/CMakeLists.txt): AMX
+// tiles, or AVX512_BF16's dot products. Both include AVX-512's, which its f32 products use.
 constexpr dnnl::cpu_isa kIsa = dnnl::cpu_isa::CSRUN_ONEDNN_GEMM_ISA;
 constexpr bool kAmx = kIsa == dnnl::cpu_isa::avx512_core_amx;
 
