@@ -8,11 +8,18 @@ namespace csrun::runtime {
 
 namespace {
 
-// Helpers spin this many polls before sleeping: kernels of a step follow each other within
-// microseconds, and waking a sleeping thread costs more than that. The caller polls as long for
-// the helpers to finish their parts: sleeping at once, it paid a wake-up after every kernel
-// split across the team (fc_mnist trained 4-10 % faster polling).
+// Helpers poll this many times for work before sleeping: kernels of a step follow each other
+// within microseconds, and waking a sleeping thread costs more than that. The caller polls as
+// long for the helpers to finish their parts: sleeping at once, it paid a wake-up after every
+// kernel split across the team (fc_mnist trained 4-10 % faster polling).
 constexpr int kSpinPolls = 2000;
+
+// Yields until `done()` or until kSpinPolls polls have passed.
+template <class Done>
+void poll(Done done) {
+  for (int polled = 0; polled < kSpinPolls && !done(); ++polled)
+    std::this_thread::yield();
+}
 
 }  // namespace
 
@@ -47,8 +54,7 @@ void ThreadTeam::dispatch(Task task, void* context) {
   generation_.fetch_add(1);
   generation_.notify_all();
   task(context, 0);
-  for (int poll = 0; poll < kSpinPolls && pending_.load() != 0; ++poll)
-    std::this_thread::yield();
+  poll([this] { return pending_.load() == 0; });
   for (int left = pending_.load(); left != 0; left = pending_.load())
     pending_.wait(left);
 }
@@ -56,8 +62,7 @@ void ThreadTeam::dispatch(Task task, void* context) {
 void ThreadTeam::serve(int part) {
   std::uint64_t seen = 0;
   while (true) {
-    for (int poll = 0; poll < kSpinPolls && generation_.load() == seen; ++poll)
-      std::this_thread::yield();
+    poll([&] { return generation_.load() != seen; });
     generation_.wait(seen);
     seen = generation_.load();
     if (stopping_) return;
