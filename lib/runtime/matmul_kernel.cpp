@@ -84,10 +84,11 @@ void multiply_sgemm(const Product<float>& product, Tile tile) {
 }
 
 #if CSRUN_ONEDNN_GEMM
-constexpr bool kThroughOneDnn = true;
+constexpr bool kHardwareBf16 = CSRUN_ONEDNN_BF16;
 
-// Whether oneDNN multiplies a product of these operands: every bfloat16 one, and the f32 ones
-// it multiplies faster than sgemm (by its shape alone, so the bits do not depend on the cores).
+// Whether oneDNN multiplies a product of these operands: every bfloat16 one (in the sets that
+// multiply bfloat16 in hardware), and the f32 ones it multiplies faster than sgemm (by its shape
+// alone, so the bits do not depend on the cores).
 template <class Element>
 bool through_onednn(GemmShape shape, std::array<bool, 2> transposed) {
   if constexpr (std::is_same_v<Element, float>)
@@ -118,7 +119,7 @@ void multiply_tile(const Product<std::uint16_t>& product, Tile tile) {
   multiply_onednn(product, tile);
 }
 #else
-constexpr bool kThroughOneDnn = false;
+constexpr bool kHardwareBf16 = false;
 
 template <class Element>
 bool through_onednn(GemmShape, std::array<bool, 2>) {
@@ -216,7 +217,7 @@ void multiply(const Product<Element>& product, ThreadTeam* team) {
 
 // The product's operands are both bfloat16 and this set multiplies them as they are.
 bool multiplies_bf16(const NodeTask& task) {
-  return kThroughOneDnn && task.in[0].dtype == DType::bf16 && task.in[1].dtype == DType::bf16;
+  return kHardwareBf16 && task.in[0].dtype == DType::bf16 && task.in[1].dtype == DType::bf16;
 }
 
 // ... and writes a bfloat16 result itself, saving an f32 copy of it and a pass to round it.

@@ -20,10 +20,21 @@ namespace {
 
 using dnnl::memory;
 
-// The instruction set of this kernel set's bfloat16 products (lib/runtime/CMakeLists.txt): AMX
-// tiles, or AVX512_BF16's dot products. Both include AVX-512's, which its f32 products use.
+// The instruction set of this kernel set's products (lib/runtime/CMakeLists.txt): AMX tiles or
+// AVX512_BF16's dot products for bfloat16 (amx, avx512bf16), AVX-512 (avx512), which the first two
+// include and every set's f32 products use.
 constexpr dnnl::cpu_isa kIsa = dnnl::cpu_isa::CSRUN_ONEDNN_GEMM_ISA;
-constexpr bool kAmx = kIsa == dnnl::cpu_isa::avx512_core_amx;
+constexpr bool kHardwareBf16 = CSRUN_ONEDNN_BF16;
+
+struct SetNames {
+  const char* set;
+  const char* kernels;
+};
+
+constexpr SetNames kNames = kIsa == dnnl::cpu_isa::avx512_core_amx ? SetNames{"amx", "AMX"}
+                            : kIsa == dnnl::cpu_isa::avx512_core_bf16
+                                ? SetNames{"avx512bf16", "AVX512_BF16"}
+                                : SetNames{"avx512", "AVX-512"};
 
 bool includes(dnnl::cpu_isa isa, dnnl::cpu_isa subset) {
   auto bits = static_cast<unsigned>(subset);
@@ -44,13 +55,12 @@ const dnnl::engine& engine() {
       limited_before = true;
     }
     if (!includes(dnnl::get_effective_cpu_isa(), kIsa)) {
-      std::string set = kAmx ? "amx" : "avx512bf16";
-      std::string kernels = kAmx ? "AMX" : "AVX512_BF16";
       throw std::runtime_error(
-          "the " + set + " kernels need oneDNN's " + kernels + " kernels, which " +
+          std::string("the ") + kNames.set + " kernels need oneDNN's " + kNames.kernels +
+          " kernels, which " +
           (limited_before ? "another kernel set of this process excluded when it made its own"
                           : "this CPU or its operating system does not grant") +
-          " (run with CSRUN_CPU=avx512)");
+          " (run with CSRUN_CPU=" + (kHardwareBf16 ? "avx512" : "avx2") + ")");
     }
     return dnnl::engine(dnnl::engine::kind::cpu, 0);
   }();
@@ -166,6 +176,9 @@ bool f32_measures_faster(bool a_transposed, bool b_transposed, std::int64_t k, s
 void prepare(const RowBlock& block) {
   if (block.rows <= 0 || block.n <= 0 || block.k <= 0)
     throw std::invalid_argument("onednn_gemm: an empty product, " + block_text(block));
+  if (block.operands == Operands::bf16 && !kHardwareBf16)
+    throw std::invalid_argument("onednn_gemm: the " + std::string(kNames.set) +
+                                " set widens bfloat16 operands, " + block_text(block));
   if (block.out_bf16 && block.operands == Operands::f32)
     throw std::invalid_argument("onednn_gemm: a bfloat16 result of f32 operands, " +
                                 block_text(block));

@@ -1,9 +1,10 @@
 #pragma once
 
-// Matrix products through oneDNN's matmul: those of the amx and avx512bf16 kernel sets
-// (lib/runtime/CMakeLists.txt). Two bfloat16 operands multiply as bfloat16 GEMMs with f32
-// accumulation, on AMX tiles or with AVX512_BF16's dot products; f32 operands with oneDNN's
-// AVX-512 f32 kernels, where they run faster than OpenBLAS's sgemm (f32_measures_faster).
+// Matrix products through oneDNN's matmul: those of the AVX-512 kernel sets (amx, avx512bf16,
+// avx512; lib/runtime/CMakeLists.txt). f32 operands multiply with oneDNN's AVX-512 f32 kernels,
+// where they run faster than OpenBLAS's sgemm (f32_measures_faster); in the amx and avx512bf16
+// sets, two bfloat16 operands multiply as bfloat16 GEMMs with f32 accumulation, on AMX tiles or
+// with AVX512_BF16's dot products (the avx512 set widens them to f32 first).
 // Internal to lib/runtime.
 //
 // A product of two bfloat16 values is exact in f32, so the result differs from widening the

@@ -261,8 +261,8 @@ TEST_CASE("a training step gives the same bits twice on one kernel set and agree
 }
 
 // The amx set multiplies two bfloat16 operands on AMX tiles and the avx512bf16 set with
-// AVX512_BF16's dot products (oneDNN's matmul), the others widen them to f32 and call OpenBLAS's
-// sgemm; f32 operands go to oneDNN's f32 kernels in those two sets where they measure faster
+// AVX512_BF16's dot products (oneDNN's matmul), the others widen them to f32; f32 operands go to
+// oneDNN's f32 kernels in the three AVX-512 sets where they measure faster
 // (not a transposed left operand, not a sum of more than 4096 terms, not a right-hand operand of
 // more than 2^20 elements read as stored), else to sgemm. The operands hold bfloat16 values, so
 // every term is exact in f32 and all sum them in f32, in different orders: each element is within
@@ -370,6 +370,18 @@ TEST_CASE("the avx512bf16 set's products are exact products summed in f32") {
   }
   check_products({"avx512bf16"}, DType::bf16);
   check_products({"avx512bf16"}, DType::f32);
+}
+
+TEST_CASE("the avx512 set's products are exact products summed in f32") {
+  // Its own process, so this set is the first to make oneDNN kernels and pins them to AVX-512, as
+  // on a CPU without AVX512_BF16 (Skylake-SP to Ice Lake): bfloat16 operands are widened to f32.
+  std::vector<std::string_view> sets = runtime::runnable_kernel_sets();
+  if (std::find(sets.begin(), sets.end(), "avx512") == sets.end()) {
+    WARN("this CPU cannot run the avx512 kernels");
+    return;
+  }
+  check_products({"avx512"}, DType::bf16);
+  check_products({"avx512"}, DType::f32);
 }
 
 namespace {
