@@ -97,11 +97,10 @@ bool through_onednn(GemmShape shape, std::array<bool, 2> transposed) {
   return true;
 }
 
-// Products through oneDNN are tiled by rows alone (tiling), so a tile spans every column.
 template <class Element>
 void multiply_onednn(const Product<Element>& product, Tile tile) {
   auto [m, n, k] = product.shape;
-  if (tile.rows == 0 || n == 0) return;
+  if (tile.rows == 0 || tile.columns == 0) return;
   if (k == 0) {
     start_tile(product.addend, product.out, n, tile);
     return;
@@ -110,9 +109,9 @@ void multiply_onednn(const Product<Element>& product, Tile tile) {
   void* out = out_bf16 ? static_cast<void*>(product.out_bf16) : static_cast<void*>(product.out);
   auto operands =
       std::is_same_v<Element, float> ? onednn_gemm::Operands::f32 : onednn_gemm::Operands::bf16;
-  onednn_gemm::multiply_rows({product.a, product.a_transposed, product.b, product.b_transposed,
-                              product.addend, out, out_bf16, m, n, k, tile.first_row, tile.rows,
-                              operands});
+  onednn_gemm::multiply({product.a, product.a_transposed, product.b, product.b_transposed,
+                         product.addend, out, out_bf16, m, n, k, tile.first_row, tile.rows,
+                         tile.first_column, tile.columns, operands});
 }
 
 void multiply_tile(const Product<std::uint16_t>& product, Tile tile) {
@@ -162,7 +161,8 @@ std::int64_t row_blocks(GemmShape shape) {
 // rows, each in two column halves, which packs the right-hand operand half as often for the
 // same number of tiles (GPT-2 small's f32 products ran 5-15 % faster in-step, its step 4-5 %).
 // Products through oneDNN stay in row blocks: column halves made GPT-2 small's CSX step 10 %
-// slower on AMX.
+// slower on AMX. A product worth splitting but too short for two row blocks (fc_mnist's layers at
+// batch 32) runs as two column halves, in either library: each packs half the right-hand operand.
 struct Tiling {
   std::int64_t row_blocks = 1;
   std::int64_t column_blocks = 1;
@@ -182,8 +182,9 @@ struct Tiling {
 template <class Element>
 Tiling tiling(GemmShape shape, std::array<bool, 2> transposed) {
   std::int64_t blocks = row_blocks(shape);
-  if (!through_onednn<Element>(shape, transposed) && blocks >= 4 && shape.n >= 2 * kMinTileColumns)
-    return {blocks / 2, 2};
+  bool halves = shape.n >= 2 * kMinTileColumns;
+  if (blocks == 1 && halves && shape.m * shape.n * shape.k >= kSplitMultiplyAdds) return {1, 2};
+  if (!through_onednn<Element>(shape, transposed) && blocks >= 4 && halves) return {blocks / 2, 2};
   return {blocks, 1};
 }
 
@@ -245,7 +246,7 @@ void prepare_onednn_blocks(const NodeTask& task) {
     Tile tile = tiles.tile(shape, index);
     onednn_gemm::prepare({nullptr, task.transposed[0], nullptr, task.transposed[1],
                           task.addend.f32(), nullptr, writes_bf16(task), m, n, k, tile.first_row,
-                          tile.rows, operands});
+                          tile.rows, tile.first_column, tile.columns, operands});
   }
 }
 #endif

@@ -67,9 +67,10 @@ const dnnl::engine& engine() {
   return cpu;
 }
 
-// What a row block's primitive depends on: the operands' pointers are bound at each call.
+// What a block's primitive depends on: the operands' pointers are bound at each call. `n` is the
+// whole product's row length, the result's leading dimension.
 struct Shape {
-  std::int64_t rows, n, k, lda, ldb;
+  std::int64_t rows, columns, n, k, lda, ldb;
   bool a_transposed, b_transposed, has_addend, out_bf16;
   Operands operands;
   auto operator<=>(const Shape&) const = default;
@@ -88,11 +89,11 @@ Primitive make_primitive(const Shape& shape) {
   memory::data_type operand_type =
       shape.operands == Operands::f32 ? memory::data_type::f32 : memory::data_type::bf16;
   memory::desc a({shape.rows, shape.k}, operand_type, strides(shape.a_transposed, shape.lda));
-  memory::desc b({shape.k, shape.n}, operand_type, strides(shape.b_transposed, shape.ldb));
+  memory::desc b({shape.k, shape.columns}, operand_type, strides(shape.b_transposed, shape.ldb));
   memory::desc addend = shape.has_addend
-                            ? memory::desc({1, shape.n}, memory::data_type::f32, {shape.n, 1})
+                            ? memory::desc({1, shape.columns}, memory::data_type::f32, {shape.n, 1})
                             : memory::desc();
-  memory::desc out({shape.rows, shape.n},
+  memory::desc out({shape.rows, shape.columns},
                    shape.out_bf16 ? memory::data_type::bf16 : memory::data_type::f32, {shape.n, 1});
   dnnl::primitive_attr attributes;
   // Scratch memory per calling thread, so that the team's threads can share one primitive.
@@ -102,8 +103,9 @@ Primitive make_primitive(const Shape& shape) {
   return {a, b, addend, out, description.scratchpad_desc(), dnnl::matmul(description)};
 }
 
-Shape shape_of(const RowBlock& block) {
+Shape shape_of(const Block& block) {
   return {block.rows,
+          block.columns,
           block.n,
           block.k,
           block.a_transposed ? block.m : block.k,
@@ -147,14 +149,14 @@ struct CallingThread {
   }
 };
 
-std::string block_text(const RowBlock& block) {
+std::string block_text(const Block& block) {
   return "a " + std::to_string(block.rows) + "x" + std::to_string(block.k) + " by a " +
-         std::to_string(block.k) + "x" + std::to_string(block.n) +
+         std::to_string(block.k) + "x" + std::to_string(block.columns) +
          (block.operands == Operands::f32 ? " f32 block" : " bfloat16 block");
 }
 
 // The element size of the block's operands.
-std::int64_t operand_bytes(const RowBlock& block) {
+std::int64_t operand_bytes(const Block& block) {
   return block.operands == Operands::f32 ? 4 : 2;
 }
 
@@ -173,8 +175,8 @@ bool f32_measures_faster(bool a_transposed, bool b_transposed, std::int64_t k, s
   return b_transposed || k * n <= kMaxF32Operand;
 }
 
-void prepare(const RowBlock& block) {
-  if (block.rows <= 0 || block.n <= 0 || block.k <= 0)
+void prepare(const Block& block) {
+  if (block.rows <= 0 || block.columns <= 0 || block.k <= 0)
     throw std::invalid_argument("onednn_gemm: an empty product, " + block_text(block));
   if (block.operands == Operands::bf16 && !kHardwareBf16)
     throw std::invalid_argument("onednn_gemm: the " + std::string(kNames.set) +
@@ -195,7 +197,7 @@ void prepare(const RowBlock& block) {
   }
 }
 
-void multiply_rows(const RowBlock& block) {
+void multiply(const Block& block) {
   const Primitive* made = nullptr;
   {
     Primitives& all = primitives();
@@ -208,21 +210,25 @@ void multiply_rows(const RowBlock& block) {
   std::size_t scratchpad_bytes = made->scratchpad.get_size();
   if (thread.scratchpad.size() < scratchpad_bytes) thread.scratchpad.resize(scratchpad_bytes);
   // oneDNN takes non-const handles; it only reads the operands.
-  std::int64_t a_offset = block.a_transposed ? block.first : block.first * block.k;
-  void* a = const_cast<std::byte*>(static_cast<const std::byte*>(block.a) +
-                                   a_offset * operand_bytes(block));
-  std::int64_t out_offset = block.first * block.n;
+  auto operand = [&](const void* data, std::int64_t offset) {
+    return const_cast<std::byte*>(static_cast<const std::byte*>(data) +
+                                  offset * operand_bytes(block));
+  };
+  void* a = operand(block.a, block.a_transposed ? block.first_row : block.first_row * block.k);
+  void* b =
+      operand(block.b, block.b_transposed ? block.first_column * block.k : block.first_column);
+  std::int64_t out_offset = block.first_row * block.n + block.first_column;
   void* out = block.out_bf16
                   ? static_cast<void*>(static_cast<std::uint16_t*>(block.out) + out_offset)
                   : static_cast<void*>(static_cast<float*>(block.out) + out_offset);
   std::unordered_map<int, memory> arguments{
       {DNNL_ARG_SRC, memory(made->a, engine(), a)},
-      {DNNL_ARG_WEIGHTS, memory(made->b, engine(), const_cast<void*>(block.b))},
+      {DNNL_ARG_WEIGHTS, memory(made->b, engine(), b)},
       {DNNL_ARG_DST, memory(made->out, engine(), out)},
       {DNNL_ARG_SCRATCHPAD, memory(made->scratchpad, engine(), thread.scratchpad.data())}};
   if (block.addend != nullptr) {
-    arguments.emplace(DNNL_ARG_BIAS,
-                      memory(made->addend, engine(), const_cast<float*>(block.addend)));
+    arguments.emplace(DNNL_ARG_BIAS, memory(made->addend, engine(),
+                                            const_cast<float*>(block.addend + block.first_column)));
   }
   made->matmul.execute(thread.stream, arguments);
   thread.stream.wait();

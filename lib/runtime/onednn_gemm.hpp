@@ -18,13 +18,14 @@ namespace csrun::runtime::onednn_gemm {
 
 enum class Operands : std::uint8_t { bf16, f32 };
 
-// Rows [first, first + rows) of the row-major product out = addend + op(a) op(b), with op(a)
-// m x k and op(b) k x n, none of rows, n, k zero; `a` and `b` hold bfloat16 or f32 values as
-// `operands` says; `out` points at the product's first row, f32 values or, with `out_bf16`
-// (bfloat16 operands only), bfloat16 ones, rounded once from the f32 sum (to nearest even; a
-// subnormal result is zero, as the hardware gives it). `addend` (n values) is null for none. One
-// caller's thread does all of it: the caller shares the row blocks out.
-struct RowBlock {
+// Rows [first_row, first_row + rows) and columns [first_column, first_column + columns) of the
+// row-major product out = addend + op(a) op(b), with op(a) m x k and op(b) k x n, none of rows,
+// columns, k zero; `a` and `b` hold bfloat16 or f32 values as `operands` says; `out` points at
+// the product's first row, f32 values or, with `out_bf16` (bfloat16 operands only), bfloat16
+// ones, rounded once from the f32 sum (to nearest even; a subnormal result is zero, as the
+// hardware gives it). `addend` (n values) is null for none. One caller's thread does all of it:
+// the caller shares the blocks out.
+struct Block {
   const void* a = nullptr;
   bool a_transposed = false;
   const void* b = nullptr;
@@ -33,7 +34,8 @@ struct RowBlock {
   void* out = nullptr;
   bool out_bf16 = false;
   std::int64_t m = 0, n = 0, k = 0;
-  std::int64_t first = 0, rows = 0;
+  std::int64_t first_row = 0, rows = 0;
+  std::int64_t first_column = 0, columns = 0;
   Operands operands = Operands::bf16;
 };
 
@@ -46,9 +48,9 @@ bool f32_measures_faster(bool a_transposed, bool b_transposed, std::int64_t k, s
 // Makes the kernel for blocks shaped as `block` (its pointers unused): once, before a step
 // multiplies such blocks, on the thread that prepares the step. Throws std::runtime_error when
 // oneDNN cannot run the set's kernels here.
-void prepare(const RowBlock& block);
+void prepare(const Block& block);
 
 // Multiplies a block of a shape prepared before. Allocates only oneDNN's small per-call records.
-void multiply_rows(const RowBlock& block);
+void multiply(const Block& block);
 
 }  // namespace csrun::runtime::onednn_gemm
