@@ -10,6 +10,9 @@
 #include <fstream>
 #include <optional>
 #include <set>
+#include <tuple>
+#include <utility>
+#include <vector>
 
 #include "plain_scalar.hpp"
 #include "yaml_expansion.hpp"
@@ -132,26 +135,68 @@ bool blank_follows(std::string_view text, std::size_t i) {
   return i + 1 >= text.size() || is_blank(text[i + 1]) || text[i + 1] == '\n';
 }
 
-YamlTrap find_yaml_cpp_trap(std::string_view text) {
+// The scan for yaml-cpp's traps. A quote first on a line after a line that ends inside a plain
+// scalar may continue that scalar (yaml-cpp reads `i` then `' #` as the plain scalar "i '", ended
+// by a comment) or begin a quoted scalar, as the indentation decides: both readings are scanned,
+// and a trap in either is one. Where the readings meet again, at the start of a line outside any
+// quoted scalar in the same state (flow depth, and whether a plain scalar may continue), the
+// later one stops: each such state is scanned once, so the readings cost about two scans. The
+// other readings wait in a list rather than on the stack: a file of many such lines nests none.
+class TrapScan {
+ public:
+  explicit TrapScan(std::string_view text) : text_(text) {}
+
+  YamlTrap find() {
+    pending_.push_back({{0, 1, 0, false}, false});
+    while (!pending_.empty()) {
+      auto [start, quote_is_plain] = pending_.back();
+      pending_.pop_back();
+      if (YamlTrap trap = from(start, quote_is_plain); trap.kind != YamlTrap::Kind::none)
+        return trap;
+    }
+    return {};
+  }
+
+ private:
+  struct LineStart {
+    std::size_t offset;
+    std::size_t line;
+    int depth;
+    bool continues_plain;  // the line before ended inside a plain scalar
+  };
+
+  // Scans one reading from a line start; with `quote_is_plain`, a quote first on that line is
+  // plain text.
+  YamlTrap from(LineStart start, bool quote_is_plain);
+
+  std::string_view text_;
+  std::set<std::tuple<std::size_t, int, bool>> scanned_;
+  std::vector<std::pair<LineStart, bool>> pending_;
+};
+
+YamlTrap TrapScan::from(LineStart start, bool quote_is_plain) {
   using Kind = YamlTrap::Kind;
-  int depth = 0;
-  std::size_t line = 1;
-  std::size_t line_start = 0;
+  std::string_view text = text_;
+  LineStart line = start;
+  int depth = start.depth;
   char quote = 0;
   char previous = '\n';
   bool node_start = true;     // a node (a scalar, a collection) may begin here
   bool line_content = false;  // anything but blanks and node properties on this line
+  bool in_plain = false;      // inside a plain scalar
   // Only blanks since a node ended outside any collection: a quoted scalar (its quote) or a
   // flow collection (its closing bracket); 0: none.
   char ended_by = 0;
   auto name_ends = [](char c) {
     return std::string_view(" \t\r\n,[]{}").find(c) != std::string_view::npos;
   };
-  for (std::size_t i = 0; i < text.size(); previous = text[i], ++i) {
+  for (std::size_t i = start.offset; i < text.size(); previous = text[i], ++i) {
     char c = text[i];
     if (c == '\n') {
-      ++line;
-      line_start = i + 1;
+      line = {i + 1, line.line + 1, depth, quote == 0 && in_plain};
+      if (quote == 0 && !scanned_.emplace(line.offset, depth, line.continues_plain).second)
+        return {};
+      quote_is_plain = false;
       line_content = false;
       ended_by = 0;
       node_start = true;
@@ -172,13 +217,14 @@ YamlTrap find_yaml_cpp_trap(std::string_view text) {
     bool follows_quoted =
         after_quoted && (c == '"' || c == '\'') && (previous == '"' || previous == '\'');
     if (ended_by && c == ',')
-      return {after_quoted ? Kind::comma_after_quoted : Kind::comma_after_collection, line};
+      return {after_quoted ? Kind::comma_after_quoted : Kind::comma_after_collection, line.line};
     if (ended_by && c != ':' && c != '#' && !follows_quoted)
-      return {after_quoted ? Kind::text_after_quoted : Kind::text_after_collection, line};
+      return {after_quoted ? Kind::text_after_quoted : Kind::text_after_collection, line.line};
     bool comment = c == '#' && (ended_by || is_blank(previous) || previous == '\n');
     bool starts_node = node_start || follows_quoted;
     ended_by = 0;
     node_start = false;
+    in_plain = false;
     if (comment) {
       while (i + 1 < text.size() && text[i + 1] != '\n')
         ++i;
@@ -187,9 +233,10 @@ YamlTrap find_yaml_cpp_trap(std::string_view text) {
     // A header after a key or a '- ' on its line: first on a line, '>' may continue a plain scalar
     // (yaml-cpp reads it so), and what follows is then no block scalar.
     if ((c == '|' || c == '>') && starts_node && line_content && depth == 0) {
-      std::size_t indent = text.find_first_not_of(' ', line_start) - line_start;
+      std::size_t indent = text.find_first_not_of(' ', line.offset) - line.offset;
       if (std::size_t end = block_scalar_end(text, i, indent); end != i) {
-        line += static_cast<std::size_t>(std::count(text.begin() + i, text.begin() + end, '\n'));
+        line.line +=
+            static_cast<std::size_t>(std::count(text.begin() + i, text.begin() + end, '\n'));
         i = end - 1;
         continue;
       }
@@ -200,9 +247,12 @@ YamlTrap find_yaml_cpp_trap(std::string_view text) {
       node_start = true;
       continue;
     }
-    if (c == ',' && depth == 0 && !line_content) return {Kind::comma_begins_node, line};
+    if (c == ',' && depth == 0 && !line_content) return {Kind::comma_begins_node, line.line};
+    bool quote_continues_plain = !line_content && line.continues_plain;
     line_content = true;
-    if ((c == '"' || c == '\'') && starts_node) {
+    if ((c == '"' || c == '\'') && starts_node && quote_continues_plain && !quote_is_plain)
+      pending_.push_back({line, true});
+    if ((c == '"' || c == '\'') && starts_node && !(quote_continues_plain && quote_is_plain)) {
       quote = c;
     } else if ((c == '[' || c == '{') && (starts_node || depth > 0)) {
       ++depth;
@@ -213,11 +263,19 @@ YamlTrap find_yaml_cpp_trap(std::string_view text) {
       node_start = true;
     } else if (c == ':') {
       node_start = depth > 0 || blank_follows(text, i);
+      in_plain = !node_start;
     } else if (c == '-' || c == '?') {
       node_start = starts_node && blank_follows(text, i);
+      in_plain = !node_start;
+    } else {
+      in_plain = true;
     }
   }
   return {};
+}
+
+YamlTrap find_yaml_cpp_trap(std::string_view text) {
+  return TrapScan(text).find();
 }
 
 std::string_view trap_message(YamlTrap::Kind kind) {

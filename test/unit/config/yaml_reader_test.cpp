@@ -147,6 +147,23 @@ TEST_CASE("a ',' is found on the line after a block scalar, counting the scalar'
                         "t.yaml:3:1: error: YAML syntax error: a ',' begins a node"));
 }
 
+TEST_CASE("a quote first on a line that may continue a plain scalar is read both ways") {
+  // yaml-cpp reads `' #` after `i` as the plain scalar "i '" ended by a comment, so the ',' after
+  // it begins a node (a params_loader fuzz out-of-memory); as a quoted scalar, there is no trap.
+  CHECK(reading_reports("i\n' #\n, b\n",
+                        "t.yaml:3:1: error: YAML syntax error: a ',' begins a node"));
+  CHECK(reading_reports("a: x\n  \" c\n  ]\n, b\n",
+                        "t.yaml:4:1: error: YAML syntax error: a ',' begins a node"));
+  // Quoted, after a line that ends in a plain scalar: still a trap when its reading has one.
+  CHECK(reading_reports("x: y\n'a', b\n",
+                        "t.yaml:2:1: error: YAML syntax error: a ',' follows a quoted value"));
+  Diagnostics valid;
+  Node root = read("a: b\n'c': d\ne: 'f'\ng:\n  'h'\n", valid);
+  CHECK_FALSE(valid.has_errors());
+  CHECK(root.find("c")->as_string() == "d");
+  CHECK(root.find("g")->as_string() == "h");
+}
+
 TEST_CASE("values keep their position and key path") {
   Diagnostics diagnostics;
   Node root = read("runconfig:\n  max_steps: 100\nlist:\n  - x: 1\n", diagnostics);
