@@ -373,28 +373,29 @@ TEST_CASE(
   check_products(runtime::runnable_kernel_sets(), DType::f32);
 }
 
-TEST_CASE("the avx512bf16 set's products are exact products summed in f32") {
-  // Its own process (CTest runs each case alone), so this set is the first to make oneDNN
-  // kernels and pins them to AVX512_BF16's dot products, as on a CPU without AMX.
+namespace {
+// In a process of its own (CTest runs each case alone) the set is the first to make oneDNN
+// kernels, so it pins them to its own instructions, as on a CPU with no better ones.
+void check_products_alone(std::string_view set) {
   std::vector<std::string_view> sets = runtime::runnable_kernel_sets();
-  if (std::find(sets.begin(), sets.end(), "avx512bf16") == sets.end()) {
-    WARN("this CPU cannot run the avx512bf16 kernels");
+  if (std::find(sets.begin(), sets.end(), set) == sets.end()) {
+    WARN("this CPU cannot run the " << set << " kernels");
     return;
   }
-  check_products({"avx512bf16"}, DType::bf16);
-  check_products({"avx512bf16"}, DType::f32);
+  check_products({set}, DType::bf16);
+  check_products({set}, DType::f32);
+}
+}  // namespace
+
+TEST_CASE("the avx512bf16 set's products are exact products summed in f32") {
+  // AVX512_BF16's dot products, as on a CPU without AMX.
+  check_products_alone("avx512bf16");
 }
 
 TEST_CASE("the avx512 set's products are exact products summed in f32") {
-  // Its own process, so this set is the first to make oneDNN kernels and pins them to AVX-512, as
-  // on a CPU without AVX512_BF16 (Skylake-SP to Ice Lake): bfloat16 operands are widened to f32.
-  std::vector<std::string_view> sets = runtime::runnable_kernel_sets();
-  if (std::find(sets.begin(), sets.end(), "avx512") == sets.end()) {
-    WARN("this CPU cannot run the avx512 kernels");
-    return;
-  }
-  check_products({"avx512"}, DType::bf16);
-  check_products({"avx512"}, DType::f32);
+  // AVX-512 F, as on a CPU without AVX512_BF16 (Skylake-SP to Ice Lake): bfloat16 operands are
+  // widened to f32.
+  check_products_alone("avx512");
 }
 
 namespace {
