@@ -197,7 +197,7 @@ median_logged_rate() {
 }
 
 # The best f32 GEMM rate gemm_peak measures (GFLOP/s): OpenBLAS's sgemm or oneDNN's f32 matmul,
-# which csrun's amx and avx512bf16 kernel sets call for most f32 products; after printing what it
+# which csrun's AVX-512 kernel sets call for most f32 products; after printing what it
 # measured.
 best_f32_gemm() {
   local rates
