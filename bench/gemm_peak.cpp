@@ -1,10 +1,11 @@
 // The best rates of large matrix products through the libraries csrun's GEMMs call: OpenBLAS's
 // sgemm (fp32) and, where the library has it, sbgemm (bfloat16 inputs, fp32 accumulation; fast
 // only on CPUs with avx512_bf16), and oneDNN's f32 matmul and bfloat16 matmul (f32
-// accumulation; AMX tiles where the CPU has them), which csrun's amx and avx512bf16 kernel sets
-// call, on square matrices of 1024 to 4096, best of 3 each. These are the ceilings a GEMM-bound
-// training step is measured against in docs/benchmarks.md. Debian's OpenBLAS 0.3.21 declares
-// cblas_sbgemm but is built without it, so it is looked up at run time.
+// accumulation; AMX tiles where the CPU has them), which csrun's AVX-512 kernel sets call (f32)
+// and its amx and avx512bf16 sets (bfloat16), on square matrices of 1024 to 4096, best of 3 each.
+// These are the ceilings a GEMM-bound training step is measured against in docs/benchmarks.md.
+// Debian's OpenBLAS 0.3.21 declares cblas_sbgemm but is built without it, so it is looked up at run
+// time.
 //
 // Usage: gemm_peak   (threads: OpenBLAS's own, OPENBLAS_NUM_THREADS or all cores; oneDNN's
 //                     OpenMP threads, OMP_NUM_THREADS or all cores)

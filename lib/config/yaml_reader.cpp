@@ -248,11 +248,14 @@ YamlTrap TrapScan::from(LineStart start, bool quote_is_plain) {
       continue;
     }
     if (c == ',' && depth == 0 && !line_content) return {Kind::comma_begins_node, line.line};
-    bool quote_continues_plain = !line_content && line.continues_plain;
+    bool opens_quote = (c == '"' || c == '\'') && starts_node;
+    if (opens_quote && !line_content && line.continues_plain) {
+      // Both readings: quoted in this scan, plain text in one from this line's start.
+      if (!quote_is_plain) pending_.push_back({line, true});
+      opens_quote = !quote_is_plain;
+    }
     line_content = true;
-    if ((c == '"' || c == '\'') && starts_node && quote_continues_plain && !quote_is_plain)
-      pending_.push_back({line, true});
-    if ((c == '"' || c == '\'') && starts_node && !(quote_continues_plain && quote_is_plain)) {
+    if (opens_quote) {
       quote = c;
     } else if ((c == '[' || c == '{') && (starts_node || depth > 0)) {
       ++depth;
