@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <type_traits>
 
 #include "kernel_families.hpp"
@@ -86,15 +87,12 @@ void multiply_sgemm(const Product<float>& product, Tile tile) {
 #if CSRUN_ONEDNN_GEMM
 constexpr bool kHardwareBf16 = CSRUN_ONEDNN_BF16;
 
-// Whether oneDNN multiplies a product of these operands: every bfloat16 one (in the sets that
-// multiply bfloat16 in hardware), and the f32 ones it multiplies faster than sgemm (by its shape
-// alone, so the bits do not depend on the cores).
-template <class Element>
-bool through_onednn(GemmShape shape, std::array<bool, 2> transposed) {
-  if constexpr (std::is_same_v<Element, float>)
-    return shape.k > 0 &&
-           onednn_gemm::f32_measures_faster(transposed[0], transposed[1], shape.k, shape.n);
-  return true;
+// Whether oneDNN multiplies a product of f32 operands: those it multiplies faster than sgemm (by
+// their shape alone, so the bits do not depend on the cores). It multiplies every bfloat16 one in
+// the sets that multiply bfloat16 in hardware.
+bool f32_through_onednn(GemmShape shape, std::array<bool, 2> transposed) {
+  return shape.k > 0 &&
+         onednn_gemm::f32_measures_faster(transposed[0], transposed[1], shape.k, shape.n);
 }
 
 template <class Element>
@@ -119,16 +117,11 @@ void multiply_tile(const Product<std::uint16_t>& product, Tile tile) {
 }
 #else
 constexpr bool kHardwareBf16 = false;
-
-template <class Element>
-bool through_onednn(GemmShape, std::array<bool, 2>) {
-  return false;
-}
 #endif
 
 void multiply_tile(const Product<float>& product, Tile tile) {
 #if CSRUN_ONEDNN_GEMM
-  if (through_onednn<float>(product.shape, {product.a_transposed, product.b_transposed}))
+  if (f32_through_onednn(product.shape, {product.a_transposed, product.b_transposed}))
     return multiply_onednn(product, tile);
 #endif
   multiply_sgemm(product, tile);
@@ -138,31 +131,24 @@ void multiply_tile(const Product<float>& product, Tile tile) {
 constexpr std::int64_t kSplitMultiplyAdds = 1 << 20;
 constexpr std::int64_t kMaxBlocks = 16;
 
-// The fewest rows of a row block: both libraries pack the whole right-hand operand for every call,
-// which 64-row blocks repeat so often that GPT-2 small's bfloat16 products (oneDNN, AMX) ran at
-// half the rate of 256-row ones; 128 trained gpt2_tiny 6 % faster than 256 and GPT-2 small as
-// fast. With OpenBLAS's sgemm, 128 rather than 64 trained fc_mnist (batch 256) 10 % and GPT-2
-// small 12 % faster on an AVX-512 host.
+// The rows of a row block, at least: both libraries pack the whole right-hand operand for every
+// call, so the fewer the blocks, the less packing. On the AMX host (2026-11-28), blocks of 256
+// rows or more rather than 128 (and rather than sgemm's blocks of 256 rows in two column halves)
+// ran GPT-2 small's f32 products 5-10 % faster in-step, fc_mnist (batch 256, 32) 0-4 % and
+// 6-13 %, and GPT-2 small's bfloat16 step 2-4 %; gpt2_tiny as fast.
+constexpr std::int64_t kBlockRows = 256;
+// A product too short for two such blocks but of 256 rows or more is two blocks of half its rows:
+// two column halves ran fc_mnist's bfloat16 products (oneDNN, AMX) 7-13 % slower.
 constexpr std::int64_t kMinBlockRows = 128;
-// sgemm tiles are cut in two column halves where that leaves at least this many columns each.
+// A product of fewer rows (fc_mnist's layers at batch 32) is cut in two column halves where that
+// leaves at least this many columns each: each half packs half the right-hand operand.
 constexpr std::int64_t kMinTileColumns = 256;
 
-// The row blocks of a product, from its shape alone. OpenBLAS may round a block differently for
-// another block height (it picks kernels by size), so blocks that depended on the number of cores
-// would make a run's bits depend on the machine (or on the cores an MPI rank is bound to).
-std::int64_t row_blocks(GemmShape shape) {
-  if (shape.m * shape.n * shape.k < kSplitMultiplyAdds) return 1;
-  return std::clamp<std::int64_t>(shape.m / kMinBlockRows, 1, kMaxBlocks);
-}
-
-// The tiles a product is multiplied in, from its shape alone (see row_blocks), shared out
-// across the team. sgemm packs the right-hand operand's columns of a call and the left-hand
-// operand's rows once per call: four or more row blocks become half as many blocks of twice the
-// rows, each in two column halves, which packs the right-hand operand half as often for the
-// same number of tiles (GPT-2 small's f32 products ran 5-15 % faster in-step, its step 4-5 %).
-// Products through oneDNN stay in row blocks: column halves made GPT-2 small's CSX step 10 %
-// slower on AMX. A product worth splitting but too short for two row blocks (fc_mnist's layers at
-// batch 32) runs as two column halves, in either library: each packs half the right-hand operand.
+// The tiles a product is multiplied in, shared out across the team, from its shape alone:
+// OpenBLAS may round a block differently for another block height (it picks kernels by size),
+// so tiles that depended on the number of cores would make a run's bits depend on the machine
+// (or on the cores an MPI rank is bound to). A power of two of row blocks shares out evenly on 2,
+// 4, 8 or 16 cores.
 struct Tiling {
   std::int64_t row_blocks = 1;
   std::int64_t column_blocks = 1;
@@ -179,12 +165,16 @@ struct Tiling {
   }
 };
 
-template <class Element>
-Tiling tiling(GemmShape shape, std::array<bool, 2> transposed) {
-  std::int64_t blocks = row_blocks(shape);
-  bool halves = shape.n >= 2 * kMinTileColumns;
-  if (blocks == 1 && halves && shape.m * shape.n * shape.k >= kSplitMultiplyAdds) return {1, 2};
-  if (!through_onednn<Element>(shape, transposed) && blocks >= 4 && halves) return {blocks / 2, 2};
+std::int64_t row_blocks(std::int64_t rows) {
+  if (rows < 2 * kBlockRows) return std::clamp<std::int64_t>(rows / kMinBlockRows, 1, 2);
+  auto blocks = static_cast<std::uint64_t>(std::min(rows / kBlockRows, kMaxBlocks));
+  return static_cast<std::int64_t>(std::bit_floor(blocks));
+}
+
+Tiling tiling(GemmShape shape) {
+  if (shape.m * shape.n * shape.k < kSplitMultiplyAdds) return {};
+  std::int64_t blocks = row_blocks(shape.m);
+  if (blocks == 1 && shape.n >= 2 * kMinTileColumns) return {1, 2};
   return {blocks, 1};
 }
 
@@ -201,7 +191,7 @@ std::int64_t product_count(const NodeTask& task, GemmShape shape) {
 template <class Element>
 void multiply(const Product<Element>& product, ThreadTeam* team) {
   GemmShape shape = product.shape;
-  Tiling tiles = tiling<Element>(shape, {product.a_transposed, product.b_transposed});
+  Tiling tiles = tiling(shape);
   auto multiply_one = [&](std::int64_t index) { multiply_tile(product, tiles.tile(shape, index)); };
   std::int64_t members = team == nullptr ? 1 : team->size();
   if (tiles.count() == 1 || members == 1) {
@@ -235,12 +225,8 @@ void prepare_onednn_blocks(const NodeTask& task) {
   auto [m, n, k] = shape;
   if (m == 0 || n == 0 || k == 0) return;
   bool bf16 = multiplies_bf16(task);
-  if (!bf16 && !through_onednn<float>(shape, task.transposed)) return;
-  Tiling tiles;
-  if (product_count(task, shape) == 1) {
-    tiles = bf16 ? tiling<std::uint16_t>(shape, task.transposed)
-                 : tiling<float>(shape, task.transposed);
-  }
+  if (!bf16 && !f32_through_onednn(shape, task.transposed)) return;
+  Tiling tiles = product_count(task, shape) == 1 ? tiling(shape) : Tiling{};
   auto operands = bf16 ? onednn_gemm::Operands::bf16 : onednn_gemm::Operands::f32;
   for (std::int64_t index = 0; index < tiles.count(); ++index) {
     Tile tile = tiles.tile(shape, index);
