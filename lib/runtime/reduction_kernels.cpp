@@ -74,6 +74,52 @@ void sum_rows_f32(const AxisSplit& split, const float* x, float* out, ThreadTeam
              });
 }
 
+constexpr std::int64_t kColumnBlock = 64;
+
+// Adds `count` elements of `x` from `first` into `totals` (or takes their maximum). 16-bit
+// floats are widened a row segment at a time, so the additions vectorize as for f32.
+template <class In>
+void accumulate(OpKind op, In x, std::int64_t first, std::int64_t count, double* totals) {
+  if constexpr (std::is_same_v<In, AnyAccess>) {
+    if (is_half(x.tensor->dtype)) {
+      std::array<float, kColumnBlock> widened{};
+      widen_from_half(x.tensor->half() + first, widened.data(), count, x.tensor->dtype);
+      return accumulate(op, F32Access{widened.data()}, 0, count, totals);
+    }
+  }
+  if (op == OpKind::reduce_max) {
+    for (std::int64_t i = 0; i < count; ++i)
+      totals[i] = combine(op, totals[i], x.get(first + i));
+    return;
+  }
+  for (std::int64_t i = 0; i < count; ++i)
+    totals[i] += x.get(first + i);
+}
+
+// The reduced axes followed by others ([outer, length, inner], inner > 1): columns a block at a
+// time, rows in order, so that each total sums in the same order as one column at a time would
+// while the rows are read contiguously. The blocks are shared out across the team: each is
+// summed whole by one thread, so the bits do not depend on the cores.
+template <class In, class Out>
+void reduce_columns(OpKind op, const AxisSplit& split, In x, Out out, ThreadTeam* team) {
+  std::int64_t per_outer = (split.inner + kColumnBlock - 1) / kColumnBlock;
+  auto reduce_blocks = [&](std::int64_t first_block, std::int64_t last_block) {
+    std::array<double, kColumnBlock> totals{};
+    for (std::int64_t block = first_block; block < last_block; ++block) {
+      std::int64_t o = block / per_outer;
+      std::int64_t first = block % per_outer * kColumnBlock;
+      std::int64_t columns = std::min(kColumnBlock, split.inner - first);
+      std::fill_n(totals.begin(), columns, reduce_identity(op));
+      for (std::int64_t r = 0; r < split.length; ++r)
+        accumulate(op, x, (o * split.length + r) * split.inner + first, columns, totals.data());
+      for (std::int64_t i = 0; i < columns; ++i)
+        out.put(o * split.inner + first + i, totals[static_cast<std::size_t>(i)]);
+    }
+  };
+  split_rows(team, split.outer * per_outer, split.outer * split.length * split.inner,
+             reduce_blocks);
+}
+
 // Reduced axes forming one block [first, last]: [outer, length, inner] sums.
 template <class In, class Out>
 void reduce_block(OpKind op, const AxisSplit& split, In x, Out out, ThreadTeam* team) {
@@ -90,28 +136,7 @@ void reduce_block(OpKind op, const AxisSplit& split, In x, Out out, ThreadTeam* 
     }
     return;
   }
-  // Columns a block at a time, rows in order: each total sums in the same order as one column
-  // at a time would, but the rows are read contiguously.
-  constexpr std::int64_t kColumns = 64;
-  std::array<double, kColumns> totals{};
-  for (std::int64_t o = 0; o < split.outer; ++o) {
-    for (std::int64_t first = 0; first < split.inner; first += kColumns) {
-      std::int64_t columns = std::min(kColumns, split.inner - first);
-      std::fill_n(totals.begin(), columns, reduce_identity(op));
-      for (std::int64_t r = 0; r < split.length; ++r) {
-        std::int64_t row = (o * split.length + r) * split.inner + first;
-        if (op == OpKind::reduce_max) {
-          for (std::int64_t i = 0; i < columns; ++i)
-            totals[i] = combine(op, totals[i], x.get(row + i));
-        } else {
-          for (std::int64_t i = 0; i < columns; ++i)
-            totals[i] += x.get(row + i);
-        }
-      }
-      for (std::int64_t i = 0; i < columns; ++i)
-        out.put(o * split.inner + first + i, totals[i]);
-    }
-  }
+  reduce_columns(op, split, x, out, team);
 }
 
 // Any set of axes: each input element added into its result element.

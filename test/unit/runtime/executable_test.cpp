@@ -109,6 +109,21 @@ TEST_CASE("broadcasting elementwise kernels split across the cores agree with th
   CHECK(step_difference(test::compiled_plan(graph, 1)) <= 1e-6);
 }
 
+TEST_CASE("sums and maxima over leading axes, split across the cores, agree with the reference") {
+  // 122,880 elements: blocks of 64 columns shared across the team, each summing its rows in
+  // order (a bias's gradient); 16-bit values widened a row segment at a time.
+  graph::Graph graph;
+  graph::Tensor x(graph, graph.add_input("x", {{64, 48, 40}, DType::f32}));
+  graph::Tensor x16 = graph::cast(x, DType::bf16);
+  graph.add_output("sum_rows", sum(x, {0}).id());
+  graph.add_output("sum_rows_and_columns", sum(x, {0, 1}).id());
+  graph.add_output("max_middle", reduce_max(x, {1}).id());
+  graph.add_output("mean_rows", mean(x, {0}).id());
+  graph.add_output("sum_bf16", graph::cast(sum(x16, {0}), DType::f32).id());
+  graph.add_output("max_bf16", graph::cast(reduce_max(x16, {0, 1}), DType::f32).id());
+  CHECK(step_difference(test::compiled_plan(graph, 1)) <= 1e-6);
+}
+
 TEST_CASE("mixed-precision plans run with 16-bit values emulated") {
   for (DType half : {DType::bf16, DType::f16, DType::cb16}) {
     for (int level : {0, 1, 2}) {
