@@ -42,6 +42,12 @@ struct PrecisionPolicy {
 };
 std::size_t lower_precision(Program& program, const PrecisionPolicy& policy);
 
+// Moves each cast from a 16-bit type to f32 to just before its first reader: the smaller 16-bit
+// value is what stays alive in between, and the widening can join its reader's elementwise
+// kernel (the logits' weight gradient, widened in the lm_head's backward, is read only by the
+// embedding's update at the end of the backward pass).
+std::size_t sink_casts(Program& program);
+
 // Moves the optimizer's nodes (the update phase) to where their operands are ready and no other
 // node still reads the variables they read: a parameter's update follows its gradient, so the
 // gradient's memory is free for the rest of the backward pass. Other nodes keep their order.

@@ -281,6 +281,37 @@ TEST_CASE("a 16-bit product widened for elementwise readers alone is widened by 
   CHECK(program.fusions[1].nodes.size() == 3);  // cast, mul, add
 }
 
+TEST_CASE("sink-casts widens a 16-bit value just before its first reader, which fuses with it") {
+  // As the logits' weight gradient: widened where it is computed, read much later.
+  Graph graph;
+  Tensor x(graph, graph.add_input("x", {{8, 8}, DType::f32}));
+  Tensor w(graph, graph.add_variable("w", {{8, 16}, DType::f32}, VariableRole::parameter, {}));
+  Tensor v(graph, graph.add_variable("v", {{8, 16}, DType::f32}, VariableRole::parameter, {}));
+  Tensor widened = cast(cast(matmul(x, w), DType::bf16), DType::f32);
+  Tensor between = tanh(matmul(x, v));
+  graph.add_output("y", (widened * 2.0 + between).id());
+  Program program{graph, {}};
+  CHECK(compiler::sink_casts(program) == 1);
+  const Graph& sunk = program.graph;
+  NodeId reader = sunk.node(*sunk.find_output("y")).inputs[0];  // widened * 2
+  NodeId moved = sunk.node(reader).inputs[0];
+  CHECK(sunk.node(moved).op == OpKind::cast);
+  CHECK(moved == reader - 1);
+  CHECK(outputs_of(sunk, test::sample_feeds(sunk)) == outputs_of(graph, test::sample_feeds(graph)));
+  CHECK(compiler::sink_casts(program) == 0);
+
+  CHECK(compiler::fuse_elementwise(program) > 0);
+  auto fusion_of = [&](NodeId id) {
+    for (const compiler::Fusion& fusion : program.fusions) {
+      if (std::find(fusion.nodes.begin(), fusion.nodes.end(), id) != fusion.nodes.end())
+        return &fusion;
+    }
+    return static_cast<const compiler::Fusion*>(nullptr);
+  };
+  REQUIRE(fusion_of(moved) != nullptr);
+  CHECK(fusion_of(moved) == fusion_of(reader));
+}
+
 TEST_CASE("matmul fusion leaves a reshape beyond the kernel's rank to a view") {
   // A 3D convolution's product [N, C, D * H * W] viewed as [N, C, D, H, W].
   Graph graph;
