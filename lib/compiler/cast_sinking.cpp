@@ -1,4 +1,7 @@
+#include <algorithm>
+
 #include "graph_rewriter.hpp"
+#include "node_users.hpp"
 #include "passes.hpp"
 
 namespace csrun::compiler {
@@ -18,12 +21,15 @@ bool widens(const graph::Graph& graph, NodeId id) {
 class CastSinker {
  public:
   explicit CastSinker(const graph::Graph& source)
-      : source_(source), rewriter_(source), deferred_at_(source.size(), kNotDeferred) {}
+      : source_(source),
+        users_(source),
+        rewriter_(source),
+        deferred_at_(source.size(), kNotDeferred) {}
 
   std::size_t run() {
     for (std::size_t i = 0; i < source_.size(); ++i) {
       auto id = static_cast<NodeId>(i);
-      if (widens(source_, id)) {
+      if (widens(source_, id) && !read_first_by_update(id)) {
         deferred_at_[i] = copied_;
         continue;
       }
@@ -40,6 +46,15 @@ class CastSinker {
   graph::Graph finish() { return rewriter_.finish(); }
 
  private:
+  // A weight's gradient widened for its update stays where it is: schedule-updates moves the
+  // update up to it, right after the gradient, where sinking it would hold the update back.
+  bool read_first_by_update(NodeId id) const {
+    std::span<const NodeId> readers = users_.of(id);
+    if (readers.empty()) return false;
+    NodeId first = *std::min_element(readers.begin(), readers.end());
+    return source_.node(first).phase == graph::Phase::update;
+  }
+
   // Emits a deferred cast just before its first reader; it moved if another node came between.
   void emit_pending(NodeId id) {
     std::int64_t& deferred_at = deferred_at_[static_cast<std::size_t>(id)];
@@ -53,6 +68,7 @@ class CastSinker {
   static constexpr std::int64_t kNotDeferred = -1;
 
   const graph::Graph& source_;
+  NodeUsers users_;
   GraphRewriter rewriter_;
   std::vector<std::int64_t> deferred_at_;  // per cast: the nodes copied before it was deferred
   std::int64_t copied_ = 0;

@@ -45,7 +45,8 @@ std::size_t lower_precision(Program& program, const PrecisionPolicy& policy);
 // Moves each cast from a 16-bit type to f32 to just before its first reader: the smaller 16-bit
 // value is what stays alive in between, and the widening can join its reader's elementwise
 // kernel (the logits' weight gradient, widened in the lm_head's backward, is read only by the
-// embedding's update at the end of the backward pass).
+// embedding's update at the end of the backward pass). A widening the optimizer reads first stays:
+// schedule-updates moves a weight's update up to its gradient.
 std::size_t sink_casts(Program& program);
 
 // Moves the optimizer's nodes (the update phase) to where their operands are ready and no other

@@ -312,6 +312,23 @@ TEST_CASE("sink-casts widens a 16-bit value just before its first reader, which 
   CHECK(fusion_of(moved) == fusion_of(reader));
 }
 
+TEST_CASE("sink-casts leaves a gradient widened for its update next to the gradient") {
+  // schedule-updates moves the update up to the widening; sinking it would hold the update back.
+  Graph graph;
+  Tensor x(graph, graph.add_input("x", {{8, 8}, DType::f32}));
+  Tensor w(graph, graph.add_variable("w", {{8, 16}, DType::f32}, VariableRole::parameter, {}));
+  Tensor hidden = tanh(matmul(x, w));
+  graph.add_output("loss", sum(hidden, {0, 1}).id());
+  graph.set_phase(Phase::backward);
+  Tensor gradient = cast(cast(matmul(transpose(x, {1, 0}), hidden), DType::bf16), DType::f32);
+  Tensor later = tanh(matmul(x, w));
+  graph.add_output("later", later.id());
+  graph.set_phase(Phase::update);
+  graph.set_update("w", (w - 0.1 * gradient).id());
+  Program program{graph, {}};
+  CHECK(compiler::sink_casts(program) == 0);
+}
+
 TEST_CASE("matmul fusion leaves a reshape beyond the kernel's rank to a view") {
   // A 3D convolution's product [N, C, D * H * W] viewed as [N, C, D, H, W].
   Graph graph;
