@@ -80,12 +80,16 @@ void for_each_row(const TensorRef& shape, const std::array<Dims, N>& strides,
   }
 }
 
+// The rows of `shape`: its elements over its last axis's length (a scalar is one row).
+inline std::int64_t rows_of(const TensorRef& shape) {
+  if (shape.count == 0) return 0;
+  return shape.rank == 0 ? 1 : shape.count / shape.shape[static_cast<std::size_t>(shape.rank - 1)];
+}
+
 // Every row of `shape`, as above.
 template <std::size_t N, class Row>
 void for_each_row(const TensorRef& shape, const std::array<Dims, N>& strides, Row&& row) {
-  if (shape.count == 0) return;
-  std::int64_t rows = shape.rank == 0 ? 1 : shape.count / shape.shape[shape.rank - 1];
-  for_each_row(shape, strides, 0, rows, row);
+  for_each_row(shape, strides, 0, rows_of(shape), row);
 }
 
 // A value viewed as [outer, length, inner] around `axis`.
