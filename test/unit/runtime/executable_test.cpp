@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
+#include <numeric>
 #include <stdexcept>
 
 #include "compiler/host_lowering.hpp"
@@ -136,6 +138,29 @@ TEST_CASE("transposes split across the cores by rows agree with the reference") 
   graph.add_output("heads_bf16", graph::cast(transpose(x16, {0, 2, 1, 3}), DType::f32).id());
   graph.add_output("keys_bf16", graph::cast(transpose(x16, {0, 2, 3, 1}), DType::f32).id());
   CHECK(step_difference(test::compiled_plan(graph, 1)) == 0.0);
+}
+
+TEST_CASE("a scatter-add zeroes its whole table across the cores, step after step") {
+  // 2,048 x 64 = 131,072 elements, zeroed by the team's threads, with updates landing in every
+  // part; a second step would add to rows a part left unzeroed.
+  graph::Graph graph;
+  graph::Tensor updates(graph, graph.add_input("updates", {{300, 64}, DType::f32}));
+  graph::Tensor ids = graph::iota(graph, {300}, 0) * 6;
+  graph.add_output("table", graph::scatter_add(ids, updates, 2048).id());
+  compiler::Plan plan = test::compiled_plan(graph, 1);
+  graph::Feeds feeds = test::sample_feeds(plan.graph);
+  std::vector<graph::NodeId> fetch{*plan.graph.find_output("table")};
+  std::vector<double> expected = graph::evaluate_reference(plan.graph, feeds, fetch)[0].values;
+  Executable executable(plan);
+  test::feed(executable, feeds);
+  for (int step = 0; step < 2; ++step) {
+    executable.run();
+    std::vector<double> table = executable.read(executable.slot("table"));
+    REQUIRE(table.size() == expected.size());
+    auto wrong = std::inner_product(table.begin(), table.end(), expected.begin(), std::size_t{0},
+                                    std::plus<>(), std::not_equal_to<>());
+    CHECK(wrong == 0);
+  }
 }
 
 TEST_CASE("mixed-precision plans run with 16-bit values emulated") {
