@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <cmath>
 #include <optional>
 
@@ -156,10 +157,28 @@ class Simplifier {
     return add(OpKind::transpose, {x}, std::move(attrs), origin);
   }
 
+  // A swap of the last two axes that only products read (or transposes, which fold into it),
+  // over a transpose that keeps its source's last axis last (attention's keys split into heads):
+  // the products read the swap as an operand layout and the transpose beneath copies whole rows,
+  // where the two made one would gather its rows an element at a time.
+  bool stays_a_product_layout(NodeId id, NodeId x, const std::vector<std::int64_t>& perm) const {
+    const std::vector<std::int64_t>& inner = built(x).attrs.perm;
+    if (!graph::swaps_last_two_axes(perm) || inner.back() != std::ssize(inner) - 1) return false;
+    std::span<const NodeId> readers = users_.of(id);
+    return !readers.empty() && !users_.escapes(id) &&
+           std::all_of(readers.begin(), readers.end(), [&](NodeId reader) {
+             OpKind op = rewriter_.source().node(reader).op;
+             return op == OpKind::matmul || op == OpKind::transpose;
+           });
+  }
+
   std::optional<NodeId> simplify_transpose(NodeId id, NodeId x,
                                            const std::vector<std::int64_t>& perm) {
     if (is_identity(perm)) return x;
-    if (built(x).op == OpKind::transpose) return transposed(x, perm, id);
+    if (built(x).op == OpKind::transpose) {
+      if (stays_a_product_layout(id, x, perm)) return std::nullopt;
+      return transposed(x, perm, id);
+    }
     // (A B)^T = B^T A^T: the transposes then fuse into the product as operand layouts. Only
     // when the product has no other reader, which would still need it untransposed.
     NodeId product = rewriter_.source().node(id).inputs[0];

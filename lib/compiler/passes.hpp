@@ -26,7 +26,8 @@ std::size_t fold_constants(Program& program);
 // Rewrites by algebraic identities that keep results bit for bit: x+0, x*1, x/1 -> x; x/2^k ->
 // x*2^-k; pow(x, 1 | 2 | 0.5 | -0.5); neg(neg(x)), not(not(x)); casts, reshapes, transposes,
 // broadcasts and slices that change nothing; reshape of a reshape and transpose of a transpose
-// become one; where(c, a, a) -> a; (A B)^T -> B^T A^T, so the transposes fuse into the product.
+// become one (not a last-two-axes swap for products over a row-copying transpose); where(c, a, a)
+// -> a; (A B)^T -> B^T A^T, so the transposes fuse into the product.
 std::size_t simplify_algebra(Program& program);
 
 // Mixed precision (the Model Zoo's precision_opt_level): weights stay f32 masters; every matmul

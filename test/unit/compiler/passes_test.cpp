@@ -141,6 +141,29 @@ TEST_CASE("a transpose of a product another node also reads stays a transpose") 
   CHECK(output_node(program.graph, "t").op == OpKind::transpose);
 }
 
+TEST_CASE("keys split into heads and swapped for a product stay a row copy and a layout") {
+  // scores = q k^T per head: the swap over the head split is the product's operand layout; made
+  // one transpose, it would gather its rows an element at a time. Another reader keeps the
+  // merge (transposes of transposes become one).
+  Graph graph;
+  Tensor q(graph, graph.add_input("q", {{2, 6, 3, 4}, DType::f32}));
+  Tensor k(graph, graph.add_input("k", {{2, 6, 3, 4}, DType::f32}));
+  Tensor q_heads = transpose(q, {0, 2, 1, 3});
+  Tensor k_heads = transpose(k, {0, 2, 1, 3});
+  graph.add_output("scores", matmul(q_heads, swap_last_axes(k_heads)).id());
+  graph.add_output("keys", tanh(swap_last_axes(transpose(q, {0, 2, 1, 3}))).id());
+  Program program{graph, {}};
+  compiler::simplify_algebra(program);
+  const Graph& g = program.graph;
+  const Node& swapped = g.node(output_node(g, "scores").inputs[1]);
+  REQUIRE(swapped.op == OpKind::transpose);
+  CHECK(swaps_last_two_axes(swapped.attrs.perm));
+  CHECK(g.node(swapped.inputs[0]).attrs.perm == std::vector<std::int64_t>{0, 2, 1, 3});
+  const Node& merged = g.node(output_node(g, "keys").inputs[0]);
+  CHECK(merged.attrs.perm == std::vector<std::int64_t>{0, 2, 3, 1});
+  CHECK(outputs_of(g, test::sample_feeds(g)) == outputs_of(graph, test::sample_feeds(graph)));
+}
+
 TEST_CASE("mixed precision: 16-bit matmul operands, results by precision_opt_level") {
   auto lowered = [](int level) {
     Fixture f;
