@@ -249,21 +249,52 @@ void softmax_rows_f32(bool log, std::int64_t first, std::int64_t last, std::int6
   }
 }
 
+// The sum of (x - mean)^2 over a contiguous f32 row, in double over eight lanes as sum_row_f32.
+double sum_squared_deviations_f32(const float* x, std::int64_t length, double mean) {
+  constexpr std::int64_t kLanes = 8;
+  std::array<double, kLanes> lanes{};
+  std::int64_t i = 0;
+  for (; i + kLanes <= length; i += kLanes) {
+    for (std::int64_t j = 0; j < kLanes; ++j) {
+      double d = x[i + j] - mean;
+      lanes[static_cast<std::size_t>(j)] += d * d;
+    }
+  }
+  double total = 0.0;
+  for (double lane : lanes)
+    total += lane;
+  for (; i < length; ++i)
+    total += (x[i] - mean) * (x[i] - mean);
+  return total;
+}
+
+// A row's mean and variance: f32 rows over eight lanes (a single running sum in double waits
+// on each addition's latency: GPT-2 small's layer norms took 0.5 ms a [512, 768] call).
+template <class In>
+std::array<double, 2> row_moments(In x, std::int64_t base, std::int64_t width) {
+  double mean = 0.0;
+  double squares = 0.0;
+  if constexpr (std::is_same_v<In, F32Access>) {
+    mean = sum_row_f32(x.data + base, width) / static_cast<double>(width);
+    squares = sum_squared_deviations_f32(x.data + base, width, mean);
+  } else {
+    for (std::int64_t k = 0; k < width; ++k)
+      mean += x.get(base + k);
+    mean /= static_cast<double>(width);
+    for (std::int64_t k = 0; k < width; ++k) {
+      double d = x.get(base + k) - mean;
+      squares += d * d;
+    }
+  }
+  return {mean, squares / static_cast<double>(width)};
+}
+
 template <class In, class Out>
 void layer_norm_rows(double eps, std::int64_t first, std::int64_t last, std::int64_t width, In x,
                      Out out) {
   for (std::int64_t r = first; r < last; ++r) {
     std::int64_t base = r * width;
-    double mean = 0.0;
-    for (std::int64_t k = 0; k < width; ++k)
-      mean += x.get(base + k);
-    mean /= static_cast<double>(width);
-    double variance = 0.0;
-    for (std::int64_t k = 0; k < width; ++k) {
-      double d = x.get(base + k) - mean;
-      variance += d * d;
-    }
-    variance /= static_cast<double>(width);
+    auto [mean, variance] = row_moments(x, base, width);
     double scale = 1.0 / std::sqrt(variance + eps);
     for (std::int64_t k = 0; k < width; ++k)
       out.put(base + k, (x.get(base + k) - mean) * scale);
