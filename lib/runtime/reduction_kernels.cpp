@@ -48,22 +48,28 @@ double combine(OpKind op, double total, double value) {
   return std::isnan(value) || value > total ? value : total;
 }
 
-// The sum of a contiguous f32 row in double, as the other paths accumulate, over eight
-// independent lanes so the compiler vectorizes it.
-double sum_row_f32(const float* x, std::int64_t length) {
+// The sum of term(i) for i < length in double, as the other paths accumulate, over eight
+// independent lanes so the compiler vectorizes it; the order depends on `length` alone.
+template <class Term>
+double sum_over_lanes(std::int64_t length, Term term) {
   constexpr std::int64_t kLanes = 8;
   std::array<double, kLanes> lanes{};
   std::int64_t i = 0;
   for (; i + kLanes <= length; i += kLanes) {
     for (std::int64_t j = 0; j < kLanes; ++j)
-      lanes[static_cast<std::size_t>(j)] += x[i + j];
+      lanes[static_cast<std::size_t>(j)] += term(i + j);
   }
   double total = 0.0;
   for (double lane : lanes)
     total += lane;
   for (; i < length; ++i)
-    total += x[i];
+    total += term(i);
   return total;
+}
+
+// The sum of a contiguous f32 row.
+double sum_row_f32(const float* x, std::int64_t length) {
+  return sum_over_lanes(length, [x](std::int64_t i) { return static_cast<double>(x[i]); });
 }
 
 void sum_rows_f32(const AxisSplit& split, const float* x, float* out, ThreadTeam* team) {
@@ -249,25 +255,6 @@ void softmax_rows_f32(bool log, std::int64_t first, std::int64_t last, std::int6
   }
 }
 
-// The sum of (x - mean)^2 over a contiguous f32 row, in double over eight lanes as sum_row_f32.
-double sum_squared_deviations_f32(const float* x, std::int64_t length, double mean) {
-  constexpr std::int64_t kLanes = 8;
-  std::array<double, kLanes> lanes{};
-  std::int64_t i = 0;
-  for (; i + kLanes <= length; i += kLanes) {
-    for (std::int64_t j = 0; j < kLanes; ++j) {
-      double d = x[i + j] - mean;
-      lanes[static_cast<std::size_t>(j)] += d * d;
-    }
-  }
-  double total = 0.0;
-  for (double lane : lanes)
-    total += lane;
-  for (; i < length; ++i)
-    total += (x[i] - mean) * (x[i] - mean);
-  return total;
-}
-
 // A row's mean and variance: f32 rows over eight lanes (a single running sum in double waits
 // on each addition's latency: GPT-2 small's layer norms took 0.5 ms a [512, 768] call).
 template <class In>
@@ -275,8 +262,12 @@ std::array<double, 2> row_moments(In x, std::int64_t base, std::int64_t width) {
   double mean = 0.0;
   double squares = 0.0;
   if constexpr (std::is_same_v<In, F32Access>) {
-    mean = sum_row_f32(x.data + base, width) / static_cast<double>(width);
-    squares = sum_squared_deviations_f32(x.data + base, width, mean);
+    const float* row = x.data + base;
+    mean = sum_row_f32(row, width) / static_cast<double>(width);
+    squares = sum_over_lanes(width, [row, mean](std::int64_t i) {
+      double deviation = row[i] - mean;
+      return deviation * deviation;
+    });
   } else {
     for (std::int64_t k = 0; k < width; ++k)
       mean += x.get(base + k);
