@@ -349,9 +349,8 @@ json compile_report_json(const config::TrainerSpec& trainer, const TraceSummary&
   return report;
 }
 
-// What the host runtime calls for kernel k, from the plan's host steps: "gemm+bias^T node chain3".
-// What the simulator calls for each kernel ("gemm+bias^T", "chain3", "node"), in one pass over
-// the host steps.
+// What the simulator calls for each kernel ("gemm+bias^T", "chain3", "chain14@registers",
+// "node"), in one pass over the host steps.
 std::vector<std::string> host_calls(const compiler::Plan& plan) {
   std::vector<std::string> calls(plan.kernels.size());
   for (const compiler::HostStep& step : plan.host_steps) {
@@ -359,6 +358,7 @@ std::vector<std::string> host_calls(const compiler::Plan& plan) {
     if (!call.empty()) call += ' ';
     call += compiler::host_step_kind_name(step.kind);
     if (step.kind == compiler::HostStepKind::chain) call += std::to_string(step.nodes.size());
+    if (step.in_registers) call += "@registers";
     if (step.bias >= 0) call += "+bias";
     if (step.transposed_a || step.transposed_b) call += "^T";
   }

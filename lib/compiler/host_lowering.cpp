@@ -8,6 +8,7 @@ namespace csrun::compiler {
 
 namespace {
 
+using graph::DType;
 using graph::NodeId;
 using graph::OpKind;
 
@@ -165,9 +166,64 @@ class HostLowering {
       for (; begin < end; ++begin)
         chain.nodes.push_back(steps[begin].nodes.front());
       chain.chunk_local = chunk_local(chain.nodes);
+      chain.in_registers = in_registers(chain.nodes, count);
       result.push_back(std::move(chain));
     }
     return result;
+  }
+
+  // A lone node has no intermediate values to keep: its own kernel streams it once.
+  bool in_registers(const std::vector<NodeId>& chain, std::int64_t count) const {
+    return chain.size() > 1 && std::all_of(chain.begin(), chain.end(),
+                                           [&](NodeId id) { return runs_in_registers(id, count); });
+  }
+
+  // Whether a chain's node is one a register chain computes (runtime::ChainProgram): f32
+  // arithmetic, comparisons and where, or a cast between f32 and bfloat16, whose operands are
+  // whole or a single value.
+  bool runs_in_registers(NodeId id, std::int64_t count) const {
+    const graph::Node& node = graph_.node(id);
+    bool whole_or_single = std::all_of(node.inputs.begin(), node.inputs.end(), [&](NodeId input) {
+      std::int64_t operand = graph::element_count(type(input).shape);
+      return operand == count || operand == 1;
+    });
+    if (!whole_or_single) return false;
+    auto all_f32 = [&](std::span<const NodeId> inputs) {
+      return std::all_of(inputs.begin(), inputs.end(),
+                         [&](NodeId input) { return type(input).dtype == DType::f32; });
+    };
+    DType result = node.type.dtype;
+    switch (node.op) {
+      case OpKind::add:
+      case OpKind::sub:
+      case OpKind::mul:
+      case OpKind::div:
+      case OpKind::maximum:
+      case OpKind::minimum:
+      case OpKind::neg:
+      case OpKind::abs:
+      case OpKind::relu:
+      case OpKind::sqrt:
+      case OpKind::rsqrt:
+        return result == DType::f32 && all_f32(node.inputs);
+      case OpKind::less:
+      case OpKind::less_equal:
+      case OpKind::greater:
+      case OpKind::greater_equal:
+      case OpKind::equal:
+      case OpKind::not_equal:
+        return result == DType::boolean && all_f32(node.inputs);
+      case OpKind::where:
+        return result == DType::f32 && type(node.inputs[0]).dtype == DType::boolean &&
+               all_f32(std::span(node.inputs).subspan(1));
+      case OpKind::cast: {
+        DType from = type(node.inputs[0]).dtype;
+        return (from == DType::f32 && result == DType::bf16) ||
+               (from == DType::bf16 && result == DType::f32);
+      }
+      default:
+        return false;
+    }
   }
 
   // The nodes of a chain whose values live inside the kernel and only the chain reads.
@@ -241,9 +297,15 @@ std::string host_steps_text(const Plan& plan) {
     for (std::size_t i = 0; i < step.folded.size(); ++i)
       text += (i == 0 ? " [folds " : ", ") + named(step.folded[i]);
     text += step.folded.empty() ? "" : "]";
+    std::string local;
     for (std::size_t i = 0; i < step.chunk_local.size(); ++i)
-      text += (i == 0 ? " [per chunk " : ", ") + node_ref(step.chunk_local[i]);
-    text += step.chunk_local.empty() ? "\n" : "]\n";
+      local += (i == 0 ? "" : ", ") + node_ref(step.chunk_local[i]);
+    if (step.in_registers) {
+      text += " [in registers" + (local.empty() ? "" : ": " + local) + "]";
+    } else if (!local.empty()) {
+      text += " [per chunk " + local + "]";
+    }
+    text += "\n";
   }
   return text;
 }

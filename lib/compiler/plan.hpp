@@ -13,7 +13,7 @@
 namespace csrun::compiler {
 
 // Version of the Plan's file format; a plan of another version is recompiled.
-inline constexpr std::uint32_t kPlanFormatVersion = 4;
+inline constexpr std::uint32_t kPlanFormatVersion = 5;
 
 enum class StepKind : std::uint8_t { train, eval };
 const char* step_kind_name(StepKind kind);
@@ -115,6 +115,10 @@ struct HostStep {
   // A chain's nodes whose values only later nodes of the chain read: kept one chunk at a time in
   // the core's cache, never stored whole.
   std::vector<graph::NodeId> chunk_local;
+  // A chain run a block of values at a time through all of its nodes, its chunk-local values in
+  // registers (f32 arithmetic, comparisons, where, casts between f32 and bfloat16, every operand
+  // whole or a single value); otherwise node by node over each chunk.
+  bool in_registers = false;
 
   friend bool operator==(const HostStep&, const HostStep&) = default;
 };

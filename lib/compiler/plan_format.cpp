@@ -240,6 +240,7 @@ void visit(Io& io, HostStep& step) {
   io(step.result);
   io(step.folded);
   io(step.chunk_local);
+  io(step.in_registers);
 }
 
 template <class Io>

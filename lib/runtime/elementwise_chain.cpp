@@ -1,10 +1,13 @@
 #include "elementwise_chain.hpp"
 
 #include <algorithm>
+#include <array>
+#include <map>
 #include <optional>
 #include <set>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 namespace csrun::runtime {
 
@@ -79,9 +82,152 @@ TensorRef slot_of(const TensorRef& value, std::byte* buffer, std::int32_t slot,
 
 }  // namespace
 
+namespace {
+
+using graph::DType;
+using graph::OpKind;
+
+// The instructions of f32 arithmetic, and of comparisons of f32 values.
+constexpr std::pair<OpKind, ChainCode> kArithmetic[] = {
+    {OpKind::add, ChainCode::add},         {OpKind::sub, ChainCode::sub},
+    {OpKind::mul, ChainCode::mul},         {OpKind::div, ChainCode::div},
+    {OpKind::maximum, ChainCode::maximum}, {OpKind::minimum, ChainCode::minimum},
+    {OpKind::neg, ChainCode::neg},         {OpKind::abs, ChainCode::abs},
+    {OpKind::relu, ChainCode::relu},       {OpKind::sqrt, ChainCode::sqrt},
+    {OpKind::rsqrt, ChainCode::rsqrt}};
+constexpr std::pair<OpKind, ChainCode> kComparisons[] = {
+    {OpKind::less, ChainCode::less},       {OpKind::less_equal, ChainCode::less_equal},
+    {OpKind::greater, ChainCode::greater}, {OpKind::greater_equal, ChainCode::greater_equal},
+    {OpKind::equal, ChainCode::equal},     {OpKind::not_equal, ChainCode::not_equal}};
+
+std::optional<ChainCode> code_in(std::span<const std::pair<OpKind, ChainCode>> table, OpKind op) {
+  auto found =
+      std::find_if(table.begin(), table.end(), [op](const auto& row) { return row.first == op; });
+  if (found == table.end()) return std::nullopt;
+  return found->second;
+}
+
+// The instruction that computes `task`'s node in registers, as the node kernels would.
+std::optional<ChainCode> register_code(const NodeTask& task) {
+  auto f32 = [&](std::size_t first) {
+    return std::all_of(task.in.begin() + static_cast<std::ptrdiff_t>(first), task.in.end(),
+                       [](const TensorRef& in) { return in.dtype == DType::f32; });
+  };
+  OpKind op = task.node->op;
+  DType from = task.in[0].dtype;
+  DType result = task.out.dtype;
+  if (op == OpKind::where && result == DType::f32 && from == DType::boolean && f32(1))
+    return ChainCode::where;
+  if (op == OpKind::cast && from == DType::f32 && result == DType::bf16)
+    return ChainCode::narrow_bf16;
+  if (op == OpKind::cast && from == DType::bf16 && result == DType::f32) return ChainCode::copy;
+  if (!f32(0)) return std::nullopt;
+  if (result == DType::f32) return code_in(kArithmetic, op);
+  if (result == DType::boolean) return code_in(kComparisons, op);
+  return std::nullopt;
+}
+
+// Builds a chain's program. Registers: one per value the chain loads or computes; a register is
+// free again once its value's last reader has run, except a single value's (filled once per run),
+// an operand's read in place (it holds nothing) and a stored result's (stored after the block).
+// An instruction's result never takes a register it reads.
+class ProgramBuilder {
+ public:
+  ProgramBuilder(std::span<const NodeTask> tasks, std::span<const graph::NodeId> nodes,
+                 std::int64_t count)
+      : tasks_(tasks), nodes_(nodes), count_(count) {
+    for (std::size_t t = 0; t < tasks.size(); ++t) {
+      for (graph::NodeId input : tasks[t].node->inputs)
+        last_reader_[input] = t;
+    }
+  }
+
+  ChainProgram build() {
+    for (const NodeTask& task : tasks_) {
+      for (std::size_t i = 0; i < task.in.size(); ++i)
+        read_from_memory(task.node->inputs[i], task.in[i]);
+    }
+    for (std::size_t t = 0; t < tasks_.size(); ++t)
+      add_instruction(t);
+    program_.registers = count_registers_;
+    program_.direct.assign(static_cast<std::size_t>(count_registers_), nullptr);
+    for (const auto& [reg, data] : direct_)
+      program_.direct[static_cast<std::size_t>(reg)] = data;
+    return std::move(program_);
+  }
+
+ private:
+  // An operand the chain does not compute: read in place (a whole f32 one) or loaded.
+  void read_from_memory(graph::NodeId input, const TensorRef& operand) {
+    if (produced(input) || reg_of_.contains(input)) return;
+    if (operand.count != count_ && operand.count != 1)
+      throw std::invalid_argument("a chain in registers reads %" + std::to_string(input) + ", of " +
+                                  std::to_string(operand.count) +
+                                  " elements: it reads only whole operands and single values");
+    bool single = operand.count == 1;
+    std::int32_t reg = reg_of_[input] = take();
+    if (single || operand.dtype == DType::f32) kept_.insert(input);
+    if (operand.dtype == DType::f32 && !single) {
+      direct_[reg] = operand.f32();
+      return;
+    }
+    program_.loads.push_back({reg, operand.data, operand.dtype, single});
+  }
+
+  void add_instruction(std::size_t t) {
+    const NodeTask& task = tasks_[t];
+    std::optional<ChainCode> code = register_code(task);
+    if (!code)
+      throw std::invalid_argument(
+          "the plan runs node %" + std::to_string(nodes_[t]) + " (" +
+          graph::op_name(task.node->op) + " to " + graph::dtype_name(task.out.dtype) +
+          ") in registers, which compute only f32 arithmetic, comparisons and where, and casts "
+          "between f32 and bf16");
+    ChainInstruction instruction;
+    instruction.code = *code;
+    std::array<std::int32_t*, 3> operands{&instruction.a, &instruction.b, &instruction.c};
+    for (std::size_t i = 0; i < task.in.size(); ++i)
+      *operands[i] = reg_of_.at(task.node->inputs[i]);
+    instruction.out = reg_of_[nodes_[t]] = take();
+    program_.instructions.push_back(instruction);
+    if (task.out.data != nullptr) {
+      program_.stores.push_back({instruction.out, task.out.data, task.out.dtype});
+      kept_.insert(nodes_[t]);
+    }
+    std::set<graph::NodeId> read(task.node->inputs.begin(), task.node->inputs.end());
+    for (graph::NodeId input : read) {
+      if (last_reader_.at(input) == t && !kept_.contains(input)) free_.insert(reg_of_.at(input));
+    }
+  }
+
+  bool produced(graph::NodeId id) const {
+    return std::find(nodes_.begin(), nodes_.end(), id) != nodes_.end();
+  }
+
+  std::int32_t take() {
+    if (free_.empty()) return count_registers_++;
+    std::int32_t reg = *free_.begin();
+    free_.erase(free_.begin());
+    return reg;
+  }
+
+  std::span<const NodeTask> tasks_;
+  std::span<const graph::NodeId> nodes_;
+  std::int64_t count_;
+  ChainProgram program_;
+  std::map<graph::NodeId, std::size_t> last_reader_;
+  std::map<graph::NodeId, std::int32_t> reg_of_;
+  std::set<graph::NodeId> kept_;
+  std::map<std::int32_t, const float*> direct_;
+  std::set<std::int32_t> free_;
+  std::int32_t count_registers_ = 0;
+};
+
+}  // namespace
+
 ElementwiseChain::ElementwiseChain(std::vector<NodeTask> tasks,
                                    std::span<const graph::NodeId> nodes,
-                                   std::span<const graph::NodeId> chunk_local,
+                                   std::span<const graph::NodeId> chunk_local, bool in_registers,
                                    const KernelSet& kernels, ThreadTeam& team)
     : tasks_(std::move(tasks)),
       chunks_(static_cast<std::size_t>(team.size()), tasks_),
@@ -99,12 +245,17 @@ ElementwiseChain::ElementwiseChain(std::vector<NodeTask> tasks,
     for (NodeTask& task : chunk)
       task.team = nullptr;
   }
-  assign_slots(locate_operands(nodes, chunk_local));
-  assign_broadcast_slots();
-  if (slots_ == 0) return;
+  std::vector<std::int32_t> last_read = locate_operands(nodes, chunk_local);
+  if (in_registers) program_ = ProgramBuilder(tasks_, nodes, count_).build();
+  if (!program_) {
+    assign_slots(last_read);
+    assign_broadcast_slots();
+  }
+  std::int64_t bytes = program_ ? program_->register_bytes() : slots_ * kSlotBytes;
+  if (bytes == 0) return;
   buffers_.resize(static_cast<std::size_t>(team.size()));
   for (auto& buffer : buffers_)
-    buffer.resize(static_cast<std::size_t>(slots_ * kSlotBytes));
+    buffer.resize(static_cast<std::size_t>(bytes));
 }
 
 // Marks where each task's operands are: a chunk-local value an earlier task computes (its index
@@ -186,20 +337,26 @@ void ElementwiseChain::assign_broadcast_slots() {
 }
 
 std::int64_t ElementwiseChain::buffer_bytes() const {
-  return static_cast<std::int64_t>(buffers_.size()) * slots_ * kSlotBytes;
+  return static_cast<std::int64_t>(buffers_.size()) *
+         (program_ ? program_->register_bytes() : slots_ * kSlotBytes);
 }
 
 void ElementwiseChain::run() {
   std::int64_t chunks = (count_ + kChunkElements - 1) / kChunkElements;
-  std::int64_t parts = std::min<std::int64_t>(team_->size(), chunks / kChunksPerPart);
+  std::int64_t parts =
+      std::max<std::int64_t>(1, std::min<std::int64_t>(team_->size(), chunks / kChunksPerPart));
   auto buffer = [&](int part) {
     return buffers_.empty() ? nullptr : buffers_[static_cast<std::size_t>(part)].data();
   };
-  if (parts <= 1) return run_chunks(0, chunks, chunks_.front(), buffer(0));
   auto work = [&](int part) {
-    run_chunks(chunks * part / parts, chunks * (part + 1) / parts,
-               chunks_[static_cast<std::size_t>(part)], buffer(part));
+    std::int64_t first = chunks * part / parts;
+    std::int64_t last = chunks * (part + 1) / parts;
+    if (!program_)
+      return run_chunks(first, last, chunks_[static_cast<std::size_t>(part)], buffer(part));
+    kernels_->run_chain_program(*program_, reinterpret_cast<float*>(buffer(part)),
+                                first * kChunkElements, std::min(count_, last * kChunkElements));
   };
+  if (parts <= 1) return work(0);
   team_->run(work);
 }
 

@@ -5,9 +5,11 @@
 // fused kernel on the wafer would.
 
 #include <cstddef>
+#include <optional>
 #include <span>
 #include <vector>
 
+#include "chain_program.hpp"
 #include "kernel_set.hpp"
 #include "storage/page_aligned.hpp"
 #include "tensor_ref.hpp"
@@ -19,17 +21,20 @@ namespace csrun::runtime {
 // one element count whose operands have that count or one element. So is which of their values
 // live one chunk at a time (the plan's chunk-local nodes): those have no memory of their own
 // (their tasks' results have no data) and take a slot of a per-thread chunk buffer instead,
-// which a later node's result reuses once the value's last reader has run.
+// which a later node's result reuses once the value's last reader has run. A chain the plan runs
+// `in_registers` is a ChainProgram instead: blocks of kChainLanes elements through every node, each
+// value in a register of a per-thread buffer.
 class ElementwiseChain {
  public:
   // `tasks` run `nodes`, in order. Runs each chunk with `kernels`; large chains split their
   // chunks across `team` (which must outlive the chain). Throws std::invalid_argument when a
-  // task reads a value that is neither stored nor computed earlier in the chain.
+  // task reads a value that is neither stored nor computed earlier in the chain, or when a chain
+  // in registers has a node a ChainProgram cannot compute.
   ElementwiseChain(std::vector<NodeTask> tasks, std::span<const graph::NodeId> nodes,
-                   std::span<const graph::NodeId> chunk_local, const KernelSet& kernels,
-                   ThreadTeam& team);
+                   std::span<const graph::NodeId> chunk_local, bool in_registers,
+                   const KernelSet& kernels, ThreadTeam& team);
   void run();
-  // The per-thread chunk buffers of the chunk-local values.
+  // The per-thread chunk buffers of the chunk-local values, or the registers.
   std::int64_t buffer_bytes() const;
 
  private:
@@ -58,6 +63,7 @@ class ElementwiseChain {
   std::vector<NodeTask> tasks_;
   std::vector<Places> places_;
   std::int32_t slots_ = 0;
+  std::optional<ChainProgram> program_;  // a chain in registers
   // Per thread of the team: the tasks over one chunk, re-pointed for every chunk, and the chunk
   // buffer.
   std::vector<std::vector<NodeTask>> chunks_;

@@ -293,7 +293,8 @@ struct Executable::State {
         std::vector<NodeTask> tasks;
         for (NodeId id : host.nodes)
           tasks.push_back(task_for(id));
-        ElementwiseChain chain(std::move(tasks), host.nodes, host.chunk_local, kernels, team);
+        ElementwiseChain chain(std::move(tasks), host.nodes, host.chunk_local, host.in_registers,
+                               kernels, team);
         if (at_load) {
           chain.run();
         } else {
@@ -301,6 +302,10 @@ struct Executable::State {
         }
         continue;
       }
+      if (host.in_registers)
+        throw std::invalid_argument("the plan runs kernel k" + std::to_string(host.kernel) + "'s " +
+                                    compiler::host_step_kind_name(host.kind) +
+                                    " step in registers: only chains run there");
       bool gemm = host.kind == compiler::HostStepKind::gemm;
       check_reads_stored(host);
       NodeTask task = task_for(host.nodes.front(), gemm ? &host : nullptr);

@@ -15,6 +15,8 @@ namespace csrun::runtime {
 void prepare_node(NodeTask& task);
 void run_node(NodeTask& task);
 void run_elementwise(NodeTask& task);
+void run_chain_program(const ChainProgram& program, float* registers, std::int64_t first,
+                       std::int64_t last);
 void run_layout(NodeTask& task);
 void run_reduction(NodeTask& task);
 void run_normalization(NodeTask& task);  // softmax, log_softmax, layer_norm

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <string_view>
 
+#include "chain_program.hpp"
 #include "tensor_ref.hpp"
 
 namespace csrun::runtime {
@@ -18,6 +19,10 @@ struct KernelSet {
   void (*run)(NodeTask& task);
   // run, for an elementwise node: the chunks of an elementwise chain.
   void (*run_elementwise)(NodeTask& task);
+  // Elements [first, last) of a chain the plan runs in registers; `registers` holds
+  // program.register_bytes() for this thread alone.
+  void (*run_chain_program)(const ChainProgram& program, float* registers, std::int64_t first,
+                            std::int64_t last);
   // The 16-bit conversions of half_precision.hpp over arrays: the same bits in every set.
   void (*narrow)(const float* values, std::uint16_t* out, std::int64_t count, graph::DType dtype);
   void (*widen)(const std::uint16_t* bits, float* out, std::int64_t count, graph::DType dtype);

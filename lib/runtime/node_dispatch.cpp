@@ -49,7 +49,10 @@ void run_node(NodeTask& task) {
 }  // namespace csrun::runtime
 
 extern "C" const csrun::runtime::KernelSet csrun_kernel_set = {
-    csrun::runtime::prepare_node, csrun::runtime::run_node, csrun::runtime::run_elementwise,
+    csrun::runtime::prepare_node,
+    csrun::runtime::run_node,
+    csrun::runtime::run_elementwise,
+    csrun::runtime::run_chain_program,
     [](const float* values, std::uint16_t* out, std::int64_t count, csrun::graph::DType dtype) {
       csrun::runtime::narrow_to_half(values, out, count, dtype);
     },

@@ -195,8 +195,46 @@ TEST_CASE("an AdamW update of a parameter is one chain over its state") {
     CHECK(step_computing(state + "exp_avg") == update);
     CHECK(step_computing(state + "exp_avg_sq") == update);
     CHECK(update->chunk_local.size() >= 5);
+    CHECK(update->in_registers);
   }
   CHECK(parameters == 6);
+}
+
+TEST_CASE("chains of f32 arithmetic, comparisons, where and bfloat16 casts run in registers") {
+  Graph graph;
+  Tensor x(graph, graph.add_input("x", {{1000}, DType::f32}));
+  Tensor y(graph, graph.add_input("y", {{1000}, DType::f32}));
+  Tensor h(graph, graph.add_input("h", {{1000}, DType::bf16}));
+  Tensor grid(graph, graph.add_input("g", {{10, 100}, DType::f32}));
+  Tensor row(graph, graph.add_input("r", {{10, 1}, DType::f32}));
+  Tensor big(graph, graph.add_input("b", {{compiler::kLoneChainElements}, DType::f32}));
+  Tensor kept = where(x < y, sqrt(abs(x)) * 2.0, -y) + cast(h, DType::f32);
+  graph.add_output("kept", cast(kept, DType::bf16).id());
+  graph.add_output("transcendental", (exp(x * y) + 1.0).id());
+  graph.add_output("broadcast", ((grid * 3.0 - row) * 2.0).id());
+  graph.add_output("lone", maximum(big, 0.5).id());
+  compiler::Plan plan = planned(graph);
+  std::string text = compiler::host_steps_text(plan);
+  INFO(text);
+  std::vector<HostStep> chains = steps_of(plan, HostStepKind::chain);
+  auto chain_computing = [&](const std::string& output) {
+    NodeId node = *plan.graph.find_output(output);
+    auto found = std::find_if(chains.begin(), chains.end(), [&](const HostStep& chain) {
+      return std::find(chain.nodes.begin(), chain.nodes.end(), node) != chain.nodes.end();
+    });
+    REQUIRE(found != chains.end());
+    return *found;
+  };
+  HostStep in_registers = chain_computing("kept");
+  CHECK(in_registers.in_registers);
+  CHECK_FALSE(chain_computing("transcendental").in_registers);
+  CHECK_FALSE(chain_computing("broadcast").in_registers);
+  CHECK_THAT(text, Catch::Contains("[in registers: %" +
+                                   std::to_string(in_registers.chunk_local.front()) + ", %"));
+  // A lone node has no values to keep: its own kernel streams it.
+  HostStep lone = chain_computing("lone");
+  CHECK(lone.nodes.size() == 1);
+  CHECK_FALSE(lone.in_registers);
 }
 
 TEST_CASE("every node of every kernel is run or folded by exactly one host step") {

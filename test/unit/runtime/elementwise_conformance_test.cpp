@@ -5,6 +5,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <iomanip>
 #include <limits>
@@ -13,6 +14,7 @@
 #include "compiler/kernel_library.hpp"
 #include "graph/reference_evaluator.hpp"
 #include "graph/shape_inference.hpp"
+#include "graph/tensor.hpp"
 #include "runtime_fixture.hpp"
 
 using namespace csrun;
@@ -112,8 +114,31 @@ std::string value_text(double value) {
   return text.str();
 }
 
+// The op's result, then a node that keeps every bit of it (times one, or a boolean chosen as one
+// or zero), so that the two form a chain: in registers where the plan runs it there. A result of
+// another dtype stays alone.
+graph::NodeId kept_in_chain(graph::Graph& graph, graph::Feeds& feeds, graph::NodeId result) {
+  graph::Tensor value(graph, result);
+  graph::Tensor one(graph, graph.add_input("one", {{}, DType::f32}));
+  graph::Tensor zero(graph, graph.add_input("zero", {{}, DType::f32}));
+  feeds["one"] = {{}, DType::f32, {1.0}};
+  feeds["zero"] = {{}, DType::f32, {0.0}};
+  switch (value.dtype()) {
+    case DType::boolean:
+      return where(value, one, zero).id();
+    case DType::bf16:
+      return (cast(value, DType::f32) * one).id();
+    case DType::f32:
+      return (value * one).id();
+    default:
+      return result;  // no chain in registers reads it
+  }
+}
+
 // Runs the op once on the runtime and on the reference; returns a line per element that differs.
-std::vector<std::string> differences(OpKind op, DType dtype, const graph::Attributes& attrs) {
+// `in_chain`: followed by kept_in_chain; counts the plans that ran in registers.
+std::vector<std::string> differences(OpKind op, DType dtype, const graph::Attributes& attrs,
+                                     bool in_chain = false, int* in_registers = nullptr) {
   Case made = make_case(op, dtype, attrs);
   graph::Graph graph;
   graph::Feeds feeds;
@@ -123,8 +148,13 @@ std::vector<std::string> differences(OpKind op, DType dtype, const graph::Attrib
     operands.push_back(graph.add_input(name, made.types[i]));
     feeds[name] = {made.types[i].shape, made.types[i].dtype, made.operands[i]};
   }
-  graph.add_output("result", graph.add(op, operands, made.attrs));
+  graph::NodeId value = graph.add(op, operands, made.attrs);
+  graph.add_output("result", in_chain ? kept_in_chain(graph, feeds, value) : value);
   compiler::Plan plan = test::compiled_plan(graph, 1);
+  if (in_registers != nullptr) {
+    *in_registers += std::any_of(plan.host_steps.begin(), plan.host_steps.end(),
+                                 [](const compiler::HostStep& step) { return step.in_registers; });
+  }
   runtime::Executable executable(plan);
   test::feed(executable, feeds);
   executable.run();
@@ -157,22 +187,45 @@ std::vector<graph::Attributes> attribute_settings(OpKind op) {
 
 }  // namespace
 
-TEST_CASE("every elementwise op agrees with the reference on NaN, infinities, zeros, subnormals") {
+namespace {
+
+// Every elementwise op, in each of its attribute settings and operand dtypes.
+struct Sweep {
   int ops = 0;
+  int in_registers = 0;     // plans that ran a chain in registers
+  std::string differences;  // a line per element where the runtime and the reference disagree
+};
+
+Sweep sweep_ops(bool in_chain) {
+  Sweep sweep;
   for (unsigned index = 0; index < graph::kOpCount; ++index) {
     auto op = static_cast<OpKind>(index);
     if (graph::op_class(op) != graph::OpClass::elementwise) continue;
-    ++ops;
+    ++sweep.ops;
     for (const graph::Attributes& attrs : attribute_settings(op)) {
       for (DType dtype : operand_dtypes(op, attrs)) {
-        std::vector<std::string> lines = differences(op, dtype, attrs);
-        std::string all;
-        for (const std::string& line : lines)
-          all += line + "\n";
-        INFO(all);
-        CHECK(lines.empty());
+        for (const std::string& line : differences(op, dtype, attrs, in_chain, &sweep.in_registers))
+          sweep.differences += line + "\n";
       }
     }
   }
-  CHECK(ops >= 32);
+  return sweep;
+}
+
+}  // namespace
+
+TEST_CASE("every elementwise op agrees with the reference on NaN, infinities, zeros, subnormals") {
+  Sweep sweep = sweep_ops(false);
+  INFO(sweep.differences);
+  CHECK(sweep.differences.empty());
+  CHECK(sweep.ops >= 32);
+}
+
+TEST_CASE("chains in registers agree with the reference on NaN, infinities, zeros, subnormals") {
+  Sweep sweep = sweep_ops(true);
+  INFO(sweep.differences);
+  CHECK(sweep.differences.empty());
+  // f32 arithmetic (11 ops), comparisons (6), where, and the casts from f32 to f32 and bfloat16
+  // and from bfloat16 to f32.
+  CHECK(sweep.in_registers >= 20);
 }

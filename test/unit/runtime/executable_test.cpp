@@ -277,6 +277,7 @@ TEST_CASE("a chain's values kept per chunk give the results of values stored who
     compiler::Plan plan = test::compiled_plan(graph, 1);
     REQUIRE(plan.host_steps.size() == 1);
     REQUIRE(plan.host_steps.front().chunk_local.size() == 3);
+    plan.host_steps.front().in_registers = false;
     compiler::Plan stored = plan;
     stored.host_steps.front().chunk_local.clear();
     stored.scratch = compiler::layout_scratch(stored);
@@ -300,6 +301,71 @@ TEST_CASE("a chain's values kept per chunk give the results of values stored who
     // Two slots of 4096 floats per core, where whole values take 10 bytes an element.
     CHECK(scratch[0] <= 2 * 4096 * 4 * 64);
     CHECK(scratch[1] >= 10 * count);
+  }
+}
+
+namespace {
+
+// A chain of every op a chain in registers computes, over `count` elements: f32 arithmetic with
+// whole and single operands, comparisons stored and read by `where`, a stored boolean read by
+// `where`, bfloat16 read, narrowed, stored and widened again.
+graph::Graph register_chain(std::int64_t count) {
+  graph::Graph graph;
+  graph::Tensor x(graph, graph.add_input("x", {{count}, DType::f32}));
+  graph::Tensor y(graph, graph.add_input("y", {{count}, DType::f32}));
+  graph::Tensor s(graph, graph.add_input("s", {{}, DType::f32}));
+  graph::Tensor h(graph, graph.add_input("h", {{count}, DType::bf16}));
+  graph::Tensor m(graph, graph.add_input("m", {{count}, DType::boolean}));
+  graph::Tensor a = (x * s + y - x) / (abs(y) + 1.0);
+  graph::Tensor b = relu(minimum(maximum(a, -x), y));
+  graph::Tensor c = where(x < y, sqrt(abs(b)), rsqrt(abs(y) + 0.5));
+  graph::Tensor d = where(x >= y, c, where(x <= y, -c, c * 2.0));
+  graph::Tensor e = where(m, d, x) + cast(h, DType::f32);
+  graph::Tensor narrowed = cast(e, DType::bf16);
+  graph.add_output("narrowed", narrowed.id());
+  graph.add_output("widened", (cast(narrowed, DType::f32) * y).id());
+  graph.add_output("greater", greater(e, x).id());
+  graph.add_output("equal", where(equal(x, y), e, where(not_equal(e, y), x, y)).id());
+  return graph;
+}
+
+}  // namespace
+
+TEST_CASE("a chain in registers gives the bits of the same chain run node by node") {
+  // One part of the team with a partial last block; parts on both cores, each ending mid-block.
+  for (std::int64_t count : {std::int64_t{1'000}, std::int64_t{100'003}}) {
+    INFO(count << " elements");
+    graph::Graph graph = register_chain(count);
+    compiler::Plan plan = test::compiled_plan(graph, 1);
+    INFO(compiler::host_steps_text(plan));
+    auto in_registers = std::find_if(plan.host_steps.begin(), plan.host_steps.end(),
+                                     [](const compiler::HostStep& step) {
+                                       return step.in_registers && step.nodes.size() >= 20;
+                                     });
+    REQUIRE(in_registers != plan.host_steps.end());
+    compiler::Plan by_nodes = plan;
+    for (compiler::HostStep& step : by_nodes.host_steps)
+      step.in_registers = false;
+    graph::Feeds feeds = test::sample_feeds(graph);
+    for (std::size_t i = 0; i < feeds["y"].values.size(); i += 3)
+      feeds["y"].values[i] = feeds["x"].values[i];  // x == y
+    for (std::size_t i = 1; i < feeds["m"].values.size(); i += 7)
+      feeds["m"].values[i] = 0.0;
+    std::vector<std::vector<double>> results[2];
+    const compiler::Plan* plans[2] = {&plan, &by_nodes};
+    for (int run = 0; run < 2; ++run) {
+      Executable executable(*plans[run]);
+      test::feed(executable, feeds);
+      executable.run();
+      for (const char* name : {"narrowed", "widened", "greater", "equal"})
+        results[run].push_back(executable.read(executable.slot(name)));
+    }
+    for (std::size_t output = 0; output < results[0].size(); ++output) {
+      INFO("output " << output);
+      CHECK(results[0][output] == results[1][output]);
+    }
+    // The reference rounds to bfloat16 from sums in double, the runtime from f32 ones.
+    CHECK(step_difference(plan) <= 1e-3);
   }
 }
 
@@ -339,6 +405,39 @@ TEST_CASE("a chain broadcasting operands a chunk at a time gives the reference's
   }
 }
 
+TEST_CASE("a plan running a step in registers that cannot run there is refused") {
+  auto chain_of = [](compiler::Plan& plan) {
+    auto found = std::find_if(
+        plan.host_steps.begin(), plan.host_steps.end(), [](const compiler::HostStep& step) {
+          return step.kind == compiler::HostStepKind::chain && step.nodes.size() >= 3;
+        });
+    REQUIRE(found != plan.host_steps.end());
+    REQUIRE_FALSE(found->in_registers);
+    return found;
+  };
+  compiler::Plan broadcasting = test::compiled_plan(broadcasting_chains(3), 1);
+  chain_of(broadcasting)->in_registers = true;
+  CHECK_THROWS_WITH(Executable(broadcasting),
+                    Catch::Contains("reads only whole operands and single values"));
+
+  graph::Graph graph;
+  graph::Tensor x(graph, graph.add_input("x", {{10'000}, DType::f32}));
+  graph.add_output("y", (exp(x * 2.0) + 1.0).id());
+  compiler::Plan transcendental = test::compiled_plan(graph, 1);
+  chain_of(transcendental)->in_registers = true;
+  CHECK_THROWS_WITH(
+      Executable(transcendental),
+      Catch::Contains("(exp to f32) in registers, which compute only f32 arithmetic"));
+
+  compiler::Plan gemm = test::compiled_plan(test::traced_step(kModels[0], 4).graph, 4);
+  auto product = std::find_if(
+      gemm.host_steps.begin(), gemm.host_steps.end(),
+      [](const compiler::HostStep& step) { return step.kind == compiler::HostStepKind::gemm; });
+  REQUIRE(product != gemm.host_steps.end());
+  product->in_registers = true;
+  CHECK_THROWS_WITH(Executable(gemm), Catch::Contains("'s gemm step in registers: only chains"));
+}
+
 TEST_CASE("a plan keeping values per chunk that others read, or that its chain lacks, is refused") {
   compiler::Plan plan = test::compiled_plan(narrowing_chain(10'000), 1);
   REQUIRE(plan.host_steps.size() == 1);
@@ -353,6 +452,7 @@ TEST_CASE("a plan keeping values per chunk that others read, or that its chain l
   last.kind = compiler::HostStepKind::node;
   last.nodes = {chain.nodes.back()};
   last.chunk_local.clear();
+  last.in_registers = false;
   split.host_steps.front().nodes.pop_back();
   split.host_steps.push_back(last);
   CHECK_THROWS_WITH(Executable(split), Catch::Contains("which the plan keeps only per chunk"));

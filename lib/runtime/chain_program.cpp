@@ -1,0 +1,178 @@
+#include "chain_program.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "graph/elementwise_semantics.hpp"
+#include "half_precision.hpp"
+#include "kernel_families.hpp"
+
+namespace csrun::runtime {
+
+namespace {
+
+using graph::DType;
+using BFloat16 = half_format::BFloat16;
+
+// The lanes of one instruction: `Lanes` of them (known when it compiles, so the loop vectorizes
+// without a remainder), or `count` for the last, partial block.
+template <std::int64_t Lanes>
+struct Block {
+  const ChainProgram& program;
+  float* registers;
+  std::int64_t first;  // the block's first element
+  std::int64_t count;
+
+  std::int64_t lanes() const { return Lanes > 0 ? Lanes : count; }
+  float* reg(std::int32_t index) const { return registers + index * kChainLanes; }
+  // What an instruction reads: a register, or the block of an operand read in place.
+  const float* source(std::int32_t index) const {
+    const float* stored = program.direct[static_cast<std::size_t>(index)];
+    return stored != nullptr ? stored + first : reg(index);
+  }
+
+  template <class F>
+  void unary(const ChainInstruction& ins, F f) const {
+    float* __restrict out = reg(ins.out);
+    const float* __restrict a = source(ins.a);
+    for (std::int64_t l = 0; l < lanes(); ++l)
+      out[l] = f(a[l]);
+  }
+
+  template <class F>
+  void binary(const ChainInstruction& ins, F f) const {
+    float* __restrict out = reg(ins.out);
+    const float* __restrict a = source(ins.a);
+    const float* __restrict b = source(ins.b);
+    for (std::int64_t l = 0; l < lanes(); ++l)
+      out[l] = f(a[l], b[l]);
+  }
+
+  void where(const ChainInstruction& ins) const {
+    float* __restrict out = reg(ins.out);
+    const float* __restrict condition = source(ins.a);
+    const float* __restrict if_true = source(ins.b);
+    const float* __restrict if_false = source(ins.c);
+    for (std::int64_t l = 0; l < lanes(); ++l)
+      out[l] = condition[l] != 0.0f ? if_true[l] : if_false[l];
+  }
+
+  void run(const ChainInstruction& ins) const {
+    auto truth = [](bool value) { return value ? 1.0f : 0.0f; };
+    switch (ins.code) {
+      case ChainCode::add:
+        return binary(ins, [](float a, float b) { return a + b; });
+      case ChainCode::sub:
+        return binary(ins, [](float a, float b) { return a - b; });
+      case ChainCode::mul:
+        return binary(ins, [](float a, float b) { return a * b; });
+      case ChainCode::div:
+        return binary(ins, [](float a, float b) { return a / b; });
+      case ChainCode::maximum:
+        return binary(ins, [](float a, float b) { return graph::maximum_value(a, b); });
+      case ChainCode::minimum:
+        return binary(ins, [](float a, float b) { return graph::minimum_value(a, b); });
+      case ChainCode::less:
+        return binary(ins, [&](float a, float b) { return truth(a < b); });
+      case ChainCode::less_equal:
+        return binary(ins, [&](float a, float b) { return truth(a <= b); });
+      case ChainCode::greater:
+        return binary(ins, [&](float a, float b) { return truth(a > b); });
+      case ChainCode::greater_equal:
+        return binary(ins, [&](float a, float b) { return truth(a >= b); });
+      case ChainCode::equal:
+        return binary(ins, [&](float a, float b) { return truth(a == b); });
+      case ChainCode::not_equal:
+        return binary(ins, [&](float a, float b) { return truth(a != b); });
+      case ChainCode::neg:
+        return unary(ins, [](float a) { return -a; });
+      case ChainCode::abs:
+        return unary(ins, [](float a) { return std::fabs(a); });
+      case ChainCode::relu:
+        return unary(ins, [](float a) { return graph::relu_value(a); });
+      case ChainCode::sqrt:
+        return unary(ins, [](float a) { return std::sqrt(a); });
+      case ChainCode::rsqrt:
+        return unary(ins, [](float a) { return 1.0f / std::sqrt(a); });
+      case ChainCode::where:
+        return where(ins);
+      case ChainCode::narrow_bf16:
+        return unary(ins, [](float a) {
+          return half_format::widen<BFloat16>(half_format::narrow_normal_range<BFloat16>(a));
+        });
+      case ChainCode::copy:
+        return unary(ins, [](float a) { return a; });
+    }
+  }
+
+  void load(const ChainLoad& load) const {
+    float* __restrict out = reg(load.reg);
+    if (load.dtype == DType::bf16) {
+      const std::uint16_t* __restrict bits =
+          reinterpret_cast<const std::uint16_t*>(load.data) + first;
+      for (std::int64_t l = 0; l < lanes(); ++l)
+        out[l] = half_format::widen<BFloat16>(bits[l]);
+      return;
+    }
+    const std::uint8_t* __restrict truth = reinterpret_cast<const std::uint8_t*>(load.data) + first;
+    for (std::int64_t l = 0; l < lanes(); ++l)
+      out[l] = truth[l] != 0 ? 1.0f : 0.0f;
+  }
+
+  void store(const ChainStore& store) const {
+    const float* __restrict values = reg(store.reg);
+    if (store.dtype == DType::f32) {
+      std::memcpy(reinterpret_cast<float*>(store.data) + first, values,
+                  static_cast<std::size_t>(lanes()) * sizeof(float));
+      return;
+    }
+    if (store.dtype == DType::bf16) {
+      std::uint16_t* __restrict bits = reinterpret_cast<std::uint16_t*>(store.data) + first;
+      for (std::int64_t l = 0; l < lanes(); ++l)
+        bits[l] = half_format::narrow_normal_range<BFloat16>(values[l]);
+      return;
+    }
+    std::uint8_t* __restrict truth = reinterpret_cast<std::uint8_t*>(store.data) + first;
+    for (std::int64_t l = 0; l < lanes(); ++l)
+      truth[l] = values[l] != 0.0f ? 1 : 0;
+  }
+
+  void run_program() const {
+    for (const ChainLoad& stored : program.loads) {
+      if (!stored.single) load(stored);
+    }
+    for (const ChainInstruction& ins : program.instructions)
+      run(ins);
+    for (const ChainStore& stored : program.stores)
+      store(stored);
+  }
+};
+
+float single_value(const ChainLoad& load) {
+  if (load.dtype == DType::f32) return *reinterpret_cast<const float*>(load.data);
+  if (load.dtype == DType::bf16)
+    return half_format::widen<BFloat16>(*reinterpret_cast<const std::uint16_t*>(load.data));
+  return *reinterpret_cast<const std::uint8_t*>(load.data) != 0 ? 1.0f : 0.0f;
+}
+
+// Every lane of a single value's register holds it, read as the run starts.
+void fill_singles(const ChainProgram& program, float* registers) {
+  for (const ChainLoad& stored : program.loads) {
+    if (stored.single)
+      std::fill_n(registers + stored.reg * kChainLanes, kChainLanes, single_value(stored));
+  }
+}
+
+}  // namespace
+
+void run_chain_program(const ChainProgram& program, float* registers, std::int64_t first,
+                       std::int64_t last) {
+  fill_singles(program, registers);
+  std::int64_t whole_end = first + (last - first) / kChainLanes * kChainLanes;
+  for (std::int64_t start = first; start < whole_end; start += kChainLanes)
+    Block<kChainLanes>{program, registers, start, kChainLanes}.run_program();
+  if (whole_end < last) Block<0>{program, registers, whole_end, last - whole_end}.run_program();
+}
+
+}  // namespace csrun::runtime

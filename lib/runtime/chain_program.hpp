@@ -1,0 +1,87 @@
+#pragma once
+
+// An elementwise chain the plan runs in registers (compiler::HostStep::in_registers), as a
+// program: a kernel set takes a block of kChainLanes elements at a time through every instruction,
+// so the chain's intermediate values never leave the core's L1 cache and its stored operands
+// stream through memory once, as a loop written for the chain would. Internal to lib/runtime.
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "graph/types.hpp"
+
+namespace csrun::runtime {
+
+// Values per register: a few vector registers' worth, so that one instruction's loop pays for
+// its dispatch and the registers of a long chain stay in L1.
+inline constexpr std::int64_t kChainLanes = 128;
+
+// What an instruction computes over a register's lanes, each as the node kernels compute it:
+// arithmetic and comparisons of f32 values (a comparison's result is 0 or 1), `where`, and
+// `narrow_bf16`, a cast to bfloat16 held as the float32 value it rounds to (a cast back, `copy`,
+// is then exact).
+enum class ChainCode : std::uint8_t {
+  add,
+  sub,
+  mul,
+  div,
+  maximum,
+  minimum,
+  less,
+  less_equal,
+  greater,
+  greater_equal,
+  equal,
+  not_equal,
+  neg,
+  abs,
+  relu,
+  sqrt,
+  rsqrt,
+  where,  // a ? b : c
+  narrow_bf16,
+  copy,
+};
+
+struct ChainInstruction {
+  ChainCode code = ChainCode::copy;
+  std::int32_t out = 0;
+  std::int32_t a = 0;
+  std::int32_t b = 0;
+  std::int32_t c = 0;
+};
+
+// A register filled from a stored value (f32, bfloat16 widened, or a boolean as 0 or 1): a block
+// of its elements, or one element for every lane (`single`, read once per run).
+struct ChainLoad {
+  std::int32_t reg = 0;
+  const std::byte* data = nullptr;
+  graph::DType dtype = graph::DType::f32;
+  bool single = false;
+};
+
+// A register written back to a stored value of `dtype` (f32, bfloat16, or a boolean).
+struct ChainStore {
+  std::int32_t reg = 0;
+  std::byte* data = nullptr;
+  graph::DType dtype = graph::DType::f32;
+};
+
+// Per block: the loads, then the instructions in order, then the stores. A whole f32 operand is
+// not loaded: instructions read its block where it is stored (`direct`). An instruction never
+// writes a register it reads, and the stores follow every instruction, so a value updated in
+// place (a parameter's new value in its own buffer) is read before it is written.
+struct ChainProgram {
+  std::vector<const float*> direct;  // per register: a whole f32 operand read in place, or null
+  std::vector<ChainLoad> loads;
+  std::vector<ChainInstruction> instructions;
+  std::vector<ChainStore> stores;
+  std::int32_t registers = 0;
+
+  std::int64_t register_bytes() const {
+    return registers * kChainLanes * static_cast<std::int64_t>(sizeof(float));
+  }
+};
+
+}  // namespace csrun::runtime
