@@ -33,76 +33,76 @@ struct Block {
   }
 
   template <class F>
-  void unary(const ChainInstruction& ins, F f) const {
-    float* __restrict out = reg(ins.out);
-    const float* __restrict a = source(ins.a);
+  void unary(const ChainInstruction& instruction, F f) const {
+    float* __restrict out = reg(instruction.out);
+    const float* __restrict a = source(instruction.a);
     for (std::int64_t l = 0; l < lanes(); ++l)
       out[l] = f(a[l]);
   }
 
   template <class F>
-  void binary(const ChainInstruction& ins, F f) const {
-    float* __restrict out = reg(ins.out);
-    const float* __restrict a = source(ins.a);
-    const float* __restrict b = source(ins.b);
+  void binary(const ChainInstruction& instruction, F f) const {
+    float* __restrict out = reg(instruction.out);
+    const float* __restrict a = source(instruction.a);
+    const float* __restrict b = source(instruction.b);
     for (std::int64_t l = 0; l < lanes(); ++l)
       out[l] = f(a[l], b[l]);
   }
 
-  void where(const ChainInstruction& ins) const {
-    float* __restrict out = reg(ins.out);
-    const float* __restrict condition = source(ins.a);
-    const float* __restrict if_true = source(ins.b);
-    const float* __restrict if_false = source(ins.c);
+  void where(const ChainInstruction& instruction) const {
+    float* __restrict out = reg(instruction.out);
+    const float* __restrict condition = source(instruction.a);
+    const float* __restrict if_true = source(instruction.b);
+    const float* __restrict if_false = source(instruction.c);
     for (std::int64_t l = 0; l < lanes(); ++l)
       out[l] = condition[l] != 0.0f ? if_true[l] : if_false[l];
   }
 
-  void run(const ChainInstruction& ins) const {
+  void run(const ChainInstruction& instruction) const {
     auto truth = [](bool value) { return value ? 1.0f : 0.0f; };
-    switch (ins.code) {
+    switch (instruction.code) {
       case ChainCode::add:
-        return binary(ins, [](float a, float b) { return a + b; });
+        return binary(instruction, [](float a, float b) { return a + b; });
       case ChainCode::sub:
-        return binary(ins, [](float a, float b) { return a - b; });
+        return binary(instruction, [](float a, float b) { return a - b; });
       case ChainCode::mul:
-        return binary(ins, [](float a, float b) { return a * b; });
+        return binary(instruction, [](float a, float b) { return a * b; });
       case ChainCode::div:
-        return binary(ins, [](float a, float b) { return a / b; });
+        return binary(instruction, [](float a, float b) { return a / b; });
       case ChainCode::maximum:
-        return binary(ins, [](float a, float b) { return graph::maximum_value(a, b); });
+        return binary(instruction, [](float a, float b) { return graph::maximum_value(a, b); });
       case ChainCode::minimum:
-        return binary(ins, [](float a, float b) { return graph::minimum_value(a, b); });
+        return binary(instruction, [](float a, float b) { return graph::minimum_value(a, b); });
       case ChainCode::less:
-        return binary(ins, [&](float a, float b) { return truth(a < b); });
+        return binary(instruction, [&](float a, float b) { return truth(a < b); });
       case ChainCode::less_equal:
-        return binary(ins, [&](float a, float b) { return truth(a <= b); });
+        return binary(instruction, [&](float a, float b) { return truth(a <= b); });
       case ChainCode::greater:
-        return binary(ins, [&](float a, float b) { return truth(a > b); });
+        return binary(instruction, [&](float a, float b) { return truth(a > b); });
       case ChainCode::greater_equal:
-        return binary(ins, [&](float a, float b) { return truth(a >= b); });
+        return binary(instruction, [&](float a, float b) { return truth(a >= b); });
       case ChainCode::equal:
-        return binary(ins, [&](float a, float b) { return truth(a == b); });
+        return binary(instruction, [&](float a, float b) { return truth(a == b); });
       case ChainCode::not_equal:
-        return binary(ins, [&](float a, float b) { return truth(a != b); });
+        return binary(instruction, [&](float a, float b) { return truth(a != b); });
       case ChainCode::neg:
-        return unary(ins, [](float a) { return -a; });
+        return unary(instruction, [](float a) { return -a; });
       case ChainCode::abs:
-        return unary(ins, [](float a) { return std::fabs(a); });
+        return unary(instruction, [](float a) { return std::fabs(a); });
       case ChainCode::relu:
-        return unary(ins, [](float a) { return graph::relu_value(a); });
+        return unary(instruction, [](float a) { return graph::relu_value(a); });
       case ChainCode::sqrt:
-        return unary(ins, [](float a) { return std::sqrt(a); });
+        return unary(instruction, [](float a) { return std::sqrt(a); });
       case ChainCode::rsqrt:
-        return unary(ins, [](float a) { return 1.0f / std::sqrt(a); });
+        return unary(instruction, [](float a) { return 1.0f / std::sqrt(a); });
       case ChainCode::where:
-        return where(ins);
+        return where(instruction);
       case ChainCode::narrow_bf16:
-        return unary(ins, [](float a) {
+        return unary(instruction, [](float a) {
           return half_format::widen<BFloat16>(half_format::narrow_normal_range<BFloat16>(a));
         });
       case ChainCode::copy:
-        return unary(ins, [](float a) { return a; });
+        return unary(instruction, [](float a) { return a; });
     }
   }
 
@@ -142,8 +142,8 @@ struct Block {
     for (const ChainLoad& stored : program.loads) {
       if (!stored.single) load(stored);
     }
-    for (const ChainInstruction& ins : program.instructions)
-      run(ins);
+    for (const ChainInstruction& instruction : program.instructions)
+      run(instruction);
     for (const ChainStore& stored : program.stores)
       store(stored);
   }
