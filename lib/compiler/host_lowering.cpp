@@ -166,28 +166,23 @@ class HostLowering {
       for (; begin < end; ++begin)
         chain.nodes.push_back(steps[begin].nodes.front());
       chain.chunk_local = chunk_local(chain.nodes);
-      chain.in_registers = in_registers(chain.nodes, count);
+      chain.in_registers = in_registers(chain.nodes);
       result.push_back(std::move(chain));
     }
     return result;
   }
 
   // A lone node has no intermediate values to keep: its own kernel streams it once.
-  bool in_registers(const std::vector<NodeId>& chain, std::int64_t count) const {
+  bool in_registers(const std::vector<NodeId>& chain) const {
     return chain.size() > 1 && std::all_of(chain.begin(), chain.end(),
-                                           [&](NodeId id) { return runs_in_registers(id, count); });
+                                           [&](NodeId id) { return runs_in_registers(id); });
   }
 
   // Whether a chain's node is one a register chain computes (runtime::ChainProgram): f32
-  // arithmetic, comparisons and where, or a cast between f32 and bfloat16, whose operands are
-  // whole or a single value.
-  bool runs_in_registers(NodeId id, std::int64_t count) const {
+  // arithmetic, comparisons and where, or a cast between f32 and bfloat16. Its operands broadcast
+  // as a chain's may.
+  bool runs_in_registers(NodeId id) const {
     const graph::Node& node = graph_.node(id);
-    bool whole_or_single = std::all_of(node.inputs.begin(), node.inputs.end(), [&](NodeId input) {
-      std::int64_t operand = graph::element_count(type(input).shape);
-      return operand == count || operand == 1;
-    });
-    if (!whole_or_single) return false;
     auto all_f32 = [&](std::span<const NodeId> inputs) {
       return std::all_of(inputs.begin(), inputs.end(),
                          [&](NodeId input) { return type(input).dtype == DType::f32; });

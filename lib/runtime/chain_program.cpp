@@ -15,6 +15,30 @@ namespace {
 using graph::DType;
 using BFloat16 = half_format::BFloat16;
 
+// `count` elements of what `load` reads from its `element`, as f32 values.
+void convert(const ChainLoad& load, std::int64_t element, std::int64_t count, float* out) {
+  if (load.dtype == DType::f32) {
+    std::memcpy(out, reinterpret_cast<const float*>(load.data) + element,
+                static_cast<std::size_t>(count) * sizeof(float));
+    return;
+  }
+  if (load.dtype == DType::bf16) {
+    const auto* bits = reinterpret_cast<const std::uint16_t*>(load.data) + element;
+    for (std::int64_t l = 0; l < count; ++l)
+      out[l] = half_format::widen<BFloat16>(bits[l]);
+    return;
+  }
+  const auto* truth = reinterpret_cast<const std::uint8_t*>(load.data) + element;
+  for (std::int64_t l = 0; l < count; ++l)
+    out[l] = truth[l] != 0 ? 1.0f : 0.0f;
+}
+
+float value_at(const ChainLoad& load, std::int64_t element) {
+  float value = 0.0f;
+  convert(load, element, 1, &value);
+  return value;
+}
+
 // The lanes of one instruction: `Lanes` of them (known when it compiles, so the loop vectorizes
 // without a remainder), or `count` for the last, partial block.
 template <std::int64_t Lanes>
@@ -106,18 +130,24 @@ struct Block {
     }
   }
 
+  // The block's elements of what `load` broadcasts: runs of the operand's elements (the whole
+  // operand, or a row it repeats) or runs of one element (a row's statistic).
   void load(const ChainLoad& load) const {
-    float* __restrict out = reg(load.reg);
-    if (load.dtype == DType::bf16) {
-      const std::uint16_t* __restrict bits =
-          reinterpret_cast<const std::uint16_t*>(load.data) + first;
-      for (std::int64_t l = 0; l < lanes(); ++l)
-        out[l] = half_format::widen<BFloat16>(bits[l]);
-      return;
+    float* out = reg(load.reg);
+    const graph::FlatBroadcast& how = load.how;
+    for (std::int64_t done = 0; done < lanes();) {
+      std::int64_t index = first + done;
+      std::int64_t element = index / how.repeat % how.period;
+      std::int64_t run = 0;
+      if (how.repeat == 1) {
+        run = std::min(lanes() - done, how.period - element);
+        convert(load, element, run, out + done);
+      } else {
+        run = std::min(lanes() - done, how.repeat - index % how.repeat);
+        std::fill_n(out + done, run, value_at(load, element));
+      }
+      done += run;
     }
-    const std::uint8_t* __restrict truth = reinterpret_cast<const std::uint8_t*>(load.data) + first;
-    for (std::int64_t l = 0; l < lanes(); ++l)
-      out[l] = truth[l] != 0 ? 1.0f : 0.0f;
   }
 
   void store(const ChainStore& store) const {
@@ -140,7 +170,7 @@ struct Block {
 
   void run_program() const {
     for (const ChainLoad& stored : program.loads) {
-      if (!stored.single) load(stored);
+      if (!stored.single()) load(stored);
     }
     for (const ChainInstruction& instruction : program.instructions)
       run(instruction);
@@ -149,18 +179,11 @@ struct Block {
   }
 };
 
-float single_value(const ChainLoad& load) {
-  if (load.dtype == DType::f32) return *reinterpret_cast<const float*>(load.data);
-  if (load.dtype == DType::bf16)
-    return half_format::widen<BFloat16>(*reinterpret_cast<const std::uint16_t*>(load.data));
-  return *reinterpret_cast<const std::uint8_t*>(load.data) != 0 ? 1.0f : 0.0f;
-}
-
 // Every lane of a single value's register holds it, read as the run starts.
 void fill_singles(const ChainProgram& program, float* registers) {
   for (const ChainLoad& stored : program.loads) {
-    if (stored.single)
-      std::fill_n(registers + stored.reg * kChainLanes, kChainLanes, single_value(stored));
+    if (stored.single())
+      std::fill_n(registers + stored.reg * kChainLanes, kChainLanes, value_at(stored, 0));
   }
 }
 

@@ -52,13 +52,17 @@ struct ChainInstruction {
   std::int32_t c = 0;
 };
 
-// A register filled from a stored value (f32, bfloat16 widened, or a boolean as 0 or 1): a block
-// of its elements, or one element for every lane (`single`, read once per run).
+// A register filled from a stored value (f32, bfloat16 widened, or a boolean as 0 or 1) as the
+// chain broadcasts it (`how`: element i of the chain reads element i / repeat % period): a block
+// of its elements, a row it repeats, a row's statistic, or one value for every lane (a single
+// value, read once per run).
 struct ChainLoad {
   std::int32_t reg = 0;
   const std::byte* data = nullptr;
   graph::DType dtype = graph::DType::f32;
-  bool single = false;
+  graph::FlatBroadcast how;
+
+  bool single() const { return how.period == 1; }
 };
 
 // A register written back to a stored value of `dtype` (f32, bfloat16, or a boolean).

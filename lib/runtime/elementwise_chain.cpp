@@ -127,9 +127,14 @@ std::optional<ChainCode> register_code(const NodeTask& task) {
   return std::nullopt;
 }
 
+graph::Shape shape_of(const TensorRef& value) {
+  return graph::Shape(value.shape.begin(), value.shape.begin() + value.rank);
+}
+
 // Builds a chain's program. Registers: one per value the chain loads or computes; a register is
 // free again once its value's last reader has run, except a single value's (filled once per run),
 // an operand's read in place (it holds nothing) and a stored result's (stored after the block).
+// Operands a chain broadcasts are loaded a block at a time.
 // An instruction's result never takes a register it reads.
 class ProgramBuilder {
  public:
@@ -145,7 +150,7 @@ class ProgramBuilder {
   ChainProgram build() {
     for (const NodeTask& task : tasks_) {
       for (std::size_t i = 0; i < task.in.size(); ++i)
-        read_from_memory(task.node->inputs[i], task.in[i]);
+        read_from_memory(task.node->inputs[i], task.in[i], task.out);
     }
     for (std::size_t t = 0; t < tasks_.size(); ++t)
       add_instruction(t);
@@ -157,21 +162,24 @@ class ProgramBuilder {
   }
 
  private:
-  // An operand the chain does not compute: read in place (a whole f32 one) or loaded.
-  void read_from_memory(graph::NodeId input, const TensorRef& operand) {
+  // An operand the chain does not compute: read in place (a whole f32 one) or loaded, as the
+  // chain's `result` broadcasts it.
+  void read_from_memory(graph::NodeId input, const TensorRef& operand, const TensorRef& result) {
     if (produced(input) || reg_of_.contains(input)) return;
-    if (operand.count != count_ && operand.count != 1)
+    std::optional<graph::FlatBroadcast> how =
+        graph::flat_broadcast(shape_of(operand), shape_of(result));
+    if (!how)
       throw std::invalid_argument("a chain in registers reads %" + std::to_string(input) + ", of " +
                                   std::to_string(operand.count) +
-                                  " elements: it reads only whole operands and single values");
-    bool single = operand.count == 1;
+                                  " elements, which it cannot broadcast a block at a time");
     std::int32_t reg = reg_of_[input] = take();
-    if (single || operand.dtype == DType::f32) kept_.insert(input);
-    if (operand.dtype == DType::f32 && !single) {
+    bool whole_f32 = operand.dtype == DType::f32 && how->repeat == 1 && how->period == count_;
+    if (whole_f32 || how->period == 1) kept_.insert(input);
+    if (whole_f32) {
       direct_[reg] = operand.f32();
       return;
     }
-    program_.loads.push_back({reg, operand.data, operand.dtype, single});
+    program_.loads.push_back({reg, operand.data, operand.dtype, *how});
   }
 
   void add_instruction(std::size_t t) {
@@ -323,9 +331,8 @@ void ElementwiseChain::assign_broadcast_slots() {
     std::int32_t slot = first;
     for (std::size_t i = 0; i < task.in.size(); ++i) {
       if (places_[t].in[i] >= 0) continue;
-      std::optional<graph::FlatBroadcast> how = graph::flat_broadcast(
-          graph::Shape(task.in[i].shape.begin(), task.in[i].shape.begin() + task.in[i].rank),
-          graph::Shape(task.out.shape.begin(), task.out.shape.begin() + task.out.rank));
+      std::optional<graph::FlatBroadcast> how =
+          graph::flat_broadcast(shape_of(task.in[i]), shape_of(task.out));
       if (!how)
         throw std::invalid_argument("a chain's node reads an operand of " +
                                     std::to_string(task.in[i].count) +
