@@ -178,47 +178,14 @@ class HostLowering {
                                            [&](NodeId id) { return runs_in_registers(id); });
   }
 
-  // Whether a chain's node is one a register chain computes (runtime::ChainProgram): f32
-  // arithmetic, comparisons and where, or a cast between f32 and bfloat16. Its operands broadcast
-  // as a chain's may.
+  // Whether a chain's node is one a register chain computes. Its operands broadcast as a chain's
+  // may.
   bool runs_in_registers(NodeId id) const {
     const graph::Node& node = graph_.node(id);
-    auto all_f32 = [&](std::span<const NodeId> inputs) {
-      return std::all_of(inputs.begin(), inputs.end(),
-                         [&](NodeId input) { return type(input).dtype == DType::f32; });
-    };
-    DType result = node.type.dtype;
-    switch (node.op) {
-      case OpKind::add:
-      case OpKind::sub:
-      case OpKind::mul:
-      case OpKind::div:
-      case OpKind::maximum:
-      case OpKind::minimum:
-      case OpKind::neg:
-      case OpKind::abs:
-      case OpKind::relu:
-      case OpKind::sqrt:
-      case OpKind::rsqrt:
-        return result == DType::f32 && all_f32(node.inputs);
-      case OpKind::less:
-      case OpKind::less_equal:
-      case OpKind::greater:
-      case OpKind::greater_equal:
-      case OpKind::equal:
-      case OpKind::not_equal:
-        return result == DType::boolean && all_f32(node.inputs);
-      case OpKind::where:
-        return result == DType::f32 && type(node.inputs[0]).dtype == DType::boolean &&
-               all_f32(std::span(node.inputs).subspan(1));
-      case OpKind::cast: {
-        DType from = type(node.inputs[0]).dtype;
-        return (from == DType::f32 && result == DType::bf16) ||
-               (from == DType::bf16 && result == DType::f32);
-      }
-      default:
-        return false;
-    }
+    std::vector<DType> operands;
+    for (NodeId input : node.inputs)
+      operands.push_back(type(input).dtype);
+    return computes_in_registers(node.op, operands, node.type.dtype);
   }
 
   // The nodes of a chain whose values live inside the kernel and only the chain reads.

@@ -1,5 +1,7 @@
 #include "plan.hpp"
 
+#include <algorithm>
+
 namespace csrun::compiler {
 
 const char* step_kind_name(StepKind kind) {
@@ -16,6 +18,44 @@ const char* execution_mode_name(ExecutionMode mode) {
       return "weight_streaming";
   }
   return "?";
+}
+
+bool computes_in_registers(graph::OpKind op, std::span<const graph::DType> operands,
+                           graph::DType result) {
+  using graph::DType;
+  using graph::OpKind;
+  auto all_f32 = [](std::span<const DType> dtypes) {
+    return std::all_of(dtypes.begin(), dtypes.end(), [](DType d) { return d == DType::f32; });
+  };
+  switch (op) {
+    case OpKind::add:
+    case OpKind::sub:
+    case OpKind::mul:
+    case OpKind::div:
+    case OpKind::maximum:
+    case OpKind::minimum:
+    case OpKind::neg:
+    case OpKind::abs:
+    case OpKind::relu:
+    case OpKind::sqrt:
+    case OpKind::rsqrt:
+      return result == DType::f32 && all_f32(operands);
+    case OpKind::less:
+    case OpKind::less_equal:
+    case OpKind::greater:
+    case OpKind::greater_equal:
+    case OpKind::equal:
+    case OpKind::not_equal:
+      return result == DType::boolean && all_f32(operands);
+    case OpKind::where:
+      return result == DType::f32 && operands.size() == 3 && operands[0] == DType::boolean &&
+             all_f32(operands.subspan(1));
+    case OpKind::cast:
+      return operands.size() == 1 && ((operands[0] == DType::f32 && result == DType::bf16) ||
+                                      (operands[0] == DType::bf16 && result == DType::f32));
+    default:
+      return false;
+  }
 }
 
 }  // namespace csrun::compiler

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -99,6 +100,13 @@ enum class HostStepKind : std::uint8_t {
   chain,  // elementwise nodes over one element count, run chunk by chunk
 };
 const char* host_step_kind_name(HostStepKind kind);  // "node", "gemm", "chain"
+
+// Whether a chain in registers computes `op` from operands of the dtypes `operands` to `result`:
+// f32 arithmetic (add sub mul div maximum minimum neg abs relu sqrt rsqrt), comparisons of f32
+// values, where over f32 values, and casts between f32 and bfloat16. What lower-host marks and the
+// runtime's ChainProgram runs.
+bool computes_in_registers(graph::OpKind op, std::span<const graph::DType> operands,
+                           graph::DType result);
 
 struct HostStep {
   HostStepKind kind = HostStepKind::node;

@@ -1,5 +1,7 @@
 #include "elementwise_chain.hpp"
 
+#include "compiler/plan.hpp"
+
 #include <algorithm>
 #include <array>
 #include <map>
@@ -107,24 +109,19 @@ std::optional<ChainCode> code_in(std::span<const std::pair<OpKind, ChainCode>> t
   return found->second;
 }
 
-// The instruction that computes `task`'s node in registers, as the node kernels would.
+// The instruction that computes `task`'s node in registers, as the node kernels would, when the
+// plan's rule (compiler::computes_in_registers) lets it run there.
 std::optional<ChainCode> register_code(const NodeTask& task) {
-  auto f32 = [&](std::size_t first) {
-    return std::all_of(task.in.begin() + static_cast<std::ptrdiff_t>(first), task.in.end(),
-                       [](const TensorRef& in) { return in.dtype == DType::f32; });
-  };
+  std::vector<DType> operands;
+  for (const TensorRef& in : task.in)
+    operands.push_back(in.dtype);
   OpKind op = task.node->op;
-  DType from = task.in[0].dtype;
-  DType result = task.out.dtype;
-  if (op == OpKind::where && result == DType::f32 && from == DType::boolean && f32(1))
-    return ChainCode::where;
-  if (op == OpKind::cast && from == DType::f32 && result == DType::bf16)
-    return ChainCode::narrow_bf16;
-  if (op == OpKind::cast && from == DType::bf16 && result == DType::f32) return ChainCode::copy;
-  if (!f32(0)) return std::nullopt;
-  if (result == DType::f32) return code_in(kArithmetic, op);
-  if (result == DType::boolean) return code_in(kComparisons, op);
-  return std::nullopt;
+  if (!compiler::computes_in_registers(op, operands, task.out.dtype)) return std::nullopt;
+  if (op == OpKind::where) return ChainCode::where;
+  if (op == OpKind::cast)
+    return task.out.dtype == DType::bf16 ? ChainCode::narrow_bf16 : ChainCode::copy;
+  if (task.out.dtype == DType::boolean) return code_in(kComparisons, op);
+  return code_in(kArithmetic, op);
 }
 
 graph::Shape shape_of(const TensorRef& value) {
