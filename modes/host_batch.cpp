@@ -34,10 +34,13 @@ struct StepMemory {
 // - the plan's temporaries scale with the samples of a (micro-)step;
 // - a split batch adds the gradient sums (one per replica beside the total) and the update's
 //   gradient inputs;
-// - the global batch's data, a few batches of it in flight.
+// - the global batch's data, a few batches of it in flight;
+// - the 16-bit copies of the weights (half-copies), once: no checkpoint stores them, and a split
+//   batch's micro-steps, whose plans update nothing, have none.
 struct MemoryModel {
-  double persistent = 0.0;
-  double variables = 0.0;  // of the persistent values: the parameters and optimizer state
+  double persistent = 0.0;  // but the 16-bit copies
+  double variables = 0.0;   // of the persistent values: the parameters and optimizer state
+  double half_copies = 0.0;
   double per_sample = 0.0;
   double gradients = 0.0;
   double batch_data = 0.0;
@@ -49,8 +52,11 @@ struct MemoryModel {
     StepMemory step(fused);
     persistent = step.fixed;
     per_sample = step.per_sample;
-    for (const graph::Variable& variable : fused.graph.variables())
-      variables += static_cast<double>(fused.graph.node(variable.node).type.byte_size());
+    for (const graph::Variable& variable : fused.graph.variables()) {
+      auto bytes = static_cast<double>(fused.graph.node(variable.node).type.byte_size());
+      (variable.role == graph::VariableRole::half_copy ? half_copies : variables) += bytes;
+    }
+    persistent -= half_copies;
     double traced = static_cast<double>(std::max<std::int64_t>(fused.batch_size, 1));
     gradients = 4.0 * static_cast<double>(
                           graph::count_elements(fused.graph, graph::VariableRole::parameter));
@@ -69,7 +75,9 @@ struct MemoryModel {
     return 3.0 * values + gradients * (replicas > 1 ? 3.0 : 2.0);
   }
 
-  double fixed(bool split_batch) const { return copies(persistent, split_batch) + batch_data; }
+  double fixed(bool split_batch) const {
+    return copies(persistent, split_batch) + (split_batch ? 0.0 : half_copies) + batch_data;
+  }
 
   double bytes(std::int64_t micro_batch) const {
     return fixed(split(micro_batch)) + per_sample * static_cast<double>(micro_batch);

@@ -15,8 +15,8 @@ struct CompileOptions {
   PassManager::Observer after_pass;  // sees the program after each pass (--dump_ir)
 };
 
-// The passes compile runs, in order: fold, simplify, precision, cse, dce, fuse-matmul,
-// fuse-elementwise.
+// The passes compile runs, in order: fold, simplify, precision, cse, dce, half-copies,
+// sink-casts, schedule-updates, fuse-matmul, fuse-elementwise.
 PassManager standard_passes(const PrecisionPolicy& precision);
 
 // What --dump_ir accepts: "trace" (the graph before any pass), every pass name, and "lower-host"

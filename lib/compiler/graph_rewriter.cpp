@@ -60,6 +60,13 @@ NodeId GraphRewriter::add(graph::OpKind op, std::vector<NodeId> inputs, graph::A
   return target_.add(op, std::move(inputs), std::move(attrs), source_->node(origin));
 }
 
+NodeId GraphRewriter::add_variable(const graph::Variable& variable, graph::TensorType type,
+                                   NodeId origin) {
+  graph::Node leaf = source_->node(origin);
+  leaf.type = std::move(type);
+  return target_.add_variable(variable, leaf);
+}
+
 graph::Graph GraphRewriter::finish() {
   auto mapped_or_fail = [&](const graph::NamedNode& named) {
     NodeId target = mapped(named.node);

@@ -32,6 +32,9 @@ class GraphRewriter {
   // Adds a new node with the location, scope and phase of source node `origin`.
   graph::NodeId add(graph::OpKind op, std::vector<graph::NodeId> inputs, graph::Attributes attrs,
                     graph::NodeId origin);
+  // Adds a new variable of type `type` with the location, scope and phase of source node `origin`.
+  graph::NodeId add_variable(const graph::Variable& variable, graph::TensorType type,
+                             graph::NodeId origin);
 
   // The new graph, with the outputs and updates carried over. Throws std::logic_error when one of
   // them lost its node (a pass dropped something still needed).

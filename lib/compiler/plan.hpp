@@ -14,7 +14,7 @@
 namespace csrun::compiler {
 
 // Version of the Plan's file format; a plan of another version is recompiled.
-inline constexpr std::uint32_t kPlanFormatVersion = 5;
+inline constexpr std::uint32_t kPlanFormatVersion = 6;
 
 enum class StepKind : std::uint8_t { train, eval };
 const char* step_kind_name(StepKind kind);

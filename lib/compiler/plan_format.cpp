@@ -30,7 +30,7 @@ template <>
 constexpr unsigned kEnumCount<graph::Phase> = static_cast<unsigned>(graph::Phase::update) + 1;
 template <>
 constexpr unsigned kEnumCount<graph::VariableRole> =
-    static_cast<unsigned>(graph::VariableRole::statistic) + 1;
+    static_cast<unsigned>(graph::VariableRole::half_copy) + 1;
 template <>
 constexpr unsigned kEnumCount<StepKind> = static_cast<unsigned>(StepKind::eval) + 1;
 template <>
@@ -359,6 +359,7 @@ void visit(Encoder& io, graph::Graph& graph) {
       io(variable.name);
       io(variable.role);
       io(variable.init);
+      io(variable.copy_of);
     }
   }
   io(graph.outputs());
@@ -391,6 +392,7 @@ void read_node(Decoder& io, graph::Graph& graph) {
       io(variable.name);
       io(variable.role);
       io(variable.init);
+      io(variable.copy_of);
       id = graph.add_variable(variable, node);
     } else {
       id = graph.add(node.op, node.inputs, node.attrs, node);

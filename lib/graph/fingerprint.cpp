@@ -73,8 +73,9 @@ std::vector<std::string> interface_keys(const Graph& graph) {
   for (const NamedNode& input : graph.inputs())
     keys.push_back("input " + input.name + "=%" + std::to_string(input.node));
   for (const Variable& variable : graph.variables()) {
+    std::string copied = variable.copy_of.empty() ? "" : " of " + variable.copy_of;
     keys.push_back("variable " + variable.name + "=%" + std::to_string(variable.node) + " " +
-                   role_name(variable.role) + " " + initializer_key(variable.init));
+                   role_name(variable.role) + copied + " " + initializer_key(variable.init));
   }
   for (const NamedNode& output : graph.outputs())
     keys.push_back("output " + output.name + "=%" + std::to_string(output.node));
@@ -171,6 +172,7 @@ std::string fingerprint(const Graph& graph) {
     for (double value : {variable.init.mean, variable.init.std, variable.init.a, variable.init.b,
                          variable.init.gain, variable.init.value})
       hash.add(value);
+    if (!variable.copy_of.empty()) hash.add(variable.copy_of);
   }
   for (const std::vector<NamedNode>* named : {&graph.outputs(), &graph.updates()}) {
     hash.add(static_cast<std::uint64_t>(named->size()));

@@ -56,6 +56,8 @@ const char* role_name(VariableRole role) {
       return "loss scaling";
     case VariableRole::statistic:
       return "statistic";
+    case VariableRole::half_copy:
+      return "16-bit copy";
   }
   return "?";
 }
@@ -169,17 +171,40 @@ NodeId Graph::add_input(const std::string& name, const Node& origin) {
 NodeId Graph::add_variable(const std::string& name, TensorType type, VariableRole role,
                            Initializer init, SourceLine location) {
   Node origin{OpKind::variable, {}, {}, std::move(type), location, scope_, phase_};
-  return add_variable(Variable{name, role, std::move(init), -1}, origin);
+  return add_variable(Variable{name, role, std::move(init), -1, {}}, origin);
+}
+
+void Graph::check_half_copy(const Variable& variable, const TensorType& type) const {
+  bool copy = variable.role == VariableRole::half_copy;
+  if (copy == variable.copy_of.empty()) {
+    throw GraphError(
+        "variable " + variable.name +
+        (copy ? " is a 16-bit copy of no parameter"
+              : " copies a parameter but is a " + std::string(role_name(variable.role))));
+  }
+  if (!copy) return;
+  const Variable* parameter = find_variable(variable.copy_of);
+  TensorType expected{type.shape, DType::f32};
+  if (parameter == nullptr || parameter->role != VariableRole::parameter ||
+      node(parameter->node).type != expected) {
+    throw GraphError("variable " + variable.name + " copies " + variable.copy_of +
+                     ", which is not an earlier parameter of type " + expected.to_string());
+  }
+  if (dtype_size(type.dtype) != 2 || !is_floating(type.dtype)) {
+    throw GraphError("variable " + variable.name + " is a 16-bit copy of " + variable.copy_of +
+                     " but holds " + type.to_string());
+  }
 }
 
 NodeId Graph::add_variable(const Variable& variable, const Node& origin) {
   if (find_variable(variable.name))
     throw GraphError("the graph already has a variable named " + variable.name);
+  check_half_copy(variable, origin.type);
   NodeId id = append(
       Node{OpKind::variable, {}, {}, origin.type, origin.location, origin.scope, origin.phase});
   leaf_index_.back() = static_cast<std::int32_t>(variables_.size());
   variable_index_.emplace(variable.name, variables_.size());
-  variables_.push_back(Variable{variable.name, variable.role, variable.init, id});
+  variables_.push_back(Variable{variable.name, variable.role, variable.init, id, variable.copy_of});
   updated_.push_back(false);
   return id;
 }

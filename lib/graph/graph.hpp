@@ -61,13 +61,16 @@ struct Initializer {
 };
 
 // A statistic is a running value the forward pass keeps but does not train (BatchNorm's running
-// mean and variance).
+// mean and variance). A 16-bit copy is a parameter rounded to the 16-bit type its products read,
+// kept by the parameter's update (compiler pass half-copies) and refreshed by the runtime whenever
+// the parameter is written from outside the step: derived state, never a checkpoint entry.
 enum class VariableRole : std::uint8_t {
   parameter,
   optimizer_state,
   step_counter,
   loss_scaling,
-  statistic
+  statistic,
+  half_copy
 };
 const char* role_name(VariableRole role);
 
@@ -76,6 +79,7 @@ struct Variable {
   VariableRole role = VariableRole::parameter;
   Initializer init;
   NodeId node = -1;
+  std::string copy_of;  // a 16-bit copy's parameter (an f32 variable of its shape); else empty
 
   friend bool operator==(const Variable&, const Variable&) = default;
 };
@@ -152,6 +156,9 @@ class Graph {
 
  private:
   NodeId append(Node node);
+  // Throws GraphError unless `variable` is a 16-bit copy of an earlier f32 parameter of its shape
+  // exactly when its role says so.
+  void check_half_copy(const Variable& variable, const TensorType& type) const;
 
   std::deque<Node> nodes_;
   std::vector<std::int32_t> leaf_index_;  // per node: its entry in inputs_ or variables_, or -1

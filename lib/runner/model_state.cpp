@@ -63,6 +63,12 @@ CheckpointTensor stored_values(const runtime::Executable& executable,
   return {std::move(dims), CheckpointTensor::Integers(values.begin(), values.end())};
 }
 
+// The step keeps a parameter's 16-bit copy, and the executable rounds it again after the parameter
+// is written: it is neither initialized nor a checkpoint entry.
+bool stored(const graph::Variable& variable) {
+  return variable.role != graph::VariableRole::half_copy;
+}
+
 }  // namespace
 
 // Each variable is filled in parts on every core this process may use (the values do not depend
@@ -73,7 +79,7 @@ void initialize_variables(runtime::Executable& executable, std::uint64_t seed,
   runtime::ThreadTeam team(runtime::ThreadTeam::available_cores());
   std::vector<float> buffer;
   for (const graph::Variable& variable : executable.plan().graph.variables()) {
-    if (skip.contains(variable.name)) continue;
+    if (!stored(variable) || skip.contains(variable.name)) continue;
     runtime::Executable::Slot slot = executable.slot(variable.name);
     const graph::TensorType& type = executable.type(slot);
     nn::InitialValues values(variable.init, type.shape, seed, variable.name);
@@ -93,8 +99,9 @@ void initialize_variables(runtime::Executable& executable, std::uint64_t seed,
 Checkpoint snapshot(const runtime::Executable& executable, const LoopPosition& position,
                     std::string metadata) {
   Checkpoint checkpoint;
-  for (const graph::Variable& variable : executable.plan().graph.variables())
-    checkpoint.tensors[variable.name] = stored_values(executable, variable);
+  for (const graph::Variable& variable : executable.plan().graph.variables()) {
+    if (stored(variable)) checkpoint.tensors[variable.name] = stored_values(executable, variable);
+  }
   auto scalar = [&](const std::string& key, std::int64_t value) {
     checkpoint.tensors[key] =
         CheckpointTensor{{}, CheckpointTensor::Integers{static_cast<std::int32_t>(value)}};
@@ -115,7 +122,7 @@ Restored restore(runtime::Executable& executable, const Checkpoint& checkpoint,
   bool strict = !settings.disable_strict_checkpoint_loading;
   Restored restored;
   for (const graph::Variable& variable : executable.plan().graph.variables()) {
-    if (!state_wanted(settings, variable.name)) continue;
+    if (!stored(variable) || !state_wanted(settings, variable.name)) continue;
     auto found = checkpoint.tensors.find(variable.name);
     if (found == checkpoint.tensors.end()) {
       if (strict && variable.role == graph::VariableRole::parameter) {

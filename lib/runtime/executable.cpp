@@ -90,6 +90,15 @@ struct Update {
 // A kernel's work in the step: one node, or a chain of elementwise nodes run chunk by chunk.
 using StepWork = std::variant<NodeTask, ElementwiseChain>;
 
+// A parameter's 16-bit copy (graph::VariableRole::half_copy): the step's update keeps it; a write
+// to the parameter from outside the step makes it stale until the next step starts.
+struct HalfCopy {
+  NodeId parameter = -1;
+  TensorRef parameter_value;
+  TensorRef copy;
+  bool stale = true;
+};
+
 struct NamedValue {
   std::string name;
   NodeId node = -1;
@@ -113,6 +122,7 @@ struct Executable::State {
   std::vector<StepWork> step;
   std::vector<Snapshot> snapshots;
   std::vector<Update> updates;
+  std::vector<HalfCopy> half_copies;
   std::vector<NamedValue> named;
   std::unordered_map<std::string, Slot> slots;
   std::int64_t steps = 0;
@@ -127,6 +137,7 @@ struct Executable::State {
     mark_chunk_local();
     bind_scratch();
     bind_updates();
+    bind_half_copies();
     name_values();
     fill_static_leaves();
     bind_kernels();
@@ -237,6 +248,52 @@ struct Executable::State {
     }
   }
 
+  // The node that `variable` takes as its value after the step, or -1.
+  NodeId update_of(const std::string& variable) const {
+    for (const graph::NamedNode& update : plan.graph.updates()) {
+      if (update.name == variable) return update.node;
+    }
+    return -1;
+  }
+
+  // A copy stays its parameter rounded only when each step rounds the parameter's new value into
+  // it; a plan that does not is refused.
+  void check_kept(const graph::Variable& copy) const {
+    NodeId value = update_of(copy.name);
+    const graph::Node* node = value < 0 ? nullptr : &plan.graph.node(value);
+    if (node == nullptr || node->op != graph::OpKind::cast ||
+        node->inputs.front() != update_of(copy.copy_of)) {
+      throw std::invalid_argument("the plan keeps '" + copy.name + "', a 16-bit copy of '" +
+                                  copy.copy_of + "', but its step does not round the new '" +
+                                  copy.copy_of + "' into it");
+    }
+  }
+
+  void bind_half_copies() {
+    const graph::Graph& graph = plan.graph;
+    for (const graph::Variable& variable : graph.variables()) {
+      if (variable.role != graph::VariableRole::half_copy) continue;
+      check_kept(variable);
+      NodeId parameter = graph.find_variable(variable.copy_of)->node;
+      half_copies.push_back(HalfCopy{parameter, values[static_cast<std::size_t>(parameter)],
+                                     values[static_cast<std::size_t>(variable.node)]});
+    }
+  }
+
+  // Rounds each stale copy from its parameter with the cast kernels' rounding (the same bits the
+  // step's update gives it).
+  void refresh_half_copies() {
+    for (HalfCopy& half : half_copies) {
+      if (!half.stale) continue;
+      const TensorRef& copy = half.copy;
+      split_rows(&team, copy.count, copy.count, [&](std::int64_t first, std::int64_t last) {
+        kernels.narrow(half.parameter_value.f32() + first, copy.half() + first, last - first,
+                       copy.dtype);
+      });
+      half.stale = false;
+    }
+  }
+
   void add_name(const std::string& name, NodeId node, TensorRef value, bool writable) {
     slots.emplace(name, static_cast<Slot>(named.size()));
     named.push_back(NamedValue{name, node, value, writable});
@@ -247,7 +304,8 @@ struct Executable::State {
     for (const graph::NamedNode& input : graph.inputs())
       add_name(input.name, input.node, values[static_cast<std::size_t>(input.node)], true);
     for (const graph::Variable& variable : graph.variables())
-      add_name(variable.name, variable.node, values[static_cast<std::size_t>(variable.node)], true);
+      add_name(variable.name, variable.node, values[static_cast<std::size_t>(variable.node)],
+               variable.role != graph::VariableRole::half_copy);
     for (const graph::NamedNode& output : graph.outputs())
       add_name(output.name, output.node, snapshot_of(output.node), false);
   }
@@ -358,6 +416,7 @@ struct Executable::State {
   }
 
   void run() {
+    refresh_half_copies();
     for (StepWork& work : step) {
       if (auto* chain = std::get_if<ElementwiseChain>(&work)) {
         chain->run();
@@ -378,9 +437,16 @@ struct Executable::State {
 
   const NamedValue& value(Slot slot) const { return named.at(static_cast<std::size_t>(slot)); }
 
-  const TensorRef& writable(Slot slot, std::size_t count) const {
+  // The value of an input or variable about to be written from outside the step; copies of it
+  // become stale.
+  const TensorRef& writable(Slot slot, std::size_t count) {
     const NamedValue& target = value(slot);
     const std::string& name = target.name;
+    if (const graph::Variable* copy = plan.graph.find_variable(name);
+        copy != nullptr && copy->role == graph::VariableRole::half_copy) {
+      throw std::invalid_argument("'" + name + "' is the 16-bit copy of '" + copy->copy_of +
+                                  "' that the step keeps; write '" + copy->copy_of + "'");
+    }
     if (!target.writable) {
       throw std::invalid_argument(
           "'" + name + "' is an output of the step; only inputs and variables are written");
@@ -390,6 +456,9 @@ struct Executable::State {
                                   plan.graph.node(target.node).type.to_string() + " (" +
                                   std::to_string(target.value.count) + " elements); " +
                                   std::to_string(count) + " values were given");
+    }
+    for (HalfCopy& half : half_copies) {
+      if (half.parameter == target.node) half.stale = true;
     }
     return target.value;
   }

@@ -34,10 +34,12 @@ class LayerIndex {
   LayerMap map_;
 };
 
+// A weight a kernel streams in: a parameter, or the 16-bit copy its products read.
 bool is_parameter(const graph::Graph& graph, graph::NodeId id) {
   const graph::Node& node = graph.node(id);
   if (node.op != graph::OpKind::variable) return false;
-  return graph.find_variable(graph.leaf_name(id))->role == graph::VariableRole::parameter;
+  graph::VariableRole role = graph.find_variable(graph.leaf_name(id))->role;
+  return role == graph::VariableRole::parameter || role == graph::VariableRole::half_copy;
 }
 
 // Elements of parameter `id` that kernel `kernel` needs: all of it, or for a gather the rows

@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include "golden.hpp"
+#include "graph/number_formats.hpp"
 #include "params_fixture.hpp"
 
 namespace csrun::test {
@@ -46,9 +47,19 @@ graph::Feeds sample_feeds(const graph::Graph& graph) {
   for (const graph::NamedNode& input : graph.inputs())
     fill(input.name, input.node, 0.0, false);
   for (const graph::Variable& variable : graph.variables()) {
+    if (variable.role == graph::VariableRole::half_copy) continue;
     bool constant = variable.role != graph::VariableRole::parameter;
     fill(variable.name, variable.node, variable.init.name == "constant" ? variable.init.value : 0.0,
          constant);
+  }
+  // A 16-bit copy holds its parameter rounded, as the runtime keeps it.
+  for (const graph::Variable& variable : graph.variables()) {
+    if (variable.role != graph::VariableRole::half_copy) continue;
+    graph::HostTensor copy = feeds.at(variable.copy_of);
+    copy.dtype = graph.node(variable.node).type.dtype;
+    for (double& value : copy.values)
+      value = graph::round_to_format(value, graph::format_of(copy.dtype));
+    feeds[variable.name] = std::move(copy);
   }
   return feeds;
 }

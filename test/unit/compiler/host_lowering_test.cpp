@@ -171,19 +171,24 @@ TEST_CASE("a chain keeps per chunk the values only its later nodes read") {
                              std::to_string(nodes[2]) + "]"));
 }
 
+// The host step that computes `variable`'s new value, or null.
+const HostStep* step_computing(const compiler::Plan& plan, const std::string& variable) {
+  auto update = std::find_if(plan.graph.updates().begin(), plan.graph.updates().end(),
+                             [&](const NamedNode& named) { return named.name == variable; });
+  if (update == plan.graph.updates().end()) return nullptr;
+  for (const HostStep& host : plan.host_steps) {
+    if (std::find(host.nodes.begin(), host.nodes.end(), update->node) != host.nodes.end())
+      return &host;
+  }
+  return nullptr;
+}
+
 TEST_CASE("an AdamW update of a parameter is one chain over its state") {
   models::TracedStep step = test::traced_step("{name: fc_mnist, hidden_sizes: [96, 80]}", 4);
   compiler::Plan plan = planned(std::move(step.graph));
   INFO(compiler::host_steps_text(plan));
-  auto step_computing = [&](const std::string& variable) -> const HostStep* {
-    auto update = std::find_if(plan.graph.updates().begin(), plan.graph.updates().end(),
-                               [&](const NamedNode& named) { return named.name == variable; });
-    if (update == plan.graph.updates().end()) return nullptr;
-    for (const HostStep& host : plan.host_steps) {
-      if (std::find(host.nodes.begin(), host.nodes.end(), update->node) != host.nodes.end())
-        return &host;
-    }
-    return nullptr;
+  auto step_computing = [&](const std::string& variable) {
+    return ::step_computing(plan, variable);
   };
   std::size_t parameters = 0;
   for (const Variable& variable : plan.graph.variables()) {
@@ -198,6 +203,33 @@ TEST_CASE("an AdamW update of a parameter is one chain over its state") {
     CHECK(update->in_registers);
   }
   CHECK(parameters == 6);
+}
+
+TEST_CASE("in a mixed-precision plan each weight's update rounds it into the copy products read") {
+  models::TracedStep step = test::traced_step("{name: fc_mnist, hidden_sizes: [96, 80]}", 4);
+  compiler::Plan plan = planned(std::move(step.graph), {true, DType::bf16, 1});
+  INFO(compiler::host_steps_text(plan));
+  std::size_t copies = 0;
+  for (const Variable& variable : plan.graph.variables()) {
+    if (variable.role != VariableRole::half_copy) continue;
+    ++copies;
+    const HostStep* update = step_computing(plan, variable.name);
+    REQUIRE(update != nullptr);
+    CHECK(update == step_computing(plan, variable.copy_of));
+    CHECK(update->in_registers);
+  }
+  CHECK(copies == 3);  // the three weight matrices; the biases are added in f32
+  std::vector<HostStep> gemms = steps_of(plan, HostStepKind::gemm);
+  std::size_t reading_copies = 0;
+  for (const HostStep& gemm : gemms) {
+    for (NodeId operand : {gemm.operand_a, gemm.operand_b}) {
+      const Node& node = plan.graph.node(operand);
+      CHECK_FALSE(
+          (node.op == OpKind::cast && plan.graph.node(node.inputs[0]).op == OpKind::variable));
+      if (node.op == OpKind::variable) ++reading_copies;
+    }
+  }
+  CHECK(reading_copies >= copies);
 }
 
 TEST_CASE(

@@ -4,6 +4,7 @@
 
 #include "compiler/compile.hpp"
 #include "compiler/passes.hpp"
+#include "graph/number_formats.hpp"
 #include "graph/reference_evaluator.hpp"
 #include "graph/tensor.hpp"
 #include "support/step_fixture.hpp"
@@ -350,6 +351,88 @@ TEST_CASE("sink-casts leaves a gradient widened for its update next to the gradi
   graph.set_update("w", (w - 0.1 * gradient).id());
   Program program{graph, {}};
   CHECK(compiler::sink_casts(program) == 0);
+}
+
+TEST_CASE("half-copies: a weight cast to 16 bits and updated reads a copy its update keeps") {
+  Graph graph;
+  Tensor x(graph, graph.add_input("x", {{4, 8}, DType::f32}));
+  Tensor w(graph, graph.add_variable("w", {{8, 8}, DType::f32}, VariableRole::parameter, {}));
+  Tensor frozen(graph,
+                graph.add_variable("frozen", {{8, 8}, DType::f32}, VariableRole::parameter, {}));
+  Tensor v(graph, graph.add_variable("v", {{8}, DType::f32}, VariableRole::parameter, {}));
+  Tensor hidden = cast(matmul(cast(x, DType::bf16), cast(w, DType::bf16)), DType::f32);
+  Tensor out = cast(matmul(cast(hidden, DType::bf16), cast(frozen, DType::bf16)), DType::f32);
+  graph.add_output("loss", sum(out * v, {0, 1}).id());
+  graph.set_phase(Phase::update);
+  graph.set_update("w", (w - w * 0.01).id());
+  graph.set_update("v", (v * 0.5).id());
+  Program program{graph, {}};
+  CHECK(compiler::keep_half_copies(program) == 1);
+  const Graph& kept = program.graph;
+  INFO(kept.to_text());
+
+  const Variable* copy = kept.find_variable("w@bf16");
+  REQUIRE(copy != nullptr);
+  CHECK(copy->role == VariableRole::half_copy);
+  CHECK(copy->copy_of == "w");
+  CHECK(kept.node(copy->node).type == TensorType{{8, 8}, DType::bf16});
+  CHECK(kept.find_variable("frozen@bf16") == nullptr);  // not updated: cast where it is read
+  CHECK(kept.find_variable("v@bf16") == nullptr);       // read in f32 only
+  auto update_of = [&](const char* name) {
+    for (const NamedNode& update : kept.updates()) {
+      if (update.name == name) return update.node;
+    }
+    return NodeId{-1};
+  };
+  NodeId parameter = kept.find_variable("w")->node;
+  NodeId new_value = update_of("w");
+  NodeId copy_update = update_of("w@bf16");
+  for (const Node& node : kept.nodes())
+    CHECK_FALSE((node.op == OpKind::cast && node.inputs.front() == parameter));
+  REQUIRE(copy_update >= 0);
+  const Node& narrowing = kept.node(copy_update);
+  CHECK(narrowing.op == OpKind::cast);
+  CHECK(narrowing.inputs == std::vector<NodeId>{new_value});
+  CHECK(narrowing.phase == Phase::update);
+
+  // The same results, the copy holding the weight rounded (as the feeds and the runtime keep it),
+  // and after the step the new weight rounded.
+  CHECK(outputs_of(kept, test::sample_feeds(kept)) == outputs_of(graph, test::sample_feeds(graph)));
+  std::vector<NodeId> fetch{new_value, copy_update};
+  std::vector<HostTensor> after = evaluate_reference(kept, test::sample_feeds(kept), fetch);
+  for (std::size_t i = 0; i < after[0].values.size(); ++i) {
+    CHECK(after[1].values[i] == round_to_format(after[0].values[i], format_of(DType::bf16)));
+  }
+  CHECK(compiler::keep_half_copies(program) == 0);
+}
+
+TEST_CASE("a variable that claims to be a 16-bit copy is checked against its parameter") {
+  Graph graph;
+  graph.add_variable("w", {{8, 8}, DType::f32}, VariableRole::parameter, {});
+  graph.add_variable("m", {{8, 8}, DType::f32}, VariableRole::optimizer_state, {});
+  auto add_copy = [&](const std::string& of, TensorType type, VariableRole role) {
+    Variable copy;
+    copy.name = "copy of " + of + " " + type.to_string();
+    copy.role = role;
+    copy.copy_of = of;
+    Node origin;
+    origin.op = OpKind::variable;
+    origin.type = std::move(type);
+    graph.add_variable(copy, origin);
+  };
+  CHECK_NOTHROW(add_copy("w", {{8, 8}, DType::f16}, VariableRole::half_copy));
+  CHECK_THROWS_WITH(add_copy("w", {{8, 8}, DType::f32}, VariableRole::half_copy),
+                    Catch::Contains("is a 16-bit copy of w but holds f32[8, 8]"));
+  CHECK_THROWS_WITH(add_copy("w", {{8, 4}, DType::bf16}, VariableRole::half_copy),
+                    Catch::Contains("which is not an earlier parameter of type f32[8, 4]"));
+  CHECK_THROWS_WITH(add_copy("m", {{8, 8}, DType::bf16}, VariableRole::half_copy),
+                    Catch::Contains("copies m, which is not an earlier parameter"));
+  CHECK_THROWS_WITH(add_copy("nothing", {{8, 8}, DType::bf16}, VariableRole::half_copy),
+                    Catch::Contains("copies nothing, which is not"));
+  CHECK_THROWS_WITH(add_copy("", {{8, 8}, DType::bf16}, VariableRole::half_copy),
+                    Catch::Contains("is a 16-bit copy of no parameter"));
+  CHECK_THROWS_WITH(add_copy("w", {{8, 8}, DType::bf16}, VariableRole::parameter),
+                    Catch::Contains("copies a parameter but is a parameter"));
 }
 
 TEST_CASE("matmul fusion leaves a reshape beyond the kernel's rank to a view") {

@@ -8,6 +8,7 @@
 
 #include "compiler/host_lowering.hpp"
 #include "compiler/scratch_layout.hpp"
+#include "graph/number_formats.hpp"
 #include "runtime_fixture.hpp"
 #include "support/step_fixture.hpp"
 
@@ -184,6 +185,66 @@ TEST_CASE("mixed-precision plans run with 16-bit values emulated") {
       CHECK(step_difference(plan) <= 2e-2);
     }
   }
+}
+
+TEST_CASE("a parameter's 16-bit copy is rounded from it before any step that follows a write") {
+  models::TracedStep step = test::traced_step(kModels[3], 4);
+  compiler::Plan plan = test::compiled_plan(step.graph, 4, DType::bf16, 1);
+  Executable executable(plan);
+  graph::Feeds feeds = test::sample_feeds(plan.graph);
+  test::feed(executable, feeds);  // the parameters only: the executable keeps their copies
+  std::vector<const graph::Variable*> copies;
+  for (const graph::Variable& variable : plan.graph.variables()) {
+    if (variable.role == graph::VariableRole::half_copy) copies.push_back(&variable);
+  }
+  REQUIRE(copies.size() == 3);
+  auto copies_hold_their_parameters = [&] {
+    for (const graph::Variable* copy : copies) {
+      std::vector<double> parameter = executable.read(executable.slot(copy->copy_of));
+      std::vector<double> rounded = executable.read(executable.slot(copy->name));
+      for (std::size_t i = 0; i < parameter.size(); ++i) {
+        if (rounded[i] != graph::round_to_format(parameter[i], graph::format_of(DType::bf16)))
+          return false;
+      }
+    }
+    return true;
+  };
+  Executable::Slot loss = executable.slot("loss");
+  executable.run();
+  double first_loss = executable.scalar(loss);
+  CHECK(copies_hold_their_parameters());  // the update rounded the new weights into them
+  executable.run();
+  CHECK(copies_hold_their_parameters());
+  CHECK(executable.scalar(loss) != first_loss);
+
+  // The first weights written again (a checkpoint loaded): the next step reads them rounded.
+  test::feed(executable, feeds);
+  executable.run();
+  CHECK(executable.scalar(loss) == first_loss);
+
+  std::vector<float> values(static_cast<std::size_t>(
+      graph::element_count(plan.graph.node(copies.front()->node).type.shape)));
+  CHECK_THROWS_WITH(executable.write(executable.slot(copies.front()->name), values),
+                    Catch::Contains("is the 16-bit copy of '" + copies.front()->copy_of +
+                                    "' that the step keeps; write '" + copies.front()->copy_of));
+}
+
+TEST_CASE("a plan with a 16-bit copy its step does not keep is refused") {
+  graph::Graph graph;
+  graph::Tensor x(graph, graph.add_input("x", {{4, 8}, DType::f32}));
+  graph.add_variable("w", {{8, 8}, DType::f32}, graph::VariableRole::parameter, {});
+  graph::Variable copy;
+  copy.name = "w@bf16";
+  copy.role = graph::VariableRole::half_copy;
+  copy.copy_of = "w";
+  graph::Node leaf;
+  leaf.op = graph::OpKind::variable;
+  leaf.type = {{8, 8}, DType::bf16};
+  graph::Tensor rounded(graph, graph.add_variable(copy, leaf));
+  graph.add_output("y", matmul(cast(x, DType::bf16), rounded).id());
+  CHECK_THROWS_WITH(Executable(test::compiled_plan(graph, 4)),
+                    Catch::Contains("the plan keeps 'w@bf16', a 16-bit copy of 'w', but its step "
+                                    "does not round the new 'w' into it"));
 }
 
 TEST_CASE("values are written and read by name, with clear errors") {

@@ -1,0 +1,136 @@
+#include <map>
+#include <utility>
+
+#include "graph_rewriter.hpp"
+#include "node_users.hpp"
+#include "passes.hpp"
+
+namespace csrun::compiler {
+
+namespace {
+
+using graph::DType;
+using graph::NodeId;
+
+bool is_half(DType dtype) {
+  return graph::is_floating(dtype) && graph::dtype_size(dtype) == 2;
+}
+
+// Rebuilds the graph with a 16-bit copy of each f32 parameter the step both narrows for its
+// products and updates: the narrowing casts become reads of the copy, and the parameter's update
+// narrows the new value into it, in the same pass over the parameter (the cast joins the update's
+// elementwise chain). The values are the same bits: each is the parameter rounded to the same
+// type, by the same rounding.
+class HalfCopier {
+ public:
+  explicit HalfCopier(const graph::Graph& source)
+      : source_(source), users_(source), rewriter_(source) {
+    for (const graph::NamedNode& update : source.updates())
+      find_casts(*source.find_variable(update.name), update.node);
+  }
+
+  // The casts that became reads of a copy.
+  std::size_t run() {
+    for (std::size_t i = 0; i < source_.size(); ++i) {
+      auto id = static_cast<NodeId>(i);
+      if (rewriter_.copy_leaf(id)) {
+        add_copies_of(id);
+        continue;
+      }
+      auto copy = copy_read_by_.find(id);
+      if (copy != copy_read_by_.end()) {
+        rewriter_.map(id, copy->second);
+        ++replaced_;
+        continue;
+      }
+      rewriter_.copy(id);
+      narrow_update(id);
+    }
+    return replaced_;
+  }
+
+  graph::Graph finish() {
+    graph::Graph graph = rewriter_.finish();
+    for (const auto& [name, value] : copy_updates_)
+      graph.set_update(name, value);
+    return graph;
+  }
+
+ private:
+  struct Copy {
+    DType dtype;
+    std::vector<NodeId> casts;
+  };
+
+  // The 16-bit types the parameter `variable` is cast to, when its update is the optimizer's.
+  void find_casts(const graph::Variable& variable, NodeId update) {
+    const graph::Node& leaf = source_.node(variable.node);
+    if (variable.role != graph::VariableRole::parameter || leaf.type.dtype != DType::f32) return;
+    if (source_.node(update).phase != graph::Phase::update) return;
+    std::map<DType, std::vector<NodeId>> casts;
+    for (NodeId user : users_.of(variable.node)) {
+      const graph::Node& node = source_.node(user);
+      if (node.op == graph::OpKind::cast && is_half(node.type.dtype))
+        casts[node.type.dtype].push_back(user);
+    }
+    for (auto& [dtype, readers] : casts)
+      copies_[variable.node].push_back({dtype, std::move(readers)});
+    if (!casts.empty()) update_of_[update].push_back(variable.node);
+  }
+
+  static std::string copy_name(const std::string& parameter, DType dtype) {
+    return parameter + "@" + graph::dtype_name(dtype);
+  }
+
+  void add_copies_of(NodeId parameter) {
+    auto found = copies_.find(parameter);
+    if (found == copies_.end()) return;
+    const std::string& name = source_.leaf_name(parameter);
+    for (const Copy& copy : found->second) {
+      graph::Variable variable;
+      variable.name = copy_name(name, copy.dtype);
+      variable.role = graph::VariableRole::half_copy;
+      variable.copy_of = name;
+      graph::TensorType type{source_.node(parameter).type.shape, copy.dtype};
+      NodeId leaf = rewriter_.add_variable(variable, std::move(type), parameter);
+      for (NodeId cast : copy.casts)
+        copy_read_by_.emplace(cast, leaf);
+    }
+  }
+
+  // After the new value of one or more copied parameters: its 16-bit forms, their copies' updates.
+  void narrow_update(NodeId value) {
+    auto found = update_of_.find(value);
+    if (found == update_of_.end()) return;
+    for (NodeId parameter : found->second) {
+      for (const Copy& copy : copies_.at(parameter)) {
+        graph::Attributes attrs;
+        attrs.dtype = copy.dtype;
+        NodeId narrowed =
+            rewriter_.add(graph::OpKind::cast, {rewriter_.mapped(value)}, std::move(attrs), value);
+        copy_updates_.emplace_back(copy_name(source_.leaf_name(parameter), copy.dtype), narrowed);
+      }
+    }
+  }
+
+  const graph::Graph& source_;
+  NodeUsers users_;
+  GraphRewriter rewriter_;
+  std::map<NodeId, std::vector<Copy>> copies_;       // per copied parameter's leaf
+  std::map<NodeId, std::vector<NodeId>> update_of_;  // per update value: its parameters
+  std::map<NodeId, NodeId> copy_read_by_;            // per narrowing cast: the copy it reads
+  std::vector<std::pair<std::string, NodeId>> copy_updates_;
+  std::size_t replaced_ = 0;
+};
+
+}  // namespace
+
+std::size_t keep_half_copies(Program& program) {
+  expect_unfused(program, "keep_half_copies");
+  HalfCopier copier(program.graph);
+  std::size_t replaced = copier.run();
+  if (replaced > 0) program.graph = copier.finish();
+  return replaced;
+}
+
+}  // namespace csrun::compiler
