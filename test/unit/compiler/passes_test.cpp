@@ -406,35 +406,6 @@ TEST_CASE("half-copies: a weight cast to 16 bits and updated reads a copy its up
   CHECK(compiler::keep_half_copies(program) == 0);
 }
 
-TEST_CASE("a variable that claims to be a 16-bit copy is checked against its parameter") {
-  Graph graph;
-  graph.add_variable("w", {{8, 8}, DType::f32}, VariableRole::parameter, {});
-  graph.add_variable("m", {{8, 8}, DType::f32}, VariableRole::optimizer_state, {});
-  auto add_copy = [&](const std::string& of, TensorType type, VariableRole role) {
-    Variable copy;
-    copy.name = "copy of " + of + " " + type.to_string();
-    copy.role = role;
-    copy.copy_of = of;
-    Node origin;
-    origin.op = OpKind::variable;
-    origin.type = std::move(type);
-    graph.add_variable(copy, origin);
-  };
-  CHECK_NOTHROW(add_copy("w", {{8, 8}, DType::f16}, VariableRole::half_copy));
-  CHECK_THROWS_WITH(add_copy("w", {{8, 8}, DType::f32}, VariableRole::half_copy),
-                    Catch::Contains("is a 16-bit copy of w but holds f32[8, 8]"));
-  CHECK_THROWS_WITH(add_copy("w", {{8, 4}, DType::bf16}, VariableRole::half_copy),
-                    Catch::Contains("which is not an earlier parameter of type f32[8, 4]"));
-  CHECK_THROWS_WITH(add_copy("m", {{8, 8}, DType::bf16}, VariableRole::half_copy),
-                    Catch::Contains("copies m, which is not an earlier parameter"));
-  CHECK_THROWS_WITH(add_copy("nothing", {{8, 8}, DType::bf16}, VariableRole::half_copy),
-                    Catch::Contains("copies nothing, which is not"));
-  CHECK_THROWS_WITH(add_copy("", {{8, 8}, DType::bf16}, VariableRole::half_copy),
-                    Catch::Contains("is a 16-bit copy of no parameter"));
-  CHECK_THROWS_WITH(add_copy("w", {{8, 8}, DType::bf16}, VariableRole::parameter),
-                    Catch::Contains("copies a parameter but is a parameter"));
-}
-
 TEST_CASE("matmul fusion leaves a reshape beyond the kernel's rank to a view") {
   // A 3D convolution's product [N, C, D * H * W] viewed as [N, C, D, H, W].
   Graph graph;

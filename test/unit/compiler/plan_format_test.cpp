@@ -52,6 +52,14 @@ TEST_CASE("a plan reads back identical to what was written") {
   CHECK(read.graph == plan.graph);
   CHECK(read.graph.to_text() == plan.graph.to_text());
   CHECK(compiler::encode_plan(read) == bytes);
+  // The weights' 16-bit copies of a mixed-precision training step come back as copies.
+  std::size_t copies = 0;
+  for (const graph::Variable& variable : read.graph.variables()) {
+    if (variable.role != graph::VariableRole::half_copy) continue;
+    ++copies;
+    CHECK(variable.name == variable.copy_of + "@cb16");
+  }
+  CHECK(copies > 0);
   // Source locations and module paths survive: a loaded plan still names model lines.
   const graph::Node& node = read.graph.node(read.kernels.back().nodes.back());
   CHECK_FALSE(node.location.file().empty());
