@@ -35,7 +35,10 @@ class Executable {
   const graph::TensorType& type(Slot slot) const;
 
   // Writes an input or variable, converting to its dtype (16-bit floats round to nearest even).
-  // The element count must be the value's; throws std::invalid_argument naming it otherwise.
+  // The element count must be the value's; throws std::invalid_argument naming it otherwise. A
+  // parameter's 16-bit copy (graph::VariableRole::half_copy) is the step's to keep: writing it
+  // throws, and writing its parameter (here or through floats_to_write) has the next run() round
+  // the parameter into it first.
   void write(Slot slot, std::span<const float> values);
   void write(Slot slot, std::span<const std::int32_t> values);
   void write(Slot slot, std::span<const double> values);
@@ -50,7 +53,8 @@ class Executable {
   // say); throws std::invalid_argument for another dtype or for an output.
   std::span<float> floats_to_write(Slot slot);
 
-  // One step: every kernel in order, then the variables take their updated values. Throws
+  // One step: the 16-bit copies of parameters written since the last step rounded again, every
+  // kernel in order, then the variables take their updated values. Throws
   // std::out_of_range when a batch holds an index outside its embedding table.
   void run();
 
