@@ -36,7 +36,7 @@ struct StepMemory {
 //   gradient inputs;
 // - the global batch's data, a few batches of it in flight;
 // - the 16-bit copies of the weights (half-copies), once: no checkpoint stores them, and a split
-//   batch's micro-steps, whose plans update nothing, have none.
+//   batch's update plan, which reads no weight in 16 bits, has none.
 struct MemoryModel {
   double persistent = 0.0;  // but the 16-bit copies
   double variables = 0.0;   // of the persistent values: the parameters and optimizer state
@@ -76,7 +76,7 @@ struct MemoryModel {
   }
 
   double fixed(bool split_batch) const {
-    return copies(persistent, split_batch) + (split_batch ? 0.0 : half_copies) + batch_data;
+    return copies(persistent, split_batch) + half_copies + batch_data;
   }
 
   double bytes(std::int64_t micro_batch) const {

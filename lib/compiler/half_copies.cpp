@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <map>
 #include <utility>
 
@@ -16,17 +17,25 @@ bool is_half(DType dtype) {
   return graph::is_floating(dtype) && graph::dtype_size(dtype) == 2;
 }
 
-// Rebuilds the graph with a 16-bit copy of each f32 parameter the step both narrows for its
-// products and updates: the narrowing casts become reads of the copy, and the parameter's update
-// narrows the new value into it, in the same pass over the parameter (the cast joins the update's
-// elementwise chain). The values are the same bits: each is the parameter rounded to the same
-// type, by the same rounding.
+// Rebuilds the graph with a 16-bit copy of each f32 parameter that the step narrows and either
+// updates or holds narrowed from the forward to the backward pass anyway: the narrowing casts
+// become reads of the copy, and when the step updates the parameter its update narrows the new
+// value into the copy, in the same pass over the parameter (the cast joins the update's
+// elementwise chain). A parameter the step does not update (a split batch's micro-step) is
+// rounded into its copy by the runtime when it is written; one it neither updates nor holds (an
+// eval step's) is cast where it is read, as the copy would take memory the step does not. The
+// values are the same bits: each is the parameter rounded to the same type, by the same rounding.
 class HalfCopier {
  public:
   explicit HalfCopier(const graph::Graph& source)
       : source_(source), users_(source), rewriter_(source) {
+    std::map<std::string, NodeId> updates;
     for (const graph::NamedNode& update : source.updates())
-      find_casts(*source.find_variable(update.name), update.node);
+      updates.emplace(update.name, update.node);
+    for (const graph::Variable& variable : source.variables()) {
+      auto update = updates.find(variable.name);
+      find_casts(variable, update == updates.end() ? -1 : update->second);
+    }
   }
 
   // The casts that became reads of a copy.
@@ -62,20 +71,31 @@ class HalfCopier {
     std::vector<NodeId> casts;
   };
 
-  // The 16-bit types the parameter `variable` is cast to, when its update is the optimizer's.
+  // The 16-bit types the parameter `variable` is cast to, when the step updates it only in the
+  // optimizer's update (`update`; -1: not at all) or reads it in that type in the backward pass.
   void find_casts(const graph::Variable& variable, NodeId update) {
     const graph::Node& leaf = source_.node(variable.node);
     if (variable.role != graph::VariableRole::parameter || leaf.type.dtype != DType::f32) return;
-    if (source_.node(update).phase != graph::Phase::update) return;
+    if (update >= 0 && source_.node(update).phase != graph::Phase::update) return;
     std::map<DType, std::vector<NodeId>> casts;
+    std::map<DType, bool> held;
     for (NodeId user : users_.of(variable.node)) {
       const graph::Node& node = source_.node(user);
-      if (node.op == graph::OpKind::cast && is_half(node.type.dtype))
-        casts[node.type.dtype].push_back(user);
+      if (node.op != graph::OpKind::cast || !is_half(node.type.dtype)) continue;
+      casts[node.type.dtype].push_back(user);
+      held[node.type.dtype] = held[node.type.dtype] || update >= 0 || read_backward(user);
     }
-    for (auto& [dtype, readers] : casts)
-      copies_[variable.node].push_back({dtype, std::move(readers)});
-    if (!casts.empty()) update_of_[update].push_back(variable.node);
+    for (auto& [dtype, readers] : casts) {
+      if (held[dtype]) copies_[variable.node].push_back({dtype, std::move(readers)});
+    }
+    if (update >= 0 && copies_.contains(variable.node)) update_of_[update].push_back(variable.node);
+  }
+
+  bool read_backward(NodeId id) const {
+    std::span<const NodeId> readers = users_.of(id);
+    return std::any_of(readers.begin(), readers.end(), [&](NodeId reader) {
+      return source_.node(reader).phase == graph::Phase::backward;
+    });
   }
 
   static std::string copy_name(const std::string& parameter, DType dtype) {

@@ -43,10 +43,12 @@ struct PrecisionPolicy {
 };
 std::size_t lower_precision(Program& program, const PrecisionPolicy& policy);
 
-// Gives each f32 parameter that the step updates and casts to a 16-bit type (a product's operand
-// under mixed precision) a 16-bit copy, a variable of role half_copy: the casts become reads of
-// the copy, and the update narrows the parameter's new value into it in the same elementwise pass,
-// so that no step reads the f32 weights again only to round them. Returns the casts replaced.
+// Gives each f32 parameter that the step casts to a 16-bit type (a product's operand under mixed
+// precision) and updates, or reads so in the backward pass, a 16-bit copy (a variable of role
+// half_copy): the casts become reads of the copy, and an update of the parameter narrows its new
+// value into the copy in the same elementwise pass, so that no step reads the f32 weights again
+// only to round them (a step that does not update the parameter reads the copy the runtime
+// rounded when the parameter was written). Returns the casts replaced.
 std::size_t keep_half_copies(Program& program);
 
 // Moves each cast from a 16-bit type to f32 to just before its first reader: the smaller 16-bit

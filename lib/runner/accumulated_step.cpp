@@ -50,6 +50,8 @@ AccumulatedStep::AccumulatedStep(Executable micro_step,
   const graph::Graph& graph = micro_.plan().graph;
   std::size_t offset = 0;
   for (const graph::Variable& variable : graph.variables()) {
+    // The micro-step rounds its weights' 16-bit copies itself once the weights are taken.
+    if (variable.role == graph::VariableRole::half_copy) continue;
     // Gradients, and the batch sums of running statistics, add up over micro-batches and
     // replicas alike.
     bool summed = variable.role == graph::VariableRole::parameter ||

@@ -256,13 +256,16 @@ struct Executable::State {
     return -1;
   }
 
-  // A copy stays its parameter rounded only when each step rounds the parameter's new value into
-  // it; a plan that does not is refused.
+  // A copy stays its parameter rounded only when each step that updates the parameter rounds its
+  // new value into the copy (a step that does not update it leaves both as they are); a plan that
+  // does not is refused.
   void check_kept(const graph::Variable& copy) const {
     NodeId value = update_of(copy.name);
+    NodeId parameter_value = update_of(copy.copy_of);
+    if (value < 0 && parameter_value < 0) return;
     const graph::Node* node = value < 0 ? nullptr : &plan.graph.node(value);
     if (node == nullptr || node->op != graph::OpKind::cast ||
-        node->inputs.front() != update_of(copy.copy_of)) {
+        node->inputs.front() != parameter_value) {
       throw std::invalid_argument("the plan keeps '" + copy.name + "', a 16-bit copy of '" +
                                   copy.copy_of + "', but its step does not round the new '" +
                                   copy.copy_of + "' into it");

@@ -406,6 +406,29 @@ TEST_CASE("half-copies: a weight cast to 16 bits and updated reads a copy its up
   CHECK(compiler::keep_half_copies(program) == 0);
 }
 
+TEST_CASE("half-copies: a weight not updated gets a copy when the backward pass reads it so") {
+  // A split batch's micro-step: forward and backward, the update in a plan of its own. An eval
+  // step (forward only) keeps its casts: a copy would hold memory the step does not.
+  Graph graph;
+  Tensor x(graph, graph.add_input("x", {{4, 8}, DType::f32}));
+  Tensor w1(graph, graph.add_variable("w1", {{8, 8}, DType::f32}, VariableRole::parameter, {}));
+  Tensor w2(graph, graph.add_variable("w2", {{8, 8}, DType::f32}, VariableRole::parameter, {}));
+  Tensor hidden = cast(matmul(cast(x, DType::bf16), cast(w1, DType::bf16)), DType::f32);
+  Tensor out = cast(matmul(cast(hidden, DType::bf16), cast(w2, DType::bf16)), DType::f32);
+  graph.add_output("loss", sum(out, {0, 1}).id());
+  graph.set_phase(Phase::backward);
+  Tensor hidden_grad = matmul(cast(out * 2.0, DType::bf16), cast(w2, DType::bf16));
+  graph.add_output("hidden_grad", cast(hidden_grad, DType::f32).id());
+  Program program{graph, {}};
+  CHECK(compiler::keep_half_copies(program) == 2);  // both casts of w2
+  const Graph& kept = program.graph;
+  INFO(kept.to_text());
+  REQUIRE(kept.find_variable("w2@bf16") != nullptr);
+  CHECK(kept.find_variable("w1@bf16") == nullptr);
+  CHECK(kept.updates().empty());  // the runtime rounds w2 into its copy when w2 is written
+  CHECK(outputs_of(kept, test::sample_feeds(kept)) == outputs_of(graph, test::sample_feeds(graph)));
+}
+
 TEST_CASE("matmul fusion leaves a reshape beyond the kernel's rank to a view") {
   // A 3D convolution's product [N, C, D * H * W] viewed as [N, C, D, H, W].
   Graph graph;

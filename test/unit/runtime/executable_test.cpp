@@ -229,10 +229,13 @@ TEST_CASE("a parameter's 16-bit copy is rounded from it before any step that fol
                                     "' that the step keeps; write '" + copies.front()->copy_of));
 }
 
-TEST_CASE("a plan with a 16-bit copy its step does not keep is refused") {
+// y = x w, a step that reads the weight `w` through its 16-bit copy `w@bf16` and, when
+// `update_weight`, updates the weight but not the copy.
+graph::Graph step_with_copy(bool update_weight) {
   graph::Graph graph;
   graph::Tensor x(graph, graph.add_input("x", {{4, 8}, DType::f32}));
-  graph.add_variable("w", {{8, 8}, DType::f32}, graph::VariableRole::parameter, {});
+  graph::Tensor w(
+      graph, graph.add_variable("w", {{8, 8}, DType::f32}, graph::VariableRole::parameter, {}));
   graph::Variable copy;
   copy.name = "w@bf16";
   copy.role = graph::VariableRole::half_copy;
@@ -241,10 +244,34 @@ TEST_CASE("a plan with a 16-bit copy its step does not keep is refused") {
   leaf.op = graph::OpKind::variable;
   leaf.type = {{8, 8}, DType::bf16};
   graph::Tensor rounded(graph, graph.add_variable(copy, leaf));
-  graph.add_output("y", matmul(cast(x, DType::bf16), rounded).id());
-  CHECK_THROWS_WITH(Executable(test::compiled_plan(graph, 4)),
+  graph.add_output("y", cast(matmul(cast(x, DType::bf16), rounded), DType::f32).id());
+  graph.set_phase(graph::Phase::update);
+  if (update_weight) graph.set_update("w", (w * 0.5).id());
+  return graph;
+}
+
+TEST_CASE("a plan with a 16-bit copy its step does not keep is refused") {
+  CHECK_THROWS_WITH(Executable(test::compiled_plan(step_with_copy(true), 4)),
                     Catch::Contains("the plan keeps 'w@bf16', a 16-bit copy of 'w', but its step "
                                     "does not round the new 'w' into it"));
+}
+
+TEST_CASE("a copy of a weight the step does not update is rounded when the weight is written") {
+  // As a split batch's micro-step reads the weights its update plan wrote.
+  compiler::Plan plan = test::compiled_plan(step_with_copy(false), 4);
+  Executable executable(plan);
+  Executable::Slot weight = executable.slot("w");
+  Executable::Slot y = executable.slot("y");
+  std::vector<float> input(32, 1.0f);
+  executable.write(executable.slot("x"), input);
+  for (float value : {0.5f, 1.00390625f}) {  // 1 + 2^-8 rounds to 1 in bfloat16
+    INFO(value);
+    executable.write(weight, std::vector<float>(64, value));
+    executable.run();
+    CHECK(executable.read(y) == std::vector<double>(32, 8.0 * (value == 0.5f ? 0.5 : 1.0)));
+    executable.run();  // and stays so while the weight is not written
+    CHECK(executable.read(y) == std::vector<double>(32, 8.0 * (value == 0.5f ? 0.5 : 1.0)));
+  }
 }
 
 TEST_CASE("values are written and read by name, with clear errors") {
