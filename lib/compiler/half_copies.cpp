@@ -13,10 +13,6 @@ namespace {
 using graph::DType;
 using graph::NodeId;
 
-bool is_half(DType dtype) {
-  return graph::is_floating(dtype) && graph::dtype_size(dtype) == 2;
-}
-
 // Rebuilds the graph with a 16-bit copy of each f32 parameter that the step narrows and either
 // updates or holds narrowed from the forward to the backward pass anyway: the narrowing casts
 // become reads of the copy, and when the step updates the parameter its update narrows the new
@@ -81,7 +77,7 @@ class HalfCopier {
     std::map<DType, bool> held;
     for (NodeId user : users_.of(variable.node)) {
       const graph::Node& node = source_.node(user);
-      if (node.op != graph::OpKind::cast || !is_half(node.type.dtype)) continue;
+      if (node.op != graph::OpKind::cast || !graph::is_half(node.type.dtype)) continue;
       casts[node.type.dtype].push_back(user);
       held[node.type.dtype] = held[node.type.dtype] || update >= 0 || read_backward(user);
     }

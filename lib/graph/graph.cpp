@@ -190,7 +190,7 @@ void Graph::check_half_copy(const Variable& variable, const TensorType& type) co
     throw GraphError("variable " + variable.name + " copies " + variable.copy_of +
                      ", which is not an earlier parameter of type " + expected.to_string());
   }
-  if (dtype_size(type.dtype) != 2 || !is_floating(type.dtype)) {
+  if (!is_half(type.dtype)) {
     throw GraphError("variable " + variable.name + " is a 16-bit copy of " + variable.copy_of +
                      " but holds " + type.to_string());
   }

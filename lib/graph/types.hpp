@@ -13,6 +13,10 @@ enum class DType : std::uint8_t { f32, f16, bf16, cb16, i32, boolean };
 
 const char* dtype_name(DType dtype);
 bool is_floating(DType dtype);
+// The 16-bit float formats (f16, bf16, cb16).
+constexpr bool is_half(DType dtype) {
+  return dtype == DType::f16 || dtype == DType::bf16 || dtype == DType::cb16;
+}
 std::size_t dtype_size(DType dtype);
 
 using Shape = std::vector<std::int64_t>;

@@ -445,12 +445,13 @@ struct Executable::State {
   const TensorRef& writable(Slot slot, std::size_t count) {
     const NamedValue& target = value(slot);
     const std::string& name = target.name;
-    if (const graph::Variable* copy = plan.graph.find_variable(name);
-        copy != nullptr && copy->role == graph::VariableRole::half_copy) {
-      throw std::invalid_argument("'" + name + "' is the 16-bit copy of '" + copy->copy_of +
-                                  "' that the step keeps; write '" + copy->copy_of + "'");
-    }
     if (!target.writable) {
+      // The only variables not written from outside are the 16-bit copies.
+      const graph::Variable* copy = plan.graph.find_variable(name);
+      if (copy != nullptr) {
+        throw std::invalid_argument("'" + name + "' is the 16-bit copy of '" + copy->copy_of +
+                                    "' that the step keeps; write '" + copy->copy_of + "'");
+      }
       throw std::invalid_argument(
           "'" + name + "' is an output of the step; only inputs and variables are written");
     }

@@ -193,9 +193,7 @@ decltype(auto) with_format(graph::DType dtype, Body&& body) {
 
 }  // namespace half_format
 
-inline bool is_half(graph::DType dtype) {
-  return dtype == graph::DType::f16 || dtype == graph::DType::bf16 || dtype == graph::DType::cb16;
-}
+using graph::is_half;
 
 inline std::uint16_t narrow_to_half(float value, graph::DType dtype) {
   return half_format::with_format(
