@@ -29,13 +29,9 @@ namespace fs = std::filesystem;
 constexpr char kChecksum[] = "csrun_crc32c";
 
 // Over the bytes a dataset holds as csrun stores it: little-endian int32 or float32.
-std::uint32_t checksum(const CheckpointTensor& tensor) {
-  return std::visit(
-      [](const auto& stored) {
-        return storage::crc32c(std::string_view(reinterpret_cast<const char*>(stored.data()),
-                                                stored.size() * sizeof(stored[0])));
-      },
-      tensor.values);
+std::uint32_t checksum(std::span<const std::byte> stored) {
+  return storage::crc32c(
+      std::string_view(reinterpret_cast<const char*>(stored.data()), stored.size()));
 }
 
 // Tensors of this size and more are written and read by csrun itself, past the page cache
@@ -60,6 +56,10 @@ std::uint64_t file_bytes(const Checkpoint& checkpoint) {
 std::span<const std::byte> stored_bytes(const CheckpointTensor& tensor) {
   return std::visit([](const auto& stored) { return std::as_bytes(std::span(stored)); },
                     tensor.values);
+}
+
+std::uint32_t checksum(const CheckpointTensor& tensor) {
+  return checksum(stored_bytes(tensor));
 }
 
 // The bytes a tensor read from a file is read into.
@@ -105,21 +105,25 @@ void check_loop_state(const Checkpoint& checkpoint, const std::string& path) {
 struct LargeRead {
   std::string key;
   std::uint64_t offset = 0;
-  CheckpointTensor* tensor = nullptr;
+  std::span<std::byte> into;
   std::uint32_t checksum = 0;  // of what was read
 };
 
-// Sizes `tensor` for a large contiguous float32/int32 dataset and returns where its elements
-// lie; nothing for another dataset. The dims are checked against the file's size before
-// anything is allocated for them.
-std::optional<std::uint64_t> prepare_large(const data::Hdf5File& file, const std::string& key,
-                                           std::uint64_t file_size, const std::string& path,
-                                           CheckpointTensor& tensor) {
-  auto info = file.dataset(key);
-  auto offset = info ? file.contiguous_offset(key) : std::nullopt;
+// Where the elements of a large contiguous float32/int32 dataset lie, and how many there are;
+// nothing for another dataset. The dims are checked against the file's size before anything is
+// allocated or overwritten for them.
+struct LargeExtent {
+  std::uint64_t offset = 0;
+  std::uint64_t elements = 0;
+};
+
+std::optional<LargeExtent> large_extent(const data::Hdf5File& file, const std::string& key,
+                                        const data::Hdf5File::DatasetInfo& info,
+                                        std::uint64_t file_size, const std::string& path) {
+  auto offset = file.contiguous_offset(key);
   if (!offset) return std::nullopt;
   std::uint64_t elements = 1;
-  for (std::uint64_t extent : info->dims) {
+  for (std::uint64_t extent : info.dims) {
     if (extent != 0 && elements > file_size / 4 / extent) {
       throw CheckpointError("checkpoint " + path + ": the entry '" + key +
                             "' has more elements than the file holds (truncated or damaged)");
@@ -127,13 +131,25 @@ std::optional<std::uint64_t> prepare_large(const data::Hdf5File& file, const std
     elements *= extent;
   }
   if (elements * 4 < kUncachedBytes) return std::nullopt;
-  tensor.dims = info->dims;
-  if (info->is_integer) {
-    tensor.values = CheckpointTensor::Integers(elements);
-  } else {
-    tensor.values = CheckpointTensor::Floats(elements);
+  return LargeExtent{*offset, elements};
+}
+
+// The loop state: always read and checked, whoever asks for the checkpoint.
+bool is_loop_state(const std::string& key) {
+  return key == "global_step" || key == "lr_scheduler.last_epoch" || key == "dataloader.epoch" ||
+         key == "dataloader.samples_in_epoch";
+}
+
+// The caller's memory for an entry of `elements` float32 values.
+std::span<float> checked_memory(const EntryPlacement& placement, std::uint64_t elements,
+                                bool integer, const std::string& key) {
+  if (integer || placement.into.size() != elements) {
+    throw std::invalid_argument("checkpoint entry '" + key + "' holds " + std::to_string(elements) +
+                                (integer ? " integers" : " floats") +
+                                "; the memory given for it, " +
+                                std::to_string(placement.into.size()) + " floats");
   }
-  return offset;
+  return placement.into;
 }
 
 // Reads the large tensors with a few threads at once: while one waits for the disk, another
@@ -149,12 +165,12 @@ void read_large(const std::string& path, std::vector<LargeRead>& reads) {
       for (std::size_t i = next++; i < reads.size(); i = next++) {
         LargeRead& read = reads[i];
         try {
-          raw.read_at(read.offset, stored_bytes(*read.tensor));
+          raw.read_at(read.offset, read.into);
         } catch (const std::runtime_error& error) {
           throw CheckpointError("checkpoint " + path + ": the entry '" + read.key +
                                 "': " + error.what());
         }
-        read.checksum = checksum(*read.tensor);
+        read.checksum = checksum(read.into);
       }
     } catch (...) {
       errors[thread] = std::current_exception();
@@ -184,6 +200,31 @@ CheckpointTensor read_entry(const data::Hdf5File& file, const std::string& key,
   }
   throw CheckpointError("checkpoint " + path + ": the entry '" + key +
                         "' cannot be read as numbers (damaged file?)");
+}
+
+// A large entry's memory of its own, for the reading threads to fill.
+CheckpointTensor sized_entry(const data::Hdf5File::DatasetInfo& info, std::uint64_t elements) {
+  if (info.is_integer) return {info.dims, CheckpointTensor::Integers(elements)};
+  return {info.dims, CheckpointTensor::Floats(elements)};
+}
+
+// An entry the caller placed in its memory, which the entry borrows: a large one is queued for
+// the reading threads, another read through HDF5 and copied there.
+CheckpointTensor entry_in_place(const data::Hdf5File& file, const std::string& key,
+                                const data::Hdf5File::DatasetInfo& info,
+                                const std::optional<LargeExtent>& extent,
+                                const EntryPlacement& placement, const std::string& path,
+                                std::vector<LargeRead>& large) {
+  if (extent) {
+    std::span<float> memory = checked_memory(placement, extent->elements, info.is_integer, key);
+    large.push_back({key, extent->offset, std::as_writable_bytes(memory)});
+    return {info.dims, CheckpointTensor::Borrowed(memory)};
+  }
+  CheckpointTensor read = read_entry(file, key, path);
+  std::span<float> memory = checked_memory(placement, read.size(), read.integer(), key);
+  const auto& floats = std::get<CheckpointTensor::Floats>(read.values);
+  std::copy(floats.begin(), floats.end(), memory.begin());
+  return {info.dims, CheckpointTensor::Borrowed(memory)};
 }
 
 }  // namespace
@@ -265,7 +306,7 @@ void copy_checkpoint(const Checkpoint& checkpoint, Checkpoint& copy) {
   }
 }
 
-Checkpoint load_checkpoint(const std::string& path) {
+Checkpoint load_checkpoint(const std::string& path, const PlaceEntry& place) {
   check_is_a_file(path);
   check_seal(path);
   data::Hdf5File file(path);
@@ -278,9 +319,22 @@ Checkpoint load_checkpoint(const std::string& path) {
   std::uint64_t file_size = fs::file_size(path);
   std::vector<LargeRead> large;
   for (const std::string& key : file.dataset_names()) {
+    auto info = file.dataset(key);
+    if (!info) {
+      checkpoint.tensors[key] = read_entry(file, key, path);
+      continue;
+    }
+    EntryPlacement placement = place && !is_loop_state(key)
+                                   ? place(key, info->dims, info->is_integer)
+                                   : EntryPlacement::owned();
+    if (placement.where == EntryPlacement::Where::left_out) continue;
     CheckpointTensor& tensor = checkpoint.tensors[key];
-    if (auto offset = prepare_large(file, key, file_size, path, tensor)) {
-      large.push_back({key, *offset, &tensor});
+    auto extent = large_extent(file, key, *info, file_size, path);
+    if (placement.where == EntryPlacement::Where::into) {
+      tensor = entry_in_place(file, key, *info, extent, placement, path, large);
+    } else if (extent) {
+      tensor = sized_entry(*info, extent->elements);
+      large.push_back({key, extent->offset, stored_bytes(tensor)});
     } else {
       tensor = read_entry(file, key, path);
     }

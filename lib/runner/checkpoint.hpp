@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <span>
 #include <stdexcept>
@@ -61,9 +62,28 @@ void save_checkpoint(const std::string& path, const Checkpoint& checkpoint);
 // memory that is already there.
 void copy_checkpoint(const Checkpoint& checkpoint, Checkpoint& copy);
 
+// Where load_checkpoint puts an entry's values, decided from its dims and kind before any of
+// them is read: memory of the checkpoint's own; the caller's float32 memory of exactly its
+// elements (a running executable's variable: the entry then borrows it, and the values are never
+// held twice); or nowhere (the entry is left out of the checkpoint, neither read nor checked).
+struct EntryPlacement {
+  enum class Where { own, into, left_out };
+  Where where = Where::own;
+  std::span<float> into;
+
+  static EntryPlacement owned() { return {}; }
+  static EntryPlacement read_into(std::span<float> memory) { return {Where::into, memory}; }
+  static EntryPlacement leave_out() { return {Where::left_out, {}}; }
+};
+// Asked once for each entry but the loop state (global_step, lr_scheduler.last_epoch and the
+// dataloader's position, always read and checked); it may throw to refuse the checkpoint.
+using PlaceEntry = std::function<EntryPlacement(
+    const std::string& key, const std::vector<std::uint64_t>& dims, bool integer)>;
+
 // Throws CheckpointError for a missing, truncated, corrupt (a checksum that does not match) or
 // non-checkpoint file, and for loop state out of range (global_step, dataloader position).
-Checkpoint load_checkpoint(const std::string& path);
+// Without `place`, every entry is read into memory of the checkpoint's own.
+Checkpoint load_checkpoint(const std::string& path, const PlaceEntry& place = {});
 
 // checkpoint_<step>.mdl entries of `directory`, by step (ascending). A name whose step does not
 // fit a 64-bit integer is no checkpoint of any run and is skipped.

@@ -1,6 +1,7 @@
 #include "model_state.hpp"
 
 #include <algorithm>
+#include <map>
 
 #include "nn/initializers.hpp"
 #include "runtime/thread_team.hpp"
@@ -17,17 +18,17 @@ std::string dims_text(const std::vector<std::uint64_t>& dims) {
 }
 
 // A checkpoint entry loads into a model variable only with its exact shape and kind of number.
-void check_fits(const CheckpointTensor& stored, const graph::TensorType& type,
-                const std::string& key, const std::string& path) {
+void check_fits(const std::vector<std::uint64_t>& stored_dims, bool stored_integer,
+                const graph::TensorType& type, const std::string& key, const std::string& path) {
   std::vector<std::uint64_t> dims(type.shape.begin(), type.shape.end());
-  if (stored.dims != dims) {
+  if (stored_dims != dims) {
     throw CheckpointError("checkpoint " + path + ": '" + key + "' has shape " +
-                          dims_text(stored.dims) + "; the model's is " + dims_text(dims));
+                          dims_text(stored_dims) + "; the model's is " + dims_text(dims));
   }
   bool integer_variable = !graph::is_floating(type.dtype);
-  if (stored.integer() != integer_variable) {
+  if (stored_integer != integer_variable) {
     throw CheckpointError("checkpoint " + path + ": '" + key + "' is stored as " +
-                          (stored.integer() ? "integers" : "floating-point numbers") +
+                          (stored_integer ? "integers" : "floating-point numbers") +
                           "; the model's is " + type.to_string());
   }
 }
@@ -117,26 +118,41 @@ Checkpoint snapshot(const runtime::Executable& executable, const LoopPosition& p
   return checkpoint;
 }
 
-Restored restore(runtime::Executable& executable, const Checkpoint& checkpoint,
-                 const std::string& path, const config::CheckpointSpec& settings) {
+Restored restore(runtime::Executable& executable, const std::string& path,
+                 const config::CheckpointSpec& settings) {
+  std::map<std::string, const graph::Variable*, std::less<>> wanted;
+  for (const graph::Variable& variable : executable.plan().graph.variables()) {
+    if (stored(variable) && state_wanted(settings, variable.name))
+      wanted.emplace(variable.name, &variable);
+  }
+  // f32 variables are read where they lie: the run never holds a second copy of its state.
+  auto place = [&](const std::string& key, const std::vector<std::uint64_t>& dims, bool integer) {
+    if (!wanted.contains(key)) return EntryPlacement::leave_out();
+    auto slot = executable.slot(key);
+    check_fits(dims, integer, executable.type(slot), key, path);
+    if (executable.type(slot).dtype != graph::DType::f32) return EntryPlacement::owned();
+    return EntryPlacement::read_into(executable.floats_to_write(slot));
+  };
+  Checkpoint checkpoint = load_checkpoint(path, place);
   bool strict = !settings.disable_strict_checkpoint_loading;
   Restored restored;
-  for (const graph::Variable& variable : executable.plan().graph.variables()) {
-    if (!stored(variable) || !state_wanted(settings, variable.name)) continue;
-    auto found = checkpoint.tensors.find(variable.name);
+  for (const auto& [name, variable] : wanted) {
+    auto found = checkpoint.tensors.find(name);
     if (found == checkpoint.tensors.end()) {
-      if (strict && variable.role == graph::VariableRole::parameter) {
-        throw CheckpointError("checkpoint " + path + " has no entry '" + variable.name +
+      if (strict && variable->role == graph::VariableRole::parameter) {
+        throw CheckpointError("checkpoint " + path + " has no entry '" + name +
                               "' (set disable_strict_checkpoint_loading to start it from its "
                               "initial value)");
       }
       continue;
     }
-    auto slot = executable.slot(variable.name);
-    check_fits(found->second, executable.type(slot), variable.name, path);
-    std::visit([&](const auto& stored) { executable.write(slot, std::span(stored)); },
-               found->second.values);
-    restored.variables.insert(variable.name);
+    const CheckpointTensor& entry = found->second;
+    auto slot = executable.slot(name);
+    check_fits(entry.dims, entry.integer(), executable.type(slot), name, path);
+    if (!std::holds_alternative<CheckpointTensor::Borrowed>(entry.values))
+      std::visit([&](const auto& stored) { executable.write(slot, std::span(stored)); },
+                 entry.values);
+    restored.variables.insert(name);
   }
   LoopPosition& position = restored.position;
   if (state_wanted(settings, "global_step")) position.global_step = checkpoint.global_step();

@@ -35,10 +35,13 @@ struct Restored {
   LoopPosition position;
 };
 
-// Writes the checkpoint's entries that the checkpoint settings want (load_checkpoint_states)
-// into `executable`'s variables. Throws CheckpointError, naming `path`, for an entry of another
-// shape or kind of number, and for a missing parameter unless disable_strict_checkpoint_loading.
-Restored restore(runtime::Executable& executable, const Checkpoint& checkpoint,
-                 const std::string& path, const config::CheckpointSpec& settings);
+// Reads the entries of the checkpoint at `path` that the checkpoint settings want
+// (load_checkpoint_states) and `executable` has variables for into those variables; f32 ones
+// straight into the variables' memory, so a checkpoint takes no memory of its own as it loads
+// (an eval step reads its model's entries and leaves the optimizer's unread). Throws
+// CheckpointError, naming `path`, as load_checkpoint does, for an entry of another shape or kind
+// of number, and for a missing parameter unless disable_strict_checkpoint_loading.
+Restored restore(runtime::Executable& executable, const std::string& path,
+                 const config::CheckpointSpec& settings);
 
 }  // namespace csrun::runner

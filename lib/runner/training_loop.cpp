@@ -207,7 +207,7 @@ struct TrainingLoop::State {
       return;
     }
     log.info("Loading weights from checkpoint " + *path);
-    Restored restored = restore(executable, load_checkpoint(*path), *path, settings.checkpoint);
+    Restored restored = restore(executable, *path, settings.checkpoint);
     initialize_variables(executable, settings.seed, restored.variables);
     const LoopPosition& position = restored.position;
     if (position.global_step) run.global_step = *position.global_step;

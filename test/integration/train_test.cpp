@@ -312,6 +312,41 @@ TEST_CASE("checkpoints written with --async_checkpoint are those of a synchronou
   }
 }
 
+// docs/running.md: a checkpoint is read into the run's own variables, and an evaluation reads
+// its model's entries only, so neither holds a copy of the checkpoint beside its memory plan.
+TEST_CASE("a resumed run and an evaluation hold no copy of the checkpoint they read") {
+  csrun::test::TempDir dir;
+  // 20M weights: a checkpoint of 240 MB with Adam's moments, far above the noise of a peak RSS.
+  std::string params = dir.write("params.yaml", R"(trainer:
+  init:
+    device: CPU
+    model: {name: fc_mnist, hidden_sizes: [4096, 4096]}
+    optimizer: {Adam: {lr: 0.001}}
+    loop: {max_steps: 1}
+  fit:
+    train_dataloader: {data_processor: MNISTDataProcessor, batch_size: 8}
+    val_dataloader: {data_processor: MNISTDataProcessor, batch_size: 8}
+)");
+  std::string model_dir = (dir.path() / "model").string();
+  auto csrun = [&](std::vector<std::string> arguments) {
+    arguments.insert(arguments.end(), {params, "--fake_data", "-o", model_dir});
+    auto run = run_csrun(arguments);
+    INFO(run.out << run.err);
+    REQUIRE(run.exit_code == 0);
+    return run.peak_rss_kib * 1024;
+  };
+  std::int64_t fresh = csrun({"train"});
+  auto checkpoint_bytes = static_cast<std::int64_t>(fs::file_size(model_dir + "/checkpoint_1.mdl"));
+  REQUIRE(checkpoint_bytes > 200'000'000);
+  std::int64_t resumed = csrun({"train", "--max_steps", "2"});
+  std::int64_t evaluated = csrun({"eval", "--eval_steps", "1"});
+  INFO("peak RSS: fresh " << fresh << ", resumed " << resumed << ", evaluated " << evaluated
+                          << "; checkpoint " << checkpoint_bytes << " bytes");
+  CHECK(resumed < fresh + checkpoint_bytes / 4);
+  // The weights, a third of the checkpoint: not the optimizer's moments nor the gradients.
+  CHECK(evaluated < fresh - checkpoint_bytes / 3);
+}
+
 // A run's bits depend on its config and seed, not on the cores it runs on: products split into
 // row blocks by their shape alone (docs/numerics.md), so one core and all of them agree, and so
 // do MPI ranks bound to one core each.

@@ -1,5 +1,6 @@
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
@@ -89,6 +90,61 @@ TEST_CASE("a flipped bit in a large tensor's data is an error naming the file an
   CHECK_THROWS_WITH(
       load_checkpoint(path),
       Catch::Contains(path) && Catch::Contains("'model.large' does not match its checksum"));
+}
+
+TEST_CASE(
+    "each entry is read where the caller places it: its memory, the checkpoint's, or not at all") {
+  csrun::test::TempDir dir;
+  Checkpoint written = small_checkpoint();
+  written.tensors["lr_scheduler.last_epoch"] = {{}, CheckpointTensor::Integers{7}};
+  CheckpointTensor::Floats large(128 * 128);
+  for (std::size_t i = 0; i < large.size(); ++i)
+    large[i] = static_cast<float>(i) * 0.5f;
+  written.tensors["model.large"] = {{128, 128}, large};
+  written.tensors["optimizer.large"] = {{128, 128}, CheckpointTensor::Floats(128 * 128, 2.0f)};
+  std::string path = (dir.path() / "checkpoint_7.mdl").string();
+  save_checkpoint(path, written);
+
+  std::vector<float> large_memory(128 * 128, -1.0f);
+  std::vector<float> small_memory(64, -1.0f);
+  std::vector<std::string> asked;
+  auto place = [&](const std::string& key, const std::vector<std::uint64_t>& dims, bool integer) {
+    asked.push_back(key);
+    CHECK_FALSE(integer);
+    if (key == "model.large") return EntryPlacement::read_into(large_memory);
+    if (key == "model.w") {
+      CHECK(dims == std::vector<std::uint64_t>{8, 8});
+      return EntryPlacement::read_into(small_memory);
+    }
+    return EntryPlacement::leave_out();
+  };
+  Checkpoint read = load_checkpoint(path, place);
+  std::sort(asked.begin(), asked.end());
+  // The loop state is read and checked whatever the caller wants.
+  CHECK(asked == std::vector<std::string>{"model.large", "model.w", "optimizer.large"});
+  CHECK(read.global_step() == 7);
+  CHECK(read.tensors.contains("lr_scheduler.last_epoch"));
+  CHECK_FALSE(read.tensors.contains("optimizer.large"));
+  // Large (read past HDF5) and small (through HDF5) alike land in the caller's memory, borrowed.
+  for (const auto& [key, memory] :
+       {std::pair{"model.large", &large_memory}, std::pair{"model.w", &small_memory}}) {
+    const CheckpointTensor& entry = read.tensors.at(key);
+    const auto* borrowed = std::get_if<CheckpointTensor::Borrowed>(&entry.values);
+    REQUIRE(borrowed != nullptr);
+    CHECK(borrowed->data() == memory->data());
+    CHECK(entry == written.tensors.at(key));
+  }
+
+  std::vector<float> too_small(100);
+  CHECK_THROWS_WITH(
+      load_checkpoint(path, [&](const std::string&, const std::vector<std::uint64_t>&,
+                                bool) { return EntryPlacement::read_into(too_small); }),
+      Catch::Contains("'model.large' holds 16384 floats") &&
+          Catch::Contains("the memory given for it, 100 floats"));
+  // A flipped bit in what is read into the caller's memory is found as in the checkpoint's own.
+  flip_bit(path, stored_at(path, written.tensors["model.large"]) + 41, 4);
+  CHECK_THROWS_WITH(load_checkpoint(path, place),
+                    Catch::Contains("'model.large' does not match its checksum"));
 }
 
 // libhdf5 1.10 reads past a buffer for some single flipped bits of an object header (the sweep

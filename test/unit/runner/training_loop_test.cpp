@@ -1,5 +1,6 @@
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <filesystem>
 
@@ -230,6 +231,32 @@ TEST_CASE("load_checkpoint_states loads the states it names and no others") {
       runner::TrainingLoop(std::move(step_only), {}).validate({checkpoint})[0];
   CHECK(step.global_step == 4);
   CHECK(step.loss != all.loss);  // the initial weights
+}
+
+TEST_CASE("an evaluation reads its model's entries of a checkpoint, a resumed run every one") {
+  TinyRun run("    optimizer: {Adam: {lr: 0.01}}\n");
+  runner::TrainingLoop(run.setup(), {}).fit();
+  std::string path = (run.dir.path() / "checkpoint_4.mdl").string();
+  runner::EvalResult original = runner::TrainingLoop(run.setup(), {}).validate({path})[0];
+  // An optimizer entry no model of this run could take: the evaluation does not read it.
+  runner::Checkpoint checkpoint = runner::load_checkpoint(path);
+  auto moment =
+      std::find_if(checkpoint.tensors.begin(), checkpoint.tensors.end(),
+                   [](const auto& entry) { return entry.first.starts_with("optimizer."); });
+  REQUIRE(moment != checkpoint.tensors.end());
+  std::string key = moment->first;
+  moment->second = {{3}, runner::CheckpointTensor::Floats{1.0f, 2.0f, 3.0f}};
+  test::TempDir other;
+  std::string changed = (other.path() / "checkpoint_4.mdl").string();
+  runner::save_checkpoint(changed, checkpoint);
+  runner::EvalResult evaluated = runner::TrainingLoop(run.setup(), {}).validate({changed})[0];
+  CHECK(evaluated.global_step == 4);
+  CHECK(evaluated.loss == original.loss);
+  runner::RunSetup resumed = run.setup();
+  resumed.checkpoint_path = changed;
+  resumed.settings.loop.max_steps = 6;
+  CHECK_THROWS_WITH(runner::TrainingLoop(std::move(resumed), {}).fit(),
+                    Catch::Contains(changed) && Catch::Contains("'" + key + "' has shape (3,)"));
 }
 
 TEST_CASE("a metric averages over an evaluation as its model declares") {
