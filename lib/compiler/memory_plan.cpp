@@ -134,6 +134,8 @@ class MemoryPlanner {
   void add_persistent(NodeId value, BufferKind kind) {
     std::int32_t index = add_buffer(value, kind, -1, end_of_step());
     Buffer& buffer = plan_.buffers[static_cast<std::size_t>(index)];
+    if (kind == BufferKind::variable && buffer.bytes >= kPageAlignedVariableBytes)
+      plan_.persistent_bytes = (plan_.persistent_bytes + kPageBytes - 1) / kPageBytes * kPageBytes;
     buffer.offset = plan_.persistent_bytes;
     plan_.persistent_bytes += buffer.bytes;
   }

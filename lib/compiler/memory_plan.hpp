@@ -17,6 +17,10 @@ enum class BufferKind : std::uint8_t {
 const char* buffer_kind_name(BufferKind kind);
 
 inline constexpr std::int64_t kBufferAlignment = 64;
+// A variable of this size or more starts on a page of its own: checkpoints move it by direct I/O
+// straight from and into its memory (storage::UncachedFile), with no staging copy.
+inline constexpr std::int64_t kPageAlignedVariableBytes = std::int64_t{64} << 10;
+inline constexpr std::int64_t kPageBytes = 4096;
 
 struct Buffer {
   graph::NodeId value = -1;  // the node whose value it holds (views share their operand's)
