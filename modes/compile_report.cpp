@@ -247,14 +247,21 @@ std::string scratch_text(const compiler::ScratchLayout& scratch) {
 }
 
 // How csrun train runs the step on this machine.
-std::string host_batch_text(const HostBatch& host) {
-  std::string text =
-      "csrun train runs " +
-      (host.micro_steps == 1
-           ? std::string("the whole batch in one step")
-           : grouped(host.micro_steps) + " micro-steps of " + grouped(host.micro_batch) +
-                 (host.micro_batch == 1 ? " sample per step" : " samples per step")) +
-      ", about " + storage::memory_size(host.bytes) + " of host memory";
+std::string host_split_text(const HostBatch& host) {
+  if (host.micro_steps == 1) return "the whole batch in one step";
+  return grouped(host.micro_steps) + " micro-steps of " + grouped(host.micro_batch) +
+         (host.micro_batch == 1 ? " sample per step" : " samples per step");
+}
+
+// `host` as csrun train plans it, `in_background` with --async_checkpoint.
+std::string host_batch_text(const HostBatch& host, const HostBatch& in_background) {
+  std::string background =
+      in_background.micro_batch == host.micro_batch
+          ? storage::memory_size(in_background.bytes) + " with --async_checkpoint"
+          : "with --async_checkpoint: " + host_split_text(in_background) + ", about " +
+                storage::memory_size(in_background.bytes);
+  std::string text = "csrun train runs " + host_split_text(host) + ", about " +
+                     storage::memory_size(host.bytes) + " of host memory (" + background + ")";
   if (storage::exceeds_usable_memory(host.bytes))
     return text + "; more than " + storage::usable_memory_text() +
            ": csrun train would refuse it here";
@@ -296,7 +303,10 @@ void print_compile_report(const config::TrainerSpec& trainer, const TraceSummary
            wafer::byte_size(static_cast<double>(plan.memory.unshared_bytes)) +
            " without reuse), scratch " + scratch_text(plan.scratch) +
            (trace.training ? std::string() : host_memory_note(compiler::step_host_bytes(plan))));
-  if (trace.training) line("host", host_batch_text(plan_host_batch(trainer, trace, plan)));
+  if (trace.training) {
+    line("host", host_batch_text(plan_host_batch(trainer, trace, plan, false),
+                                 plan_host_batch(trainer, trace, plan, true)));
+  }
   if (plan.mapping.mode == compiler::ExecutionMode::none) {
     line("wafer", std::string("none: on ") + config::device_name(trainer.backend.device) +
                       " the plan runs on the host kernels");

@@ -30,13 +30,16 @@ struct StepMemory {
 // Host memory of a training run as a function of the samples of one (micro-)step:
 // - the plan's persistent values (parameters, optimizer state, inputs) stand for each copy of the
 //   run's state: the step's own; with a split batch the micro-step's parameters and the update's
-//   state; and a checkpoint being written (a float32 snapshot the file is written from);
+//   state; and with --async_checkpoint the float32 copy a checkpoint is written from in the
+//   background (a checkpoint written in the loop is written from the variables, and one read is
+//   read into them: neither takes a copy);
 // - the plan's temporaries scale with the samples of a (micro-)step;
 // - a split batch adds the gradient sums (one per replica beside the total) and the update's
 //   gradient inputs;
 // - the global batch's data, a few batches of it in flight;
 // - the 16-bit copies of the weights (half-copies), once: no checkpoint stores them, and a split
-//   batch's update plan, which reads no weight in 16 bits, has none.
+//   batch's update plan, which reads no weight in 16 bits, has none;
+// - the process itself (kProcessBytes).
 struct MemoryModel {
   double persistent = 0.0;  // but the 16-bit copies
   double variables = 0.0;   // of the persistent values: the parameters and optimizer state
@@ -46,9 +49,11 @@ struct MemoryModel {
   double batch_data = 0.0;
   std::int64_t global_batch = 1;
   std::int64_t replicas = 1;
+  double checkpoint_copies = 0.0;
 
-  MemoryModel(const compiler::Plan& fused, std::int64_t global, std::int64_t replica_count)
-      : global_batch(global), replicas(replica_count) {
+  MemoryModel(const compiler::Plan& fused, std::int64_t global, std::int64_t replica_count,
+              bool async_checkpoint)
+      : global_batch(global), replicas(replica_count), checkpoint_copies(async_checkpoint ? 1 : 0) {
     StepMemory step(fused);
     persistent = step.fixed;
     per_sample = step.per_sample;
@@ -71,12 +76,12 @@ struct MemoryModel {
 
   // The copies of `values` the run holds, and with a split batch the gradient sums.
   double copies(double values, bool split_batch) const {
-    if (!split_batch) return 2.0 * values;
-    return 3.0 * values + gradients * (replicas > 1 ? 3.0 : 2.0);
+    if (!split_batch) return (1.0 + checkpoint_copies) * values;
+    return (2.0 + checkpoint_copies) * values + gradients * (replicas > 1 ? 3.0 : 2.0);
   }
 
   double fixed(bool split_batch) const {
-    return copies(persistent, split_batch) + half_copies + batch_data;
+    return copies(persistent, split_batch) + half_copies + batch_data + kProcessBytes;
   }
 
   double bytes(std::int64_t micro_batch) const {
@@ -107,8 +112,9 @@ std::int64_t largest_fitting_divisor(std::int64_t batch, double budget, double f
 }  // namespace
 
 HostBatch plan_host_batch(std::int64_t global_batch, std::int64_t replicas,
-                          std::int64_t configured_micro_batch, const compiler::Plan& fused) {
-  MemoryModel model(fused, global_batch, replicas);
+                          std::int64_t configured_micro_batch, const compiler::Plan& fused,
+                          bool async_checkpoint) {
+  MemoryModel model(fused, global_batch, replicas, async_checkpoint);
   auto budget = static_cast<double>(storage::usable_memory_bytes()) * kHostMemoryShare;
   HostBatch host;
   host.micro_batch = configured_micro_batch;
@@ -134,12 +140,13 @@ HostBatch plan_host_batch(std::int64_t global_batch, std::int64_t replicas,
 }
 
 HostBatch plan_host_batch(const config::TrainerSpec& trainer, const TraceSummary& trace,
-                          const compiler::Plan& fused) {
+                          const compiler::Plan& fused, bool async_checkpoint) {
   std::int64_t replicas = trainer.backend.cluster.num_csx;
   std::int64_t configured = trace.micro_batch_fixed
                                 ? trace.batch_size
                                 : trace.system_batch / trainer.loop.grad_accum_steps;
-  return plan_host_batch(trace.system_batch * replicas, replicas, configured, fused);
+  return plan_host_batch(trace.system_batch * replicas, replicas, configured, fused,
+                         async_checkpoint);
 }
 
 HostBatch plan_host_eval_batch(const compiler::Plan& eval, double beside_bytes) {
@@ -183,7 +190,7 @@ void check_fits_host(const HostBatch& host) {
   throw std::runtime_error(
       "the run needs about " + storage::memory_size(host.bytes) +
       " of host memory in micro-steps of " + samples + " (its parameters and optimizer state " +
-      storage::memory_size(host.state_bytes) + " with the copies a step and a checkpoint take, " +
+      storage::memory_size(host.state_bytes) + " with the copies the run keeps, " +
       "the batches' data in flight " + storage::memory_size(host.data_bytes) + ", and " +
       storage::memory_size(rest) + " for a micro-step's activations, inputs and static values), " +
       "more than " + storage::usable_memory_text() + ": " + advice);

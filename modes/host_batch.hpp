@@ -26,16 +26,23 @@ struct HostBatch {
 // workers' and the allocator's).
 inline constexpr double kHostMemoryShare = 0.8;
 
+// What a training run holds beside its plans' memory and its state: csrun's code and libraries,
+// its threads' stacks and the GEMM libraries' packing buffers (a small fc_mnist run peaks at
+// 37-51 MB; OpenBLAS keeps a 32 MB buffer per thread for large products).
+inline constexpr double kProcessBytes = 128.0 * (1 << 20);
+
 // `fused` is the trainer's planned step, traced at `fused.batch_size` samples per system;
-// `configured_micro_batch` divides global_batch / replicas.
+// `configured_micro_batch` divides global_batch / replicas; `async_checkpoint`: checkpoints are
+// written in the background from a copy of the state (--async_checkpoint).
 HostBatch plan_host_batch(std::int64_t global_batch, std::int64_t replicas,
-                          std::int64_t configured_micro_batch, const compiler::Plan& fused);
+                          std::int64_t configured_micro_batch, const compiler::Plan& fused,
+                          bool async_checkpoint);
 
 // The same for a trainer's training step as traced (`trace`) and planned (`fused`): the
 // configured micro-batch is the dataloader's micro_batch_size when it is a number, else a
 // system's share of the batch over the loop's grad_accum_steps.
 HostBatch plan_host_batch(const config::TrainerSpec& trainer, const TraceSummary& trace,
-                          const compiler::Plan& fused);
+                          const compiler::Plan& fused, bool async_checkpoint);
 
 // How the eval step runs one system's eval batch (`eval` is its plan at that batch) on this
 // machine, beside `beside_bytes` that training holds in the same process: the whole batch at

@@ -48,3 +48,31 @@ TEST_CASE("an eval batch too large for host memory runs as host batches of a div
   CHECK(host.micro_steps == 8);
   CHECK_THAT(host.reason, Catch::Contains("beside the " + storage::memory_size(training)));
 }
+
+TEST_CASE(
+    "a training run's host memory: the step's, and a copy of the state per background "
+    "checkpoint or split batch") {
+  graph::Graph graph;
+  graph.add_variable("w", {{1000}, graph::DType::f32}, graph::VariableRole::parameter, {});
+  graph.add_variable("w.moment", {{1000}, graph::DType::f32}, graph::VariableRole::optimizer_state,
+                     {});
+  compiler::Plan plan;
+  plan.graph = std::move(graph);
+  plan.batch_size = 2;
+  plan.memory.persistent_bytes = 8000;
+  plan.memory.peak_bytes = 10'000;  // 1,000 bytes of temporaries a sample
+  modes::HostBatch in_loop = modes::plan_host_batch(2, 1, 2, plan, false);
+  // Checkpoints are written from the variables and read into them: the step's memory alone,
+  // beside the process's own.
+  CHECK(in_loop.bytes == 10'000.0 + modes::kProcessBytes);
+  CHECK(in_loop.state_bytes == 8000.0);
+  CHECK(in_loop.micro_steps == 1);
+  // Written in the background, from a copy of the state.
+  modes::HostBatch in_background = modes::plan_host_batch(2, 1, 2, plan, true);
+  CHECK(in_background.bytes == 18'000.0 + modes::kProcessBytes);
+  CHECK(in_background.state_bytes == 16'000.0);
+  // Micro-steps of 1: the micro-step's and the update's state, and the gradients' sums.
+  modes::HostBatch split = modes::plan_host_batch(2, 1, 1, plan, false);
+  CHECK(split.micro_steps == 2);
+  CHECK(split.bytes == 2 * 8000.0 + 2 * 4000.0 + 1000.0 + modes::kProcessBytes);
+}
