@@ -192,7 +192,8 @@ void check_fits_host(const HostBatch& host) {
       " of host memory in micro-steps of " + samples + " (its parameters and optimizer state " +
       storage::memory_size(host.state_bytes) + " with the copies the run keeps, " +
       "the batches' data in flight " + storage::memory_size(host.data_bytes) + ", and " +
-      storage::memory_size(rest) + " for a micro-step's activations, inputs and static values), " +
+      storage::memory_size(rest) +
+      " for a micro-step's activations, inputs and static values and csrun itself), " +
       "more than " + storage::usable_memory_text() + ": " + advice);
 }
 
