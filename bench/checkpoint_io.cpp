@@ -1,7 +1,9 @@
 // Checkpoint write and read speed: a checkpoint of GPT-2 small trained with Adam (124M
 // parameters and two moments each, 1.49 GB in 439 datasets) written with csrun's writer (fsync
-// and rename included) and read back cold (the file dropped from the page cache first), as
-// `csrun train` writes and resumes them.
+// and rename included) and read back cold (the file dropped from the page cache first): into
+// fresh memory of the checkpoint's own, then into the memory of the state it was written from,
+// as a run restores its variables (a resumed run's are fresh pages too, so its rate lies
+// between; `csrun eval --all`'s second and later checkpoints go into memory already there).
 //
 // Usage: checkpoint_io DIRECTORY [ROUNDS]   prints one line per round.
 
@@ -80,8 +82,18 @@ int main(int argc, char** argv) {
     start = std::chrono::steady_clock::now();
     Checkpoint read = csrun::runner::load_checkpoint(path);
     double load = seconds_since(start);
-    std::printf("csrun: %.2f GB, write+fsync %.2f s (%.2f GB/s), cold read %.2f s (%.2f GB/s)\n",
-                gigabytes, write, gigabytes / write, load, gigabytes / load);
+    drop_from_page_cache(path);
+    start = std::chrono::steady_clock::now();
+    csrun::runner::load_checkpoint(
+        path, [&](const std::string& key, const std::vector<std::uint64_t>&, bool) {
+          auto& floats = std::get<CheckpointTensor::Floats>(checkpoint.tensors.at(key).values);
+          return csrun::runner::EntryPlacement::read_into(floats);
+        });
+    double restore = seconds_since(start);
+    std::printf(
+        "csrun: %.2f GB, write+fsync %.2f s (%.2f GB/s), cold read %.2f s (%.2f GB/s), into "
+        "the state's memory %.2f s (%.2f GB/s)\n",
+        gigabytes, write, gigabytes / write, load, gigabytes / load, restore, gigabytes / restore);
     std::filesystem::remove(path);
   }
 }

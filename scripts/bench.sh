@@ -62,7 +62,8 @@
 #              (mpirun, loopback), the share of it the ranks spent combining their gradients,
 #              and whether both wrote the same checkpoint bytes. Needs Open MPI.
 #   checkpoint GPT-2 small + Adam state (1.49 GB): csrun's checkpoint write (fsync, rename) and
-#              cold read (page cache dropped) against torch.save + fsync and torch.load of the
+#              cold read (page cache dropped; into fresh memory, and into the state's memory as
+#              a run restores its variables) against torch.save + fsync and torch.load of the
 #              same tensors, alternating for 3 rounds, beside the disk's own rates (dd, direct
 #              and through the page cache). Files go to $CSRUN_BENCH_DIR (default: build/).
 #              Then GPT-2 small trained for 8 steps with a checkpoint every 2, written in the
