@@ -30,26 +30,34 @@ RegisterMap compose(const RegisterMap& first, const RegisterMap& second) {
   return composed;
 }
 
+// One zero bit shifts the register right, folding the polynomial in where a one drops out.
+RegisterMap zero_bit() {
+  RegisterMap map{};
+  map[0] = kPolynomial;
+  for (std::size_t bit = 1; bit < 32; ++bit)
+    map[bit] = 1u << (bit - 1);
+  return map;
+}
+
+// `map` applied `times` times over, by repeated squaring.
+RegisterMap repeated(RegisterMap map, std::size_t times) {
+  RegisterMap result{};
+  for (std::size_t bit = 0; bit < 32; ++bit)
+    result[bit] = 1u << bit;
+  for (; times != 0; times >>= 1) {
+    if (times & 1u) result = compose(result, map);
+    map = compose(map, map);
+  }
+  return result;
+}
+
 // What `bytes` zero bytes do to the register, as four tables of its bytes' images: a stream's
 // CRC started at zero is then joined to the one before it by a shift of that one by the
 // stream's length and an exclusive or.
 class ZeroBytes {
  public:
   explicit ZeroBytes(std::size_t bytes) {
-    RegisterMap zero_bit{};
-    zero_bit[0] = kPolynomial;
-    for (std::size_t bit = 1; bit < 32; ++bit)
-      zero_bit[bit] = 1u << (bit - 1);
-    RegisterMap power = zero_bit;
-    for (int square = 0; square < 3; ++square)
-      power = compose(power, power);
-    RegisterMap shift{};
-    for (std::size_t bit = 0; bit < 32; ++bit)
-      shift[bit] = 1u << bit;
-    for (std::size_t left = bytes; left != 0; left >>= 1) {
-      if (left & 1u) shift = compose(shift, power);
-      power = compose(power, power);
-    }
+    RegisterMap shift = repeated(zero_bit(), 8 * bytes);
     for (std::size_t byte = 0; byte < 4; ++byte) {
       for (std::uint32_t value = 0; value < 256; ++value)
         images_[byte][value] = image_under(shift, value << (8 * byte));
