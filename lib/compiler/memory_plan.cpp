@@ -15,8 +15,8 @@ namespace {
 
 using graph::NodeId;
 
-std::int64_t aligned(std::int64_t bytes) {
-  return (bytes + kBufferAlignment - 1) / kBufferAlignment * kBufferAlignment;
+std::int64_t aligned(std::int64_t bytes, std::int64_t alignment = kBufferAlignment) {
+  return (bytes + alignment - 1) / alignment * alignment;
 }
 
 // Best-fit placement in a growing arena, merging neighbouring free blocks.
@@ -135,7 +135,7 @@ class MemoryPlanner {
     std::int32_t index = add_buffer(value, kind, -1, end_of_step());
     Buffer& buffer = plan_.buffers[static_cast<std::size_t>(index)];
     if (kind == BufferKind::variable && buffer.bytes >= kPageAlignedVariableBytes)
-      plan_.persistent_bytes = (plan_.persistent_bytes + kPageBytes - 1) / kPageBytes * kPageBytes;
+      plan_.persistent_bytes = aligned(plan_.persistent_bytes, kPageBytes);
     buffer.offset = plan_.persistent_bytes;
     plan_.persistent_bytes += buffer.bytes;
   }

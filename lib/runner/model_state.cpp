@@ -146,12 +146,14 @@ Restored restore(runtime::Executable& executable, const std::string& path,
       }
       continue;
     }
+    // A borrowed entry was checked where it was placed, and already lies in its variable.
     const CheckpointTensor& entry = found->second;
-    auto slot = executable.slot(name);
-    check_fits(entry.dims, entry.integer(), executable.type(slot), name, path);
-    if (!std::holds_alternative<CheckpointTensor::Borrowed>(entry.values))
+    if (!std::holds_alternative<CheckpointTensor::Borrowed>(entry.values)) {
+      auto slot = executable.slot(name);
+      check_fits(entry.dims, entry.integer(), executable.type(slot), name, path);
       std::visit([&](const auto& stored) { executable.write(slot, std::span(stored)); },
                  entry.values);
+    }
     restored.variables.insert(name);
   }
   LoopPosition& position = restored.position;
