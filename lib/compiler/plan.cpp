@@ -47,12 +47,17 @@ bool computes_in_registers(graph::OpKind op, std::span<const graph::DType> opera
     case OpKind::equal:
     case OpKind::not_equal:
       return result == DType::boolean && all_f32(operands);
+    case OpKind::is_finite:
+      return result == DType::boolean && all_f32(operands);
+    case OpKind::logical_not:
+      return result == DType::boolean && operands.size() == 1 && operands[0] == DType::boolean;
     case OpKind::where:
       return result == DType::f32 && operands.size() == 3 && operands[0] == DType::boolean &&
              all_f32(operands.subspan(1));
     case OpKind::cast:
-      return operands.size() == 1 && ((operands[0] == DType::f32 && result == DType::bf16) ||
-                                      (operands[0] == DType::bf16 && result == DType::f32));
+      return operands.size() == 1 && ((operands[0] == DType::f32 && graph::is_half(result)) ||
+                                      (graph::is_half(operands[0]) && result == DType::f32) ||
+                                      (operands[0] == DType::boolean && result == DType::f32));
     default:
       return false;
   }

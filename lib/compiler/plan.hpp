@@ -103,8 +103,9 @@ const char* host_step_kind_name(HostStepKind kind);  // "node", "gemm", "chain"
 
 // Whether a chain in registers computes `op` from operands of the dtypes `operands` to `result`:
 // f32 arithmetic (add sub mul div maximum minimum neg abs relu sqrt rsqrt), comparisons of f32
-// values, where over f32 values, and casts between f32 and bfloat16. What lower-host marks and the
-// runtime's ChainProgram runs.
+// values and is_finite, logical_not of a boolean, where over f32 values, casts between f32 and
+// the 16-bit floats and from a boolean to f32. What lower-host marks and the runtime's
+// ChainProgram runs.
 bool computes_in_registers(graph::OpKind op, std::span<const graph::DType> operands,
                            graph::DType result);
 

@@ -13,7 +13,6 @@ namespace csrun::runtime {
 namespace {
 
 using graph::DType;
-using BFloat16 = half_format::BFloat16;
 
 // `count` elements of what `load` reads from its `element`, as f32 values.
 void convert(const ChainLoad& load, std::int64_t element, std::int64_t count, float* out) {
@@ -22,10 +21,12 @@ void convert(const ChainLoad& load, std::int64_t element, std::int64_t count, fl
                 static_cast<std::size_t>(count) * sizeof(float));
     return;
   }
-  if (load.dtype == DType::bf16) {
+  if (graph::is_half(load.dtype)) {
     const auto* bits = reinterpret_cast<const std::uint16_t*>(load.data) + element;
-    for (std::int64_t l = 0; l < count; ++l)
-      out[l] = half_format::widen<BFloat16>(bits[l]);
+    half_format::with_format(load.dtype, [&](auto format) {
+      for (std::int64_t l = 0; l < count; ++l)
+        out[l] = half_format::widen<decltype(format)>(bits[l]);
+    });
     return;
   }
   const auto* truth = reinterpret_cast<const std::uint8_t*>(load.data) + element;
@@ -109,6 +110,10 @@ struct Block {
         return binary(instruction, [&](float a, float b) { return truth(a == b); });
       case ChainCode::not_equal:
         return binary(instruction, [&](float a, float b) { return truth(a != b); });
+      case ChainCode::is_finite:
+        return unary(instruction, [&](float a) { return truth(std::isfinite(a)); });
+      case ChainCode::logical_not:
+        return unary(instruction, [&](float a) { return truth(a == 0.0f); });
       case ChainCode::neg:
         return unary(instruction, [](float a) { return -a; });
       case ChainCode::abs:
@@ -121,9 +126,11 @@ struct Block {
         return unary(instruction, [](float a) { return 1.0f / std::sqrt(a); });
       case ChainCode::where:
         return where(instruction);
-      case ChainCode::narrow_bf16:
-        return unary(instruction, [](float a) {
-          return half_format::widen<BFloat16>(half_format::narrow_normal_range<BFloat16>(a));
+      case ChainCode::narrow:
+        return half_format::with_format(instruction.format, [&](auto format) {
+          using F = decltype(format);
+          unary(instruction,
+                [](float a) { return half_format::widen<F>(half_format::narrow<F>(a)); });
         });
       case ChainCode::copy:
         return unary(instruction, [](float a) { return a; });
@@ -157,10 +164,12 @@ struct Block {
                   static_cast<std::size_t>(lanes()) * sizeof(float));
       return;
     }
-    if (store.dtype == DType::bf16) {
+    if (graph::is_half(store.dtype)) {
       std::uint16_t* __restrict bits = reinterpret_cast<std::uint16_t*>(store.data) + first;
-      for (std::int64_t l = 0; l < lanes(); ++l)
-        bits[l] = half_format::narrow_normal_range<BFloat16>(values[l]);
+      half_format::with_format(store.dtype, [&](auto format) {
+        for (std::int64_t l = 0; l < lanes(); ++l)
+          bits[l] = half_format::narrow<decltype(format)>(values[l]);
+      });
       return;
     }
     std::uint8_t* __restrict truth = reinterpret_cast<std::uint8_t*>(store.data) + first;

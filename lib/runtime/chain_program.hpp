@@ -18,9 +18,9 @@ namespace csrun::runtime {
 inline constexpr std::int64_t kChainLanes = 128;
 
 // What an instruction computes over a register's lanes, each as the node kernels compute it:
-// arithmetic and comparisons of f32 values (a comparison's result is 0 or 1), `where`, and
-// `narrow_bf16`, a cast to bfloat16 held as the float32 value it rounds to (a cast back, `copy`,
-// is then exact).
+// arithmetic and comparisons of f32 values (a comparison's or is_finite's result, a boolean, is
+// 0 or 1), logical_not of a boolean, `where`, and `narrow`, a cast to a 16-bit format held as
+// the float32 value it rounds to (a cast back, `copy`, is then exact, as is a boolean's to f32).
 enum class ChainCode : std::uint8_t {
   add,
   sub,
@@ -34,27 +34,30 @@ enum class ChainCode : std::uint8_t {
   greater_equal,
   equal,
   not_equal,
+  is_finite,
+  logical_not,
   neg,
   abs,
   relu,
   sqrt,
   rsqrt,
   where,  // a ? b : c
-  narrow_bf16,
+  narrow,
   copy,
 };
 
 struct ChainInstruction {
   ChainCode code = ChainCode::copy;
+  graph::DType format = graph::DType::f32;  // narrow: the 16-bit format it rounds to
   std::int32_t out = 0;
   std::int32_t a = 0;
   std::int32_t b = 0;
   std::int32_t c = 0;
 };
 
-// A register filled from a stored value (f32, bfloat16 widened, or a boolean as 0 or 1) as the
-// chain broadcasts it (`how`: element i of the chain reads element i / repeat % period): a block
-// of its elements, a row it repeats, a row's statistic, or one value for every lane (a single
+// A register filled from a stored value (f32, a 16-bit float widened, or a boolean as 0 or 1) as
+// the chain broadcasts it (`how`: element i of the chain reads element i / repeat % period): a
+// block of its elements, a row it repeats, a row's statistic, or one value for every lane (a single
 // value, read once per run).
 struct ChainLoad {
   std::int32_t reg = 0;
@@ -65,7 +68,7 @@ struct ChainLoad {
   bool single() const { return how.period == 1; }
 };
 
-// A register written back to a stored value of `dtype` (f32, bfloat16, or a boolean).
+// A register written back to a stored value of `dtype` (f32, a 16-bit float, or a boolean).
 struct ChainStore {
   std::int32_t reg = 0;
   std::byte* data = nullptr;

@@ -118,8 +118,10 @@ std::optional<ChainCode> register_code(const NodeTask& task) {
   OpKind op = task.node->op;
   if (!compiler::computes_in_registers(op, operands, task.out.dtype)) return std::nullopt;
   if (op == OpKind::where) return ChainCode::where;
+  if (op == OpKind::is_finite) return ChainCode::is_finite;
+  if (op == OpKind::logical_not) return ChainCode::logical_not;
   if (op == OpKind::cast)
-    return task.out.dtype == DType::bf16 ? ChainCode::narrow_bf16 : ChainCode::copy;
+    return graph::is_half(task.out.dtype) ? ChainCode::narrow : ChainCode::copy;
   if (task.out.dtype == DType::boolean) return code_in(kComparisons, op);
   return code_in(kArithmetic, op);
 }
@@ -186,10 +188,11 @@ class ProgramBuilder {
       throw std::invalid_argument(
           "the plan runs node %" + std::to_string(nodes_[t]) + " (" +
           graph::op_name(task.node->op) + " to " + graph::dtype_name(task.out.dtype) +
-          ") in registers, which compute only f32 arithmetic, comparisons and where, and casts "
-          "between f32 and bf16");
+          ") in registers, which compute only f32 arithmetic, comparisons, is_finite, logical_not "
+          "and where, and casts between f32 and 16-bit floats or from booleans");
     ChainInstruction instruction;
     instruction.code = *code;
+    if (*code == ChainCode::narrow) instruction.format = task.out.dtype;
     std::array<std::int32_t*, 3> operands{&instruction.a, &instruction.b, &instruction.c};
     for (std::size_t i = 0; i < task.in.size(); ++i)
       *operands[i] = reg_of_.at(task.node->inputs[i]);

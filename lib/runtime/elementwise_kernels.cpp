@@ -303,14 +303,28 @@ void unary(const NodeTask& task) {
     }
   }
   if (op == OpKind::cast && x.dtype == DType::f32 && is_half(task.out.dtype))
-    return narrow_to_half(x.f32(), task.out.half(), task.out.count, task.out.dtype);
+    return narrow_on_team(task.team, x.f32(), task.out.half(), task.out.count, task.out.dtype);
   if (op == OpKind::cast && is_half(x.dtype) && task.out.dtype == DType::f32)
-    return widen_from_half(x.half(), task.out.f32(), task.out.count, x.dtype);
+    return widen_on_team(task.team, x.half(), task.out.f32(), task.out.count, x.dtype);
   for (std::int64_t i = 0; i < task.out.count; ++i)
     store(task.out, i, unary_value(op, load(x, i), approximate));
 }
 
 }  // namespace
+
+void narrow_on_team(ThreadTeam* team, const float* values, std::uint16_t* out, std::int64_t count,
+                    DType dtype) {
+  split_rows(team, count, count, [&](std::int64_t first, std::int64_t last) {
+    narrow_to_half(values + first, out + first, last - first, dtype);
+  });
+}
+
+void widen_on_team(ThreadTeam* team, const std::uint16_t* bits, float* out, std::int64_t count,
+                   DType dtype) {
+  split_rows(team, count, count, [&](std::int64_t first, std::int64_t last) {
+    widen_from_half(bits + first, out + first, last - first, dtype);
+  });
+}
 
 void run_elementwise(NodeTask& task) {
   OpKind op = task.node->op;

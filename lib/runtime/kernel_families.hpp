@@ -27,6 +27,13 @@ void prepare_matmul(NodeTask& task);
 void run_table(NodeTask& task);         // gather, scatter_add, one_hot, dropout
 void fill_static_leaf(NodeTask& task);  // constant, iota
 
+// `count` values rounded to, or widened from, the 16-bit format `dtype`, across `team` when
+// that repays waking it (null: on the caller).
+void narrow_on_team(ThreadTeam* team, const float* values, std::uint16_t* out, std::int64_t count,
+                    graph::DType dtype);
+void widen_on_team(ThreadTeam* team, const std::uint16_t* bits, float* out, std::int64_t count,
+                   graph::DType dtype);
+
 // Strides of `operand` as it is read for each element of a result of rank `rank` (NumPy
 // broadcasting: 0 along the axes it is broadcast over).
 inline Dims broadcast_strides(const TensorRef& operand, int rank) {

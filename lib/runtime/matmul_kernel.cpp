@@ -237,11 +237,12 @@ void prepare_onednn_blocks(const NodeTask& task) {
 }
 #endif
 
-// An operand as f32: in place, or widened into `scratch` (16-bit operands accumulate in f32).
-const float* as_f32(const TensorRef& operand, float*& scratch) {
+// An operand as f32: in place, or widened into `scratch` across the team (16-bit operands
+// accumulate in f32).
+const float* as_f32(const TensorRef& operand, float*& scratch, ThreadTeam* team) {
   if (operand.dtype == DType::f32) return operand.f32();
   float* widened = scratch;
-  widen_from_half(operand.half(), widened, operand.count, operand.dtype);
+  widen_on_team(team, operand.half(), widened, operand.count, operand.dtype);
   scratch += operand.count;
   return widened;
 }
@@ -348,12 +349,12 @@ void run_matmul(NodeTask& task) {
   }
 #endif
   if (!multiplied) {
-    const float* a_data = as_f32(task.in[0], scratch);
-    const float* b_data = as_f32(task.in[1], scratch);
+    const float* a_data = as_f32(task.in[0], scratch, task.team);
+    const float* b_data = as_f32(task.in[1], scratch, task.team);
     c_data = out.dtype == DType::f32 ? out.f32() : scratch;
     run_products(task, a_data, b_data, c_data);
   }
-  if (out.dtype != DType::f32) narrow_to_half(c_data, out.half(), out.count, out.dtype);
+  if (out.dtype != DType::f32) narrow_on_team(task.team, c_data, out.half(), out.count, out.dtype);
 }
 
 }  // namespace csrun::runtime

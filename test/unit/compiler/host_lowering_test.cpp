@@ -233,7 +233,7 @@ TEST_CASE("in a mixed-precision plan each weight's update rounds it into the cop
 }
 
 TEST_CASE(
-    "chains of f32 arithmetic, comparisons, where and bfloat16 casts run in registers, "
+    "chains of f32 arithmetic, comparisons, finiteness, where and 16-bit casts run in registers, "
     "broadcasting or not") {
   Graph graph;
   Tensor x(graph, graph.add_input("x", {{1000}, DType::f32}));
@@ -242,8 +242,11 @@ TEST_CASE(
   Tensor grid(graph, graph.add_input("g", {{10, 100}, DType::f32}));
   Tensor row(graph, graph.add_input("r", {{10, 1}, DType::f32}));
   Tensor big(graph, graph.add_input("b", {{compiler::kLoneChainElements}, DType::f32}));
-  Tensor kept = where(x < y, sqrt(abs(x)) * 2.0, -y) + cast(h, DType::f32);
+  Tensor c(graph, graph.add_input("c", {{1000}, DType::cb16}));
+  Tensor kept = where(x < y, sqrt(abs(x)) * 2.0, -y) + cast(h, DType::f32) * cast(c, DType::f32);
   graph.add_output("kept", cast(kept, DType::bf16).id());
+  graph.add_output("kept16", cast(kept * 3.0, DType::f16).id());
+  graph.add_output("not_finite", cast(logical_not(is_finite(x / y)), DType::f32).id());
   graph.add_output("transcendental", (exp(x * y) + 1.0).id());
   graph.add_output("broadcast", ((grid * 3.0 - row) * 2.0).id());
   graph.add_output("lone", maximum(big, 0.5).id());
@@ -261,6 +264,8 @@ TEST_CASE(
   };
   HostStep in_registers = chain_computing("kept");
   CHECK(in_registers.in_registers);
+  CHECK(chain_computing("kept16").in_registers);
+  CHECK(chain_computing("not_finite").in_registers);
   CHECK_FALSE(chain_computing("transcendental").in_registers);
   CHECK(chain_computing("broadcast").in_registers);
   CHECK_THAT(text, Catch::Contains("[in registers: %" +

@@ -46,6 +46,63 @@ std::optional<std::uint32_t> first_failure(Check check) {
   return static_cast<std::uint32_t>(failure.load());
 }
 
+// `value` >> `shift`, rounded to nearest with ties to even.
+inline std::uint32_t shift_right_even(std::uint32_t value, int shift) {
+  if (shift == 0) return value;
+  if (shift > 31) return 0;
+  std::uint32_t kept = value >> shift;
+  std::uint32_t dropped = value & ((1u << shift) - 1);
+  std::uint32_t half = 1u << (shift - 1);
+  if (dropped > half || (dropped == half && (kept & 1u))) ++kept;
+  return kept;
+}
+
+// Any format, value by value, the way the definitions read: the reference the branch-free
+// conversions are checked against.
+template <class F>
+std::uint16_t narrow_general(float value) {
+  auto bits = std::bit_cast<std::uint32_t>(value);
+  auto sign = static_cast<std::uint16_t>((bits >> 16) & 0x8000u);
+  std::uint32_t magnitude = bits & 0x7FFFFFFFu;
+  if (magnitude > 0x7F800000u) return F::signed_nan ? sign | F::quiet_nan : F::quiet_nan;
+  if (magnitude == 0x7F800000u) return sign | static_cast<std::uint16_t>(F::exponent_mask);
+  // value = significand * 2^(exponent - 23), the significand with its leading one when normal.
+  int exponent = static_cast<int>(magnitude >> 23) - 127;
+  std::uint32_t significand = magnitude & 0x7FFFFFu;
+  if (exponent == -127) {
+    exponent = -126;
+  } else {
+    significand |= 0x800000u;
+  }
+  // Below the target's smallest normal exponent, bits go as in its subnormals.
+  int target_exponent = std::max(exponent, 1 - F::bias);
+  int shift = (23 - F::mantissa_bits) + (target_exponent - exponent);
+  std::uint32_t rounded = shift_right_even(significand, shift);
+  // The leading one (or a carry out of the mantissa) lands in the exponent field.
+  std::uint32_t encoded =
+      (static_cast<std::uint32_t>(target_exponent + F::bias - 1) << F::mantissa_bits) + rounded;
+  if (encoded >= F::exponent_mask) encoded = F::exponent_mask;
+  return sign | static_cast<std::uint16_t>(encoded);
+}
+
+template <class F>
+float widen_general(std::uint16_t bits) {
+  std::uint32_t sign = static_cast<std::uint32_t>(bits & 0x8000u) << 16;
+  std::uint32_t magnitude = bits & 0x7FFFu;
+  std::uint32_t mantissa = magnitude & ((1u << F::mantissa_bits) - 1);
+  std::uint32_t exponent = magnitude >> F::mantissa_bits;
+  constexpr int float_shift = 23 - F::mantissa_bits;
+  if (magnitude >= F::exponent_mask) {
+    return std::bit_cast<float>(sign | 0x7F800000u | (mantissa << float_shift));
+  }
+  if (exponent == 0) {
+    float subnormal = std::ldexp(static_cast<float>(mantissa), 1 - F::bias - F::mantissa_bits);
+    return sign ? -subnormal : subnormal;
+  }
+  std::uint32_t float_exponent = exponent - static_cast<std::uint32_t>(F::bias) + 127u;
+  return std::bit_cast<float>(sign | (float_exponent << 23) | (mantissa << float_shift));
+}
+
 std::uint16_t pytorch_bfloat16(std::uint32_t bits) {
   if (std::isnan(std::bit_cast<float>(bits))) return 0x7FC0;
   std::uint32_t rounding_bias = 0x7FFFu + ((bits >> 16) & 1u);
@@ -103,10 +160,7 @@ TEMPLATE_TEST_CASE("the branch-free conversions give the general code's bits for
   namespace format = csrun::runtime::half_format;
   auto failure = first_failure([](std::uint32_t bits) {
     float value = std::bit_cast<float>(bits);
-    std::uint16_t general = format::narrow_general<TestType>(value);
-    bool branch_free = format::below_normal_range<TestType>(value) ||
-                       format::narrow_normal_range<TestType>(value) == general;
-    return branch_free && format::narrow<TestType>(value) == general;
+    return format::narrow<TestType>(value) == narrow_general<TestType>(value);
   });
   INFO("first differing pattern 0x" << std::hex << failure.value_or(0));
   CHECK_FALSE(failure);
@@ -114,7 +168,7 @@ TEMPLATE_TEST_CASE("the branch-free conversions give the general code's bits for
   for (std::uint32_t half = 0; half <= 0xFFFF; ++half) {
     auto bits = static_cast<std::uint16_t>(half);
     widened_otherwise += std::bit_cast<std::uint32_t>(format::widen<TestType>(bits)) !=
-                         std::bit_cast<std::uint32_t>(format::widen_general<TestType>(bits));
+                         std::bit_cast<std::uint32_t>(widen_general<TestType>(bits));
   }
   CHECK(widened_otherwise == 0);
 }
