@@ -42,11 +42,11 @@ using CBFloat16 = Format<9, 31, 6, 0x7F00, true>;
 // Narrowing rounds the exponent and mantissa fields together to nearest even, re-biased: exact
 // from the format's smallest normal value up (a carry past the largest finite value, and
 // anything beyond, gives infinity). Below that range float addition does the rounding: adding
-// kSubnormalMagic, whose spacing is the format's smallest subnormal, rounds to a multiple of it,
-// ties to even, and the sum's bits less the magic's count those multiples, the subnormal's
-// encoding (a carry gives the smallest normal's). bfloat16 has float32's exponent range, so the
-// first way is exact for every value. The tests compare every float32 and every 16-bit value
-// with the general code.
+// kSubnormalMagic, a power of two where float32's spacing is the format's smallest subnormal,
+// rounds to a multiple of it, ties to even, and the sum's bits less the magic's count those
+// multiples, the subnormal's encoding (a carry gives the smallest normal's). bfloat16 has
+// float32's exponent range, so the first way is exact for every value. The tests compare every
+// float32 and every 16-bit value with general value-by-value code.
 template <class F>
 inline constexpr float kSubnormalMagic =
     std::bit_cast<float>(static_cast<std::uint32_t>(151 - F::bias - F::mantissa_bits) << 23);
