@@ -139,7 +139,11 @@ runner::RunSetup setup_for(const CheckedRun& checked, const CheckedTrainer& trai
         plan_micro_steps(setup, trainer_check, trainer, *setup.train_loader, host, options);
     }
   }
-  if (!trainer_check.eval_loaders.empty()) {
+  // fit evaluates with its own val_dataloader alone, as the Model Zoo's Trainer.fit does; a
+  // validate section's loader serves csrun eval.
+  bool fit_without_eval = kind == LoopKind::train && plan_is_training && trainer.fit &&
+                          trainer.fit->val_dataloaders.empty();
+  if (!trainer_check.eval_loaders.empty() && !fit_without_eval) {
     setup.eval_loader = trainer_check.eval_loaders.front();
     bool need_eval = kind == LoopKind::eval || trainer.loop.eval_frequency.has_value();
     if (!plan_is_training || need_eval)

@@ -1,6 +1,8 @@
 #include "params_loader.hpp"
 
+#include <map>
 #include <optional>
+#include <string>
 
 #include "legacy_format.hpp"
 #include "release_evidence.hpp"
@@ -64,12 +66,27 @@ Node runconfig_from_overrides(const std::vector<RunconfigOverride>& overrides) {
   return runconfig;
 }
 
+// Where a legacy section's keys live in the trainer format, for the error that names one next to
+// `trainer` (often a --set written for the other layout).
+std::string trainer_place_of(const std::string& legacy_section) {
+  static const std::map<std::string, std::string> places = {
+      {"train_input", "trainer.fit.train_dataloader"},
+      {"eval_input", "trainer.fit.val_dataloader (and trainer.validate.val_dataloader)"},
+      {"model", "trainer.init.model"},
+      {"optimizer", "trainer.init.optimizer (its schedule: trainer.init.schedulers)"},
+      {"runconfig", "trainer.init.loop, .checkpoint, .logging and .backend"}};
+  auto found = places.find(legacy_section);
+  if (found == places.end()) return "";
+  return "; in this layout " + legacy_section + "'s keys are under " + found->second;
+}
+
 std::vector<Node> trainer_trees(const Node& root, ParamsFormat& format, Diagnostics& diagnostics) {
   for (const Node::Entry& entry : root.entries()) {
     if (entry.key == "trainer") continue;
     diagnostics.error(entry.key_mark, entry.key,
                       "unexpected top-level key next to `trainer`: a trainer-format params file "
-                      "holds only the `trainer` key (legacy sections cannot be mixed in)");
+                      "holds only the `trainer` key (legacy sections cannot be mixed in)" +
+                          trainer_place_of(entry.key));
   }
   const Node& trainer = *root.find("trainer");
   if (trainer.is_map()) {

@@ -212,6 +212,27 @@ TEST_CASE("the eval step beside training is planned once, in the compile cache, 
   CHECK(entries == 2);
 }
 
+TEST_CASE("fit evaluates with its own val_dataloader, not the validate section's") {
+  csrun::test::TempDir dir;
+  std::string params = dir.write("p.yaml", kRun + R"(  validate:
+    val_dataloader: {data_processor: MNISTDataProcessor, batch_size: 4}
+)");
+  auto with_own = run_csrun({"train", params, "--fake_data", "-o", (dir.path() / "a").string()});
+  INFO(with_own.out << with_own.err);
+  REQUIRE(with_own.exit_code == 0);
+  CHECK(with_own.out.find("| Eval Device=CSX, GlobalStep=3, Batch=2") != std::string::npos);
+  auto without = run_csrun({"train", params, "--fake_data", "-o", (dir.path() / "b").string(),
+                            "--set", "trainer.fit.val_dataloader=null"});
+  INFO(without.out << without.err);
+  REQUIRE(without.exit_code == 0);
+  CHECK(without.out.find("Training completed successfully!") != std::string::npos);
+  CHECK(without.out.find("Eval Device") == std::string::npos);
+  auto validate = run_csrun({"eval", params, "--fake_data", "-o", (dir.path() / "a").string()});
+  INFO(validate.out << validate.err);
+  REQUIRE(validate.exit_code == 0);
+  CHECK(validate.out.find("Evaluation completed successfully!") != std::string::npos);
+}
+
 TEST_CASE("the run's log is written at the logging level, stamped as the Model Zoo's") {
   csrun::test::TempDir dir;
   std::string params = dir.write("p.yaml", kRun);

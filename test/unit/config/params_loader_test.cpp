@@ -481,6 +481,10 @@ TEST_CASE("file-level shape errors") {
                    "mean 'runconfig'?"));
   CHECK(load("trainer:\n  init: {device: CPU, model: {name: fc_mnist}}\nruntime: {}\n")
             .error("unexpected top-level key next to `trainer`"));
+  // A legacy section there (often a --set written for the other layout) is told its place.
+  CHECK(load("trainer:\n  init: {device: CPU, model: {name: fc_mnist}}\ntrain_input: {}\n")
+            .error("(legacy sections cannot be mixed in); in this layout train_input's keys are "
+                   "under trainer.fit.train_dataloader"));
 }
 
 TEST_CASE("a null entry turns a callback off but means empty parameters elsewhere") {
