@@ -46,7 +46,6 @@ bool computes_in_registers(graph::OpKind op, std::span<const graph::DType> opera
     case OpKind::greater_equal:
     case OpKind::equal:
     case OpKind::not_equal:
-      return result == DType::boolean && all_f32(operands);
     case OpKind::is_finite:
       return result == DType::boolean && all_f32(operands);
     case OpKind::logical_not:

@@ -89,7 +89,8 @@ namespace {
 using graph::DType;
 using graph::OpKind;
 
-// The instructions of f32 arithmetic, and of comparisons of f32 values.
+// The instructions of f32 arithmetic, and those whose result is a boolean: comparisons of f32
+// values, is_finite, logical_not of a boolean.
 constexpr std::pair<OpKind, ChainCode> kArithmetic[] = {
     {OpKind::add, ChainCode::add},         {OpKind::sub, ChainCode::sub},
     {OpKind::mul, ChainCode::mul},         {OpKind::div, ChainCode::div},
@@ -97,10 +98,11 @@ constexpr std::pair<OpKind, ChainCode> kArithmetic[] = {
     {OpKind::neg, ChainCode::neg},         {OpKind::abs, ChainCode::abs},
     {OpKind::relu, ChainCode::relu},       {OpKind::sqrt, ChainCode::sqrt},
     {OpKind::rsqrt, ChainCode::rsqrt}};
-constexpr std::pair<OpKind, ChainCode> kComparisons[] = {
-    {OpKind::less, ChainCode::less},       {OpKind::less_equal, ChainCode::less_equal},
-    {OpKind::greater, ChainCode::greater}, {OpKind::greater_equal, ChainCode::greater_equal},
-    {OpKind::equal, ChainCode::equal},     {OpKind::not_equal, ChainCode::not_equal}};
+constexpr std::pair<OpKind, ChainCode> kToBoolean[] = {
+    {OpKind::less, ChainCode::less},           {OpKind::less_equal, ChainCode::less_equal},
+    {OpKind::greater, ChainCode::greater},     {OpKind::greater_equal, ChainCode::greater_equal},
+    {OpKind::equal, ChainCode::equal},         {OpKind::not_equal, ChainCode::not_equal},
+    {OpKind::is_finite, ChainCode::is_finite}, {OpKind::logical_not, ChainCode::logical_not}};
 
 std::optional<ChainCode> code_in(std::span<const std::pair<OpKind, ChainCode>> table, OpKind op) {
   auto found =
@@ -118,11 +120,9 @@ std::optional<ChainCode> register_code(const NodeTask& task) {
   OpKind op = task.node->op;
   if (!compiler::computes_in_registers(op, operands, task.out.dtype)) return std::nullopt;
   if (op == OpKind::where) return ChainCode::where;
-  if (op == OpKind::is_finite) return ChainCode::is_finite;
-  if (op == OpKind::logical_not) return ChainCode::logical_not;
   if (op == OpKind::cast)
     return graph::is_half(task.out.dtype) ? ChainCode::narrow : ChainCode::copy;
-  if (task.out.dtype == DType::boolean) return code_in(kComparisons, op);
+  if (task.out.dtype == DType::boolean) return code_in(kToBoolean, op);
   return code_in(kArithmetic, op);
 }
 

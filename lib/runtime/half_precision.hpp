@@ -61,7 +61,7 @@ std::uint16_t narrow(float value) {
   std::uint32_t magnitude = bits & 0x7FFFFFFFu;
   std::uint32_t rounded =
       (magnitude - rebias + (1u << (shift - 1)) - 1u + ((magnitude >> shift) & 1u)) >> shift;
-  std::uint32_t encoded = magnitude == 0 ? 0u : std::min(rounded, F::exponent_mask);
+  std::uint32_t encoded = std::min(rounded, F::exponent_mask);
   if constexpr (F::bias != 127) {
     constexpr auto magic = std::bit_cast<std::uint32_t>(kSubnormalMagic<F>);
     std::uint32_t subnormal =
