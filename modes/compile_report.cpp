@@ -360,7 +360,7 @@ json compile_report_json(const config::TrainerSpec& trainer, const TraceSummary&
 }
 
 // What the simulator calls for each kernel ("gemm+bias^T", "chain3", "chain14@registers",
-// "node"), in one pass over the host steps.
+// "chain4+sum@registers", "node"), in one pass over the host steps.
 std::vector<std::string> host_calls(const compiler::Plan& plan) {
   std::vector<std::string> calls(plan.kernels.size());
   for (const compiler::HostStep& step : plan.host_steps) {
@@ -368,6 +368,8 @@ std::vector<std::string> host_calls(const compiler::Plan& plan) {
     if (!call.empty()) call += ' ';
     call += compiler::host_step_kind_name(step.kind);
     if (step.kind == compiler::HostStepKind::chain) call += std::to_string(step.nodes.size());
+    if (!step.sums.empty()) call += "+sum";
+    if (step.sums.size() > 1) call += std::to_string(step.sums.size());
     if (step.in_registers) call += "@registers";
     if (step.bias >= 0) call += "+bias";
     if (step.transposed_a || step.transposed_b) call += "^T";

@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <set>
 
 #include "fusion_groups.hpp"
 #include "passes.hpp"
@@ -14,17 +15,28 @@ bool fusible(const graph::Node& node) {
   return graph::op_class(node.op) == graph::OpClass::elementwise || node.op == OpKind::dropout;
 }
 
+// A sum of an f32 value over every axis, to f32: the kernel that computes the value can take it
+// a chunk at a time as it goes, so the value need not be stored for it.
+bool full_f32_sum(const graph::Graph& graph, const graph::Node& node) {
+  return node.op == OpKind::reduce_sum && graph::element_count(node.type.shape) == 1 &&
+         node.type.dtype == graph::DType::f32 &&
+         graph.node(node.inputs.front()).type.dtype == graph::DType::f32;
+}
+
 }  // namespace
 
 std::size_t fuse_elementwise(Program& program) {
   const graph::Graph& graph = program.graph;
   FusionGroups groups(graph, program.fusions);
+  // Groups that end with a sum: no node joins them after it, so that a kernel's sums come after
+  // every node it computes (a sum's value is whole only once the kernel has seen every element).
+  std::set<std::int32_t> summed;
   // The elementwise groups of `node`'s operands that `node` could share a kernel with.
   auto operand_groups = [&](const graph::Node& node) {
     std::vector<std::int32_t> found;
     for (NodeId operand : node.inputs) {
       std::int32_t group = groups.group_of(operand);
-      if (group < 0 || groups.pattern(group) != "elementwise" ||
+      if (group < 0 || groups.pattern(group) != "elementwise" || summed.contains(group) ||
           graph.node(operand).type.shape != node.type.shape ||
           std::find(found.begin(), found.end(), group) != found.end())
         continue;
@@ -36,7 +48,18 @@ std::size_t fuse_elementwise(Program& program) {
   for (std::size_t i = 0; i < graph.size(); ++i) {
     auto id = static_cast<NodeId>(i);
     const graph::Node& node = graph.node(id);
-    if (!fusible(node) || groups.group_of(id) >= 0 || groups.is_static(id)) continue;
+    if (groups.group_of(id) >= 0 || groups.is_static(id)) continue;
+    if (full_f32_sum(graph, node)) {
+      std::int32_t group = groups.group_of(node.inputs.front());
+      if (group >= 0 && groups.pattern(group) == "elementwise" &&
+          groups.size(group) < kMaxElementwiseFusion && groups.can_join(group, id)) {
+        groups.join(group, id);
+        summed.insert(group);
+        fused += groups.size(group) == 2 ? 2 : 1;
+      }
+      continue;
+    }
+    if (!fusible(node)) continue;
     std::vector<std::int32_t> candidates = operand_groups(node);
     // A node combining values of two groups (AdamW's update reads both moments) makes them one
     // kernel where the invariant allows, even when the node itself cannot join it.

@@ -149,6 +149,17 @@ class HostLowering {
     return count >= kLoneChainElements && !broadcasts(step);
   }
 
+  // Whether `step` is a full sum of an f32 value computed by `chain`: the chain can take it as it
+  // goes, a chunk at a time.
+  bool sums_chain_value(const HostStep& step, const std::vector<NodeId>& chain) const {
+    if (step.kind != HostStepKind::node) return false;
+    const graph::Node& node = graph_.node(step.nodes.front());
+    if (node.op != OpKind::reduce_sum || graph::element_count(node.type.shape) != 1 ||
+        node.type.dtype != DType::f32 || type(node.inputs.front()).dtype != DType::f32)
+      return false;
+    return std::find(chain.begin(), chain.end(), node.inputs.front()) != chain.end();
+  }
+
   std::vector<HostStep> chain_elementwise(std::vector<HostStep> steps) const {
     std::vector<HostStep> result;
     for (std::size_t begin = 0; begin < steps.size();) {
@@ -156,26 +167,33 @@ class HostLowering {
       std::size_t end = begin;
       while (end < steps.size() && fits_chain(steps[end], count))
         ++end;
-      if (end == begin || (end - begin == 1 && !lone_chain(steps[begin], count))) {
+      HostStep chain;
+      for (std::size_t i = begin; i < end; ++i)
+        chain.nodes.push_back(steps[i].nodes.front());
+      while (end < steps.size() && chain.sums.size() < kMaxChainSums &&
+             sums_chain_value(steps[end], chain.nodes))
+        chain.sums.push_back(steps[end++].nodes.front());
+      bool lone = chain.nodes.size() == 1 && chain.sums.empty() && !lone_chain(steps[begin], count);
+      if (chain.nodes.empty() || lone) {
         result.push_back(std::move(steps[begin++]));
         continue;
       }
-      HostStep chain;
       chain.kind = HostStepKind::chain;
       chain.kernel = steps[begin].kernel;
-      for (; begin < end; ++begin)
-        chain.nodes.push_back(steps[begin].nodes.front());
-      chain.chunk_local = chunk_local(chain.nodes);
-      chain.in_registers = in_registers(chain.nodes);
+      chain.chunk_local = chunk_local(chain);
+      chain.in_registers = in_registers(chain);
       result.push_back(std::move(chain));
+      begin = end;
     }
     return result;
   }
 
-  // A lone node has no intermediate values to keep: its own kernel streams it once.
-  bool in_registers(const std::vector<NodeId>& chain) const {
-    return chain.size() > 1 && std::all_of(chain.begin(), chain.end(),
-                                           [&](NodeId id) { return runs_in_registers(id); });
+  // A lone node has no intermediate values to keep, unless the chain sums it: its own kernel
+  // streams it once.
+  bool in_registers(const HostStep& chain) const {
+    return (chain.nodes.size() > 1 || !chain.sums.empty()) &&
+           std::all_of(chain.nodes.begin(), chain.nodes.end(),
+                       [&](NodeId id) { return runs_in_registers(id); });
   }
 
   // Whether a chain's node is one a register chain computes. Its operands broadcast as a chain's
@@ -188,13 +206,15 @@ class HostLowering {
     return computes_in_registers(node.op, operands, node.type.dtype);
   }
 
-  // The nodes of a chain whose values live inside the kernel and only the chain reads.
-  std::vector<NodeId> chunk_local(const std::vector<NodeId>& chain) const {
+  // The nodes of a chain whose values live inside the kernel and only the chain (its nodes and
+  // sums) reads.
+  std::vector<NodeId> chunk_local(const HostStep& chain) const {
     std::vector<NodeId> local;
     auto in_chain = [&](NodeId id) {
-      return std::find(chain.begin(), chain.end(), id) != chain.end();
+      return std::find(chain.nodes.begin(), chain.nodes.end(), id) != chain.nodes.end() ||
+             std::find(chain.sums.begin(), chain.sums.end(), id) != chain.sums.end();
     };
-    for (NodeId id : chain) {
+    for (NodeId id : chain.nodes) {
       std::span<const NodeId> readers = users_.of(id);
       if (inside_kernel(id) && !users_.escapes(id) &&
           std::all_of(readers.begin(), readers.end(), in_chain))
@@ -259,6 +279,9 @@ std::string host_steps_text(const Plan& plan) {
     for (std::size_t i = 0; i < step.folded.size(); ++i)
       text += (i == 0 ? " [folds " : ", ") + named(step.folded[i]);
     text += step.folded.empty() ? "" : "]";
+    for (std::size_t i = 0; i < step.sums.size(); ++i)
+      text += (i == 0 ? " [sums as it goes: " : ", ") + named(step.sums[i]);
+    text += step.sums.empty() ? "" : "]";
     std::string local;
     for (std::size_t i = 0; i < step.chunk_local.size(); ++i)
       local += (i == 0 ? "" : ", ") + node_ref(step.chunk_local[i]);

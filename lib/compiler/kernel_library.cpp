@@ -85,9 +85,11 @@ std::vector<KernelSpec> make_library() {
        .fixed_cycles = 200.0},
       {.name = "fused_elementwise",
        .summary = "a chain of elementwise ops over one shape in a single pass, the intermediate "
-                  "values kept in registers",
+                  "values kept in registers, and sums of its f32 values over every axis taken "
+                  "as it goes",
        .pattern = "elementwise",
-       .ops = elementwise_rules(),
+       .ops = joined({elementwise_rules(),
+                      rules({OpKind::reduce_sum}, DTypes{DType::f32}, DTypes{DType::f32})}),
        .anchor = std::nullopt,
        .max_rank = 6,
        .cost = CostModel::streaming,

@@ -13,8 +13,11 @@
 
 namespace csrun::compiler {
 
+// The most sums one chain takes (HostStep::sums).
+inline constexpr std::size_t kMaxChainSums = 4;
+
 // Version of the Plan's file format; a plan of another version is recompiled.
-inline constexpr std::uint32_t kPlanFormatVersion = 6;
+inline constexpr std::uint32_t kPlanFormatVersion = 7;
 
 enum class StepKind : std::uint8_t { train, eval };
 const char* step_kind_name(StepKind kind);
@@ -124,6 +127,10 @@ struct HostStep {
   // A chain's nodes whose values only later nodes of the chain read: kept one chunk at a time in
   // the core's cache, never stored whole.
   std::vector<graph::NodeId> chunk_local;
+  // A chain's full sums: reduce_sum nodes over every axis of one of its f32 values, each taken
+  // chunk by chunk as the chain computes the value (in the reduce kernel's order), so the value
+  // need not be stored to be summed.
+  std::vector<graph::NodeId> sums;  // at most kMaxChainSums
   // A chain run a block of values at a time through all of its nodes, its chunk-local values in
   // registers (f32 arithmetic, comparisons, where, casts between f32 and bfloat16, every operand
   // whole or a single value); otherwise node by node over each chunk.

@@ -239,6 +239,7 @@ void visit(Io& io, HostStep& step) {
   io(step.bias);
   io(step.result);
   io(step.folded);
+  io(step.sums);
   io(step.chunk_local);
   io(step.in_registers);
 }
@@ -457,7 +458,8 @@ void check_host_steps(const Plan& plan, const Decoder& io, InGraph in_graph) {
   auto kernel_count = static_cast<std::int32_t>(plan.kernels.size());
   for (const HostStep& step : plan.host_steps) {
     bool valid = step.kernel >= 0 && step.kernel < kernel_count && !step.nodes.empty();
-    for (const std::vector<NodeId>* ids : {&step.nodes, &step.folded, &step.chunk_local}) {
+    for (const std::vector<NodeId>* ids :
+         {&step.nodes, &step.folded, &step.sums, &step.chunk_local}) {
       valid = valid && std::all_of(ids->begin(), ids->end(), in_graph);
     }
     if (valid && step.kind == HostStepKind::gemm) {

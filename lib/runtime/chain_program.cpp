@@ -1,9 +1,11 @@
 #include "chain_program.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 
+#include "full_sum.hpp"
 #include "graph/elementwise_semantics.hpp"
 #include "half_precision.hpp"
 #include "kernel_families.hpp"
@@ -48,6 +50,8 @@ struct Block {
   float* registers;
   std::int64_t first;  // the block's first element
   std::int64_t count;
+  ChunkSum* sums;         // program.sums' running sums of the block's chunk
+  std::int64_t in_chunk;  // where the block starts in its chunk
 
   std::int64_t lanes() const { return Lanes > 0 ? Lanes : count; }
   float* reg(std::int32_t index) const { return registers + index * kChainLanes; }
@@ -185,6 +189,8 @@ struct Block {
       run(instruction);
     for (const ChainStore& stored : program.stores)
       store(stored);
+    for (std::size_t s = 0; s < program.sums.size(); ++s)
+      sums[s].add(in_chunk, reg(program.sums[s]), lanes());
   }
 };
 
@@ -196,15 +202,35 @@ void fill_singles(const ChainProgram& program, float* registers) {
   }
 }
 
+// Elements [first, last) in blocks; `sums`, where the program has any, take those of one chunk.
+void run_blocks(const ChainProgram& program, float* registers, std::int64_t first,
+                std::int64_t last, ChunkSum* sums) {
+  std::int64_t whole_end = first + (last - first) / kChainLanes * kChainLanes;
+  std::int64_t chunk_first = first / kSumChunk * kSumChunk;
+  for (std::int64_t start = first; start < whole_end; start += kChainLanes) {
+    Block<kChainLanes>{program, registers, start, kChainLanes, sums, start - chunk_first}
+        .run_program();
+  }
+  if (whole_end < last) {
+    Block<0>{program, registers, whole_end, last - whole_end, sums, whole_end - chunk_first}
+        .run_program();
+  }
+}
+
 }  // namespace
 
 void run_chain_program(const ChainProgram& program, float* registers, std::int64_t first,
-                       std::int64_t last) {
+                       std::int64_t last, double* chunk_sums) {
   fill_singles(program, registers);
-  std::int64_t whole_end = first + (last - first) / kChainLanes * kChainLanes;
-  for (std::int64_t start = first; start < whole_end; start += kChainLanes)
-    Block<kChainLanes>{program, registers, start, kChainLanes}.run_program();
-  if (whole_end < last) Block<0>{program, registers, whole_end, last - whole_end}.run_program();
+  if (program.sums.empty()) return run_blocks(program, registers, first, last, nullptr);
+  for (std::int64_t chunk = first; chunk < last; chunk += kSumChunk) {
+    std::int64_t end = std::min(last, chunk + kSumChunk);
+    std::array<ChunkSum, kMaxProgramSums> sums;
+    sums.fill(ChunkSum(end - chunk));
+    run_blocks(program, registers, chunk, end, sums.data());
+    for (std::size_t s = 0; s < program.sums.size(); ++s)
+      *chunk_sums++ = sums[s].total();
+  }
 }
 
 }  // namespace csrun::runtime

@@ -75,15 +75,20 @@ struct ChainStore {
   graph::DType dtype = graph::DType::f32;
 };
 
-// Per block: the loads, then the instructions in order, then the stores. A whole f32 operand is
-// not loaded: instructions read its block where it is stored (`direct`). An instruction never
-// writes a register it reads, and the stores follow every instruction, so a value updated in
+// The most sums a program takes (the plan's compiler::kMaxChainSums).
+inline constexpr std::size_t kMaxProgramSums = 4;
+
+// Per block: the loads, then the instructions in order, then the stores and the sums. A whole f32
+// operand is not loaded: instructions read its block where it is stored (`direct`). An instruction
+// never writes a register it reads, and the stores follow every instruction, so a value updated in
 // place (a parameter's new value in its own buffer) is read before it is written.
 struct ChainProgram {
   std::vector<const float*> direct;  // per register: a whole f32 operand read in place, or null
   std::vector<ChainLoad> loads;
   std::vector<ChainInstruction> instructions;
   std::vector<ChainStore> stores;
+  // Registers summed chunk by chunk (compiler::HostStep::sums; full_sum.hpp's order).
+  std::vector<std::int32_t> sums;
   std::int32_t registers = 0;
 
   std::int64_t register_bytes() const {

@@ -1,6 +1,7 @@
 #include "elementwise_chain.hpp"
 
 #include "compiler/plan.hpp"
+#include "full_sum.hpp"
 
 #include <algorithm>
 #include <array>
@@ -15,8 +16,9 @@ namespace csrun::runtime {
 
 namespace {
 
-// 4096 f32 elements: a chain of a dozen values fits in a core's L2 cache.
-constexpr std::int64_t kChunkElements = 4096;
+// 4096 f32 elements: a chain of a dozen values fits in a core's L2 cache. A sum's chunk, so that
+// the chain's sums add as the reduce kernel does.
+constexpr std::int64_t kChunkElements = kSumChunk;
 // A slot holds a chunk of the widest dtype (f32, i32), a whole number of cache lines.
 constexpr std::int64_t kSlotBytes = kChunkElements * 4;
 // A thread takes at least this many chunks: fewer do not repay waking it.
@@ -138,12 +140,13 @@ graph::Shape shape_of(const TensorRef& value) {
 class ProgramBuilder {
  public:
   ProgramBuilder(std::span<const NodeTask> tasks, std::span<const graph::NodeId> nodes,
-                 std::int64_t count)
-      : tasks_(tasks), nodes_(nodes), count_(count) {
+                 std::span<const graph::NodeId> summed, std::int64_t count)
+      : tasks_(tasks), nodes_(nodes), summed_(summed), count_(count) {
     for (std::size_t t = 0; t < tasks.size(); ++t) {
       for (graph::NodeId input : tasks[t].node->inputs)
         last_reader_[input] = t;
     }
+    kept_.insert(summed.begin(), summed.end());
   }
 
   ChainProgram build() {
@@ -153,6 +156,8 @@ class ProgramBuilder {
     }
     for (std::size_t t = 0; t < tasks_.size(); ++t)
       add_instruction(t);
+    for (graph::NodeId id : summed_)
+      program_.sums.push_back(reg_of_.at(id));
     program_.registers = count_registers_;
     program_.direct.assign(static_cast<std::size_t>(count_registers_), nullptr);
     for (const auto& [reg, data] : direct_)
@@ -221,6 +226,7 @@ class ProgramBuilder {
 
   std::span<const NodeTask> tasks_;
   std::span<const graph::NodeId> nodes_;
+  std::span<const graph::NodeId> summed_;
   std::int64_t count_;
   ChainProgram program_;
   std::map<graph::NodeId, std::size_t> last_reader_;
@@ -235,9 +241,11 @@ class ProgramBuilder {
 
 ElementwiseChain::ElementwiseChain(std::vector<NodeTask> tasks,
                                    std::span<const graph::NodeId> nodes,
-                                   std::span<const graph::NodeId> chunk_local, bool in_registers,
+                                   std::span<const graph::NodeId> chunk_local,
+                                   std::vector<NodeTask> sums, bool in_registers,
                                    const KernelSet& kernels, ThreadTeam& team)
     : tasks_(std::move(tasks)),
+      sums_(std::move(sums)),
       chunks_(static_cast<std::size_t>(team.size()), tasks_),
       count_(tasks_.front().out.count),
       kernels_(&kernels),
@@ -254,7 +262,14 @@ ElementwiseChain::ElementwiseChain(std::vector<NodeTask> tasks,
       task.team = nullptr;
   }
   std::vector<std::int32_t> last_read = locate_operands(nodes, chunk_local);
-  if (in_registers) program_ = ProgramBuilder(tasks_, nodes, count_).build();
+  check_sums(nodes);
+  std::vector<graph::NodeId> summed;
+  for (std::size_t index : summed_) {
+    summed.push_back(nodes[index]);
+    last_read[index] = static_cast<std::int32_t>(tasks_.size());  // read after the chunk's tasks
+  }
+  chunk_sums_.resize(static_cast<std::size_t>(sum_chunks(count_)) * sums_.size());
+  if (in_registers) program_ = ProgramBuilder(tasks_, nodes, summed, count_).build();
   if (!program_) {
     assign_slots(last_read);
     assign_broadcast_slots();
@@ -299,6 +314,25 @@ std::vector<std::int32_t> ElementwiseChain::locate_operands(std::span<const grap
     }
   }
   return last_read;
+}
+
+static_assert(compiler::kMaxChainSums == kMaxProgramSums);
+
+void ElementwiseChain::check_sums(std::span<const graph::NodeId> nodes) {
+  if (sums_.size() > compiler::kMaxChainSums)
+    throw std::invalid_argument("a chain takes " + std::to_string(sums_.size()) +
+                                " sums, more than " + std::to_string(compiler::kMaxChainSums));
+  for (const NodeTask& sum : sums_) {
+    graph::NodeId operand = sum.node->inputs.front();
+    auto found = std::find(nodes.begin(), nodes.end(), operand);
+    bool full = sum.node->op == graph::OpKind::reduce_sum && sum.out.count == 1;
+    if (found == nodes.end() || !full || sum.in.front().dtype != DType::f32 ||
+        sum.out.dtype != DType::f32)
+      throw std::invalid_argument("a chain sums %" + std::to_string(operand) +
+                                  ": a chain's sums are f32 reduce_sum nodes over every axis of "
+                                  "an f32 value it computes");
+    summed_.push_back(static_cast<std::size_t>(found - nodes.begin()));
+  }
 }
 
 // Gives each chunk-local result the lowest slot free when its task runs: one whose value's last
@@ -349,7 +383,7 @@ std::int64_t ElementwiseChain::buffer_bytes() const {
 }
 
 void ElementwiseChain::run() {
-  std::int64_t chunks = (count_ + kChunkElements - 1) / kChunkElements;
+  std::int64_t chunks = sum_chunks(count_);
   std::int64_t parts =
       std::max<std::int64_t>(1, std::min<std::int64_t>(team_->size(), chunks / kChunksPerPart));
   auto buffer = [&](int part) {
@@ -361,10 +395,25 @@ void ElementwiseChain::run() {
     if (!program_)
       return run_chunks(first, last, chunks_[static_cast<std::size_t>(part)], buffer(part));
     kernels_->run_chain_program(*program_, reinterpret_cast<float*>(buffer(part)),
-                                first * kChunkElements, std::min(count_, last * kChunkElements));
+                                first * kChunkElements, std::min(count_, last * kChunkElements),
+                                chunk_sums_.data() + first * std::ssize(sums_));
   };
-  if (parts <= 1) return work(0);
-  team_->run(work);
+  if (parts <= 1) {
+    work(0);
+  } else {
+    team_->run(work);
+  }
+  finish_sums();
+}
+
+// Each sum's chunks added in order, as the reduce kernel adds a row's.
+void ElementwiseChain::finish_sums() {
+  std::int64_t chunks = sum_chunks(count_);
+  for (std::size_t s = 0; s < sums_.size(); ++s) {
+    double total =
+        chunks == 0 ? 0.0 : add_in_order(chunk_sums_.data() + s, chunks, std::ssize(sums_));
+    sums_[s].out.f32()[0] = static_cast<float>(total);
+  }
 }
 
 void ElementwiseChain::run_chunks(std::int64_t first, std::int64_t last,
@@ -387,6 +436,11 @@ void ElementwiseChain::run_chunks(std::int64_t first, std::int64_t last,
         copy_broadcast(whole.in[read.input], read.how, begin, length, part.in[read.input].data);
       }
       kernels_->run_elementwise(part);
+    }
+    for (std::size_t s = 0; s < sums_.size(); ++s) {
+      ChunkSum sum(length);
+      sum.add(0, chunk[summed_[s]].out.f32(), length);
+      chunk_sums_[static_cast<std::size_t>(index) * sums_.size() + s] = sum.total();
     }
   }
 }

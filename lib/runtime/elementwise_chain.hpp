@@ -26,13 +26,15 @@ namespace csrun::runtime {
 // value in a register of a per-thread buffer.
 class ElementwiseChain {
  public:
-  // `tasks` run `nodes`, in order. Runs each chunk with `kernels`; large chains split their
-  // chunks across `team` (which must outlive the chain). Throws std::invalid_argument when a
-  // task reads a value that is neither stored nor computed earlier in the chain, or when a chain
-  // in registers has a node a ChainProgram cannot compute.
+  // `tasks` run `nodes`, in order; `sums` are full reduce_sum nodes of f32 values the chain
+  // computes, which it takes chunk by chunk (full_sum.hpp's order). Runs each chunk with
+  // `kernels`; large chains split their chunks across `team` (which must outlive the chain).
+  // Throws std::invalid_argument when a task reads a value that is neither stored nor computed
+  // earlier in the chain, when a chain in registers has a node a ChainProgram cannot compute, or
+  // for a sum that is not of one of its f32 values or one too many (compiler::kMaxChainSums).
   ElementwiseChain(std::vector<NodeTask> tasks, std::span<const graph::NodeId> nodes,
-                   std::span<const graph::NodeId> chunk_local, bool in_registers,
-                   const KernelSet& kernels, ThreadTeam& team);
+                   std::span<const graph::NodeId> chunk_local, std::vector<NodeTask> sums,
+                   bool in_registers, const KernelSet& kernels, ThreadTeam& team);
   void run();
   // The per-thread chunk buffers of the chunk-local values, or the registers.
   std::int64_t buffer_bytes() const;
@@ -57,11 +59,16 @@ class ElementwiseChain {
                                             std::span<const graph::NodeId> local);
   void assign_slots(std::span<const std::int32_t> last_read);
   void assign_broadcast_slots();
+  void check_sums(std::span<const graph::NodeId> nodes);
   void run_chunks(std::int64_t first, std::int64_t last, std::vector<NodeTask>& chunk,
                   std::byte* buffer);
+  void finish_sums();
 
   std::vector<NodeTask> tasks_;
   std::vector<Places> places_;
+  std::vector<NodeTask> sums_;
+  std::vector<std::size_t> summed_;  // per sum: the task whose result it adds up
+  std::vector<double> chunk_sums_;   // per chunk, each sum's total of it
   std::int32_t slots_ = 0;
   std::optional<ChainProgram> program_;  // a chain in registers
   // Per thread of the team: the tasks over one chunk, re-pointed for every chunk, and the chunk

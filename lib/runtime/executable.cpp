@@ -354,8 +354,11 @@ struct Executable::State {
         std::vector<NodeTask> tasks;
         for (NodeId id : host.nodes)
           tasks.push_back(task_for(id));
-        ElementwiseChain chain(std::move(tasks), host.nodes, host.chunk_local, host.in_registers,
-                               kernels, team);
+        std::vector<NodeTask> sums;
+        for (NodeId id : host.sums)
+          sums.push_back(task_for(id));
+        ElementwiseChain chain(std::move(tasks), host.nodes, host.chunk_local, std::move(sums),
+                               host.in_registers, kernels, team);
         if (at_load) {
           chain.run();
         } else {
@@ -404,7 +407,7 @@ struct Executable::State {
   void check_host_steps_cover_kernels() const {
     std::vector<bool> covered(plan.graph.size(), false);
     for (const compiler::HostStep& host : plan.host_steps) {
-      for (const std::vector<NodeId>* ids : {&host.nodes, &host.folded}) {
+      for (const std::vector<NodeId>* ids : {&host.nodes, &host.folded, &host.sums}) {
         for (NodeId id : *ids)
           covered[static_cast<std::size_t>(id)] = true;
       }

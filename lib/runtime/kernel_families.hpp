@@ -16,9 +16,10 @@ void prepare_node(NodeTask& task);
 void run_node(NodeTask& task);
 void run_elementwise(NodeTask& task);
 void run_chain_program(const ChainProgram& program, float* registers, std::int64_t first,
-                       std::int64_t last);
+                       std::int64_t last, double* chunk_sums);
 void run_layout(NodeTask& task);
 void run_reduction(NodeTask& task);
+void prepare_reduction(NodeTask& task);  // a long row's sum takes scratch for its chunks
 void run_normalization(NodeTask& task);  // softmax, log_softmax, layer_norm
 void run_cross_entropy(NodeTask& task);  // softmax_cross_entropy and its gradient
 void prepare_cross_entropy(NodeTask& task);

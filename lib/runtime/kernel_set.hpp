@@ -20,9 +20,10 @@ struct KernelSet {
   // run, for an elementwise node: the chunks of an elementwise chain.
   void (*run_elementwise)(NodeTask& task);
   // Elements [first, last) of a chain the plan runs in registers; `registers` holds
-  // program.register_bytes() for this thread alone.
+  // program.register_bytes() for this thread alone. With program.sums, `first` is a multiple of
+  // kSumChunk and `chunk_sums` receives each chunk's totals (program.sums.size() a chunk).
   void (*run_chain_program)(const ChainProgram& program, float* registers, std::int64_t first,
-                            std::int64_t last);
+                            std::int64_t last, double* chunk_sums);
   // The 16-bit conversions of half_precision.hpp over arrays: the same bits in every set.
   void (*narrow)(const float* values, std::uint16_t* out, std::int64_t count, graph::DType dtype);
   void (*widen)(const std::uint16_t* bits, float* out, std::int64_t count, graph::DType dtype);

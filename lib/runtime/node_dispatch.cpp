@@ -12,6 +12,9 @@ void prepare_node(NodeTask& task) {
     case graph::OpKind::softmax_cross_entropy:
     case graph::OpKind::softmax_cross_entropy_grad:
       return prepare_cross_entropy(task);
+    case graph::OpKind::reduce_sum:
+    case graph::OpKind::reduce_mean:
+      return prepare_reduction(task);
     default:
       return;
   }

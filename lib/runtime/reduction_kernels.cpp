@@ -7,6 +7,7 @@
 #include <type_traits>
 
 #include "eigen.hpp"
+#include "full_sum.hpp"
 #include "kernel_families.hpp"
 #include "thread_team.hpp"
 
@@ -48,35 +49,23 @@ double combine(OpKind op, double total, double value) {
   return std::isnan(value) || value > total ? value : total;
 }
 
-// The sum of term(i) for i < length in double, as the other paths accumulate, over eight
-// independent lanes so the compiler vectorizes it; the order depends on `length` alone.
-template <class Term>
-double sum_over_lanes(std::int64_t length, Term term) {
-  constexpr std::int64_t kLanes = 8;
-  std::array<double, kLanes> lanes{};
-  std::int64_t i = 0;
-  for (; i + kLanes <= length; i += kLanes) {
-    for (std::int64_t j = 0; j < kLanes; ++j)
-      lanes[static_cast<std::size_t>(j)] += term(i + j);
+// The sums of rows of f32 values (full_sum.hpp's order). A single long row is shared out across
+// the team a chunk at a time, its chunks' totals in `scratch`.
+void sum_rows_f32(const AxisSplit& split, const float* x, float* out, ThreadTeam* team,
+                  double* scratch) {
+  std::int64_t chunks = sum_chunks(split.length);
+  if (split.outer == 1 && chunks > 1 && scratch != nullptr) {
+    split_rows(team, chunks, split.length, [&](std::int64_t first, std::int64_t last) {
+      for (std::int64_t c = first; c < last; ++c)
+        scratch[c] = chunk_sum(x, split.length, c);
+    });
+    out[0] = static_cast<float>(add_in_order(scratch, chunks));
+    return;
   }
-  double total = 0.0;
-  for (double lane : lanes)
-    total += lane;
-  for (; i < length; ++i)
-    total += term(i);
-  return total;
-}
-
-// The sum of a contiguous f32 row.
-double sum_row_f32(const float* x, std::int64_t length) {
-  return sum_over_lanes(length, [x](std::int64_t i) { return static_cast<double>(x[i]); });
-}
-
-void sum_rows_f32(const AxisSplit& split, const float* x, float* out, ThreadTeam* team) {
   split_rows(team, split.outer, split.outer * split.length,
              [&](std::int64_t first, std::int64_t last) {
                for (std::int64_t o = first; o < last; ++o)
-                 out[o] = static_cast<float>(sum_row_f32(x + o * split.length, split.length));
+                 out[o] = static_cast<float>(row_sum(x + o * split.length, split.length));
              });
 }
 
@@ -128,10 +117,11 @@ void reduce_columns(OpKind op, const AxisSplit& split, In x, Out out, ThreadTeam
 
 // Reduced axes forming one block [first, last]: [outer, length, inner] sums.
 template <class In, class Out>
-void reduce_block(OpKind op, const AxisSplit& split, In x, Out out, ThreadTeam* team) {
+void reduce_block(OpKind op, const AxisSplit& split, In x, Out out, ThreadTeam* team,
+                  double* scratch) {
   if constexpr (std::is_same_v<In, F32Access>) {
     if (split.inner == 1 && op != OpKind::reduce_max)
-      return sum_rows_f32(split, x.data, out.data, team);
+      return sum_rows_f32(split, x.data, out.data, team, scratch);
   }
   if (split.inner == 1) {
     for (std::int64_t o = 0; o < split.outer; ++o) {
@@ -177,7 +167,8 @@ void reduce(const NodeTask& task) {
       for (std::int64_t i = 0; i < input.count; ++i)
         out.put(i, x.get(i));
     } else if (block) {
-      reduce_block(node.op, split_at(input, first, last), x, out, task.team);
+      reduce_block(node.op, split_at(input, first, last), x, out, task.team,
+                   task.scratch ? reinterpret_cast<double*>(task.scratch->data) : nullptr);
     } else {
       Dims result_strides{};
       std::int64_t stride = 1;
@@ -263,7 +254,8 @@ std::array<double, 2> row_moments(In x, std::int64_t base, std::int64_t width) {
   double squares = 0.0;
   if constexpr (std::is_same_v<In, F32Access>) {
     const float* row = x.data + base;
-    mean = sum_row_f32(row, width) / static_cast<double>(width);
+    mean = sum_over_lanes(width, [row](std::int64_t i) { return static_cast<double>(row[i]); }) /
+           static_cast<double>(width);
     squares = sum_over_lanes(width, [row, mean](std::int64_t i) {
       double deviation = row[i] - mean;
       return deviation * deviation;
@@ -429,6 +421,14 @@ void run_cross_entropy(NodeTask& task) {
                             AnyAccess{&task.out});
         }
       });
+}
+
+void prepare_reduction(NodeTask& task) {
+  bool sum = task.node->op == OpKind::reduce_sum || task.node->op == OpKind::reduce_mean;
+  bool f32 = task.in[0].dtype == DType::f32 && task.out.dtype == DType::f32;
+  std::int64_t chunks = sum_chunks(task.in[0].count);
+  if (sum && f32 && task.out.count == 1 && chunks > 1)
+    task.scratch_floats = chunks * static_cast<std::int64_t>(sizeof(double) / sizeof(float));
 }
 
 void run_reduction(NodeTask& task) {

@@ -146,8 +146,11 @@ TEST_CASE("compile --dump_ir lower-host and kernels.tsv show the calls the simul
   std::string params = dir.write("p.yaml", kFcMnist);
   std::string model_dir = (dir.path() / "model").string();
   auto dumped = run_csrun({"compile", params, "--fake_data", "-o", model_dir, "--target_device",
-                           "CPU", "--dump_ir", "lower-host", "--dump_ir", "layout-scratch"});
+                           "CPU", "--dump_ir", "lower-host", "--dump_ir", "layout-scratch", "--set",
+                           "trainer.init.precision.max_gradient_norm=1.0"});
   REQUIRE(dumped.exit_code == 0);
+  // The gradients' squares are summed as their chains compute them.
+  CHECK(dumped.out.find(" mul [sums as it goes: %") != std::string::npos);
   CHECK(dumped.out.find("# host steps after lower-host: ") != std::string::npos);
   CHECK(dumped.out.find("# scratch after layout-scratch: ") != std::string::npos);
   CHECK(dumped.out.find("\nregion ") != std::string::npos);
@@ -160,6 +163,7 @@ TEST_CASE("compile --dump_ir lower-host and kernels.tsv show the calls the simul
   std::string table = read_file(plan_dir / "kernels.tsv");
   CHECK(table.find("\thost_steps\tscratch_bytes\n") != std::string::npos);
   CHECK(table.find("\tgemm+bias^T") != std::string::npos);
+  CHECK(table.find("\tchain1+sum@registers") != std::string::npos);
 }
 
 TEST_CASE("pipelined execution that does not fit is an error saying by how much") {

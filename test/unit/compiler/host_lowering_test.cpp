@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <functional>
 
 #include "compiler/compile.hpp"
 #include "compiler/host_lowering.hpp"
@@ -27,6 +28,15 @@ std::vector<HostStep> steps_of(const compiler::Plan& plan, HostStepKind kind) {
   std::copy_if(plan.host_steps.begin(), plan.host_steps.end(), std::back_inserter(found),
                [kind](const HostStep& step) { return step.kind == kind; });
   return found;
+}
+
+// The chain step of `plan` that `is_it` picks.
+HostStep chain_where(const compiler::Plan& plan,
+                     const std::function<bool(const HostStep&)>& is_it) {
+  std::vector<HostStep> chains = steps_of(plan, HostStepKind::chain);
+  auto found = std::find_if(chains.begin(), chains.end(), is_it);
+  REQUIRE(found != chains.end());
+  return *found;
 }
 
 // relu(x W^T + b): a linear layer as nn::Linear traces it.
@@ -253,14 +263,11 @@ TEST_CASE(
   compiler::Plan plan = planned(graph);
   std::string text = compiler::host_steps_text(plan);
   INFO(text);
-  std::vector<HostStep> chains = steps_of(plan, HostStepKind::chain);
   auto chain_computing = [&](const std::string& output) {
     NodeId node = *plan.graph.find_output(output);
-    auto found = std::find_if(chains.begin(), chains.end(), [&](const HostStep& chain) {
+    return chain_where(plan, [&](const HostStep& chain) {
       return std::find(chain.nodes.begin(), chain.nodes.end(), node) != chain.nodes.end();
     });
-    REQUIRE(found != chains.end());
-    return *found;
   };
   HostStep in_registers = chain_computing("kept");
   CHECK(in_registers.in_registers);
@@ -276,14 +283,51 @@ TEST_CASE(
   CHECK_FALSE(lone.in_registers);
 }
 
+TEST_CASE("a chain takes the sums of its values over every axis as it goes, storing none of them") {
+  Graph graph;
+  Tensor x(graph, graph.add_input("x", {{5000}, DType::f32}));
+  Tensor y(graph, graph.add_input("y", {{5000}, DType::f32}));
+  Tensor flag = cast(logical_not(is_finite(x / y)), DType::f32);  // dynamic loss scaling's check
+  Tensor squared = x * x;                                         // global_norm's, a lone node
+  Tensor grown = exp(x) * y;                                      // not in registers
+  Tensor counted = sum(flag, {0});
+  graph.add_output("count", counted.id());
+  graph.add_output("squares", sum(squared, {0}).id());
+  graph.add_output("grown", sum(grown, {0}).id());
+  compiler::Plan plan = planned(graph);
+  std::string text = compiler::host_steps_text(plan);
+  INFO(text);
+  auto chain_summing = [&](const std::string& output) {
+    NodeId node = *plan.graph.find_output(output);
+    return chain_where(
+        plan, [&](const HostStep& chain) { return chain.sums == std::vector<NodeId>{node}; });
+  };
+  HostStep count = chain_summing("count");
+  CHECK(count.in_registers);
+  NodeId summed = plan.graph.node(count.sums.front()).inputs.front();
+  CHECK(std::find(count.chunk_local.begin(), count.chunk_local.end(), summed) !=
+        count.chunk_local.end());
+  CHECK(plan.memory.buffer_of[static_cast<std::size_t>(summed)] < 0);
+  CHECK_THAT(text, Catch::Contains("[sums as it goes: %" + std::to_string(count.sums.front()) +
+                                   " reduce_sum]"));
+  HostStep squares = chain_summing("squares");
+  CHECK(squares.nodes.size() == 1);
+  CHECK(squares.in_registers);  // a lone node, but one the chain sums
+  CHECK_FALSE(chain_summing("grown").in_registers);
+  for (const HostStep& step : plan.host_steps)
+    CHECK(plan.graph.node(step.nodes.front()).op != OpKind::reduce_sum);
+}
+
 TEST_CASE("every node of every kernel is run or folded by exactly one host step") {
   compiler::Plan plan = planned(linear_layer({16}));
   std::vector<int> covered(plan.graph.size(), 0);
   for (const HostStep& step : plan.host_steps) {
     for (NodeId id : step.nodes)
       ++covered[static_cast<std::size_t>(id)];
-    for (NodeId id : step.folded)
-      ++covered[static_cast<std::size_t>(id)];
+    for (const std::vector<NodeId>* ids : {&step.folded, &step.sums}) {
+      for (NodeId id : *ids)
+        ++covered[static_cast<std::size_t>(id)];
+    }
   }
   for (const compiler::Kernel& kernel : plan.kernels) {
     for (NodeId id : kernel.nodes)

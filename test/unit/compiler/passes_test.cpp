@@ -533,8 +533,8 @@ TEST_CASE("elementwise fusion makes one kernel of the groups a node combines") {
 TEST_CASE("elementwise fusion keeps groups apart when a value between them would form a cycle") {
   Fixture f;
   Tensor doubled = f.x * 2.0;
-  Tensor total = sum(doubled, {0, 1});  // a reduction of the first group, after its first node
-  Tensor scaled = f.x * total;          // a group of its own, after the reduction
+  Tensor total = sum(doubled, {0});  // a reduction of the first group, after its first node
+  Tensor scaled = f.x * total;       // a group of its own, after the reduction
   Tensor combined = doubled + scaled;
   f.graph.add_output("y", combined.id());
   Program program{f.graph, {}};
@@ -545,6 +545,40 @@ TEST_CASE("elementwise fusion keeps groups apart when a value between them would
   CHECK(program.fusions[0].nodes == std::vector<NodeId>{scaled.id(), combined.id()});
   compiler::CompiledStep compiled = compiler::compile_step(f.graph, {});
   CHECK(outputs_of(compiled.program.graph, f.feeds()) == outputs_of(f.graph, f.feeds()));
+}
+
+TEST_CASE("a sum over every axis of an f32 value joins the kernel that computes the value, last") {
+  Fixture f;
+  Tensor squared = f.x * f.x;
+  Tensor total = sum(squared, {0, 1});  // global_norm's sum of squares
+  Tensor partial = sum(squared, {0});   // not over every axis: a reduce kernel of its own
+  Tensor scaled = squared * total;      // reads the sum: not in the sum's kernel
+  f.graph.add_output("total", total.id());
+  f.graph.add_output("partial", partial.id());
+  f.graph.add_output("scaled", scaled.id());
+  Program program{f.graph, {}};
+  compiler::fuse_elementwise(program);
+  REQUIRE(program.fusions.size() == 1);
+  CHECK(program.fusions[0].nodes == std::vector<NodeId>{squared.id(), total.id()});
+  compiler::CompiledStep compiled = compiler::compile_step(f.graph, {});
+  CHECK(outputs_of(compiled.program.graph, f.feeds()) == outputs_of(f.graph, f.feeds()));
+}
+
+TEST_CASE("a sum of a value no elementwise kernel computes stays a reduce kernel") {
+  Fixture f;
+  Tensor counted = sum(cast(f.x > 0.0, DType::f32), {0, 1});
+  Tensor of_input = sum(f.x, {0, 1});
+  f.graph.add_output("counted", counted.id());
+  f.graph.add_output("of_input", of_input.id());
+  Program program{f.graph, {}};
+  compiler::fuse_elementwise(program);
+  REQUIRE(program.fusions.size() == 1);  // the comparison, its cast to 0 or 1 and their count
+  CHECK(program.fusions[0].nodes.back() == counted.id());
+  compiler::CompiledStep compiled = compiler::compile_step(f.graph, {});
+  std::size_t reduce_kernels = 0;
+  for (const compiler::Kernel& kernel : compiled.kernels)
+    reduce_kernels += kernel.name == "reduce" ? 1 : 0;
+  CHECK(reduce_kernels == 1);  // the input's own sum
 }
 
 TEST_CASE("elementwise fusions stay within their size limit") {

@@ -478,6 +478,96 @@ TEST_CASE("a chain in registers gives the bits of the same chain run node by nod
   }
 }
 
+namespace {
+
+// Sums over every axis of values chains compute: dynamic loss scaling's count of non-finite
+// values (in registers, the flags kept per block), global_norm's sum of squares (a lone node), a
+// sum of a chain that runs node by node (exp), and one of a value the chain also stores.
+graph::Graph summing_chains(std::int64_t count) {
+  graph::Graph graph;
+  graph::Tensor x(graph, graph.add_input("x", {{count}, DType::f32}));
+  graph::Tensor y(graph, graph.add_input("y", {{count}, DType::f32}));
+  graph::Tensor s(graph, graph.add_input("s", {{}, DType::f32}));
+  graph.add_output("not_finite", sum(cast(logical_not(is_finite(x / y)), DType::f32), {0}).id());
+  graph.add_output("squares", sum(x * x, {0}).id());
+  graph.add_output("grown", sum(exp(x * 1e-3) * y, {0}).id());
+  graph::Tensor scaled = x * s + y;
+  graph.add_output("scaled", scaled.id());
+  graph.add_output("scaled_sum", sum(scaled, {0}).id());
+  return graph;
+}
+
+// `plan` with each chain's sums taken by reduce kernels after it, from the values stored.
+compiler::Plan sums_by_reduce_kernels(compiler::Plan plan) {
+  std::vector<compiler::HostStep> steps;
+  for (compiler::HostStep& step : plan.host_steps) {
+    std::vector<graph::NodeId> sums = std::move(step.sums);
+    step.sums.clear();
+    step.chunk_local.clear();
+    steps.push_back(std::move(step));
+    for (graph::NodeId sum : sums) {
+      compiler::HostStep reduce;
+      reduce.kernel = steps.back().kernel;
+      reduce.nodes = {sum};
+      steps.push_back(std::move(reduce));
+    }
+  }
+  plan.host_steps = std::move(steps);
+  plan.scratch = compiler::layout_scratch(plan);
+  return plan;
+}
+
+// The outputs of one element (so that a failed check prints them all).
+std::vector<double> sums_of_run(const compiler::Plan& plan, const graph::Feeds& feeds) {
+  Executable executable(plan);
+  test::feed(executable, feeds);
+  executable.run();
+  std::vector<double> results;
+  for (const graph::NamedNode& output : plan.graph.outputs()) {
+    std::vector<double> values = executable.read(executable.slot(output.name));
+    if (values.size() == 1) results.push_back(values.front());
+  }
+  return results;
+}
+
+}  // namespace
+
+TEST_CASE("a chain's sums give the bits of the reduce kernel's, on one core or several") {
+  // One chunk with a partial block, three and a part, many shared across the cores.
+  for (std::int64_t count : {std::int64_t{1'000}, std::int64_t{12'293}, std::int64_t{1'000'003}}) {
+    INFO(count << " elements");
+    graph::Graph graph = summing_chains(count);
+    compiler::Plan plan = test::compiled_plan(graph, 1);
+    INFO(compiler::host_steps_text(plan));
+    std::size_t sums = 0;
+    for (const compiler::HostStep& step : plan.host_steps)
+      sums += step.sums.size();
+    REQUIRE(sums == 4);
+    graph::Feeds feeds = test::sample_feeds(graph);
+    for (std::size_t i = 0; i < feeds["y"].values.size(); i += 5)
+      feeds["y"].values[i] = 0.0;  // x / y infinite, or NaN where x is 0 too
+    for (std::size_t i = 0; i < feeds["x"].values.size(); i += 11)
+      feeds["x"].values[i] = 0.0;
+    // Values that cancel in the first two chunks: added in another order, they would swallow the
+    // other chunks' totals.
+    feeds["s"].values[0] = 1.0;
+    feeds["y"].values[1] = 0x1.0p70;
+    feeds["y"].values[std::min<std::size_t>(4097, feeds["y"].values.size() - 1)] = -0x1.0p70;
+    compiler::Plan by_nodes = plan;
+    for (compiler::HostStep& step : by_nodes.host_steps)
+      step.in_registers = false;
+    std::vector<double> expected = sums_of_run(sums_by_reduce_kernels(plan), feeds);
+    REQUIRE(expected.size() == 4);
+    CHECK(expected[0] == static_cast<double>((count + 4) / 5));
+    CHECK(sums_of_run(plan, feeds) == expected);
+    CHECK(sums_of_run(by_nodes, feeds) == expected);
+    test::on_one_core([&] {
+      CHECK(sums_of_run(plan, feeds) == expected);
+      CHECK(sums_of_run(sums_by_reduce_kernels(plan), feeds) == expected);
+    });
+  }
+}
+
 TEST_CASE("a chain in registers reads the operands it broadcasts a block at a time") {
   // A row's mean, a row of 750 (no divisor of a block) and a mask over it; 3 rows: one part
   // with a partial block, 100: parts on both cores, blocks spanning two rows.
@@ -560,6 +650,28 @@ TEST_CASE("a plan running a step in registers that cannot run there is refused")
   REQUIRE(product != gemm.host_steps.end());
   product->in_registers = true;
   CHECK_THROWS_WITH(Executable(gemm), Catch::Contains("'s gemm step in registers: only chains"));
+}
+
+TEST_CASE("a plan whose chain sums what it cannot is refused") {
+  compiler::Plan plan = test::compiled_plan(summing_chains(1'000), 1);
+  auto summing = std::find_if(plan.host_steps.begin(), plan.host_steps.end(),
+                              [](const compiler::HostStep& step) { return !step.sums.empty(); });
+  REQUIRE(summing != plan.host_steps.end());
+  auto other = std::find_if(plan.host_steps.begin(), plan.host_steps.end(),
+                            [&](const compiler::HostStep& step) {
+                              return !step.sums.empty() && step.sums != summing->sums;
+                            });
+  REQUIRE(other != plan.host_steps.end());
+  compiler::Plan foreign = plan;
+  // A sum of a value another chain computes, as well as that chain's.
+  foreign.host_steps[static_cast<std::size_t>(summing - plan.host_steps.begin())].sums.push_back(
+      other->sums.front());
+  CHECK_THROWS_WITH(Executable(foreign), Catch::Contains("a chain's sums are f32 reduce_sum"));
+  compiler::Plan too_many = plan;
+  compiler::HostStep& step =
+      too_many.host_steps[static_cast<std::size_t>(summing - plan.host_steps.begin())];
+  step.sums.assign(compiler::kMaxChainSums + 1, step.sums.front());
+  CHECK_THROWS_WITH(Executable(too_many), Catch::Contains("sums, more than 4"));
 }
 
 TEST_CASE("a plan keeping values per chunk that others read, or that its chain lacks, is refused") {

@@ -5,8 +5,6 @@
 
 #include <catch2/catch.hpp>
 
-#include <sched.h>
-
 #include <algorithm>
 #include <array>
 #include <bit>
@@ -440,23 +438,6 @@ graph::Graph cross_entropy_graph(bool explicit_casts) {
   return graph;
 }
 
-// Runs `body` with this thread, and so the executables it makes, on the first core only.
-template <class Body>
-void on_one_core(Body&& body) {
-  cpu_set_t all;
-  REQUIRE(sched_getaffinity(0, sizeof(all), &all) == 0);
-  cpu_set_t one;
-  CPU_ZERO(&one);
-  for (int core = 0; core < CPU_SETSIZE; ++core) {
-    if (!CPU_ISSET(core, &all)) continue;
-    CPU_SET(core, &one);
-    break;
-  }
-  REQUIRE(sched_setaffinity(0, sizeof(one), &one) == 0);
-  body();
-  REQUIRE(sched_setaffinity(0, sizeof(all), &all) == 0);
-}
-
 }  // namespace
 
 // Mixed precision hands the loss and its gradient a product's bfloat16 logits as they are, and
@@ -496,6 +477,6 @@ TEST_CASE("cross-entropy on bfloat16 logits gives the same bits on one core and 
   for (std::string_view name : runtime::runnable_kernel_sets()) {
     INFO(name);
     StepResult every_core = run_step(lowered, feeds, name);
-    on_one_core([&] { CHECK(run_step(lowered, feeds, name).values == every_core.values); });
+    test::on_one_core([&] { CHECK(run_step(lowered, feeds, name).values == every_core.values); });
   }
 }

@@ -1,5 +1,9 @@
 #include "runtime_fixture.hpp"
 
+#include <sched.h>
+
+#include <catch2/catch.hpp>
+
 #include "compiler/compile.hpp"
 
 namespace csrun::test {
@@ -22,6 +26,21 @@ compiler::Plan compiled_plan(const graph::Graph& traced, std::int64_t batch_size
 compiler::Plan compiled_plan(const graph::Graph& traced, std::int64_t batch_size, graph::DType half,
                              int level) {
   return plan_with(traced, batch_size, compiler::PrecisionPolicy{true, half, level});
+}
+
+void on_one_core(const std::function<void()>& body) {
+  cpu_set_t all;
+  REQUIRE(sched_getaffinity(0, sizeof(all), &all) == 0);
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  for (int core = 0; core < CPU_SETSIZE; ++core) {
+    if (!CPU_ISSET(core, &all)) continue;
+    CPU_SET(core, &one);
+    break;
+  }
+  REQUIRE(sched_setaffinity(0, sizeof(one), &one) == 0);
+  body();
+  REQUIRE(sched_setaffinity(0, sizeof(all), &all) == 0);
 }
 
 void feed(runtime::Executable& executable, const graph::Feeds& feeds) {
