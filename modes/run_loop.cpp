@@ -125,19 +125,19 @@ runner::RunSetup setup_for(const CheckedRun& checked, const CheckedTrainer& trai
   setup.async_checkpoint = options.async_checkpoint;
   bool plan_is_training = planned.plan.step == compiler::StepKind::train;
   double training_bytes = 0.0;
-  if (plan_is_training) {
+  // csrun eval runs the eval step alone: the training step's plan (its batch, its memory) and its
+  // data are not loaded.
+  if (plan_is_training && kind == LoopKind::train) {
     models::CheckedModel model = model_reading(*trainer_check.model, *trainer_check.train_loader);
     models::BatchLayout layout = models::batch_layout(model, planned.plan.batch_size);
     setup.train = runner::StepProgram{std::move(planned.plan), sample_fields(layout), {}};
     setup.train_loader = trainer_check.train_loader;
-    if (kind == LoopKind::train) {
-      HostBatch host = plan_host_batch(trainer, *trainer_check.trace, setup.train->plan,
-                                       options.async_checkpoint);
-      check_fits_host(host);
-      training_bytes = host.bytes;
-      if (host.micro_batch != setup.train_loader->batch_size)
-        plan_micro_steps(setup, trainer_check, trainer, *setup.train_loader, host, options);
-    }
+    HostBatch host = plan_host_batch(trainer, *trainer_check.trace, setup.train->plan,
+                                     options.async_checkpoint);
+    check_fits_host(host);
+    training_bytes = host.bytes;
+    if (host.micro_batch != setup.train_loader->batch_size)
+      plan_micro_steps(setup, trainer_check, trainer, *setup.train_loader, host, options);
   }
   // fit evaluates with its own val_dataloader alone, as the Model Zoo's Trainer.fit does; a
   // validate section's loader serves csrun eval.

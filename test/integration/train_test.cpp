@@ -114,6 +114,23 @@ TEST_CASE("a damaged checkpoint stops eval with the file named") {
   CHECK(eval.err.find("checkpoint_5.mdl is not an HDF5 file") != std::string::npos);
 }
 
+TEST_CASE("eval runs the eval step alone: a training batch this host cannot hold does not stop it") {
+  csrun::test::TempDir dir;
+  std::string params = dir.write("p.yaml", kRun);
+  auto with_huge_batch = [&](const std::string& command) {
+    return run_csrun({command, params, "--fake_data", "-o", (dir.path() / "model").string(),
+                      "--set", "trainer.fit.train_dataloader.batch_size=200000000"});
+  };
+  auto train = with_huge_batch("train");
+  CHECK(train.exit_code == 1);
+  CHECK(train.err.find("of host memory") != std::string::npos);
+  auto eval = with_huge_batch("eval");
+  INFO(eval.err);
+  CHECK(eval.exit_code == 0);
+  CHECK(eval.out.find("| Eval Device=CSX, GlobalStep=0, Batch=2, Loss=") != std::string::npos);
+  CHECK(eval.out.find("Evaluation completed successfully!") != std::string::npos);
+}
+
 TEST_CASE("on a terminal train shows a live progress line, in a pipe only plain lines") {
   csrun::test::TempDir dir;
   std::string params = dir.write("p.yaml", kRun);
