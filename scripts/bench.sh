@@ -3,7 +3,8 @@
 #
 # Usage: scripts/bench.sh [SECTION...]     sections: validate, trace, compile, estimate,
 #                                          train, gpt2_small, csx, stream,
-#                                          ranks, checkpoint, corpus, unet (default: all)
+#                                          ranks, checkpoint, corpus, unet, modelzoo
+#                                          (default: all)
 #
 #   validate   wall time of `csrun validate` (process start to exit) on every shipped config and
 #              every Model Zoo config of the conformance set; median and max of 21 runs each.
@@ -70,11 +71,18 @@
 #              loop and with --async_checkpoint, alternating for 2 rounds: the loop's seconds
 #              (variables ready to training done, the last write included) and peak RSS.
 #              Target: >= 1 GB/s write and read.
+#   modelzoo   the settings real params files train with (345 of the 427 release files clip
+#              gradients, 253 scale the loss dynamically, 135 train in cbfloat16): GPT-2 small
+#              (gpt2_small_ish, --fake_data, 6 steps) in cbfloat16 with dynamic loss scaling and
+#              max_gradient_norm 1.0 on CSX, in f32 with max_gradient_norm 1.0 on CPU, and 2.10's
+#              bert_base_MSL128.yaml as shipped but for batch 16 (5 steps, 3 eval steps): samples/s
+#              (median of the steps after the first) and peak RSS, 3 rounds. csrun alone: the
+#              PyTorch baseline's loop neither clips nor scales the loss.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
 sections=("$@")
-[ ${#sections[@]} -eq 0 ] && sections=(validate trace compile estimate train gpt2_small csx stream ranks checkpoint corpus unet)
+[ ${#sections[@]} -eq 0 ] && sections=(validate trace compile estimate train gpt2_small csx stream ranks checkpoint corpus unet modelzoo)
 
 scripts/build.sh csrun csrun-gpt-hdf5 fma_peak gemm_peak stream_ingest checkpoint_io >/dev/null
 csrun=$root/build/apps/csrun/csrun
@@ -664,6 +672,36 @@ bench_unet() {
   rm -rf "$work"
 }
 
+bench_modelzoo() {
+  echo "## The settings real params files train with: samples/s and peak MB ($(nproc) threads)"
+  local work
+  work=$(mktemp -d)
+  local small="bench/configs/gpt2_small_ish.yaml --fake_data --max_steps 6"
+  local cb16="$small --target_device CSX --set model.mixed_precision=true"
+  cb16+=" --set model.fp16_type=cbfloat16 --set optimizer.loss_scaling_factor=dynamic"
+  cb16+=" --set optimizer.max_gradient_norm=1.0"
+  local clipped="$small --target_device CPU --set optimizer.max_gradient_norm=1.0"
+  local bert="$modelzoo/releases/Release_2.10.0/bert__bert_base_MSL128.yaml --fake_data"
+  bert+=" --max_steps 5 --set trainer.fit.train_dataloader.batch_size=16"
+  bert+=" --set trainer.init.loop.eval_steps=3 --set trainer.fit.val_dataloader.batch_size=16"
+  printf '%-44s %6s %10s %10s\n' "workload" "round" "samples/s" "peak MB"
+  for round in 1 2 3; do
+    for entry in "GPT-2 small cbfloat16, loss scaling, clipped|$cb16" \
+                 "GPT-2 small f32, clipped|$clipped" \
+                 "BERT base (2.10's file), batch 16|$bert"; do
+      local name args rate
+      IFS='|' read -r name args <<<"$entry"
+      rm -rf "$work/model_dir"
+      # shellcheck disable=SC2086
+      rate=$(/usr/bin/time -f "%M" -o "$work/rss" "$csrun" train $args --num_workers_per_csx 0 \
+        -o "$work/model_dir" 2>/dev/null | sed -n "/Train Device/p" | median_logged_rate %.3f)
+      printf '%-44s %6s %10s %10.0f\n' "$name" "$round" "$rate" \
+        "$(awk '{ print $1 / 1024 }' "$work/rss")"
+    done
+  done
+  rm -rf "$work"
+}
+
 echo "# csrun benchmarks, $(date -u +%Y-%m-%dT%H:%MZ) on $(nproc) cores: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)"
 for section in "${sections[@]}"; do
   case $section in
@@ -679,6 +717,7 @@ for section in "${sections[@]}"; do
     corpus) bench_corpus ;;
     csx) bench_csx ;;
     unet) bench_unet ;;
-    *) echo "bench.sh: unknown section '$section' (sections: validate, trace, compile, estimate, train, gpt2_small, csx, stream, ranks, checkpoint, corpus, unet)" >&2; exit 2 ;;
+    modelzoo) bench_modelzoo ;;
+    *) echo "bench.sh: unknown section '$section' (sections: validate, trace, compile, estimate, train, gpt2_small, csx, stream, ranks, checkpoint, corpus, unet, modelzoo)" >&2; exit 2 ;;
   esac
 done
