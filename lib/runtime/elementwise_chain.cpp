@@ -195,6 +195,7 @@ class ProgramBuilder {
           graph::op_name(task.node->op) + " to " + graph::dtype_name(task.out.dtype) +
           ") in registers, which compute only f32 arithmetic, comparisons, is_finite, logical_not "
           "and where, and casts between f32 and 16-bit floats or from booleans");
+    if (*code == ChainCode::narrow && only_stored(t)) return store_narrowed(t);
     ChainInstruction instruction;
     instruction.code = *code;
     if (*code == ChainCode::narrow) instruction.format = task.out.dtype;
@@ -211,6 +212,26 @@ class ProgramBuilder {
     for (graph::NodeId input : read) {
       if (last_reader_.at(input) == t && !kept_.contains(input)) free_.insert(reg_of_.at(input));
     }
+  }
+
+  // Whether node t's value is stored and no later node reads it, and what it reads is in a
+  // register of its own (not a whole operand read in place).
+  bool only_stored(std::size_t t) const {
+    graph::NodeId input = tasks_[t].node->inputs.front();
+    return tasks_[t].out.data != nullptr && !last_reader_.contains(nodes_[t]) &&
+           !direct_.contains(reg_of_.at(input));
+  }
+
+  // A cast to a 16-bit format that is only stored: the store rounds its operand's register, once,
+  // to the bits narrowing, widening and narrowing again would give. The register is kept to the
+  // end of the block.
+  void store_narrowed(std::size_t t) {
+    const NodeTask& task = tasks_[t];
+    graph::NodeId input = task.node->inputs.front();
+    std::int32_t reg = reg_of_[nodes_[t]] = reg_of_.at(input);
+    program_.stores.push_back({reg, task.out.data, task.out.dtype});
+    kept_.insert(input);
+    kept_.insert(nodes_[t]);
   }
 
   bool produced(graph::NodeId id) const {

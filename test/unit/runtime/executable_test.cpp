@@ -396,7 +396,7 @@ namespace {
 
 // A chain of every op a chain in registers computes, over `count` elements: f32 arithmetic with
 // whole and single operands, comparisons stored and read by `where`, a stored boolean read by
-// `where`, bfloat16 read, narrowed, stored and widened again.
+// `where`, 16-bit values read, narrowed, stored and widened again, or narrowed only to be stored.
 graph::Graph register_chain(std::int64_t count) {
   graph::Graph graph;
   graph::Tensor x(graph, graph.add_input("x", {{count}, DType::f32}));
@@ -423,6 +423,10 @@ graph::Graph register_chain(std::int64_t count) {
                                   .id());
   graph.add_output("greater", greater(e, x).id());
   graph.add_output("equal", where(equal(x, y), e, where(not_equal(e, y), x, y)).id());
+  // Casts nothing in the chain reads: only stored, rounded once by the store.
+  graph.add_output("stored_bf16", cast(e * x, DType::bf16).id());
+  graph.add_output("stored_f16", cast(e * 1e-7, DType::f16).id());
+  graph.add_output("stored_cb16", cast(e * x * 1e-9, DType::cb16).id());
   graph::Tensor infinite_where_equal = e / (y - x);  // the feeds make a third of x == y
   graph.add_output("not_finite",
                    (cast(logical_not(is_finite(infinite_where_equal)), DType::f32) + x).id());
