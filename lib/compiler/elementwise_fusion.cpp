@@ -15,12 +15,11 @@ bool fusible(const graph::Node& node) {
   return graph::op_class(node.op) == graph::OpClass::elementwise || node.op == OpKind::dropout;
 }
 
-// A sum of an f32 value over every axis, to f32: the kernel that computes the value can take it
-// a chunk at a time as it goes, so the value need not be stored for it.
-bool full_f32_sum(const graph::Graph& graph, const graph::Node& node) {
-  return node.op == OpKind::reduce_sum && graph::element_count(node.type.shape) == 1 &&
-         node.type.dtype == graph::DType::f32 &&
-         graph.node(node.inputs.front()).type.dtype == graph::DType::f32;
+// A sum the kernel that computes its operand can take a chunk at a time as it goes, so the
+// operand need not be stored for it.
+bool chain_can_sum(const graph::Graph& graph, const graph::Node& node) {
+  return !node.inputs.empty() && chain_sums(node.op, graph.node(node.inputs.front()).type.dtype,
+                                            node.type.dtype, graph::element_count(node.type.shape));
 }
 
 }  // namespace
@@ -49,7 +48,7 @@ std::size_t fuse_elementwise(Program& program) {
     auto id = static_cast<NodeId>(i);
     const graph::Node& node = graph.node(id);
     if (groups.group_of(id) >= 0 || groups.is_static(id)) continue;
-    if (full_f32_sum(graph, node)) {
+    if (chain_can_sum(graph, node)) {
       std::int32_t group = groups.group_of(node.inputs.front());
       if (group >= 0 && groups.pattern(group) == "elementwise" &&
           groups.size(group) < kMaxElementwiseFusion && groups.can_join(group, id)) {

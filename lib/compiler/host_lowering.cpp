@@ -154,8 +154,8 @@ class HostLowering {
   bool sums_chain_value(const HostStep& step, const std::vector<NodeId>& chain) const {
     if (step.kind != HostStepKind::node) return false;
     const graph::Node& node = graph_.node(step.nodes.front());
-    if (node.op != OpKind::reduce_sum || graph::element_count(node.type.shape) != 1 ||
-        node.type.dtype != DType::f32 || type(node.inputs.front()).dtype != DType::f32)
+    if (node.inputs.empty() || !chain_sums(node.op, type(node.inputs.front()).dtype,
+                                           node.type.dtype, graph::element_count(node.type.shape)))
       return false;
     return std::find(chain.begin(), chain.end(), node.inputs.front()) != chain.end();
   }

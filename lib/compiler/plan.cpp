@@ -20,6 +20,12 @@ const char* execution_mode_name(ExecutionMode mode) {
   return "?";
 }
 
+bool chain_sums(graph::OpKind op, graph::DType operand, graph::DType result,
+                std::int64_t result_count) {
+  return op == graph::OpKind::reduce_sum && result_count == 1 && operand == graph::DType::f32 &&
+         result == graph::DType::f32;
+}
+
 bool computes_in_registers(graph::OpKind op, std::span<const graph::DType> operands,
                            graph::DType result) {
   using graph::DType;

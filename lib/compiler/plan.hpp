@@ -112,6 +112,12 @@ const char* host_step_kind_name(HostStepKind kind);  // "node", "gemm", "chain"
 bool computes_in_registers(graph::OpKind op, std::span<const graph::DType> operands,
                            graph::DType result);
 
+// Whether a chain can take `op` of an `operand` value to `result` as it computes the value
+// (HostStep::sums): a reduce_sum over every axis (`result_count` 1) of an f32 value, to f32. What
+// fuse-elementwise groups, lower-host folds and the runtime's chains take.
+bool chain_sums(graph::OpKind op, graph::DType operand, graph::DType result,
+                std::int64_t result_count);
+
 struct HostStep {
   HostStepKind kind = HostStepKind::node;
   std::int32_t kernel = -1;          // in Plan::kernels

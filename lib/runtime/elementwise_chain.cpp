@@ -346,9 +346,8 @@ void ElementwiseChain::check_sums(std::span<const graph::NodeId> nodes) {
   for (const NodeTask& sum : sums_) {
     graph::NodeId operand = sum.node->inputs.front();
     auto found = std::find(nodes.begin(), nodes.end(), operand);
-    bool full = sum.node->op == graph::OpKind::reduce_sum && sum.out.count == 1;
-    if (found == nodes.end() || !full || sum.in.front().dtype != DType::f32 ||
-        sum.out.dtype != DType::f32)
+    if (found == nodes.end() ||
+        !compiler::chain_sums(sum.node->op, sum.in.front().dtype, sum.out.dtype, sum.out.count))
       throw std::invalid_argument("a chain sums %" + std::to_string(operand) +
                                   ": a chain's sums are f32 reduce_sum nodes over every axis of "
                                   "an f32 value it computes");
@@ -459,9 +458,8 @@ void ElementwiseChain::run_chunks(std::int64_t first, std::int64_t last,
       kernels_->run_elementwise(part);
     }
     for (std::size_t s = 0; s < sums_.size(); ++s) {
-      ChunkSum sum(length);
-      sum.add(0, chunk[summed_[s]].out.f32(), length);
-      chunk_sums_[static_cast<std::size_t>(index) * sums_.size() + s] = sum.total();
+      chunk_sums_[static_cast<std::size_t>(index) * sums_.size() + s] =
+          chunk_sum(chunk[summed_[s]].out.f32(), length, 0);
     }
   }
 }

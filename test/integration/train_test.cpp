@@ -114,7 +114,8 @@ TEST_CASE("a damaged checkpoint stops eval with the file named") {
   CHECK(eval.err.find("checkpoint_5.mdl is not an HDF5 file") != std::string::npos);
 }
 
-TEST_CASE("eval runs the eval step alone: a training batch this host cannot hold does not stop it") {
+TEST_CASE(
+    "eval runs the eval step alone: a training batch this host cannot hold does not stop it") {
   csrun::test::TempDir dir;
   std::string params = dir.write("p.yaml", kRun);
   auto with_huge_batch = [&](const std::string& command) {
