@@ -20,6 +20,8 @@ PassManager standard_passes(const PrecisionPolicy& precision) {
   manager.add({"schedule-updates", "each parameter's update as soon as its gradient is ready",
                schedule_updates});
   manager.add(
+      {"recompute", "cheap values recomputed where a later kernel reads them", recompute_values});
+  manager.add(
       {"fuse-matmul", "matmuls with their operand loads, bias, cast and activation", fuse_matmuls});
   manager.add(
       {"fuse-elementwise", "chains of elementwise ops into single passes", fuse_elementwise});

@@ -63,6 +63,13 @@ std::size_t sink_casts(Program& program);
 // gradient's memory is free for the rest of the backward pass. Other nodes keep their order.
 std::size_t schedule_updates(Program& program);
 
+// Recomputes, for an elementwise reader that cannot share a kernel with the one computing it, an
+// f32 value that a few elementwise nodes make from a value stored anyway (a 16-bit product widened,
+// divided by the loss scale, chosen against zero by dynamic loss scaling's verdict), instead of
+// storing it: a gradient the update reads after the whole backward pass stays in 16 bits until
+// then. Returns the nodes added.
+std::size_t recompute_values(Program& program);
+
 // Groups each matmul with its operand prologue (a transpose of the last two axes, a cast) and its
 // epilogue (bias add, reshape, cast, activation) into one "matmul" fusion.
 std::size_t fuse_matmuls(Program& program);

@@ -512,6 +512,96 @@ TEST_CASE("schedule-updates moves an update to follow its gradient, still updati
   }
 }
 
+namespace {
+
+// A step with dynamic loss scaling's shape: a weight's gradient, a 16-bit product, is widened and
+// unscaled, every gradient is checked for non-finite values, and the update takes the gradient
+// only when every check passed (`checked`), else the plain one.
+struct LossScaledStep {
+  Graph graph;
+  NodeId gradient16 = -1;
+  NodeId unscaled = -1;
+
+  explicit LossScaledStep(bool checked) {
+    Tensor x(graph, graph.add_input("x", {{4, 8}, DType::f32}));
+    Tensor w(graph, graph.add_variable("w", {{8, 16}, DType::f32}, VariableRole::parameter, {}));
+    Tensor scale(graph, graph.add_variable("scale", {{}, DType::f32}, VariableRole::statistic, {}));
+    Tensor hidden = tanh(matmul(x, w));
+    graph.add_output("loss", sum(hidden, {0, 1}).id());
+    graph.set_phase(Phase::backward);
+    Tensor gradient = cast(matmul(transpose(x, {1, 0}), hidden), DType::cb16);
+    Tensor widened = cast(gradient, DType::f32) / scale;
+    gradient16 = gradient.id();
+    unscaled = widened.id();
+    graph.set_phase(Phase::update);
+    Tensor bad = sum(cast(logical_not(is_finite(widened)), DType::f32), {0, 1});
+    Tensor chosen = checked ? where(equal(bad, 0.0), widened, 0.0) : widened;
+    graph.set_update("w", (w - 0.1 * chosen).id());
+    graph.add_output("bad", bad.id());
+  }
+};
+
+const compiler::Fusion* fusion_of(const Program& program, NodeId id) {
+  for (const compiler::Fusion& fusion : program.fusions) {
+    if (std::find(fusion.nodes.begin(), fusion.nodes.end(), id) != fusion.nodes.end())
+      return &fusion;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+TEST_CASE("recompute: an update waiting for every gradient's check widens the 16-bit gradient") {
+  LossScaledStep step(true);
+  Program program{step.graph, {}};
+  CHECK(compiler::recompute_values(program) == 2);  // the widening and the division
+  const Graph& recomputed = program.graph;
+  INFO(recomputed.to_text());
+  NodeId update = -1;
+  for (const NamedNode& named : recomputed.updates())
+    update = named.node;
+  NodeId chosen = recomputed.node(update).inputs[1];  // 0.1 * where(...)
+  NodeId where_node = recomputed.node(chosen).inputs[1];
+  REQUIRE(recomputed.node(where_node).op == OpKind::where);
+  NodeId again = recomputed.node(where_node).inputs[1];
+  CHECK(again != step.unscaled);
+  CHECK(recomputed.node(again).op == OpKind::div);
+  NodeId widened_again = recomputed.node(again).inputs[0];
+  CHECK(recomputed.node(widened_again).op == OpKind::cast);
+  CHECK(recomputed.node(widened_again).inputs[0] == step.gradient16);
+  CHECK(widened_again == where_node - 2);  // just before its reader
+
+  // The same loss, check and new weight, bit for bit.
+  std::vector<NodeId> fetch{update, *recomputed.find_output("bad")};
+  std::vector<NodeId> fetch_before{step.graph.updates().front().node,
+                                   *step.graph.find_output("bad")};
+  Feeds feeds = test::sample_feeds(step.graph);
+  std::vector<HostTensor> after = evaluate_reference(recomputed, feeds, fetch);
+  std::vector<HostTensor> before = evaluate_reference(step.graph, feeds, fetch_before);
+  CHECK(after[0].values == before[0].values);
+  CHECK(after[1].values == before[1].values);
+  CHECK(compiler::recompute_values(program) == 0);
+
+  // The check's kernel keeps the unscaled gradient in registers: only the update reads the
+  // gradient again, from the 16-bit product, in its own kernel.
+  CHECK(compiler::fuse_elementwise(program) > 0);
+  const compiler::Fusion* check = fusion_of(program, step.unscaled);
+  REQUIRE(check != nullptr);
+  CHECK(fusion_of(program, again) == fusion_of(program, where_node));
+  CHECK(fusion_of(program, again) != check);
+  for (NodeId reader = 0; reader < static_cast<NodeId>(recomputed.size()); ++reader) {
+    const std::vector<NodeId>& inputs = recomputed.node(reader).inputs;
+    if (std::find(inputs.begin(), inputs.end(), step.unscaled) != inputs.end())
+      CHECK(fusion_of(program, reader) == check);
+  }
+}
+
+TEST_CASE("recompute: a value its reader can share a kernel with is not computed twice") {
+  LossScaledStep step(false);  // the update reads the gradient without waiting for the check
+  Program program{step.graph, {}};
+  CHECK(compiler::recompute_values(program) == 0);
+}
+
 TEST_CASE("elementwise fusion makes one kernel of the groups a node combines") {
   Fixture f;
   Tensor m(f.graph, f.graph.add_input("m", {{4, 8}, DType::f32}));
