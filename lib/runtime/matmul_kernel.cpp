@@ -5,6 +5,7 @@
 #include <bit>
 #include <type_traits>
 
+#include "half_precision.hpp"
 #include "kernel_families.hpp"
 #if CSRUN_ONEDNN_GEMM
 #include "onednn_gemm.hpp"
@@ -30,6 +31,15 @@ GemmShape gemm_shape(const NodeTask& task) {
   return {out.dim(out.rank - 2), out.dim(out.rank - 1), a.dim(contracted_axis)};
 }
 
+// A 16-bit operand or result that an f32 product converts a tile at a time, next to the GEMM
+// call that reads or wrote the tile, while it is still in the core's cache.
+struct HalfTiles {
+  const std::uint16_t* a = nullptr;  // a's 16-bit values, widened into Product::a per tile
+  graph::DType a_dtype = graph::DType::f32;
+  std::uint16_t* out = nullptr;  // rounded from Product::out per tile
+  graph::DType out_dtype = graph::DType::f32;
+};
+
 // One row-major product out = addend + op(a) * op(b), its operands as the GEMM reads them: f32,
 // or bfloat16 in a kernel set that multiplies bfloat16 in hardware (onednn_gemm.hpp), which may
 // also round the result to bfloat16 itself (out_bf16 instead of out).
@@ -43,6 +53,7 @@ struct Product {
   float* out;
   std::uint16_t* out_bf16;
   GemmShape shape;
+  HalfTiles half;
 };
 
 // Rows [first_row, first_row + rows) and columns [first_column, first_column + columns) of a
@@ -119,12 +130,43 @@ void multiply_tile(const Product<std::uint16_t>& product, Tile tile) {
 constexpr bool kHardwareBf16 = false;
 #endif
 
+// Widens the rows of a 16-bit `a` that `tile` reads into the f32 copy the GEMM reads, in place:
+// a row of op(a) is a row of `a` as stored, or, transposed, a column of it.
+void widen_tile_rows(const Product<float>& product, Tile tile) {
+  auto [m, n, k] = product.shape;
+  auto* widened = const_cast<float*>(product.a);
+  if (!product.a_transposed) {
+    std::int64_t first = tile.first_row * k;
+    widen_from_half(product.half.a + first, widened + first, tile.rows * k, product.half.a_dtype);
+    return;
+  }
+  for (std::int64_t row = 0; row < k; ++row) {
+    std::int64_t first = row * m + tile.first_row;
+    widen_from_half(product.half.a + first, widened + first, tile.rows, product.half.a_dtype);
+  }
+}
+
+void round_tile(const Product<float>& product, Tile tile) {
+  std::int64_t n = product.shape.n;
+  for (std::int64_t row = tile.first_row; row < tile.first_row + tile.rows; ++row) {
+    std::int64_t first = row * n + tile.first_column;
+    narrow_to_half(product.out + first, product.half.out + first, tile.columns,
+                   product.half.out_dtype);
+  }
+}
+
 void multiply_tile(const Product<float>& product, Tile tile) {
+  if (product.half.a != nullptr) widen_tile_rows(product, tile);
 #if CSRUN_ONEDNN_GEMM
-  if (f32_through_onednn(product.shape, {product.a_transposed, product.b_transposed}))
-    return multiply_onednn(product, tile);
-#endif
+  if (f32_through_onednn(product.shape, {product.a_transposed, product.b_transposed})) {
+    multiply_onednn(product, tile);
+  } else {
+    multiply_sgemm(product, tile);
+  }
+#else
   multiply_sgemm(product, tile);
+#endif
+  if (product.half.out != nullptr) round_tile(product, tile);
 }
 
 // Below this many multiply-adds a product is one tile: waking the team costs more.
@@ -297,12 +339,14 @@ namespace {
 // cores, so the bits are the same.
 template <class Element>
 void run_products(const NodeTask& task, const Element* a_data, const Element* b_data, float* c_data,
-                  std::uint16_t* c_bf16 = nullptr) {
+                  std::uint16_t* c_bf16 = nullptr, HalfTiles half = {}) {
   const TensorRef& out = task.out;
   GemmShape shape = gemm_shape(task);
   auto [m, n, k] = shape;
   std::int64_t batches = product_count(task, shape);
   auto product = [&](std::int64_t batch) {
+    HalfTiles converted = half;
+    if (converted.out != nullptr) converted.out += batch * m * n;
     return Product<Element>{a_data + batch_offset(batch, out, task.in[0]) * m * k,
                             task.transposed[0],
                             b_data + batch_offset(batch, out, task.in[1]) * k * n,
@@ -310,7 +354,8 @@ void run_products(const NodeTask& task, const Element* a_data, const Element* b_
                             task.addend.f32(),
                             c_data == nullptr ? nullptr : c_data + batch * m * n,
                             c_bf16 == nullptr ? nullptr : c_bf16 + batch * m * n,
-                            shape};
+                            shape,
+                            converted};
   };
   if (batches == 1) {
     multiply(product(0), task.team);
@@ -334,27 +379,43 @@ void run_products(const NodeTask& task, const Element* a_data, const Element* b_
 void run_matmul(NodeTask& task) {
   const TensorRef& out = task.out;
   float* scratch = task.scratch ? task.scratch->data : nullptr;
-  // A 16-bit result is computed in f32, after any widened operands in scratch, then rounded.
-  float* c_data = nullptr;
-  bool multiplied = false;
 #if CSRUN_ONEDNN_GEMM
   if (writes_bf16(task)) {
     run_products(task, task.in[0].half(), task.in[1].half(), nullptr, out.half());
     return;
   }
   if (multiplies_bf16(task)) {
-    c_data = out.dtype == DType::f32 ? out.f32() : scratch;
+    // A 16-bit result is computed in f32 in scratch, then rounded.
+    float* c_data = out.dtype == DType::f32 ? out.f32() : scratch;
     run_products(task, task.in[0].half(), task.in[1].half(), c_data);
-    multiplied = true;
+    if (out.dtype != DType::f32)
+      narrow_on_team(task.team, c_data, out.half(), out.count, out.dtype);
+    return;
   }
 #endif
-  if (!multiplied) {
-    const float* a_data = as_f32(task.in[0], scratch, task.team);
-    const float* b_data = as_f32(task.in[1], scratch, task.team);
-    c_data = out.dtype == DType::f32 ? out.f32() : scratch;
-    run_products(task, a_data, b_data, c_data);
+  // In f32: 16-bit operands widened into scratch, a 16-bit result computed there and rounded.
+  // The rows of the left operand a tile reads, and the tile's result, are converted by the core
+  // that multiplies the tile, next to its GEMM call; the rest is widened across the team first.
+  HalfTiles half;
+  const TensorRef& a = task.in[0];
+  GemmShape shape = gemm_shape(task);
+  const float* a_data = nullptr;
+  if (is_half(a.dtype) && product_count(task, shape) == 1 && tiling(shape).column_blocks == 1) {
+    half.a = a.half();
+    half.a_dtype = a.dtype;
+    a_data = scratch;
+    scratch += a.count;
+  } else {
+    a_data = as_f32(a, scratch, task.team);
   }
-  if (out.dtype != DType::f32) narrow_on_team(task.team, c_data, out.half(), out.count, out.dtype);
+  const float* b_data = as_f32(task.in[1], scratch, task.team);
+  float* c_data = out.f32();
+  if (out.dtype != DType::f32) {
+    c_data = scratch;
+    half.out = out.half();
+    half.out_dtype = out.dtype;
+  }
+  run_products(task, a_data, b_data, c_data, nullptr, half);
 }
 
 }  // namespace csrun::runtime

@@ -303,21 +303,32 @@ void check_products(const std::vector<std::string_view>& sets, DType operands) {
       {"a sum of more terms than oneDNN's f32 kernels take", {130, 4100}, {4100, 24}},
       {"a right-hand operand larger than oneDNN's f32 kernels take", {130, 1030}, {1030, 1020}},
   };
+  // bfloat16 values, held in the operands' type (exactly but for a few tiny float16 ones).
+  auto values = [&](const graph::Shape& shape, std::uint32_t seed) {
+    std::vector<double> held = bf16_values(graph::element_count(shape), seed);
+    if (operands == DType::f32) return held;
+    for (double& value : held) {
+      auto rounded = static_cast<float>(value);
+      value = runtime::widen_from_half(runtime::narrow_to_half(rounded, operands), operands);
+    }
+    return held;
+  };
   for (const ProductCase& c : cases) {
-    // A product's result is f32 or its operands' dtype.
-    if (c.result != DType::f32 && c.result != operands) continue;
+    // A product's result is f32 or its operands' 16-bit type.
+    if (c.result != DType::f32 && operands == DType::f32) continue;
+    DType result = c.result == DType::f32 ? DType::f32 : operands;
     graph::Graph graph;
     graph::Tensor a(graph, graph.add_input("a", {c.a, operands}));
     graph::Tensor b(graph, graph.add_input("b", {c.b, operands}));
     graph::Attributes attrs;
-    attrs.dtype = c.result;
+    attrs.dtype = result;
     graph::NodeId product = graph.add(graph::OpKind::matmul,
                                       {(c.transpose_a ? graph::swap_last_axes(a) : a).id(),
                                        (c.transpose_b ? graph::swap_last_axes(b) : b).id()},
                                       std::move(attrs));
     graph::Shape out_shape = graph.node(product).type.shape;
-    graph::Feeds feeds{{"a", {c.a, operands, bf16_values(graph::element_count(c.a), 1)}},
-                       {"b", {c.b, operands, bf16_values(graph::element_count(c.b), 2)}}};
+    graph::Feeds feeds{{"a", {c.a, operands, values(c.a, 1)}},
+                       {"b", {c.b, operands, values(c.b, 2)}}};
     if (c.bias) {
       graph::Shape bias_shape{out_shape.back()};
       graph::Tensor bias(graph, graph.add_input("bias", {bias_shape, DType::f32}));
@@ -339,7 +350,7 @@ void check_products(const std::vector<std::string_view>& sets, DType operands) {
       for (std::size_t e = 0; e < actual.size(); ++e) {
         double bound =
             static_cast<double>(k) * (std::ldexp(exact.magnitudes[e], -23) + std::ldexp(1.0, -126));
-        if (c.result == DType::bf16) bound += std::ldexp(std::fabs(exact.values[e]), -8);
+        if (result != DType::f32) bound += std::ldexp(std::fabs(exact.values[e]), -8);
         outside += std::fabs(actual[e] - exact.values[e]) > bound;
       }
       CHECK(outside == 0);
@@ -348,8 +359,7 @@ void check_products(const std::vector<std::string_view>& sets, DType operands) {
       CHECK(executable.scratch_bytes() <= plan.scratch.bytes() + 2 * compiler::kBufferAlignment);
       // A set that multiplies bfloat16 in hardware rounds a bfloat16 result in its GEMM: no f32
       // copy of it, no widened operands.
-      if ((name == "amx" || name == "avx512bf16") && operands == DType::bf16 &&
-          c.result == DType::bf16) {
+      if ((name == "amx" || name == "avx512bf16") && result == DType::bf16) {
         CHECK(executable.scratch_bytes() <
               static_cast<std::int64_t>(exact.values.size() * sizeof(std::uint16_t)));
       }
@@ -365,6 +375,14 @@ TEST_CASE("bfloat16 products are the exact products summed in f32 on every kerne
 TEST_CASE(
     "f32 products are the products summed in f32 on every kernel set, through oneDNN or sgemm") {
   check_products(runtime::runnable_kernel_sets(), DType::f32);
+}
+
+TEST_CASE(
+    "cbfloat16 and float16 products are the exact products summed in f32 on every kernel set") {
+  // No set multiplies them in hardware: each widens the left operand's rows and rounds the
+  // result a tile at a time, next to the tile's GEMM call.
+  check_products(runtime::runnable_kernel_sets(), DType::cb16);
+  check_products(runtime::runnable_kernel_sets(), DType::f16);
 }
 
 namespace {
