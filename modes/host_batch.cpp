@@ -149,8 +149,16 @@ HostBatch plan_host_batch(const config::TrainerSpec& trainer, const TraceSummary
                          async_checkpoint);
 }
 
-HostBatch plan_host_eval_batch(const compiler::Plan& eval, double beside_bytes) {
+HostBatch plan_host_eval_batch(const compiler::Plan& eval, double beside_bytes,
+                               const compiler::Plan* training) {
   StepMemory step(eval);
+  if (training != nullptr) {
+    for (graph::NodeId variable : compiler::variables_read_from(eval, *training)) {
+      auto bytes = static_cast<double>(eval.graph.node(variable).type.byte_size());
+      step.total -= bytes;
+      step.fixed -= bytes;
+    }
+  }
   std::int64_t batch = std::max<std::int64_t>(eval.batch_size, 1);
   auto usable = static_cast<double>(storage::usable_memory_bytes());
   double budget = usable * kHostMemoryShare - beside_bytes;

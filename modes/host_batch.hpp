@@ -45,10 +45,12 @@ HostBatch plan_host_batch(const config::TrainerSpec& trainer, const TraceSummary
                           const compiler::Plan& fused, bool async_checkpoint);
 
 // How the eval step runs one system's eval batch (`eval` is its plan at that batch) on this
-// machine, beside `beside_bytes` that training holds in the same process: the whole batch at
+// machine, beside `beside_bytes` that training holds in the same process, its step reading the
+// variables it can where the training step (`training`, if any) keeps them: the whole batch at
 // once, or in host batches of the largest divisor of it that fits (its metrics then average
 // over them). Memory that cannot fit even one sample is left to the executable's own refusal.
-HostBatch plan_host_eval_batch(const compiler::Plan& eval, double beside_bytes);
+HostBatch plan_host_eval_batch(const compiler::Plan& eval, double beside_bytes,
+                               const compiler::Plan* training = nullptr);
 
 // Refuses (std::runtime_error, with the figures and what to lower) a run that needs more than this
 // machine's memory even in micro-steps of one sample.

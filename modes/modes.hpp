@@ -21,6 +21,9 @@ struct RunOptions {
   std::string sample_ledger;         // train, eval: record every sample consumed in this file
   std::string stream_listen;         // train, eval: wait for data workers at this endpoint
   bool async_checkpoint = false;     // train: write checkpoints while the next steps run
+  // --checkpoint_path: loaded instead of the checkpoint the params choose, whatever sections the
+  // params have (a trainer without a validate section still evaluates it).
+  std::string checkpoint_path;
   // The csrun binary local data workers run (`csrun worker`); empty (csrun's libraries used
   // from another program): the data is read in this process.
   std::string worker_binary;

@@ -73,7 +73,8 @@ void plan_eval(runner::RunSetup& setup, const CheckedTrainer& checked,
   models::CheckedModel model = model_reading(*checked.model, *setup.eval_loader);
   std::int64_t batch = setup.eval_loader->batch_size / trainer.backend.cluster.num_csx;
   setup.eval = eval_program(model, trainer, batch, options);
-  HostBatch host = plan_host_eval_batch(setup.eval->plan, beside_bytes);
+  const compiler::Plan* training = setup.train ? &setup.train->plan : nullptr;
+  HostBatch host = plan_host_eval_batch(setup.eval->plan, beside_bytes, training);
   if (host.micro_steps == 1) return;
   setup.eval = eval_program(model, trainer, host.micro_batch, options);
   setup.eval_host_batches = {host.micro_steps, host.reason};
@@ -123,6 +124,7 @@ runner::RunSetup setup_for(const CheckedRun& checked, const CheckedTrainer& trai
   setup.model_name = trainer_check.model->definition->name;
   setup.params_path = checked.run.params_path;
   setup.async_checkpoint = options.async_checkpoint;
+  setup.checkpoint_path = options.checkpoint_path;
   bool plan_is_training = planned.plan.step == compiler::StepKind::train;
   double training_bytes = 0.0;
   // csrun eval runs the eval step alone: the training step's plan (its batch, its memory) and its

@@ -202,6 +202,7 @@ class Subcommand {
     options.sample_ledger = line_.sample_ledger;
     options.stream_listen = line_.stream_listen;
     options.async_checkpoint = line_.async_checkpoint;
+    options.checkpoint_path = line_.checkpoint_path;
     options.worker_binary = this_binary();
     options.shown = logging_levels().at(uppercase(line_.logging));
     return options;

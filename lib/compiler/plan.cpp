@@ -68,4 +68,24 @@ bool computes_in_registers(graph::OpKind op, std::span<const graph::DType> opera
   }
 }
 
+std::vector<graph::NodeId> variables_read_from(const Plan& reader, const Plan& owner) {
+  const graph::Graph& graph = reader.graph;
+  auto kept_here = [&](const graph::Variable& variable) {
+    auto named = [&](const graph::NamedNode& update) { return update.name == variable.name; };
+    auto copies = [&](const graph::Variable& copy) { return copy.copy_of == variable.name; };
+    return variable.role == graph::VariableRole::half_copy ||
+           std::any_of(graph.updates().begin(), graph.updates().end(), named) ||
+           std::any_of(graph.variables().begin(), graph.variables().end(), copies);
+  };
+  std::vector<graph::NodeId> read;
+  for (const graph::Variable& variable : graph.variables()) {
+    const graph::Variable* theirs = owner.graph.find_variable(variable.name);
+    if (theirs == nullptr || kept_here(variable) ||
+        owner.graph.node(theirs->node).type != graph.node(variable.node).type)
+      continue;
+    read.push_back(variable.node);
+  }
+  return read;
+}
+
 }  // namespace csrun::compiler

@@ -163,4 +163,10 @@ struct Plan {
   friend bool operator==(const Plan&, const Plan&) = default;
 };
 
+// The variables of `reader` that its step can read where a step of `owner` keeps them instead of
+// holding a copy: the same name and type in both plans, and `reader` neither updates them nor
+// keeps a 16-bit copy of them (its step would not know when `owner` changes them). An eval step
+// beside the training step reads the weights so.
+std::vector<graph::NodeId> variables_read_from(const Plan& reader, const Plan& owner);
+
 }  // namespace csrun::compiler

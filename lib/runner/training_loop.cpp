@@ -148,7 +148,12 @@ struct TrainingLoop::State {
       micro_steps.emplace(Executable(micro.program.plan), micro.program.fields, micro.split,
                           micro.normalizer_fields, *train, setup.group);
     }
-    if (setup.eval) eval.emplace(setup.eval->plan);
+    // Beside a training step, the eval step reads the weights where the training step keeps them.
+    if (setup.eval && train) {
+      eval.emplace(setup.eval->plan, std::string_view{}, *train);
+    } else if (setup.eval) {
+      eval.emplace(setup.eval->plan);
+    }
     if (primary)
       storage::write_file_atomically(fs::path(log.directory()) / "trainer_params.yaml",
                                      config::to_yaml(settings.params));
@@ -375,9 +380,9 @@ struct TrainingLoop::State {
   // back after it, with the evaluation's results.
   void run_eval() {
     for (const graph::Variable& variable : eval->plan().graph.variables()) {
-      if (!train->plan().graph.find_variable(variable.name)) continue;
-      eval->write(eval->slot(variable.name),
-                  std::span<const double>(train->read(train->slot(variable.name))));
+      Executable::Slot slot = eval->slot(variable.name);
+      if (!train->plan().graph.find_variable(variable.name) || eval->borrowed(slot)) continue;
+      eval->write(slot, std::span<const double>(train->read(train->slot(variable.name))));
     }
     RunState training = run;
     if (!evaluate()) {
@@ -451,6 +456,8 @@ struct TrainingLoop::State {
 
   std::vector<EvalResult> validate(const std::vector<std::string>& paths) {
     if (!eval || !setup.eval_loader) throw std::logic_error("validate needs an eval step");
+    // It evaluates checkpoints, not the training step's weights: its eval step holds its own.
+    if (train) eval.emplace(setup.eval->plan);
     std::vector<std::optional<std::string>> targets(paths.begin(), paths.end());
     if (targets.empty()) targets.push_back(checkpoint_named(settings.validate_checkpoint));
     std::vector<EvalResult> results;

@@ -104,6 +104,7 @@ struct NamedValue {
   NodeId node = -1;
   TensorRef value;  // outputs that name a variable read its snapshot
   bool writable = false;
+  bool borrowed = false;  // a variable read where its owner keeps it
 };
 
 }  // namespace
@@ -119,6 +120,7 @@ struct Executable::State {
   TaskScratch task_scratch;
   std::vector<TensorRef> values;  // per node: where its value lives
   std::vector<bool> chunk_local;  // per node: whether its chain keeps it one chunk at a time
+  std::vector<bool> borrowed;     // per node: a variable read where its owner keeps it
   std::vector<StepWork> step;
   std::vector<Snapshot> snapshots;
   std::vector<Update> updates;
@@ -128,12 +130,14 @@ struct Executable::State {
   std::int64_t steps = 0;
   mutable ThreadTeam team{ThreadTeam::available_cores()};  // shared by the tasks, which run it
 
-  State(compiler::Plan source, const KernelSet& chosen) : plan(std::move(source)), kernels(chosen) {
+  State(compiler::Plan source, const KernelSet& chosen, const State* owner = nullptr)
+      : plan(std::move(source)), kernels(chosen) {
     check_memory_plan();
     check_fits_host();
     arena = AlignedBytes(plan.memory.peak_bytes);
     values.resize(plan.graph.size());
     bind_buffers();
+    if (owner != nullptr) borrow_variables(*owner);
     mark_chunk_local();
     bind_scratch();
     bind_updates();
@@ -184,6 +188,22 @@ struct Executable::State {
       std::int64_t offset = plan.memory.buffers[static_cast<std::size_t>(index)].offset;
       values[i] = tensor_at(arena.data() + offset, graph.nodes()[i].type, static_cast<NodeId>(i));
     }
+  }
+
+  // The variables read where `owner` keeps them: their buffers in this arena are never touched, so
+  // they take no memory.
+  void borrow_variables(const State& owner) {
+    borrowed.assign(plan.graph.size(), false);
+    for (NodeId id : compiler::variables_read_from(plan, owner.plan)) {
+      const std::string& name = plan.graph.leaf_name(id);
+      values[static_cast<std::size_t>(id)] =
+          owner.values[static_cast<std::size_t>(owner.plan.graph.find_variable(name)->node)];
+      borrowed[static_cast<std::size_t>(id)] = true;
+    }
+  }
+
+  bool is_borrowed(NodeId id) const {
+    return !borrowed.empty() && borrowed[static_cast<std::size_t>(id)];
   }
 
   // A chain's chunk-local values have no memory here (the chain keeps their chunks): the plan may
@@ -299,7 +319,8 @@ struct Executable::State {
 
   void add_name(const std::string& name, NodeId node, TensorRef value, bool writable) {
     slots.emplace(name, static_cast<Slot>(named.size()));
-    named.push_back(NamedValue{name, node, value, writable});
+    named.push_back(
+        NamedValue{name, node, value, writable && !is_borrowed(node), is_borrowed(node)});
   }
 
   void name_values() {
@@ -449,7 +470,12 @@ struct Executable::State {
     const NamedValue& target = value(slot);
     const std::string& name = target.name;
     if (!target.writable) {
-      // The only variables not written from outside are the 16-bit copies.
+      if (target.borrowed) {
+        throw std::invalid_argument("'" + name +
+                                    "' is read where the step that updates it keeps it; write it "
+                                    "there");
+      }
+      // The other variables not written from outside are the 16-bit copies.
       const graph::Variable* copy = plan.graph.find_variable(name);
       if (copy != nullptr) {
         throw std::invalid_argument("'" + name + "' is the 16-bit copy of '" + copy->copy_of +
@@ -473,6 +499,10 @@ struct Executable::State {
 
 Executable::Executable(compiler::Plan plan, std::string_view kernel_set_name)
     : state_(std::make_unique<State>(std::move(plan), kernel_set(kernel_set_name))) {}
+Executable::Executable(compiler::Plan plan, std::string_view kernel_set_name,
+                       const Executable& owner)
+    : state_(std::make_unique<State>(std::move(plan), kernel_set(kernel_set_name),
+                                     owner.state_.get())) {}
 Executable::~Executable() = default;
 Executable::Executable(Executable&&) noexcept = default;
 Executable& Executable::operator=(Executable&&) noexcept = default;
@@ -492,6 +522,10 @@ Executable::Slot Executable::slot(std::string_view name) const {
 
 const graph::TensorType& Executable::type(Slot slot) const {
   return state_->plan.graph.node(state_->value(slot).node).type;
+}
+
+bool Executable::borrowed(Slot slot) const {
+  return state_->value(slot).borrowed;
 }
 
 void Executable::write(Slot slot, std::span<const float> values) {

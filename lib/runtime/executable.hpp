@@ -23,6 +23,11 @@ class Executable {
   // is empty. Throws std::invalid_argument when the plan's memory plan does not fit its graph (a
   // damaged plan), a value has a rank the runtime does not support, or the set cannot run here.
   explicit Executable(compiler::Plan plan, std::string_view kernel_set = {});
+  // The same, reading the variables it may read where `owner` keeps them
+  // (compiler::variables_read_from) there instead of holding copies: an eval step beside the
+  // training step reads the weights the training step updates, without a copy or a copy's memory.
+  // Those variables are written through `owner` alone; `owner` must outlive this executable.
+  Executable(compiler::Plan plan, std::string_view kernel_set, const Executable& owner);
   ~Executable();
   Executable(Executable&&) noexcept;
   Executable& operator=(Executable&&) noexcept;
@@ -33,6 +38,8 @@ class Executable {
   // The slot of an input, variable or output; throws std::invalid_argument for another name.
   Slot slot(std::string_view name) const;
   const graph::TensorType& type(Slot slot) const;
+  // Whether a variable is read where its owner (the constructor's `owner`) keeps it.
+  bool borrowed(Slot slot) const;
 
   // Writes an input or variable, converting to its dtype (16-bit floats round to nearest even).
   // The element count must be the value's; throws std::invalid_argument naming it otherwise. A

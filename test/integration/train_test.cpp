@@ -386,6 +386,49 @@ TEST_CASE("a resumed run and an evaluation hold no copy of the checkpoint they r
   CHECK(evaluated < fresh - checkpoint_bytes / 3);
 }
 
+// docs/running.md: the eval step beside training reads the weights where the training step keeps
+// them, so evaluating inside fit holds no copy of them and evaluates the weights just trained.
+TEST_CASE("evaluating inside training holds no copy of the weights and reads the trained ones") {
+  csrun::test::TempDir dir;
+  // 20M weights: 80 MB, far above the noise of a peak RSS.
+  std::string params = dir.write("params.yaml", R"(trainer:
+  init:
+    device: CPU
+    model: {name: fc_mnist, hidden_sizes: [4096, 4096]}
+    optimizer: {Adam: {lr: 0.001}}
+    loop: {max_steps: 2, eval_steps: 1}
+    checkpoint: {steps: 2}
+  fit:
+    train_dataloader: {data_processor: MNISTDataProcessor, batch_size: 8}
+    val_dataloader: {data_processor: MNISTDataProcessor, batch_size: 8}
+)");
+  auto csrun = [&](const std::string& model, std::vector<std::string> arguments) {
+    arguments.insert(arguments.end(), {params, "--fake_data", "-o", (dir.path() / model).string()});
+    auto run = run_csrun(arguments);
+    INFO(run.out << run.err);
+    REQUIRE(run.exit_code == 0);
+    return run;
+  };
+  auto trained = csrun("plain", {"train", "--set", "trainer.fit.val_dataloader=null"});
+  auto evaluating = csrun("evaluating", {"train", "--set", "trainer.init.loop.eval_frequency=1"});
+  std::int64_t weights_bytes = 4 * (784 * 4096 + 4096 * 4096 + 4096 * 10);
+  INFO("peak RSS: without evaluation " << trained.peak_rss_kib << " KiB, evaluating "
+                                       << evaluating.peak_rss_kib << " KiB");
+  CHECK(evaluating.peak_rss_kib * 1024 < trained.peak_rss_kib * 1024 + weights_bytes / 2);
+
+  // The evaluation after the last step, of the weights checkpointed there: what csrun eval gives
+  // for that checkpoint (--checkpoint_path from another model_dir, the params without a validate
+  // section: the flag once went nowhere and the random initial weights were evaluated).
+  auto average = [](const std::string& log) {
+    std::size_t at = log.rfind("Avg Eval Loss: ");
+    REQUIRE(at != std::string::npos);
+    return log.substr(at, log.find('\n', at) - at);
+  };
+  std::string checkpoint = (dir.path() / "evaluating" / "checkpoint_2.mdl").string();
+  auto evaluated = csrun("evaluated", {"eval", "--checkpoint_path", checkpoint});
+  CHECK(average(evaluating.out + evaluating.err) == average(evaluated.out + evaluated.err));
+}
+
 // A run's bits depend on its config and seed, not on the cores it runs on: products split into
 // row blocks by their shape alone (docs/numerics.md), so one core and all of them agree, and so
 // do MPI ranks bound to one core each.

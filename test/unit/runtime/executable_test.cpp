@@ -697,3 +697,80 @@ TEST_CASE("a plan keeping values per chunk that others read, or that its chain l
   split.host_steps.push_back(last);
   CHECK_THROWS_WITH(Executable(split), Catch::Contains("which the plan keeps only per chunk"));
 }
+
+namespace {
+
+// A training-like step: y = sum(x w + b), w and b updated, and `counter` of another type in the
+// reader. The reader evaluates y = sum(x w + b) from the same variables, its own `steps` updated.
+graph::Graph owner_step() {
+  graph::Graph graph;
+  graph::Tensor x(graph, graph.add_input("x", {{4, 8}, DType::f32}));
+  graph::Tensor w(
+      graph, graph.add_variable("w", {{8, 8}, DType::f32}, graph::VariableRole::parameter, {}));
+  graph::Tensor b(graph,
+                  graph.add_variable("b", {{8}, DType::f32}, graph::VariableRole::parameter, {}));
+  graph::Tensor counter(
+      graph, graph.add_variable("counter", {{}, DType::f32}, graph::VariableRole::statistic, {}));
+  graph.add_output("y", sum(matmul(x, w) + b, {0, 1}).id());
+  graph.set_phase(graph::Phase::update);
+  graph.set_update("w", (w * 0.5).id());
+  graph.set_update("b", (b + 1.0).id());
+  graph.set_update("counter", (counter + 1.0).id());
+  return graph;
+}
+
+graph::Graph reader_step() {
+  graph::Graph graph;
+  graph::Tensor x(graph, graph.add_input("x", {{4, 8}, DType::f32}));
+  graph::Tensor w(
+      graph, graph.add_variable("w", {{8, 8}, DType::f32}, graph::VariableRole::parameter, {}));
+  graph::Tensor b(graph,
+                  graph.add_variable("b", {{8}, DType::f32}, graph::VariableRole::parameter, {}));
+  graph::Tensor counter(
+      graph, graph.add_variable("counter", {{}, DType::i32}, graph::VariableRole::statistic, {}));
+  graph::Tensor steps(
+      graph, graph.add_variable("steps", {{}, DType::f32}, graph::VariableRole::statistic, {}));
+  graph.add_output("y", sum(matmul(x, w) + b, {0, 1}).id());
+  graph.add_output("counted", cast(counter, DType::f32).id());
+  graph.set_phase(graph::Phase::update);
+  graph.set_update("steps", (steps + 1.0).id());
+  return graph;
+}
+
+}  // namespace
+
+TEST_CASE("a step reads the variables it shares with its owner where the owner keeps them") {
+  compiler::Plan owner_plan = test::compiled_plan(owner_step(), 4);
+  compiler::Plan reader_plan = test::compiled_plan(reader_step(), 4);
+  std::vector<graph::NodeId> read = compiler::variables_read_from(reader_plan, owner_plan);
+  auto node_of = [&](const char* name) { return reader_plan.graph.find_variable(name)->node; };
+  // Not `counter` (another type) nor `steps` (the reader updates it; the owner has none).
+  CHECK(read == std::vector<graph::NodeId>{node_of("w"), node_of("b")});
+
+  Executable owner(owner_plan);
+  Executable reader(reader_plan, {}, owner);
+  graph::Feeds feeds = test::sample_feeds(owner_plan.graph);
+  test::feed(owner, feeds);
+  reader.write(reader.slot("x"), std::span<const double>(feeds.at("x").values));
+  CHECK(reader.borrowed(reader.slot("w")));
+  CHECK(reader.borrowed(reader.slot("b")));
+  CHECK_FALSE(reader.borrowed(reader.slot("counter")));
+  CHECK_FALSE(reader.borrowed(reader.slot("steps")));
+  CHECK_FALSE(reader.borrowed(reader.slot("x")));
+
+  // The reader sees the owner's values as the owner's steps update them, without a copy.
+  for (int step = 0; step < 3; ++step) {
+    owner.run();  // y of the weights before the update, then w halved and b + 1
+    reader.run();
+    Executable check(owner_plan);
+    test::feed(check, feeds);
+    check.write(check.slot("w"), std::span<const double>(owner.read(owner.slot("w"))));
+    check.write(check.slot("b"), std::span<const double>(owner.read(owner.slot("b"))));
+    check.run();
+    CHECK(reader.scalar(reader.slot("y")) == check.scalar(check.slot("y")));
+  }
+  std::vector<float> weights(64, 1.0f);
+  CHECK_THROWS_WITH(reader.write(reader.slot("w"), weights),
+                    Catch::Contains("'w' is read where the step that updates it keeps it"));
+  reader.write(reader.slot("steps"), std::span<const float>(weights.data(), 1));
+}
