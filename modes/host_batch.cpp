@@ -153,11 +153,9 @@ HostBatch plan_host_eval_batch(const compiler::Plan& eval, double beside_bytes,
                                const compiler::Plan* training) {
   StepMemory step(eval);
   if (training != nullptr) {
-    for (graph::NodeId variable : compiler::variables_read_from(eval, *training)) {
-      auto bytes = static_cast<double>(eval.graph.node(variable).type.byte_size());
-      step.total -= bytes;
-      step.fixed -= bytes;
-    }
+    auto borrowed = static_cast<double>(compiler::bytes_read_from(eval, *training));
+    step.total -= borrowed;
+    step.fixed -= borrowed;
   }
   std::int64_t batch = std::max<std::int64_t>(eval.batch_size, 1);
   auto usable = static_cast<double>(storage::usable_memory_bytes());

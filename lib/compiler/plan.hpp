@@ -168,5 +168,7 @@ struct Plan {
 // keeps a 16-bit copy of them (its step would not know when `owner` changes them). An eval step
 // beside the training step reads the weights so.
 std::vector<graph::NodeId> variables_read_from(const Plan& reader, const Plan& owner);
+// Their bytes: what a step of `reader` beside one of `owner` does not hold itself.
+std::int64_t bytes_read_from(const Plan& reader, const Plan& owner);
 
 }  // namespace csrun::compiler

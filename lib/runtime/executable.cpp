@@ -133,7 +133,7 @@ struct Executable::State {
   State(compiler::Plan source, const KernelSet& chosen, const State* owner = nullptr)
       : plan(std::move(source)), kernels(chosen) {
     check_memory_plan();
-    check_fits_host();
+    check_fits_host(owner);
     arena = AlignedBytes(plan.memory.peak_bytes);
     values.resize(plan.graph.size());
     bind_buffers();
@@ -148,9 +148,11 @@ struct Executable::State {
   }
 
   // Refused with the figures before allocating, not an allocation failure (or the kernel's OOM
-  // killer) once the arena is in use.
-  void check_fits_host() const {
+  // killer) once the arena is in use. Variables read where an owner keeps them take nothing here.
+  void check_fits_host(const State* owner) const {
     auto needed = static_cast<double>(compiler::step_host_bytes(plan));
+    if (owner != nullptr)
+      needed -= static_cast<double>(compiler::bytes_read_from(plan, owner->plan));
     if (!storage::exceeds_usable_memory(needed)) return;
     std::string lower = plan.batch_size > 1 ? "the batch size or the sequence length"
                                             : "the sequence length: one sample does not fit";
