@@ -351,21 +351,32 @@ TEST_CASE("checkpoints written with --async_checkpoint are those of a synchronou
   }
 }
 
-// docs/running.md: a checkpoint is read into the run's own variables, and an evaluation reads
-// its model's entries only, so neither holds a copy of the checkpoint beside its memory plan.
-TEST_CASE("a resumed run and an evaluation hold no copy of the checkpoint they read") {
-  csrun::test::TempDir dir;
-  // 20M weights: a checkpoint of 240 MB with Adam's moments, far above the noise of a peak RSS.
-  std::string params = dir.write("params.yaml", R"(trainer:
+namespace {
+
+// fc_mnist with 20M weights (80 MB) on fake MNIST digits, batches of 8, with `loop` and any
+// further `init` lines.
+std::string wide_fc_mnist(const std::string& loop, const std::string& more_init = "") {
+  return R"(trainer:
   init:
     device: CPU
     model: {name: fc_mnist, hidden_sizes: [4096, 4096]}
     optimizer: {Adam: {lr: 0.001}}
-    loop: {max_steps: 1}
-  fit:
+    loop: )" +
+         loop + "\n" + more_init +
+         R"(  fit:
     train_dataloader: {data_processor: MNISTDataProcessor, batch_size: 8}
     val_dataloader: {data_processor: MNISTDataProcessor, batch_size: 8}
-)");
+)";
+}
+
+}  // namespace
+
+// docs/running.md: a checkpoint is read into the run's own variables, and an evaluation reads
+// its model's entries only, so neither holds a copy of the checkpoint beside its memory plan.
+TEST_CASE("a resumed run and an evaluation hold no copy of the checkpoint they read") {
+  csrun::test::TempDir dir;
+  // A checkpoint of 240 MB with Adam's moments, far above the noise of a peak RSS.
+  std::string params = dir.write("params.yaml", wide_fc_mnist("{max_steps: 1}"));
   std::string model_dir = (dir.path() / "model").string();
   auto csrun = [&](std::vector<std::string> arguments) {
     arguments.insert(arguments.end(), {params, "--fake_data", "-o", model_dir});
@@ -390,18 +401,9 @@ TEST_CASE("a resumed run and an evaluation hold no copy of the checkpoint they r
 // them, so evaluating inside fit holds no copy of them and evaluates the weights just trained.
 TEST_CASE("evaluating inside training holds no copy of the weights and reads the trained ones") {
   csrun::test::TempDir dir;
-  // 20M weights: 80 MB, far above the noise of a peak RSS.
-  std::string params = dir.write("params.yaml", R"(trainer:
-  init:
-    device: CPU
-    model: {name: fc_mnist, hidden_sizes: [4096, 4096]}
-    optimizer: {Adam: {lr: 0.001}}
-    loop: {max_steps: 2, eval_steps: 1}
-    checkpoint: {steps: 2}
-  fit:
-    train_dataloader: {data_processor: MNISTDataProcessor, batch_size: 8}
-    val_dataloader: {data_processor: MNISTDataProcessor, batch_size: 8}
-)");
+  // 80 MB of weights, far above the noise of a peak RSS.
+  std::string params = dir.write("params.yaml", wide_fc_mnist("{max_steps: 2, eval_steps: 1}",
+                                                              "    checkpoint: {steps: 2}\n"));
   auto csrun = [&](const std::string& model, std::vector<std::string> arguments) {
     arguments.insert(arguments.end(), {params, "--fake_data", "-o", (dir.path() / model).string()});
     auto run = run_csrun(arguments);

@@ -700,37 +700,43 @@ TEST_CASE("a plan keeping values per chunk that others read, or that its chain l
 
 namespace {
 
-// A training-like step: y = sum(x w + b), w and b updated, and `counter` of another type in the
-// reader. The reader evaluates y = sum(x w + b) from the same variables, its own `steps` updated.
-graph::Graph owner_step() {
-  graph::Graph graph;
+// y = sum(x w + b): an input x, parameters w and b, the output "y".
+struct Layer {
+  graph::Tensor w, b;
+};
+
+Layer add_layer(graph::Graph& graph) {
   graph::Tensor x(graph, graph.add_input("x", {{4, 8}, DType::f32}));
   graph::Tensor w(
       graph, graph.add_variable("w", {{8, 8}, DType::f32}, graph::VariableRole::parameter, {}));
   graph::Tensor b(graph,
                   graph.add_variable("b", {{8}, DType::f32}, graph::VariableRole::parameter, {}));
-  graph::Tensor counter(
-      graph, graph.add_variable("counter", {{}, DType::f32}, graph::VariableRole::statistic, {}));
   graph.add_output("y", sum(matmul(x, w) + b, {0, 1}).id());
+  return {w, b};
+}
+
+graph::Tensor add_counter(graph::Graph& graph, const char* name, DType dtype) {
+  return {graph, graph.add_variable(name, {{}, dtype}, graph::VariableRole::statistic, {})};
+}
+
+// A training-like step: the layer's w and b updated, and `counter`, of another type in the reader.
+graph::Graph owner_step() {
+  graph::Graph graph;
+  Layer layer = add_layer(graph);
+  graph::Tensor counter = add_counter(graph, "counter", DType::f32);
   graph.set_phase(graph::Phase::update);
-  graph.set_update("w", (w * 0.5).id());
-  graph.set_update("b", (b + 1.0).id());
+  graph.set_update("w", (layer.w * 0.5).id());
+  graph.set_update("b", (layer.b + 1.0).id());
   graph.set_update("counter", (counter + 1.0).id());
   return graph;
 }
 
+// The same layer from the same variables, and `steps`, which the reader updates.
 graph::Graph reader_step() {
   graph::Graph graph;
-  graph::Tensor x(graph, graph.add_input("x", {{4, 8}, DType::f32}));
-  graph::Tensor w(
-      graph, graph.add_variable("w", {{8, 8}, DType::f32}, graph::VariableRole::parameter, {}));
-  graph::Tensor b(graph,
-                  graph.add_variable("b", {{8}, DType::f32}, graph::VariableRole::parameter, {}));
-  graph::Tensor counter(
-      graph, graph.add_variable("counter", {{}, DType::i32}, graph::VariableRole::statistic, {}));
-  graph::Tensor steps(
-      graph, graph.add_variable("steps", {{}, DType::f32}, graph::VariableRole::statistic, {}));
-  graph.add_output("y", sum(matmul(x, w) + b, {0, 1}).id());
+  add_layer(graph);
+  graph::Tensor counter = add_counter(graph, "counter", DType::i32);
+  graph::Tensor steps = add_counter(graph, "steps", DType::f32);
   graph.add_output("counted", cast(counter, DType::f32).id());
   graph.set_phase(graph::Phase::update);
   graph.set_update("steps", (steps + 1.0).id());
