@@ -29,10 +29,10 @@ struct StepMemory {
 
 // Host memory of a training run as a function of the samples of one (micro-)step:
 // - the plan's persistent values (parameters, optimizer state, inputs) stand for each copy of the
-//   run's state: the step's own; with a split batch the micro-step's parameters and the update's
-//   state; and with --async_checkpoint the float32 copy a checkpoint is written from in the
-//   background (a checkpoint written in the loop is written from the variables, and one read is
-//   read into them: neither takes a copy);
+//   run's state: the step's own (with a split batch the update's, whose weights the micro-step
+//   reads where the update keeps them); and with --async_checkpoint the float32 copy a checkpoint
+//   is written from in the background (a checkpoint written in the loop is written from the
+//   variables, and one read is read into them: neither takes a copy);
 // - the plan's temporaries scale with the samples of a (micro-)step;
 // - a split batch adds the gradient sums (one per replica beside the total) and the update's
 //   gradient inputs;
@@ -76,8 +76,8 @@ struct MemoryModel {
 
   // The copies of `values` the run holds, and with a split batch the gradient sums.
   double copies(double values, bool split_batch) const {
-    if (!split_batch) return (1.0 + checkpoint_copies) * values;
-    return (2.0 + checkpoint_copies) * values + gradients * (replicas > 1 ? 3.0 : 2.0);
+    double state = (1.0 + checkpoint_copies) * values;
+    return split_batch ? state + gradients * (replicas > 1 ? 3.0 : 2.0) : state;
   }
 
   double fixed(bool split_batch) const {

@@ -72,10 +72,8 @@ std::vector<graph::NodeId> variables_read_from(const Plan& reader, const Plan& o
   const graph::Graph& graph = reader.graph;
   auto kept_here = [&](const graph::Variable& variable) {
     auto named = [&](const graph::NamedNode& update) { return update.name == variable.name; };
-    auto copies = [&](const graph::Variable& copy) { return copy.copy_of == variable.name; };
     return variable.role == graph::VariableRole::half_copy ||
-           std::any_of(graph.updates().begin(), graph.updates().end(), named) ||
-           std::any_of(graph.variables().begin(), graph.variables().end(), copies);
+           std::any_of(graph.updates().begin(), graph.updates().end(), named);
   };
   std::vector<graph::NodeId> read;
   for (const graph::Variable& variable : graph.variables()) {

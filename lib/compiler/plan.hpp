@@ -164,9 +164,10 @@ struct Plan {
 };
 
 // The variables of `reader` that its step can read where a step of `owner` keeps them instead of
-// holding a copy: the same name and type in both plans, and `reader` neither updates them nor
-// keeps a 16-bit copy of them (its step would not know when `owner` changes them). An eval step
-// beside the training step reads the weights so.
+// holding a copy: the same name and type in both plans, and `reader` does not update them (a
+// 16-bit copy `reader` keeps of one is rounded again once it is told `owner` changed it). An eval
+// step beside the training step reads the weights so, and a split batch's micro-step the weights
+// its update step updates.
 std::vector<graph::NodeId> variables_read_from(const Plan& reader, const Plan& owner);
 // Their bytes: what a step of `reader` beside one of `owner` does not hold itself.
 std::int64_t bytes_read_from(const Plan& reader, const Plan& owner);

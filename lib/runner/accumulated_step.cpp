@@ -92,7 +92,9 @@ AccumulatedStep::AccumulatedStep(Executable micro_step,
 
 void AccumulatedStep::take_variables(const Executable& update) {
   for (const Copied& variable : variables_) {
-    if (update.type(variable.from).dtype == graph::DType::f32) {
+    if (micro_.borrowed(variable.to)) {
+      micro_.changed(variable.to);
+    } else if (update.type(variable.from).dtype == graph::DType::f32) {
       micro_.write(variable.to, update.floats(variable.from));
     } else {
       // The step counters: scalars, copied without allocating.

@@ -145,8 +145,9 @@ struct TrainingLoop::State {
     if (setup.train) train.emplace(setup.train->plan);
     if (setup.train_micro_steps) {
       const MicroSteps& micro = *setup.train_micro_steps;
-      micro_steps.emplace(Executable(micro.program.plan), micro.program.fields, micro.split,
-                          micro.normalizer_fields, *train, setup.group);
+      // The micro-step reads the weights where the update step keeps them.
+      micro_steps.emplace(Executable(micro.program.plan, {}, *train), micro.program.fields,
+                          micro.split, micro.normalizer_fields, *train, setup.group);
     }
     // Beside a training step, the eval step reads the weights where the training step keeps them.
     if (setup.eval && train) {
@@ -381,7 +382,11 @@ struct TrainingLoop::State {
   void run_eval() {
     for (const graph::Variable& variable : eval->plan().graph.variables()) {
       Executable::Slot slot = eval->slot(variable.name);
-      if (!train->plan().graph.find_variable(variable.name) || eval->borrowed(slot)) continue;
+      if (!train->plan().graph.find_variable(variable.name)) continue;
+      if (eval->borrowed(slot)) {
+        eval->changed(slot);
+        continue;
+      }
       eval->write(slot, std::span<const double>(train->read(train->slot(variable.name))));
     }
     RunState training = run;

@@ -466,6 +466,12 @@ struct Executable::State {
 
   const NamedValue& value(Slot slot) const { return named.at(static_cast<std::size_t>(slot)); }
 
+  void mark_copies_stale(NodeId parameter) {
+    for (HalfCopy& half : half_copies) {
+      if (half.parameter == parameter) half.stale = true;
+    }
+  }
+
   // The value of an input or variable about to be written from outside the step; copies of it
   // become stale.
   const TensorRef& writable(Slot slot, std::size_t count) {
@@ -492,9 +498,7 @@ struct Executable::State {
                                   std::to_string(target.value.count) + " elements); " +
                                   std::to_string(count) + " values were given");
     }
-    for (HalfCopy& half : half_copies) {
-      if (half.parameter == target.node) half.stale = true;
-    }
+    mark_copies_stale(target.node);
     return target.value;
   }
 };
@@ -528,6 +532,15 @@ const graph::TensorType& Executable::type(Slot slot) const {
 
 bool Executable::borrowed(Slot slot) const {
   return state_->value(slot).borrowed;
+}
+
+void Executable::changed(Slot slot) {
+  const NamedValue& target = state_->value(slot);
+  if (!target.borrowed) {
+    throw std::invalid_argument("'" + target.name +
+                                "' is not read where another step keeps it; write it here");
+  }
+  state_->mark_copies_stale(target.node);
 }
 
 void Executable::write(Slot slot, std::span<const float> values) {

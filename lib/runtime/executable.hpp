@@ -40,6 +40,9 @@ class Executable {
   const graph::TensorType& type(Slot slot) const;
   // Whether a variable is read where its owner (the constructor's `owner`) keeps it.
   bool borrowed(Slot slot) const;
+  // The owner wrote borrowed variable `slot`: the next run() rounds it into its 16-bit copy first,
+  // as for a write here. Throws std::invalid_argument for a variable that is not borrowed.
+  void changed(Slot slot);
 
   // Writes an input or variable, converting to its dtype (16-bit floats round to nearest even).
   // The element count must be the value's; throws std::invalid_argument naming it otherwise. A

@@ -780,3 +780,36 @@ TEST_CASE("a step reads the variables it shares with its owner where the owner k
                     Catch::Contains("'w' is read where the step that updates it keeps it"));
   reader.write(reader.slot("steps"), std::span<const float>(weights.data(), 1));
 }
+
+TEST_CASE("a borrowed weight's 16-bit copy is rounded again once its owner says it changed") {
+  // As a split batch's micro-step reads the weights its update step updates.
+  compiler::Plan owner_plan = test::compiled_plan(owner_step(), 4);
+  compiler::Plan reader_plan = test::compiled_plan(step_with_copy(false), 4);
+  Executable owner(owner_plan);
+  Executable reader(reader_plan, {}, owner);
+  Executable::Slot weight = reader.slot("w");
+  REQUIRE(reader.borrowed(weight));
+  graph::Feeds feeds = test::sample_feeds(owner_plan.graph);
+  test::feed(owner, feeds);
+  reader.write(reader.slot("x"), std::span<const double>(feeds.at("x").values));
+  // The y of the owner's current weight, from a reader with a copy of its own.
+  auto expected = [&] {
+    Executable check(reader_plan);
+    check.write(check.slot("x"), std::span<const double>(feeds.at("x").values));
+    check.write(check.slot("w"), std::span<const double>(owner.read(owner.slot("w"))));
+    check.run();
+    return check.read(check.slot("y"));
+  };
+  reader.run();  // its copy rounded from the owner's weight before the first step
+  CHECK(reader.read(reader.slot("y")) == expected());
+  std::vector<double> before = reader.read(reader.slot("y"));
+  owner.run();  // w halved
+  reader.run();
+  CHECK(reader.read(reader.slot("y")) == before);  // not told: the copy it keeps
+  reader.changed(weight);
+  reader.run();
+  CHECK(reader.read(reader.slot("y")) == expected());
+  CHECK(reader.read(reader.slot("y")) != before);
+  CHECK_THROWS_WITH(reader.changed(reader.slot("x")),
+                    Catch::Contains("'x' is not read where another step keeps it"));
+}
