@@ -153,7 +153,8 @@ HostBatch plan_host_eval_batch(const compiler::Plan& eval, double beside_bytes,
                                const compiler::Plan* training) {
   StepMemory step(eval);
   if (training != nullptr) {
-    auto borrowed = static_cast<double>(compiler::bytes_read_from(eval, *training));
+    auto borrowed = static_cast<double>(
+        compiler::variable_bytes(eval, compiler::variables_read_from(eval, *training)));
     step.total -= borrowed;
     step.fixed -= borrowed;
   }

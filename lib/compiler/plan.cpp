@@ -86,10 +86,10 @@ std::vector<graph::NodeId> variables_read_from(const Plan& reader, const Plan& o
   return read;
 }
 
-std::int64_t bytes_read_from(const Plan& reader, const Plan& owner) {
+std::int64_t variable_bytes(const Plan& plan, std::span<const graph::NodeId> variables) {
   std::int64_t bytes = 0;
-  for (graph::NodeId id : variables_read_from(reader, owner))
-    bytes += reader.graph.node(id).type.byte_size();
+  for (graph::NodeId id : variables)
+    bytes += plan.graph.node(id).type.byte_size();
   return bytes;
 }
 

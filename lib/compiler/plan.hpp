@@ -169,7 +169,8 @@ struct Plan {
 // step beside the training step reads the weights so, and a split batch's micro-step the weights
 // its update step updates.
 std::vector<graph::NodeId> variables_read_from(const Plan& reader, const Plan& owner);
-// Their bytes: what a step of `reader` beside one of `owner` does not hold itself.
-std::int64_t bytes_read_from(const Plan& reader, const Plan& owner);
+// The bytes of `variables` of `plan` (those a step reads where another keeps them, say: what it
+// does not hold itself).
+std::int64_t variable_bytes(const Plan& plan, std::span<const graph::NodeId> variables);
 
 }  // namespace csrun::compiler

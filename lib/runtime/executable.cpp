@@ -133,11 +133,13 @@ struct Executable::State {
   State(compiler::Plan source, const KernelSet& chosen, const State* owner = nullptr)
       : plan(std::move(source)), kernels(chosen) {
     check_memory_plan();
-    check_fits_host(owner);
+    std::vector<NodeId> from_owner;
+    if (owner != nullptr) from_owner = compiler::variables_read_from(plan, owner->plan);
+    check_fits_host(from_owner);
     arena = AlignedBytes(plan.memory.peak_bytes);
     values.resize(plan.graph.size());
     bind_buffers();
-    if (owner != nullptr) borrow_variables(*owner);
+    if (owner != nullptr) borrow_variables(*owner, from_owner);
     mark_chunk_local();
     bind_scratch();
     bind_updates();
@@ -149,10 +151,9 @@ struct Executable::State {
 
   // Refused with the figures before allocating, not an allocation failure (or the kernel's OOM
   // killer) once the arena is in use. Variables read where an owner keeps them take nothing here.
-  void check_fits_host(const State* owner) const {
-    auto needed = static_cast<double>(compiler::step_host_bytes(plan));
-    if (owner != nullptr)
-      needed -= static_cast<double>(compiler::bytes_read_from(plan, owner->plan));
+  void check_fits_host(std::span<const NodeId> borrowed_variables) const {
+    auto needed = static_cast<double>(compiler::step_host_bytes(plan) -
+                                      compiler::variable_bytes(plan, borrowed_variables));
     if (!storage::exceeds_usable_memory(needed)) return;
     std::string lower = plan.batch_size > 1 ? "the batch size or the sequence length"
                                             : "the sequence length: one sample does not fit";
@@ -192,11 +193,11 @@ struct Executable::State {
     }
   }
 
-  // The variables read where `owner` keeps them: their buffers in this arena are never touched, so
-  // they take no memory.
-  void borrow_variables(const State& owner) {
+  // `variables` (compiler::variables_read_from) read where `owner` keeps them: their buffers in
+  // this arena are never touched, so they take no memory.
+  void borrow_variables(const State& owner, std::span<const NodeId> variables) {
     borrowed.assign(plan.graph.size(), false);
-    for (NodeId id : compiler::variables_read_from(plan, owner.plan)) {
+    for (NodeId id : variables) {
       const std::string& name = plan.graph.leaf_name(id);
       values[static_cast<std::size_t>(id)] =
           owner.values[static_cast<std::size_t>(owner.plan.graph.find_variable(name)->node)];
