@@ -55,8 +55,12 @@ struct WorkerThread {
 struct Peer {
   zmq::context_t context{1};
   zmq::socket_t socket{context, zmq::socket_type::dealer};
-  explicit Peer(const std::string& address) {
+  // `connected_first`: sends wait until the connection is made, so that what this peer sends
+  // reaches the coordinator before what a peer started later sends (the coordinator reads its
+  // socket only while batches are taken; a loaded machine once connected this peer last).
+  explicit Peer(const std::string& address, bool connected_first = false) {
     socket.set(zmq::sockopt::linger, 0);
+    if (connected_first) socket.set(zmq::sockopt::immediate, 1);
     socket.connect(address);
   }
   void send(const std::vector<std::byte>& bytes) { socket.send(zmq::buffer(bytes)); }
@@ -139,7 +143,7 @@ TEST_CASE("a coordinator streams the in-process batches and rejects bad peers wi
   {
     std::optional<WorkerThread> worker;  // joined after the coordinator has said bye
     stream::Coordinator coordinator({fake_mnist_job()}, options);
-    Peer intruder(coordinator.address());
+    Peer intruder(coordinator.address(), true);
     zmq::message_t frame;
     intruder.send(std::vector<std::byte>(12, std::byte{0x41}));
     intruder.send(intruder.hello("not the secret"));
