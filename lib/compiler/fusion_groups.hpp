@@ -20,6 +20,9 @@ class FusionGroups {
   std::int32_t group_of(graph::NodeId id) const { return group_of_[static_cast<std::size_t>(id)]; }
   const std::string& pattern(std::int32_t group) const { return groups_[index(group)].pattern; }
   std::size_t size(std::int32_t group) const { return groups_[index(group)].nodes.size(); }
+  const std::vector<graph::NodeId>& members(std::int32_t group) const {
+    return groups_[index(group)].nodes;
+  }
 
   std::int32_t start(graph::NodeId id, std::string pattern);
   bool is_static(graph::NodeId id) const { return static_[static_cast<std::size_t>(id)]; }

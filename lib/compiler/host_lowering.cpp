@@ -160,19 +160,37 @@ class HostLowering {
     return std::find(chain.begin(), chain.end(), node.inputs.front()) != chain.end();
   }
 
+  // Whether `step` reads one of the sums a chain takes: those are whole only after the chain.
+  bool reads_sum(const HostStep& step, const std::vector<NodeId>& sums) const {
+    const std::vector<NodeId>& inputs = graph_.node(step.nodes.front()).inputs;
+    return std::any_of(inputs.begin(), inputs.end(), [&](NodeId input) {
+      return std::find(sums.begin(), sums.end(), input) != sums.end();
+    });
+  }
+
+  // The steps from `begin` that one chain runs: elementwise nodes and sums of their values, the
+  // sums taken at the end of the chain wherever they lie among the nodes.
+  HostStep gather_chain(const std::vector<HostStep>& steps, std::size_t begin,
+                        std::int64_t count) const {
+    HostStep chain;
+    for (std::size_t next = begin; next < steps.size(); ++next) {
+      NodeId id = steps[next].nodes.front();
+      if (fits_chain(steps[next], count) && !reads_sum(steps[next], chain.sums)) {
+        chain.nodes.push_back(id);
+      } else if (chain.sums.size() < kMaxChainSums && sums_chain_value(steps[next], chain.nodes)) {
+        chain.sums.push_back(id);
+      } else {
+        break;
+      }
+    }
+    return chain;
+  }
+
   std::vector<HostStep> chain_elementwise(std::vector<HostStep> steps) const {
     std::vector<HostStep> result;
     for (std::size_t begin = 0; begin < steps.size();) {
       std::int64_t count = graph::element_count(type(steps[begin].nodes.front()).shape);
-      std::size_t end = begin;
-      while (end < steps.size() && fits_chain(steps[end], count))
-        ++end;
-      HostStep chain;
-      for (std::size_t i = begin; i < end; ++i)
-        chain.nodes.push_back(steps[i].nodes.front());
-      while (end < steps.size() && chain.sums.size() < kMaxChainSums &&
-             sums_chain_value(steps[end], chain.nodes))
-        chain.sums.push_back(steps[end++].nodes.front());
+      HostStep chain = gather_chain(steps, begin, count);
       bool lone = chain.nodes.size() == 1 && chain.sums.empty() && !lone_chain(steps[begin], count);
       if (chain.nodes.empty() || lone) {
         result.push_back(std::move(steps[begin++]));
@@ -182,8 +200,8 @@ class HostLowering {
       chain.kernel = steps[begin].kernel;
       chain.chunk_local = chunk_local(chain);
       chain.in_registers = in_registers(chain);
+      begin += chain.nodes.size() + chain.sums.size();
       result.push_back(std::move(chain));
-      begin = end;
     }
     return result;
   }

@@ -20,10 +20,14 @@ struct LossScale {
   std::optional<Tensor> finite;  // dynamic scaling: whether every gradient is finite
 };
 
-Tensor global_norm(const std::vector<Tensor>& gradients) {
+// With dynamic loss scaling the norm is 0 when a gradient is not finite (the update is skipped),
+// as if taken over the zeroed gradients; taken over them as they are, it reads each gradient in
+// the same pass as the finite check, which the zeroing would otherwise have to wait for.
+Tensor global_norm(const std::vector<Tensor>& gradients, const std::optional<Tensor>& finite) {
   Tensor total = constant(gradients.front().graph(), 0.0);
   for (const Tensor& g : gradients)
     total = total + sum(g * g);
+  if (finite) total = where(*finite, total, 0.0);
   return sqrt(total);
 }
 
@@ -64,13 +68,20 @@ LossScale make_loss_scale(Graph& graph, const config::PrecisionSpec& precision) 
   return {scale, std::nullopt};
 }
 
+// The unscaled gradients, zeroed when `finite` says one is not finite, then clipped.
 std::vector<Tensor> clipped(std::vector<Tensor> gradients, const config::PrecisionSpec& precision,
-                            Graph& graph) {
-  if (precision.max_gradient_norm) {
-    Tensor norm = global_norm(gradients);
-    graph.add_output("grad_norm", norm.id());
+                            const std::optional<Tensor>& finite, Graph& graph) {
+  std::optional<Tensor> norm;
+  if (precision.max_gradient_norm) norm = global_norm(gradients, finite);
+  // Zero non-finite gradients so nothing downstream turns NaN; the update is skipped anyway.
+  if (finite) {
+    for (Tensor& g : gradients)
+      g = where(*finite, g, 0.0);
+  }
+  if (norm) {
+    graph.add_output("grad_norm", norm->id());
     // torch.nn.utils.clip_grad_norm_: scale by max_norm / (norm + 1e-6) when that is below 1.
-    Tensor factor = minimum(*precision.max_gradient_norm / (norm + 1e-6), 1.0);
+    Tensor factor = minimum(*precision.max_gradient_norm / (*norm + 1e-6), 1.0);
     for (Tensor& g : gradients)
       g = g * factor;
   } else if (precision.max_gradient_value) {
@@ -114,13 +125,8 @@ void append_update(StepContext& context, std::vector<Tensor> gradients, LossScal
   graph.set_phase(graph::Phase::update);
   for (Tensor& g : gradients)
     g = g / loss_scale.scale;
-  if (options.precision.loss_scaling.dynamic) {
-    loss_scale.finite = all_finite(gradients);
-    // Zero non-finite gradients so nothing downstream turns NaN; the update is skipped anyway.
-    for (Tensor& g : gradients)
-      g = where(*loss_scale.finite, g, 0.0);
-  }
-  gradients = clipped(std::move(gradients), options.precision, graph);
+  if (options.precision.loss_scaling.dynamic) loss_scale.finite = all_finite(gradients);
+  gradients = clipped(std::move(gradients), options.precision, loss_scale.finite, graph);
   optimizer.update(graph, parameters, gradients,
                    learning_rates(parameters, lr, learning_rate_scales), context.global_step(),
                    loss_scale.finite);

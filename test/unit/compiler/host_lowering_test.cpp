@@ -334,3 +334,19 @@ TEST_CASE("every node of every kernel is run or folded by exactly one host step"
       CHECK(covered[static_cast<std::size_t>(id)] == 1);
   }
 }
+
+TEST_CASE("a chain takes its sums after its nodes, wherever they lie among them") {
+  Graph graph;
+  Tensor scaled(graph, graph.add_input("scaled", {{64, 32}, DType::f32}));
+  Tensor gradient = scaled / 1024.0;  // unscaled
+  // The finite check's count comes before the squares the norm sums: one pass takes both.
+  Tensor bad = sum(cast(logical_not(is_finite(gradient)), DType::f32), {0, 1});
+  Tensor squares = sum(gradient * gradient, {0, 1});
+  graph.add_output("norm", sqrt(where(equal(bad, 0.0), squares, 0.0)).id());
+  compiler::Plan plan = planned(std::move(graph));
+  INFO(compiler::host_steps_text(plan));
+  HostStep chain = chain_where(plan, [](const HostStep& step) { return !step.sums.empty(); });
+  CHECK(chain.sums == std::vector<NodeId>{bad.id(), squares.id()});
+  CHECK(chain.nodes.size() == 5);  // div, is_finite, logical_not, cast, mul
+  CHECK(chain.in_registers);
+}

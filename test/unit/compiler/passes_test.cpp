@@ -654,6 +654,49 @@ TEST_CASE("a sum over every axis of an f32 value joins the kernel that computes 
   CHECK(outputs_of(compiled.program.graph, f.feeds()) == outputs_of(f.graph, f.feeds()));
 }
 
+TEST_CASE("a gradient's finite check and its norm take their sums in one pass over it") {
+  Fixture f;
+  Tensor scale(f.graph, f.graph.add_input("scale", {{}, DType::f32}));
+  Tensor gradient = f.x / scale;
+  Tensor bad = sum(cast(logical_not(is_finite(gradient)), DType::f32), {0, 1});
+  Tensor finite = equal(bad, 0.0);
+  Tensor norm = sqrt(where(finite, sum(gradient * gradient, {0, 1}), 0.0));
+  Tensor stepped = where(finite, gradient, 0.0) * norm;  // waits for both sums
+  f.graph.add_output("norm", norm.id());
+  f.graph.add_output("stepped", stepped.id());
+  Program program{f.graph, {}};
+  compiler::fuse_elementwise(program);
+  const compiler::Fusion* check = fusion_of(program, gradient.id());
+  REQUIRE(check != nullptr);
+  NodeId squared = f.graph.node(f.graph.node(norm.id()).inputs[0]).inputs[1];
+  NodeId total_of_squares = f.graph.node(squared).inputs[0];
+  CHECK(fusion_of(program, total_of_squares) == check);
+  CHECK(fusion_of(program, bad.id()) == check);
+  CHECK(fusion_of(program, stepped.id()) != check);
+
+  compiler::CompiledStep compiled = compiler::compile_step(f.graph, {});
+  CHECK(outputs_of(compiled.program.graph, f.feeds()) == outputs_of(f.graph, f.feeds()));
+}
+
+TEST_CASE("a node that reads a kernel's sum, or leads elsewhere than to sums, stays out of it") {
+  Fixture f;
+  Tensor squared = f.x * f.x;
+  Tensor total = sum(squared, {0, 1});
+  Tensor reads_total = squared * total;  // needs the whole sum
+  Tensor stored = squared + 1.0;         // an output: would be stored by the sum's kernel
+  Tensor again = sum(reads_total, {0, 1});
+  f.graph.add_output("again", again.id());
+  f.graph.add_output("stored", stored.id());
+  Program program{f.graph, {}};
+  compiler::fuse_elementwise(program);
+  const compiler::Fusion* summing = fusion_of(program, total.id());
+  REQUIRE(summing != nullptr);
+  CHECK(fusion_of(program, reads_total.id()) != summing);
+  CHECK(fusion_of(program, stored.id()) != summing);
+  compiler::CompiledStep compiled = compiler::compile_step(f.graph, {});
+  CHECK(outputs_of(compiled.program.graph, f.feeds()) == outputs_of(f.graph, f.feeds()));
+}
+
 TEST_CASE("a sum of a value no elementwise kernel computes stays a reduce kernel") {
   Fixture f;
   Tensor counted = sum(cast(f.x > 0.0, DType::f32), {0, 1});

@@ -143,6 +143,22 @@ TEST_CASE("dynamic loss scaling skips non-finite steps, halves, and grows") {
   CHECK(scaled.state["global_step"].values[0] == 3.0);
 }
 
+TEST_CASE("clipping after dynamic loss scaling sees the unscaled gradients, or none") {
+  TinyStep clipped(
+      "    optimizer: {SGD: {lr: 1.0}}\n    precision: {enabled: true, fp16_type: float16, "
+      "loss_scaling_factor: dynamic, initial_loss_scale: 4.0, max_gradient_norm: 1.0}\n",
+      "CSX");
+  auto overflow = clipped.run({INFINITY, 1.0});
+  CHECK(overflow["grad_norm"] == 0.0);  // the step is skipped: no norm, nothing NaN
+  CHECK(clipped.w(0) == 1.0);
+  CHECK(clipped.w(1) == -2.0);
+  auto finite = clipped.run({3.0, 4.0});
+  CHECK(finite["loss_scale"] == 2.0);
+  CHECK(finite["grad_norm"] == Approx(5.0));  // of the gradients unscaled
+  CHECK(clipped.w(0) == Approx(1.0 - 3.0 / (5.0 + 1e-6)));
+  CHECK(clipped.w(1) == Approx(-2.0 - 4.0 / (5.0 + 1e-6)));
+}
+
 TEST_CASE("the learning rate is a closed form of the global step") {
   TinyStep warmup(
       "    optimizer: {SGD: {}}\n    schedulers: [{LinearLR: {initial_learning_rate: 0.0, "
