@@ -23,6 +23,7 @@ class HostLowering {
       steps.push_back(single(id, index));
     fold_transposes(steps);
     fold_bias_adds(steps);
+    fold_rounded_copies(steps);
     std::vector<NodeId> folded;
     for (const HostStep& step : steps)
       folded.insert(folded.end(), step.folded.begin(), step.folded.end());
@@ -118,6 +119,20 @@ class HostLowering {
       step.bias = bias;
       step.result = user;
       step.folded.push_back(user);
+    }
+  }
+
+  // A softmax kernel's cast of the softmax's result is written by the softmax's step.
+  void fold_rounded_copies(std::vector<HostStep>& steps) const {
+    for (HostStep& step : steps) {
+      const graph::Node& node = graph_.node(step.nodes.front());
+      if (step.kind != HostStepKind::node || node.op != OpKind::softmax) continue;
+      for (const HostStep& other : steps) {
+        const graph::Node& cast = graph_.node(other.nodes.front());
+        if (cast.op != OpKind::cast || cast.inputs[0] != step.nodes.front()) continue;
+        step.rounded = other.nodes.front();
+        step.folded.push_back(step.rounded);
+      }
     }
   }
 
@@ -297,6 +312,7 @@ std::string host_steps_text(const Plan& plan) {
     for (std::size_t i = 0; i < step.folded.size(); ++i)
       text += (i == 0 ? " [folds " : ", ") + named(step.folded[i]);
     text += step.folded.empty() ? "" : "]";
+    if (step.rounded >= 0) text += " [rounds into " + node_ref(step.rounded) + "]";
     for (std::size_t i = 0; i < step.sums.size(); ++i)
       text += (i == 0 ? " [sums as it goes: " : ", ") + named(step.sums[i]);
     text += step.sums.empty() ? "" : "]";

@@ -112,13 +112,25 @@ std::vector<KernelSpec> make_library() {
        .cost = CostModel::reduction,
        .fixed_cycles = 100.0},
       {.name = "softmax",
-       .summary = "softmax or log-softmax along the last axis; the cross-entropy of its rows "
-                  "against integer labels and that loss's gradient, each in one pass",
+       .summary = "softmax or log-softmax along the last axis and softmax's gradient (f32); the "
+                  "cross-entropy of its rows against integer labels and that loss's gradient, "
+                  "each in one pass",
        .pattern = "",
-       .ops = joined(
-           {{{OpKind::softmax, kFloat, kFloat, true}, {OpKind::log_softmax, kFloat, kFloat, true}},
-            rules({OpKind::softmax_cross_entropy, OpKind::softmax_cross_entropy_grad},
-                  kFloat | kIndex, kFloat)}),
+       .ops = joined({{{OpKind::softmax, kFloat, kFloat, true},
+                       {OpKind::log_softmax, kFloat, kFloat, true},
+                       {OpKind::softmax_grad, DTypes{DType::f32}, DTypes{DType::f32}, true}},
+                      rules({OpKind::softmax_cross_entropy, OpKind::softmax_cross_entropy_grad},
+                            kFloat | kIndex, kFloat)}),
+       .anchor = std::nullopt,
+       .max_rank = 4,
+       .cost = CostModel::reduction,
+       .fixed_cycles = 100.0},
+      {.name = "softmax_rounded",
+       .summary = "softmax along the last axis in f32, each row also rounded to a 16-bit copy as "
+                  "it is written",
+       .pattern = "softmax",
+       .ops = {{OpKind::softmax, DTypes{DType::f32}, DTypes{DType::f32}, true},
+               {OpKind::cast, DTypes{DType::f32}, DTypes{DType::f16, DType::bf16, DType::cb16}}},
        .anchor = std::nullopt,
        .max_rank = 4,
        .cost = CostModel::reduction,

@@ -61,11 +61,22 @@ class MatmulFusion {
       const graph::Node& node = graph_.node(operand);
       bool loadable =
           (node.op == OpKind::transpose && graph::swaps_last_two_axes(node.attrs.perm)) ||
-          node.op == OpKind::cast;
+          (node.op == OpKind::cast && !rounds_elementwise_result(operand));
       if (!loadable || !groups_.can_join(group, operand)) continue;
       groups_.join(group, operand);
       if (depth < 2) candidates.emplace_back(node.inputs[0], depth + 1);
     }
+  }
+
+  // A cast to 16 bits of a value an elementwise kernel computes (softmax's gradient masked and
+  // scaled) is left to that kernel: it stores the 16-bit values alone, where converting them as
+  // the product loads them would have it store the f32 values for one more pass to read.
+  bool rounds_elementwise_result(NodeId cast) const {
+    const graph::Node& node = graph_.node(cast);
+    const graph::Node& source = graph_.node(node.inputs[0]);
+    return graph::is_half(node.type.dtype) && source.type.shape == node.type.shape &&
+           graph::op_class(source.op) == graph::OpClass::elementwise &&
+           !groups_.is_static(node.inputs[0]);
   }
 
   // What the kernel applies to the product before storing it: at most one each of a bias add, a

@@ -70,6 +70,11 @@ std::size_t schedule_updates(Program& program);
 // then. Returns the nodes added.
 std::size_t recompute_values(Program& program);
 
+// Groups an f32 softmax with a cast of its result to 16 bits into one "softmax" fusion: the
+// kernel rounds each row into the copy as it writes it, while the row is in the core's cache,
+// instead of a pass that reads the whole result again.
+std::size_t fuse_softmax(Program& program);
+
 // Groups each matmul with its operand prologue (a transpose of the last two axes, a cast) and its
 // epilogue (bias add, reshape, cast, activation) into one "matmul" fusion.
 std::size_t fuse_matmuls(Program& program);

@@ -17,7 +17,7 @@ namespace csrun::compiler {
 inline constexpr std::size_t kMaxChainSums = 4;
 
 // Version of the Plan's file format; a plan of another version is recompiled.
-inline constexpr std::uint32_t kPlanFormatVersion = 7;
+inline constexpr std::uint32_t kPlanFormatVersion = 8;
 
 enum class StepKind : std::uint8_t { train, eval };
 const char* step_kind_name(StepKind kind);
@@ -130,6 +130,9 @@ struct HostStep {
   graph::NodeId bias = -1;            // one f32 value per column each row starts as (-1: none)
   graph::NodeId result = -1;          // where the product goes: the matmul, or the folded bias add
   std::vector<graph::NodeId> folded;  // kernel nodes this step computes without running them
+  // A node step's cast of its result to 16 bits (folded), written by its kernel as it writes the
+  // result: a softmax's rounded copy (-1: none).
+  graph::NodeId rounded = -1;
   // A chain's nodes whose values only later nodes of the chain read: kept one chunk at a time in
   // the core's cache, never stored whole.
   std::vector<graph::NodeId> chunk_local;

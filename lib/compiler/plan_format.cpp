@@ -239,6 +239,7 @@ void visit(Io& io, HostStep& step) {
   io(step.bias);
   io(step.result);
   io(step.folded);
+  io(step.rounded);
   io(step.sums);
   io(step.chunk_local);
   io(step.in_registers);
@@ -462,6 +463,7 @@ void check_host_steps(const Plan& plan, const Decoder& io, InGraph in_graph) {
          {&step.nodes, &step.folded, &step.sums, &step.chunk_local}) {
       valid = valid && std::all_of(ids->begin(), ids->end(), in_graph);
     }
+    valid = valid && (step.rounded == -1 || in_graph(step.rounded));
     if (valid && step.kind == HostStepKind::gemm) {
       valid = in_graph(step.operand_a) && in_graph(step.operand_b) && in_graph(step.result) &&
               (step.bias == -1 || in_graph(step.bias)) &&

@@ -21,7 +21,8 @@ double node_flops(const Graph& graph, const Node& node) {
   if (node.op == OpKind::gather || node.op == OpKind::one_hot) return 0.0;
   // softmax, log_softmax, layer_norm: a handful per element; scatter_add, dropout: one.
   bool normalizes = node.op == OpKind::softmax || node.op == OpKind::log_softmax ||
-                    node.op == OpKind::layer_norm || node.op == OpKind::softmax_cross_entropy ||
+                    node.op == OpKind::softmax_grad || node.op == OpKind::layer_norm ||
+                    node.op == OpKind::softmax_cross_entropy ||
                     node.op == OpKind::softmax_cross_entropy_grad;
   return normalizes ? 5.0 * outputs : outputs;
 }

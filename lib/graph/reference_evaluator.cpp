@@ -173,6 +173,8 @@ class Evaluator {
       case OpKind::softmax:
       case OpKind::log_softmax:
         return softmax(node);
+      case OpKind::softmax_grad:
+        return softmax_grad(node);
       case OpKind::softmax_cross_entropy:
       case OpKind::softmax_cross_entropy_grad:
         return cross_entropy(node);
@@ -382,6 +384,20 @@ class Evaluator {
         out[p] = node.op == OpKind::softmax ? std::exp(x.values[p] - top) / total
                                             : x.values[p] - top - std::log(total);
       }
+    });
+    return out;
+  }
+
+  Values softmax_grad(const Node& node) {
+    const HostTensor& y = in(node, 0);
+    const HostTensor& g = in(node, 1);
+    Values out(y.values.size());
+    for_each_line(y.shape, node.attrs.axis, [&](const std::vector<std::size_t>& line) {
+      double dot = 0.0;
+      for (std::size_t p : line)
+        dot += g.values[p] * y.values[p];
+      for (std::size_t p : line)
+        out[p] = y.values[p] * (g.values[p] - dot);
     });
     return out;
   }

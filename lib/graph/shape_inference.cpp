@@ -314,6 +314,13 @@ TensorType infer_type(OpKind op, const std::vector<TensorType>& in, const Attrib
       expect_floating(in[0]);
       expect_axis(attrs.axis, in[0].rank());
       return in[0];
+    case OpKind::softmax_grad:
+      expect_floating(in[0]);
+      expect_axis(attrs.axis, in[0].rank());
+      if (in[1] != in[0])
+        fail("needs a gradient of its result's type " + in[0].to_string() + ", got " +
+             in[1].to_string());
+      return in[0];
     case OpKind::softmax_cross_entropy:
     case OpKind::softmax_cross_entropy_grad:
       return cross_entropy(op, in, attrs);

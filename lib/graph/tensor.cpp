@@ -276,6 +276,12 @@ Tensor log_softmax(const Tensor& x, std::int64_t axis, Location location) {
   return apply(OpKind::log_softmax, {x}, std::move(attrs), location);
 }
 
+Tensor softmax_grad(const Tensor& y, const Tensor& g, std::int64_t axis, Location location) {
+  Attributes attrs;
+  attrs.axis = normalize_axis(axis, y.rank());
+  return apply(OpKind::softmax_grad, {y, g}, std::move(attrs), location);
+}
+
 Tensor softmax_cross_entropy(const Tensor& logits, const Tensor& labels, Location location) {
   Attributes attrs;
   attrs.dtype = logits.dtype();
@@ -286,8 +292,7 @@ Tensor softmax_cross_entropy_grad(const Tensor& logits, const Tensor& labels, co
                                   Location location) {
   Attributes attrs;
   attrs.dtype = logits.dtype();
-  return apply(OpKind::softmax_cross_entropy_grad, {logits, labels, g}, std::move(attrs),
-               location);
+  return apply(OpKind::softmax_cross_entropy_grad, {logits, labels, g}, std::move(attrs), location);
 }
 
 Tensor layer_norm(const Tensor& x, double eps, Location location) {

@@ -115,6 +115,9 @@ Tensor matmul(const Tensor& a, const Tensor& b, Location location = Location::cu
 Tensor softmax(const Tensor& x, std::int64_t axis = -1, Location location = Location::current());
 Tensor log_softmax(const Tensor& x, std::int64_t axis = -1,
                    Location location = Location::current());
+// softmax's gradient at its result y for the incoming gradient g.
+Tensor softmax_grad(const Tensor& y, const Tensor& g, std::int64_t axis = -1,
+                    Location location = Location::current());
 // Per-row cross-entropy of logits [..., C] against i32 labels [...], and its gradient.
 Tensor softmax_cross_entropy(const Tensor& logits, const Tensor& labels,
                              Location location = Location::current());

@@ -199,10 +199,8 @@ Grads compute(const Tensor& y, const Tensor& g) {
       return {unbroadcast(matmul(g, swap_last_axes(b)), a.shape()),
               unbroadcast(matmul(swap_last_axes(a), g), b.shape())};
     }
-    case OpKind::softmax: {
-      std::int64_t axis = node.attrs.axis;
-      return {y * (g - sum(g * y, {axis}, true))};
-    }
+    case OpKind::softmax:
+      return {softmax_grad(y, g, node.attrs.axis)};
     case OpKind::log_softmax: {
       std::int64_t axis = node.attrs.axis;
       return {g - exp(y) * sum(g, {axis}, true)};

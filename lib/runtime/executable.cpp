@@ -339,14 +339,15 @@ struct Executable::State {
 
   // The task of node `id`, or of the GEMM host step `gemm` that starts with it, prepared once its
   // operands are bound.
-  NodeTask task_for(NodeId id, const compiler::HostStep* gemm = nullptr) {
+  NodeTask task_for(NodeId id, const compiler::HostStep* host = nullptr) {
     NodeTask task;
     task.node = &plan.graph.node(id);
     task.out = values[static_cast<std::size_t>(id)];
     task.team = &team;
     for (NodeId input : task.node->inputs)
       task.in.push_back(values[static_cast<std::size_t>(input)]);
-    if (gemm != nullptr) bind_gemm(task, *gemm);
+    if (host != nullptr && host->kind == compiler::HostStepKind::gemm) bind_gemm(task, *host);
+    if (host != nullptr && host->rounded >= 0) bind_rounded(task, *host);
     kernels.prepare(task);
     if (task.scratch_floats > task_scratch.floats) {
       task_scratch_memory =
@@ -394,9 +395,8 @@ struct Executable::State {
         throw std::invalid_argument("the plan runs kernel k" + std::to_string(host.kernel) + "'s " +
                                     compiler::host_step_kind_name(host.kind) +
                                     " step in registers: only chains run there");
-      bool gemm = host.kind == compiler::HostStepKind::gemm;
       check_reads_stored(host);
-      NodeTask task = task_for(host.nodes.front(), gemm ? &host : nullptr);
+      NodeTask task = task_for(host.nodes.front(), &host);
       if (at_load) {
         kernels.run(task);
       } else {
@@ -413,6 +413,18 @@ struct Executable::State {
     task.transposed = {host.transposed_a, host.transposed_b};
     task.out = values[static_cast<std::size_t>(host.result)];
     if (host.bias >= 0) task.addend = values[static_cast<std::size_t>(host.bias)];
+  }
+
+  // A softmax writes its rows rounded into its result's folded cast as well.
+  void bind_rounded(NodeTask& task, const compiler::HostStep& host) const {
+    const graph::Node& cast = plan.graph.node(host.rounded);
+    if (task.node->op != graph::OpKind::softmax || task.out.dtype != graph::DType::f32 ||
+        cast.op != graph::OpKind::cast || cast.inputs[0] != host.nodes.front() ||
+        !graph::is_half(cast.type.dtype))
+      throw std::invalid_argument("kernel k" + std::to_string(host.kernel) + " rounds into %" +
+                                  std::to_string(host.rounded) +
+                                  ": only an f32 softmax writes a 16-bit cast of its result");
+    task.rounded = values[static_cast<std::size_t>(host.rounded)];
   }
 
   // Outside its chain, a chunk-local value has no memory to read.

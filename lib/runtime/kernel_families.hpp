@@ -20,7 +20,7 @@ void run_chain_program(const ChainProgram& program, float* registers, std::int64
 void run_layout(NodeTask& task);
 void run_reduction(NodeTask& task);
 void prepare_reduction(NodeTask& task);  // a long row's sum takes scratch for its chunks
-void run_normalization(NodeTask& task);  // softmax, log_softmax, layer_norm
+void run_normalization(NodeTask& task);  // softmax, log_softmax, softmax_grad, layer_norm
 void run_cross_entropy(NodeTask& task);  // softmax_cross_entropy and its gradient
 void prepare_cross_entropy(NodeTask& task);
 void run_matmul(NodeTask& task);

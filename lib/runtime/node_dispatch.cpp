@@ -39,6 +39,7 @@ void run_node(NodeTask& task) {
       return run_matmul(task);
     case graph::OpKind::softmax:
     case graph::OpKind::log_softmax:
+    case graph::OpKind::softmax_grad:
     case graph::OpKind::layer_norm:
       return run_normalization(task);
     case graph::OpKind::softmax_cross_entropy:

@@ -228,9 +228,10 @@ void softmax_lines(bool log, const AxisSplit& split, In x, Out out) {
   }
 }
 
-// Rows along the last axis in f32, as PyTorch computes them: max, exp and sum vectorized.
+// Rows along the last axis in f32, as PyTorch computes them: max, exp and sum vectorized; each
+// row also rounded into `rounded` (a 16-bit copy; null: none) while it is in the core's cache.
 void softmax_rows_f32(bool log, std::int64_t first, std::int64_t last, std::int64_t width,
-                      const float* x, float* out) {
+                      const float* x, float* out, const TensorRef& rounded) {
   if (width == 0) return;
   for (std::int64_t r = first; r < last; ++r) {
     Eigen::Map<const Eigen::ArrayXf> in(x + r * width, width);
@@ -243,6 +244,32 @@ void softmax_rows_f32(bool log, std::int64_t first, std::int64_t last, std::int6
     } else {
       result *= 1.0f / total;
     }
+    if (rounded.data != nullptr)
+      narrow_to_half(out + r * width, rounded.half() + r * width, width, rounded.dtype);
+  }
+}
+
+// softmax's gradient y * (g - sum(g * y)) along f32 rows, with the bits of those three nodes:
+// each product rounded to f32 and summed in the reduce kernel's order (full_sum.hpp), the sum
+// rounded to f32, then the difference and the product in f32. Reads each row twice while it is in
+// the core's cache instead of storing the products, summing them and reading them again.
+void softmax_grad_rows_f32(std::int64_t first, std::int64_t last, std::int64_t width,
+                           const float* y, const float* g, float* out) {
+  for (std::int64_t r = first; r < last; ++r) {
+    const float* y_row = y + r * width;
+    const float* g_row = g + r * width;
+    double dot = 0.0;
+    for (std::int64_t c = 0; c < sum_chunks(width); ++c) {
+      std::int64_t begin = c * kSumChunk;
+      double chunk = sum_over_lanes(std::min(kSumChunk, width - begin), [&](std::int64_t i) {
+        return static_cast<double>(g_row[begin + i] * y_row[begin + i]);
+      });
+      dot = c == 0 ? chunk : dot + chunk;
+    }
+    auto total = static_cast<float>(dot);
+    float* out_row = out + r * width;
+    for (std::int64_t i = 0; i < width; ++i)
+      out_row[i] = y_row[i] * (g_row[i] - total);
   }
 }
 
@@ -436,9 +463,27 @@ void run_reduction(NodeTask& task) {
   reduce(task);
 }
 
+namespace {
+
+void softmax_grad(const NodeTask& task) {
+  const TensorRef& y = task.in[0];
+  const TensorRef& g = task.in[1];
+  std::int64_t width = y.rank == 0 ? 1 : y.dim(y.rank - 1);
+  if (y.dtype != DType::f32 || g.dtype != DType::f32 || task.out.dtype != DType::f32 ||
+      task.node->attrs.axis != y.rank - 1)
+    throw std::invalid_argument("softmax_grad runs on f32 values along their last axis");
+  std::int64_t rows = width == 0 ? 0 : y.count / width;
+  split_rows(task.team, rows, y.count, [&](std::int64_t first, std::int64_t last) {
+    softmax_grad_rows_f32(first, last, width, y.f32(), g.f32(), task.out.f32());
+  });
+}
+
+}  // namespace
+
 void run_normalization(NodeTask& task) {
   const graph::Node& node = *task.node;
   const TensorRef& input = task.in[0];
+  if (node.op == OpKind::softmax_grad) return softmax_grad(task);
   with_access(input, task.out, [&](auto x, auto out) {
     if (node.op == OpKind::layer_norm) {
       std::int64_t width = input.rank == 0 ? 1 : input.dim(input.rank - 1);
@@ -452,12 +497,14 @@ void run_normalization(NodeTask& task) {
     bool log = node.op == OpKind::log_softmax;
     if constexpr (std::is_same_v<decltype(x), F32Access>) {
       if (split.inner == 1) {
-        return split_rows(task.team, split.outer, input.count,
-                          [&](std::int64_t first, std::int64_t last) {
-                            softmax_rows_f32(log, first, last, split.length, x.data, out.data);
-                          });
+        return split_rows(
+            task.team, split.outer, input.count, [&](std::int64_t first, std::int64_t last) {
+              softmax_rows_f32(log, first, last, split.length, x.data, out.data, task.rounded);
+            });
       }
     }
+    if (task.rounded.data != nullptr)
+      throw std::invalid_argument("a softmax rounds its rows into a copy only along f32 rows");
     softmax_lines(log, split, x, out);
   });
 }

@@ -95,6 +95,9 @@ struct NodeTask {
   // A matmul whose rows start as this row of f32 values, the product added to it: a bias add
   // folded into the GEMM. Null data: none.
   TensorRef addend;
+  // A softmax also writes each f32 row rounded into this 16-bit value: a cast of its result
+  // folded into it. Null data: none.
+  TensorRef rounded;
   // The floats of scratch the kernel needs (prepare sets it) and where they are: one area the
   // executable shares between its kernels, which run one at a time.
   std::int64_t scratch_floats = 0;

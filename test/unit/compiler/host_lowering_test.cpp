@@ -350,3 +350,28 @@ TEST_CASE("a chain takes its sums after its nodes, wherever they lie among them"
   CHECK(chain.nodes.size() == 5);  // div, is_finite, logical_not, cast, mul
   CHECK(chain.in_registers);
 }
+
+TEST_CASE("a softmax writes the 16-bit copy its product reads, a cast folded into its step") {
+  Graph graph;
+  Tensor scores(graph, graph.add_input("scores", {{2, 16, 16}, DType::f32}));
+  Tensor values(graph, graph.add_input("values", {{2, 16, 8}, DType::f32}));
+  Tensor probabilities = softmax(scores);
+  graph.add_output("attended", matmul(probabilities, values).id());
+  graph.add_output("probabilities", probabilities.id());  // kept in f32 too, as for the gradient
+  compiler::Plan plan = planned(std::move(graph), {true, DType::bf16, 1});
+  INFO(compiler::host_steps_text(plan));
+  auto softmax_step =
+      std::find_if(plan.host_steps.begin(), plan.host_steps.end(), [&](const HostStep& step) {
+        return plan.graph.node(step.nodes.front()).op == OpKind::softmax;
+      });
+  REQUIRE(softmax_step != plan.host_steps.end());
+  REQUIRE(softmax_step->rounded >= 0);
+  CHECK(plan.kernels[static_cast<std::size_t>(softmax_step->kernel)].name == "softmax_rounded");
+  CHECK(softmax_step->folded == std::vector<NodeId>{softmax_step->rounded});
+  const HostStep& product = steps_of(plan, HostStepKind::gemm).front();
+  CHECK(product.operand_a == softmax_step->rounded);
+  for (const HostStep& step : plan.host_steps) {  // no pass of its own reads the probabilities
+    CHECK(std::find(step.nodes.begin(), step.nodes.end(), softmax_step->rounded) ==
+          step.nodes.end());
+  }
+}

@@ -35,6 +35,14 @@ std::vector<double> outputs_of(const Graph& graph, const Feeds& feeds) {
   return values;
 }
 
+const compiler::Fusion* fusion_of(const Program& program, NodeId id) {
+  for (const compiler::Fusion& fusion : program.fusions) {
+    if (std::find(fusion.nodes.begin(), fusion.nodes.end(), id) != fusion.nodes.end())
+      return &fusion;
+  }
+  return nullptr;
+}
+
 struct Fixture {
   Graph graph;
   Tensor x{graph, graph.add_input("x", {{4, 8}, DType::f32})};
@@ -280,6 +288,36 @@ TEST_CASE("matmul fusion takes the operand loads, bias, reshape, cast and activa
   CHECK(std::count(ops.begin(), ops.end(), OpKind::cast) == 3);  // both operands and the product
   CHECK(std::is_sorted(fusion.nodes.begin(), fusion.nodes.end()));
   CHECK(program.graph.node(fusion.nodes.back()).op == OpKind::gelu);
+}
+
+TEST_CASE("a product's operand rounded from an elementwise result is rounded by that kernel") {
+  // Softmax's gradient masked and scaled, then rounded for the products that read it: the
+  // elementwise kernel stores the 16-bit values alone.
+  Graph graph;
+  Tensor x(graph, graph.add_input("x", {{8, 8}, DType::f32}));
+  Tensor mask(graph, graph.add_input("mask", {{8, 8}, DType::boolean}));
+  Tensor w(graph, graph.add_variable("w", {{8, 16}, DType::f32}, VariableRole::parameter, {}));
+  Tensor masked = where(mask, x * 0.5, 0.0);
+  graph.add_output("y", matmul(masked, w).id());
+  Program program{graph, {}};
+  compiler::lower_precision(program, {true, DType::bf16, 1});
+  CHECK(compiler::fuse_matmuls(program) > 0);
+  CHECK(compiler::fuse_elementwise(program) > 0);
+  NodeId rounded = -1;
+  for (std::size_t i = 0; i < program.graph.size(); ++i) {
+    const Node& node = program.graph.node(static_cast<NodeId>(i));
+    if (node.op == OpKind::cast && node.type.dtype == DType::bf16 &&
+        program.graph.node(node.inputs[0]).op == OpKind::where)
+      rounded = static_cast<NodeId>(i);
+  }
+  REQUIRE(rounded >= 0);
+  const compiler::Fusion* kernel = fusion_of(program, rounded);
+  REQUIRE(kernel != nullptr);
+  CHECK(kernel->pattern == "elementwise");
+  CHECK(kernel == fusion_of(program, program.graph.node(rounded).inputs[0]));
+  compiler::CompileOptions options;
+  options.precision = {true, DType::bf16, 1};
+  CHECK_NOTHROW(compiler::compile_step(graph, options));
 }
 
 TEST_CASE("a 16-bit product widened for elementwise readers alone is widened by its reader") {
@@ -540,14 +578,6 @@ struct LossScaledStep {
     graph.add_output("bad", bad.id());
   }
 };
-
-const compiler::Fusion* fusion_of(const Program& program, NodeId id) {
-  for (const compiler::Fusion& fusion : program.fusions) {
-    if (std::find(fusion.nodes.begin(), fusion.nodes.end(), id) != fusion.nodes.end())
-      return &fusion;
-  }
-  return nullptr;
-}
 
 }  // namespace
 

@@ -813,3 +813,89 @@ TEST_CASE("a borrowed weight's 16-bit copy is rounded again once its owner says 
   CHECK_THROWS_WITH(reader.changed(reader.slot("x")),
                     Catch::Contains("'x' is not read where another step keeps it"));
 }
+
+namespace {
+
+// softmax's gradient at rows of `width` values: as one node, or as its three nodes one by one.
+graph::Graph softmax_gradient(std::int64_t width, bool one_node) {
+  graph::Graph graph;
+  graph::Tensor x(graph, graph.add_input("x", {{6, width}, DType::f32}));
+  graph::Tensor g(graph, graph.add_input("g", {{6, width}, DType::f32}));
+  graph::Tensor y = softmax(x * 4.0);
+  graph::Tensor gradient = one_node ? softmax_grad(y, g) : y * (g - sum(g * y, {1}, true));
+  graph.add_output("gradient", gradient.id());
+  return graph;
+}
+
+std::vector<double> gradient_of_run(const compiler::Plan& plan, const graph::Feeds& feeds) {
+  Executable executable(plan);
+  test::feed(executable, feeds);
+  executable.run();
+  return executable.read(executable.slot("gradient"));
+}
+
+}  // namespace
+
+TEST_CASE("softmax's gradient gives the bits of its three nodes, on one core or several") {
+  // Rows of a lane tail (37 = 4 x 8 + 5), GPT-2 small's attention, and of two sum chunks.
+  for (std::int64_t width : {std::int64_t{37}, std::int64_t{256}, std::int64_t{4'096 + 123}}) {
+    INFO(width << " values a row");
+    graph::Feeds feeds = test::sample_feeds(softmax_gradient(width, true));
+    compiler::Plan fused = test::compiled_plan(softmax_gradient(width, true), 1);
+    compiler::Plan by_nodes = test::compiled_plan(softmax_gradient(width, false), 1);
+    std::size_t reduce_kernels = 0;
+    for (const compiler::HostStep& step : by_nodes.host_steps)
+      reduce_kernels += by_nodes.graph.node(step.nodes.front()).op == graph::OpKind::reduce_sum;
+    REQUIRE(reduce_kernels == 1);  // the sum as the reduce kernel takes it
+    std::vector<double> expected = gradient_of_run(by_nodes, feeds);
+    CHECK(gradient_of_run(fused, feeds) == expected);
+    test::on_one_core([&] { CHECK(gradient_of_run(fused, feeds) == expected); });
+    CHECK(step_difference(fused) <= 1e-5);
+  }
+}
+
+TEST_CASE("a softmax rounds each row into its 16-bit copy as it writes it") {
+  for (DType half : {DType::bf16, DType::cb16}) {
+    INFO(graph::dtype_name(half));
+    graph::Graph graph;
+    graph::Tensor x(graph, graph.add_input("x", {{5, 2'053}, DType::f32}));
+    graph::Tensor y = softmax(x * 4.0);
+    graph.add_output("y", y.id());
+    graph.add_output("rounded", cast(y, half).id());
+    compiler::Plan plan = test::compiled_plan(graph, 1);
+    INFO(compiler::host_steps_text(plan));
+    auto folds = [](const compiler::HostStep& step) { return step.rounded >= 0; };
+    REQUIRE(std::count_if(plan.host_steps.begin(), plan.host_steps.end(), folds) == 1);
+    graph::Feeds feeds = test::sample_feeds(graph);
+    auto run = [&] {
+      Executable executable(plan);
+      test::feed(executable, feeds);
+      executable.run();
+      std::vector<double> values = executable.read(executable.slot("y"));
+      std::vector<double> rounded = executable.read(executable.slot("rounded"));
+      REQUIRE(rounded.size() == values.size());
+      std::size_t wrong = 0;
+      for (std::size_t i = 0; i < values.size(); ++i)
+        wrong += rounded[i] != graph::round_to_format(values[i], graph::format_of(half));
+      CHECK(wrong == 0);
+    };
+    run();
+    test::on_one_core(run);
+  }
+}
+
+TEST_CASE("a plan whose step rounds into what is not its softmax's cast is refused") {
+  graph::Graph graph;
+  graph::Tensor x(graph, graph.add_input("x", {{4, 32}, DType::f32}));
+  graph::Tensor scaled = x * 4.0;
+  graph.add_output("rounded", cast(softmax(scaled), DType::bf16).id());
+  graph.add_output("scaled", scaled.id());
+  compiler::Plan plan = test::compiled_plan(graph, 1);
+  auto rounding = std::find_if(plan.host_steps.begin(), plan.host_steps.end(),
+                               [](const compiler::HostStep& step) { return step.rounded >= 0; });
+  REQUIRE(rounding != plan.host_steps.end());
+  CHECK_NOTHROW(Executable(plan));
+  rounding->rounded = scaled.id();
+  CHECK_THROWS_WITH(Executable(plan),
+                    Catch::Contains("only an f32 softmax writes a 16-bit cast of its result"));
+}
