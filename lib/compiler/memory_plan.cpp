@@ -247,25 +247,112 @@ class MemoryPlanner {
     buffer.last_use = std::max(buffer.last_use, position);
   }
 
+  // The temporaries placed both ways below; the smaller arena wins. Each way alone leaves gaps
+  // the other avoids: a shift of one value's lifetime by a kernel moved GPT-2 small's arena in
+  // cbfloat16 by 150 MB with the first alone.
   void place_temporaries() {
-    std::vector<std::vector<std::size_t>> born(kernels_.size());
-    std::vector<std::vector<std::size_t>> dying(kernels_.size() + 1);
+    std::vector<std::size_t> temporaries;
     plan_.unshared_bytes = plan_.persistent_bytes;
     for (std::size_t b = 0; b < plan_.buffers.size(); ++b) {
-      const Buffer& buffer = plan_.buffers[b];
-      if (buffer.kind != BufferKind::temporary) continue;
-      born[static_cast<std::size_t>(buffer.first_use)].push_back(b);
-      dying[static_cast<std::size_t>(buffer.last_use)].push_back(b);
-      plan_.unshared_bytes += buffer.bytes;
+      if (plan_.buffers[b].kind != BufferKind::temporary) continue;
+      temporaries.push_back(b);
+      plan_.unshared_bytes += plan_.buffers[b].bytes;
     }
+    std::vector<std::int64_t> in_order = offsets_in_kernel_order(temporaries);
+    std::vector<std::int64_t> by_size = offsets_largest_first(temporaries);
+    std::int64_t in_order_peak = arena_end(temporaries, in_order);
+    std::int64_t by_size_peak = arena_end(temporaries, by_size);
+    const std::vector<std::int64_t>& chosen = by_size_peak < in_order_peak ? by_size : in_order;
+    for (std::size_t t = 0; t < temporaries.size(); ++t)
+      plan_.buffers[temporaries[t]].offset = chosen[t];
+    plan_.peak_bytes = std::min(in_order_peak, by_size_peak);
+  }
+
+  // Kernel by kernel, each buffer born there in the best free block of a growing arena, those
+  // that die there freed after.
+  std::vector<std::int64_t> offsets_in_kernel_order(const std::vector<std::size_t>& temporaries) {
+    std::vector<std::vector<std::size_t>> born(kernels_.size());
+    std::vector<std::vector<std::size_t>> dying(kernels_.size() + 1);
+    for (std::size_t t = 0; t < temporaries.size(); ++t) {
+      const Buffer& buffer = plan_.buffers[temporaries[t]];
+      born[static_cast<std::size_t>(buffer.first_use)].push_back(t);
+      dying[static_cast<std::size_t>(buffer.last_use)].push_back(t);
+    }
+    std::vector<std::int64_t> offsets(temporaries.size());
     ArenaAllocator arena(plan_.persistent_bytes);
     for (std::size_t k = 0; k < kernels_.size(); ++k) {
-      for (std::size_t b : born[k])
-        plan_.buffers[b].offset = arena.allocate(plan_.buffers[b].bytes);
-      for (std::size_t b : dying[k])
-        arena.release(plan_.buffers[b].offset, plan_.buffers[b].bytes);
+      for (std::size_t t : born[k])
+        offsets[t] = arena.allocate(plan_.buffers[temporaries[t]].bytes);
+      for (std::size_t t : dying[k])
+        arena.release(offsets[t], plan_.buffers[temporaries[t]].bytes);
     }
-    plan_.peak_bytes = arena.peak();
+    return offsets;
+  }
+
+  // Largest first, each buffer in the smallest gap that holds it between the buffers already
+  // placed that are live at the same time (TensorFlow Lite's greedy-by-size), else above them.
+  std::vector<std::int64_t> offsets_largest_first(const std::vector<std::size_t>& temporaries) {
+    std::vector<std::size_t> order(temporaries.size());
+    for (std::size_t t = 0; t < order.size(); ++t)
+      order[t] = t;
+    auto buffer = [&](std::size_t t) -> const Buffer& { return plan_.buffers[temporaries[t]]; };
+    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+      return buffer(a).bytes > buffer(b).bytes;
+    });
+    std::vector<std::int64_t> offsets(temporaries.size());
+    // The placed buffers' lifetimes and ranges side by side, in the order of their offsets: the
+    // scan below reads them all for every buffer placed (GPT-3 175B's 96 layers: thousands of
+    // buffers) and finds those live with it already sorted.
+    struct Placed {
+      std::int32_t first_use;
+      std::int32_t last_use;
+      std::int64_t offset;
+      std::int64_t end;
+    };
+    std::vector<Placed> placed;
+    placed.reserve(temporaries.size());
+    std::vector<std::pair<std::int64_t, std::int64_t>> taken;  // offset, end
+    for (std::size_t t : order) {
+      const Buffer& next = buffer(t);
+      taken.clear();
+      for (const Placed& other : placed) {
+        if (other.first_use <= next.last_use && next.first_use <= other.last_use)
+          taken.emplace_back(other.offset, other.end);
+      }
+      offsets[t] = smallest_gap(taken, next.bytes);
+      Placed now{next.first_use, next.last_use, offsets[t], offsets[t] + next.bytes};
+      auto at =
+          std::upper_bound(placed.begin(), placed.end(), now.offset,
+                           [](std::int64_t offset, const Placed& p) { return offset < p.offset; });
+      placed.insert(at, now);
+    }
+    return offsets;
+  }
+
+  // The start of the smallest gap of at least `bytes` between the `taken` ranges (sorted), from
+  // the end of the persistent buffers; else the end of the last range.
+  std::int64_t smallest_gap(const std::vector<std::pair<std::int64_t, std::int64_t>>& taken,
+                            std::int64_t bytes) const {
+    std::int64_t cursor = plan_.persistent_bytes;
+    std::optional<std::int64_t> best;
+    std::int64_t best_size = 0;
+    for (auto [offset, end] : taken) {
+      std::int64_t gap = offset - cursor;
+      if (gap >= bytes && (!best || gap < best_size)) {
+        best = cursor;
+        best_size = gap;
+      }
+      cursor = std::max(cursor, end);
+    }
+    return best.value_or(cursor);
+  }
+
+  std::int64_t arena_end(const std::vector<std::size_t>& temporaries,
+                         const std::vector<std::int64_t>& offsets) const {
+    std::int64_t end = plan_.persistent_bytes;
+    for (std::size_t t = 0; t < temporaries.size(); ++t)
+      end = std::max(end, offsets[t] + plan_.buffers[temporaries[t]].bytes);
+    return end;
   }
 
   const graph::Graph& graph_;

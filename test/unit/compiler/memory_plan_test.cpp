@@ -42,6 +42,32 @@ TEST_CASE("temporaries that are never live together share space") {
   CHECK(memory.peak_bytes == 3 * 1024);
 }
 
+TEST_CASE("temporaries are placed largest first where that leaves fewer gaps") {
+  Graph graph;
+  Tensor x(graph, graph.add_input("x", {{256}, DType::f32}));
+  Tensor wide(graph, graph.add_input("wide", {{512}, DType::f32}));
+  // One kernel each, in this order: a (1 KiB, read by e), b and e (1 KiB, results), c (2 KiB).
+  Tensor a = softmax(x);
+  Tensor b = log_softmax(x);
+  Tensor e = layer_norm(a, 1e-5);
+  Tensor c = softmax(wide);
+  graph.add_output("b", b.id());
+  graph.add_output("e", e.id());
+  graph.add_output("c", c.id());
+  compiler::Plan plan = plan_for(graph);
+  const compiler::MemoryPlan& memory = plan.memory;
+  CHECK(memory.persistent_bytes == 3 * 1024);
+  // Kernel by kernel, c would find only a's 1 KiB free and go above b and e (5 KiB of
+  // temporaries); placed first, it takes a's place, which a leaves before c is born.
+  CHECK(memory.peak_bytes == memory.persistent_bytes + 4 * 1024);
+  for (const compiler::Buffer& one : memory.buffers) {
+    for (const compiler::Buffer& other : memory.buffers) {
+      if (&one == &other || one.bytes == 0 || other.bytes == 0) continue;
+      CHECK_FALSE((overlap_in_time(one, other) && overlap_in_space(one, other)));
+    }
+  }
+}
+
 TEST_CASE("the memory plan of a real step: aligned, and no two live buffers overlap") {
   models::TracedStep step = test::traced_step(
       "{name: gpt2, vocab_size: 1100, hidden_size: 16, num_heads: 2, num_hidden_layers: 2, "
