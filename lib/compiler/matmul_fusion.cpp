@@ -68,15 +68,17 @@ class MatmulFusion {
     }
   }
 
-  // A cast to 16 bits of a value an elementwise kernel computes (softmax's gradient masked and
-  // scaled) is left to that kernel: it stores the 16-bit values alone, where converting them as
-  // the product loads them would have it store the f32 values for one more pass to read.
+  // A cast to 16 bits of a value an elementwise kernel will compute (softmax's gradient masked
+  // and scaled) is left to that kernel: it stores the 16-bit values alone, where converting them
+  // as the product loads them would have it store the f32 values for one more pass to read. A
+  // value another product's epilogue computes (its activation) keeps its cast here.
   bool rounds_elementwise_result(NodeId cast) const {
     const graph::Node& node = graph_.node(cast);
-    const graph::Node& source = graph_.node(node.inputs[0]);
+    NodeId value = node.inputs[0];
+    const graph::Node& source = graph_.node(value);
     return graph::is_half(node.type.dtype) && source.type.shape == node.type.shape &&
            graph::op_class(source.op) == graph::OpClass::elementwise &&
-           !groups_.is_static(node.inputs[0]);
+           groups_.group_of(value) < 0 && !groups_.is_static(value);
   }
 
   // What the kernel applies to the product before storing it: at most one each of a bias add, a

@@ -320,6 +320,27 @@ TEST_CASE("a product's operand rounded from an elementwise result is rounded by 
   CHECK_NOTHROW(compiler::compile_step(graph, options));
 }
 
+TEST_CASE("a product's operand rounded from another product's activation is the product's cast") {
+  Graph graph;
+  Tensor x(graph, graph.add_input("x", {{8, 8}, DType::f32}));
+  Tensor w(graph, graph.add_variable("w", {{8, 8}, DType::f32}, VariableRole::parameter, {}));
+  Tensor v(graph, graph.add_variable("v", {{8, 16}, DType::f32}, VariableRole::parameter, {}));
+  graph.add_output("y", matmul(relu(matmul(x, w)), v).id());
+  Program program{graph, {}};
+  compiler::lower_precision(program, {true, DType::bf16, 1});
+  compiler::fuse_matmuls(program);
+  // The relu is the first product's epilogue: its rounding loads the second product's operand,
+  // as no elementwise kernel computes the relu.
+  for (std::size_t i = 0; i < program.graph.size(); ++i) {
+    const Node& node = program.graph.node(static_cast<NodeId>(i));
+    if (node.op != OpKind::cast || program.graph.node(node.inputs[0]).op != OpKind::relu) continue;
+    const compiler::Fusion* kernel = fusion_of(program, static_cast<NodeId>(i));
+    REQUIRE(kernel != nullptr);
+    CHECK(kernel->pattern == "matmul");
+    CHECK(kernel != fusion_of(program, node.inputs[0]));
+  }
+}
+
 TEST_CASE("a 16-bit product widened for elementwise readers alone is widened by its reader") {
   // A weight's gradient, read by its update: stored in 16 bits, widened a chunk at a time.
   Graph graph;
