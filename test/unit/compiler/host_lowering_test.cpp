@@ -368,7 +368,7 @@ TEST_CASE("a softmax writes the 16-bit copy its product reads, a cast folded int
   REQUIRE(softmax_step->rounded >= 0);
   CHECK(plan.kernels[static_cast<std::size_t>(softmax_step->kernel)].name == "softmax_rounded");
   CHECK(softmax_step->folded == std::vector<NodeId>{softmax_step->rounded});
-  const HostStep& product = steps_of(plan, HostStepKind::gemm).front();
+  HostStep product = steps_of(plan, HostStepKind::gemm).front();
   CHECK(product.operand_a == softmax_step->rounded);
   for (const HostStep& step : plan.host_steps) {  // no pass of its own reads the probabilities
     CHECK(std::find(step.nodes.begin(), step.nodes.end(), softmax_step->rounded) ==
