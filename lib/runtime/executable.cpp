@@ -337,8 +337,8 @@ struct Executable::State {
       add_name(output.name, output.node, snapshot_of(output.node), false);
   }
 
-  // The task of node `id`, or of the GEMM host step `gemm` that starts with it, prepared once its
-  // operands are bound.
+  // The task of node `id`, or of the host step `host` that starts with it (a GEMM's operands and
+  // result, a softmax's rounded copy), prepared once its operands are bound.
   NodeTask task_for(NodeId id, const compiler::HostStep* host = nullptr) {
     NodeTask task;
     task.node = &plan.graph.node(id);
