@@ -7,9 +7,7 @@ namespace csrun::graph {
 
 bool dropout_keeps(std::uint64_t seed, std::uint64_t salt, std::int64_t step, std::int64_t index,
                    double rate) {
-  std::uint64_t key = mix_keys(mix_keys(mix_keys(seed, salt), static_cast<std::uint64_t>(step)),
-                               static_cast<std::uint64_t>(index));
-  return uniform01(key) >= rate;
+  return dropout_keeps(dropout_step_key(seed, salt, step), index, rate);
 }
 
 std::vector<std::int64_t> permutation(std::int64_t count, std::uint64_t key) {

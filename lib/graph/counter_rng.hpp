@@ -33,6 +33,15 @@ inline double uniform01(std::uint64_t key) {
 // A permutation of [0, count) drawn from `key`: Fisher-Yates with counter-based draws, so the
 // same on every machine and library (sample orders, masked-LM positions).
 std::vector<std::int64_t> permutation(std::int64_t count, std::uint64_t key);
+// The key of dropout's draws at `step` (its seed and salt, the node's), and whether the draw of
+// element `index` under it keeps the element: split so that a kernel mixes the step's key once
+// and its loop over the elements vectorizes.
+inline std::uint64_t dropout_step_key(std::uint64_t seed, std::uint64_t salt, std::int64_t step) {
+  return mix_keys(mix_keys(seed, salt), static_cast<std::uint64_t>(step));
+}
+inline bool dropout_keeps(std::uint64_t step_key, std::int64_t index, double rate) {
+  return uniform01(mix_keys(step_key, static_cast<std::uint64_t>(index))) >= rate;
+}
 // Whether dropout keeps element `index` at `step`.
 bool dropout_keeps(std::uint64_t seed, std::uint64_t salt, std::int64_t step, std::int64_t index,
                    double rate);

@@ -74,13 +74,32 @@ void one_hot(const NodeTask& task) {
   }
 }
 
+// Elements [first, last) of an f32 dropout: the kept ones scaled in double and rounded once, as
+// the generic path computes them, in a loop that vectorizes.
+void dropout_f32(const float* x, float* out, std::int64_t first, std::int64_t last,
+                 std::uint64_t step_key, double rate, double scale) {
+  for (std::int64_t i = first; i < last; ++i) {
+    bool keep = graph::dropout_keeps(step_key, i, rate);
+    out[i] = keep ? static_cast<float>(static_cast<double>(x[i]) * scale) : 0.0f;
+  }
+}
+
+// Each element's draw depends on its index alone, so the elements split across the team.
 void dropout(const NodeTask& task) {
   const graph::Attributes& attrs = task.node->attrs;
   auto step = static_cast<std::int64_t>(load(task.in[1], 0));
+  std::uint64_t step_key = graph::dropout_step_key(attrs.seed, attrs.salt, step);
   double scale = 1.0 / (1.0 - attrs.rate);
-  for (std::int64_t i = 0; i < task.out.count; ++i) {
-    bool keep = graph::dropout_keeps(attrs.seed, attrs.salt, step, i, attrs.rate);
-    store(task.out, i, keep ? load(task.in[0], i) * scale : 0.0);
+  const TensorRef& x = task.in[0];
+  std::int64_t count = task.out.count;
+  if (x.dtype == DType::f32 && task.out.dtype == DType::f32) {
+    return split_rows(task.team, count, count, [&](std::int64_t first, std::int64_t last) {
+      dropout_f32(x.f32(), task.out.f32(), first, last, step_key, attrs.rate, scale);
+    });
+  }
+  for (std::int64_t i = 0; i < count; ++i) {
+    bool keep = graph::dropout_keeps(step_key, i, attrs.rate);
+    store(task.out, i, keep ? load(x, i) * scale : 0.0);
   }
 }
 

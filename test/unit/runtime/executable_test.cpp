@@ -899,3 +899,36 @@ TEST_CASE("a plan whose step rounds into what is not its softmax's cast is refus
   CHECK_THROWS_WITH(Executable(plan),
                     Catch::Contains("only an f32 softmax writes a 16-bit cast of its result"));
 }
+
+TEST_CASE("dropout keeps the elements its counter-based draws keep, on one core or several") {
+  for (DType dtype : {DType::f32, DType::bf16}) {
+    INFO(graph::dtype_name(dtype));
+    graph::Graph graph;
+    graph::Tensor x(graph, graph.add_input("x", {{100'003}, dtype}));
+    graph::Tensor step(graph, graph.add_input("step", {{}, DType::i32}));
+    graph.add_output("dropped", dropout(x, step, 0.3, 7, 11).id());
+    compiler::Plan plan = test::compiled_plan(graph, 1);
+    for (double at_step : {0.0, 41.0}) {
+      graph::Feeds feeds = test::sample_feeds(graph);
+      feeds["step"].values = {at_step};
+      std::vector<double> expected =
+          graph::evaluate_reference(graph, feeds,
+                                    std::vector<graph::NodeId>{*graph.find_output("dropped")})[0]
+              .values;
+      for (double& value : expected)  // the reference keeps an f32 value's double
+        value = static_cast<float>(value);
+      auto run = [&] {
+        Executable executable(plan);
+        test::feed(executable, feeds);
+        executable.run();
+        CHECK(executable.read(executable.slot("dropped")) == expected);
+      };
+      run();
+      test::on_one_core(run);
+      auto kept =
+          std::count_if(expected.begin(), expected.end(), [](double v) { return v != 0.0; });
+      CHECK(kept > 60'000);
+      CHECK(kept < 80'000);
+    }
+  }
+}
