@@ -35,7 +35,7 @@ inline double uniform01(std::uint64_t key) {
 std::vector<std::int64_t> permutation(std::int64_t count, std::uint64_t key);
 // The key of dropout's draws at `step` (its seed and salt, the node's), and whether the draw of
 // element `index` under it keeps the element: split so that a kernel mixes the step's key once
-// and its loop over the elements vectorizes.
+// and its loop over the elements calls nothing.
 inline std::uint64_t dropout_step_key(std::uint64_t seed, std::uint64_t salt, std::int64_t step) {
   return mix_keys(mix_keys(seed, salt), static_cast<std::uint64_t>(step));
 }
