@@ -1,3 +1,4 @@
+#include <bit>
 #include <cstring>
 #include <stdexcept>
 #include <string>
@@ -79,8 +80,10 @@ void one_hot(const NodeTask& task) {
 void dropout_f32(const float* x, float* out, std::int64_t first, std::int64_t last,
                  std::uint64_t step_key, double rate, double scale) {
   for (std::int64_t i = first; i < last; ++i) {
-    bool keep = graph::dropout_keeps(step_key, i, rate);
-    out[i] = keep ? static_cast<float>(static_cast<double>(x[i]) * scale) : 0.0f;
+    auto scaled =
+        std::bit_cast<std::uint32_t>(static_cast<float>(static_cast<double>(x[i]) * scale));
+    std::uint32_t kept = 0u - static_cast<std::uint32_t>(graph::dropout_keeps(step_key, i, rate));
+    out[i] = std::bit_cast<float>(scaled & kept);  // a dropped element is +0, whatever it was
   }
 }
 
