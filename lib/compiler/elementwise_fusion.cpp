@@ -30,12 +30,13 @@ bool chain_can_sum(const graph::Graph& graph, const graph::Node& node) {
 class ElementwiseFusion {
  public:
   explicit ElementwiseFusion(Program& program)
-      : graph_(program.graph),
+      : program_(program),
+        graph_(program.graph),
         users_(program.graph),
         groups_(program.graph, program.fusions),
         feeds_sums_(program.graph.size(), Unknown) {}
 
-  std::size_t run(Program& program) {
+  std::size_t run() {
     for (std::size_t i = 0; i < graph_.size(); ++i) {
       auto id = static_cast<NodeId>(i);
       const graph::Node& node = graph_.node(id);
@@ -46,7 +47,7 @@ class ElementwiseFusion {
         place(id);
       }
     }
-    program.fusions = groups_.finish();
+    program_.fusions = groups_.finish();
     return fused_;
   }
 
@@ -160,6 +161,7 @@ class ElementwiseFusion {
     return true;
   }
 
+  Program& program_;
   const graph::Graph& graph_;
   NodeUsers users_;
   FusionGroups groups_;
@@ -171,7 +173,7 @@ class ElementwiseFusion {
 }  // namespace
 
 std::size_t fuse_elementwise(Program& program) {
-  return ElementwiseFusion(program).run(program);
+  return ElementwiseFusion(program).run();
 }
 
 }  // namespace csrun::compiler

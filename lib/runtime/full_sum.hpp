@@ -96,12 +96,22 @@ inline double add_in_order(const double* totals, std::int64_t chunks, std::int64
   return total;
 }
 
+// The sum of term(i) for i < length, a row's terms in this order.
+template <class Term>
+double row_total(std::int64_t length, Term term) {
+  double total = 0.0;
+  for (std::int64_t c = 0; c < sum_chunks(length); ++c) {
+    std::int64_t first = c * kSumChunk;
+    double chunk = sum_over_lanes(std::min(kSumChunk, length - first),
+                                  [&](std::int64_t i) { return term(first + i); });
+    total = c == 0 ? chunk : total + chunk;
+  }
+  return total;
+}
+
 // The sum of an f32 row of `length` values.
 inline double row_sum(const float* row, std::int64_t length) {
-  double total = 0.0;
-  for (std::int64_t c = 0; c < sum_chunks(length); ++c)
-    total = c == 0 ? chunk_sum(row, length, c) : total + chunk_sum(row, length, c);
-  return total;
+  return row_total(length, [row](std::int64_t i) { return static_cast<double>(row[i]); });
 }
 
 }  // namespace csrun::runtime

@@ -258,15 +258,8 @@ void softmax_grad_rows_f32(std::int64_t first, std::int64_t last, std::int64_t w
   for (std::int64_t r = first; r < last; ++r) {
     const float* y_row = y + r * width;
     const float* g_row = g + r * width;
-    double dot = 0.0;
-    for (std::int64_t c = 0; c < sum_chunks(width); ++c) {
-      std::int64_t begin = c * kSumChunk;
-      double chunk = sum_over_lanes(std::min(kSumChunk, width - begin), [&](std::int64_t i) {
-        return static_cast<double>(g_row[begin + i] * y_row[begin + i]);
-      });
-      dot = c == 0 ? chunk : dot + chunk;
-    }
-    auto total = static_cast<float>(dot);
+    auto total = static_cast<float>(
+        row_total(width, [&](std::int64_t i) { return static_cast<double>(g_row[i] * y_row[i]); }));
     float* out_row = out + r * width;
     for (std::int64_t i = 0; i < width; ++i)
       out_row[i] = y_row[i] * (g_row[i] - total);
