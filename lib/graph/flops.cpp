@@ -19,12 +19,14 @@ double node_flops(const Graph& graph, const Node& node) {
     return 2.0 * outputs * static_cast<double>(graph.node(node.inputs[0]).type.shape.back());
   }
   if (node.op == OpKind::gather || node.op == OpKind::one_hot) return 0.0;
-  // softmax, log_softmax, layer_norm: a handful per element; scatter_add, dropout: one.
+  // softmax, log_softmax, layer_norm: a handful per element they read (a cross entropy reads a
+  // row of logits for each value it gives); scatter_add, dropout: one per element.
   bool normalizes = node.op == OpKind::softmax || node.op == OpKind::log_softmax ||
                     node.op == OpKind::softmax_grad || node.op == OpKind::layer_norm ||
                     node.op == OpKind::softmax_cross_entropy ||
                     node.op == OpKind::softmax_cross_entropy_grad;
-  return normalizes ? 5.0 * outputs : outputs;
+  if (!normalizes) return outputs;
+  return 5.0 * static_cast<double>(element_count(graph.node(node.inputs[0]).type.shape));
 }
 
 double count_flops(const Graph& graph) {
