@@ -5,10 +5,12 @@
 #include <iostream>
 
 #include "build_identity.hpp"
+#include "compile_report.hpp"
 #include "compiler/host_lowering.hpp"
 #include "compiler/plan_cache.hpp"
 #include "compiler/scratch_layout.hpp"
 #include "csrun/build_info.hpp"
+#include "storage/atomic_file.hpp"
 #include "wafer/wafer_profile.hpp"
 
 namespace csrun::modes {
@@ -176,6 +178,8 @@ PlannedTrainer plan_trainer(const config::TrainerSpec& trainer, const TraceSumma
     std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start;
     planned.compile_seconds = compiled.seconds + elapsed.count();
     compiler::PlanCache(compile_root(trainer)).store(planned.key, planned.plan);
+    // Every plan's, the eval and micro-step plans' too: --profile numbers their kernels so.
+    storage::write_file_atomically(planned.directory / "kernels.tsv", kernel_table(planned.plan));
   }
   if (on_wafer(trainer, trace)) add_alternative(planned, wafer);
   return planned;

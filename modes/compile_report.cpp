@@ -5,6 +5,7 @@
 #include <map>
 #include <sstream>
 
+#include "compiler/host_lowering.hpp"
 #include "compiler/scratch_layout.hpp"
 #include "host_batch.hpp"
 #include "report.hpp"
@@ -359,20 +360,14 @@ json compile_report_json(const config::TrainerSpec& trainer, const TraceSummary&
   return report;
 }
 
-// What the simulator calls for each kernel ("gemm+bias^T", "chain3", "chain14@registers",
-// "chain4+sum@registers", "node"), in one pass over the host steps.
+// What the simulator calls for each kernel (compiler::host_step_call of its host steps), in one
+// pass over the host steps.
 std::vector<std::string> host_calls(const compiler::Plan& plan) {
   std::vector<std::string> calls(plan.kernels.size());
   for (const compiler::HostStep& step : plan.host_steps) {
     std::string& call = calls.at(static_cast<std::size_t>(step.kernel));
     if (!call.empty()) call += ' ';
-    call += compiler::host_step_kind_name(step.kind);
-    if (step.kind == compiler::HostStepKind::chain) call += std::to_string(step.nodes.size());
-    if (!step.sums.empty()) call += "+sum";
-    if (step.sums.size() > 1) call += std::to_string(step.sums.size());
-    if (step.in_registers) call += "@registers";
-    if (step.bias >= 0) call += "+bias";
-    if (step.transposed_a || step.transposed_b) call += "^T";
+    call += compiler::host_step_call(step);
   }
   return calls;
 }

@@ -21,6 +21,7 @@ struct RunOptions {
   std::string sample_ledger;         // train, eval: record every sample consumed in this file
   std::string stream_listen;         // train, eval: wait for data workers at this endpoint
   bool async_checkpoint = false;     // train: write checkpoints while the next steps run
+  bool profile = false;              // train, eval: time each host step (host_profile.tsv)
   // --checkpoint_path: loaded instead of the checkpoint the params choose, whatever sections the
   // params have (a trainer without a validate section still evaluates it).
   std::string checkpoint_path;

@@ -12,12 +12,12 @@ namespace csrun::modes {
 
 namespace {
 
-// report.json, kernels.tsv and, for wafer plans, placement.svg beside a new plan.
+// report.json and, for wafer plans, placement.svg beside a new plan (plan_trainer wrote its
+// kernels.tsv).
 void write_artifacts(const config::TrainerSpec& trainer, const TraceSummary& trace,
                      const PlannedTrainer& planned) {
   storage::write_file_atomically(planned.directory / "report.json",
                                  compile_report_json(trainer, trace, planned).dump(2) + "\n");
-  storage::write_file_atomically(planned.directory / "kernels.tsv", kernel_table(planned.plan));
   if (planned.plan.mapping.mode != compiler::ExecutionMode::none)
     storage::write_file_atomically(planned.directory / "placement.svg",
                                    wafer::placement_svg(planned.plan));

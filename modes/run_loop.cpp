@@ -124,6 +124,7 @@ runner::RunSetup setup_for(const CheckedRun& checked, const CheckedTrainer& trai
   setup.model_name = trainer_check.model->definition->name;
   setup.params_path = checked.run.params_path;
   setup.async_checkpoint = options.async_checkpoint;
+  setup.profile = options.profile;
   setup.checkpoint_path = options.checkpoint_path;
   bool plan_is_training = planned.plan.step == compiler::StepKind::train;
   double training_bytes = 0.0;

@@ -50,6 +50,7 @@ struct CommandLine {
   std::string sample_ledger;
   std::string stream_listen;
   bool async_checkpoint = false;
+  bool profile = false;
   std::int64_t num_csx = 1;
   std::int64_t num_workers_per_csx = 1;
   std::int64_t max_steps = 0;
@@ -163,6 +164,9 @@ class Subcommand {
       app_->add_option("--sample_ledger", line_.sample_ledger,
                        "Append a line per sample consumed (role, epoch, position, index, "
                        "producer) to this file");
+      app_->add_flag("--profile", line_.profile,
+                     "Time every host step of the simulator's steps (after each program's first "
+                     "run): model_dir/host_profile.tsv, and a summary in the log");
     }
   }
 
@@ -202,6 +206,7 @@ class Subcommand {
     options.sample_ledger = line_.sample_ledger;
     options.stream_listen = line_.stream_listen;
     options.async_checkpoint = line_.async_checkpoint;
+    options.profile = line_.profile;
     options.checkpoint_path = line_.checkpoint_path;
     options.worker_binary = this_binary();
     options.shown = logging_levels().at(uppercase(line_.logging));

@@ -279,6 +279,17 @@ const char* host_step_kind_name(HostStepKind kind) {
   return "?";
 }
 
+std::string host_step_call(const HostStep& step) {
+  std::string call = host_step_kind_name(step.kind);
+  if (step.kind == HostStepKind::chain) call += std::to_string(step.nodes.size());
+  if (!step.sums.empty()) call += "+sum";
+  if (step.sums.size() > 1) call += std::to_string(step.sums.size());
+  if (step.in_registers) call += "@registers";
+  if (step.bias >= 0) call += "+bias";
+  if (step.transposed_a || step.transposed_b) call += "^T";
+  return call;
+}
+
 std::vector<HostStep> lower_host(const graph::Graph& graph, std::span<const Kernel> kernels,
                                  const MemoryPlan& memory) {
   HostLowering lowering(graph, memory);

@@ -32,4 +32,10 @@ std::vector<HostStep> lower_host(const graph::Graph& graph, std::span<const Kern
 // "k5 softmax: node %16 softmax"; a chain ends with its chunk-local values ("[per chunk %14]").
 std::string host_steps_text(const Plan& plan);
 
+// What the runtime calls for a host step, in a word: "gemm+bias^T" (a GEMM with a folded bias add
+// and a folded transpose), "chain3" (three elementwise nodes in one chunked pass),
+// "chain14@registers" (fourteen in registers), "chain4+sum@registers" (that also sum one of their
+// values over every axis; "+sum2": two), "node".
+std::string host_step_call(const HostStep& step);
+
 }  // namespace csrun::compiler

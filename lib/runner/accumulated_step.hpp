@@ -44,6 +44,9 @@ class AccumulatedStep {
   void run(std::span<const data::BatchView* const> shares, runtime::Executable& update);
   // The step's loss: the sum of the micro-steps' shares, in micro-step order.
   double loss() const { return loss_; }
+  // The micro-step's program, to profile.
+  runtime::Executable& micro_step() { return micro_; }
+  const runtime::Executable& micro_step() const { return micro_; }
   // Wall seconds spent combining the ranks' sums so far (waiting included); 0 in one process.
   double combining_seconds() const { return combining_seconds_; }
 

@@ -12,6 +12,7 @@
 #include "batch_feed.hpp"
 #include "checkpointing.hpp"
 #include "config/yaml_writer.hpp"
+#include "host_profile.hpp"
 #include "live_progress.hpp"
 #include "metric_totals.hpp"
 #include "model_state.hpp"
@@ -267,6 +268,7 @@ struct TrainingLoop::State {
   void fit() {
     if (!train || !setup.train_loader) throw std::logic_error("fit needs a training step");
     Executable& step = *train;
+    start_profiling();
     open_train_batches();
     std::optional<BatchInputs> inputs;
     if (!micro_steps) inputs.emplace(setup.train->fields, step);
@@ -325,7 +327,44 @@ struct TrainingLoop::State {
       run.simulated_seconds =
           static_cast<double>(total) * setup.train_micro_steps->simulated_step_seconds;
     call(&Callback::on_train_end);
+    write_host_profile();
     log.info("Training completed successfully!");
+  }
+
+  // ---- --profile ----
+
+  std::vector<Executable*> programs() {
+    std::vector<Executable*> all;
+    if (train) all.push_back(&*train);
+    if (micro_steps) all.push_back(&micro_steps->micro_step());
+    if (eval) all.push_back(&*eval);
+    return all;
+  }
+
+  void start_profiling() {
+    if (!setup.profile) return;
+    for (Executable* program : programs())
+      program->set_profiling(true);
+  }
+
+  std::string program_name(const Executable& program) const {
+    if (eval && &program == &*eval) return "eval";
+    if (micro_steps) return &program == &*train ? "update" : "micro-step";
+    return "train";
+  }
+
+  void write_host_profile() {
+    if (!setup.profile || !primary) return;
+    std::vector<ProfiledProgram> profiled;
+    for (Executable* program : programs()) {
+      if (program->steps_run() > 0)
+        profiled.push_back({program_name(*program), &program->plan(), program->host_profile()});
+    }
+    fs::path path = fs::path(log.directory()) / "host_profile.tsv";
+    storage::write_file_atomically(path, host_profile_table(profiled));
+    for (const std::string& line : host_profile_summary(profiled))
+      log.info(line);
+    log.info("Each host step's seconds: " + path.string() + ".");
   }
 
   // How much of the run the ranks spent adding up their gradients (waiting for each other
@@ -463,6 +502,7 @@ struct TrainingLoop::State {
     if (!eval || !setup.eval_loader) throw std::logic_error("validate needs an eval step");
     // It evaluates checkpoints, not the training step's weights: its eval step holds its own.
     if (train) eval.emplace(setup.eval->plan);
+    start_profiling();
     std::vector<std::optional<std::string>> targets(paths.begin(), paths.end());
     if (targets.empty()) targets.push_back(checkpoint_named(settings.validate_checkpoint));
     std::vector<EvalResult> results;
@@ -473,6 +513,7 @@ struct TrainingLoop::State {
       if (!result) throw StopRequested("Stopped evaluating on request (SIGTERM or SIGINT).");
       results.push_back(*result);
     }
+    write_host_profile();
     return results;
   }
 };

@@ -79,6 +79,9 @@ struct RunSetup {
   std::optional<data::DataloaderSpec> eval_loader;
   std::string checkpoint_path;    // --checkpoint_path; empty: what the params say
   bool async_checkpoint = false;  // --async_checkpoint: checkpoints written in the background
+  // --profile: each program times its host steps after its first run; fit and validate write
+  // model_dir/host_profile.tsv and a summary to the log (host_profile.hpp).
+  bool profile = false;
   // The ranks of an MPI job this process is one of (null: this process alone). Every rank runs
   // the loop; only the first writes the run's files (log, events, checkpoints) and evaluates.
   const replicas::ReplicaGroup* group = nullptr;

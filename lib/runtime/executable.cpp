@@ -3,6 +3,7 @@
 #include <sys/mman.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -122,12 +123,15 @@ struct Executable::State {
   std::vector<bool> chunk_local;  // per node: whether its chain keeps it one chunk at a time
   std::vector<bool> borrowed;     // per node: a variable read where its owner keeps it
   std::vector<StepWork> step;
+  std::vector<std::size_t> step_host;  // per work of the step: its entry of plan.host_steps
   std::vector<Snapshot> snapshots;
   std::vector<Update> updates;
   std::vector<HalfCopy> half_copies;
   std::vector<NamedValue> named;
   std::unordered_map<std::string, Slot> slots;
   std::int64_t steps = 0;
+  bool profiling = false;
+  HostProfile profile;
   mutable ThreadTeam team{ThreadTeam::available_cores()};  // shared by the tasks, which run it
 
   State(compiler::Plan source, const KernelSet& chosen, const State* owner = nullptr)
@@ -147,6 +151,7 @@ struct Executable::State {
     name_values();
     fill_static_leaves();
     bind_kernels();
+    profile.seconds.assign(plan.host_steps.size(), 0.0);
   }
 
   // Refused with the figures before allocating, not an allocation failure (or the kernel's OOM
@@ -387,7 +392,7 @@ struct Executable::State {
         if (at_load) {
           chain.run();
         } else {
-          step.emplace_back(std::move(chain));
+          add_to_step(std::move(chain), host);
         }
         continue;
       }
@@ -400,9 +405,14 @@ struct Executable::State {
       if (at_load) {
         kernels.run(task);
       } else {
-        step.emplace_back(std::move(task));
+        add_to_step(std::move(task), host);
       }
     }
+  }
+
+  void add_to_step(StepWork work, const compiler::HostStep& host) {
+    step.push_back(std::move(work));
+    step_host.push_back(static_cast<std::size_t>(&host - plan.host_steps.data()));
   }
 
   // A GEMM reads a folded transpose's source with the transposed flag and writes its product
@@ -458,14 +468,26 @@ struct Executable::State {
   }
 
   void run() {
-    refresh_half_copies();
-    for (StepWork& work : step) {
-      if (auto* chain = std::get_if<ElementwiseChain>(&work)) {
-        chain->run();
-      } else {
-        kernels.run(std::get<NodeTask>(work));
-      }
+    if (profiling && steps > 0) {
+      run_timed();
+    } else {
+      refresh_half_copies();
+      for (StepWork& work : step)
+        run_work(work);
+      take_updates();
     }
+    ++steps;
+  }
+
+  void run_work(StepWork& work) {
+    if (auto* chain = std::get_if<ElementwiseChain>(&work)) {
+      chain->run();
+    } else {
+      kernels.run(std::get<NodeTask>(work));
+    }
+  }
+
+  void take_updates() {
     for (const Snapshot& taken : snapshots) {
       std::memcpy(taken.copy, taken.source.data,
                   static_cast<std::size_t>(value_bytes_of(taken.source)));
@@ -474,7 +496,26 @@ struct Executable::State {
       std::memcpy(update.variable.data, update.source.data,
                   static_cast<std::size_t>(value_bytes_of(update.variable)));
     }
-    ++steps;
+  }
+
+  // A run that adds each host step's seconds to the profile.
+  void run_timed() {
+    using Clock = std::chrono::steady_clock;
+    auto seconds = [](Clock::duration elapsed) {
+      return std::chrono::duration<double>(elapsed).count();
+    };
+    Clock::time_point started = Clock::now();
+    refresh_half_copies();
+    Clock::time_point last = Clock::now();
+    for (std::size_t i = 0; i < step.size(); ++i) {
+      run_work(step[i]);
+      Clock::time_point now = Clock::now();
+      profile.seconds[step_host[i]] += seconds(now - last);
+      last = now;
+    }
+    take_updates();
+    profile.run_seconds += seconds(Clock::now() - started);
+    ++profile.runs;
   }
 
   const NamedValue& value(Slot slot) const { return named.at(static_cast<std::size_t>(slot)); }
@@ -627,6 +668,14 @@ std::int64_t Executable::steps_run() const {
 
 double Executable::simulated_seconds() const {
   return static_cast<double>(state_->steps) * state_->plan.mapping.estimate.step_seconds;
+}
+
+void Executable::set_profiling(bool on) {
+  state_->profiling = on;
+}
+
+const Executable::HostProfile& Executable::host_profile() const {
+  return state_->profile;
 }
 
 std::int64_t Executable::arena_bytes() const {

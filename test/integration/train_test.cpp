@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <set>
+#include <sstream>
 
 #include "support/event_reader.hpp"
 #include "support/process.hpp"
@@ -349,6 +350,79 @@ TEST_CASE("checkpoints written with --async_checkpoint are those of a synchronou
     INFO(name);
     csrun::test::expect_same_weights(dir.path() / "sync" / name, dir.path() / "async" / name);
   }
+}
+
+namespace {
+
+// The (program, kernel, name) of each line of a run's host_profile.tsv, and the lines' count per
+// program and runs.
+struct HostProfileLines {
+  std::set<std::string> kernels;                         // "kernel\tname"
+  std::map<std::string, int> lines_by_program_and_runs;  // "train 5" -> lines
+};
+
+HostProfileLines host_profile_lines(const fs::path& model_dir) {
+  HostProfileLines result;
+  std::istringstream lines(read_file(model_dir / "cerebras_logs" / "latest" / "host_profile.tsv"));
+  std::string line;
+  std::getline(lines, line);
+  CHECK(line.starts_with("program\tkernel\tname\tcall\t"));
+  while (std::getline(lines, line)) {
+    std::vector<std::string> cells;
+    std::istringstream fields(line);
+    for (std::string cell; std::getline(fields, cell, '\t');)
+      cells.push_back(cell);
+    REQUIRE(cells.size() == 12);
+    result.kernels.insert(cells[1] + "\t" + cells[2]);
+    ++result.lines_by_program_and_runs[cells[0] + " " + cells[7]];
+  }
+  return result;
+}
+
+// "kernel\tname" of every kernel of the plans compiled into `model_dir` (their kernels.tsv).
+std::set<std::string> planned_kernels(const fs::path& model_dir) {
+  std::set<std::string> kernels;
+  for (const auto& entry : fs::recursive_directory_iterator(model_dir)) {
+    if (entry.path().filename() != "kernels.tsv") continue;
+    std::istringstream lines(read_file(entry.path()));
+    std::string line;
+    std::getline(lines, line);
+    while (std::getline(lines, line))
+      kernels.insert(line.substr(0, line.find('\t', line.find('\t') + 1)));
+  }
+  return kernels;
+}
+
+}  // namespace
+
+// docs/running.md: --profile times the simulator's host steps and names them as kernels.tsv does.
+TEST_CASE("train and eval --profile write each host step's seconds, named as in kernels.tsv") {
+  csrun::test::TempDir dir;
+  std::string params = dir.write("params.yaml", kRun);
+  fs::path model_dir = dir.path() / "model";
+  auto train = run_csrun({"train", params, "--fake_data", "-o", model_dir.string(), "--profile"});
+  INFO(train.out << train.err);
+  REQUIRE(train.exit_code == 0);
+  // 6 steps and two evaluations of 2 batches, each program's first run left out.
+  CHECK(train.out.find("Host profile of the train step (5 runs timed): ") != std::string::npos);
+  CHECK(train.out.find("Host profile of the eval step (3 runs timed): ") != std::string::npos);
+  CHECK(train.out.find("The longest host steps of the train step:\n") != std::string::npos);
+  std::set<std::string> planned = planned_kernels(model_dir);
+  HostProfileLines profiled = host_profile_lines(model_dir);
+  CHECK(profiled.lines_by_program_and_runs.size() == 2);
+  CHECK(profiled.lines_by_program_and_runs["train 5"] > 10);
+  CHECK(profiled.lines_by_program_and_runs["eval 3"] > 3);
+  for (const std::string& kernel : profiled.kernels) {
+    INFO(kernel);
+    CHECK(planned.count(kernel) == 1);
+  }
+
+  auto eval = run_csrun({"eval", params, "--fake_data", "-o", model_dir.string(), "--profile"});
+  INFO(eval.out << eval.err);
+  REQUIRE(eval.exit_code == 0);
+  CHECK(eval.out.find("Host profile of the eval step (1 run timed): ") != std::string::npos);
+  CHECK(host_profile_lines(model_dir).lines_by_program_and_runs ==
+        std::map<std::string, int>{{"eval 1", profiled.lines_by_program_and_runs["eval 3"]}});
 }
 
 namespace {

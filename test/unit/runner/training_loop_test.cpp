@@ -3,10 +3,14 @@
 #include <algorithm>
 #include <atomic>
 #include <filesystem>
+#include <sstream>
+#include <tuple>
 
 #include "compiler/compile.hpp"
+#include "compiler/host_lowering.hpp"
 #include "models/step_trace.hpp"
 #include "runner/checkpoint.hpp"
+#include "runner/host_profile.hpp"
 #include "runner/runner_registry.hpp"
 #include "support/params_fixture.hpp"
 #include "support/temp_dir.hpp"
@@ -341,4 +345,116 @@ TEST_CASE("the runner factory: built-in devices, a registered runner, clear erro
   unknown.device = "TPU";
   CHECK_THROWS_WITH(runner::make_runner(std::move(unknown), {}),
                     Catch::Contains("no runner for device 'TPU'"));
+}
+
+namespace {
+
+std::vector<std::vector<std::string>> tsv_rows(const std::string& text) {
+  std::vector<std::vector<std::string>> rows;
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) {
+    std::vector<std::string> cells;
+    std::istringstream fields(line);
+    for (std::string cell; std::getline(fields, cell, '\t');)
+      cells.push_back(cell);
+    rows.push_back(std::move(cells));
+  }
+  return rows;
+}
+
+// The host steps of `plan` that run in its step, not at load.
+std::vector<const compiler::HostStep*> step_host_steps(const compiler::Plan& plan) {
+  std::vector<const compiler::HostStep*> steps;
+  for (const compiler::HostStep& step : plan.host_steps) {
+    if (!plan.kernels[static_cast<std::size_t>(step.kernel)].at_load) steps.push_back(&step);
+  }
+  return steps;
+}
+
+}  // namespace
+
+TEST_CASE("a profiled run lists each host step of its programs in order, as their plans number") {
+  TinyRun run("    optimizer: {Adam: {lr: 0.01}}\n",
+              "{max_steps: 4, eval_frequency: 4, eval_steps: 3}");
+  runner::RunSetup setup = run.setup();
+  setup.profile = true;
+  const compiler::Plan train_plan = setup.train->plan;
+  const compiler::Plan eval_plan = setup.eval->plan;
+  runner::TrainingLoop(std::move(setup), {}).fit();
+
+  auto rows =
+      tsv_rows(test::read_file(run.dir.path() / "cerebras_logs" / "latest" / "host_profile.tsv"));
+  REQUIRE_FALSE(rows.empty());
+  CHECK(rows.front() == std::vector<std::string>{"program", "kernel", "name", "call", "phase",
+                                                 "scope", "root", "runs", "seconds", "share",
+                                                 "gflop", "gflop_per_s"});
+  // The first run of each program is left out: 3 of 4 training steps, 2 of 3 eval batches.
+  for (auto [program, plan, runs] :
+       {std::tuple{"train", &train_plan, "3"}, std::tuple{"eval", &eval_plan, "2"}}) {
+    INFO(program);
+    std::vector<const compiler::HostStep*> expected = step_host_steps(*plan);
+    std::size_t seen = 0;
+    double shares = 0.0;
+    for (const auto& row : rows) {
+      if (row.front() != program) continue;
+      REQUIRE(row.size() == 12);
+      REQUIRE(seen < expected.size());
+      const compiler::HostStep& step = *expected[seen++];
+      CHECK(row[1] == std::to_string(step.kernel));
+      CHECK(row[2] == plan->kernels[static_cast<std::size_t>(step.kernel)].name);
+      CHECK(row[3] == compiler::host_step_call(step));
+      CHECK(row[7] == runs);
+      shares += std::stod(row[9]);
+    }
+    CHECK(seen == expected.size());
+    CHECK(shares > 0.0);
+    CHECK(shares <= 100.5);
+  }
+}
+
+TEST_CASE("a host profile's shares, rates and summary come from the seconds measured") {
+  TinyRun run("    optimizer: {SGD: {lr: 0.01}}\n");
+  runner::StepProgram program = run.program(models::StepKind::train);
+  const compiler::Plan& plan = program.plan;
+  std::vector<const compiler::HostStep*> steps = step_host_steps(plan);
+  auto gemm = std::find_if(steps.begin(), steps.end(), [](const compiler::HostStep* step) {
+    return step->kind == compiler::HostStepKind::gemm;
+  });
+  REQUIRE(gemm != steps.end());
+  auto index = static_cast<std::size_t>(*gemm - plan.host_steps.data());
+
+  // Two runs of a microsecond each: the GEMM took 1.2 us of them, every other host step 0.
+  runner::ProfiledProgram profiled{"train", &plan, {}};
+  profiled.profile.runs = 2;
+  profiled.profile.run_seconds = 2e-6;
+  profiled.profile.seconds.assign(plan.host_steps.size(), 0.0);
+  profiled.profile.seconds[index] = 1.2e-6;
+  std::vector<runner::ProfiledProgram> programs{profiled};
+
+  auto rows = tsv_rows(runner::host_profile_table(programs));
+  CHECK(rows.size() == steps.size() + 1);
+  auto row = std::find_if(rows.begin(), rows.end(), [&](const std::vector<std::string>& cells) {
+    return cells[1] == std::to_string((*gemm)->kernel) && cells[3].starts_with("gemm");
+  });
+  REQUIRE(row != rows.end());
+  CHECK((*row)[7] == "2");
+  CHECK((*row)[8] == "0.000000600");
+  CHECK((*row)[9] == "60.00");
+  double gflop = std::stod((*row)[10]);
+  CHECK(gflop > 0.0);
+  CHECK(std::stod((*row)[11]) == Approx(gflop / 6e-7).epsilon(1e-3));
+
+  std::vector<std::string> summary = runner::host_profile_summary(programs);
+  REQUIRE(summary.size() >= 3);
+  CHECK_THAT(summary[0], Catch::StartsWith("Host profile of the train step (2 runs timed): "
+                                           "1e-06 s a run: gemm 60.0 %"));
+  CHECK_THAT(summary[0], Catch::EndsWith("between host steps 40.0 %."));
+  CHECK_THAT(summary[2], Catch::StartsWith("  k" + std::to_string((*gemm)->kernel) + " "));
+  CHECK_THAT(summary[2], Catch::Contains("6e-07 s, 60.0 %"));
+
+  programs.front().profile = {};
+  CHECK(runner::host_profile_summary(programs) ==
+        std::vector<std::string>{"Host profile of the train step: not timed (it ran once; a "
+                                 "program's first run, which touches its memory first, is left "
+                                 "out)."});
 }

@@ -344,6 +344,52 @@ TEST_CASE("the runtime runs the plan's host steps and refuses a plan that leaves
   CHECK_THROWS_WITH(Executable(plan), Catch::Contains("has no host step in the plan"));
 }
 
+TEST_CASE("a profiled step times its host steps after its first run and computes the same") {
+  models::TracedStep step = test::traced_step(kModels[1], 4);
+  compiler::Plan plan = test::compiled_plan(step.graph, 4);
+  graph::Feeds feeds = test::sample_feeds(plan.graph);
+  Executable plain(plan);
+  Executable profiled(plan);
+  test::feed(plain, feeds);
+  test::feed(profiled, feeds);
+  profiled.run();
+  CHECK(profiled.host_profile().runs == 0);  // profiling is off until asked for
+  profiled.set_profiling(true);
+  plain.run();
+  for (int run = 0; run < 3; ++run) {
+    plain.run();
+    profiled.run();
+  }
+  for (const graph::Variable& variable : plan.graph.variables()) {
+    INFO(variable.name);
+    CHECK(profiled.read(profiled.slot(variable.name)) == plain.read(plain.slot(variable.name)));
+  }
+
+  const Executable::HostProfile& profile = profiled.host_profile();
+  CHECK(profile.runs == 3);
+  REQUIRE(profile.seconds.size() == plan.host_steps.size());
+  double in_steps = 0.0;
+  std::size_t timed = 0;
+  for (std::size_t i = 0; i < plan.host_steps.size(); ++i) {
+    bool at_load = plan.kernels[static_cast<std::size_t>(plan.host_steps[i].kernel)].at_load;
+    INFO("host step " << i);
+    CHECK(profile.seconds[i] >= 0.0);
+    if (at_load) CHECK(profile.seconds[i] == 0.0);
+    timed += profile.seconds[i] > 0.0 ? 1 : 0;
+    in_steps += profile.seconds[i];
+  }
+  CHECK(timed > plan.host_steps.size() / 2);
+  CHECK(in_steps <= profile.run_seconds);
+
+  // Another profiled executable whose first run is its only one times nothing.
+  Executable once(plan);
+  once.set_profiling(true);
+  test::feed(once, feeds);
+  once.run();
+  CHECK(once.host_profile().runs == 0);
+  CHECK(once.host_profile().run_seconds == 0.0);
+}
+
 namespace {
 
 // x -> x * 3 -> bfloat16 -> float32 -> + 1 over `count` elements: a chain whose middle values
