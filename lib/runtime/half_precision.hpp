@@ -9,7 +9,8 @@
 // Widening is exact: every 16-bit value of these formats is a float32 value.
 //
 // Inline so that every kernel set compiles the conversions for its instruction set; integer
-// arithmetic only, so every set gives the same bits.
+// arithmetic and float additions, which IEEE rounds alike everywhere, so every set gives the same
+// bits.
 
 #include <algorithm>
 #include <bit>
@@ -73,6 +74,14 @@ std::uint16_t narrow(float value) {
   return magnitude > 0x7F800000u ? nan : static_cast<std::uint16_t>(sign | encoded);
 }
 
+// `condition ? a : b` as bitwise arithmetic. GCC turns a ternary one of whose operands is a float
+// sum into a branch around the sum (which might trap) unless the target has AVX-512's masks, and
+// a loop with a branch is not vectorized (the kernel sets compile with -fno-trapping-math too).
+inline std::uint32_t chosen(bool condition, std::uint32_t a, std::uint32_t b) {
+  std::uint32_t mask = 0u - static_cast<std::uint32_t>(condition);
+  return (a & mask) | (b & ~mask);
+}
+
 // Widening picks the normal, special (infinity, NaN) or subnormal encoding's float32 bits; a
 // subnormal's, its count of the smallest subnormal, is the magic with that count added to its
 // bits, less the magic (exact).
@@ -90,10 +99,8 @@ float widen(std::uint16_t bits) {
     std::uint32_t special = (magnitude << float_shift) | 0x7F800000u;
     auto subnormal =
         std::bit_cast<std::uint32_t>(std::bit_cast<float>(magic + magnitude) - kSubnormalMagic<F>);
-    std::uint32_t chosen = magnitude >= F::exponent_mask          ? special
-                           : magnitude < (1u << F::mantissa_bits) ? subnormal
-                                                                  : normal;
-    return std::bit_cast<float>(sign | chosen);
+    std::uint32_t finite = chosen(magnitude < (1u << F::mantissa_bits), subnormal, normal);
+    return std::bit_cast<float>(sign | chosen(magnitude >= F::exponent_mask, special, finite));
   }
 }
 
