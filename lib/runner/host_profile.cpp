@@ -94,12 +94,12 @@ std::vector<std::string> longest_lines(const ProfiledProgram& program) {
   std::vector<std::string> lines;
   for (std::size_t n = 0; n < order.size() && n < kLongestShown; ++n) {
     const compiler::HostStep& step = plan.host_steps[order[n]];
-    const compiler::Kernel& kernel = kernel_of(plan, step);
-    const graph::Node& root = plan.graph.node(kernel.nodes.back());
+    const graph::Node& node = plan.graph.node(step.nodes.back());
     double seconds = profile.seconds[order[n]] / runs;
-    std::string line = "  k" + std::to_string(step.kernel) + " " + kernel.name + " (" +
-                       compiler::host_step_call(step) + ", " + graph::phase_name(root.phase);
-    const std::string& scope = plan.graph.scope_name(root.scope);
+    std::string line = "  k" + std::to_string(step.kernel) + " " + kernel_of(plan, step).name +
+                       " (" + compiler::host_step_call(step) + " " + graph::op_name(node.op) +
+                       ", " + graph::phase_name(node.phase);
+    const std::string& scope = plan.graph.scope_name(node.scope);
     if (!scope.empty()) line += ", " + scope;
     line += "): " + formatted("%.4g", seconds) + " s, " +
             formatted("%.1f", share_of(seconds * runs, profile.run_seconds)) + " %";
@@ -115,7 +115,7 @@ std::vector<std::string> longest_lines(const ProfiledProgram& program) {
 
 std::string host_profile_table(std::span<const ProfiledProgram> programs) {
   std::ostringstream text;
-  text << "program\tkernel\tname\tcall\tphase\tscope\troot\truns\tseconds\tshare\tgflop\t"
+  text << "program\tkernel\tname\tcall\tphase\tscope\tnode\truns\tseconds\tshare\tgflop\t"
           "gflop_per_s\n";
   for (const ProfiledProgram& program : programs) {
     const runtime::Executable::HostProfile& profile = program.profile;
@@ -124,15 +124,14 @@ std::string host_profile_table(std::span<const ProfiledProgram> programs) {
     auto runs = static_cast<double>(profile.runs);
     for (std::size_t i : timed_steps(plan)) {
       const compiler::HostStep& step = plan.host_steps[i];
-      const compiler::Kernel& kernel = kernel_of(plan, step);
-      graph::NodeId root_id = kernel.nodes.back();
-      const graph::Node& root = plan.graph.node(root_id);
+      graph::NodeId node_id = step.nodes.back();
+      const graph::Node& node = plan.graph.node(node_id);
       double seconds = profile.seconds[i] / runs;
       double gflop = step_flops(plan, step) / 1e9;
-      text << program.name << '\t' << step.kernel << '\t' << kernel.name << '\t'
-           << compiler::host_step_call(step) << '\t' << graph::phase_name(root.phase) << '\t'
-           << plan.graph.scope_name(root.scope) << '\t'
-           << compiler::node_signature(plan.graph, root_id) << '\t' << profile.runs << '\t'
+      text << program.name << '\t' << step.kernel << '\t' << kernel_of(plan, step).name << '\t'
+           << compiler::host_step_call(step) << '\t' << graph::phase_name(node.phase) << '\t'
+           << plan.graph.scope_name(node.scope) << '\t'
+           << compiler::node_signature(plan.graph, node_id) << '\t' << profile.runs << '\t'
            << formatted("%.9f", seconds) << '\t'
            << formatted("%.2f", share_of(profile.seconds[i], profile.run_seconds)) << '\t'
            << formatted("%.9f", gflop) << '\t'

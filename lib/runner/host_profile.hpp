@@ -18,9 +18,10 @@ struct ProfiledProgram {
 };
 
 // host_profile.tsv: a line per host step of each program that was timed, in the order the step
-// runs them, numbered as kernels.tsv numbers their kernels: program, kernel, name, call
-// (compiler::host_step_call), phase, scope, root (op and types), runs, seconds (a run's mean),
-// share (percent of the program's run), gflop (a run's), gflop_per_s.
+// runs them, numbered as kernels.tsv numbers their kernels: program, kernel, name (the kernel's),
+// call (compiler::host_step_call), phase, scope, node (the step's node, a chain's last: its op and
+// types), runs, seconds (a run's mean), share (percent of the program's run), gflop (a run's),
+// gflop_per_s.
 std::string host_profile_table(std::span<const ProfiledProgram> programs);
 
 // For the run's log, a few lines per program: its runs and seconds a run, the shares of its run

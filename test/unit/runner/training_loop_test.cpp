@@ -386,7 +386,7 @@ TEST_CASE("a profiled run lists each host step of its programs in order, as thei
       tsv_rows(test::read_file(run.dir.path() / "cerebras_logs" / "latest" / "host_profile.tsv"));
   REQUIRE_FALSE(rows.empty());
   CHECK(rows.front() == std::vector<std::string>{"program", "kernel", "name", "call", "phase",
-                                                 "scope", "root", "runs", "seconds", "share",
+                                                 "scope", "node", "runs", "seconds", "share",
                                                  "gflop", "gflop_per_s"});
   // The first run of each program is left out: 3 of 4 training steps, 2 of 3 eval batches.
   for (auto [program, plan, runs] :
