@@ -27,7 +27,7 @@ std::string formatted(const char* format, double value) {
 // What a host step's time counts under in the summary: "gemm", "chain", or a node step's op.
 std::string step_class(const compiler::Plan& plan, const compiler::HostStep& step) {
   if (step.kind != compiler::HostStepKind::node) return compiler::host_step_kind_name(step.kind);
-  return graph::op_name(plan.graph.node(step.nodes.front()).op);
+  return graph::op_name(plan.graph.node(step.nodes.back()).op);
 }
 
 double step_flops(const compiler::Plan& plan, const compiler::HostStep& step) {
