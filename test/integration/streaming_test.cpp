@@ -124,11 +124,12 @@ TEST_CASE("streaming: a killed coordinator leaves no workers, rerunning gives th
   fs::path model_dir = dir.path() / "crashed";
   std::string params = dir.write("crashed.yaml", params_text(model_dir, steps));
   fs::path children = dir.path() / "children";
-  auto run = train_and_interrupt(params, 2, "",
-                                 "[ -f '" + (model_dir / "checkpoint_400.mdl").string() + "' ]",
-                                 "pgrep -P $pid >'" + children.string() + "'; echo $pid >'" +
-                                     (dir.path() / "coordinator").string() + "'; kill -KILL $pid",
-                                 dir.path() / "out");
+  auto run = train_and_interrupt(
+      params, 2, "", "[ -f '" + (model_dir / "checkpoint_400.mdl").string() + "' ]",
+      "pgrep -P $pid >'" + children.string() + "'; echo $pid >'" +
+          (dir.path() / "coordinator").string() + "'; ls -d /tmp/csrun-stream-$pid-* >'" +
+          (dir.path() / "sockets").string() + "'; kill -KILL $pid",
+      dir.path() / "out");
   INFO(run.out << read_file(dir.path() / "out"));
   REQUIRE(run.out.find("status=137") != std::string::npos);
   std::string pids = read_file(children);
@@ -146,10 +147,13 @@ TEST_CASE("streaming: a killed coordinator leaves no workers, rerunning gives th
     INFO("worker pid " << pid);
     CHECK_FALSE(running);
   }
-  // The killed run could not remove its sockets' directory; the next run with local workers does.
+  // The run had its sockets' directory when it was killed and could not remove it; the next run
+  // with local workers does. (Any csrun starting local workers removes those of dead
+  // coordinators: a test running beside this one may have removed it first.)
+  REQUIRE_FALSE(read_file(dir.path() / "sockets").empty());
   std::string coordinator;
   std::istringstream(read_file(dir.path() / "coordinator")) >> coordinator;
-  REQUIRE(socket_directories(coordinator).size() == 1);
+  REQUIRE(socket_directories(coordinator).size() <= 1);
   auto again = run_csrun({"train", params, "--fake_data", "--num_workers_per_csx", "2"});
   INFO(again.out << again.err);
   REQUIRE(again.exit_code == 0);
