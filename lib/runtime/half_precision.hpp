@@ -74,9 +74,10 @@ std::uint16_t narrow(float value) {
   return magnitude > 0x7F800000u ? nan : static_cast<std::uint16_t>(sign | encoded);
 }
 
-// `condition ? a : b` as bitwise arithmetic. GCC turns a ternary one of whose operands is a float
-// sum into a branch around the sum (which might trap) unless the target has AVX-512's masks, and
-// a loop with a branch is not vectorized (the kernel sets compile with -fno-trapping-math too).
+// `condition ? a : b` as bitwise arithmetic, for widening's float subtraction: without AVX-512's
+// masks GCC kept the ternary as a branch around it, and a loop with a branch is not vectorized;
+// with -fno-trapping-math (the kernel sets') it vectorizes the ternary as blends, but these
+// measured faster (0.28 against 0.43 ns a value with AVX2).
 inline std::uint32_t chosen(bool condition, std::uint32_t a, std::uint32_t b) {
   std::uint32_t mask = 0u - static_cast<std::uint32_t>(condition);
   return (a & mask) | (b & ~mask);
