@@ -5,6 +5,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <unordered_map>
 
 #include "kernel_library.hpp"
 #include "node_users.hpp"
@@ -96,8 +97,16 @@ class ArenaAllocator {
 class MemoryPlanner {
  public:
   MemoryPlanner(const graph::Graph& graph, std::span<const Kernel> kernels)
-      : graph_(graph), users_(graph), kernels_(kernels) {
+      : graph_(graph), users_(graph), kernels_(kernels), last_read_(graph.size(), -1) {
     plan_.buffer_of.assign(graph.size(), -1);
+    for (std::size_t k = 0; k < kernels.size(); ++k) {
+      for (NodeId operand : kernels[k].operands)
+        last_read_[static_cast<std::size_t>(operand)] = static_cast<std::int32_t>(k);
+    }
+    for (const graph::NamedNode& update : graph.updates()) {
+      auto [at, first] = updated_variable_.try_emplace(update.node, -1);
+      at->second = first ? graph.find_variable(update.name)->node : -1;
+    }
   }
 
   MemoryPlan run() {
@@ -192,24 +201,18 @@ class MemoryPlanner {
   std::optional<NodeId> updated_in_place(NodeId result, std::size_t k) const {
     const Kernel& kernel = kernels_[k];
     if (kernel.at_load || kernel_spec(kernel.name).cost != CostModel::streaming) return {};
-    std::optional<NodeId> variable;
-    for (const graph::NamedNode& update : graph_.updates()) {
-      if (update.node != result) continue;
-      if (variable) return {};  // one value updating two variables
-      variable = graph_.find_variable(update.name)->node;
-    }
-    if (!variable || graph_.node(*variable).type != graph_.node(result).type) return {};
+    auto update = updated_variable_.find(result);
+    if (update == updated_variable_.end()) return {};
+    NodeId variable = update->second;
+    if (variable < 0 || graph_.node(variable).type != graph_.node(result).type) return {};
     for (const graph::NamedNode& output : graph_.outputs()) {
-      if (output.node == *variable) return {};
+      if (output.node == variable) return {};
     }
-    for (std::size_t later = k + 1; later < kernels_.size(); ++later) {
-      const std::vector<NodeId>& read = kernels_[later].operands;
-      if (std::find(read.begin(), read.end(), *variable) != read.end()) return {};
-    }
+    if (last_read_[static_cast<std::size_t>(variable)] > static_cast<std::int32_t>(k)) return {};
     std::set<NodeId> before = kernel_ancestors(kernel, result);
     for (NodeId id : kernel.nodes) {
       const std::vector<NodeId>& inputs = graph_.node(id).inputs;
-      bool reads = std::find(inputs.begin(), inputs.end(), *variable) != inputs.end();
+      bool reads = std::find(inputs.begin(), inputs.end(), variable) != inputs.end();
       if (reads && id != result && !before.contains(id)) return {};
     }
     return variable;
@@ -358,6 +361,9 @@ class MemoryPlanner {
   const graph::Graph& graph_;
   NodeUsers users_;
   std::span<const Kernel> kernels_;
+  std::vector<std::int32_t> last_read_;  // per node: the last kernel reading it, or -1
+  // Per value a variable's update takes: that variable's node, or -1 when it updates two.
+  std::unordered_map<NodeId, NodeId> updated_variable_;
   MemoryPlan plan_;
 };
 

@@ -84,12 +84,11 @@ Graph::ScopeGuard Graph::enter_scope(ScopeId scope) {
 }
 
 ScopeId Graph::scope_id(std::string_view name) {
-  std::string key(name);
-  auto found = scope_index_.find(key);
+  auto found = scope_index_.find(name);
   if (found != scope_index_.end()) return found->second;
   auto id = static_cast<ScopeId>(scope_names_.size());
-  scope_names_.push_back(key);
-  scope_index_.emplace(std::move(key), id);
+  scope_names_.emplace_back(name);
+  scope_index_.emplace(name, id);
   return id;
 }
 
@@ -228,7 +227,7 @@ void Graph::set_update(const std::string& variable, NodeId value) {
 }
 
 const Variable* Graph::find_variable(std::string_view name) const {
-  auto found = variable_index_.find(std::string(name));
+  auto found = variable_index_.find(name);
   return found == variable_index_.end() ? nullptr : &variables_[found->second];
 }
 

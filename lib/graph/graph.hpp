@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -91,6 +92,16 @@ struct NamedNode {
   friend bool operator==(const NamedNode&, const NamedNode&) = default;
 };
 
+// Hashes names as string views: a lookup by a std::string_view builds no std::string.
+struct NameHash {
+  using is_transparent = void;
+  std::size_t operator()(std::string_view name) const {
+    return std::hash<std::string_view>{}(name);
+  }
+};
+template <typename Value>
+using NameMap = std::unordered_map<std::string, Value, NameHash, std::equal_to<>>;
+
 // A static graph: nodes in topological (creation) order, the batch inputs it reads, the
 // variables it keeps across steps, the named results it produces and the new value of each
 // variable it updates.
@@ -166,10 +177,10 @@ class Graph {
   std::vector<Variable> variables_;
   std::vector<NamedNode> outputs_;
   std::vector<NamedNode> updates_;
-  std::unordered_map<std::string, std::size_t> variable_index_;
+  NameMap<std::size_t> variable_index_;
   std::vector<bool> updated_;  // per variable
   std::vector<std::string> scope_names_{""};
-  std::unordered_map<std::string, ScopeId> scope_index_{{"", 0}};
+  NameMap<ScopeId> scope_index_{{"", 0}};
   ScopeId scope_ = 0;
   Phase phase_ = Phase::forward;
 };

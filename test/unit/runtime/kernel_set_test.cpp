@@ -134,27 +134,37 @@ struct ExactProduct {
   std::vector<double> values, magnitudes;
 };
 
+// Matrix `batch` of op(t), element (row, column): t as stored, or its last two axes swapped.
+struct MatrixView {
+  MatrixView(const graph::HostTensor& t, bool transposed)
+      : values(t.values.data()),
+        batch_stride(t.shape[t.shape.size() - 2] * t.shape.back()),
+        row_stride(transposed ? 1 : t.shape.back()),
+        column_stride(transposed ? t.shape.back() : 1) {}
+
+  double at(std::int64_t batch, std::int64_t row, std::int64_t column) const {
+    return values[batch * batch_stride + row * row_stride + column * column_stride];
+  }
+
+  const double* values;
+  std::int64_t batch_stride, row_stride, column_stride;
+};
+
 ExactProduct exact_product(const ProductCase& c, const graph::Feeds& feeds) {
   graph::Shape a = c.transpose_a ? swapped(c.a) : c.a;  // m x k, logically
   graph::Shape b = c.transpose_b ? swapped(c.b) : c.b;  // k x n
   std::int64_t m = a[a.size() - 2], k = a.back(), n = b.back();
   std::int64_t batches = graph::element_count(a) / (m * k);
-  // Element (row, column) of matrix `batch` of op(t).
-  auto at = [](bool transposed, const graph::HostTensor& t, std::int64_t batch, std::int64_t row,
-               std::int64_t column) {
-    std::int64_t rows = t.shape[t.shape.size() - 2], columns = t.shape.back();
-    std::int64_t index = transposed ? column * columns + row : row * columns + column;
-    return t.values[static_cast<std::size_t>(batch * rows * columns + index)];
-  };
+  MatrixView left(feeds.at("a"), c.transpose_a), right(feeds.at("b"), c.transpose_b);
+  const std::vector<double>* bias = c.bias ? &feeds.at("bias").values : nullptr;
   ExactProduct exact;
   for (std::int64_t batch = 0; batch < batches; ++batch) {
     for (std::int64_t i = 0; i < m; ++i) {
       for (std::int64_t j = 0; j < n; ++j) {
-        double sum = c.bias ? feeds.at("bias").values[static_cast<std::size_t>(j)] : 0.0;
+        double sum = bias ? (*bias)[static_cast<std::size_t>(j)] : 0.0;
         double magnitude = std::fabs(sum);
         for (std::int64_t l = 0; l < k; ++l) {
-          double term = at(c.transpose_a, feeds.at("a"), batch, i, l) *
-                        at(c.transpose_b, feeds.at("b"), batch, l, j);
+          double term = left.at(batch, i, l) * right.at(batch, l, j);
           sum += term;
           magnitude += std::fabs(term);
         }
