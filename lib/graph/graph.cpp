@@ -102,6 +102,35 @@ void Graph::adopt_scopes(const Graph& other) {
   scope_index_ = other.scope_index_;
 }
 
+NodeList& NodeList::operator=(const NodeList& other) {
+  if (this == &other) return *this;
+  chunks_.clear();
+  chunks_.reserve(other.chunks_.size());
+  for (const std::vector<Node>& chunk : other.chunks_) {
+    chunks_.emplace_back().reserve(kChunk);
+    chunks_.back().assign(chunk.begin(), chunk.end());
+  }
+  size_ = other.size_;
+  return *this;
+}
+
+void NodeList::push_back(Node node) {
+  if (size_ % kChunk == 0) chunks_.emplace_back().reserve(kChunk);
+  chunks_.back().push_back(std::move(node));
+  ++size_;
+}
+
+const Node& NodeList::at(std::size_t index) const {
+  if (index >= size_)
+    throw std::out_of_range("node " + std::to_string(index) + " of a graph of " +
+                            std::to_string(size_));
+  return (*this)[index];
+}
+
+bool operator==(const NodeList& a, const NodeList& b) {
+  return a.size_ == b.size_ && std::equal(a.begin(), a.end(), b.begin());
+}
+
 NodeId Graph::append(Node node) {
   nodes_.push_back(std::move(node));
   leaf_index_.push_back(-1);

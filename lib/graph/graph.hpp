@@ -1,8 +1,8 @@
 #pragma once
 
 #include <cstdint>
-#include <deque>
 #include <functional>
+#include <iterator>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -92,6 +92,65 @@ struct NamedNode {
   friend bool operator==(const NamedNode&, const NamedNode&) = default;
 };
 
+// A graph's nodes, in chunks of kChunk that never move: a reference to a node stays valid while
+// nodes are added (tracing and autodiff hold them), and a pass rebuilding a graph of 100,000 nodes
+// allocates a chunk per kChunk nodes rather than a block per node (std::deque's, for a type this
+// size).
+class NodeList {
+ public:
+  static constexpr std::size_t kChunk = 256;
+
+  class Iterator {
+   public:
+    using iterator_category = std::forward_iterator_tag;
+    using value_type = Node;
+    using difference_type = std::ptrdiff_t;
+    using pointer = const Node*;
+    using reference = const Node&;
+
+    Iterator() = default;
+    Iterator(const NodeList* list, std::size_t index) : list_(list), index_(index) {}
+    const Node& operator*() const { return (*list_)[index_]; }
+    const Node* operator->() const { return &(*list_)[index_]; }
+    Iterator& operator++() {
+      ++index_;
+      return *this;
+    }
+    Iterator operator++(int) {
+      Iterator before = *this;
+      ++index_;
+      return before;
+    }
+    friend bool operator==(const Iterator& a, const Iterator& b) { return a.index_ == b.index_; }
+
+   private:
+    const NodeList* list_ = nullptr;
+    std::size_t index_ = 0;
+  };
+
+  NodeList() = default;
+  NodeList(const NodeList& other) { *this = other; }
+  NodeList(NodeList&&) noexcept = default;
+  NodeList& operator=(const NodeList& other);
+  NodeList& operator=(NodeList&&) noexcept = default;
+
+  void push_back(Node node);
+  const Node& operator[](std::size_t index) const {
+    return chunks_[index / kChunk][index % kChunk];
+  }
+  const Node& at(std::size_t index) const;
+  std::size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  Iterator begin() const { return {this, 0}; }
+  Iterator end() const { return {this, size_}; }
+
+  friend bool operator==(const NodeList& a, const NodeList& b);
+
+ private:
+  std::vector<std::vector<Node>> chunks_;  // each reserves kChunk: its nodes never move
+  std::size_t size_ = 0;
+};
+
 // Hashes names as string views: a lookup by a std::string_view builds no std::string.
 struct NameHash {
   using is_transparent = void;
@@ -144,7 +203,7 @@ class Graph {
 
   // References to nodes stay valid while the graph grows (tracing and autodiff hold them).
   const Node& node(NodeId id) const { return nodes_.at(static_cast<std::size_t>(id)); }
-  const std::deque<Node>& nodes() const { return nodes_; }
+  const NodeList& nodes() const { return nodes_; }
   std::size_t size() const { return nodes_.size(); }
   const std::vector<NamedNode>& inputs() const { return inputs_; }
   const std::vector<Variable>& variables() const { return variables_; }
@@ -171,7 +230,7 @@ class Graph {
   // exactly when its role says so.
   void check_half_copy(const Variable& variable, const TensorType& type) const;
 
-  std::deque<Node> nodes_;
+  NodeList nodes_;
   std::vector<std::int32_t> leaf_index_;  // per node: its entry in inputs_ or variables_, or -1
   std::vector<NamedNode> inputs_;
   std::vector<Variable> variables_;
