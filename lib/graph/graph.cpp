@@ -104,12 +104,13 @@ void Graph::adopt_scopes(const Graph& other) {
 
 NodeList& NodeList::operator=(const NodeList& other) {
   if (this == &other) return *this;
-  chunks_.clear();
-  chunks_.reserve(other.chunks_.size());
+  std::vector<std::vector<Node>> chunks;
+  chunks.reserve(other.chunks_.size());
   for (const std::vector<Node>& chunk : other.chunks_) {
-    chunks_.emplace_back().reserve(kChunk);
-    chunks_.back().assign(chunk.begin(), chunk.end());
+    chunks.emplace_back().reserve(kChunk);
+    chunks.back().assign(chunk.begin(), chunk.end());
   }
+  chunks_ = std::move(chunks);
   size_ = other.size_;
   return *this;
 }

@@ -8,6 +8,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "op.hpp"
@@ -130,9 +131,15 @@ class NodeList {
 
   NodeList() = default;
   NodeList(const NodeList& other) { *this = other; }
-  NodeList(NodeList&&) noexcept = default;
+  NodeList(NodeList&& other) noexcept { *this = std::move(other); }
   NodeList& operator=(const NodeList& other);
-  NodeList& operator=(NodeList&&) noexcept = default;
+  // Leaves `other` empty, as a moved-from std::deque is.
+  NodeList& operator=(NodeList&& other) noexcept {
+    chunks_ = std::move(other.chunks_);
+    other.chunks_.clear();
+    size_ = std::exchange(other.size_, 0);
+    return *this;
+  }
 
   void push_back(Node node);
   const Node& operator[](std::size_t index) const {

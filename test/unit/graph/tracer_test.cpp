@@ -132,3 +132,26 @@ TEST_CASE("a variable that claims to be a 16-bit copy is checked against its par
   CHECK_THROWS_WITH(add_copy("w", {{8, 8}, DType::bf16}, VariableRole::parameter),
                     Catch::Contains("copies a parameter but is a parameter"));
 }
+
+TEST_CASE(
+    "nodes keep their addresses as a graph grows, a copy equals it, a moved-from one is empty") {
+  Graph graph = trace_model(200);  // several chunks of nodes
+  REQUIRE(graph.size() > 2 * NodeList::kChunk);
+  const Node* first = &graph.node(0);
+  const Node* last = &graph.node(static_cast<NodeId>(graph.size() - 1));
+  for (int i = 0; i < 3 * static_cast<int>(NodeList::kChunk); ++i)
+    graph.add(OpKind::neg, {0});
+  CHECK(&graph.node(0) == first);
+  CHECK(&graph.node(static_cast<NodeId>(graph.size() - 3 * NodeList::kChunk - 1)) == last);
+  CHECK(std::distance(graph.nodes().begin(), graph.nodes().end()) ==
+        static_cast<std::ptrdiff_t>(graph.size()));
+  Graph copy = graph;
+  CHECK(copy == graph);
+  CHECK(&copy.node(0) != first);
+  copy.add(OpKind::neg, {0});
+  CHECK_FALSE(copy == graph);
+  Graph moved = std::move(copy);
+  CHECK(moved.size() == graph.size() + 1);
+  CHECK(copy.nodes().empty());  // NOLINT(bugprone-use-after-move): what a move leaves
+  CHECK_THROWS_AS(graph.node(static_cast<NodeId>(graph.size())), std::out_of_range);
+}
