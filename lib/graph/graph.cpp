@@ -111,25 +111,23 @@ NodeList& NodeList::operator=(const NodeList& other) {
     chunks.back().assign(chunk.begin(), chunk.end());
   }
   chunks_ = std::move(chunks);
-  size_ = other.size_;
   return *this;
 }
 
 void NodeList::push_back(Node node) {
-  if (size_ % kChunk == 0) chunks_.emplace_back().reserve(kChunk);
+  if (chunks_.empty() || chunks_.back().size() == kChunk) chunks_.emplace_back().reserve(kChunk);
   chunks_.back().push_back(std::move(node));
-  ++size_;
 }
 
 const Node& NodeList::at(std::size_t index) const {
-  if (index >= size_)
+  if (index >= size())
     throw std::out_of_range("node " + std::to_string(index) + " of a graph of " +
-                            std::to_string(size_));
+                            std::to_string(size()));
   return (*this)[index];
 }
 
 bool operator==(const NodeList& a, const NodeList& b) {
-  return a.size_ == b.size_ && std::equal(a.begin(), a.end(), b.begin());
+  return a.chunks_ == b.chunks_;
 }
 
 NodeId Graph::append(Node node) {

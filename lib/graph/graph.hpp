@@ -8,7 +8,6 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
-#include <utility>
 #include <vector>
 
 #include "op.hpp"
@@ -130,32 +129,28 @@ class NodeList {
   };
 
   NodeList() = default;
+  // A copy's chunks reserve kChunk too, so nodes added to it do not move its last chunk's.
   NodeList(const NodeList& other) { *this = other; }
-  NodeList(NodeList&& other) noexcept { *this = std::move(other); }
+  NodeList(NodeList&&) noexcept = default;
   NodeList& operator=(const NodeList& other);
-  // Leaves `other` empty, as a moved-from std::deque is.
-  NodeList& operator=(NodeList&& other) noexcept {
-    chunks_ = std::move(other.chunks_);
-    other.chunks_.clear();
-    size_ = std::exchange(other.size_, 0);
-    return *this;
-  }
+  NodeList& operator=(NodeList&&) noexcept = default;
 
   void push_back(Node node);
   const Node& operator[](std::size_t index) const {
     return chunks_[index / kChunk][index % kChunk];
   }
   const Node& at(std::size_t index) const;
-  std::size_t size() const { return size_; }
-  bool empty() const { return size_ == 0; }
+  std::size_t size() const {
+    return chunks_.empty() ? 0 : (chunks_.size() - 1) * kChunk + chunks_.back().size();
+  }
+  bool empty() const { return chunks_.empty(); }
   Iterator begin() const { return {this, 0}; }
-  Iterator end() const { return {this, size_}; }
+  Iterator end() const { return {this, size()}; }
 
   friend bool operator==(const NodeList& a, const NodeList& b);
 
  private:
   std::vector<std::vector<Node>> chunks_;  // each reserves kChunk: its nodes never move
-  std::size_t size_ = 0;
 };
 
 // Hashes names as string views: a lookup by a std::string_view builds no std::string.
