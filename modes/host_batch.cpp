@@ -126,6 +126,7 @@ HostBatch plan_host_batch(std::int64_t global_batch, std::int64_t replicas,
   host.bytes = model.bytes(host.micro_batch);
   host.state_bytes = model.copies(model.variables, model.split(host.micro_batch));
   host.data_bytes = model.batch_data;
+  host.sample_size = compiler::sample_size_name(fused);
   if (host.micro_batch < configured_micro_batch) {
     host.reason = "a micro-step of " + std::to_string(configured_micro_batch) + " samples needs " +
                   storage::memory_size(model.bytes(configured_micro_batch)) +
@@ -184,8 +185,7 @@ void check_fits_host(const HostBatch& host) {
   if (!storage::exceeds_usable_memory(host.bytes)) return;
   double rest = host.bytes - host.state_bytes - host.data_bytes;
   std::string advice =
-      "lower the sequence length (a larger batch runs as more micro-steps, not "
-      "larger ones)";
+      "lower " + host.sample_size + ": a larger batch runs as more micro-steps, not larger ones";
   if (storage::exceeds_usable_memory(host.state_bytes))
     advice =
         "the parameters and optimizer state alone do not fit, whatever the batch (csrun "

@@ -19,6 +19,7 @@ struct HostBatch {
   double bytes = 0.0;            // the host memory the run needs at that size (estimated), of which
   double state_bytes = 0.0;      // the parameters and optimizer state, with their copies
   double data_bytes = 0.0;       // and the batches' data in flight
+  std::string sample_size;       // what makes a sample large (compiler::sample_size_name)
   std::string reason;            // why smaller than configured; empty when it is not
 };
 

@@ -93,4 +93,9 @@ std::int64_t variable_bytes(const Plan& plan, std::span<const graph::NodeId> var
   return bytes;
 }
 
+const char* sample_size_name(const Plan& plan) {
+  return plan.tokens_per_sample > 0 ? "the sequence length"
+                                    : "the size of a sample (its image_shape)";
+}
+
 }  // namespace csrun::compiler

@@ -175,5 +175,9 @@ std::vector<graph::NodeId> variables_read_from(const Plan& reader, const Plan& o
 // The bytes of `variables` of `plan` (those a step reads where another keeps them, say: what it
 // does not hold itself).
 std::int64_t variable_bytes(const Plan& plan, std::span<const graph::NodeId> variables);
+// What makes one sample of the plan's step large, as a memory refusal tells the user to lower it:
+// "the sequence length", or for samples that are not sequences (UNet's images) "the size of a
+// sample (its image_shape)".
+const char* sample_size_name(const Plan& plan);
 
 }  // namespace csrun::compiler

@@ -160,8 +160,9 @@ struct Executable::State {
     auto needed = static_cast<double>(compiler::step_host_bytes(plan) -
                                       compiler::variable_bytes(plan, borrowed_variables));
     if (!storage::exceeds_usable_memory(needed)) return;
-    std::string lower = plan.batch_size > 1 ? "the batch size or the sequence length"
-                                            : "the sequence length: one sample does not fit";
+    std::string sample = compiler::sample_size_name(plan);
+    std::string lower =
+        plan.batch_size > 1 ? "the batch size or " + sample : sample + ": one sample does not fit";
     throw std::runtime_error("the step's memory plan needs " + storage::memory_size(needed) +
                              " of host memory (its arena and scratch), more than " +
                              storage::usable_memory_text() + ": lower " + lower);

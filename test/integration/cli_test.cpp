@@ -137,6 +137,13 @@ TEST_CASE("sizes beyond what csrun can count or this machine can hold are refuse
                              "trainer.fit.val_dataloader.max_sequence_length=262144"});
   CHECK(sequence.exit_code == 1);
   CHECK_THAT(sequence.err, Catch::Contains(": lower the sequence length"));
+  // A UNet's samples are images, 32768 x 32768 pixels each here: no sequence length to lower.
+  auto image = run_csrun({"train", CSRUN_SOURCE_DIR "/configs/unet_tiny.yaml", "--fake_data", "-o",
+                          (dir.path() / "e").string(), "--set",
+                          "train_input.image_shape=[32768, 32768, 1]"});
+  CHECK(image.exit_code == 1);
+  CHECK_THAT(image.err, Catch::Contains(": lower the size of a sample (its image_shape): a larger "
+                                        "batch runs as more micro-steps"));
 }
 
 TEST_CASE("validate: success prints a summary, a failure exits 1 with every error") {

@@ -328,12 +328,16 @@ TEST_CASE("a step larger than host memory is refused before allocating, saying w
   models::TracedStep step = test::traced_step(kModels[0], 4);
   compiler::Plan plan = test::compiled_plan(step.graph, 4);
   plan.memory.peak_bytes = std::int64_t{1} << 60;
+  plan.tokens_per_sample = 64;
   CHECK_THROWS_WITH(Executable(plan),
                     Catch::Contains("of host memory (its arena and scratch), more than") &&
                         Catch::EndsWith(": lower the batch size or the sequence length"));
   plan.batch_size = 1;
   CHECK_THROWS_WITH(Executable(plan),
                     Catch::EndsWith(": lower the sequence length: one sample does not fit"));
+  plan.tokens_per_sample = 0;  // samples that are not sequences: images
+  CHECK_THROWS_WITH(Executable(plan), Catch::EndsWith(": lower the size of a sample (its "
+                                                      "image_shape): one sample does not fit"));
 }
 
 TEST_CASE("the runtime runs the plan's host steps and refuses a plan that leaves a node out") {
