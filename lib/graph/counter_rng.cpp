@@ -1,5 +1,6 @@
 #include "counter_rng.hpp"
 
+#include <cmath>
 #include <numeric>
 #include <utility>
 
@@ -8,6 +9,13 @@ namespace csrun::graph {
 bool dropout_keeps(std::uint64_t seed, std::uint64_t salt, std::int64_t step, std::int64_t index,
                    double rate) {
   return dropout_keeps(dropout_step_key(seed, salt, step), index, rate);
+}
+
+std::uint64_t dropout_keep_threshold(double rate) {
+  constexpr std::uint64_t kDraws = std::uint64_t{1} << 53;  // every draw_bits is below this
+  if (std::isnan(rate) || rate >= 1.0) return kDraws;       // no draw is >= NaN, nor reaches 1
+  if (rate <= 0.0) return 0;
+  return static_cast<std::uint64_t>(std::ceil(std::ldexp(rate, 53)));
 }
 
 std::vector<std::int64_t> permutation(std::int64_t count, std::uint64_t key) {

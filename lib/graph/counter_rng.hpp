@@ -21,11 +21,15 @@ inline std::uint64_t mix_keys(std::uint64_t a, std::uint64_t b) {
   return mix64(a ^ mix64(b));
 }
 
-// A uniform double in [0, 1) from a key (53 random bits). The 53-bit integer becomes a double
-// in two exact halves built from their bits, the same value a conversion gives: SSE and AVX2
-// have no packed conversion of 64-bit integers, and this way loops of it vectorize.
+// A uniform double in [0, 1) from a key: its 53 random bits (draw_bits) times 2^-53, exactly.
+// The 53-bit integer becomes a double in two exact halves built from their bits, the same value a
+// conversion gives: SSE and AVX2 have no packed conversion of 64-bit integers, and this way loops
+// of it vectorize.
+inline std::uint64_t draw_bits(std::uint64_t key) {
+  return mix64(key) >> 11;
+}
 inline double uniform01(std::uint64_t key) {
-  std::uint64_t bits = mix64(key) >> 11;
+  std::uint64_t bits = draw_bits(key);
   double high = std::bit_cast<double>(0x4530000000000000ull | (bits >> 32)) - 0x1p84;
   double low = std::bit_cast<double>(0x4330000000000000ull | (bits & 0xFFFFFFFFull)) - 0x1p52;
   return (high + low) * 0x1.0p-53;
@@ -41,6 +45,14 @@ inline std::uint64_t dropout_step_key(std::uint64_t seed, std::uint64_t salt, st
 }
 inline bool dropout_keeps(std::uint64_t step_key, std::int64_t index, double rate) {
   return uniform01(mix_keys(step_key, static_cast<std::uint64_t>(index))) >= rate;
+}
+// The least draw_bits that dropout at `rate` keeps: uniform01 >= rate exactly when the draw's bits
+// are at least this (bits * 2^-53 is exact), so a kernel compares integers instead of building a
+// double per element.
+std::uint64_t dropout_keep_threshold(double rate);
+inline bool dropout_keeps_bits(std::uint64_t step_key, std::int64_t index,
+                               std::uint64_t threshold) {
+  return draw_bits(mix_keys(step_key, static_cast<std::uint64_t>(index))) >= threshold;
 }
 // Whether dropout keeps element `index` at `step`.
 bool dropout_keeps(std::uint64_t seed, std::uint64_t salt, std::int64_t step, std::int64_t index,

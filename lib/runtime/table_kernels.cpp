@@ -76,13 +76,14 @@ void one_hot(const NodeTask& task) {
 }
 
 // Elements [first, last) of an f32 dropout: the kept ones scaled in double and rounded once, as
-// the generic path computes them, in a loop of inline arithmetic alone.
+// the generic path computes them, in a loop of inline integer arithmetic alone.
 void dropout_f32(const float* x, float* out, std::int64_t first, std::int64_t last,
-                 std::uint64_t step_key, double rate, double scale) {
+                 std::uint64_t step_key, std::uint64_t threshold, double scale) {
   for (std::int64_t i = first; i < last; ++i) {
     auto scaled =
         std::bit_cast<std::uint32_t>(static_cast<float>(static_cast<double>(x[i]) * scale));
-    std::uint32_t kept = 0u - static_cast<std::uint32_t>(graph::dropout_keeps(step_key, i, rate));
+    std::uint32_t kept =
+        0u - static_cast<std::uint32_t>(graph::dropout_keeps_bits(step_key, i, threshold));
     out[i] = std::bit_cast<float>(scaled & kept);  // a dropped element is +0, whatever it was
   }
 }
@@ -92,16 +93,17 @@ void dropout(const NodeTask& task) {
   const graph::Attributes& attrs = task.node->attrs;
   auto step = static_cast<std::int64_t>(load(task.in[1], 0));
   std::uint64_t step_key = graph::dropout_step_key(attrs.seed, attrs.salt, step);
+  std::uint64_t threshold = graph::dropout_keep_threshold(attrs.rate);
   double scale = 1.0 / (1.0 - attrs.rate);
   const TensorRef& x = task.in[0];
   std::int64_t count = task.out.count;
   if (x.dtype == DType::f32 && task.out.dtype == DType::f32) {
     return split_rows(task.team, count, count, [&](std::int64_t first, std::int64_t last) {
-      dropout_f32(x.f32(), task.out.f32(), first, last, step_key, attrs.rate, scale);
+      dropout_f32(x.f32(), task.out.f32(), first, last, step_key, threshold, scale);
     });
   }
   for (std::int64_t i = 0; i < count; ++i) {
-    bool keep = graph::dropout_keeps(step_key, i, attrs.rate);
+    bool keep = graph::dropout_keeps_bits(step_key, i, threshold);
     store(task.out, i, keep ? load(x, i) * scale : 0.0);
   }
 }

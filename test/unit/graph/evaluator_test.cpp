@@ -1,7 +1,9 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <limits>
 
+#include "graph/counter_rng.hpp"
 #include "graph/number_formats.hpp"
 #include "graph/reference_evaluator.hpp"
 #include "graph/tensor.hpp"
@@ -84,6 +86,37 @@ TEST_CASE("dropout is a deterministic function of seed, salt, step and element")
     kept += v != 0.0;
   }
   CHECK(kept / 1000 == Approx(0.75).margin(0.05));
+}
+
+TEST_CASE("dropout's integer threshold keeps exactly the draws its uniform comparison keeps") {
+  constexpr double kNan = std::numeric_limits<double>::quiet_NaN();
+  const double rates[] = {0.0,
+                          -0.5,
+                          0x1p-80,
+                          0x1p-53,
+                          0x1.8p-53,
+                          0.1,
+                          0.25,
+                          1.0 / 3,
+                          0.5,
+                          0.9,
+                          std::nextafter(1.0, 0.0),
+                          1.0,
+                          1.5,
+                          kNan};
+  for (double rate : rates) {
+    INFO("rate " << rate);
+    std::uint64_t threshold = dropout_keep_threshold(rate);
+    // At the threshold a draw's value reaches the rate; one below, it does not.
+    auto value = [](std::uint64_t bits) { return static_cast<double>(bits) * 0x1p-53; };
+    if (threshold < (std::uint64_t{1} << 53)) CHECK(value(threshold) >= rate);
+    if (threshold > 0) CHECK_FALSE(value(threshold - 1) >= rate);
+    std::uint64_t step_key = dropout_step_key(5, 1, 3);
+    for (std::int64_t index = 0; index < 20'000; ++index) {
+      bool by_bits = dropout_keeps_bits(step_key, index, threshold);
+      if (by_bits != dropout_keeps(step_key, index, rate)) FAIL("element " << index);
+    }
+  }
 }
 
 TEST_CASE("feeds are checked") {
