@@ -76,7 +76,7 @@ void one_hot(const NodeTask& task) {
 }
 
 // Elements [first, last) of an f32 dropout: the kept ones scaled in double and rounded once, as
-// the generic path computes them, in a loop of inline integer arithmetic alone.
+// the generic path computes them, in a loop of inline arithmetic alone.
 void dropout_f32(const float* x, float* out, std::int64_t first, std::int64_t last,
                  std::uint64_t step_key, std::uint64_t threshold, double scale) {
   for (std::int64_t i = first; i < last; ++i) {
