@@ -126,7 +126,6 @@ HostBatch plan_host_batch(std::int64_t global_batch, std::int64_t replicas,
   host.bytes = model.bytes(host.micro_batch);
   host.state_bytes = model.copies(model.variables, model.split(host.micro_batch));
   host.data_bytes = model.batch_data;
-  host.sample_size = compiler::sample_size_name(fused);
   if (host.micro_batch < configured_micro_batch) {
     host.reason = "a micro-step of " + std::to_string(configured_micro_batch) + " samples needs " +
                   storage::memory_size(model.bytes(configured_micro_batch)) +
@@ -181,11 +180,11 @@ HostBatch plan_host_eval_batch(const compiler::Plan& eval, double beside_bytes,
   return host;
 }
 
-void check_fits_host(const HostBatch& host) {
+void check_fits_host(const HostBatch& host, const compiler::Plan& fused) {
   if (!storage::exceeds_usable_memory(host.bytes)) return;
   double rest = host.bytes - host.state_bytes - host.data_bytes;
-  std::string advice =
-      "lower " + host.sample_size + ": a larger batch runs as more micro-steps, not larger ones";
+  std::string advice = "lower " + std::string(compiler::sample_size_name(fused)) +
+                       ": a larger batch runs as more micro-steps, not larger ones";
   if (storage::exceeds_usable_memory(host.state_bytes))
     advice =
         "the parameters and optimizer state alone do not fit, whatever the batch (csrun "

@@ -19,7 +19,6 @@ struct HostBatch {
   double bytes = 0.0;            // the host memory the run needs at that size (estimated), of which
   double state_bytes = 0.0;      // the parameters and optimizer state, with their copies
   double data_bytes = 0.0;       // and the batches' data in flight
-  std::string sample_size;       // what makes a sample large (compiler::sample_size_name)
   std::string reason;            // why smaller than configured; empty when it is not
 };
 
@@ -53,8 +52,9 @@ HostBatch plan_host_batch(const config::TrainerSpec& trainer, const TraceSummary
 HostBatch plan_host_eval_batch(const compiler::Plan& eval, double beside_bytes,
                                const compiler::Plan* training = nullptr);
 
-// Refuses (std::runtime_error, with the figures and what to lower) a run that needs more than this
-// machine's memory even in micro-steps of one sample.
-void check_fits_host(const HostBatch& host);
+// Refuses (std::runtime_error, with the figures and what to lower) a run of `fused` (the plan
+// `host` was planned for) that needs more than this machine's memory even in micro-steps of one
+// sample.
+void check_fits_host(const HostBatch& host, const compiler::Plan& fused);
 
 }  // namespace csrun::modes

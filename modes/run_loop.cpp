@@ -137,7 +137,7 @@ runner::RunSetup setup_for(const CheckedRun& checked, const CheckedTrainer& trai
     setup.train_loader = trainer_check.train_loader;
     HostBatch host =
         plan_host_batch(trainer, *trainer_check.trace, setup.train->plan, options.async_checkpoint);
-    check_fits_host(host);
+    check_fits_host(host, setup.train->plan);
     training_bytes = host.bytes;
     if (host.micro_batch != setup.train_loader->batch_size)
       plan_micro_steps(setup, trainer_check, trainer, *setup.train_loader, host, options);

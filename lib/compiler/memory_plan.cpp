@@ -234,9 +234,8 @@ class MemoryPlanner {
   }
 
   void extend_lifetimes() {
-    for (std::size_t k = 0; k < kernels_.size(); ++k) {
-      for (NodeId operand : kernels_[k].operands)
-        use(operand, static_cast<std::int32_t>(k));
+    for (std::size_t id = 0; id < last_read_.size(); ++id) {
+      if (last_read_[id] >= 0) use(static_cast<NodeId>(id), last_read_[id]);
     }
     for (const graph::NamedNode& output : graph_.outputs())
       use(output.node, end_of_step());
