@@ -24,9 +24,12 @@ class HostLowering {
     fold_transposes(steps);
     fold_bias_adds(steps);
     fold_rounded_copies(steps);
+    fold_row_chains(steps);
     std::vector<NodeId> folded;
-    for (const HostStep& step : steps)
+    for (const HostStep& step : steps) {
       folded.insert(folded.end(), step.folded.begin(), step.folded.end());
+      folded.insert(folded.end(), step.row_chain.begin(), step.row_chain.end());
+    }
     std::erase_if(steps, [&](const HostStep& step) {
       return std::find(folded.begin(), folded.end(), step.nodes.front()) != folded.end();
     });
@@ -133,6 +136,41 @@ class HostLowering {
         step.rounded = other.nodes.front();
         step.folded.push_back(step.rounded);
       }
+    }
+  }
+
+  // The kernel's elementwise nodes (but a folded rounded copy) run row by row with its softmax,
+  // which reads the last of them, when none is stored; or with its softmax_grad, when the
+  // gradient is not stored and the first of them reads it. Those without a buffer are kept one
+  // row at a time.
+  void fold_row_chains(std::vector<HostStep>& steps) const {
+    auto rows = std::find_if(steps.begin(), steps.end(), [&](const HostStep& step) {
+      return step.kind == HostStepKind::node && runs_row_chain(graph_.node(step.nodes.front()));
+    });
+    if (rows == steps.end()) return;
+    HostStep& host = *rows;
+    NodeId kernel_node = host.nodes.front();
+    std::vector<NodeId> chain;
+    for (const HostStep& step : steps) {
+      NodeId id = step.nodes.front();
+      if (id != kernel_node && id != host.rounded &&
+          graph::op_class(graph_.node(id).op) == graph::OpClass::elementwise)
+        chain.push_back(id);
+    }
+    if (chain.empty()) return;
+    const graph::Node& node = graph_.node(kernel_node);
+    const std::vector<NodeId>& first_read = graph_.node(chain.front()).inputs;
+    bool all_inside =
+        std::all_of(chain.begin(), chain.end(), [&](NodeId id) { return inside_kernel(id); });
+    bool foldable = node.op == OpKind::softmax ? all_inside && chain.back() == node.inputs.front()
+                                               : inside_kernel(kernel_node) &&
+                                                     std::find(first_read.begin(), first_read.end(),
+                                                               kernel_node) != first_read.end();
+    if (!foldable) return;
+    host.row_chain = chain;
+    if (node.op == OpKind::softmax_grad) host.chunk_local.push_back(kernel_node);
+    for (NodeId id : chain) {
+      if (inside_kernel(id)) host.chunk_local.push_back(id);
     }
   }
 
@@ -282,6 +320,7 @@ const char* host_step_kind_name(HostStepKind kind) {
 std::string host_step_call(const HostStep& step) {
   std::string call = host_step_kind_name(step.kind);
   if (step.kind == HostStepKind::chain) call += std::to_string(step.nodes.size());
+  if (!step.row_chain.empty()) call += "+chain" + std::to_string(step.row_chain.size()) + "@rows";
   if (!step.sums.empty()) call += "+sum";
   if (step.sums.size() > 1) call += std::to_string(step.sums.size());
   if (step.in_registers) call += "@registers";
@@ -320,6 +359,14 @@ std::string host_steps_text(const Plan& plan) {
       for (std::size_t i = 0; i < step.nodes.size(); ++i)
         text += (i > 0 ? ", " : "") + named(step.nodes[i]);
     }
+    bool reads_chain =
+        !step.row_chain.empty() && plan.graph.node(step.nodes.front()).op == graph::OpKind::softmax;
+    for (std::size_t i = 0; i < step.row_chain.size(); ++i)
+      text += (i > 0         ? ", "
+               : reads_chain ? " [its input by rows: "
+                             : " [then by rows: ") +
+              named(step.row_chain[i]);
+    text += step.row_chain.empty() ? "" : "]";
     for (std::size_t i = 0; i < step.folded.size(); ++i)
       text += (i == 0 ? " [folds " : ", ") + named(step.folded[i]);
     text += step.folded.empty() ? "" : "]";
@@ -330,7 +377,9 @@ std::string host_steps_text(const Plan& plan) {
     std::string local;
     for (std::size_t i = 0; i < step.chunk_local.size(); ++i)
       local += (i == 0 ? "" : ", ") + node_ref(step.chunk_local[i]);
-    if (step.in_registers) {
+    if (!step.row_chain.empty()) {
+      text += local.empty() ? "" : " [per row: " + local + "]";
+    } else if (step.in_registers) {
       text += " [in registers" + (local.empty() ? "" : ": " + local) + "]";
     } else if (!local.empty()) {
       text += " [per chunk " + local + "]";

@@ -23,7 +23,9 @@ inline constexpr std::int64_t kLoneChainElements = 1 << 16;
 // - consecutive elementwise nodes over one element count, whose operands have that count or one
 //   element, run as a chain, chunk by chunk; a lone one of kLoneChainElements or more too. A
 //   chain's values that live inside the kernel and only the chain reads are chunk-local (never
-//   stored whole). A kernel that runs at load time runs node by node.
+//   stored whole). A kernel that runs at load time runs node by node;
+// - a softmax kernel's elementwise nodes run row by row with its softmax (those computing its
+//   input) or softmax_grad (those reading it): HostStep::row_chain.
 std::vector<HostStep> lower_host(const graph::Graph& graph, std::span<const Kernel> kernels,
                                  const MemoryPlan& memory);
 
@@ -35,7 +37,8 @@ std::string host_steps_text(const Plan& plan);
 // What the runtime calls for a host step, in a word: "gemm+bias^T" (a GEMM with a folded bias add
 // and a folded transpose), "chain3" (three elementwise nodes in one chunked pass),
 // "chain14@registers" (fourteen in registers), "chain4+sum@registers" (that also sum one of their
-// values over every axis; "+sum2": two), "node".
+// values over every axis; "+sum2": two), "node", "node+chain3@rows" (a softmax with three
+// elementwise nodes run row by row with it).
 std::string host_step_call(const HostStep& step);
 
 }  // namespace csrun::compiler

@@ -125,12 +125,15 @@ std::vector<KernelSpec> make_library() {
        .max_rank = 4,
        .cost = CostModel::reduction,
        .fixed_cycles = 100.0},
-      {.name = "softmax_rounded",
-       .summary = "softmax along the last axis in f32, each row also rounded to a 16-bit copy as "
-                  "it is written",
+      {.name = "fused_softmax",
+       .summary = "softmax along the last axis in f32 with the elementwise ops around it, row by "
+                  "row: those computing its input (attention's scale and mask) and a 16-bit copy "
+                  "of its rows as it writes them; or softmax's gradient with the elementwise ops "
+                  "reading it (the mask, scale and 16-bit cast)",
        .pattern = "softmax",
-       .ops = {{OpKind::softmax, DTypes{DType::f32}, DTypes{DType::f32}, true},
-               {OpKind::cast, DTypes{DType::f32}, DTypes{DType::f16, DType::bf16, DType::cb16}}},
+       .ops = joined({{{OpKind::softmax, DTypes{DType::f32}, DTypes{DType::f32}, true},
+                       {OpKind::softmax_grad, DTypes{DType::f32}, DTypes{DType::f32}, true}},
+                      elementwise_rules()}),
        .anchor = std::nullopt,
        .max_rank = 4,
        .cost = CostModel::reduction,

@@ -70,9 +70,12 @@ std::size_t schedule_updates(Program& program);
 // then. Returns the nodes added.
 std::size_t recompute_values(Program& program);
 
-// Groups an f32 softmax with a cast of its result to 16 bits into one "softmax" fusion: the
-// kernel rounds each row into the copy as it writes it, while the row is in the core's cache,
-// instead of a pass that reads the whole result again.
+// Groups an f32 softmax along its last axis with the elementwise nodes that compute its input
+// for it alone (attention's scale and mask) and a cast of its result to 16 bits, and an f32
+// softmax_grad with the elementwise nodes that read its result one after another (the mask, the
+// scale, the cast to 16 bits), into one "softmax" fusion: the kernel takes each row through them
+// while the row is in the core's cache, so neither the masked scores nor the f32 gradient are
+// stored and read again.
 std::size_t fuse_softmax(Program& program);
 
 // Groups each matmul with its operand prologue (a transpose of the last two axes, a cast) and its

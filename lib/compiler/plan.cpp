@@ -26,6 +26,12 @@ bool chain_sums(graph::OpKind op, graph::DType operand, graph::DType result,
          result == graph::DType::f32;
 }
 
+bool runs_row_chain(const graph::Node& node) {
+  return (node.op == graph::OpKind::softmax || node.op == graph::OpKind::softmax_grad) &&
+         node.type.dtype == graph::DType::f32 && node.type.rank() > 0 &&
+         node.attrs.axis == node.type.rank() - 1;
+}
+
 bool computes_in_registers(graph::OpKind op, std::span<const graph::DType> operands,
                            graph::DType result) {
   using graph::DType;

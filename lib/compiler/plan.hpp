@@ -17,7 +17,7 @@ namespace csrun::compiler {
 inline constexpr std::size_t kMaxChainSums = 4;
 
 // Version of the Plan's file format; a plan of another version is recompiled.
-inline constexpr std::uint32_t kPlanFormatVersion = 8;
+inline constexpr std::uint32_t kPlanFormatVersion = 9;
 
 enum class StepKind : std::uint8_t { train, eval };
 const char* step_kind_name(StepKind kind);
@@ -112,6 +112,11 @@ const char* host_step_kind_name(HostStepKind kind);  // "node", "gemm", "chain"
 bool computes_in_registers(graph::OpKind op, std::span<const graph::DType> operands,
                            graph::DType result);
 
+// Whether a row chain (HostStep::row_chain) can run with `node`: a softmax or softmax_grad of f32
+// values along their last axis. What fuse-softmax groups, lower-host folds and the runtime's row
+// kernels take.
+bool runs_row_chain(const graph::Node& node);
+
 // Whether a chain can take `op` of an `operand` value to `result` as it computes the value
 // (HostStep::sums): a reduce_sum over every axis (`result_count` 1) of an f32 value, to f32. What
 // fuse-elementwise groups, lower-host folds and the runtime's chains take.
@@ -133,8 +138,14 @@ struct HostStep {
   // A node step's cast of its result to 16 bits (folded), written by its kernel as it writes the
   // result: a softmax's rounded copy (-1: none).
   graph::NodeId rounded = -1;
+  // Elementwise nodes a softmax or softmax_grad step (f32, along the last axis) runs row by row,
+  // in registers, as a chain (lib/runtime's ChainProgram): a softmax's compute its input, the
+  // last one's rows written where the softmax's result goes and normalized there; a
+  // softmax_grad's read its result, each row of which the kernel computes into a row buffer.
+  std::vector<graph::NodeId> row_chain;
   // A chain's nodes whose values only later nodes of the chain read: kept one chunk at a time in
-  // the core's cache, never stored whole.
+  // the core's cache, never stored whole. A node step's: the values its row chain keeps one row
+  // at a time (a softmax_grad's own among them).
   std::vector<graph::NodeId> chunk_local;
   // A chain's full sums: reduce_sum nodes over every axis of one of its f32 values, each taken
   // chunk by chunk as the chain computes the value (in the reduce kernel's order), so the value

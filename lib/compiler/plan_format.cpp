@@ -240,6 +240,7 @@ void visit(Io& io, HostStep& step) {
   io(step.result);
   io(step.folded);
   io(step.rounded);
+  io(step.row_chain);
   io(step.sums);
   io(step.chunk_local);
   io(step.in_registers);
@@ -460,7 +461,7 @@ void check_host_steps(const Plan& plan, const Decoder& io, InGraph in_graph) {
   for (const HostStep& step : plan.host_steps) {
     bool valid = step.kernel >= 0 && step.kernel < kernel_count && !step.nodes.empty();
     for (const std::vector<NodeId>* ids :
-         {&step.nodes, &step.folded, &step.sums, &step.chunk_local}) {
+         {&step.nodes, &step.folded, &step.row_chain, &step.sums, &step.chunk_local}) {
       valid = valid && std::all_of(ids->begin(), ids->end(), in_graph);
     }
     valid = valid && (step.rounded == -1 || in_graph(step.rounded));

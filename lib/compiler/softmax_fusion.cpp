@@ -1,6 +1,7 @@
 #include "fusion_groups.hpp"
 #include "node_users.hpp"
 #include "passes.hpp"
+#include "plan.hpp"
 
 namespace csrun::compiler {
 
@@ -9,37 +10,105 @@ namespace {
 using graph::NodeId;
 using graph::OpKind;
 
-// The first cast of an f32 softmax's result to a 16-bit type (the operand of attention's product
-// with the values), or -1.
-NodeId rounded_copy(const graph::Graph& graph, const NodeUsers& users, NodeId softmax) {
-  for (NodeId user : users.of(softmax)) {
-    const graph::Node& node = graph.node(user);
-    if (node.op == OpKind::cast && graph::is_half(node.type.dtype)) return user;
+class SoftmaxFusion {
+ public:
+  explicit SoftmaxFusion(Program& program)
+      : graph_(program.graph), users_(program.graph), groups_(program.graph, program.fusions) {}
+
+  std::size_t run() {
+    for (std::size_t i = 0; i < graph_.size(); ++i) {
+      auto id = static_cast<NodeId>(i);
+      if (!runs_row_chain(graph_.node(id)) || groups_.group_of(id) >= 0 || groups_.is_static(id))
+        continue;
+      std::int32_t group = groups_.start(id, "softmax");
+      if (graph_.node(id).op == OpKind::softmax) {
+        take_input_chain(group, id);
+        take_rounded_copy(group, id);
+      } else {
+        take_result_chain(group, id);
+      }
+      if (groups_.size(group) > 1) fused_ += groups_.size(group);
+    }
+    return fused_;
   }
-  return -1;
-}
+
+  std::vector<Fusion> finish() const { return groups_.finish(); }
+
+ private:
+  // Whether `id` can run over the rows of `rows` with a row kernel, as a chain in registers: an
+  // elementwise node of that shape, in no kernel yet, whose operands broadcast a block at a time.
+  bool runs_by_rows(NodeId id, const graph::Shape& rows) const {
+    const graph::Node& node = graph_.node(id);
+    if (graph::op_class(node.op) != graph::OpClass::elementwise || node.type.shape != rows ||
+        groups_.group_of(id) >= 0 || groups_.is_static(id))
+      return false;
+    std::vector<graph::DType> operands;
+    for (NodeId input : node.inputs) {
+      const graph::TensorType& operand = graph_.node(input).type;
+      if (!graph::flat_broadcast(operand.shape, rows)) return false;
+      operands.push_back(operand.dtype);
+    }
+    return computes_in_registers(node.op, operands, node.type.dtype);
+  }
+
+  // The elementwise nodes that compute a softmax's input and that only the next of them reads
+  // (attention's scale and mask): the kernel computes each row of the input as it normalizes it,
+  // so the input is never stored. Follows the operand of the softmax's shape, latest first.
+  void take_input_chain(std::int32_t group, NodeId softmax) {
+    const graph::Shape& rows = graph_.node(softmax).type.shape;
+    NodeId tail = softmax;
+    while (true) {
+      NodeId next = -1;
+      for (NodeId input : graph_.node(tail).inputs) {
+        if (users_.sole_user(input) == tail && runs_by_rows(input, rows) &&
+            groups_.can_join(group, input)) {
+          next = input;
+          break;
+        }
+      }
+      if (next < 0) return;
+      groups_.join(group, next);
+      tail = next;
+    }
+  }
+
+  // The first cast of the softmax's result to a 16-bit type (the operand of attention's product
+  // with the values): the kernel rounds each row into it as it writes the row.
+  void take_rounded_copy(std::int32_t group, NodeId softmax) {
+    for (NodeId user : users_.of(softmax)) {
+      const graph::Node& node = graph_.node(user);
+      if (node.op != OpKind::cast || !graph::is_half(node.type.dtype)) continue;
+      if (groups_.group_of(user) < 0 && groups_.can_join(group, user)) groups_.join(group, user);
+      return;
+    }
+  }
+
+  // The elementwise nodes that read a softmax_grad's result, each the only reader of the one
+  // before (attention's mask, scale and 16-bit cast): the kernel takes each row through them as
+  // it computes the row, so only the last one's values are stored.
+  void take_result_chain(std::int32_t group, NodeId gradient) {
+    const graph::Shape& rows = graph_.node(gradient).type.shape;
+    NodeId tail = gradient;
+    while (true) {
+      NodeId next = users_.sole_user(tail);
+      if (next < 0 || !runs_by_rows(next, rows) || !groups_.can_join(group, next)) return;
+      groups_.join(group, next);
+      tail = next;
+    }
+  }
+
+  const graph::Graph& graph_;
+  NodeUsers users_;
+  FusionGroups groups_;
+  std::size_t fused_ = 0;
+};
 
 }  // namespace
 
 std::size_t fuse_softmax(Program& program) {
-  const graph::Graph& graph = program.graph;
-  NodeUsers users(graph);
-  FusionGroups groups(graph, program.fusions);
-  std::size_t fused = 0;
-  for (std::size_t i = 0; i < graph.size(); ++i) {
-    auto id = static_cast<NodeId>(i);
-    const graph::Node& node = graph.node(id);
-    if (node.op != OpKind::softmax || node.type.dtype != graph::DType::f32 ||
-        groups.group_of(id) >= 0 || groups.is_static(id))
-      continue;
-    NodeId cast = rounded_copy(graph, users, id);
-    if (cast < 0 || groups.group_of(cast) >= 0) continue;
-    std::int32_t group = groups.start(id, "softmax");
-    if (!groups.can_join(group, cast)) continue;
-    groups.join(group, cast);
-    fused += 2;
-  }
-  program.fusions = groups.finish();
+  SoftmaxFusion fusion(program);
+  std::size_t fused = fusion.run();
+  program.fusions = fusion.finish();
   return fused;
 }
 

@@ -76,25 +76,30 @@ std::optional<Shape> broadcast_shapes(const Shape& a, const Shape& b) {
 std::optional<FlatBroadcast> flat_broadcast(const Shape& from, const Shape& to) {
   if (from.size() > to.size()) return std::nullopt;
   std::size_t pad = to.size() - from.size();
-  FlatBroadcast broadcast;
-  bool kept_seen = false;
-  bool broadcast_after_kept = false;
-  for (std::size_t i = 0; i < to.size(); ++i) {
-    std::int64_t dim = i < pad ? 1 : from[i - pad];
-    if (to[i] == 1 && dim == 1) continue;
-    if (dim == to[i]) {
-      if (broadcast_after_kept) return std::nullopt;
-      kept_seen = true;
-      broadcast.period *= dim;
-      broadcast.repeat = 1;
-    } else if (dim == 1) {
-      broadcast_after_kept = kept_seen;
-      broadcast.repeat *= to[i];
-    } else {
-      return std::nullopt;
+  auto dim = [&](std::size_t axis) { return axis < pad ? std::int64_t{1} : from[axis - pad]; };
+  // From the last axis: broadcast axes, kept ones (the inner run), broadcast, kept (the outer
+  // run), broadcast. An axis of 1 in both shapes belongs to either.
+  std::size_t axis = to.size();
+  auto take = [&](bool kept) {
+    std::int64_t product = 1;
+    for (; axis > 0; --axis) {
+      std::int64_t length = to[axis - 1];
+      bool matches = kept ? dim(axis - 1) == length : dim(axis - 1) == 1;
+      if (!matches) break;
+      product *= length;
     }
-  }
-  if (!kept_seen) broadcast.repeat = 1;
+    return product;
+  };
+  FlatBroadcast broadcast;
+  broadcast.repeat = take(false);
+  broadcast.period = take(true);
+  std::int64_t gap = take(false);
+  broadcast.outer_period = take(true);
+  take(false);
+  if (axis > 0) return std::nullopt;
+  if (broadcast.period == 1) broadcast.repeat = 1;
+  broadcast.outer_repeat =
+      broadcast.outer_period == 1 ? 1 : broadcast.repeat * broadcast.period * gap;
   return broadcast;
 }
 

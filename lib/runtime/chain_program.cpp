@@ -52,11 +52,13 @@ struct Block {
   std::int64_t count;
   ChunkSum* sums;         // program.sums' running sums of the block's chunk
   std::int64_t in_chunk;  // where the block starts in its chunk
+  const float* row;       // the block's values of program.row_register, or null
 
   std::int64_t lanes() const { return Lanes > 0 ? Lanes : count; }
   float* reg(std::int32_t index) const { return registers + index * kChainLanes; }
   // What an instruction reads: a register, or the block of an operand read in place.
   const float* source(std::int32_t index) const {
+    if (index == program.row_register) return row;
     const float* stored = program.direct[static_cast<std::size_t>(index)];
     return stored != nullptr ? stored + first : reg(index);
   }
@@ -142,19 +144,17 @@ struct Block {
   }
 
   // The block's elements of what `load` broadcasts: runs of the operand's elements (the whole
-  // operand, or a row it repeats) or runs of one element (a row's statistic).
+  // operand, a row it repeats, a sample's row) or runs of one element (a row's statistic).
   void load(const ChainLoad& load) const {
     float* out = reg(load.reg);
     const graph::FlatBroadcast& how = load.how;
     for (std::int64_t done = 0; done < lanes();) {
       std::int64_t index = first + done;
-      std::int64_t element = index / how.repeat % how.period;
-      std::int64_t run = 0;
+      std::int64_t element = how.element(index);
+      std::int64_t run = std::min(lanes() - done, how.run_at(index));
       if (how.repeat == 1) {
-        run = std::min(lanes() - done, how.period - element);
         convert(load, element, run, out + done);
       } else {
-        run = std::min(lanes() - done, how.repeat - index % how.repeat);
         std::fill_n(out + done, run, value_at(load, element));
       }
       done += run;
@@ -202,17 +202,24 @@ void fill_singles(const ChainProgram& program, float* registers) {
   }
 }
 
-// Elements [first, last) in blocks; `sums`, where the program has any, take those of one chunk.
+// Elements [first, last) in blocks; `sums`, where the program has any, take those of one chunk;
+// `row`, where it has a row register, holds that register's values of the elements.
 void run_blocks(const ChainProgram& program, float* registers, std::int64_t first,
-                std::int64_t last, ChunkSum* sums) {
+                std::int64_t last, ChunkSum* sums, const float* row) {
   std::int64_t whole_end = first + (last - first) / kChainLanes * kChainLanes;
   std::int64_t chunk_first = first / kSumChunk * kSumChunk;
+  auto row_at = [&](std::int64_t start) {
+    return row == nullptr ? nullptr : row + (start - first);
+  };
   for (std::int64_t start = first; start < whole_end; start += kChainLanes) {
-    Block<kChainLanes>{program, registers, start, kChainLanes, sums, start - chunk_first}
+    Block<kChainLanes>{program, registers,           start,        kChainLanes,
+                       sums,    start - chunk_first, row_at(start)}
         .run_program();
   }
   if (whole_end < last) {
-    Block<0>{program, registers, whole_end, last - whole_end, sums, whole_end - chunk_first}
+    Block<0>{program,          registers, whole_end,
+             last - whole_end, sums,      whole_end - chunk_first,
+             row_at(whole_end)}
         .run_program();
   }
 }
@@ -222,15 +229,21 @@ void run_blocks(const ChainProgram& program, float* registers, std::int64_t firs
 void run_chain_program(const ChainProgram& program, float* registers, std::int64_t first,
                        std::int64_t last, double* chunk_sums) {
   fill_singles(program, registers);
-  if (program.sums.empty()) return run_blocks(program, registers, first, last, nullptr);
+  if (program.sums.empty()) return run_blocks(program, registers, first, last, nullptr, nullptr);
   for (std::int64_t chunk = first; chunk < last; chunk += kSumChunk) {
     std::int64_t end = std::min(last, chunk + kSumChunk);
     std::array<ChunkSum, kMaxProgramSums> sums;
     sums.fill(ChunkSum(end - chunk));
-    run_blocks(program, registers, chunk, end, sums.data());
+    run_blocks(program, registers, chunk, end, sums.data(), nullptr);
     for (std::size_t s = 0; s < program.sums.size(); ++s)
       *chunk_sums++ = sums[s].total();
   }
+}
+
+void run_chain_program_on_row(const ChainProgram& program, float* registers, std::int64_t first,
+                              std::int64_t last, const float* row) {
+  fill_singles(program, registers);
+  run_blocks(program, registers, first, last, nullptr, row);
 }
 
 }  // namespace csrun::runtime

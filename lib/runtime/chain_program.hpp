@@ -84,6 +84,9 @@ inline constexpr std::size_t kMaxProgramSums = 4;
 // place (a parameter's new value in its own buffer) is read before it is written.
 struct ChainProgram {
   std::vector<const float*> direct;  // per register: a whole f32 operand read in place, or null
+  // A register whose values the caller computes into a buffer of the run's elements (the rows
+  // of a softmax_grad a row chain reads, compiler::HostStep::row_chain), or -1.
+  std::int32_t row_register = -1;
   std::vector<ChainLoad> loads;
   std::vector<ChainInstruction> instructions;
   std::vector<ChainStore> stores;

@@ -50,16 +50,14 @@ void copy_broadcast(const Element* operand, graph::FlatBroadcast how, std::int64
                     std::int64_t length, Element* chunk) {
   for (std::int64_t done = 0; done < length;) {
     std::int64_t index = begin + done;
-    std::int64_t element = index / how.repeat % how.period;
+    std::int64_t element = how.element(index);
+    std::int64_t run = std::min(length - done, how.run_at(index));
     if (how.repeat == 1) {
-      std::int64_t run = std::min(length - done, how.period - element);
       std::copy_n(operand + element, run, chunk + done);
-      done += run;
     } else {
-      std::int64_t run = std::min(length - done, how.repeat - index % how.repeat);
       std::fill_n(chunk + done, run, operand[element]);
-      done += run;
     }
+    done += run;
   }
 }
 
@@ -139,9 +137,11 @@ graph::Shape shape_of(const TensorRef& value) {
 // An instruction's result never takes a register it reads.
 class ProgramBuilder {
  public:
+  // `row_value` (or -1): an operand read from the caller's row buffer (the row register).
   ProgramBuilder(std::span<const NodeTask> tasks, std::span<const graph::NodeId> nodes,
-                 std::span<const graph::NodeId> summed, std::int64_t count)
-      : tasks_(tasks), nodes_(nodes), summed_(summed), count_(count) {
+                 std::span<const graph::NodeId> summed, std::int64_t count,
+                 graph::NodeId row_value = -1)
+      : tasks_(tasks), nodes_(nodes), summed_(summed), count_(count), row_value_(row_value) {
     for (std::size_t t = 0; t < tasks.size(); ++t) {
       for (graph::NodeId input : tasks[t].node->inputs)
         last_reader_[input] = t;
@@ -170,6 +170,14 @@ class ProgramBuilder {
   // chain's `result` broadcasts it.
   void read_from_memory(graph::NodeId input, const TensorRef& operand, const TensorRef& result) {
     if (produced(input) || reg_of_.contains(input)) return;
+    if (input == row_value_) {
+      program_.row_register = reg_of_[input] = take();
+      kept_.insert(input);
+      return;
+    }
+    if (operand.data == nullptr)
+      throw std::invalid_argument("a chain in registers reads %" + std::to_string(input) +
+                                  ", which is neither stored nor computed before it in the chain");
     std::optional<graph::FlatBroadcast> how =
         graph::flat_broadcast(shape_of(operand), shape_of(result));
     if (!how)
@@ -218,8 +226,9 @@ class ProgramBuilder {
   // register of its own (not a whole operand read in place).
   bool only_stored(std::size_t t) const {
     graph::NodeId input = tasks_[t].node->inputs.front();
+    std::int32_t read = reg_of_.at(input);
     return tasks_[t].out.data != nullptr && !last_reader_.contains(nodes_[t]) &&
-           !direct_.contains(reg_of_.at(input));
+           !direct_.contains(read) && read != program_.row_register;
   }
 
   // A cast to a 16-bit format that is only stored: the store rounds its operand's register, once,
@@ -249,6 +258,7 @@ class ProgramBuilder {
   std::span<const graph::NodeId> nodes_;
   std::span<const graph::NodeId> summed_;
   std::int64_t count_;
+  graph::NodeId row_value_;
   ChainProgram program_;
   std::map<graph::NodeId, std::size_t> last_reader_;
   std::map<graph::NodeId, std::int32_t> reg_of_;
@@ -259,6 +269,18 @@ class ProgramBuilder {
 };
 
 }  // namespace
+
+ChainProgram row_chain_program(std::span<const NodeTask> tasks,
+                               std::span<const graph::NodeId> nodes, graph::NodeId row_value) {
+  std::int64_t count = tasks.empty() ? 0 : tasks.front().out.count;
+  for (const NodeTask& task : tasks) {
+    if (task.out.count != count)
+      throw std::invalid_argument("a row chain's nodes compute " + std::to_string(count) + " and " +
+                                  std::to_string(task.out.count) +
+                                  " elements: a chain runs nodes of one element count");
+  }
+  return ProgramBuilder(tasks, nodes, {}, count, row_value).build();
+}
 
 ElementwiseChain::ElementwiseChain(std::vector<NodeTask> tasks,
                                    std::span<const graph::NodeId> nodes,

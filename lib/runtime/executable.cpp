@@ -215,14 +215,24 @@ struct Executable::State {
     return !borrowed.empty() && borrowed[static_cast<std::size_t>(id)];
   }
 
-  // A chain's chunk-local values have no memory here (the chain keeps their chunks): the plan may
-  // name only values its chain computes that have no buffer.
+  // Whether `host` computes `id` a chunk or a row at a time: a chain's node, a row chain's, or
+  // the softmax_grad whose rows a row chain reads.
+  static bool computes_by_parts(const compiler::HostStep& host, NodeId id) {
+    auto in = [id](const std::vector<NodeId>& ids) {
+      return std::find(ids.begin(), ids.end(), id) != ids.end();
+    };
+    if (host.kind == compiler::HostStepKind::chain) return in(host.nodes);
+    return host.kind == compiler::HostStepKind::node && !host.row_chain.empty() &&
+           (in(host.row_chain) || id == host.nodes.front());
+  }
+
+  // A chain's chunk-local values have no memory here (the chain keeps their chunks, a row chain
+  // its rows): the plan may name only values its step computes that have no buffer.
   void mark_chunk_local() {
     chunk_local.assign(plan.graph.size(), false);
     for (const compiler::HostStep& host : plan.host_steps) {
       for (NodeId id : host.chunk_local) {
-        bool computed = host.kind == compiler::HostStepKind::chain &&
-                        std::find(host.nodes.begin(), host.nodes.end(), id) != host.nodes.end();
+        bool computed = computes_by_parts(host, id);
         if (!computed || values[static_cast<std::size_t>(id)].data != nullptr)
           throw std::invalid_argument("the plan keeps node %" + std::to_string(id) +
                                       " per chunk, but it is not a value its chain computes "
@@ -354,6 +364,7 @@ struct Executable::State {
       task.in.push_back(values[static_cast<std::size_t>(input)]);
     if (host != nullptr && host->kind == compiler::HostStepKind::gemm) bind_gemm(task, *host);
     if (host != nullptr && host->rounded >= 0) bind_rounded(task, *host);
+    if (host != nullptr && !host->row_chain.empty()) bind_row_chain(task, *host);
     kernels.prepare(task);
     if (task.scratch_floats > task_scratch.floats) {
       task_scratch_memory =
@@ -438,13 +449,42 @@ struct Executable::State {
     task.rounded = values[static_cast<std::size_t>(host.rounded)];
   }
 
-  // Outside its chain, a chunk-local value has no memory to read.
+  // A softmax or softmax_grad runs its row chain over the rows it computes: a softmax's chain
+  // computes its input, written where its result goes; a softmax_grad's reads its result.
+  void bind_row_chain(NodeTask& task, const compiler::HostStep& host) {
+    bool softmax = task.node->op == graph::OpKind::softmax;
+    if (!compiler::runs_row_chain(*task.node) ||
+        (softmax && host.row_chain.back() != task.node->inputs.front()))
+      throw std::invalid_argument(
+          "kernel k" + std::to_string(host.kernel) + " runs a row chain with node %" +
+          std::to_string(host.nodes.front()) + " (" + graph::op_name(task.node->op) +
+          "): a row chain runs with an f32 softmax along its last axis, whose input its last "
+          "node computes, or an f32 softmax_grad along its last axis");
+    std::vector<NodeTask> tasks;
+    for (NodeId id : host.row_chain)
+      tasks.push_back(task_for(id));
+    if (softmax) tasks.back().out = task.out;
+    if (tasks.front().out.count != task.out.count)
+      throw std::invalid_argument(
+          "kernel k" + std::to_string(host.kernel) + "'s row chain computes " +
+          std::to_string(tasks.front().out.count) + " values, its %" +
+          std::to_string(host.nodes.front()) + " " + std::to_string(task.out.count) +
+          ": a row chain runs over the rows of its softmax");
+    NodeId row_value = softmax ? -1 : host.nodes.front();
+    task.row_chain =
+        std::make_shared<const ChainProgram>(row_chain_program(tasks, host.row_chain, row_value));
+  }
+
+  // Outside its chain, a chunk-local value has no memory to read (a softmax's input its row chain
+  // computes is read from the rows it writes).
   void check_reads_stored(const compiler::HostStep& host) const {
     NodeId reader = host.nodes.front();
     std::vector<NodeId> read = plan.graph.node(reader).inputs;
     read.insert(read.end(), {host.operand_a, host.operand_b, host.bias});
     for (NodeId id : read) {
-      if (id >= 0 && chunk_local[static_cast<std::size_t>(id)])
+      bool from_row_chain =
+          std::find(host.row_chain.begin(), host.row_chain.end(), id) != host.row_chain.end();
+      if (id >= 0 && chunk_local[static_cast<std::size_t>(id)] && !from_row_chain)
         throw std::invalid_argument("node %" + std::to_string(reader) + " reads %" +
                                     std::to_string(id) +
                                     ", which the plan keeps only per chunk of its chain");
@@ -454,7 +494,8 @@ struct Executable::State {
   void check_host_steps_cover_kernels() const {
     std::vector<bool> covered(plan.graph.size(), false);
     for (const compiler::HostStep& host : plan.host_steps) {
-      for (const std::vector<NodeId>* ids : {&host.nodes, &host.folded, &host.sums}) {
+      for (const std::vector<NodeId>* ids :
+           {&host.nodes, &host.folded, &host.row_chain, &host.sums}) {
         for (NodeId id : *ids)
           covered[static_cast<std::size_t>(id)] = true;
       }

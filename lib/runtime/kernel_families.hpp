@@ -17,11 +17,16 @@ void run_node(NodeTask& task);
 void run_elementwise(NodeTask& task);
 void run_chain_program(const ChainProgram& program, float* registers, std::int64_t first,
                        std::int64_t last, double* chunk_sums);
+// The same for a program without sums whose row register (ChainProgram::row_register) holds
+// `row`'s values: element i of the run at row[i - first].
+void run_chain_program_on_row(const ChainProgram& program, float* registers, std::int64_t first,
+                              std::int64_t last, const float* row);
 void run_layout(NodeTask& task);
 void run_reduction(NodeTask& task);
-void prepare_reduction(NodeTask& task);  // a long row's sum takes scratch for its chunks
-void run_normalization(NodeTask& task);  // softmax, log_softmax, softmax_grad, layer_norm
-void run_cross_entropy(NodeTask& task);  // softmax_cross_entropy and its gradient
+void prepare_reduction(NodeTask& task);      // a long row's sum takes scratch for its chunks
+void run_normalization(NodeTask& task);      // softmax, log_softmax, softmax_grad, layer_norm
+void prepare_normalization(NodeTask& task);  // a row chain's registers and rows
+void run_cross_entropy(NodeTask& task);      // softmax_cross_entropy and its gradient
 void prepare_cross_entropy(NodeTask& task);
 void run_matmul(NodeTask& task);
 void prepare_matmul(NodeTask& task);

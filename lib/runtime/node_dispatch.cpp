@@ -15,6 +15,9 @@ void prepare_node(NodeTask& task) {
     case graph::OpKind::reduce_sum:
     case graph::OpKind::reduce_mean:
       return prepare_reduction(task);
+    case graph::OpKind::softmax:
+    case graph::OpKind::softmax_grad:
+      return prepare_normalization(task);
     default:
       return;
   }

@@ -458,6 +458,72 @@ void run_reduction(NodeTask& task) {
 
 namespace {
 
+// Rows a row chain runs at once: a few thousand values (16 KB), so that those it writes are still
+// in the core's L1 cache when the kernel reads them, and its single values are filled once for
+// them all.
+constexpr std::int64_t kRowChainFloats = 4096;
+
+std::int64_t rows_per_run(std::int64_t width) {
+  return std::max<std::int64_t>(1, kRowChainFloats / std::max<std::int64_t>(1, width));
+}
+
+// The floats of scratch each part of the team takes for a row chain: its registers and, for a
+// softmax_grad, the rows it computes; a multiple of kRowAlignmentFloats, so that every part's
+// rows start 64-byte aligned.
+std::int64_t row_chain_part_floats(const NodeTask& task, std::int64_t width) {
+  std::int64_t floats = task.row_chain->register_bytes() / static_cast<std::int64_t>(sizeof(float));
+  if (task.node->op == OpKind::softmax_grad) floats += rows_per_run(width) * width;
+  return (floats + kRowAlignmentFloats - 1) / kRowAlignmentFloats * kRowAlignmentFloats;
+}
+
+std::int64_t row_width(const NodeTask& task) {
+  return task.out.rank == 0 ? 1 : task.out.dim(task.out.rank - 1);
+}
+
+// The task's scratch from its first 64-byte boundary.
+float* aligned_scratch(const NodeTask& task) {
+  void* start = task.scratch->data;
+  auto space = static_cast<std::size_t>(task.scratch->floats) * sizeof(float);
+  return static_cast<float*>(
+      std::align(kRowAlignmentFloats * sizeof(float), sizeof(float), start, space));
+}
+
+// Rows of an f32 softmax along its last axis with its row chain (HostStep::row_chain), a few at a
+// time: a softmax's chain writes its input's rows where the result goes, and the kernel
+// normalizes them there (rounding them into the copy); a softmax_grad's rows are computed into
+// the part's buffer, where its chain reads them.
+void run_row_chain(const NodeTask& task) {
+  std::int64_t width = row_width(task);
+  bool gradient = task.node->op == OpKind::softmax_grad;
+  bool f32_rows = task.out.dtype == DType::f32 && task.node->attrs.axis == task.out.rank - 1 &&
+                  (!gradient || (task.in[0].dtype == DType::f32 && task.in[1].dtype == DType::f32));
+  if (!f32_rows)
+    throw std::invalid_argument(
+        "a row chain runs with a softmax or softmax_grad of f32 values "
+        "along their last axis");
+  std::int64_t rows = width == 0 ? 0 : task.out.count / width;
+  std::int64_t part_floats = row_chain_part_floats(task, width);
+  std::int64_t register_floats =
+      task.row_chain->register_bytes() / static_cast<std::int64_t>(sizeof(float));
+  float* scratch = aligned_scratch(task);
+  split_rows_in_parts(
+      task.team, rows, task.out.count, [&](int part, std::int64_t first, std::int64_t last) {
+        float* registers = scratch + part * part_floats;
+        for (std::int64_t r = first; r < last; r += rows_per_run(width)) {
+          std::int64_t end = std::min(last, r + rows_per_run(width));
+          if (!gradient) {
+            run_chain_program_on_row(*task.row_chain, registers, r * width, end * width, nullptr);
+            softmax_rows_f32(false, r, end, width, task.out.f32(), task.out.f32(), task.rounded);
+            continue;
+          }
+          float* computed = registers + register_floats;
+          softmax_grad_rows_f32(0, end - r, width, task.in[0].f32() + r * width,
+                                task.in[1].f32() + r * width, computed);
+          run_chain_program_on_row(*task.row_chain, registers, r * width, end * width, computed);
+        }
+      });
+}
+
 void softmax_grad(const NodeTask& task) {
   const TensorRef& y = task.in[0];
   const TensorRef& g = task.in[1];
@@ -473,9 +539,16 @@ void softmax_grad(const NodeTask& task) {
 
 }  // namespace
 
+void prepare_normalization(NodeTask& task) {
+  if (!task.row_chain) return;
+  std::int64_t parts = task.team == nullptr ? 1 : task.team->size();
+  task.scratch_floats = parts * row_chain_part_floats(task, row_width(task)) + kRowAlignmentFloats;
+}
+
 void run_normalization(NodeTask& task) {
   const graph::Node& node = *task.node;
   const TensorRef& input = task.in[0];
+  if (task.row_chain) return run_row_chain(task);
   if (node.op == OpKind::softmax_grad) return softmax_grad(task);
   with_access(input, task.out, [&](auto x, auto out) {
     if (node.op == OpKind::layer_norm) {

@@ -8,8 +8,10 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <memory>
 #include <vector>
 
+#include "chain_program.hpp"
 #include "graph/graph.hpp"
 #include "graph/number_formats.hpp"
 #include "half_precision.hpp"
@@ -98,6 +100,10 @@ struct NodeTask {
   // A softmax also writes each f32 row rounded into this 16-bit value: a cast of its result
   // folded into it. Null data: none.
   TensorRef rounded;
+  // A softmax's or softmax_grad's row chain (compiler::HostStep::row_chain), run over each row as
+  // the kernel computes it: a softmax's stores the row of its input where the kernel then
+  // normalizes it; a softmax_grad's reads the kernel's row buffer. Null: none.
+  std::shared_ptr<const ChainProgram> row_chain;
   // The floats of scratch the kernel needs (prepare sets it) and where they are: one area the
   // executable shares between its kernels, which run one at a time.
   std::int64_t scratch_floats = 0;

@@ -366,7 +366,7 @@ TEST_CASE("a softmax writes the 16-bit copy its product reads, a cast folded int
       });
   REQUIRE(softmax_step != plan.host_steps.end());
   REQUIRE(softmax_step->rounded >= 0);
-  CHECK(plan.kernels[static_cast<std::size_t>(softmax_step->kernel)].name == "softmax_rounded");
+  CHECK(plan.kernels[static_cast<std::size_t>(softmax_step->kernel)].name == "fused_softmax");
   CHECK(softmax_step->folded == std::vector<NodeId>{softmax_step->rounded});
   HostStep product = steps_of(plan, HostStepKind::gemm).front();
   CHECK(product.operand_a == softmax_step->rounded);
@@ -374,4 +374,81 @@ TEST_CASE("a softmax writes the 16-bit copy its product reads, a cast folded int
     CHECK(std::find(step.nodes.begin(), step.nodes.end(), softmax_step->rounded) ==
           step.nodes.end());
   }
+}
+
+namespace {
+
+// Attention's probabilities and their gradient over rows of 16 scores, as the decoders trace
+// them: the scores scaled and causally masked before the softmax; its gradient masked, scaled and
+// rounded to 16 bits for the products after it. With `keep_masked`, the step also returns the
+// masked scores.
+Graph masked_attention(bool keep_masked) {
+  Graph graph;
+  Tensor scores(graph, graph.add_input("scores", {{2, 3, 16, 16}, DType::f32}));
+  Tensor upstream(graph, graph.add_input("upstream", {{2, 3, 16, 16}, DType::f32}));
+  Tensor values(graph, graph.add_input("values", {{2, 3, 16, 8}, DType::bf16}));
+  Tensor causal = iota(graph, {16, 16}, 0) >= iota(graph, {16, 16}, 1);
+  Tensor masked = where(causal, scores * 0.25, -1e9);
+  Tensor probabilities = softmax(masked);
+  graph.add_output("attended", matmul(cast(probabilities, DType::bf16), values).id());
+  Tensor gradient =
+      cast(where(causal, softmax_grad(probabilities, upstream), 0.0) * 0.25, DType::bf16);
+  graph.add_output("value_gradient", matmul(gradient, values).id());
+  if (keep_masked) graph.add_output("masked", masked.id());
+  return graph;
+}
+
+const HostStep& step_running(const compiler::Plan& plan, OpKind op) {
+  auto found = std::find_if(plan.host_steps.begin(), plan.host_steps.end(), [&](const HostStep& s) {
+    return plan.graph.node(s.nodes.front()).op == op;
+  });
+  REQUIRE(found != plan.host_steps.end());
+  return *found;
+}
+
+std::vector<OpKind> ops_of(const compiler::Plan& plan, const std::vector<NodeId>& ids) {
+  std::vector<OpKind> ops;
+  for (NodeId id : ids)
+    ops.push_back(plan.graph.node(id).op);
+  return ops;
+}
+
+}  // namespace
+
+TEST_CASE("attention's scale and mask run row by row in its softmax, and after its gradient") {
+  compiler::Plan plan = planned(masked_attention(false));
+  std::string text = compiler::host_steps_text(plan);
+  INFO(text);
+  const HostStep& forward = step_running(plan, OpKind::softmax);
+  CHECK(ops_of(plan, forward.row_chain) == std::vector<OpKind>{OpKind::mul, OpKind::where});
+  CHECK(forward.chunk_local == forward.row_chain);  // the masked scores are never stored
+  CHECK(forward.rounded >= 0);
+  CHECK(plan.kernels[static_cast<std::size_t>(forward.kernel)].name == "fused_softmax");
+  CHECK(compiler::host_step_call(forward) == "node+chain2@rows");
+  const HostStep& backward = step_running(plan, OpKind::softmax_grad);
+  CHECK(ops_of(plan, backward.row_chain) ==
+        std::vector<OpKind>{OpKind::where, OpKind::mul, OpKind::cast});
+  // Only the 16-bit gradient the products read is stored.
+  std::vector<NodeId> per_row = {backward.nodes.front(), backward.row_chain[0],
+                                 backward.row_chain[1]};
+  CHECK(backward.chunk_local == per_row);
+  CHECK(plan.memory.buffer_of[static_cast<std::size_t>(backward.row_chain.back())] >= 0);
+  for (const HostStep& step : plan.host_steps) {  // no pass of its own over the rows
+    for (NodeId id : forward.row_chain)
+      CHECK(std::find(step.nodes.begin(), step.nodes.end(), id) == step.nodes.end());
+    for (NodeId id : backward.row_chain)
+      CHECK(std::find(step.nodes.begin(), step.nodes.end(), id) == step.nodes.end());
+  }
+  CHECK_THAT(text, Catch::Contains("softmax [its input by rows: %") &&
+                       Catch::Contains("softmax_grad [then by rows: %") &&
+                       Catch::Contains("[per row: %"));
+}
+
+TEST_CASE("masked scores the step returns are stored, not computed in the softmax's rows") {
+  compiler::Plan plan = planned(masked_attention(true));
+  INFO(compiler::host_steps_text(plan));
+  const HostStep& forward = step_running(plan, OpKind::softmax);
+  CHECK(forward.row_chain.empty());
+  CHECK(forward.chunk_local.empty());
+  CHECK(step_running(plan, OpKind::softmax_grad).row_chain.size() == 3);
 }

@@ -645,7 +645,8 @@ TEST_CASE("a chain in registers reads the operands it broadcasts a block at a ti
 namespace {
 
 // Operands a chain broadcasts: a row of 768 (no divisor of a chunk), a row's mean, a mask of
-// booleans and a 16-bit row, over `rows` rows.
+// booleans and a 16-bit row, over `rows` rows; and a mask of each sample's 192 columns under its
+// 4 heads.
 graph::Graph broadcasting_chains(std::int64_t rows) {
   graph::Graph graph;
   graph::Tensor x(graph, graph.add_input("x", {{rows, 768}, DType::f32}));
@@ -657,6 +658,10 @@ graph::Graph broadcasting_chains(std::int64_t rows) {
   graph.add_output("y", exp(normalized * 0.5).id());
   graph::Tensor halves = cast(x, DType::bf16) * half_row;
   graph.add_output("z", (cast(halves, DType::f32) + mean).id());
+  // A sample's mask under its heads: kept on two runs of axes.
+  graph::Tensor w(graph, graph.add_input("w", {{rows, 4, 192}, DType::f32}));
+  graph::Tensor sample_mask = iota(graph, {rows, 1, 192}, 2) >= iota(graph, {rows, 1, 192}, 0);
+  graph.add_output("v", exp(where(sample_mask, w * 0.5, -1.0)).id());
   return graph;
 }
 
@@ -672,7 +677,7 @@ TEST_CASE("a chain broadcasting operands a chunk at a time gives the reference's
         plan.host_steps.begin(), plan.host_steps.end(), [](const compiler::HostStep& step) {
           return step.kind == compiler::HostStepKind::chain && step.nodes.size() >= 3;
         });
-    CHECK(long_chains == 2);
+    CHECK(long_chains == 3);
     CHECK(plan.scratch.kernel_values.empty());
     CHECK(step_difference(plan) <= 1e-6);
   }
@@ -948,6 +953,86 @@ TEST_CASE("a plan whose step rounds into what is not its softmax's cast is refus
   rounding->rounded = scaled.id();
   CHECK_THROWS_WITH(Executable(plan),
                     Catch::Contains("only an f32 softmax writes a 16-bit cast of its result"));
+}
+
+namespace {
+
+// Attention's softmax and its gradient over rows of `width` scores under a mask of the rows
+// (causal) or of each sample's columns (padding): the masked scores and the f32 gradient are
+// stored (`stored`, also returned), or the scale and mask run row by row in the softmax and the
+// mask, scale and cast after softmax_grad.
+graph::Graph masked_rows(std::int64_t width, bool padding, bool stored) {
+  graph::Graph graph;
+  graph::Tensor scores(graph, graph.add_input("scores", {{16, 8, width}, DType::f32}));
+  graph::Tensor upstream(graph, graph.add_input("upstream", {{16, 8, width}, DType::f32}));
+  // Row r (or sample r) keeps its columns from r on.
+  graph::Shape mask_shape = padding ? graph::Shape{16, 1, width} : graph::Shape{8, width};
+  auto columns = static_cast<std::int64_t>(mask_shape.size()) - 1;
+  graph::Tensor mask = iota(graph, mask_shape, columns) >= iota(graph, mask_shape, 0);
+  graph::Tensor masked = where(mask, scores * 0.125, -1e9);
+  graph::Tensor probabilities = softmax(masked);
+  graph::Tensor gradient = softmax_grad(probabilities, upstream);
+  graph.add_output("probabilities", probabilities.id());
+  graph.add_output("rounded", cast(probabilities, DType::bf16).id());
+  graph.add_output("gradient", cast(where(mask, gradient, 0.0) * 0.125, DType::bf16).id());
+  if (stored) {
+    graph.add_output("masked", masked.id());
+    graph.add_output("gradient_f32", gradient.id());
+  }
+  return graph;
+}
+
+std::vector<std::vector<double>> outputs_of_run(const compiler::Plan& plan,
+                                                const graph::Feeds& feeds) {
+  Executable executable(plan);
+  test::feed(executable, feeds);
+  executable.run();
+  std::vector<std::vector<double>> outputs;
+  for (const char* name : {"probabilities", "rounded", "gradient"})
+    outputs.push_back(executable.read(executable.slot(name)));
+  return outputs;
+}
+
+std::size_t row_chain_steps(const compiler::Plan& plan) {
+  return static_cast<std::size_t>(
+      std::count_if(plan.host_steps.begin(), plan.host_steps.end(),
+                    [](const compiler::HostStep& step) { return !step.row_chain.empty(); }));
+}
+
+}  // namespace
+
+TEST_CASE("a softmax's row chains give the bits of their nodes stored, on one core or several") {
+  // A lane tail in a row, rows of several blocks (six rows a run, split across the cores), and
+  // rows longer than a run; under a causal mask and under a padding mask.
+  for (auto [width, padding] :
+       {std::pair{std::int64_t{37}, false}, std::pair{std::int64_t{600}, false},
+        std::pair{std::int64_t{4'219}, false}, std::pair{std::int64_t{37}, true},
+        std::pair{std::int64_t{600}, true}}) {
+    INFO(width << " values a row, " << (padding ? "padding" : "causal") << " mask");
+    compiler::Plan fused = test::compiled_plan(masked_rows(width, padding, false), 1);
+    compiler::Plan stored = test::compiled_plan(masked_rows(width, padding, true), 1);
+    INFO(compiler::host_steps_text(fused));
+    REQUIRE(row_chain_steps(fused) == 2);
+    REQUIRE(row_chain_steps(stored) == 0);
+    graph::Feeds feeds = test::sample_feeds(fused.graph);
+    std::vector<std::vector<double>> expected = outputs_of_run(stored, feeds);
+    CHECK(outputs_of_run(fused, feeds) == expected);
+    test::on_one_core([&] { CHECK(outputs_of_run(fused, feeds) == expected); });
+    CHECK(step_difference(fused) <= 0x1.0p-7);  // bfloat16's unit, as for chains in registers
+  }
+}
+
+TEST_CASE("a plan whose row chain does not compute its softmax's input is refused") {
+  compiler::Plan plan = test::compiled_plan(masked_rows(64, false, false), 1);
+  auto softmax = std::find_if(
+      plan.host_steps.begin(), plan.host_steps.end(), [&](const compiler::HostStep& step) {
+        return plan.graph.node(step.nodes.front()).op == graph::OpKind::softmax;
+      });
+  REQUIRE(softmax != plan.host_steps.end());
+  REQUIRE(softmax->row_chain.size() == 2);
+  CHECK_NOTHROW(Executable(plan));
+  std::swap(softmax->row_chain.front(), softmax->row_chain.back());
+  CHECK_THROWS_WITH(Executable(plan), Catch::Contains("a row chain runs with an f32 softmax"));
 }
 
 TEST_CASE("dropout keeps the elements its counter-based draws keep, on one core or several") {
