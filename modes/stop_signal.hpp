@@ -4,9 +4,10 @@
 
 namespace csrun::modes {
 
-// While alive, SIGTERM (a SLURM time limit, scancel, preemption) and SIGINT (Ctrl-C) set a flag
-// instead of ending the process, so training checkpoints and stops between steps. A second
-// signal of the same kind ends the process at once.
+// While alive, SIGTERM (a SLURM time limit, scancel, preemption, `timeout`) and SIGINT (Ctrl-C)
+// set a flag instead of ending the process, so training checkpoints and stops between steps. A
+// second signal ends the process at once, unless it comes within a second of the first (GNU
+// timeout signals the command and then its process group: one request).
 class StopSignal {
  public:
   StopSignal();

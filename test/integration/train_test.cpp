@@ -36,15 +36,17 @@ const std::string kRun = R"(trainer:
 )";
 
 // Runs `csrun train PARAMS --fake_data -o MODEL_DIR` with its output in OUT and sends it SIGTERM
-// once that output holds `logged`, as a scheduler's signal comes mid-run; the shell prints the
-// exit status as "status=N".
+// once that output holds `logged`, as a scheduler's signal comes mid-run (`kill`: the shell's
+// command that sends it, run with the process's id as $pid); the shell prints the exit status as
+// "status=N".
 csrun::test::ProcessResult terminate_once_logged(const std::string& params,
                                                  const fs::path& model_dir, const std::string& out,
-                                                 const std::string& logged) {
-  std::string script =
-      std::string(CSRUN_BINARY) + " train '" + params + "' --fake_data -o '" + model_dir.string() +
-      "' >'" + out + "' 2>&1 & pid=$!\n" + "for i in $(seq 1200); do grep -q '" + logged + "' '" +
-      out + "' && break; sleep 0.05; done\n" + "kill -TERM $pid; wait $pid; echo status=$?\n";
+                                                 const std::string& logged,
+                                                 const std::string& kill = "kill -TERM $pid") {
+  std::string script = std::string(CSRUN_BINARY) + " train '" + params + "' --fake_data -o '" +
+                       model_dir.string() + "' >'" + out + "' 2>&1 & pid=$!\n" +
+                       "for i in $(seq 1200); do grep -q '" + logged + "' '" + out +
+                       "' && break; sleep 0.05; done\n" + kill + "; wait $pid; echo status=$?\n";
   return csrun::test::run_process({"/bin/sh", "-c", script});
 }
 
@@ -153,17 +155,25 @@ TEST_CASE("on a terminal train shows a live progress line, in a pipe only plain 
   CHECK(piped.out.find("\033[") == std::string::npos);
 }
 
-TEST_CASE("SIGTERM during an evaluation stops it at its next batch and checkpoints the step") {
-  csrun::test::TempDir dir;
-  // 40 eval batches of 256 samples through two 4096-wide layers: seconds, where a batch takes
-  // a tenth of one.
+namespace {
+
+// A run that evaluates after every step: 40 eval batches of 256 samples through two 4096-wide
+// layers, seconds, where a batch takes a tenth of one.
+std::string long_eval_params() {
   std::string long_eval = kRun;
   long_eval.replace(long_eval.find("hidden_sizes: [16]"), 18, "hidden_sizes: [4096, 4096]");
   long_eval.replace(long_eval.find("max_steps: 6, eval_frequency: 3, eval_steps: 2"), 46,
                     "max_steps: 100000000, eval_frequency: 1, eval_steps: 40");
   long_eval.replace(long_eval.find("log_steps: 2"), 12, "log_steps: 1");
   long_eval.replace(long_eval.rfind("batch_size: 8"), 13, "batch_size: 256");
-  std::string params = dir.write("p.yaml", long_eval);
+  return long_eval;
+}
+
+}  // namespace
+
+TEST_CASE("SIGTERM during an evaluation stops it at its next batch and checkpoints the step") {
+  csrun::test::TempDir dir;
+  std::string params = dir.write("p.yaml", long_eval_params());
   fs::path model_dir = dir.path() / "model";
   std::string out = (dir.path() / "out").string();
   auto stopped = terminate_once_logged(params, model_dir, out, "| Eval Device=");
@@ -207,6 +217,22 @@ TEST_CASE("SIGTERM checkpoints the step in progress and exits 143, rerunning res
         std::string::npos);
   CHECK(resumed.out.find("Step=" + std::to_string(step + 2) + ",") != std::string::npos);
   CHECK(resumed.out.find("Step=" + std::to_string(step) + ",") == std::string::npos);
+}
+
+TEST_CASE("SIGTERM twice at once, as GNU timeout sends it, is one request: the step is kept") {
+  csrun::test::TempDir dir;
+  std::string params = dir.write("p.yaml", long_eval_params());
+  fs::path model_dir = dir.path() / "model";
+  std::string out = (dir.path() / "out").string();
+  // The second signal comes while an eval batch still runs (the first stops it after the batch).
+  auto stopped = terminate_once_logged(
+      params, model_dir, out, "| Eval Device=", "kill -TERM $pid; sleep 0.02; kill -TERM $pid");
+  std::string log = read_file(out);
+  INFO(stopped.out << stopped.err << log);
+  REQUIRE(stopped.out.find("status=143") != std::string::npos);
+  CHECK(log.find("Stopped at step 1 on request (SIGTERM or SIGINT), its checkpoint written") !=
+        std::string::npos);
+  CHECK(fs::exists(model_dir / "checkpoint_1.mdl"));
 }
 
 TEST_CASE("the eval step beside training is planned once, in the compile cache, and reused") {
