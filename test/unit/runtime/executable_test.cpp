@@ -1022,17 +1022,28 @@ TEST_CASE("a softmax's row chains give the bits of their nodes stored, on one co
   }
 }
 
-TEST_CASE("a plan whose row chain does not compute its softmax's input is refused") {
+TEST_CASE(
+    "a plan whose row chain does not compute its softmax's input, or is a chain's, is refused") {
+  auto softmax_step = [](compiler::Plan& plan) -> compiler::HostStep& {
+    auto found = std::find_if(
+        plan.host_steps.begin(), plan.host_steps.end(), [&](const compiler::HostStep& step) {
+          return plan.graph.node(step.nodes.front()).op == graph::OpKind::softmax;
+        });
+    REQUIRE(found != plan.host_steps.end());
+    return *found;
+  };
   compiler::Plan plan = test::compiled_plan(masked_rows(64, false, false), 1);
-  auto softmax = std::find_if(
-      plan.host_steps.begin(), plan.host_steps.end(), [&](const compiler::HostStep& step) {
-        return plan.graph.node(step.nodes.front()).op == graph::OpKind::softmax;
-      });
-  REQUIRE(softmax != plan.host_steps.end());
-  REQUIRE(softmax->row_chain.size() == 2);
+  REQUIRE(softmax_step(plan).row_chain.size() == 2);
   CHECK_NOTHROW(Executable(plan));
-  std::swap(softmax->row_chain.front(), softmax->row_chain.back());
-  CHECK_THROWS_WITH(Executable(plan), Catch::Contains("a row chain runs with an f32 softmax"));
+  compiler::Plan swapped = plan;
+  std::vector<graph::NodeId>& chain = softmax_step(swapped).row_chain;
+  std::swap(chain.front(), chain.back());
+  CHECK_THROWS_WITH(Executable(swapped), Catch::Contains("a row chain runs with an f32 softmax"));
+  softmax_step(plan).kind = compiler::HostStepKind::chain;  // a chain runs no row chain
+  CHECK_THROWS_WITH(Executable(plan), Catch::Contains("it is not a value its chain computes"));
+  softmax_step(plan).chunk_local.clear();
+  plan.scratch = compiler::layout_scratch(plan);
+  CHECK_THROWS_WITH(Executable(plan), Catch::Contains("has no host step in the plan"));
 }
 
 TEST_CASE("dropout keeps the elements its counter-based draws keep, on one core or several") {
