@@ -376,6 +376,14 @@ bool uses_row_buffer(const NodeTask& task) {
 // scratch is: the same bits on any number of cores, and as widening the logits first.
 constexpr std::int64_t kRowAlignmentFloats = 16;
 
+// The task's scratch from its first 64-byte boundary.
+float* aligned_scratch(const NodeTask& task) {
+  void* start = task.scratch->data;
+  auto space = static_cast<std::size_t>(task.scratch->floats) * sizeof(float);
+  return static_cast<float*>(
+      std::align(kRowAlignmentFloats * sizeof(float), sizeof(float), start, space));
+}
+
 std::int64_t row_buffer_floats(std::int64_t classes) {
   return (classes + 2 * kRowAlignmentFloats - 1) / kRowAlignmentFloats * kRowAlignmentFloats;
 }
@@ -421,13 +429,7 @@ void run_cross_entropy(NodeTask& task) {
   std::int64_t classes = logits.dim(logits.rank - 1);
   const std::int32_t* label = labels.i32();
   bool f32 = runs_in_f32(task);
-  float* buffers = nullptr;
-  if (uses_row_buffer(task)) {
-    void* start = task.scratch->data;
-    auto space = static_cast<std::size_t>(task.scratch->floats) * sizeof(float);
-    buffers = static_cast<float*>(
-        std::align(kRowAlignmentFloats * sizeof(float), sizeof(float), start, space));
-  }
+  float* buffers = uses_row_buffer(task) ? aligned_scratch(task) : nullptr;
   split_rows_in_parts(
       task.team, labels.count, logits.count, [&](int part, std::int64_t first, std::int64_t last) {
         if (f32) {
@@ -467,25 +469,21 @@ std::int64_t rows_per_run(std::int64_t width) {
   return std::max<std::int64_t>(1, kRowChainFloats / std::max<std::int64_t>(1, width));
 }
 
+std::int64_t row_chain_register_floats(const NodeTask& task) {
+  return task.row_chain->registers * kChainLanes;
+}
+
 // The floats of scratch each part of the team takes for a row chain: its registers and, for a
 // softmax_grad, the rows it computes; a multiple of kRowAlignmentFloats, so that every part's
 // rows start 64-byte aligned.
 std::int64_t row_chain_part_floats(const NodeTask& task, std::int64_t width) {
-  std::int64_t floats = task.row_chain->register_bytes() / static_cast<std::int64_t>(sizeof(float));
+  std::int64_t floats = row_chain_register_floats(task);
   if (task.node->op == OpKind::softmax_grad) floats += rows_per_run(width) * width;
   return (floats + kRowAlignmentFloats - 1) / kRowAlignmentFloats * kRowAlignmentFloats;
 }
 
 std::int64_t row_width(const NodeTask& task) {
   return task.out.rank == 0 ? 1 : task.out.dim(task.out.rank - 1);
-}
-
-// The task's scratch from its first 64-byte boundary.
-float* aligned_scratch(const NodeTask& task) {
-  void* start = task.scratch->data;
-  auto space = static_cast<std::size_t>(task.scratch->floats) * sizeof(float);
-  return static_cast<float*>(
-      std::align(kRowAlignmentFloats * sizeof(float), sizeof(float), start, space));
 }
 
 // Rows of an f32 softmax along its last axis with its row chain (HostStep::row_chain), a few at a
@@ -503,8 +501,7 @@ void run_row_chain(const NodeTask& task) {
         "along their last axis");
   std::int64_t rows = width == 0 ? 0 : task.out.count / width;
   std::int64_t part_floats = row_chain_part_floats(task, width);
-  std::int64_t register_floats =
-      task.row_chain->register_bytes() / static_cast<std::int64_t>(sizeof(float));
+  std::int64_t register_floats = row_chain_register_floats(task);
   float* scratch = aligned_scratch(task);
   split_rows_in_parts(
       task.team, rows, task.out.count, [&](int part, std::int64_t first, std::int64_t last) {
