@@ -25,6 +25,7 @@ class HostLowering {
     fold_bias_adds(steps);
     fold_rounded_copies(steps);
     fold_row_chains(steps);
+    keep_rounded_softmax_rows(steps);
     std::vector<NodeId> folded;
     for (const HostStep& step : steps) {
       folded.insert(folded.end(), step.folded.begin(), step.folded.end());
@@ -171,6 +172,19 @@ class HostLowering {
     if (node.op == OpKind::softmax_grad) host.chunk_local.push_back(kernel_node);
     for (NodeId id : chain) {
       if (inside_kernel(id)) host.chunk_local.push_back(id);
+    }
+  }
+
+  // A softmax whose f32 result only its rounded copy reads (an eval step's attention) computes
+  // each row into a row buffer and rounds it into the copy: the f32 result is never stored whole.
+  void keep_rounded_softmax_rows(std::vector<HostStep>& steps) const {
+    for (HostStep& step : steps) {
+      NodeId softmax = step.nodes.front();
+      if (step.kind != HostStepKind::node || step.rounded < 0 ||
+          !runs_row_chain(graph_.node(softmax)) || !inside_kernel(softmax) ||
+          users_.sole_user(softmax) != step.rounded)
+        continue;
+      step.chunk_local.push_back(softmax);
     }
   }
 

@@ -140,12 +140,14 @@ struct HostStep {
   graph::NodeId rounded = -1;
   // Elementwise nodes a softmax or softmax_grad step (f32, along the last axis) runs row by row,
   // in registers, as a chain (lib/runtime's ChainProgram): a softmax's compute its input, the
-  // last one's rows written where the softmax's result goes and normalized there; a
-  // softmax_grad's read its result, each row of which the kernel computes into a row buffer.
+  // last one's rows written where the softmax's result goes (or its row buffer, when the result
+  // is kept per row) and normalized there; a softmax_grad's read its result, each row of which
+  // the kernel computes into a row buffer.
   std::vector<graph::NodeId> row_chain;
   // A chain's nodes whose values only later nodes of the chain read: kept one chunk at a time in
   // the core's cache, never stored whole. A node step's: the values its row chain keeps one row
-  // at a time (a softmax_grad's own among them).
+  // at a time (a softmax_grad's own among them), and a softmax's own when only its rounded copy
+  // reads it (each row computed into a row buffer, then rounded).
   std::vector<graph::NodeId> chunk_local;
   // A chain's full sums: reduce_sum nodes over every axis of one of its f32 values, each taken
   // chunk by chunk as the chain computes the value (in the reduce kernel's order), so the value

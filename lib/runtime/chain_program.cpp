@@ -52,7 +52,7 @@ struct Block {
   std::int64_t count;
   ChunkSum* sums;         // program.sums' running sums of the block's chunk
   std::int64_t in_chunk;  // where the block starts in its chunk
-  const float* row;       // the block's values of program.row_register, or null
+  float* row;  // the block's values of program.row_register or program.row_result, or null
 
   std::int64_t lanes() const { return Lanes > 0 ? Lanes : count; }
   float* reg(std::int32_t index) const { return registers + index * kChainLanes; }
@@ -189,6 +189,8 @@ struct Block {
       run(instruction);
     for (const ChainStore& stored : program.stores)
       store(stored);
+    if (program.row_result >= 0)
+      std::memcpy(row, reg(program.row_result), static_cast<std::size_t>(lanes()) * sizeof(float));
     for (std::size_t s = 0; s < program.sums.size(); ++s)
       sums[s].add(in_chunk, reg(program.sums[s]), lanes());
   }
@@ -203,9 +205,10 @@ void fill_singles(const ChainProgram& program, float* registers) {
 }
 
 // Elements [first, last) in blocks; `sums`, where the program has any, take those of one chunk;
-// `row`, where it has a row register, holds that register's values of the elements.
+// `row`, where it has a row register or a row result, holds that register's values of the
+// elements.
 void run_blocks(const ChainProgram& program, float* registers, std::int64_t first,
-                std::int64_t last, ChunkSum* sums, const float* row) {
+                std::int64_t last, ChunkSum* sums, float* row) {
   std::int64_t whole_end = first + (last - first) / kChainLanes * kChainLanes;
   std::int64_t chunk_first = first / kSumChunk * kSumChunk;
   auto row_at = [&](std::int64_t start) {
@@ -241,7 +244,7 @@ void run_chain_program(const ChainProgram& program, float* registers, std::int64
 }
 
 void run_chain_program_on_row(const ChainProgram& program, float* registers, std::int64_t first,
-                              std::int64_t last, const float* row) {
+                              std::int64_t last, float* row) {
   fill_singles(program, registers);
   run_blocks(program, registers, first, last, nullptr, row);
 }

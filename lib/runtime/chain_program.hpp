@@ -87,6 +87,9 @@ struct ChainProgram {
   // A register whose values the caller computes into a buffer of the run's elements (the rows
   // of a softmax_grad a row chain reads, compiler::HostStep::row_chain), or -1.
   std::int32_t row_register = -1;
+  // A register whose values the program writes into the caller's row buffer (a softmax's input
+  // its row chain computes, for the kernel to normalize there), or -1.
+  std::int32_t row_result = -1;
   std::vector<ChainLoad> loads;
   std::vector<ChainInstruction> instructions;
   std::vector<ChainStore> stores;

@@ -137,11 +137,17 @@ graph::Shape shape_of(const TensorRef& value) {
 // An instruction's result never takes a register it reads.
 class ProgramBuilder {
  public:
-  // `row_value` (or -1): an operand read from the caller's row buffer (the row register).
+  // `row_value` (or -1): an operand read from the caller's row buffer (the row register);
+  // `row_result` (or -1): a node whose values the program writes there (the row result).
   ProgramBuilder(std::span<const NodeTask> tasks, std::span<const graph::NodeId> nodes,
                  std::span<const graph::NodeId> summed, std::int64_t count,
-                 graph::NodeId row_value = -1)
-      : tasks_(tasks), nodes_(nodes), summed_(summed), count_(count), row_value_(row_value) {
+                 graph::NodeId row_value = -1, graph::NodeId row_result = -1)
+      : tasks_(tasks),
+        nodes_(nodes),
+        summed_(summed),
+        count_(count),
+        row_value_(row_value),
+        row_result_(row_result) {
     for (std::size_t t = 0; t < tasks.size(); ++t) {
       for (graph::NodeId input : tasks[t].node->inputs)
         last_reader_[input] = t;
@@ -212,6 +218,10 @@ class ProgramBuilder {
       *operands[i] = reg_of_.at(task.node->inputs[i]);
     instruction.out = reg_of_[nodes_[t]] = take();
     program_.instructions.push_back(instruction);
+    if (nodes_[t] == row_result_) {
+      program_.row_result = instruction.out;
+      kept_.insert(nodes_[t]);
+    }
     if (task.out.data != nullptr) {
       program_.stores.push_back({instruction.out, task.out.data, task.out.dtype});
       kept_.insert(nodes_[t]);
@@ -259,6 +269,7 @@ class ProgramBuilder {
   std::span<const graph::NodeId> summed_;
   std::int64_t count_;
   graph::NodeId row_value_;
+  graph::NodeId row_result_;
   ChainProgram program_;
   std::map<graph::NodeId, std::size_t> last_reader_;
   std::map<graph::NodeId, std::int32_t> reg_of_;
@@ -271,7 +282,8 @@ class ProgramBuilder {
 }  // namespace
 
 ChainProgram row_chain_program(std::span<const NodeTask> tasks,
-                               std::span<const graph::NodeId> nodes, graph::NodeId row_value) {
+                               std::span<const graph::NodeId> nodes, graph::NodeId row_value,
+                               graph::NodeId row_result) {
   std::int64_t count = tasks.empty() ? 0 : tasks.front().out.count;
   for (const NodeTask& task : tasks) {
     if (task.out.count != count)
@@ -279,7 +291,7 @@ ChainProgram row_chain_program(std::span<const NodeTask> tasks,
                                   std::to_string(task.out.count) +
                                   " elements: a chain runs nodes of one element count");
   }
-  return ProgramBuilder(tasks, nodes, {}, count, row_value).build();
+  return ProgramBuilder(tasks, nodes, {}, count, row_value, row_result).build();
 }
 
 ElementwiseChain::ElementwiseChain(std::vector<NodeTask> tasks,

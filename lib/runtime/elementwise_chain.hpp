@@ -83,9 +83,11 @@ class ElementwiseChain {
 // The program of a row chain (compiler::HostStep::row_chain): `tasks` run `nodes` in order, their
 // values in registers, a task's result stored where it has memory. `row_value` (or -1) is a value
 // the chain reads from its kernel's row buffer (a softmax_grad's rows), in the program's row
-// register. Throws std::invalid_argument for a node registers do not compute, or one that reads a
-// value neither stored, the row value, nor computed before it in the chain.
+// register; `row_result` (or -1) a node whose values it writes there (a softmax's input). Throws
+// std::invalid_argument for a node registers do not compute, or one that reads a value neither
+// stored, the row value, nor computed before it in the chain.
 ChainProgram row_chain_program(std::span<const NodeTask> tasks,
-                               std::span<const graph::NodeId> nodes, graph::NodeId row_value);
+                               std::span<const graph::NodeId> nodes, graph::NodeId row_value,
+                               graph::NodeId row_result);
 
 }  // namespace csrun::runtime

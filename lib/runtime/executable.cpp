@@ -215,15 +215,16 @@ struct Executable::State {
     return !borrowed.empty() && borrowed[static_cast<std::size_t>(id)];
   }
 
-  // Whether `host` computes `id` a chunk or a row at a time: a chain's node, a row chain's, or
-  // the softmax_grad whose rows a row chain reads.
+  // Whether `host` computes `id` a chunk or a row at a time: a chain's node, a row chain's, the
+  // softmax_grad whose rows a row chain reads, or a softmax whose rows are only rounded.
   static bool computes_by_parts(const compiler::HostStep& host, NodeId id) {
     auto in = [id](const std::vector<NodeId>& ids) {
       return std::find(ids.begin(), ids.end(), id) != ids.end();
     };
     if (host.kind == compiler::HostStepKind::chain) return in(host.nodes);
-    return host.kind == compiler::HostStepKind::node && !host.row_chain.empty() &&
-           (in(host.row_chain) || id == host.nodes.front());
+    if (host.kind != compiler::HostStepKind::node) return false;
+    bool by_rows = !host.row_chain.empty() || host.rounded >= 0;
+    return in(host.row_chain) || (by_rows && id == host.nodes.front());
   }
 
   // A chain's chunk-local values have no memory here (the chain keeps their chunks, a row chain
@@ -463,7 +464,6 @@ struct Executable::State {
     std::vector<NodeTask> tasks;
     for (NodeId id : host.row_chain)
       tasks.push_back(task_for(id));
-    if (softmax) tasks.back().out = task.out;
     if (tasks.front().out.count != task.out.count)
       throw std::invalid_argument(
           "kernel k" + std::to_string(host.kernel) + "'s row chain computes " +
@@ -471,8 +471,9 @@ struct Executable::State {
           std::to_string(host.nodes.front()) + " " + std::to_string(task.out.count) +
           ": a row chain runs over the rows of its softmax");
     NodeId row_value = softmax ? -1 : host.nodes.front();
-    task.row_chain =
-        std::make_shared<const ChainProgram>(row_chain_program(tasks, host.row_chain, row_value));
+    NodeId row_result = softmax ? host.row_chain.back() : -1;
+    task.row_chain = std::make_shared<const ChainProgram>(
+        row_chain_program(tasks, host.row_chain, row_value, row_result));
   }
 
   // Outside its chain, a chunk-local value has no memory to read (a softmax's input its row chain

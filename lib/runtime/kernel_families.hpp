@@ -18,9 +18,10 @@ void run_elementwise(NodeTask& task);
 void run_chain_program(const ChainProgram& program, float* registers, std::int64_t first,
                        std::int64_t last, double* chunk_sums);
 // The same for a program without sums whose row register (ChainProgram::row_register) holds
-// `row`'s values: element i of the run at row[i - first].
+// `row`'s values, or whose row result (ChainProgram::row_result) it writes there: element i of
+// the run at row[i - first].
 void run_chain_program_on_row(const ChainProgram& program, float* registers, std::int64_t first,
-                              std::int64_t last, const float* row);
+                              std::int64_t last, float* row);
 void run_layout(NodeTask& task);
 void run_reduction(NodeTask& task);
 void prepare_reduction(NodeTask& task);      // a long row's sum takes scratch for its chunks

@@ -186,25 +186,37 @@ void reduce(const NodeTask& task) {
   });
 }
 
+// The first index of the largest value of each line along the axis (a NaN is never larger; a line
+// starting with one gives 0), the lines split across the team.
+template <class In>
+void argmax_lines(const AxisSplit& split, In x, std::int32_t* out, ThreadTeam* team) {
+  std::int64_t elements = split.outer * split.length * split.inner;
+  split_rows(team, split.outer, elements, [&](std::int64_t first, std::int64_t last) {
+    for (std::int64_t o = first; o < last; ++o) {
+      for (std::int64_t i = 0; i < split.inner; ++i) {
+        std::int64_t base = o * split.length * split.inner + i;
+        std::int64_t best = 0;
+        double top = x.get(base);
+        for (std::int64_t k = 1; k < split.length; ++k) {
+          double value = x.get(base + k * split.inner);
+          if (value > top) {
+            top = value;
+            best = k;
+          }
+        }
+        out[o * split.inner + i] = static_cast<std::int32_t>(best);
+      }
+    }
+  });
+}
+
 void argmax(const NodeTask& task) {
   const TensorRef& input = task.in[0];
   auto axis = static_cast<int>(task.node->attrs.axis);
   AxisSplit split = split_at(input, axis, axis);
-  for (std::int64_t o = 0; o < split.outer; ++o) {
-    for (std::int64_t i = 0; i < split.inner; ++i) {
-      std::int64_t base = o * split.length * split.inner + i;
-      std::int64_t best = 0;
-      double top = load(input, base);
-      for (std::int64_t k = 1; k < split.length; ++k) {
-        double value = load(input, base + k * split.inner);
-        if (value > top) {
-          top = value;
-          best = k;
-        }
-      }
-      task.out.i32()[o * split.inner + i] = static_cast<std::int32_t>(best);
-    }
-  }
+  if (input.dtype == DType::f32)
+    return argmax_lines(split, F32Access{input.f32()}, task.out.i32(), task.team);
+  argmax_lines(split, AnyAccess{&input}, task.out.i32(), task.team);
 }
 
 template <class In, class Out>
@@ -470,15 +482,23 @@ std::int64_t rows_per_run(std::int64_t width) {
 }
 
 std::int64_t row_chain_register_floats(const NodeTask& task) {
-  return task.row_chain->registers * kChainLanes;
+  return task.row_chain ? task.row_chain->registers * kChainLanes : 0;
 }
 
-// The floats of scratch each part of the team takes for a row chain: its registers and, for a
-// softmax_grad, the rows it computes; a multiple of kRowAlignmentFloats, so that every part's
-// rows start 64-byte aligned.
-std::int64_t row_chain_part_floats(const NodeTask& task, std::int64_t width) {
+// Whether a softmax or softmax_grad runs its rows a few at a time: with a row chain
+// (HostStep::row_chain), or a softmax whose f32 rows are kept per row, only rounded into its copy.
+bool runs_by_rows(const NodeTask& task) {
+  return task.row_chain || (task.node->op == OpKind::softmax && task.out.data == nullptr);
+}
+
+// The floats of scratch each part of the team takes for rows run a few at a time: its chain's
+// registers and, for a softmax_grad or a softmax kept per row, the rows it computes (a softmax's
+// where they would lie modulo kRowAlignmentFloats); a multiple of kRowAlignmentFloats, so that
+// every part's scratch starts 64-byte aligned.
+std::int64_t by_rows_part_floats(const NodeTask& task, std::int64_t width) {
   std::int64_t floats = row_chain_register_floats(task);
-  if (task.node->op == OpKind::softmax_grad) floats += rows_per_run(width) * width;
+  if (task.node->op == OpKind::softmax_grad || task.out.data == nullptr)
+    floats += rows_per_run(width) * width + kRowAlignmentFloats;
   return (floats + kRowAlignmentFloats - 1) / kRowAlignmentFloats * kRowAlignmentFloats;
 }
 
@@ -486,37 +506,50 @@ std::int64_t row_width(const NodeTask& task) {
   return task.out.rank == 0 ? 1 : task.out.dim(task.out.rank - 1);
 }
 
-// Rows of an f32 softmax along its last axis with its row chain (HostStep::row_chain), a few at a
-// time: a softmax's chain writes its input's rows where the result goes, and the kernel
-// normalizes them there (rounding them into the copy); a softmax_grad's rows are computed into
-// the part's buffer, where its chain reads them.
-void run_row_chain(const NodeTask& task) {
+// `value`'s elements from `element` on.
+TensorRef elements_from(const TensorRef& value, std::int64_t element) {
+  if (value.data == nullptr) return value;
+  TensorRef rest = value;
+  rest.data += element * static_cast<std::int64_t>(graph::dtype_size(value.dtype));
+  return rest;
+}
+
+// Rows of an f32 softmax or softmax_grad along its last axis, a few at a time. A softmax's row
+// chain writes its input's rows where the result goes (the part's row buffer, when the result is
+// kept per row: the rows aligned there as they would be in the arena, so their bits are those of
+// a stored result), and the kernel normalizes them there, rounding them into the copy; a
+// softmax_grad's rows are computed into the part's buffer, where its chain reads them.
+void run_by_rows(const NodeTask& task) {
   std::int64_t width = row_width(task);
   bool gradient = task.node->op == OpKind::softmax_grad;
   bool f32_rows = task.out.dtype == DType::f32 && task.node->attrs.axis == task.out.rank - 1 &&
-                  (!gradient || (task.in[0].dtype == DType::f32 && task.in[1].dtype == DType::f32));
+                  task.in[0].dtype == DType::f32 && (!gradient || task.in[1].dtype == DType::f32);
   if (!f32_rows)
     throw std::invalid_argument(
-        "a row chain runs with a softmax or softmax_grad of f32 values "
-        "along their last axis");
+        "a softmax or softmax_grad runs row by row on f32 values along their last axis");
   std::int64_t rows = width == 0 ? 0 : task.out.count / width;
-  std::int64_t part_floats = row_chain_part_floats(task, width);
+  std::int64_t part_floats = by_rows_part_floats(task, width);
   std::int64_t register_floats = row_chain_register_floats(task);
   float* scratch = aligned_scratch(task);
   split_rows_in_parts(
       task.team, rows, task.out.count, [&](int part, std::int64_t first, std::int64_t last) {
         float* registers = scratch + part * part_floats;
+        float* buffer = registers + register_floats;
         for (std::int64_t r = first; r < last; r += rows_per_run(width)) {
           std::int64_t end = std::min(last, r + rows_per_run(width));
-          if (!gradient) {
-            run_chain_program_on_row(*task.row_chain, registers, r * width, end * width, nullptr);
-            softmax_rows_f32(false, r, end, width, task.out.f32(), task.out.f32(), task.rounded);
+          if (gradient) {
+            softmax_grad_rows_f32(0, end - r, width, task.in[0].f32() + r * width,
+                                  task.in[1].f32() + r * width, buffer);
+            run_chain_program_on_row(*task.row_chain, registers, r * width, end * width, buffer);
             continue;
           }
-          float* computed = registers + register_floats;
-          softmax_grad_rows_f32(0, end - r, width, task.in[0].f32() + r * width,
-                                task.in[1].f32() + r * width, computed);
-          run_chain_program_on_row(*task.row_chain, registers, r * width, end * width, computed);
+          float* rows_out = task.out.data != nullptr ? task.out.f32() + r * width
+                                                     : buffer + r * width % kRowAlignmentFloats;
+          const float* rows_in = task.row_chain ? rows_out : task.in[0].f32() + r * width;
+          if (task.row_chain)
+            run_chain_program_on_row(*task.row_chain, registers, r * width, end * width, rows_out);
+          softmax_rows_f32(false, 0, end - r, width, rows_in, rows_out,
+                           elements_from(task.rounded, r * width));
         }
       });
 }
@@ -537,15 +570,19 @@ void softmax_grad(const NodeTask& task) {
 }  // namespace
 
 void prepare_normalization(NodeTask& task) {
-  if (!task.row_chain) return;
+  if (!runs_by_rows(task)) return;
+  bool stores_nothing = task.out.data == nullptr && task.rounded.data == nullptr;
+  if (task.node->op == OpKind::softmax && stores_nothing)
+    throw std::invalid_argument(
+        "a softmax kept per row rounds its rows into a 16-bit copy, and this one has none");
   std::int64_t parts = task.team == nullptr ? 1 : task.team->size();
-  task.scratch_floats = parts * row_chain_part_floats(task, row_width(task)) + kRowAlignmentFloats;
+  task.scratch_floats = parts * by_rows_part_floats(task, row_width(task)) + kRowAlignmentFloats;
 }
 
 void run_normalization(NodeTask& task) {
   const graph::Node& node = *task.node;
   const TensorRef& input = task.in[0];
-  if (task.row_chain) return run_row_chain(task);
+  if (runs_by_rows(task)) return run_by_rows(task);
   if (node.op == OpKind::softmax_grad) return softmax_grad(task);
   with_access(input, task.out, [&](auto x, auto out) {
     if (node.op == OpKind::layer_norm) {

@@ -452,3 +452,33 @@ TEST_CASE("masked scores the step returns are stored, not computed in the softma
   CHECK(forward.chunk_local.empty());
   CHECK(step_running(plan, OpKind::softmax_grad).row_chain.size() == 3);
 }
+
+TEST_CASE("a softmax only its rounded copy reads keeps its f32 rows one at a time") {
+  // An eval step's attention: the products read the probabilities' 16-bit copy, nothing their f32
+  // values, which the training step's softmax_grad reads.
+  Graph graph;
+  Tensor scores(graph, graph.add_input("scores", {{2, 3, 16, 16}, DType::f32}));
+  Tensor values(graph, graph.add_input("values", {{2, 3, 16, 8}, DType::bf16}));
+  Tensor causal = iota(graph, {16, 16}, 0) >= iota(graph, {16, 16}, 1);
+  Tensor probabilities = softmax(where(causal, scores * 0.25, -1e9));
+  graph.add_output("attended", matmul(cast(probabilities, DType::bf16), values).id());
+  compiler::Plan plan = planned(graph);
+  std::string text = compiler::host_steps_text(plan);
+  INFO(text);
+  const HostStep& forward = step_running(plan, OpKind::softmax);
+  REQUIRE(forward.rounded >= 0);
+  REQUIRE(forward.row_chain.size() == 2);
+  std::vector<NodeId> per_row = forward.row_chain;
+  per_row.push_back(forward.nodes.front());
+  CHECK(forward.chunk_local == per_row);
+  for (const compiler::ScratchLayout::Place& place : plan.scratch.kernel_values)
+    CHECK(place.node != forward.nodes.front());
+  CHECK_THAT(text, Catch::Contains("[per row: %" + std::to_string(forward.row_chain[0]) + ", %" +
+                                   std::to_string(forward.row_chain[1]) + ", %" +
+                                   std::to_string(forward.nodes.front()) + "]"));
+
+  compiler::Plan training = planned(masked_attention(false));
+  const HostStep& kept = step_running(training, OpKind::softmax);
+  CHECK(std::find(kept.chunk_local.begin(), kept.chunk_local.end(), kept.nodes.front()) ==
+        kept.chunk_local.end());
+}

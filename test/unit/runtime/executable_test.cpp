@@ -127,6 +127,16 @@ TEST_CASE("sums and maxima over leading axes, split across the cores, agree with
   CHECK(step_difference(test::compiled_plan(graph, 1)) <= 1e-6);
 }
 
+TEST_CASE("argmax split across the cores agrees with the reference, ties to the first") {
+  // bfloat16's rounding makes ties within a row common: the first of them is the index.
+  graph::Graph graph;
+  graph::Tensor x(graph, graph.add_input("x", {{64, 48, 40}, DType::f32}));
+  graph.add_output("last_axis", argmax(x).id());
+  graph.add_output("middle_axis", argmax(x, 1).id());
+  graph.add_output("bf16_last_axis", argmax(graph::cast(x * 0.01, DType::bf16)).id());
+  CHECK(step_difference(test::compiled_plan(graph, 1)) == 0.0);
+}
+
 TEST_CASE("transposes split across the cores by rows agree with the reference") {
   // 73,728 elements: attention's head split and its transposed keys, a full reversal, and the
   // same in 16 bits; the rows of the result shared out across the team.
@@ -1019,6 +1029,79 @@ TEST_CASE("a softmax's row chains give the bits of their nodes stored, on one co
     CHECK(outputs_of_run(fused, feeds) == expected);
     test::on_one_core([&] { CHECK(outputs_of_run(fused, feeds) == expected); });
     CHECK(step_difference(fused) <= 0x1.0p-7);  // bfloat16's unit, as for chains in registers
+  }
+}
+
+namespace {
+
+// An eval step's attention probabilities over rows of `width` scores: rounded to bfloat16, from
+// the scores masked and scaled row by row (`chained`) or as they are; with `stored`, the step
+// also returns their f32 values.
+graph::Graph rounded_probabilities(std::int64_t width, bool chained, bool stored) {
+  graph::Graph graph;
+  graph::Tensor scores(graph, graph.add_input("scores", {{16, 8, width}, DType::f32}));
+  graph::Tensor mask = iota(graph, {8, width}, 1) >= iota(graph, {8, width}, 0);
+  graph::Tensor probabilities = softmax(chained ? where(mask, scores * 0.125, -1e9) : scores);
+  graph.add_output("rounded", cast(probabilities, DType::bf16).id());
+  if (stored) graph.add_output("probabilities", probabilities.id());
+  return graph;
+}
+
+std::vector<double> rounded_of_run(const compiler::Plan& plan, const graph::Feeds& feeds) {
+  Executable executable(plan);
+  test::feed(executable, feeds);
+  executable.run();
+  return executable.read(executable.slot("rounded"));
+}
+
+}  // namespace
+
+TEST_CASE("a softmax kept per row rounds the bits of its stored rows, on one core or several") {
+  for (std::int64_t width : {37, 600, 4'219}) {
+    for (bool chained : {true, false}) {
+      INFO(width << " values a row, " << (chained ? "with" : "without") << " a row chain");
+      compiler::Plan per_row = test::compiled_plan(rounded_probabilities(width, chained, false), 1);
+      compiler::Plan stored = test::compiled_plan(rounded_probabilities(width, chained, true), 1);
+      INFO(compiler::host_steps_text(per_row));
+      auto keeps_softmax = [](const compiler::Plan& plan) {
+        return std::any_of(plan.host_steps.begin(), plan.host_steps.end(), [&](const auto& step) {
+          return std::find(step.chunk_local.begin(), step.chunk_local.end(), step.nodes.front()) !=
+                 step.chunk_local.end();
+        });
+      };
+      REQUIRE(keeps_softmax(per_row));
+      REQUIRE_FALSE(keeps_softmax(stored));
+      REQUIRE(row_chain_steps(per_row) == (chained ? 1 : 0));
+      graph::Feeds feeds = test::sample_feeds(per_row.graph);
+      std::vector<double> expected = rounded_of_run(stored, feeds);
+      auto differing = [&] {
+        std::vector<double> rounded = rounded_of_run(per_row, feeds);
+        REQUIRE(rounded.size() == expected.size());
+        std::size_t wrong = 0;
+        for (std::size_t i = 0; i < rounded.size(); ++i)
+          wrong += rounded[i] != expected[i];
+        return wrong;
+      };
+      CHECK(differing() == 0);
+      test::on_one_core([&] { CHECK(differing() == 0); });
+    }
+  }
+}
+
+TEST_CASE("a plan that keeps a softmax per row but rounds it into nothing is refused") {
+  for (bool chained : {true, false}) {
+    INFO((chained ? "with" : "without") << " a row chain");
+    compiler::Plan plan = test::compiled_plan(rounded_probabilities(64, chained, false), 1);
+    auto rounding = std::find_if(plan.host_steps.begin(), plan.host_steps.end(),
+                                 [](const compiler::HostStep& step) { return step.rounded >= 0; });
+    REQUIRE(rounding != plan.host_steps.end());
+    CHECK_NOTHROW(Executable(plan));
+    rounding->rounded = -1;
+    CHECK_THROWS_WITH(Executable(plan),
+                      chained ? "a softmax kept per row rounds its rows into a 16-bit copy, and "
+                                "this one has none"
+                              : "the plan keeps node %1 per chunk, but it is not a value its chain "
+                                "computes without a buffer");
   }
 }
 
