@@ -279,6 +279,22 @@ void prepare_onednn_blocks(const NodeTask& task) {
 }
 #endif
 
+// The left operand of many products (attention's heads) is widened one product at a time, by
+// the core that multiplies it, into a buffer of its own: the f32 copy is written and read while
+// it is still in the cache, and only one product's a core is widened at a time.
+bool widens_a_per_product(const NodeTask& task) {
+  return is_half(task.in[0].dtype) && product_count(task, gemm_shape(task)) > 1;
+}
+
+// The f32 floats a 16-bit left operand takes widened: the whole operand, or one product's per
+// part of the team that multiplies them.
+std::int64_t widened_a_floats(const NodeTask& task) {
+  if (!widens_a_per_product(task)) return task.in[0].count;
+  GemmShape shape = gemm_shape(task);
+  std::int64_t parts = task.team == nullptr ? 1 : task.team->size();
+  return std::min(parts, product_count(task, shape)) * shape.m * shape.k;
+}
+
 // An operand as f32: in place, or widened into `scratch` across the team (16-bit operands
 // accumulate in f32).
 const float* as_f32(const TensorRef& operand, float*& scratch, ThreadTeam* team) {
@@ -321,9 +337,8 @@ void prepare_matmul(NodeTask& task) {
   bool hardware_bf16 = multiplies_bf16(task);
   std::int64_t floats = 0;
   if (!hardware_bf16) {
-    for (const TensorRef& operand : task.in) {
-      if (operand.dtype != DType::f32) floats += operand.count;
-    }
+    if (is_half(task.in[0].dtype)) floats += widened_a_floats(task);
+    if (is_half(task.in[1].dtype)) floats += task.in[1].count;
   }
   if (task.out.dtype != DType::f32 && !writes_bf16(task)) floats += task.out.count;
   task.scratch_floats = floats;
@@ -336,7 +351,8 @@ namespace {
 
 // Every product of the node: one, its row blocks shared out, or many (attention heads) whole,
 // shared out across the team when they repay waking it; a product is one block whatever the
-// cores, so the bits are the same.
+// cores, so the bits are the same. Many products whose 16-bit left operand is widened as they
+// are multiplied (half.a) widen it into `a_data`'s buffer of the part that multiplies them.
 template <class Element>
 void run_products(const NodeTask& task, const Element* a_data, const Element* b_data, float* c_data,
                   std::uint16_t* c_bf16 = nullptr, HalfTiles half = {}) {
@@ -344,10 +360,16 @@ void run_products(const NodeTask& task, const Element* a_data, const Element* b_
   GemmShape shape = gemm_shape(task);
   auto [m, n, k] = shape;
   std::int64_t batches = product_count(task, shape);
-  auto product = [&](std::int64_t batch) {
+  auto product = [&](std::int64_t batch, std::int64_t part) {
     HalfTiles converted = half;
     if (converted.out != nullptr) converted.out += batch * m * n;
-    return Product<Element>{a_data + batch_offset(batch, out, task.in[0]) * m * k,
+    std::int64_t a_offset = batch_offset(batch, out, task.in[0]) * m * k;
+    const Element* a = a_data + a_offset;
+    if (converted.a != nullptr && batches > 1) {
+      converted.a += a_offset;
+      a = a_data + part * m * k;
+    }
+    return Product<Element>{a,
                             task.transposed[0],
                             b_data + batch_offset(batch, out, task.in[1]) * k * n,
                             task.transposed[1],
@@ -358,18 +380,18 @@ void run_products(const NodeTask& task, const Element* a_data, const Element* b_
                             converted};
   };
   if (batches == 1) {
-    multiply(product(0), task.team);
+    multiply(product(0, 0), task.team);
     return;
   }
   std::int64_t members = task.team == nullptr ? 1 : task.team->size();
   if (members == 1 || batches * m * n * k < kSplitMultiplyAdds) {
     for (std::int64_t batch = 0; batch < batches; ++batch)
-      multiply_tile(product(batch), whole(shape));
+      multiply_tile(product(batch, 0), whole(shape));
     return;
   }
   auto share = [&](int part) {
     for (std::int64_t batch = part; batch < batches; batch += members)
-      multiply_tile(product(batch), whole(shape));
+      multiply_tile(product(batch, part), whole(shape));
   };
   task.team->run(share);
 }
@@ -394,17 +416,19 @@ void run_matmul(NodeTask& task) {
   }
 #endif
   // In f32: 16-bit operands widened into scratch, a 16-bit result computed there and rounded.
-  // The rows of the left operand a tile reads, and the tile's result, are converted by the core
-  // that multiplies the tile, next to its GEMM call; the rest is widened across the team first.
+  // The rows of the left operand a tile reads (of many products, the product's), and the tile's
+  // result, are converted by the core that multiplies the tile, next to its GEMM call; the rest is
+  // widened across the team first.
   HalfTiles half;
   const TensorRef& a = task.in[0];
   GemmShape shape = gemm_shape(task);
   const float* a_data = nullptr;
-  if (is_half(a.dtype) && product_count(task, shape) == 1 && tiling(shape).column_blocks == 1) {
+  bool a_by_tiles = product_count(task, shape) == 1 && tiling(shape).column_blocks == 1;
+  if (is_half(a.dtype) && (a_by_tiles || widens_a_per_product(task))) {
     half.a = a.half();
     half.a_dtype = a.dtype;
     a_data = scratch;
-    scratch += a.count;
+    scratch += widened_a_floats(task);
   } else {
     a_data = as_f32(a, scratch, task.team);
   }
