@@ -281,7 +281,7 @@ void prepare_onednn_blocks(const NodeTask& task) {
 
 // The left operand of many products (attention's heads) is widened one product at a time, by
 // the core that multiplies it, into a buffer of its own: the f32 copy is written and read while
-// it is still in the cache, and only one product's a core is widened at a time.
+// it is still in the cache, and each core holds one product's copy, not the whole operand's.
 bool widens_a_per_product(const NodeTask& task) {
   return is_half(task.in[0].dtype) && product_count(task, gemm_shape(task)) > 1;
 }

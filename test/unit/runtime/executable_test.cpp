@@ -892,11 +892,13 @@ graph::Graph softmax_gradient(std::int64_t width, bool one_node) {
   return graph;
 }
 
-std::vector<double> gradient_of_run(const compiler::Plan& plan, const graph::Feeds& feeds) {
+// The output `name` of one run of the plan's step on `feeds`.
+std::vector<double> output_of_run(const compiler::Plan& plan, const graph::Feeds& feeds,
+                                  const std::string& name) {
   Executable executable(plan);
   test::feed(executable, feeds);
   executable.run();
-  return executable.read(executable.slot("gradient"));
+  return executable.read(executable.slot(name));
 }
 
 }  // namespace
@@ -912,9 +914,9 @@ TEST_CASE("softmax's gradient gives the bits of its three nodes, on one core or 
     for (const compiler::HostStep& step : by_nodes.host_steps)
       reduce_kernels += by_nodes.graph.node(step.nodes.front()).op == graph::OpKind::reduce_sum;
     REQUIRE(reduce_kernels == 1);  // the sum as the reduce kernel takes it
-    std::vector<double> expected = gradient_of_run(by_nodes, feeds);
-    CHECK(gradient_of_run(fused, feeds) == expected);
-    test::on_one_core([&] { CHECK(gradient_of_run(fused, feeds) == expected); });
+    std::vector<double> expected = output_of_run(by_nodes, feeds, "gradient");
+    CHECK(output_of_run(fused, feeds, "gradient") == expected);
+    test::on_one_core([&] { CHECK(output_of_run(fused, feeds, "gradient") == expected); });
     CHECK(step_difference(fused) <= 1e-5);
   }
 }
@@ -1047,13 +1049,6 @@ graph::Graph rounded_probabilities(std::int64_t width, bool chained, bool stored
   return graph;
 }
 
-std::vector<double> rounded_of_run(const compiler::Plan& plan, const graph::Feeds& feeds) {
-  Executable executable(plan);
-  test::feed(executable, feeds);
-  executable.run();
-  return executable.read(executable.slot("rounded"));
-}
-
 }  // namespace
 
 TEST_CASE("a softmax kept per row rounds the bits of its stored rows, on one core or several") {
@@ -1073,9 +1068,9 @@ TEST_CASE("a softmax kept per row rounds the bits of its stored rows, on one cor
       REQUIRE_FALSE(keeps_softmax(stored));
       REQUIRE(row_chain_steps(per_row) == (chained ? 1 : 0));
       graph::Feeds feeds = test::sample_feeds(per_row.graph);
-      std::vector<double> expected = rounded_of_run(stored, feeds);
+      std::vector<double> expected = output_of_run(stored, feeds, "rounded");
       auto differing = [&] {
-        std::vector<double> rounded = rounded_of_run(per_row, feeds);
+        std::vector<double> rounded = output_of_run(per_row, feeds, "rounded");
         REQUIRE(rounded.size() == expected.size());
         std::size_t wrong = 0;
         for (std::size_t i = 0; i < rounded.size(); ++i)
