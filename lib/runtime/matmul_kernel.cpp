@@ -36,6 +36,9 @@ GemmShape gemm_shape(const NodeTask& task) {
 struct HalfTiles {
   const std::uint16_t* a = nullptr;  // a's 16-bit values, widened into Product::a per tile
   graph::DType a_dtype = graph::DType::f32;
+  // Non-zero: a tile's rows are widened into a buffer of this many floats per part of the team,
+  // at Product::a + part * a_part_floats, not where they lie in a whole widened copy.
+  std::int64_t a_part_floats = 0;
   std::uint16_t* out = nullptr;  // rounded from Product::out per tile
   graph::DType out_dtype = graph::DType::f32;
 };
@@ -76,23 +79,35 @@ void start_tile(const float* addend, float* out, std::int64_t n, Tile tile) {
   }
 }
 
+// The rows of op(a) a tile reads, as a GEMM takes them: where they start and the leading
+// dimension.
+struct TileRows {
+  const float* first;
+  std::int64_t leading;
+};
+
+TileRows stored_rows(const Product<float>& product, Tile tile) {
+  auto [m, n, k] = product.shape;
+  if (product.a_transposed) return {product.a + tile.first_row, m};
+  return {product.a + tile.first_row * k, k};
+}
+
 // A tile of a product, straight through OpenBLAS's sgemm: the transposes are flags, the tile
 // offsets and leading dimensions, so nothing is copied or allocated. The tile starts as the
 // addend or zero and beta = 1 adds the product to it: OpenBLAS would clear it for beta = 0
 // itself, more slowly than memset.
-void multiply_sgemm(const Product<float>& product, Tile tile) {
+void multiply_sgemm(const Product<float>& product, Tile tile, TileRows lhs) {
   auto [m, n, k] = product.shape;
   start_tile(product.addend, product.out, n, tile);
   bool a_transposed = product.a_transposed;
   bool b_transposed = product.b_transposed;
-  const float* lhs = a_transposed ? product.a + tile.first_row : product.a + tile.first_row * k;
   const float* rhs =
       b_transposed ? product.b + tile.first_column * k : product.b + tile.first_column;
   auto flag = [](bool transposed) { return transposed ? CblasTrans : CblasNoTrans; };
   cblas_sgemm(CblasRowMajor, flag(a_transposed), flag(b_transposed), static_cast<int>(tile.rows),
-              static_cast<int>(tile.columns), static_cast<int>(k), 1.0f, lhs,
-              static_cast<int>(a_transposed ? m : k), rhs, static_cast<int>(b_transposed ? k : n),
-              1.0f, product.out + tile.first_row * n + tile.first_column, static_cast<int>(n));
+              static_cast<int>(tile.columns), static_cast<int>(k), 1.0f, lhs.first,
+              static_cast<int>(lhs.leading), rhs, static_cast<int>(b_transposed ? k : n), 1.0f,
+              product.out + tile.first_row * n + tile.first_column, static_cast<int>(n));
 }
 
 #if CSRUN_ONEDNN_GEMM
@@ -123,7 +138,7 @@ void multiply_onednn(const Product<Element>& product, Tile tile) {
                          tile.first_column, tile.columns, operands});
 }
 
-void multiply_tile(const Product<std::uint16_t>& product, Tile tile) {
+void multiply_tile(const Product<std::uint16_t>& product, Tile tile, int) {
   multiply_onednn(product, tile);
 }
 #else
@@ -146,6 +161,32 @@ void widen_tile_rows(const Product<float>& product, Tile tile) {
   }
 }
 
+// The same into `buffer`, the tile's rows alone: op(a)'s rows one after another, or, transposed,
+// a's k rows of the tile's columns each.
+TileRows widen_tile_rows_into(const Product<float>& product, Tile tile, float* buffer) {
+  auto [m, n, k] = product.shape;
+  if (!product.a_transposed) {
+    widen_from_half(product.half.a + tile.first_row * k, buffer, tile.rows * k,
+                    product.half.a_dtype);
+    return {buffer, k};
+  }
+  for (std::int64_t row = 0; row < k; ++row)
+    widen_from_half(product.half.a + row * m + tile.first_row, buffer + row * tile.rows, tile.rows,
+                    product.half.a_dtype);
+  return {buffer, tile.rows};
+}
+
+// Whether a product of f32 operands of this shape goes through OpenBLAS's sgemm, not oneDNN.
+bool through_sgemm(GemmShape shape, std::array<bool, 2> transposed) {
+#if CSRUN_ONEDNN_GEMM
+  return !f32_through_onednn(shape, transposed);
+#else
+  (void)shape;
+  (void)transposed;
+  return true;
+#endif
+}
+
 void round_tile(const Product<float>& product, Tile tile) {
   std::int64_t n = product.shape.n;
   for (std::int64_t row = tile.first_row; row < tile.first_row + tile.rows; ++row) {
@@ -155,17 +196,23 @@ void round_tile(const Product<float>& product, Tile tile) {
   }
 }
 
-void multiply_tile(const Product<float>& product, Tile tile) {
-  if (product.half.a != nullptr) widen_tile_rows(product, tile);
-#if CSRUN_ONEDNN_GEMM
-  if (f32_through_onednn(product.shape, {product.a_transposed, product.b_transposed})) {
-    multiply_onednn(product, tile);
+// A tile of an f32 product, multiplied by team member `part`.
+void multiply_tile(const Product<float>& product, Tile tile, int part) {
+  if (product.half.a_part_floats > 0) {
+    float* buffer = const_cast<float*>(product.a) + part * product.half.a_part_floats;
+    multiply_sgemm(product, tile, widen_tile_rows_into(product, tile, buffer));
   } else {
-    multiply_sgemm(product, tile);
-  }
+    if (product.half.a != nullptr) widen_tile_rows(product, tile);
+#if CSRUN_ONEDNN_GEMM
+    if (!through_sgemm(product.shape, {product.a_transposed, product.b_transposed})) {
+      multiply_onednn(product, tile);
+    } else {
+      multiply_sgemm(product, tile, stored_rows(product, tile));
+    }
 #else
-  multiply_sgemm(product, tile);
+    multiply_sgemm(product, tile, stored_rows(product, tile));
 #endif
+  }
   if (product.half.out != nullptr) round_tile(product, tile);
 }
 
@@ -234,16 +281,18 @@ template <class Element>
 void multiply(const Product<Element>& product, ThreadTeam* team) {
   GemmShape shape = product.shape;
   Tiling tiles = tiling(shape);
-  auto multiply_one = [&](std::int64_t index) { multiply_tile(product, tiles.tile(shape, index)); };
+  auto multiply_one = [&](std::int64_t index, int part) {
+    multiply_tile(product, tiles.tile(shape, index), part);
+  };
   std::int64_t members = team == nullptr ? 1 : team->size();
   if (tiles.count() == 1 || members == 1) {
     for (std::int64_t index = 0; index < tiles.count(); ++index)
-      multiply_one(index);
+      multiply_one(index, 0);
     return;
   }
   auto share = [&](int part) {
     for (std::int64_t index = part; index < tiles.count(); index += members)
-      multiply_one(index);
+      multiply_one(index, part);
   };
   team->run(share);
 }
@@ -286,13 +335,35 @@ bool widens_a_per_product(const NodeTask& task) {
   return is_half(task.in[0].dtype) && product_count(task, gemm_shape(task)) > 1;
 }
 
-// The f32 floats a 16-bit left operand takes widened: the whole operand, or one product's per
-// part of the team that multiplies them.
+// The left operand of one product split in row blocks through sgemm is widened a block's rows at
+// a time, by the core that multiplies the block, into a buffer of its own (HalfTiles::
+// a_part_floats): a 16-bit gradient of the logits (GPT-3 111M at MSL 2048, batch 2: 823 MB in
+// f32) is never widened whole.
+bool widens_a_per_tile(const NodeTask& task) {
+  GemmShape shape = gemm_shape(task);
+  return is_half(task.in[0].dtype) && product_count(task, shape) == 1 &&
+         tiling(shape).column_blocks == 1 && through_sgemm(shape, task.transposed);
+}
+
+// The floats of op(a)'s rows the largest of a product's tiles reads.
+std::int64_t largest_tile_floats(GemmShape shape) {
+  Tiling tiles = tiling(shape);
+  std::int64_t rows = 0;
+  for (std::int64_t index = 0; index < tiles.count(); ++index)
+    rows = std::max(rows, tiles.tile(shape, index).rows);
+  return rows * shape.k;
+}
+
+// The f32 floats a 16-bit left operand takes widened: the whole operand, or one product's or one
+// tile's per part of the team that multiplies them.
 std::int64_t widened_a_floats(const NodeTask& task) {
-  if (!widens_a_per_product(task)) return task.in[0].count;
   GemmShape shape = gemm_shape(task);
   std::int64_t parts = task.team == nullptr ? 1 : task.team->size();
-  return std::min(parts, product_count(task, shape)) * shape.m * shape.k;
+  if (widens_a_per_product(task))
+    return std::min(parts, product_count(task, shape)) * shape.m * shape.k;
+  if (widens_a_per_tile(task))
+    return std::min(parts, tiling(shape).count()) * largest_tile_floats(shape);
+  return task.in[0].count;
 }
 
 // An operand as f32: in place, or widened into `scratch` across the team (16-bit operands
@@ -386,12 +457,12 @@ void run_products(const NodeTask& task, const Element* a_data, const Element* b_
   std::int64_t members = task.team == nullptr ? 1 : task.team->size();
   if (members == 1 || batches * m * n * k < kSplitMultiplyAdds) {
     for (std::int64_t batch = 0; batch < batches; ++batch)
-      multiply_tile(product(batch, 0), whole(shape));
+      multiply_tile(product(batch, 0), whole(shape), 0);
     return;
   }
   auto share = [&](int part) {
     for (std::int64_t batch = part; batch < batches; batch += members)
-      multiply_tile(product(batch, part), whole(shape));
+      multiply_tile(product(batch, part), whole(shape), part);
   };
   task.team->run(share);
 }
@@ -427,6 +498,7 @@ void run_matmul(NodeTask& task) {
   if (is_half(a.dtype) && (a_by_tiles || widens_a_per_product(task))) {
     half.a = a.half();
     half.a_dtype = a.dtype;
+    if (widens_a_per_tile(task)) half.a_part_floats = largest_tile_floats(shape);
     a_data = scratch;
     scratch += widened_a_floats(task);
   } else {
