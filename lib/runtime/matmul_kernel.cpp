@@ -328,21 +328,22 @@ void prepare_onednn_blocks(const NodeTask& task) {
 }
 #endif
 
-// The left operand of many products (attention's heads) is widened one product at a time, by
-// the core that multiplies it, into a buffer of its own: the f32 copy is written and read while
-// it is still in the cache, and each core holds one product's copy, not the whole operand's.
-bool widens_a_per_product(const NodeTask& task) {
-  return is_half(task.in[0].dtype) && product_count(task, gemm_shape(task)) > 1;
-}
+// How an f32 product widens its 16-bit left operand: whole, across the team, before multiplying;
+// or by the core that multiplies each piece, next to its GEMM call, while it is in the cache: a
+// row block's rows where they lie in a whole f32 copy (through oneDNN), a row block's rows into a
+// buffer of the core's own (through sgemm: a 16-bit gradient of the logits, 823 MB in f32 for
+// GPT-3 111M at MSL 2048, batch 2, is never widened whole), or, of many products (attention's
+// heads), each product's operand into a buffer of the core's own.
+enum class LeftWidening { none, whole_first, tile_in_place, tile_per_core, product_per_core };
 
-// The left operand of one product split in row blocks through sgemm is widened a block's rows at
-// a time, by the core that multiplies the block, into a buffer of its own (HalfTiles::
-// a_part_floats): a 16-bit gradient of the logits (GPT-3 111M at MSL 2048, batch 2: 823 MB in
-// f32) is never widened whole.
-bool widens_a_per_tile(const NodeTask& task) {
+LeftWidening left_widening(const NodeTask& task) {
+  if (!is_half(task.in[0].dtype)) return LeftWidening::none;
   GemmShape shape = gemm_shape(task);
-  return is_half(task.in[0].dtype) && product_count(task, shape) == 1 &&
-         tiling(shape).column_blocks == 1 && through_sgemm(shape, task.transposed);
+  std::int64_t products = product_count(task, shape);
+  if (products > 1) return LeftWidening::product_per_core;
+  if (products == 0 || tiling(shape).column_blocks > 1) return LeftWidening::whole_first;
+  return through_sgemm(shape, task.transposed) ? LeftWidening::tile_per_core
+                                               : LeftWidening::tile_in_place;
 }
 
 // The floats of op(a)'s rows the largest of a product's tiles reads.
@@ -359,10 +360,17 @@ std::int64_t largest_tile_floats(GemmShape shape) {
 std::int64_t widened_a_floats(const NodeTask& task) {
   GemmShape shape = gemm_shape(task);
   std::int64_t parts = task.team == nullptr ? 1 : task.team->size();
-  if (widens_a_per_product(task))
-    return std::min(parts, product_count(task, shape)) * shape.m * shape.k;
-  if (widens_a_per_tile(task))
-    return std::min(parts, tiling(shape).count()) * largest_tile_floats(shape);
+  switch (left_widening(task)) {
+    case LeftWidening::none:
+      return 0;
+    case LeftWidening::product_per_core:
+      return std::min(parts, product_count(task, shape)) * shape.m * shape.k;
+    case LeftWidening::tile_per_core:
+      return std::min(parts, tiling(shape).count()) * largest_tile_floats(shape);
+    case LeftWidening::whole_first:
+    case LeftWidening::tile_in_place:
+      return task.in[0].count;
+  }
   return task.in[0].count;
 }
 
@@ -408,7 +416,7 @@ void prepare_matmul(NodeTask& task) {
   bool hardware_bf16 = multiplies_bf16(task);
   std::int64_t floats = 0;
   if (!hardware_bf16) {
-    if (is_half(task.in[0].dtype)) floats += widened_a_floats(task);
+    floats += widened_a_floats(task);
     if (is_half(task.in[1].dtype)) floats += task.in[1].count;
   }
   if (task.out.dtype != DType::f32 && !writes_bf16(task)) floats += task.out.count;
@@ -487,18 +495,17 @@ void run_matmul(NodeTask& task) {
   }
 #endif
   // In f32: 16-bit operands widened into scratch, a 16-bit result computed there and rounded.
-  // The rows of the left operand a tile reads (of many products, the product's), and the tile's
-  // result, are converted by the core that multiplies the tile, next to its GEMM call; the rest is
-  // widened across the team first.
+  // The left operand as left_widening says, a tile's result by the core that multiplies the tile,
+  // next to its GEMM call; the rest across the team first.
   HalfTiles half;
   const TensorRef& a = task.in[0];
-  GemmShape shape = gemm_shape(task);
   const float* a_data = nullptr;
-  bool a_by_tiles = product_count(task, shape) == 1 && tiling(shape).column_blocks == 1;
-  if (is_half(a.dtype) && (a_by_tiles || widens_a_per_product(task))) {
+  LeftWidening widening = left_widening(task);
+  if (widening != LeftWidening::none && widening != LeftWidening::whole_first) {
     half.a = a.half();
     half.a_dtype = a.dtype;
-    if (widens_a_per_tile(task)) half.a_part_floats = largest_tile_floats(shape);
+    if (widening == LeftWidening::tile_per_core)
+      half.a_part_floats = largest_tile_floats(gemm_shape(task));
     a_data = scratch;
     scratch += widened_a_floats(task);
   } else {

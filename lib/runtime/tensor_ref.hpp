@@ -101,8 +101,9 @@ struct NodeTask {
   // folded into it. Null data: none.
   TensorRef rounded;
   // A softmax's or softmax_grad's row chain (compiler::HostStep::row_chain), run over each row as
-  // the kernel computes it: a softmax's stores the row of its input where the kernel then
-  // normalizes it; a softmax_grad's reads the kernel's row buffer. Null: none.
+  // the kernel computes it: a softmax's writes the row of its input where the kernel then
+  // normalizes it (the result's row, or a row buffer when the result is kept per row); a
+  // softmax_grad's reads the kernel's row buffer. Null: none.
   std::shared_ptr<const ChainProgram> row_chain;
   // The floats of scratch the kernel needs (prepare sets it) and where they are: one area the
   // executable shares between its kernels, which run one at a time.
