@@ -575,6 +575,11 @@ void prepare_normalization(NodeTask& task) {
   if (task.node->op == OpKind::softmax && stores_nothing)
     throw std::invalid_argument(
         "a softmax kept per row rounds its rows into a 16-bit copy, and this one has none");
+  // Its chain reads the rows from the part's buffer, so a stored gradient would never be written.
+  if (task.node->op == OpKind::softmax_grad && task.out.data != nullptr)
+    throw std::invalid_argument(
+        "a softmax_grad whose row chain reads its rows keeps them per row, and this one has a "
+        "buffer in the plan");
   std::int64_t parts = task.team == nullptr ? 1 : task.team->size();
   task.scratch_floats = parts * by_rows_part_floats(task, row_width(task)) + kRowAlignmentFloats;
 }

@@ -1124,6 +1124,27 @@ TEST_CASE(
   CHECK_THROWS_WITH(Executable(plan), Catch::Contains("has no host step in the plan"));
 }
 
+TEST_CASE("a plan whose softmax_grad has a row chain and a buffer of its own is refused") {
+  compiler::Plan plan = test::compiled_plan(masked_rows(64, false, false), 1);
+  auto gradient_step = std::find_if(
+      plan.host_steps.begin(), plan.host_steps.end(), [&](const compiler::HostStep& step) {
+        return plan.graph.node(step.nodes.front()).op == graph::OpKind::softmax_grad;
+      });
+  REQUIRE(gradient_step != plan.host_steps.end());
+  REQUIRE_FALSE(gradient_step->row_chain.empty());
+  CHECK_NOTHROW(Executable(plan));
+  graph::NodeId gradient = gradient_step->nodes.front();
+  std::erase(gradient_step->chunk_local, gradient);
+  plan.memory.buffers.push_back(
+      {gradient, compiler::BufferKind::temporary, 0, plan.graph.node(gradient).type.byte_size()});
+  plan.memory.buffer_of.at(static_cast<std::size_t>(gradient)) =
+      static_cast<std::int32_t>(plan.memory.buffers.size() - 1);
+  plan.memory.peak_bytes = std::max(plan.memory.peak_bytes, plan.memory.buffers.back().bytes);
+  CHECK_THROWS_WITH(Executable(plan),
+                    "a softmax_grad whose row chain reads its rows keeps them per row, and this "
+                    "one has a buffer in the plan");
+}
+
 TEST_CASE("dropout keeps the elements its counter-based draws keep, on one core or several") {
   for (DType dtype : {DType::f32, DType::bf16}) {
     INFO(graph::dtype_name(dtype));
