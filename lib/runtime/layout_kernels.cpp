@@ -58,11 +58,14 @@ void copy_rows(const StridedCopy& copy, std::int64_t first_row, std::int64_t las
   }
 }
 
-void copy_strided(const TensorRef& walk, const TensorRef& source, std::int64_t source_base,
-                  const Dims& source_strides, const TensorRef& target, std::int64_t target_base,
-                  const Dims& target_strides) {
+// `walk`'s rows shared out across the team: a UNet's padded activations and their im2col slices
+// are tens of MB each, and one core does not saturate the memory bus.
+void copy_strided(ThreadTeam* team, const TensorRef& walk, const TensorRef& source,
+                  std::int64_t source_base, const Dims& source_strides, const TensorRef& target,
+                  std::int64_t target_base, const Dims& target_strides) {
   StridedCopy copy{walk, source, source_base, source_strides, target, target_base, target_strides};
-  copy_rows(copy, 0, rows_of(walk));
+  split_rows(team, rows_of(walk), walk.count,
+             [&](std::int64_t first, std::int64_t last) { copy_rows(copy, first, last); });
 }
 
 void reshape(const NodeTask& task) {
@@ -79,10 +82,7 @@ void transpose(const NodeTask& task) {
     source[a] = own[static_cast<std::size_t>(task.node->attrs.perm[a])];
   }
   Dims target = strides_of(task.out);
-  // The result's rows shared out across the team (a head split of [2, 256, 12, 64] is 6,144 rows).
-  StridedCopy copy{task.out, task.in[0], 0, source, task.out, 0, target};
-  split_rows(task.team, rows_of(task.out), task.out.count,
-             [&](std::int64_t first, std::int64_t last) { copy_rows(copy, first, last); });
+  copy_strided(task.team, task.out, task.in[0], 0, source, task.out, 0, target);
 }
 
 void slice(const NodeTask& task) {
@@ -92,24 +92,31 @@ void slice(const NodeTask& task) {
     auto a = static_cast<std::size_t>(axis);
     base += task.node->attrs.begins[a] * own[a];
   }
-  copy_strided(task.out, task.in[0], base, own, task.out, 0, strides_of(task.out));
+  copy_strided(task.team, task.out, task.in[0], base, own, task.out, 0, strides_of(task.out));
 }
 
 void broadcast(const NodeTask& task) {
-  copy_strided(task.out, task.in[0], 0, broadcast_strides(task.in[0], task.out.rank), task.out, 0,
-               strides_of(task.out));
+  copy_strided(task.team, task.out, task.in[0], 0, broadcast_strides(task.in[0], task.out.rank),
+               task.out, 0, strides_of(task.out));
 }
 
 void pad(const NodeTask& task) {
-  std::memset(task.out.data, 0,
-              static_cast<std::size_t>(task.out.count) * graph::dtype_size(task.out.dtype));
+  std::int64_t rows = rows_of(task.out);
+  std::size_t row_bytes = rows == 0 ? 0
+                                    : static_cast<std::size_t>(task.out.count / rows) *
+                                          graph::dtype_size(task.out.dtype);
+  split_rows(task.team, rows, task.out.count, [&](std::int64_t first, std::int64_t last) {
+    std::memset(task.out.data + static_cast<std::size_t>(first) * row_bytes, 0,
+                static_cast<std::size_t>(last - first) * row_bytes);
+  });
   Dims target = strides_of(task.out);
   std::int64_t base = 0;
   for (int axis = 0; axis < task.out.rank; ++axis) {
     auto a = static_cast<std::size_t>(axis);
     base += task.node->attrs.begins[a] * target[a];
   }
-  copy_strided(task.in[0], task.in[0], 0, strides_of(task.in[0]), task.out, base, target);
+  copy_strided(task.team, task.in[0], task.in[0], 0, strides_of(task.in[0]), task.out, base,
+               target);
 }
 
 void concat(const NodeTask& task) {
@@ -117,7 +124,8 @@ void concat(const NodeTask& task) {
   auto axis = static_cast<std::size_t>(task.node->attrs.axis);
   std::int64_t along = 0;
   for (const TensorRef& part : task.in) {
-    copy_strided(part, part, 0, strides_of(part), task.out, along * target[axis], target);
+    copy_strided(task.team, part, part, 0, strides_of(part), task.out, along * target[axis],
+                 target);
     along += part.shape[axis];
   }
 }

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <type_traits>
 
@@ -135,49 +136,126 @@ void reduce_block(OpKind op, const AxisSplit& split, In x, Out out, ThreadTeam* 
   reduce_columns(op, split, x, out, team);
 }
 
-// Any set of axes: each input element added into its result element.
+// Any set of axes: each input element added into its result's total, in double, in row-major
+// order; the totals (`totals`, one per result) rounded to the result's type once at the end.
 template <class In, class Out>
 void reduce_scattered(OpKind op, const TensorRef& input, const Dims& result_strides, In x, Out out,
-                      std::int64_t results) {
-  for (std::int64_t i = 0; i < results; ++i)
-    out.put(i, reduce_identity(op));
+                      std::int64_t results, double* totals) {
+  std::fill_n(totals, results, reduce_identity(op));
   std::array<Dims, 2> strides{strides_of(input), result_strides};
   for_each_row(input, strides, [&](std::int64_t, auto offsets, std::int64_t length, auto steps) {
     for (std::int64_t j = 0; j < length; ++j) {
-      std::int64_t target = offsets[1] + j * steps[1];
-      out.put(target, combine(op, out.get(target), x.get(offsets[0] + j * steps[0])));
+      double& total = totals[offsets[1] + j * steps[1]];
+      total = combine(op, total, x.get(offsets[0] + j * steps[0]));
     }
   });
+  for (std::int64_t i = 0; i < results; ++i)
+    out.put(i, totals[i]);
 }
+
+// The axes a reduction reduces.
+struct ReducedAxes {
+  std::array<bool, kMaxRank> reduced{};
+  int first = kMaxRank;
+  int last = -1;
+  int count = 0;
+
+  explicit ReducedAxes(const graph::Node& node) {
+    for (std::int64_t axis : node.attrs.axes) {
+      reduced[static_cast<std::size_t>(axis)] = true;
+      first = std::min(first, static_cast<int>(axis));
+      last = std::max(last, static_cast<int>(axis));
+      ++count;
+    }
+  }
+
+  bool block() const { return last - first + 1 == count; }
+
+  // Each axis's stride in the result; 0 for a reduced axis.
+  Dims result_strides(const TensorRef& input) const {
+    Dims strides{};
+    std::int64_t stride = 1;
+    for (int axis = input.rank; axis-- > 0;) {
+      if (reduced[static_cast<std::size_t>(axis)]) continue;
+      strides[static_cast<std::size_t>(axis)] = stride;
+      stride *= input.dim(axis);
+    }
+    return strides;
+  }
+};
+
+// A sum of f32 values over axes that are not one block but end with the last axis (a batch norm's
+// statistics and its bias's gradient: [N, C, H, W] over N, H and W): the contiguous rows of the
+// trailing reduced axes, each summed in full_sum.hpp's order and shared out across the team, then
+// each result's rows added in their row-major order, in double. The order depends on the shape
+// alone, so the bits do not depend on the cores.
+struct TrailingRows {
+  int first_axis = 0;  // of the trailing reduced axes
+  std::int64_t length = 1;
+  std::int64_t rows = 0;
+
+  static std::optional<TrailingRows> of(const NodeTask& task, const ReducedAxes& axes) {
+    const TensorRef& input = task.in[0];
+    bool sum = task.node->op == OpKind::reduce_sum || task.node->op == OpKind::reduce_mean;
+    bool f32 = input.dtype == DType::f32 && task.out.dtype == DType::f32;
+    if (!sum || !f32 || axes.count == 0 || axes.block() || axes.last != input.rank - 1)
+      return std::nullopt;
+    TrailingRows trailing;
+    trailing.first_axis = input.rank;
+    while (trailing.first_axis > 0 &&
+           axes.reduced[static_cast<std::size_t>(trailing.first_axis - 1)]) {
+      --trailing.first_axis;
+      trailing.length *= input.dim(trailing.first_axis);
+    }
+    trailing.rows = trailing.length == 0 ? 0 : input.count / trailing.length;
+    return trailing;
+  }
+
+  // Doubles of scratch: a total per result, then one per row.
+  std::int64_t scratch_doubles(const NodeTask& task) const { return task.out.count + rows; }
+
+  void sum(const NodeTask& task, const ReducedAxes& axes, double* scratch) const {
+    const TensorRef& input = task.in[0];
+    double* totals = scratch;
+    double* row_totals = scratch + task.out.count;
+    const float* x = input.f32();
+    split_rows(task.team, rows, input.count, [&](std::int64_t first, std::int64_t last) {
+      for (std::int64_t r = first; r < last; ++r)
+        row_totals[r] = row_sum(x + r * length, length);
+    });
+    std::fill_n(totals, task.out.count, 0.0);
+    Dims strides = axes.result_strides(input);
+    for (std::int64_t r = 0; r < rows; ++r) {
+      std::int64_t rest = r;
+      std::int64_t target = 0;
+      for (int axis = first_axis; axis-- > 0;) {
+        target += rest % input.dim(axis) * strides[static_cast<std::size_t>(axis)];
+        rest /= input.dim(axis);
+      }
+      totals[target] += row_totals[r];
+    }
+    float* out = task.out.f32();
+    for (std::int64_t i = 0; i < task.out.count; ++i)
+      out[i] = static_cast<float>(totals[i]);
+  }
+};
 
 void reduce(const NodeTask& task) {
   const graph::Node& node = *task.node;
   const TensorRef& input = task.in[0];
-  std::array<bool, kMaxRank> reduced{};
-  int first = kMaxRank;
-  int last = -1;
-  for (std::int64_t axis : node.attrs.axes) {
-    reduced[static_cast<std::size_t>(axis)] = true;
-    first = std::min(first, static_cast<int>(axis));
-    last = std::max(last, static_cast<int>(axis));
-  }
-  bool block = last - first + 1 == static_cast<int>(node.attrs.axes.size());
+  ReducedAxes axes(node);
+  auto* scratch = task.scratch ? reinterpret_cast<double*>(task.scratch->data) : nullptr;
+  std::optional<TrailingRows> trailing = TrailingRows::of(task, axes);
   with_access(input, task.out, [&](auto x, auto out) {
     if (node.attrs.axes.empty()) {
       for (std::int64_t i = 0; i < input.count; ++i)
         out.put(i, x.get(i));
-    } else if (block) {
-      reduce_block(node.op, split_at(input, first, last), x, out, task.team,
-                   task.scratch ? reinterpret_cast<double*>(task.scratch->data) : nullptr);
+    } else if (axes.block()) {
+      reduce_block(node.op, split_at(input, axes.first, axes.last), x, out, task.team, scratch);
+    } else if (trailing) {
+      trailing->sum(task, axes, scratch);
     } else {
-      Dims result_strides{};
-      std::int64_t stride = 1;
-      for (int axis = input.rank; axis-- > 0;) {
-        if (reduced[static_cast<std::size_t>(axis)]) continue;
-        result_strides[static_cast<std::size_t>(axis)] = stride;
-        stride *= input.dim(axis);
-      }
-      reduce_scattered(node.op, input, result_strides, x, out, task.out.count);
+      reduce_scattered(node.op, input, axes.result_strides(input), x, out, task.out.count, scratch);
     }
     if (node.op != OpKind::reduce_mean || task.out.count == 0) return;
     double per_result = static_cast<double>(input.count) / static_cast<double>(task.out.count);
@@ -461,8 +539,14 @@ void prepare_reduction(NodeTask& task) {
   bool sum = task.node->op == OpKind::reduce_sum || task.node->op == OpKind::reduce_mean;
   bool f32 = task.in[0].dtype == DType::f32 && task.out.dtype == DType::f32;
   std::int64_t chunks = sum_chunks(task.in[0].count);
+  constexpr auto kFloatsPerDouble = static_cast<std::int64_t>(sizeof(double) / sizeof(float));
   if (sum && f32 && task.out.count == 1 && chunks > 1)
-    task.scratch_floats = chunks * static_cast<std::int64_t>(sizeof(double) / sizeof(float));
+    task.scratch_floats = chunks * kFloatsPerDouble;
+  ReducedAxes axes(*task.node);
+  if (axes.count == 0 || axes.block()) return;
+  std::optional<TrailingRows> trailing = TrailingRows::of(task, axes);
+  std::int64_t doubles = trailing ? trailing->scratch_doubles(task) : task.out.count;
+  task.scratch_floats = doubles * kFloatsPerDouble;
 }
 
 void run_reduction(NodeTask& task) {

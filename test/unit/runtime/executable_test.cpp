@@ -127,6 +127,54 @@ TEST_CASE("sums and maxima over leading axes, split across the cores, agree with
   CHECK(step_difference(test::compiled_plan(graph, 1)) <= 1e-6);
 }
 
+TEST_CASE(
+    "sums over axes that end with the last, split across the cores, agree with the reference") {
+  // 122,880 elements: a batch norm's statistics and bias gradient ([N, C, H, W] over N, H and W),
+  // the rows of the trailing reduced axes summed across the team, then added per result; the same
+  // bits on one core. A kept last axis and 16-bit values take the element-by-element path.
+  graph::Graph graph;
+  graph::Tensor x(graph, graph.add_input("x", {{4, 32, 24, 40}, DType::f32}));
+  std::vector<std::string> names = {"channels", "channel_means", "odd_axes", "kept_last", "bf16"};
+  graph.add_output(names[0], sum(x, {0, 2, 3}).id());
+  graph.add_output(names[1], mean(x * 1000.0, {0, 2, 3}, true).id());
+  graph.add_output(names[2], sum(x, {1, 3}).id());
+  graph.add_output(names[3], sum(x, {0, 2}).id());
+  graph.add_output(names[4],
+                   graph::cast(sum(graph::cast(x, DType::bf16), {0, 3}), DType::f32).id());
+  compiler::Plan plan = test::compiled_plan(graph, 1);
+  CHECK(step_difference(plan) <= 1e-6);
+  graph::Feeds feeds = test::sample_feeds(graph);
+  auto outputs = [&] {
+    Executable executable(plan);
+    test::feed(executable, feeds);
+    executable.run();
+    std::vector<std::vector<double>> values;
+    for (const std::string& name : names)
+      values.push_back(executable.read(executable.slot(name)));
+    return values;
+  };
+  std::vector<std::vector<double>> on_every_core = outputs();
+  test::on_one_core([&] { CHECK(outputs() == on_every_core); });
+}
+
+TEST_CASE("pads, slices, concatenations and broadcasts split across the cores copy exactly") {
+  // 122,880 elements each: the copies of a convolution lowered to im2col (the padded input, its
+  // shifted slices, their concatenation) and a broadcast over the channels, rows across the team.
+  graph::Graph graph;
+  graph::Tensor x(graph, graph.add_input("x", {{4, 32, 24, 40}, DType::f32}));
+  graph::Tensor per_image(graph, graph.add_input("per_image", {{4, 1, 24, 40}, DType::f32}));
+  graph::Tensor padded = pad(x, {0, 0, 1, 1}, {0, 0, 1, 1});
+  graph::Tensor shifted = slice(slice(padded, 2, 2, 26), 3, 0, 40);
+  graph.add_output("padded", padded.id());
+  graph.add_output("shifted", shifted.id());
+  graph.add_output("concatenated", graph::concat({x, shifted, x * 2.0}, 1).id());
+  graph.add_output("broadcast", broadcast_to(per_image, {4, 32, 24, 40}).id());
+  graph.add_output(
+      "padded_bf16",
+      graph::cast(pad(graph::cast(x, DType::bf16), {1, 0, 0, 2}, {0, 0, 3, 0}), DType::f32).id());
+  CHECK(step_difference(test::compiled_plan(graph, 1)) == 0.0);
+}
+
 TEST_CASE("argmax split across the cores agrees with the reference, ties to the first") {
   // bfloat16's rounding makes ties within a row common: the first of them is the index.
   graph::Graph graph;
