@@ -100,23 +100,60 @@ void broadcast(const NodeTask& task) {
                task.out, 0, strides_of(task.out));
 }
 
-void pad(const NodeTask& task) {
-  std::int64_t rows = rows_of(task.out);
-  std::size_t row_bytes = rows == 0 ? 0
-                                    : static_cast<std::size_t>(task.out.count / rows) *
-                                          graph::dtype_size(task.out.dtype);
-  split_rows(task.team, rows, task.out.count, [&](std::int64_t first, std::int64_t last) {
-    std::memset(task.out.data + static_cast<std::size_t>(first) * row_bytes, 0,
-                static_cast<std::size_t>(last - first) * row_bytes);
-  });
-  Dims target = strides_of(task.out);
-  std::int64_t base = 0;
-  for (int axis = 0; axis < task.out.rank; ++axis) {
+// The input's offset of the result's row at `index` (its coordinates but the last), or -1 where
+// that row lies in the padding.
+std::int64_t padded_row_source(const NodeTask& task, const Dims& index, const Dims& in_strides) {
+  std::int64_t offset = 0;
+  for (int axis = 0; axis + 1 < task.out.rank; ++axis) {
     auto a = static_cast<std::size_t>(axis);
-    base += task.node->attrs.begins[a] * target[a];
+    std::int64_t at = index[a] - task.node->attrs.begins[a];
+    if (at < 0 || at >= task.in[0].dim(axis)) return -1;
+    offset += at * in_strides[a];
   }
-  copy_strided(task.team, task.in[0], task.in[0], 0, strides_of(task.in[0]), task.out, base,
-               target);
+  return offset;
+}
+
+// Each row of the result written once, across the team: the input's row between zeros where the
+// input has one, zeros elsewhere (zeroing the whole result before copying wrote it twice, and a
+// convolution's gradient pads nine slices to its input's size).
+void pad(const NodeTask& task) {
+  const TensorRef& out = task.out;
+  std::size_t word = graph::dtype_size(out.dtype);
+  if (out.rank == 0) {
+    std::memcpy(out.data, task.in[0].data, word);
+    return;
+  }
+  int last = out.rank - 1;
+  auto bytes = [&](std::int64_t elements) { return static_cast<std::size_t>(elements) * word; };
+  std::int64_t length = out.dim(last);
+  std::int64_t before = task.node->attrs.begins[static_cast<std::size_t>(last)];
+  std::int64_t in_length = task.in[0].dim(last);
+  Dims in_strides = strides_of(task.in[0]);
+  split_rows(task.team, rows_of(out), out.count, [&](std::int64_t first, std::int64_t end) {
+    Dims index{};
+    std::int64_t rest = first;
+    for (int axis = last; axis-- > 0;) {
+      index[static_cast<std::size_t>(axis)] = rest % out.dim(axis);
+      rest /= out.dim(axis);
+    }
+    for (std::int64_t r = first; r < end; ++r) {
+      std::byte* row = out.data + bytes(r * length);
+      std::int64_t source = padded_row_source(task, index, in_strides);
+      if (source < 0) {
+        std::memset(row, 0, bytes(length));
+      } else {
+        std::memset(row, 0, bytes(before));
+        if (in_length > 0)
+          std::memcpy(row + bytes(before), task.in[0].data + bytes(source), bytes(in_length));
+        std::memset(row + bytes(before + in_length), 0, bytes(length - before - in_length));
+      }
+      for (int axis = last; axis-- > 0;) {
+        auto a = static_cast<std::size_t>(axis);
+        if (++index[a] < out.dim(axis)) break;
+        index[a] = 0;
+      }
+    }
+  });
 }
 
 void concat(const NodeTask& task) {

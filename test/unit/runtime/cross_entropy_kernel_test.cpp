@@ -13,6 +13,7 @@
 #include "runtime/host_kernels.hpp"
 #include "runtime/kernel_set.hpp"
 #include "runtime/thread_team.hpp"
+#include "runtime_fixture.hpp"
 
 using namespace csrun;
 using graph::DType;
@@ -31,20 +32,6 @@ constexpr std::size_t kScratchAddresses = __has_feature(address_sanitizer) ? 1 :
 #else
 constexpr std::size_t kScratchAddresses = 2;
 #endif
-
-template <class T>
-runtime::TensorRef ref(std::vector<T>& values, DType dtype, std::vector<std::int64_t> shape) {
-  runtime::TensorRef t;
-  t.data = reinterpret_cast<std::byte*>(values.data());
-  t.dtype = dtype;
-  t.rank = static_cast<int>(shape.size());
-  t.count = 1;
-  for (std::size_t axis = 0; axis < shape.size(); ++axis) {
-    t.shape[axis] = shape[axis];
-    t.count *= shape[axis];
-  }
-  return t;
-}
 
 // Vectors of `floats` elements, some of them at different addresses modulo 64 bytes (the widest
 // vector registers'): each allocated after a small one of another size, none freed, so that
@@ -95,10 +82,11 @@ TEST_CASE(
       runtime::NodeTask task;
       task.node = &node;
       task.team = parts;
-      task.in = {ref(logits, DType::f16, {kRows, kClasses}), ref(labels, DType::i32, {kRows}),
-                 ref(g, DType::f32, {kRows})};
+      task.in = {test::tensor_ref(logits, DType::f16, {kRows, kClasses}),
+                 test::tensor_ref(labels, DType::i32, {kRows}),
+                 test::tensor_ref(g, DType::f32, {kRows})};
       std::vector<std::uint16_t> gradient(logits.size());
-      task.out = ref(gradient, DType::f16, {kRows, kClasses});
+      task.out = test::tensor_ref(gradient, DType::f16, {kRows, kClasses});
       kernels.prepare(task);
       REQUIRE(task.scratch_floats > 0);
       std::vector<std::vector<float>> scratches =

@@ -1,10 +1,13 @@
 #pragma once
 
+#include <cstdint>
 #include <functional>
+#include <vector>
 
 #include "compiler/plan.hpp"
 #include "graph/reference_evaluator.hpp"
 #include "runtime/executable.hpp"
+#include "runtime/tensor_ref.hpp"
 
 namespace csrun::test {
 
@@ -19,5 +22,21 @@ void on_one_core(const std::function<void()>& body);
 
 // Writes every fed value (inputs and variables by name) into the executable.
 void feed(runtime::Executable& executable, const graph::Feeds& feeds);
+
+// `values` seen as a tensor of `dtype` and `shape`, for calling a kernel directly.
+template <class T>
+runtime::TensorRef tensor_ref(std::vector<T>& values, graph::DType dtype,
+                              std::vector<std::int64_t> shape) {
+  runtime::TensorRef t;
+  t.data = reinterpret_cast<std::byte*>(values.data());
+  t.dtype = dtype;
+  t.rank = static_cast<int>(shape.size());
+  t.count = 1;
+  for (std::size_t axis = 0; axis < shape.size(); ++axis) {
+    t.shape[axis] = shape[axis];
+    t.count *= shape[axis];
+  }
+  return t;
+}
 
 }  // namespace csrun::test
