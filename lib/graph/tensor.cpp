@@ -236,6 +236,14 @@ Tensor slice(const Tensor& x, std::int64_t axis, std::int64_t begin, std::int64_
   return apply(OpKind::slice, {x}, std::move(attrs), location);
 }
 
+Tensor slice(const Tensor& x, std::vector<std::int64_t> begins, std::vector<std::int64_t> ends,
+             Location location) {
+  Attributes attrs;
+  attrs.begins = std::move(begins);
+  attrs.ends = std::move(ends);
+  return apply(OpKind::slice, {x}, std::move(attrs), location);
+}
+
 Tensor pad(const Tensor& x, std::vector<std::int64_t> before, std::vector<std::int64_t> after,
            Location location) {
   Attributes attrs;

@@ -104,6 +104,9 @@ Tensor transpose(const Tensor& x, std::vector<std::int64_t> perm,
 Tensor swap_last_axes(const Tensor& x, Location location = Location::current());
 Tensor slice(const Tensor& x, std::int64_t axis, std::int64_t begin, std::int64_t end,
              Location location = Location::current());
+// Elements [begins[a], ends[a]) of every axis a.
+Tensor slice(const Tensor& x, std::vector<std::int64_t> begins, std::vector<std::int64_t> ends,
+             Location location = Location::current());
 Tensor pad(const Tensor& x, std::vector<std::int64_t> before, std::vector<std::int64_t> after,
            Location location = Location::current());
 Tensor concat(const std::vector<Tensor>& parts, std::int64_t axis,
