@@ -227,13 +227,12 @@ Tensor swap_last_axes(const Tensor& x, Location location) {
 
 Tensor slice(const Tensor& x, std::int64_t axis, std::int64_t begin, std::int64_t end,
              Location location) {
-  Attributes attrs;
-  attrs.begins.assign(static_cast<std::size_t>(x.rank()), 0);
-  attrs.ends = x.shape();
+  std::vector<std::int64_t> begins(static_cast<std::size_t>(x.rank()), 0);
+  std::vector<std::int64_t> ends = x.shape();
   std::size_t a = static_cast<std::size_t>(normalize_axis(axis, x.rank()));
-  attrs.begins.at(a) = begin;
-  attrs.ends.at(a) = end;
-  return apply(OpKind::slice, {x}, std::move(attrs), location);
+  begins.at(a) = begin;
+  ends.at(a) = end;
+  return slice(x, std::move(begins), std::move(ends), location);
 }
 
 Tensor slice(const Tensor& x, std::vector<std::int64_t> begins, std::vector<std::int64_t> ends,

@@ -3,8 +3,8 @@
 
 #include <catch2/catch.hpp>
 
-#include <cstring>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <vector>
 
