@@ -58,13 +58,37 @@ void copy_rows(const StridedCopy& copy, std::int64_t first_row, std::int64_t las
   }
 }
 
+// `walk` and both strides without the axes of size 1, which only lengthen the loop: a transposed
+// convolution's interleaving ([32768, 2, 1, 128, 1] to [32768, 128, 2, 1, 1]) walked rows of one
+// element.
+struct SqueezedWalk {
+  TensorRef walk;
+  Dims source_strides{};
+  Dims target_strides{};
+
+  SqueezedWalk(const TensorRef& full, const Dims& source, const Dims& target) : walk(full) {
+    walk.rank = 0;
+    for (int axis = 0; axis < full.rank; ++axis) {
+      auto a = static_cast<std::size_t>(axis);
+      if (full.shape[a] == 1) continue;
+      auto kept = static_cast<std::size_t>(walk.rank++);
+      walk.shape[kept] = full.shape[a];
+      source_strides[kept] = source[a];
+      target_strides[kept] = target[a];
+    }
+  }
+};
+
 // `walk`'s rows shared out across the team: a UNet's padded activations and their im2col slices
 // are tens of MB each, and one core does not saturate the memory bus.
 void copy_strided(ThreadTeam* team, const TensorRef& walk, const TensorRef& source,
                   std::int64_t source_base, const Dims& source_strides, const TensorRef& target,
                   std::int64_t target_base, const Dims& target_strides) {
-  StridedCopy copy{walk, source, source_base, source_strides, target, target_base, target_strides};
-  split_rows(team, rows_of(walk), walk.count,
+  SqueezedWalk squeezed(walk, source_strides, target_strides);
+  StridedCopy copy{squeezed.walk,           source, source_base,
+                   squeezed.source_strides, target, target_base,
+                   squeezed.target_strides};
+  split_rows(team, rows_of(squeezed.walk), walk.count,
              [&](std::int64_t first, std::int64_t last) { copy_rows(copy, first, last); });
 }
 

@@ -196,6 +196,10 @@ TEST_CASE("transposes split across the cores by rows agree with the reference") 
   graph.add_output("reversed", transpose(x, {3, 2, 1, 0}).id());
   graph.add_output("heads_bf16", graph::cast(transpose(x16, {0, 2, 1, 3}), DType::f32).id());
   graph.add_output("keys_bf16", graph::cast(transpose(x16, {0, 2, 3, 1}), DType::f32).id());
+  // Axes of size 1, last among them (a transposed convolution's interleaving).
+  graph::Tensor interleaved = reshape(x, {4, 48, 1, 384, 1});
+  graph.add_output("size_one_axes", transpose(interleaved, {0, 3, 1, 2, 4}).id());
+  graph.add_output("all_but_one_of_size_one", transpose(reshape(x, {1, 73728, 1}), {2, 0, 1}).id());
   CHECK(step_difference(test::compiled_plan(graph, 1)) == 0.0);
 }
 
