@@ -42,10 +42,17 @@ Tensor take(const Tensor& x, std::int64_t axis, std::int64_t begin, std::int64_t
   return graph::reshape(graph::slice(phases, axis + 1, 0, 1), with_axis(part.shape(), a, count));
 }
 
-// The window of `outputs` positions at kernel offset `offset` of a stride-1 convolution, one slice
-// of every spatial axis at once: its gradient is then one pad to the padded input's size, not a
-// pad per axis (a 3x3 convolution's backward pass padded twelve values to add nine).
-Tensor window_at(const Tensor& padded, const Shape& offset, const Shape& outputs) {
+// The window of `outputs` positions at kernel offset `offset`. Without a stride it is one slice of
+// every spatial axis at once: its gradient is then one pad to the padded input's size, not a pad
+// per axis (a 3x3 convolution's backward pass padded twelve values to add nine).
+Tensor window_at(const Tensor& padded, const Shape& offset, const Shape& outputs,
+                 std::int64_t stride) {
+  if (stride > 1) {
+    Tensor piece = padded;
+    for (std::size_t a = 0; a < offset.size(); ++a)
+      piece = take(piece, static_cast<std::int64_t>(2 + a), offset[a], outputs[a], stride);
+    return piece;
+  }
   std::vector<std::int64_t> begins = {0, 0};
   std::vector<std::int64_t> ends = {padded.dim(0), padded.dim(1)};
   for (std::size_t a = 0; a < offset.size(); ++a) {
@@ -121,10 +128,7 @@ Tensor convolve(const Tensor& x, const Tensor& weight, std::int64_t stride, std:
   std::int64_t positions = graph::element_count(outputs);
   std::vector<Tensor> columns;
   for (const Shape& offset : kernel_offsets(axes, k)) {
-    Tensor piece = stride == 1 ? window_at(padded, offset, outputs) : padded;
-    for (std::int64_t a = 0; stride > 1 && a < axes; ++a)
-      piece = take(piece, 2 + a, offset[static_cast<std::size_t>(a)],
-                   outputs[static_cast<std::size_t>(a)], stride);
+    Tensor piece = window_at(padded, offset, outputs, stride);
     columns.push_back(graph::reshape(piece, {batch, channels, 1, positions}));
   }
   auto window = static_cast<std::int64_t>(columns.size());

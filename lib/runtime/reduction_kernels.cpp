@@ -153,6 +153,12 @@ void reduce_scattered(OpKind op, const TensorRef& input, const Dims& result_stri
     out.put(i, totals[i]);
 }
 
+// A reduce_sum or reduce_mean of f32 values into f32 results.
+bool sums_f32(const NodeTask& task) {
+  bool sum = task.node->op == OpKind::reduce_sum || task.node->op == OpKind::reduce_mean;
+  return sum && task.in[0].dtype == DType::f32 && task.out.dtype == DType::f32;
+}
+
 // The axes a reduction reduces.
 struct ReducedAxes {
   std::array<bool, kMaxRank> reduced{};
@@ -196,9 +202,7 @@ struct TrailingRows {
 
   static std::optional<TrailingRows> of(const NodeTask& task, const ReducedAxes& axes) {
     const TensorRef& input = task.in[0];
-    bool sum = task.node->op == OpKind::reduce_sum || task.node->op == OpKind::reduce_mean;
-    bool f32 = input.dtype == DType::f32 && task.out.dtype == DType::f32;
-    if (!sum || !f32 || axes.count == 0 || axes.block() || axes.last != input.rank - 1)
+    if (!sums_f32(task) || axes.count == 0 || axes.block() || axes.last != input.rank - 1)
       return std::nullopt;
     TrailingRows trailing;
     trailing.first_axis = input.rank;
@@ -536,11 +540,9 @@ void run_cross_entropy(NodeTask& task) {
 }
 
 void prepare_reduction(NodeTask& task) {
-  bool sum = task.node->op == OpKind::reduce_sum || task.node->op == OpKind::reduce_mean;
-  bool f32 = task.in[0].dtype == DType::f32 && task.out.dtype == DType::f32;
   std::int64_t chunks = sum_chunks(task.in[0].count);
   constexpr auto kFloatsPerDouble = static_cast<std::int64_t>(sizeof(double) / sizeof(float));
-  if (sum && f32 && task.out.count == 1 && chunks > 1)
+  if (sums_f32(task) && task.out.count == 1 && chunks > 1)
     task.scratch_floats = chunks * kFloatsPerDouble;
   ReducedAxes axes(*task.node);
   if (axes.count == 0 || axes.block()) return;
