@@ -325,7 +325,8 @@ std::string version_text() {
   return std::string("csrun ") + csrun::kVersion + "\nbuilt " + csrun::kBuildType + " with " +
          csrun::kCompiler + " for " + csrun::kTargetArch + ", kernel sets " + sets +
          "\nbuild id: " + csrun::modes::executable_build_id() + "\nkernels: " + kernels_line() +
-         "\nlibraries: " + csrun::kLibraries + "\nreplicas: " +
+         "\nsgemm: " + csrun::runtime::sgemm_summary() + "\nlibraries: " + csrun::kLibraries +
+         "\nreplicas: " +
          (csrun::replicas::built_with_mpi() ? "one process, or MPI ranks (mpirun, srun --mpi=pmix)"
                                             : "one process (built without MPI)");
 }

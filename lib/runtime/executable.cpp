@@ -1,7 +1,5 @@
 #include "executable.hpp"
 
-#include <sys/mman.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
@@ -18,6 +16,7 @@
 #include "elementwise_chain.hpp"
 #include "kernel_set.hpp"
 #include "storage/host_memory.hpp"
+#include "storage/page_aligned.hpp"
 #include "thread_team.hpp"
 
 namespace csrun::runtime {
@@ -31,19 +30,17 @@ std::int64_t round_up(std::int64_t bytes) {
          compiler::kBufferAlignment;
 }
 
-// Zeroed, page-aligned memory straight from the kernel, freed with its owner. Its pages are
-// zero without a pass over them and are faulted in where the step (or the variables'
-// initialization, on every core) first touches them: a memset here took 5.7 s of GPT-2 small's
-// start-up on a machine where a fresh page costs about a microsecond.
+// Zeroed, page-aligned memory from the kernel (storage::allocate_pages), freed with its owner.
+// Its pages are zero without a pass over them and are faulted in where the step (or the
+// variables' initialization, on every core) first touches them: a memset here took 5.7 s of
+// GPT-2 small's start-up on a machine where a fresh page costs about a microsecond.
 class AlignedBytes {
  public:
   AlignedBytes() = default;
   explicit AlignedBytes(std::int64_t bytes) : size_(round_up(std::max<std::int64_t>(bytes, 1))) {
-    void* memory = ::mmap(nullptr, static_cast<std::size_t>(size_), PROT_READ | PROT_WRITE,
-                          MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (memory == MAP_FAILED) throw std::bad_alloc();
-    data_ = std::unique_ptr<std::byte, Unmap>(static_cast<std::byte*>(memory),
-                                              Unmap{static_cast<std::size_t>(size_)});
+    auto length = static_cast<std::size_t>(size_);
+    data_ = std::unique_ptr<std::byte, Unmap>(
+        static_cast<std::byte*>(storage::allocate_pages(length)), Unmap{length});
   }
   std::byte* data() const { return data_.get(); }
   std::int64_t size() const { return size_; }
@@ -51,7 +48,7 @@ class AlignedBytes {
  private:
   struct Unmap {
     std::size_t bytes;
-    void operator()(std::byte* memory) const { ::munmap(memory, bytes); }
+    void operator()(std::byte* memory) const { storage::free_pages(memory, bytes); }
   };
   std::unique_ptr<std::byte, Unmap> data_;
   std::int64_t size_ = 0;

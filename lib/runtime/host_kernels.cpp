@@ -1,11 +1,14 @@
 #include "host_kernels.hpp"
 
+#include <cblas.h>
+
 #include <algorithm>
 #include <array>
 #include <cstdlib>
 #include <stdexcept>
 
 #include "cpu_features.hpp"
+#include "f32_gemm_library.hpp"
 #include "kernel_set.hpp"
 
 #if CSRUN_NATIVE_KERNELS
@@ -159,6 +162,13 @@ std::string kernel_set_summary() {
   return name + " (the best this CPU runs; CSRUN_CPU=" + joined(kernel_set_names(), "|") +
          " forces one)";
 #endif
+}
+
+std::string sgemm_summary() {
+  // "OpenBLAS 0.3.21 NO_LAPACKE DYNAMIC_ARCH ...": its name and version, then how it was built.
+  std::string config = openblas_get_config();
+  std::string version = config.substr(0, config.find(' ', config.find(' ') + 1));
+  return version + ", its " + sgemm_core() + " kernels (OPENBLAS_CORETYPE forces others)";
 }
 
 const KernelSet& kernel_set(std::string_view name) {

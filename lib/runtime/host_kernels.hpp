@@ -26,4 +26,9 @@ std::string_view selected_kernel_set();
 // The choice in a line, e.g. "avx512 (the best this CPU runs)" or "baseline (CSRUN_CPU)".
 std::string kernel_set_summary();
 
+// OpenBLAS's version and the kernels it runs here, e.g. "OpenBLAS 0.3.21, its Haswell kernels
+// (OPENBLAS_CORETYPE forces others)": they round the products it multiplies, so a run's bits
+// depend on them as on the set.
+std::string sgemm_summary();
+
 }  // namespace csrun::runtime

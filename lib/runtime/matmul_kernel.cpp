@@ -5,6 +5,7 @@
 #include <bit>
 #include <type_traits>
 
+#include "f32_gemm_library.hpp"
 #include "half_precision.hpp"
 #include "kernel_families.hpp"
 #if CSRUN_ONEDNN_GEMM
@@ -113,12 +114,11 @@ void multiply_sgemm(const Product<float>& product, Tile tile, TileRows lhs) {
 #if CSRUN_ONEDNN_GEMM
 constexpr bool kHardwareBf16 = CSRUN_ONEDNN_BF16;
 
-// Whether oneDNN multiplies a product of f32 operands: those it multiplies faster than sgemm (by
-// their shape alone, so the bits do not depend on the cores). It multiplies every bfloat16 one in
-// the sets that multiply bfloat16 in hardware.
+// Whether oneDNN multiplies a product of f32 operands (f32_gemm_library.hpp). It multiplies
+// every bfloat16 one in the sets that multiply bfloat16 in hardware.
 bool f32_through_onednn(GemmShape shape, std::array<bool, 2> transposed) {
   return shape.k > 0 &&
-         onednn_gemm::f32_measures_faster(transposed[0], transposed[1], shape.k, shape.n);
+         runtime::f32_through_onednn(sgemm_core(), transposed[0], transposed[1], shape.k, shape.n);
 }
 
 template <class Element>

@@ -160,20 +160,7 @@ std::int64_t operand_bytes(const Block& block) {
   return block.operands == Operands::f32 ? 4 : 2;
 }
 
-// Longer sums than this ran slower through oneDNN than through sgemm (the logits' gradient:
-// 50257 terms, 20-30 % slower).
-constexpr std::int64_t kMaxF32Depth = 4096;
-// A right-hand operand read as it is stored (not transposed) of more elements than this ran at
-// 40-90 % of sgemm's rate for some shapes (768 x 2560, 768 x 3072, 1536 x 1536), at 105-125 % for
-// others: erratic beyond 4 MB, faster below it in every shape measured.
-constexpr std::int64_t kMaxF32Operand = std::int64_t{1} << 20;
-
 }  // namespace
-
-bool f32_measures_faster(bool a_transposed, bool b_transposed, std::int64_t k, std::int64_t n) {
-  if (a_transposed || k > kMaxF32Depth) return false;
-  return b_transposed || k * n <= kMaxF32Operand;
-}
 
 void prepare(const Block& block) {
   if (block.rows <= 0 || block.columns <= 0 || block.k <= 0)

@@ -2,7 +2,7 @@
 
 // Matrix products through oneDNN's matmul: those of the AVX-512 kernel sets (amx, avx512bf16,
 // avx512; lib/runtime/CMakeLists.txt). f32 operands multiply with oneDNN's AVX-512 f32 kernels,
-// where they run faster than OpenBLAS's sgemm (f32_measures_faster); in the amx and avx512bf16
+// where they run faster than OpenBLAS's sgemm (f32_gemm_library.hpp); in the amx and avx512bf16
 // sets, two bfloat16 operands multiply as bfloat16 GEMMs with f32 accumulation, on AMX tiles or
 // with AVX512_BF16's dot products (the avx512 set widens them to f32 first).
 // Internal to lib/runtime.
@@ -38,12 +38,6 @@ struct Block {
   std::int64_t first_column = 0, columns = 0;
   Operands operands = Operands::bf16;
 };
-
-// Whether oneDNN multiplies an f32 product of this shape faster than OpenBLAS's sgemm, measured
-// single-threaded on Sapphire Rapids (docs/benchmarks.md): by 8-35 % when op(a) is stored as it
-// is read, unless the sums are very long or b, stored as read, is large; not when op(a) is a
-// transpose, which oneDNN copies.
-bool f32_measures_faster(bool a_transposed, bool b_transposed, std::int64_t k, std::int64_t n);
 
 // Makes the kernel for blocks shaped as `block` (its pointers unused): once, before a step
 // multiplies such blocks, on the thread that prepares the step. Throws std::runtime_error when

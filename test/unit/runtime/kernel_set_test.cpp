@@ -272,7 +272,8 @@ TEST_CASE("a training step gives the same bits twice on one kernel set and agree
 // AVX512_BF16's dot products (oneDNN's matmul), the others widen them to f32; f32 operands go to
 // oneDNN's f32 kernels in the three AVX-512 sets where they measure faster
 // (not a transposed left operand, not a sum of more than 4096 terms, not a right-hand operand of
-// more than 2^20 elements read as stored), else to sgemm. The operands hold bfloat16 values, so
+// more than 2^20 elements read as stored) or where OpenBLAS runs no AVX-512 kernels, else to
+// sgemm (f32_gemm_library.hpp). The operands hold bfloat16 values, so
 // every term is exact in f32 and all sum them in f32, in different orders: each element is within
 // k 2^-23 of the sum of its terms' magnitudes, plus 2^-126 per term for the subnormals the
 // hardware takes as zero; a 16-bit result rounds that once more.

@@ -1,0 +1,49 @@
+#include "f32_gemm_library.hpp"
+
+#include <cblas.h>
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+
+namespace csrun::runtime {
+
+namespace {
+
+// Longer sums than this ran slower through oneDNN than through sgemm's AVX-512 kernels (the
+// logits' gradient: 50257 terms, 20-30 % slower).
+constexpr std::int64_t kMaxF32Depth = 4096;
+// A right-hand operand read as it is stored (not transposed) of more elements than this ran at
+// 40-90 % of sgemm's rate for some shapes (768 x 2560, 768 x 3072, 1536 x 1536), at 105-125 % for
+// others: erratic beyond 4 MB, faster below it in every shape measured.
+constexpr std::int64_t kMaxF32Operand = std::int64_t{1} << 20;
+
+bool same_letters(std::string_view a, std::string_view b) {
+  return std::equal(a.begin(), a.end(), b.begin(), b.end(), [](char x, char y) {
+    return std::tolower(static_cast<unsigned char>(x)) ==
+           std::tolower(static_cast<unsigned char>(y));
+  });
+}
+
+}  // namespace
+
+const std::string& sgemm_core() {
+  static const std::string core = openblas_get_corename();
+  return core;
+}
+
+bool avx512_sgemm_core(std::string_view core) {
+  constexpr std::array<std::string_view, 3> kAvx512Cores = {"SkylakeX", "Cooperlake",
+                                                            "SapphireRapids"};
+  return std::any_of(kAvx512Cores.begin(), kAvx512Cores.end(),
+                     [&](std::string_view name) { return same_letters(core, name); });
+}
+
+bool f32_through_onednn(std::string_view core, bool a_transposed, bool b_transposed, std::int64_t k,
+                        std::int64_t n) {
+  if (!avx512_sgemm_core(core)) return true;
+  if (a_transposed || k > kMaxF32Depth) return false;
+  return b_transposed || k * n <= kMaxF32Operand;
+}
+
+}  // namespace csrun::runtime

@@ -1,0 +1,30 @@
+#pragma once
+
+// Which library multiplies an f32 matrix product in the AVX-512 kernel sets: oneDNN's AVX-512
+// matmul or OpenBLAS's sgemm. Decided by the product's shape and by the kernels OpenBLAS runs in
+// this process, never by the cores. Internal to lib/runtime.
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace csrun::runtime {
+
+// The name of the kernels OpenBLAS runs in this process (openblas_get_corename, e.g. "Haswell",
+// "SkylakeX"): it picks them for the CPU when it loads, and OPENBLAS_CORETYPE forces others.
+const std::string& sgemm_core();
+
+// Whether OpenBLAS's kernels named `core` are AVX-512 ones. Where they are not on a CPU with
+// AVX-512 (Debian 12's OpenBLAS 0.3.21 runs its Haswell kernels on AMD Zen 4), sgemm runs at
+// about half the rate of oneDNN's AVX-512 matmul (docs/benchmarks.md).
+bool avx512_sgemm_core(std::string_view core);
+
+// Whether oneDNN multiplies out = op(a) op(b) (op(b) k x n) where sgemm runs `core`'s kernels:
+// every such product where they are not AVX-512 ones; else, as measured single-threaded on
+// Sapphire Rapids (docs/benchmarks.md), those oneDNN multiplies 8-35 % faster: op(a) stored as
+// it is read (oneDNN copies a transpose), sums of at most 4096 terms, and op(b) transposed or of
+// at most 2^20 elements.
+bool f32_through_onednn(std::string_view core, bool a_transposed, bool b_transposed, std::int64_t k,
+                        std::int64_t n);
+
+}  // namespace csrun::runtime

@@ -1,0 +1,42 @@
+// Which library multiplies an f32 product in the AVX-512 kernel sets: oneDNN where it measured
+// faster than OpenBLAS's AVX-512 sgemm, every product where OpenBLAS runs older kernels.
+
+#include <catch2/catch.hpp>
+
+#include <cstdint>
+
+#include "runtime/f32_gemm_library.hpp"
+
+using csrun::runtime::avx512_sgemm_core;
+using csrun::runtime::f32_through_onednn;
+
+TEST_CASE("OpenBLAS's AVX-512 kernels are told from its older ones by name, in any case") {
+  CHECK(avx512_sgemm_core("SkylakeX"));
+  CHECK(avx512_sgemm_core("COOPERLAKE"));
+  CHECK(avx512_sgemm_core("sapphirerapids"));
+  CHECK_FALSE(avx512_sgemm_core("Haswell"));
+  CHECK_FALSE(avx512_sgemm_core("Zen"));
+  CHECK_FALSE(avx512_sgemm_core("SkylakeX2"));
+  CHECK_FALSE(avx512_sgemm_core(""));
+}
+
+TEST_CASE("oneDNN multiplies the f32 products it measured faster than AVX-512 sgemm") {
+  // GPT-2 small's: a linear layer forward, and the input gradients of its projections.
+  CHECK(f32_through_onednn("SkylakeX", false, true, 3072, 768));
+  CHECK(f32_through_onednn("SkylakeX", false, false, 768, 768));
+  CHECK(f32_through_onednn("SkylakeX", false, false, 1024, 1024));
+  // A weight's gradient (a transposed left operand), the logits' gradient (50257 terms), a
+  // right-hand operand of more than 2^20 elements read as stored.
+  CHECK_FALSE(f32_through_onednn("SkylakeX", true, false, 512, 768));
+  CHECK_FALSE(f32_through_onednn("SkylakeX", false, true, 4097, 768));
+  CHECK_FALSE(f32_through_onednn("SkylakeX", false, false, 1024, 1025));
+}
+
+TEST_CASE("oneDNN multiplies every f32 product where OpenBLAS runs no AVX-512 kernels") {
+  for (bool a_transposed : {false, true}) {
+    for (bool b_transposed : {false, true}) {
+      CHECK(f32_through_onednn("Haswell", a_transposed, b_transposed, 50257, 768));
+      CHECK(f32_through_onednn("Zen", a_transposed, b_transposed, 3072, 768));
+    }
+  }
+}
