@@ -15,8 +15,9 @@ namespace csrun::runtime {
 const std::string& sgemm_core();
 
 // Whether OpenBLAS's kernels named `core` are AVX-512 ones. Where they are not on a CPU with
-// AVX-512 (Debian 12's OpenBLAS 0.3.21 runs its Haswell kernels on AMD Zen 4), sgemm runs at
-// about half the rate of oneDNN's AVX-512 matmul (docs/benchmarks.md).
+// AVX-512 (a CPU newer than the OpenBLAS build knows, or OPENBLAS_CORETYPE naming older kernels:
+// Haswell's on AMD Zen 4), sgemm runs at about half the rate of oneDNN's AVX-512 matmul
+// (docs/benchmarks.md).
 bool avx512_sgemm_core(std::string_view core);
 
 // Whether oneDNN multiplies out = op(a) op(b) (op(b) k x n) where sgemm runs `core`'s kernels:
