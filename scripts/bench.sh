@@ -407,6 +407,8 @@ bench_gpt2_small() {
   local gemm
   gemm=$(best_f32_gemm 2>/dev/null)
   echo "best large f32 GEMM (OpenBLAS's sgemm or oneDNN's matmul): $gemm GFLOP/s"
+  # OpenBLAS's kernels decide which library multiplies csrun's f32 products, and PyTorch's.
+  "$csrun" --version | grep '^sgemm:'
   printf '%-6s %12s %10s %12s %10s %7s %12s %16s\n' "round" "PyTorch s/s" "peak MB" "csrun s/s" \
     "peak MB" "ratio" "init s" "csrun % GEMM"
   for round in 1 2 3; do
