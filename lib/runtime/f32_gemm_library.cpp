@@ -39,9 +39,14 @@ bool avx512_sgemm_core(std::string_view core) {
                      [&](std::string_view name) { return same_letters(core, name); });
 }
 
-bool f32_through_onednn(std::string_view core, bool a_transposed, bool b_transposed, std::int64_t k,
+bool sgemm_runs_avx512() {
+  static const bool avx512 = avx512_sgemm_core(sgemm_core());
+  return avx512;
+}
+
+bool f32_through_onednn(bool sgemm_avx512, bool a_transposed, bool b_transposed, std::int64_t k,
                         std::int64_t n) {
-  if (!avx512_sgemm_core(core)) return true;
+  if (!sgemm_avx512) return true;
   if (a_transposed || k > kMaxF32Depth) return false;
   return b_transposed || k * n <= kMaxF32Operand;
 }

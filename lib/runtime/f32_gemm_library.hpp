@@ -20,12 +20,15 @@ const std::string& sgemm_core();
 // (docs/benchmarks.md).
 bool avx512_sgemm_core(std::string_view core);
 
-// Whether oneDNN multiplies out = op(a) op(b) (op(b) k x n) where sgemm runs `core`'s kernels:
-// every such product where they are not AVX-512 ones; else, as measured single-threaded on
+// Whether the kernels OpenBLAS runs in this process are AVX-512 ones, decided once.
+bool sgemm_runs_avx512();
+
+// Whether oneDNN multiplies out = op(a) op(b) (op(b) k x n): every such product where sgemm
+// runs no AVX-512 kernels (`sgemm_avx512` false); else, as measured single-threaded on
 // Sapphire Rapids (docs/benchmarks.md), those oneDNN multiplies 8-35 % faster: op(a) stored as
 // it is read (oneDNN copies a transpose), sums of at most 4096 terms, and op(b) transposed or of
 // at most 2^20 elements.
-bool f32_through_onednn(std::string_view core, bool a_transposed, bool b_transposed, std::int64_t k,
+bool f32_through_onednn(bool sgemm_avx512, bool a_transposed, bool b_transposed, std::int64_t k,
                         std::int64_t n);
 
 }  // namespace csrun::runtime

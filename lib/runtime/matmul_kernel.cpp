@@ -117,8 +117,8 @@ constexpr bool kHardwareBf16 = CSRUN_ONEDNN_BF16;
 // Whether oneDNN multiplies a product of f32 operands (f32_gemm_library.hpp). It multiplies
 // every bfloat16 one in the sets that multiply bfloat16 in hardware.
 bool f32_through_onednn(GemmShape shape, std::array<bool, 2> transposed) {
-  return shape.k > 0 &&
-         runtime::f32_through_onednn(sgemm_core(), transposed[0], transposed[1], shape.k, shape.n);
+  return shape.k > 0 && runtime::f32_through_onednn(sgemm_runs_avx512(), transposed[0],
+                                                    transposed[1], shape.k, shape.n);
 }
 
 template <class Element>

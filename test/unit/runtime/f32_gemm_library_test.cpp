@@ -22,21 +22,22 @@ TEST_CASE("OpenBLAS's AVX-512 kernels are told from its older ones by name, in a
 
 TEST_CASE("oneDNN multiplies the f32 products it measured faster than AVX-512 sgemm") {
   // GPT-2 small's: a linear layer forward, and the input gradients of its projections.
-  CHECK(f32_through_onednn("SkylakeX", false, true, 3072, 768));
-  CHECK(f32_through_onednn("SkylakeX", false, false, 768, 768));
-  CHECK(f32_through_onednn("SkylakeX", false, false, 1024, 1024));
+  CHECK(f32_through_onednn(avx512_sgemm_core("SkylakeX"), false, true, 3072, 768));
+  CHECK(f32_through_onednn(avx512_sgemm_core("SkylakeX"), false, false, 768, 768));
+  CHECK(f32_through_onednn(avx512_sgemm_core("SkylakeX"), false, false, 1024, 1024));
   // A weight's gradient (a transposed left operand), the logits' gradient (50257 terms), a
   // right-hand operand of more than 2^20 elements read as stored.
-  CHECK_FALSE(f32_through_onednn("SkylakeX", true, false, 512, 768));
-  CHECK_FALSE(f32_through_onednn("SkylakeX", false, true, 4097, 768));
-  CHECK_FALSE(f32_through_onednn("SkylakeX", false, false, 1024, 1025));
+  CHECK_FALSE(f32_through_onednn(avx512_sgemm_core("SkylakeX"), true, false, 512, 768));
+  CHECK_FALSE(f32_through_onednn(avx512_sgemm_core("SkylakeX"), false, true, 4097, 768));
+  CHECK_FALSE(f32_through_onednn(avx512_sgemm_core("SkylakeX"), false, false, 1024, 1025));
 }
 
 TEST_CASE("oneDNN multiplies every f32 product where OpenBLAS runs no AVX-512 kernels") {
   for (bool a_transposed : {false, true}) {
     for (bool b_transposed : {false, true}) {
-      CHECK(f32_through_onednn("Haswell", a_transposed, b_transposed, 50257, 768));
-      CHECK(f32_through_onednn("Zen", a_transposed, b_transposed, 3072, 768));
+      CHECK(
+          f32_through_onednn(avx512_sgemm_core("Haswell"), a_transposed, b_transposed, 50257, 768));
+      CHECK(f32_through_onednn(avx512_sgemm_core("Zen"), a_transposed, b_transposed, 3072, 768));
     }
   }
 }
