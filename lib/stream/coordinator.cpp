@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <map>
 #include <optional>
 #include <set>
@@ -42,6 +43,10 @@ std::string peer_address(zmq::message_t& frame) {
   }
 }
 
+std::string worker_name(std::int64_t rank, std::int64_t pid) {
+  return "data worker " + std::to_string(rank) + " (pid " + std::to_string(pid) + ")";
+}
+
 bool same_secret(const std::string& given, const std::string& expected) {
   if (given.size() != expected.size()) return false;
   unsigned char difference = 0;
@@ -59,9 +64,7 @@ struct Coordinator::State {
     bool ready = false;
     Clock::time_point last_heard;
     std::shared_ptr<SlotPool> slots;  // its shared memory, when it is on this host
-    std::string name() const {
-      return "data worker " + std::to_string(rank) + " (pid " + std::to_string(pid) + ")";
-    }
+    std::string name() const { return worker_name(rank, pid); }
   };
   struct Arrival {
     zmq::message_t frame;
@@ -378,10 +381,14 @@ struct Coordinator::State {
 
   void restart_ended_children() {
     for (const LocalWorkers::Exit& exit : children->reap()) {
-      for (const auto& [identity, worker] : workers) {
-        if (worker.pid != exit.pid) continue;
-        drop(identity, "ended (" + exit.status + ")");
-        break;
+      auto connected = std::find_if(workers.begin(), workers.end(), [&](const auto& entry) {
+        return entry.second.pid == exit.pid;
+      });
+      // One that ended before it connected, or after it went away, is named here all the same.
+      if (connected == workers.end()) {
+        log(worker_name(exit.rank, exit.pid) + " ended (" + exit.status + ")");
+      } else {
+        drop(connected->first, "ended (" + exit.status + ")");
       }
       if (++failures_in_a_row[exit.rank] >= 3) {
         throw std::runtime_error("data worker " + std::to_string(exit.rank) +

@@ -40,16 +40,17 @@ fs::path train(csrun::test::TempDir& dir, const std::string& name, int workers, 
   return model_dir;
 }
 
-// Runs `csrun train` in the background under sh, waits until `ready` holds, then runs
-// `action` (with $pid the csrun process) and waits for csrun; prints "status=N".
+// Runs `csrun train` in the background under sh, waits until `ready` holds, stops csrun (SIGSTOP,
+// a shell builtin, so a fast run cannot finish between the two), runs `action` (with $pid the
+// csrun process), resumes csrun and waits for it; prints "status=N".
 csrun::test::ProcessResult train_and_interrupt(const std::string& params, int workers,
                                                const std::string& extra, const std::string& ready,
                                                const std::string& action, const fs::path& out) {
-  std::string script = std::string(CSRUN_BINARY) + " train '" + params +
-                       "' --fake_data --num_workers_per_csx " + std::to_string(workers) + " " +
-                       extra + " >'" + out.string() + "' 2>&1 & pid=$!\n" +
-                       "for i in $(seq 600); do " + ready + " && break; sleep 0.05; done\n" +
-                       action + "\nwait $pid; echo status=$?\n";
+  std::string script =
+      std::string(CSRUN_BINARY) + " train '" + params + "' --fake_data --num_workers_per_csx " +
+      std::to_string(workers) + " " + extra + " >'" + out.string() + "' 2>&1 & pid=$!\n" +
+      "for i in $(seq 1500); do " + ready + " && break; sleep 0.02; done\n" + "kill -STOP $pid\n" +
+      action + "\nkill -CONT $pid\nwait $pid; echo status=$?\n";
   return csrun::test::run_process({"/bin/sh", "-c", script});
 }
 
@@ -71,10 +72,10 @@ TEST_CASE("streaming: a worker killed mid-run changes nothing, each sample is co
   fs::path model_dir = dir.path() / "killed";
   std::string params = dir.write("killed.yaml", params_text(model_dir, steps));
   fs::path ledger = dir.path() / "ledger.tsv";
-  // Once 100 batches have been consumed, SIGKILL the first worker.
+  // Once 20 of the 1200 batches have been consumed, SIGKILL the first worker.
   auto run = train_and_interrupt(
       params, 3, "--sample_ledger '" + ledger.string() + "'",
-      "[ \"$(wc -l <'" + ledger.string() + "' 2>/dev/null || echo 0)\" -gt 1600 ]",
+      "[ \"$(wc -l <'" + ledger.string() + "' 2>/dev/null || echo 0)\" -gt 320 ]",
       "kill -KILL $(pgrep -P $pid | head -1)", dir.path() / "out");
   std::string log = read_file(dir.path() / "out");
   INFO(run.out << log);

@@ -238,6 +238,26 @@ TEST_CASE("a worker that stops answering has its batches produced by another") {
   CHECK(logged(log, "stopped answering for 1 s"));
 }
 
+TEST_CASE(
+    "a local worker that ends before it connects is named with its exit, three times at most") {
+  test::TempDir dir;
+  std::vector<std::string> log;
+  stream::CoordinatorOptions options = options_in(dir, &log);
+  options.local_workers = 1;
+  options.executable = "/bin/false";  // ends at once with status 1, whatever its arguments
+  stream::Coordinator coordinator({fake_mnist_job()}, options);
+  auto batches = coordinator.batches(fake_mnist_job());
+  CHECK_THROWS_WITH(batches->samples(),
+                    Catch::Contains("data worker 0 ended 3 times in a row without producing a "
+                                    "batch (last: exit status 1)"));
+  int named = 0;
+  for (const std::string& line : log)
+    if (line.starts_with("data worker 0 (pid ") && line.ends_with(") ended (exit status 1)"))
+      ++named;
+  CHECK(named == 3);
+  CHECK(std::ranges::count(log, std::string("restarting data worker 0")) == 2);
+}
+
 TEST_CASE("flow control: a worker never holds more than its credits of requests") {
   test::TempDir dir;
   std::vector<std::string> log;
