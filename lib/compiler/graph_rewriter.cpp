@@ -30,7 +30,7 @@ NodeId GraphRewriter::copy(NodeId id, std::vector<NodeId> inputs) {
   if (node.op == graph::OpKind::input) {
     copied = target_.add_input(source_->leaf_name(id), node);
   } else if (node.op == graph::OpKind::variable) {
-    copied = target_.add_variable(*source_->find_variable(source_->leaf_name(id)), node);
+    copied = target_.add_variable(source_->variable_of(id), node);
   } else {
     copied = target_.add_like(node, *source_, std::move(inputs));
   }

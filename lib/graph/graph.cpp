@@ -119,11 +119,9 @@ void NodeList::push_back(Node node) {
   chunks_.back().push_back(std::move(node));
 }
 
-const Node& NodeList::at(std::size_t index) const {
-  if (index >= size())
-    throw std::out_of_range("node " + std::to_string(index) + " of a graph of " +
-                            std::to_string(size()));
-  return (*this)[index];
+void NodeList::out_of_range(std::size_t index) const {
+  throw std::out_of_range("node " + std::to_string(index) + " of a graph of " +
+                          std::to_string(size()));
 }
 
 bool operator==(const NodeList& a, const NodeList& b) {
@@ -252,6 +250,33 @@ void Graph::set_update(const std::string& variable, NodeId value) {
   if (updated_[slot]) throw GraphError(variable + " is updated twice");
   updated_[slot] = true;
   updates_.push_back({variable, value});
+}
+
+void Graph::replace_with_constant(NodeId id, Attributes value) {
+  const Node& node = this->node(id);
+  if (node.op == OpKind::input || node.op == OpKind::variable)
+    throw GraphError("%" + std::to_string(id) + " is a leaf: it cannot become a constant");
+  TensorType type;
+  try {
+    type = infer_type(OpKind::constant, {}, value);
+  } catch (const std::invalid_argument& error) {
+    throw GraphError("constant for %" + std::to_string(id) + " " + error.what());
+  }
+  if (type != node.type) {
+    throw GraphError("%" + std::to_string(id) + " is " + node.type.to_string() +
+                     ", not the constant's " + type.to_string());
+  }
+  Node& replaced = nodes_.at(static_cast<std::size_t>(id));
+  replaced.op = OpKind::constant;
+  replaced.inputs.clear();
+  replaced.attrs = std::move(value);
+}
+
+const Variable& Graph::variable_of(NodeId id) const {
+  std::int32_t index = leaf_index_.at(static_cast<std::size_t>(id));
+  if (node(id).op != OpKind::variable || index < 0)
+    throw GraphError("%" + std::to_string(id) + " is not a variable");
+  return variables_[static_cast<std::size_t>(index)];
 }
 
 const Variable* Graph::find_variable(std::string_view name) const {

@@ -139,7 +139,12 @@ class NodeList {
   const Node& operator[](std::size_t index) const {
     return chunks_[index / kChunk][index % kChunk];
   }
-  const Node& at(std::size_t index) const;
+  // Inline: every pass and the memory plan read nodes through it, millions of times a compile.
+  const Node& at(std::size_t index) const {
+    std::size_t chunk = index / kChunk;
+    if (chunk >= chunks_.size() || index % kChunk >= chunks_[chunk].size()) out_of_range(index);
+    return chunks_[chunk][index % kChunk];
+  }
   std::size_t size() const {
     return chunks_.empty() ? 0 : (chunks_.size() - 1) * kChunk + chunks_.back().size();
   }
@@ -150,6 +155,12 @@ class NodeList {
   friend bool operator==(const NodeList& a, const NodeList& b);
 
  private:
+  friend class Graph;  // replaces a node in place (replace_with_constant)
+  Node& at(std::size_t index) {
+    return const_cast<Node&>(static_cast<const NodeList&>(*this).at(index));
+  }
+  [[noreturn]] void out_of_range(std::size_t index) const;
+
   std::vector<std::vector<Node>> chunks_;  // each reserves kChunk: its nodes never move
 };
 
@@ -192,6 +203,10 @@ class Graph {
   void add_output(const std::string& name, NodeId node);
   // The value `variable` holds after the step.
   void set_update(const std::string& variable, NodeId value);
+  // Makes node `id`, not a leaf, the constant `value` of its own type in place (constant
+  // folding): its readers read the constant, its operands lose a reader; no node moves. Throws
+  // GraphError when `value` holds another type.
+  void replace_with_constant(NodeId id, Attributes value);
 
   // Nodes added from here on belong to `scope` (and `phase`) until the returned guard ends.
   class ScopeGuard;
@@ -216,6 +231,8 @@ class Graph {
   std::optional<NodeId> find_output(std::string_view name) const;
   // The name of a leaf node (input or variable), or empty.
   const std::string& leaf_name(NodeId id) const;
+  // The variable of a variable node.
+  const Variable& variable_of(NodeId id) const;
 
   // A readable listing: one line per node (node_text), then the outputs and updates
   // (interface_text).

@@ -133,6 +133,38 @@ TEST_CASE("a variable that claims to be a 16-bit copy is checked against its par
                     Catch::Contains("copies a parameter but is a parameter"));
 }
 
+TEST_CASE("a node becomes a constant of its own type in place, its readers unchanged") {
+  Graph graph;
+  Tensor x(graph, graph.add_input("x", {{2}, DType::f32}));
+  Tensor w(graph, graph.add_variable("w", {{2}, DType::f32}, VariableRole::parameter, {}));
+  Tensor sum = constant(graph, 1.0, {2}) + constant(graph, 2.0, {2});
+  Tensor y = x * sum;
+  graph.add_output("y", y.id());
+  std::size_t size = graph.size();
+
+  Attributes three;
+  three.shape = {2};
+  three.values = {3.0};
+  graph.replace_with_constant(sum.id(), three);
+  CHECK(graph.size() == size);
+  CHECK(graph.node(sum.id()).op == OpKind::constant);
+  CHECK(graph.node(sum.id()).inputs.empty());
+  CHECK(graph.node(sum.id()).attrs.values == std::vector<double>{3.0});
+  CHECK(graph.node(y.id()).inputs == std::vector<NodeId>{x.id(), sum.id()});
+  CHECK(graph.variable_of(w.id()).name == "w");
+
+  Attributes wide = three;
+  wide.shape = {3};
+  CHECK_THROWS_WITH(graph.replace_with_constant(y.id(), wide),
+                    Catch::Contains("is f32[2], not the constant's f32[3]"));
+  Attributes miscounted = three;
+  miscounted.values = {1.0, 2.0, 3.0};
+  CHECK_THROWS_WITH(graph.replace_with_constant(y.id(), miscounted),
+                    Catch::Contains("needs one value or one per element"));
+  CHECK_THROWS_WITH(graph.replace_with_constant(x.id(), three), Catch::Contains("is a leaf"));
+  CHECK_THROWS_WITH(graph.variable_of(x.id()), Catch::Contains("is not a variable"));
+}
+
 TEST_CASE(
     "nodes keep their addresses as a graph grows, a copy equals it, a moved-from one is empty") {
   Graph graph = trace_model(200);  // several chunks of nodes
