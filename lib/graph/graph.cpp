@@ -114,7 +114,7 @@ NodeList& NodeList::operator=(const NodeList& other) {
   return *this;
 }
 
-void NodeList::push_back(Node node) {
+void NodeList::push_back(Node&& node) {
   if (chunks_.empty() || chunks_.back().size() == kChunk) chunks_.emplace_back().reserve(kChunk);
   chunks_.back().push_back(std::move(node));
 }
@@ -128,7 +128,7 @@ bool operator==(const NodeList& a, const NodeList& b) {
   return a.chunks_ == b.chunks_;
 }
 
-NodeId Graph::append(Node node) {
+NodeId Graph::append(Node&& node) {
   nodes_.push_back(std::move(node));
   leaf_index_.push_back(-1);
   return static_cast<NodeId>(nodes_.size() - 1);

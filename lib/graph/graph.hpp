@@ -135,7 +135,7 @@ class NodeList {
   NodeList& operator=(const NodeList& other);
   NodeList& operator=(NodeList&&) noexcept = default;
 
-  void push_back(Node node);
+  void push_back(Node&& node);
   const Node& operator[](std::size_t index) const {
     return chunks_[index / kChunk][index % kChunk];
   }
@@ -244,7 +244,7 @@ class Graph {
   friend bool operator==(const Graph& a, const Graph& b);
 
  private:
-  NodeId append(Node node);
+  NodeId append(Node&& node);
   // Throws GraphError unless `variable` is a 16-bit copy of an earlier f32 parameter of its shape
   // exactly when its role says so.
   void check_half_copy(const Variable& variable, const TensorType& type) const;
