@@ -49,7 +49,7 @@ csrun::test::ProcessResult train_and_interrupt(const std::string& params, int wo
   std::string script =
       std::string(CSRUN_BINARY) + " train '" + params + "' --fake_data --num_workers_per_csx " +
       std::to_string(workers) + " " + extra + " >'" + out.string() + "' 2>&1 & pid=$!\n" +
-      "for i in $(seq 1500); do " + ready + " && break; sleep 0.02; done\n" + "kill -STOP $pid\n" +
+      "for i in $(seq 1500); do " + ready + " && break; sleep 0.02; done\nkill -STOP $pid\n" +
       action + "\nkill -CONT $pid\nwait $pid; echo status=$?\n";
   return csrun::test::run_process({"/bin/sh", "-c", script});
 }
