@@ -82,6 +82,23 @@ void write_strided(const Values& x, const Shape& shape, const std::vector<std::i
     out[static_cast<std::size_t>(first + offset_of(position.index(), strides))] = x[i];
 }
 
+// The flat position in `x` (of `shape`) that windows of extents `window` take for their element
+// at `index` ([lead..., w, o...]): x[lead..., o + offset(w)].
+std::int64_t window_source(const std::vector<std::int64_t>& index, const Shape& window,
+                           const Shape& shape) {
+  std::size_t lead = shape.size() - window.size();
+  std::int64_t w = index[lead];
+  std::vector<std::int64_t> position(index.begin(), index.begin() + static_cast<long>(lead));
+  std::vector<std::int64_t> offsets(window.size());
+  for (std::size_t a = window.size(); a-- > 0;) {
+    offsets[a] = w % window[a];
+    w /= window[a];
+  }
+  for (std::size_t a = 0; a < window.size(); ++a)
+    position.push_back(index[lead + 1 + a] + offsets[a]);
+  return offset_of(position, strides_of(shape));
+}
+
 // Values are kept in double precision (the evaluator is the fp64 oracle); only what a dtype
 // cannot hold at all is rounded: integers, booleans, and the 16-bit formats of explicit casts.
 double store(DType dtype, double value) {
@@ -168,6 +185,10 @@ class Evaluator {
         return concat(node);
       case OpKind::broadcast_to:
         return broadcast(node);
+      case OpKind::windows:
+        return windows(node);
+      case OpKind::windows_sum:
+        return windows_sum(node);
       case OpKind::matmul:
         return matmul(node);
       case OpKind::softmax:
@@ -323,6 +344,26 @@ class Evaluator {
     const HostTensor& x = in(node, 0);
     return read_strided(x.values, node.type.shape,
                         broadcast_strides(x.shape, node.type.shape.size()));
+  }
+
+  Values windows(const Node& node) {
+    const HostTensor& x = in(node, 0);
+    Values out(static_cast<std::size_t>(element_count(node.type.shape)));
+    Odometer position(node.type.shape);
+    for (std::size_t i = 0; i < out.size(); ++i, position.next())
+      out[i] = x.values[static_cast<std::size_t>(
+          window_source(position.index(), node.attrs.shape, x.shape))];
+    return out;
+  }
+
+  Values windows_sum(const Node& node) {
+    const HostTensor& g = in(node, 0);
+    Values out(static_cast<std::size_t>(element_count(node.type.shape)), 0.0);
+    Odometer position(g.shape);
+    for (std::size_t i = 0; i < g.values.size(); ++i, position.next())
+      out[static_cast<std::size_t>(
+          window_source(position.index(), node.attrs.shape, node.type.shape))] += g.values[i];
+    return out;
   }
 
   Values matmul(const Node& node) {

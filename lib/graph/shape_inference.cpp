@@ -189,6 +189,52 @@ TensorType broadcast_to(const std::vector<TensorType>& in, const Attributes& att
   return {attrs.shape, in[0].dtype};
 }
 
+// A window of attrs.shape over the trailing axes of x, one extent of 1 or more per axis, each
+// at most the axis.
+std::int64_t window_axes(const TensorType& x, const Attributes& attrs, std::int64_t extra_axes) {
+  auto axes = static_cast<std::int64_t>(attrs.shape.size());
+  if (axes < 1 || x.rank() < axes + extra_axes) {
+    fail("needs a window of one or more axes and an operand of at least " +
+         std::to_string(axes + extra_axes) + " axes, got window " + shape_string(attrs.shape) +
+         " and " + x.to_string());
+  }
+  if (std::any_of(attrs.shape.begin(), attrs.shape.end(), [](std::int64_t k) { return k < 1; }))
+    fail("needs window extents of 1 or more, got " + shape_string(attrs.shape));
+  return axes;
+}
+
+TensorType windows(const std::vector<TensorType>& in, const Attributes& attrs) {
+  const TensorType& x = in[0];
+  std::int64_t axes = window_axes(x, attrs, 0);
+  std::int64_t lead = x.rank() - axes;
+  Shape shape(x.shape.begin(), x.shape.begin() + lead);
+  shape.push_back(element_count(attrs.shape));
+  for (std::int64_t a = 0; a < axes; ++a) {
+    std::int64_t size = x.shape[static_cast<std::size_t>(lead + a)];
+    std::int64_t k = attrs.shape[static_cast<std::size_t>(a)];
+    if (k > size)
+      fail("has a window " + shape_string(attrs.shape) + " larger than " + x.to_string());
+    shape.push_back(size - k + 1);
+  }
+  return {shape, x.dtype};
+}
+
+TensorType windows_sum(const std::vector<TensorType>& in, const Attributes& attrs) {
+  const TensorType& g = in[0];
+  expect_floating(g);
+  std::int64_t axes = window_axes(g, attrs, 1);
+  std::int64_t lead = g.rank() - axes - 1;
+  if (g.shape[static_cast<std::size_t>(lead)] != element_count(attrs.shape)) {
+    fail("needs " + std::to_string(element_count(attrs.shape)) + " windows of " +
+         shape_string(attrs.shape) + " on axis " + std::to_string(lead) + " of " + g.to_string());
+  }
+  Shape shape(g.shape.begin(), g.shape.begin() + lead);
+  for (std::int64_t a = 0; a < axes; ++a)
+    shape.push_back(g.shape[static_cast<std::size_t>(lead + 1 + a)] +
+                    attrs.shape[static_cast<std::size_t>(a)] - 1);
+  return {shape, g.dtype};
+}
+
 TensorType matmul(const std::vector<TensorType>& in, const Attributes& attrs) {
   const TensorType& a = in[0];
   const TensorType& b = in[1];
@@ -307,6 +353,10 @@ TensorType infer_type(OpKind op, const std::vector<TensorType>& in, const Attrib
       return concat(in, attrs);
     case OpKind::broadcast_to:
       return broadcast_to(in, attrs);
+    case OpKind::windows:
+      return windows(in, attrs);
+    case OpKind::windows_sum:
+      return windows_sum(in, attrs);
     case OpKind::matmul:
       return matmul(in, attrs);
     case OpKind::softmax:

@@ -251,6 +251,18 @@ Tensor pad(const Tensor& x, std::vector<std::int64_t> before, std::vector<std::i
   return apply(OpKind::pad, {x}, std::move(attrs), location);
 }
 
+Tensor windows(const Tensor& x, Shape window, Location location) {
+  Attributes attrs;
+  attrs.shape = std::move(window);
+  return apply(OpKind::windows, {x}, std::move(attrs), location);
+}
+
+Tensor windows_sum(const Tensor& g, Shape window, Location location) {
+  Attributes attrs;
+  attrs.shape = std::move(window);
+  return apply(OpKind::windows_sum, {g}, std::move(attrs), location);
+}
+
 Tensor concat(const std::vector<Tensor>& parts, std::int64_t axis, Location location) {
   if (parts.empty()) throw GraphError("concat at " + location_string(location) + " needs operands");
   Attributes attrs;

@@ -112,6 +112,10 @@ Tensor pad(const Tensor& x, std::vector<std::int64_t> before, std::vector<std::i
 Tensor concat(const std::vector<Tensor>& parts, std::int64_t axis,
               Location location = Location::current());
 Tensor broadcast_to(const Tensor& x, Shape shape, Location location = Location::current());
+// The windows of extents `window` over x's trailing axes (a convolution's im2col, ops.def), and
+// their gradient: g's windows summed back where they were taken.
+Tensor windows(const Tensor& x, Shape window, Location location = Location::current());
+Tensor windows_sum(const Tensor& g, Shape window, Location location = Location::current());
 
 // Linear algebra and neural-network primitives.
 Tensor matmul(const Tensor& a, const Tensor& b, Location location = Location::current());

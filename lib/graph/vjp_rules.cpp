@@ -168,6 +168,8 @@ std::optional<Tensor> layout(const Tensor& y, const Tensor& g) {
     }
     case OpKind::broadcast_to:
       return unbroadcast(g, x.shape());
+    case OpKind::windows:
+      return windows_sum(g, node.attrs.shape);
     default:
       return std::nullopt;
   }
@@ -219,6 +221,8 @@ Grads compute(const Tensor& y, const Tensor& g) {
     }
     case OpKind::scatter_add:
       return {std::nullopt, gather(g, operand(y, 0))};
+    case OpKind::windows_sum:
+      return {windows(g, node.attrs.shape)};
     case OpKind::dropout: {
       const Attributes& a = node.attrs;
       return {dropout(g, operand(y, 1), a.rate, a.seed, a.salt), std::nullopt};

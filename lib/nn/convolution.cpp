@@ -42,24 +42,13 @@ Tensor take(const Tensor& x, std::int64_t axis, std::int64_t begin, std::int64_t
   return graph::reshape(graph::slice(phases, axis + 1, 0, 1), with_axis(part.shape(), a, count));
 }
 
-// The window of `outputs` positions at kernel offset `offset`. Without a stride it is one slice of
-// every spatial axis at once: its gradient is then one pad to the padded input's size, not a pad
-// per axis (a 3x3 convolution's backward pass padded twelve values to add nine).
+// The window of `outputs` positions at kernel offset `offset`, every `stride`-th.
 Tensor window_at(const Tensor& padded, const Shape& offset, const Shape& outputs,
                  std::int64_t stride) {
-  if (stride > 1) {
-    Tensor piece = padded;
-    for (std::size_t a = 0; a < offset.size(); ++a)
-      piece = take(piece, static_cast<std::int64_t>(2 + a), offset[a], outputs[a], stride);
-    return piece;
-  }
-  std::vector<std::int64_t> begins = {0, 0};
-  std::vector<std::int64_t> ends = {padded.dim(0), padded.dim(1)};
-  for (std::size_t a = 0; a < offset.size(); ++a) {
-    begins.push_back(offset[a]);
-    ends.push_back(offset[a] + outputs[a]);
-  }
-  return graph::slice(padded, std::move(begins), std::move(ends));
+  Tensor piece = padded;
+  for (std::size_t a = 0; a < offset.size(); ++a)
+    piece = take(piece, static_cast<std::int64_t>(2 + a), offset[a], outputs[a], stride);
+  return piece;
 }
 
 // The kernel offsets of `axes` spatial axes in row-major order (PyTorch's weight layout).
@@ -77,6 +66,19 @@ std::vector<Shape> kernel_offsets(std::int64_t axes, std::int64_t kernel) {
     offsets = std::move(longer);
   }
   return offsets;
+}
+
+// A strided convolution's windows [N, C, K, positions]: a strided slice per kernel offset,
+// concatenated (the windows op takes every position; a stride takes one in `stride`).
+Tensor strided_windows(const Tensor& padded, std::int64_t axes, std::int64_t kernel,
+                       const Shape& outputs, std::int64_t stride) {
+  std::int64_t positions = graph::element_count(outputs);
+  std::vector<Tensor> columns;
+  for (const Shape& offset : kernel_offsets(axes, kernel)) {
+    Tensor piece = window_at(padded, offset, outputs, stride);
+    columns.push_back(graph::reshape(piece, {padded.dim(0), padded.dim(1), 1, positions}));
+  }
+  return columns.size() == 1 ? columns.front() : graph::concat(columns, 2);
 }
 
 // x's channels broadcast over the spatial axes: a per-channel vector as [C, 1, ...].
@@ -126,13 +128,10 @@ Tensor convolve(const Tensor& x, const Tensor& weight, std::int64_t stride, std:
   std::int64_t batch = x.dim(0);
   std::int64_t channels = x.dim(1);
   std::int64_t positions = graph::element_count(outputs);
-  std::vector<Tensor> columns;
-  for (const Shape& offset : kernel_offsets(axes, k)) {
-    Tensor piece = window_at(padded, offset, outputs, stride);
-    columns.push_back(graph::reshape(piece, {batch, channels, 1, positions}));
-  }
-  auto window = static_cast<std::int64_t>(columns.size());
-  Tensor im2col = window == 1 ? columns.front() : graph::concat(columns, 2);
+  Shape extents(static_cast<std::size_t>(axes), k);
+  std::int64_t window = graph::element_count(extents);
+  Tensor im2col = stride == 1 ? graph::windows(padded, extents)
+                              : strided_windows(padded, axes, k, outputs, stride);
   im2col = graph::reshape(im2col, {batch, channels * window, positions});
   std::int64_t out_channels = weight.dim(0);
   Tensor y = graph::matmul(graph::reshape(weight, {out_channels, channels * window}), im2col);

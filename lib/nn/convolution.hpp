@@ -10,9 +10,10 @@ namespace csrun::nn {
 
 // Convolutional layers over channels-first tensors [N, C, spatial...] of one to three spatial
 // axes, as PyTorch's Conv{1,2,3}d, ConvTranspose and MaxPool lay them out. They are lowered
-// while tracing to ops the graph has: a convolution is im2col (a slice of the padded input per
-// kernel offset, concatenated) and one matrix product, so kernels, costs, placement and
-// gradients are those of slices and GEMMs.
+// while tracing to ops the graph has: a convolution is im2col (the `windows` of its padded input;
+// with a stride, a strided slice per kernel offset, concatenated) and one matrix product, so
+// kernels, costs, placement and gradients are those of windows (their gradient `windows_sum`),
+// slices and GEMMs.
 
 struct ConvolutionOptions {
   std::int64_t out_channels = 0;

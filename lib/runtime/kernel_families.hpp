@@ -23,6 +23,7 @@ void run_chain_program(const ChainProgram& program, float* registers, std::int64
 void run_chain_program_on_row(const ChainProgram& program, float* registers, std::int64_t first,
                               std::int64_t last, float* row);
 void run_layout(NodeTask& task);
+void run_windows_sum(NodeTask& task);  // windows' gradient (layout_kernels.cpp, beside windows)
 void run_reduction(NodeTask& task);
 void prepare_reduction(NodeTask& task);      // a long row's sum takes scratch for its chunks
 void run_normalization(NodeTask& task);      // softmax, log_softmax, softmax_grad, layer_norm

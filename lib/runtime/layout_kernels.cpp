@@ -2,6 +2,7 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "half_precision.hpp"
 #include "kernel_families.hpp"
 #include "thread_team.hpp"
 
@@ -191,7 +192,139 @@ void concat(const NodeTask& task) {
   }
 }
 
+// The geometry shared by windows and windows_sum: `spatial` [L..., S1..Sd] and its windows
+// [L..., K, O1..Od] of extents `window`, O = S - k + 1 along each of the d trailing axes. A row
+// of the windows (along Od) is a stretch of a row of `spatial`.
+struct WindowGeometry {
+  const TensorRef& spatial;
+  const TensorRef& windowed;
+  const graph::Shape& window;
+
+  int axes() const { return static_cast<int>(window.size()); }
+  int lead() const { return spatial.rank - axes(); }
+  std::int64_t count() const { return windowed.dim(lead()); }  // K
+  std::int64_t outputs(int axis) const { return windowed.dim(lead() + 1 + axis); }
+  std::int64_t inputs(int axis) const { return spatial.dim(lead() + axis); }
+  std::int64_t row_length() const { return outputs(axes() - 1); }
+
+  // Window w's offset along each axis, row-major over the window's extents.
+  Dims offsets(std::int64_t w) const {
+    Dims offset{};
+    for (int a = axes(); a-- > 0;) {
+      auto i = static_cast<std::size_t>(a);
+      offset[i] = w % window[i];
+      w /= window[i];
+    }
+    return offset;
+  }
+
+  // Where row r of the windows starts in `spatial`, as an element offset.
+  std::int64_t source_of_row(std::int64_t r) const {
+    int last = axes() - 1;
+    Dims position{};
+    for (int a = last; a-- > 0;) {
+      position[static_cast<std::size_t>(a)] = r % outputs(a);
+      r /= outputs(a);
+    }
+    Dims offset = offsets(r % count());
+    std::int64_t source = r / count();
+    for (int a = 0; a < axes(); ++a)
+      source = source * inputs(a) + position[static_cast<std::size_t>(a)] +
+               offset[static_cast<std::size_t>(a)];
+    return source;
+  }
+};
+
+void windows(const NodeTask& task) {
+  WindowGeometry geometry{task.in[0], task.out, task.node->attrs.shape};
+  auto bytes = [word = graph::dtype_size(task.out.dtype)](std::int64_t elements) {
+    return static_cast<std::size_t>(elements) * word;
+  };
+  std::int64_t length = geometry.row_length();
+  split_rows(task.team, rows_of(task.out), task.out.count,
+             [&](std::int64_t first, std::int64_t end) {
+               for (std::int64_t r = first; r < end; ++r)
+                 std::memcpy(task.out.data + bytes(r * length),
+                             task.in[0].data + bytes(geometry.source_of_row(r)), bytes(length));
+             });
+}
+
+// Adds `length` values of the windows' row at `from` (16-bit or f32) into `sums`.
+void add_row(const TensorRef& g, std::int64_t from, std::int64_t length, float* sums) {
+  if (g.dtype == graph::DType::f32) {
+    const float* values = g.f32() + from;
+    for (std::int64_t i = 0; i < length; ++i)
+      sums[i] += values[i];
+    return;
+  }
+  constexpr std::int64_t kChunk = 256;
+  float widened[kChunk];
+  for (std::int64_t done = 0; done < length; done += kChunk) {
+    std::int64_t n = std::min(kChunk, length - done);
+    widen_from_half(g.half() + from + done, widened, n, g.dtype);
+    for (std::int64_t i = 0; i < n; ++i)
+      sums[done + i] += widened[i];
+  }
+}
+
+// Adds into sums[0, stretch) the values the windows took from elements [begin, begin + stretch)
+// of one row of their source: the row of lead index `lead` at outer spatial indices `position`.
+// Windows in order, so a value's terms are added in window order.
+void add_windows_taken(const WindowGeometry& geometry, std::int64_t lead, const Dims& position,
+                       std::int64_t begin, std::int64_t stretch, float* sums) {
+  int last = geometry.axes() - 1;
+  std::int64_t length = geometry.row_length();
+  for (std::int64_t w = 0; w < geometry.count(); ++w) {
+    Dims offset = geometry.offsets(w);
+    std::int64_t row = lead * geometry.count() + w;  // the windows' row, axis by axis
+    bool taken = true;
+    for (int a = 0; a < last && taken; ++a) {
+      auto i = static_cast<std::size_t>(a);
+      std::int64_t o = position[i] - offset[i];
+      taken = o >= 0 && o < geometry.outputs(a);
+      row = row * geometry.outputs(a) + o;
+    }
+    std::int64_t shift = offset[static_cast<std::size_t>(last)];
+    std::int64_t from = std::max(begin, shift);
+    std::int64_t to = std::min(begin + stretch, shift + length);
+    if (taken && from < to)
+      add_row(geometry.windowed, row * length + from - shift, to - from, sums + (from - begin));
+  }
+}
+
 }  // namespace
+
+// Each row of the result (along Sd) gathers the windows' rows taken from it into f32 sums, a
+// stretch at a time (rounded once to a 16-bit result): rows split across the team, so no two
+// parts write one row.
+void run_windows_sum(NodeTask& task) {
+  WindowGeometry geometry{task.out, task.in[0], task.node->attrs.shape};
+  int last = geometry.axes() - 1;
+  std::int64_t row_size = geometry.inputs(last);
+  constexpr std::int64_t kStretch = 512;
+  split_rows(task.team, rows_of(task.out), task.out.count,
+             [&](std::int64_t first, std::int64_t end) {
+               float sums[kStretch];
+               for (std::int64_t r = first; r < end; ++r) {
+                 std::int64_t lead = r;
+                 Dims position{};
+                 for (int a = last; a-- > 0;) {
+                   position[static_cast<std::size_t>(a)] = lead % geometry.inputs(a);
+                   lead /= geometry.inputs(a);
+                 }
+                 for (std::int64_t begin = 0; begin < row_size; begin += kStretch) {
+                   std::int64_t stretch = std::min(kStretch, row_size - begin);
+                   std::fill_n(sums, stretch, 0.0f);
+                   add_windows_taken(geometry, lead, position, begin, stretch, sums);
+                   std::int64_t at = r * row_size + begin;
+                   if (task.out.dtype == graph::DType::f32)
+                     std::copy_n(sums, stretch, task.out.f32() + at);
+                   else
+                     narrow_to_half(sums, task.out.half() + at, stretch, task.out.dtype);
+                 }
+               }
+             });
+}
 
 void run_layout(NodeTask& task) {
   switch (task.node->op) {
@@ -207,6 +340,8 @@ void run_layout(NodeTask& task) {
       return pad(task);
     case OpKind::concat:
       return concat(task);
+    case OpKind::windows:
+      return windows(task);
     default:
       throw std::logic_error("not a layout op");
   }

@@ -48,6 +48,8 @@ void run_node(NodeTask& task) {
     case graph::OpKind::softmax_cross_entropy:
     case graph::OpKind::softmax_cross_entropy_grad:
       return run_cross_entropy(task);
+    case graph::OpKind::windows_sum:
+      return run_windows_sum(task);
     default:
       return run_table(task);
   }

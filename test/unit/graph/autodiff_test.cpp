@@ -178,6 +178,21 @@ TEST_CASE("gradients of reductions, layout and compute ops match finite differen
        [](Graph&, auto& x) {
          return broadcast_to(x[0], {2, 3, 4});
        }},
+      {"windows 2d",
+       {{{2, 4, 5}}},
+       [](Graph&, auto& x) {
+         return windows(x[0], {3, 2});
+       }},
+      {"windows 3d",
+       {{{1, 3, 4, 3}}},
+       [](Graph&, auto& x) {
+         return windows(x[0], {2, 3, 2});
+       }},
+      {"windows_sum",
+       {{{2, 6, 2, 3}}},
+       [](Graph&, auto& x) {
+         return windows_sum(x[0], {3, 2});
+       }},
       {"matmul", {{{3, 4}}, {{4, 2}}}, [](Graph&, auto& x) { return matmul(x[0], x[1]); }},
       {"batched matmul broadcast",
        {{{2, 3, 4}}, {{4, 5}}},

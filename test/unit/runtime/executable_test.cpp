@@ -175,6 +175,30 @@ TEST_CASE("pads, slices, concatenations and broadcasts split across the cores co
   CHECK(step_difference(test::compiled_plan(graph, 1)) == 0.0);
 }
 
+TEST_CASE(
+    "a convolution's windows and their sums, split across the cores, agree with the reference") {
+  // Windows over one, two and three trailing axes; the 2-D ones of a UNet-like activation
+  // (147,456 windowed values: rows across the team) and in bfloat16 (summed in f32, rounded once).
+  graph::Graph graph;
+  graph::Tensor image(graph, graph.add_input("image", {{2, 8, 18, 34}, DType::f32}));
+  graph::Tensor volume(graph, graph.add_input("volume", {{2, 5, 6, 7}, DType::f32}));
+  graph::Tensor line(graph, graph.add_input("line", {{3, 2, 600}, DType::f32}));
+  graph::Tensor taken = windows(image, {3, 3});
+  graph.add_output("image_windows", taken.id());
+  graph.add_output("image_sums", windows_sum(taken * 0.5, {3, 3}).id());
+  graph.add_output("volume_windows", windows(volume, {2, 3, 4}).id());
+  graph.add_output("volume_sums", windows_sum(windows(volume, {2, 3, 4}), {2, 3, 4}).id());
+  graph.add_output("line_sums", windows_sum(windows(line, {5}), {5}).id());
+  CHECK(step_difference(test::compiled_plan(graph, 1)) < 1e-6);
+
+  graph::Graph half;
+  graph::Tensor x(half, half.add_input("x", {{2, 8, 18, 34}, DType::f32}));
+  graph::Tensor taken_bf16 = windows(graph::cast(x, DType::bf16), {3, 3});
+  half.add_output("windows", graph::cast(taken_bf16, DType::f32).id());
+  half.add_output("sums", graph::cast(windows_sum(taken_bf16, {3, 3}), DType::f32).id());
+  CHECK(step_difference(test::compiled_plan(half, 1)) < 1.0 / 256);
+}
+
 TEST_CASE("argmax split across the cores agrees with the reference, ties to the first") {
   // bfloat16's rounding makes ties within a row common: the first of them is the index.
   graph::Graph graph;
