@@ -28,12 +28,11 @@ Shape with_axis(Shape shape, std::size_t axis, std::int64_t size) {
   return shape;
 }
 
-// `count` elements of `axis` from `begin`, every `stride`-th: a slice, and for a stride the
-// elements' phase 0 of the slice viewed as [count, stride] along the axis.
+// `count` elements of `axis` from `begin`, every `stride`-th: the elements' phase 0 of a slice
+// viewed as [count, stride] along the axis.
 Tensor take(const Tensor& x, std::int64_t axis, std::int64_t begin, std::int64_t count,
             std::int64_t stride) {
   Tensor part = graph::slice(x, axis, begin, begin + count * stride);
-  if (stride == 1) return part;
   Shape split = part.shape();
   auto a = static_cast<std::size_t>(axis);
   split[a] = count;

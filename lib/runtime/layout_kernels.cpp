@@ -218,14 +218,23 @@ struct WindowGeometry {
     return offset;
   }
 
+  // Row `row` of a tensor whose trailing axes are d spatial ones of sizes extent(a), as the
+  // indices of the d - 1 axes before the rows' own and, returned, the rows before them (the
+  // windows' w and lead index, or the source's lead index).
+  template <class Extent>
+  static std::int64_t split_row(std::int64_t row, int axes, Extent extent, Dims& position) {
+    for (int a = axes - 1; a-- > 0;) {
+      position[static_cast<std::size_t>(a)] = row % extent(a);
+      row /= extent(a);
+    }
+    return row;
+  }
+
   // Where row r of the windows starts in `spatial`, as an element offset.
   std::int64_t source_of_row(std::int64_t r) const {
-    int last = axes() - 1;
     Dims position{};
-    for (int a = last; a-- > 0;) {
-      position[static_cast<std::size_t>(a)] = r % outputs(a);
-      r /= outputs(a);
-    }
+    r = split_row(
+        r, axes(), [this](int a) { return outputs(a); }, position);
     Dims offset = offsets(r % count());
     std::int64_t source = r / count();
     for (int a = 0; a < axes(); ++a)
@@ -292,37 +301,36 @@ void add_windows_taken(const WindowGeometry& geometry, std::int64_t lead, const 
   }
 }
 
+// Row r of windows_sum's result (along Sd): the windows' rows taken from it gathered into f32
+// sums a stretch at a time, each stretch stored (rounded once to a 16-bit result).
+void sum_windows_row(const WindowGeometry& geometry, std::int64_t r, const TensorRef& out) {
+  constexpr std::int64_t kStretch = 512;
+  float sums[kStretch];
+  Dims position{};
+  std::int64_t lead = WindowGeometry::split_row(
+      r, geometry.axes(), [&](int a) { return geometry.inputs(a); }, position);
+  std::int64_t row_size = geometry.inputs(geometry.axes() - 1);
+  for (std::int64_t begin = 0; begin < row_size; begin += kStretch) {
+    std::int64_t stretch = std::min(kStretch, row_size - begin);
+    std::fill_n(sums, stretch, 0.0f);
+    add_windows_taken(geometry, lead, position, begin, stretch, sums);
+    std::int64_t at = r * row_size + begin;
+    if (out.dtype == graph::DType::f32)
+      std::copy_n(sums, stretch, out.f32() + at);
+    else
+      narrow_to_half(sums, out.half() + at, stretch, out.dtype);
+  }
+}
+
 }  // namespace
 
-// Each row of the result (along Sd) gathers the windows' rows taken from it into f32 sums, a
-// stretch at a time (rounded once to a 16-bit result): rows split across the team, so no two
-// parts write one row.
+// Rows split across the team, so no two parts write one row.
 void run_windows_sum(NodeTask& task) {
   WindowGeometry geometry{task.out, task.in[0], task.node->attrs.shape};
-  int last = geometry.axes() - 1;
-  std::int64_t row_size = geometry.inputs(last);
-  constexpr std::int64_t kStretch = 512;
   split_rows(task.team, rows_of(task.out), task.out.count,
              [&](std::int64_t first, std::int64_t end) {
-               float sums[kStretch];
-               for (std::int64_t r = first; r < end; ++r) {
-                 std::int64_t lead = r;
-                 Dims position{};
-                 for (int a = last; a-- > 0;) {
-                   position[static_cast<std::size_t>(a)] = lead % geometry.inputs(a);
-                   lead /= geometry.inputs(a);
-                 }
-                 for (std::int64_t begin = 0; begin < row_size; begin += kStretch) {
-                   std::int64_t stretch = std::min(kStretch, row_size - begin);
-                   std::fill_n(sums, stretch, 0.0f);
-                   add_windows_taken(geometry, lead, position, begin, stretch, sums);
-                   std::int64_t at = r * row_size + begin;
-                   if (task.out.dtype == graph::DType::f32)
-                     std::copy_n(sums, stretch, task.out.f32() + at);
-                   else
-                     narrow_to_half(sums, task.out.half() + at, stretch, task.out.dtype);
-                 }
-               }
+               for (std::int64_t r = first; r < end; ++r)
+                 sum_windows_row(geometry, r, task.out);
              });
 }
 
