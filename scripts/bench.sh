@@ -65,8 +65,9 @@
 #   checkpoint GPT-2 small + Adam state (1.49 GB): csrun's checkpoint write (fsync, rename) and
 #              cold read (page cache dropped; into fresh memory, and into the state's memory as
 #              a run restores its variables) against torch.save + fsync and torch.load of the
-#              same tensors, alternating for 3 rounds, beside the disk's own rates (dd, direct
-#              and through the page cache). Files go to $CSRUN_BENCH_DIR (default: build/).
+#              same tensors, alternating for 3 rounds (each side first in turn, after a pause:
+#              on a virtual machine, memory another process just freed is faster to fill),
+#              beside the disk's own rates (dd, direct and through the page cache). Files go to $CSRUN_BENCH_DIR (default: build/).
 #              Then GPT-2 small trained for 8 steps with a checkpoint every 2, written in the
 #              loop and with --async_checkpoint, alternating for 2 rounds: the loop's seconds
 #              (variables ready to training done, the last write included) and peak RSS.
@@ -605,12 +606,22 @@ bench_checkpoint() {
   echo "disk (dd, 1.5 GB, fsync): direct $(dd if=/dev/zero of="$work/dd" bs=16M count=94 oflag=direct conv=fsync 2>&1 | tail -1 | awk '{ print $(NF-1), $NF }'), through the page cache $(dd if=/dev/zero of="$work/dd" bs=16M count=94 conv=fsync 2>&1 | tail -1 | awk '{ print $(NF-1), $NF }')"
   # The disk's own direct-read rate beside each round: on a virtual machine it moves with the
   # host's load and caches, so compare csrun's cold read with the rate of the same minute.
-  for _ in 1 2 3; do
+  # A virtual machine's guest pages cost most when first touched after a while unused, and
+  # pages another process just freed are cheap: each side reads first in turn, after a pause.
+  local sides=(csrun torch)
+  /usr/bin/python3 -c 'import torch' 2>/dev/null || sides=(csrun)
+  for round in 1 2 3; do
     echo "disk (dd, 1.5 GB, direct read): $(dd if="$work/dd" of=/dev/null bs=16M iflag=direct 2>&1 | tail -1 | awk '{ print $(NF-1), $NF }')"
-    build/bench/checkpoint_io "$work"
-    if /usr/bin/python3 -c 'import torch' 2>/dev/null; then
-      /usr/bin/python3 bench/torch_checkpoint.py "$work"
-    fi
+    local order=("${sides[@]}")
+    if (( round % 2 == 0 && ${#sides[@]} == 2 )); then order=(torch csrun); fi
+    for side in "${order[@]}"; do
+      sleep 5
+      if [[ $side == csrun ]]; then
+        build/bench/checkpoint_io "$work"
+      else
+        /usr/bin/python3 bench/torch_checkpoint.py "$work"
+      fi
+    done
   done
   rm -f "$work/dd"
   echo "## GPT-2 small training, a checkpoint every 2 steps: written in the loop or in the background"

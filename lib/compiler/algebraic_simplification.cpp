@@ -94,8 +94,12 @@ class Simplifier {
         if (built(in[0]).type.shape == node.attrs.shape) return in[0];
         return std::nullopt;
       case OpKind::slice:
+      case OpKind::pad:
         if (built(in[0]).type == node.type) return in[0];
         return std::nullopt;
+      case OpKind::windows:
+      case OpKind::windows_sum:
+        return simplify_windows(id, in[0]);
       case OpKind::where:
         if (in[1] == in[2]) return same_as(id, in[1]);
         return std::nullopt;
@@ -134,6 +138,17 @@ class Simplifier {
     Attributes attrs;
     attrs.shape = shape;
     return add(OpKind::reshape, {built(x).inputs[0]}, std::move(attrs), id);
+  }
+
+  // Windows of one element (a 1x1 convolution's) copy each element once, and their sums add one
+  // term each: a reshape, when the type stays.
+  std::optional<NodeId> simplify_windows(NodeId id, NodeId x) {
+    const graph::Node& node = rewriter_.source().node(id);
+    if (graph::element_count(node.attrs.shape) != 1 || node.type.dtype != built(x).type.dtype)
+      return std::nullopt;
+    Attributes attrs;
+    attrs.shape = node.type.shape;
+    return add(OpKind::reshape, {x}, std::move(attrs), id);
   }
 
   static bool is_identity(const std::vector<std::int64_t>& perm) {

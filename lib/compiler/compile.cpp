@@ -21,6 +21,8 @@ PassManager standard_passes(const PrecisionPolicy& precision) {
                schedule_updates});
   manager.add(
       {"recompute", "cheap values recomputed where a later kernel reads them", recompute_values});
+  manager.add({"recompute-windows", "convolution windows recomputed for the backward pass",
+               recompute_windows});
   manager.add({"fuse-softmax", "softmaxes with their 16-bit copies", fuse_softmax});
   manager.add(
       {"fuse-matmul", "matmuls with their operand loads, bias, cast and activation", fuse_matmuls});

@@ -60,6 +60,12 @@ NodeId GraphRewriter::add(graph::OpKind op, std::vector<NodeId> inputs, graph::A
   return target_.add(op, std::move(inputs), std::move(attrs), source_->node(origin));
 }
 
+NodeId GraphRewriter::repeat(NodeId id, std::vector<NodeId> inputs, graph::Phase phase) {
+  graph::Node origin = source_->node(id);
+  origin.phase = phase;
+  return target_.add(origin.op, std::move(inputs), origin.attrs, origin);
+}
+
 NodeId GraphRewriter::add_variable(const graph::Variable& variable, graph::TensorType type,
                                    NodeId origin) {
   graph::Node leaf = source_->node(origin);

@@ -32,6 +32,9 @@ class GraphRewriter {
   // Adds a new node with the location, scope and phase of source node `origin`.
   graph::NodeId add(graph::OpKind op, std::vector<graph::NodeId> inputs, graph::Attributes attrs,
                     graph::NodeId origin);
+  // Adds source node `id` once more, reading `inputs`, in `phase`: a value computed again where
+  // a later phase reads it. Its copy (copy(id)) stays what `id` maps to.
+  graph::NodeId repeat(graph::NodeId id, std::vector<graph::NodeId> inputs, graph::Phase phase);
   // Adds a new variable of type `type` with the location, scope and phase of source node `origin`.
   graph::NodeId add_variable(const graph::Variable& variable, graph::TensorType type,
                              graph::NodeId origin);

@@ -29,6 +29,8 @@ class PrecisionLowering {
         lower_softmax(id);
       } else if (is_cross_entropy(node.op) && node.type.dtype == DType::f32) {
         lower_cross_entropy(id);
+      } else if (node.op == OpKind::windows_sum && node.type.dtype == DType::f32) {
+        lower_windows_sum(id);
       } else {
         rewriter_.copy(id);
       }
@@ -57,20 +59,37 @@ class PrecisionLowering {
       return node.inputs[0];
     auto found = half_of_.find(value);
     if (found != half_of_.end()) return found->second;
-    // The 16-bit form of a transpose is the transpose of its operand's 16-bit form (exactly: a
-    // cast moves no value), so the transpose stays next to the product, which reads it through
-    // its layout (host lowering), and a transposed weight is not copied every step.
-    NodeId half = node.op == OpKind::transpose ? half_transpose(node, origin)
-                                               : cast(value, policy_.half, origin);
+    NodeId half =
+        taken_in_half(node) ? half_layout(node, origin) : cast(value, policy_.half, origin);
     half_of_.emplace(value, half);
     return half;
   }
 
-  NodeId half_transpose(const graph::Node& transpose, NodeId origin) {
-    // Copies first: adding nodes may move `transpose`.
-    graph::Attributes attrs = transpose.attrs;
-    NodeId operand = transpose.inputs[0];
-    return rewriter_.add(OpKind::transpose, {to_half(operand, origin)}, std::move(attrs), origin);
+  // Layout ops whose 16-bit form is the op over their operand's 16-bit form (exactly: a cast
+  // moves no value, and a pad's zeros are zeros in any type). A transpose stays next to the
+  // product, which reads it through its layout (host lowering), and a transposed weight is not
+  // copied every step; a convolution's windows (with the pad beneath them and the reshape a
+  // product reads them through) are taken of the 16-bit input, half the bytes copied, and never
+  // exist in f32. Other reshapes stay below their cast, which the product's kernel takes.
+  bool taken_in_half(const graph::Node& node) const {
+    switch (node.op) {
+      case OpKind::transpose:
+      case OpKind::windows:
+      case OpKind::pad:
+        return true;
+      case OpKind::reshape:
+        return built(node.inputs[0]).op == OpKind::windows;
+      default:
+        return false;
+    }
+  }
+
+  NodeId half_layout(const graph::Node& layout, NodeId origin) {
+    // Copies first: adding nodes may move `layout`.
+    OpKind op = layout.op;
+    graph::Attributes attrs = layout.attrs;
+    NodeId operand = layout.inputs[0];
+    return rewriter_.add(op, {to_half(operand, origin)}, std::move(attrs), origin);
   }
 
   void lower_matmul(NodeId id) {
@@ -125,6 +144,27 @@ class PrecisionLowering {
     if (gradient && read_in_half_only(id)) attrs.dtype = policy_.half;
     rewriter_.map(
         id, rewriter_.add(rewriter_.source().node(id).op, std::move(in), std::move(attrs), id));
+  }
+
+  // A convolution's input gradient sums the 16-bit product's windows (reshaped from it) as they
+  // are: the kernel widens each value as it adds it in f32, exactly as the cast did, so no f32
+  // copy of the windows' gradient, as many times the input's size as the kernel has elements, is
+  // made.
+  void lower_windows_sum(NodeId id) {
+    std::vector<NodeId> in = rewriter_.mapped_inputs(id);
+    const graph::Node& reshape = built(in[0]);
+    NodeId widened = reshape.op == OpKind::reshape ? reshape.inputs[0] : in[0];
+    const graph::Node& cast = built(widened);
+    if (cast.op != OpKind::cast || built(cast.inputs[0]).type.dtype != policy_.half) {
+      rewriter_.copy(id, std::move(in));
+      return;
+    }
+    NodeId half = cast.inputs[0];
+    if (widened != in[0]) {
+      graph::Attributes shape = reshape.attrs;
+      half = rewriter_.add(OpKind::reshape, {half}, std::move(shape), id);
+    }
+    rewriter_.copy(id, {half});
   }
 
   GraphRewriter rewriter_;

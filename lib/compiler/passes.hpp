@@ -25,9 +25,10 @@ std::size_t fold_constants(Program& program);
 
 // Rewrites by algebraic identities that keep results bit for bit: x+0, x*1, x/1 -> x; x/2^k ->
 // x*2^-k; pow(x, 1 | 2 | 0.5 | -0.5); neg(neg(x)), not(not(x)); casts, reshapes, transposes,
-// broadcasts and slices that change nothing; reshape of a reshape and transpose of a transpose
-// become one (not a last-two-axes swap for products over a row-copying transpose); where(c, a, a)
-// -> a; (A B)^T -> B^T A^T, so the transposes fuse into the product.
+// broadcasts, slices and pads that change nothing; windows (and their sums) of one element are
+// reshapes; reshape of a reshape and transpose of a transpose become one (not a last-two-axes
+// swap for products over a row-copying transpose); where(c, a, a) -> a; (A B)^T -> B^T A^T, so
+// the transposes fuse into the product.
 std::size_t simplify_algebra(Program& program);
 
 // Mixed precision (the Model Zoo's precision_opt_level): weights stay f32 masters; every matmul
@@ -69,6 +70,13 @@ std::size_t schedule_updates(Program& program);
 // storing it: a gradient the update reads after the whole backward pass stays in 16 bits until
 // then. Returns the nodes added.
 std::size_t recompute_values(Program& program);
+
+// Recomputes a convolution's windows (a windows op, the reshapes and casts of its result, and the
+// pad only it reads) where a later phase reads them (the weight's gradient), from the unpadded
+// input: the windows, as many times the input's size as the kernel has elements, are then alive
+// only around the forward product and around the gradient, not from one to the other. Returns the
+// nodes added.
+std::size_t recompute_windows(Program& program);
 
 // Groups an f32 softmax along its last axis with the elementwise nodes that compute its input
 // for it alone (attention's scale and mask) and a cast of its result to 16 bits, and an f32

@@ -232,7 +232,9 @@ TensorType windows_sum(const std::vector<TensorType>& in, const Attributes& attr
   for (std::int64_t a = 0; a < axes; ++a)
     shape.push_back(g.shape[static_cast<std::size_t>(lead + 1 + a)] +
                     attrs.shape[static_cast<std::size_t>(a)] - 1);
-  return {shape, g.dtype};
+  if (!is_floating(attrs.dtype))
+    fail(std::string("needs a floating-point result type, got ") + dtype_name(attrs.dtype));
+  return {shape, attrs.dtype};
 }
 
 TensorType matmul(const std::vector<TensorType>& in, const Attributes& attrs) {

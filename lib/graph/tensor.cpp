@@ -260,6 +260,7 @@ Tensor windows(const Tensor& x, Shape window, Location location) {
 Tensor windows_sum(const Tensor& g, Shape window, Location location) {
   Attributes attrs;
   attrs.shape = std::move(window);
+  attrs.dtype = g.dtype();
   return apply(OpKind::windows_sum, {g}, std::move(attrs), location);
 }
 

@@ -113,7 +113,7 @@ Tensor concat(const std::vector<Tensor>& parts, std::int64_t axis,
               Location location = Location::current());
 Tensor broadcast_to(const Tensor& x, Shape shape, Location location = Location::current());
 // The windows of extents `window` over x's trailing axes (a convolution's im2col, ops.def), and
-// their gradient: g's windows summed back where they were taken.
+// their gradient: g's windows summed back where they were taken, in g's type.
 Tensor windows(const Tensor& x, Shape window, Location location = Location::current());
 Tensor windows_sum(const Tensor& g, Shape window, Location location = Location::current());
 

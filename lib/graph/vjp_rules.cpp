@@ -221,8 +221,11 @@ Grads compute(const Tensor& y, const Tensor& g) {
     }
     case OpKind::scatter_add:
       return {std::nullopt, gather(g, operand(y, 0))};
-    case OpKind::windows_sum:
-      return {windows(g, node.attrs.shape)};
+    case OpKind::windows_sum: {
+      Tensor taken = windows(g, node.attrs.shape);
+      DType summed = operand(y, 0).dtype();
+      return {taken.dtype() == summed ? taken : cast(taken, summed)};
+    }
     case OpKind::dropout: {
       const Attributes& a = node.attrs;
       return {dropout(g, operand(y, 1), a.rate, a.seed, a.salt), std::nullopt};

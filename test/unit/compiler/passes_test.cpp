@@ -3,10 +3,13 @@
 #include <algorithm>
 
 #include "compiler/compile.hpp"
+#include "compiler/memory_plan.hpp"
 #include "compiler/passes.hpp"
+#include "graph/autodiff.hpp"
 #include "graph/number_formats.hpp"
 #include "graph/reference_evaluator.hpp"
 #include "graph/tensor.hpp"
+#include "nn/convolution.hpp"
 #include "support/step_fixture.hpp"
 
 using namespace csrun;
@@ -651,6 +654,139 @@ TEST_CASE("recompute: a value its reader can share a kernel with is not computed
   LossScaledStep step(false);  // the update reads the gradient without waiting for the check
   Program program{step.graph, {}};
   CHECK(compiler::recompute_values(program) == 0);
+}
+
+namespace {
+
+// Two 3x3 convolutions (padding 1) and their gradients, as a training step traces them.
+struct ConvolutionStep {
+  Graph graph;
+  NodeId first_windows = -1;
+
+  ConvolutionStep() {
+    Tensor x(graph, graph.add_input("x", {{2, 8, 12, 12}, DType::f32}));
+    Tensor w1(graph,
+              graph.add_variable("w1", {{8, 8, 3, 3}, DType::f32}, VariableRole::parameter, {}));
+    Tensor w2(graph,
+              graph.add_variable("w2", {{8, 8, 3, 3}, DType::f32}, VariableRole::parameter, {}));
+    Tensor hidden = tanh(nn::convolve(x, w1, 1, 1));
+    Tensor y = nn::convolve(hidden, w2, 1, 1);
+    Tensor loss = sum(y * y, {0, 1, 2, 3});
+    graph.add_output("loss", loss.id());
+    for (std::size_t i = 0; i < graph.size(); ++i) {
+      if (graph.nodes()[i].op == OpKind::windows && first_windows < 0)
+        first_windows = static_cast<NodeId>(i);
+    }
+    graph.set_phase(Phase::backward);
+    std::vector<Tensor> grads = gradients(loss, std::vector<Tensor>{w1, w2, x});
+    graph.add_output("w1_grad", grads[0].id());
+    graph.add_output("w2_grad", grads[1].id());
+    graph.add_output("x_grad", grads[2].id());
+  }
+};
+
+}  // namespace
+
+TEST_CASE("recompute-windows: a weight's gradient reads windows made again from the input") {
+  ConvolutionStep step;
+  Program program{step.graph, {}};
+  CHECK(compiler::recompute_windows(program) == 6);  // per convolution: pad, windows, reshape
+  const Graph& g = program.graph;
+  INFO(g.to_text());
+  CHECK(count_ops(g, OpKind::windows) == 4);
+  for (std::size_t i = 0; i < g.size(); ++i) {
+    const Node& node = g.nodes()[i];
+    for (NodeId operand : node.inputs) {
+      const Node& read = g.node(operand);
+      bool windows_value =
+          read.op == OpKind::windows ||
+          (read.op == OpKind::reshape && g.node(read.inputs[0]).op == OpKind::windows);
+      if (windows_value) CHECK(read.phase == node.phase);  // each phase its own windows
+    }
+    if (node.op == OpKind::windows && node.phase == Phase::backward) {
+      const Node& padded = g.node(node.inputs[0]);
+      CHECK(padded.op == OpKind::pad);
+      CHECK(padded.phase == Phase::backward);
+      CHECK(static_cast<std::size_t>(node.inputs[0]) == i - 1);  // just before the windows
+    }
+  }
+  CHECK(outputs_of(g, test::sample_feeds(g)) ==
+        outputs_of(step.graph, test::sample_feeds(step.graph)));
+  CHECK(compiler::recompute_windows(program) == 0);
+
+  // The forward windows no longer live until the backward pass: the arena is smaller.
+  compiler::PassManager standard = compiler::standard_passes({});
+  compiler::PassManager without;
+  for (const compiler::Pass& pass : standard.passes()) {
+    if (pass.name != "recompute-windows") without.add(pass);
+  }
+  Program kept{step.graph, {}};
+  without.run(kept);
+  compiler::MemoryPlan kept_memory =
+      compiler::plan_memory(kept.graph, compiler::match_kernels(kept));
+  compiler::CompiledStep compiled = compiler::compile_step(step.graph, {});
+  compiler::MemoryPlan memory = compiler::plan_memory(compiled.program.graph, compiled.kernels);
+  INFO("windows kept: " << kept_memory.peak_bytes << " bytes, recomputed: " << memory.peak_bytes);
+  CHECK(memory.peak_bytes < kept_memory.peak_bytes);
+}
+
+TEST_CASE(
+    "mixed precision: a convolution's windows are taken of its 16-bit input, their gradient "
+    "summed from the 16-bit product") {
+  ConvolutionStep step;
+  Program program{step.graph, {}};
+  CHECK(compiler::lower_precision(program, {true, DType::bf16, 1}) > 0);
+  CHECK(compiler::eliminate_dead_code(program) > 0);
+  const Graph& g = program.graph;
+  INFO(g.to_text());
+  NodeId windows = -1;
+  for (std::size_t i = 0; i < g.size(); ++i) {
+    const Node& node = g.nodes()[i];
+    if (node.op != OpKind::windows) continue;
+    CHECK(node.type.dtype == DType::bf16);
+    CHECK(g.node(node.inputs[0]).op == OpKind::pad);
+    CHECK(g.node(node.inputs[0]).type.dtype == DType::bf16);
+    if (windows < 0) windows = static_cast<NodeId>(i);
+  }
+  CHECK(count_ops(g, OpKind::windows) == 2);  // the backward pass reads the forward's
+  // The input gradients sum the 16-bit products' windows into f32 sums: no f32 copy of them.
+  CHECK(count_ops(g, OpKind::windows_sum) == 2);
+  for (const Node& node : g.nodes()) {
+    if (node.op == OpKind::windows_sum) {
+      CHECK(node.type.dtype == DType::f32);
+      CHECK(g.node(node.inputs[0]).type.dtype == DType::bf16);
+    }
+    bool window_sized = node.type.rank() == 5;
+    if (window_sized) CHECK(node.type.dtype == DType::bf16);
+  }
+  // The same values as the f32 windows rounded: a cast moves no value, a pad's zeros are zeros.
+  Feeds feeds = test::sample_feeds(step.graph);
+  std::vector<double> rounded =
+      evaluate_reference(step.graph, feeds, std::vector<NodeId>{step.first_windows}).front().values;
+  for (double& value : rounded)
+    value = round_to_format(value, format_of(DType::bf16));
+  CHECK(evaluate_reference(g, feeds, std::vector<NodeId>{windows}).front().values == rounded);
+}
+
+TEST_CASE("simplify: a 1x1 convolution's windows and their sums are reshapes, a pad of 0 nothing") {
+  Graph graph;
+  Tensor x(graph, graph.add_input("x", {{2, 3, 5, 5}, DType::f32}));
+  Tensor w(graph, graph.add_variable("w", {{4, 3, 1, 1}, DType::f32}, VariableRole::parameter, {}));
+  Tensor y = nn::convolve(x, w, 1, 0);
+  Tensor loss = sum(y * y, {0, 1, 2, 3});
+  graph.add_output("loss", loss.id());
+  graph.set_phase(Phase::backward);
+  graph.add_output("x_grad", gradients(loss, std::vector<Tensor>{x})[0].id());
+  REQUIRE(count_ops(graph, OpKind::windows) == 1);
+  REQUIRE(count_ops(graph, OpKind::windows_sum) == 1);
+  Program program{graph, {}};
+  CHECK(compiler::simplify_algebra(program) > 0);
+  CHECK(compiler::eliminate_dead_code(program) > 0);
+  CHECK(count_ops(program.graph, OpKind::windows) == 0);
+  CHECK(count_ops(program.graph, OpKind::windows_sum) == 0);
+  CHECK(count_ops(program.graph, OpKind::pad) == 0);
+  CHECK(outputs_of(program.graph, test::sample_feeds(program.graph)) ==
+        outputs_of(graph, test::sample_feeds(graph)));
 }
 
 TEST_CASE("elementwise fusion makes one kernel of the groups a node combines") {

@@ -1,5 +1,6 @@
 #include <catch2/catch.hpp>
 
+#include "graph/autodiff.hpp"
 #include "graph/fingerprint.hpp"
 #include "graph/tensor.hpp"
 
@@ -94,6 +95,25 @@ TEST_CASE("shape and dtype mismatches are errors that name the op, operands and 
   CHECK_THROWS_WITH(reshape(a, {4}), Catch::Contains("cannot reshape f32[2, 3] to [4]"));
   CHECK_THROWS_WITH(sum(a, {2}), Catch::Contains("axis 2 is out of range for rank 2"));
   CHECK_THROWS_AS(graph.add_input("a", {{1}, DType::f32}), GraphError);
+}
+
+TEST_CASE(
+    "windows' sums take their result type from the op, floating only; the gradient the operand's") {
+  Graph graph;
+  Tensor g(graph, graph.add_input("g", {{2, 9, 4, 4}, DType::bf16}));
+  CHECK(windows_sum(g, {3, 3}).type() == TensorType{{2, 6, 6}, DType::bf16});
+  Attributes widened;
+  widened.shape = {3, 3};
+  widened.dtype = DType::f32;
+  Tensor sums = apply(OpKind::windows_sum, {g}, widened);
+  CHECK(sums.type() == TensorType{{2, 6, 6}, DType::f32});
+  // Its gradient is the windows of the result's gradient, in the operand's type.
+  Tensor g_grad = gradients(sum(sums, {0, 1, 2}), std::vector<Tensor>{g})[0];
+  CHECK(g_grad.type() == g.type());
+  Attributes counted = widened;
+  counted.dtype = DType::i32;
+  CHECK_THROWS_WITH(apply(OpKind::windows_sum, {g}, counted),
+                    Catch::Contains("needs a floating-point result type, got i32"));
 }
 
 TEST_CASE("the text form lists nodes, types and model lines") {

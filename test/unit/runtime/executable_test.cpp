@@ -197,6 +197,17 @@ TEST_CASE(
   half.add_output("windows", graph::cast(taken_bf16, DType::f32).id());
   half.add_output("sums", graph::cast(windows_sum(taken_bf16, {3, 3}), DType::f32).id());
   CHECK(step_difference(test::compiled_plan(half, 1)) < 1.0 / 256);
+
+  // 16-bit windows summed into an f32 result (a convolution's input gradient under mixed
+  // precision): widened as they are added, never rounded.
+  graph::Graph widened;
+  graph::Tensor y(widened, widened.add_input("y", {{2, 8, 18, 34}, DType::f32}));
+  graph::Attributes to_f32;
+  to_f32.shape = {3, 3};
+  to_f32.dtype = DType::f32;
+  graph::Tensor rounded = windows(graph::cast(y, DType::bf16), {3, 3});
+  widened.add_output("sums", apply(graph::OpKind::windows_sum, {rounded}, to_f32).id());
+  CHECK(step_difference(test::compiled_plan(widened, 1)) < 1e-6);
 }
 
 TEST_CASE("argmax split across the cores agrees with the reference, ties to the first") {
