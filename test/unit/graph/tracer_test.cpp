@@ -98,7 +98,8 @@ TEST_CASE("shape and dtype mismatches are errors that name the op, operands and 
 }
 
 TEST_CASE(
-    "windows' sums take their result type from the op, floating only; the gradient the operand's") {
+    "windows' sums take their result type from the op, floating only, their gradient the "
+    "operand's") {
   Graph graph;
   Tensor g(graph, graph.add_input("g", {{2, 9, 4, 4}, DType::bf16}));
   CHECK(windows_sum(g, {3, 3}).type() == TensorType{{2, 6, 6}, DType::bf16});
