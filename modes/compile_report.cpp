@@ -9,6 +9,7 @@
 #include "compiler/scratch_layout.hpp"
 #include "host_batch.hpp"
 #include "report.hpp"
+#include "runtime/host_kernels.hpp"
 #include "storage/host_memory.hpp"
 #include "wafer/byte_size.hpp"
 #include "wafer/wafer_profile.hpp"
@@ -239,12 +240,18 @@ std::string host_memory_note(std::int64_t step_bytes) {
   return "; more than " + storage::usable_memory_text() + ": csrun train would refuse it here";
 }
 
-// The host memory a step takes beside its arena, and what for.
+// The host memory a step takes beside its arena on this machine's kernel set, and what for.
 std::string scratch_text(const compiler::ScratchLayout& scratch) {
   auto size = [](std::int64_t bytes) { return wafer::byte_size(static_cast<double>(bytes)); };
-  return size(scratch.bytes()) + " (values inside kernels " + size(scratch.kernel_value_bytes) +
-         ", snapshots " + size(scratch.snapshot_bytes) + ", f32 work space of 16-bit products " +
-         size(scratch.widening_bytes) + ")";
+  bool hardware = runtime::selected_set_multiplies_bf16();
+  std::string widening = size(scratch.widening(hardware));
+  if (hardware && scratch.hardware_bf16_widening_bytes != scratch.widening_bytes) {
+    widening += " with bfloat16 multiplied in hardware here; " + size(scratch.widening_bytes) +
+                " where a CPU widens them";
+  }
+  return size(scratch.bytes(hardware)) + " (values inside kernels " +
+         size(scratch.kernel_value_bytes) + ", snapshots " + size(scratch.snapshot_bytes) +
+         ", f32 work space of 16-bit products " + widening + ")";
 }
 
 // How csrun train runs the step on this machine.
@@ -297,13 +304,14 @@ void print_compile_report(const config::TrainerSpec& trainer, const TraceSummary
   line("graph", grouped(static_cast<std::int64_t>(trace.ops)) + " traced nodes -> " +
                     grouped(static_cast<std::int64_t>(plan.graph.size())) + " after the passes");
   line("kernels", kernels_text(plan));
-  line("memory",
-       "arena " + wafer::byte_size(static_cast<double>(plan.memory.peak_bytes)) + " (" +
-           wafer::byte_size(static_cast<double>(plan.memory.persistent_bytes)) +
-           " persistent; temporaries reuse space: " +
-           wafer::byte_size(static_cast<double>(plan.memory.unshared_bytes)) +
-           " without reuse), scratch " + scratch_text(plan.scratch) +
-           (trace.training ? std::string() : host_memory_note(compiler::step_host_bytes(plan))));
+  line("memory", "arena " + wafer::byte_size(static_cast<double>(plan.memory.peak_bytes)) + " (" +
+                     wafer::byte_size(static_cast<double>(plan.memory.persistent_bytes)) +
+                     " persistent; temporaries reuse space: " +
+                     wafer::byte_size(static_cast<double>(plan.memory.unshared_bytes)) +
+                     " without reuse), scratch " + scratch_text(plan.scratch) +
+                     (trace.training ? std::string()
+                                     : host_memory_note(compiler::step_host_bytes(
+                                           plan, runtime::selected_set_multiplies_bf16()))));
   if (trace.training) {
     line("host", host_batch_text(plan_host_batch(trainer, trace, plan, false),
                                  plan_host_batch(trainer, trace, plan, true)));
@@ -346,7 +354,7 @@ json compile_report_json(const config::TrainerSpec& trainer, const TraceSummary&
        {{"arena_bytes", plan.memory.peak_bytes},
         {"persistent_bytes", plan.memory.persistent_bytes},
         {"unshared_bytes", plan.memory.unshared_bytes},
-        {"scratch_bytes", plan.scratch.bytes()},
+        {"scratch_bytes", plan.scratch.bytes(runtime::selected_set_multiplies_bf16())},
         {"buffers", plan.memory.buffers.size()}}},
       {"mapping", plan.mapping.mode == compiler::ExecutionMode::none ? json(nullptr)
                                                                      : mapping_json(plan.mapping)}};

@@ -5,6 +5,7 @@
 
 #include "compiler/scratch_layout.hpp"
 #include "graph/flops.hpp"
+#include "runtime/host_kernels.hpp"
 #include "storage/host_memory.hpp"
 
 namespace csrun::modes {
@@ -21,7 +22,8 @@ struct StepMemory {
   double per_sample = 0.0;
 
   explicit StepMemory(const compiler::Plan& plan) {
-    total = static_cast<double>(compiler::step_host_bytes(plan));
+    total = static_cast<double>(
+        compiler::step_host_bytes(plan, runtime::selected_set_multiplies_bf16()));
     fixed = static_cast<double>(plan.memory.persistent_bytes + plan.scratch.snapshot_bytes);
     per_sample = (total - fixed) / static_cast<double>(std::max<std::int64_t>(plan.batch_size, 1));
   }

@@ -1,6 +1,7 @@
 #include "scratch_layout.hpp"
 
 #include <algorithm>
+#include <optional>
 
 #include "plan.hpp"
 
@@ -61,14 +62,35 @@ std::int64_t widened_bytes(const Plan& plan, std::initializer_list<NodeId> value
   return floats * static_cast<std::int64_t>(sizeof(float));
 }
 
-// A product's operands and result as its host step reads and writes them.
-std::int64_t product_widening(const Plan& plan, const HostStep& host) {
+// A product's operands and result as its host step reads and writes them, and its matmul node.
+struct ProductValues {
+  NodeId a = -1;
+  NodeId b = -1;
+  NodeId result = -1;
+  NodeId matmul = -1;
+};
+
+std::optional<ProductValues> product_values(const Plan& plan, const HostStep& host) {
   if (host.kind == HostStepKind::gemm)
-    return widened_bytes(plan, {host.operand_a, host.operand_b, host.result});
-  if (host.kind != HostStepKind::node) return 0;
-  const graph::Node& node = plan.graph.node(host.nodes.front());
-  if (node.op != graph::OpKind::matmul) return 0;
-  return widened_bytes(plan, {node.inputs.at(0), node.inputs.at(1), host.nodes.front()});
+    return ProductValues{host.operand_a, host.operand_b, host.result, host.nodes.front()};
+  if (host.kind != HostStepKind::node) return std::nullopt;
+  NodeId id = host.nodes.front();
+  const graph::Node& node = plan.graph.node(id);
+  if (node.op != graph::OpKind::matmul) return std::nullopt;
+  return ProductValues{node.inputs.at(0), node.inputs.at(1), id, id};
+}
+
+// A kernel set that multiplies bfloat16 in hardware takes two bfloat16 operands as they are and
+// writes their f32 or bfloat16 result itself, but for a bfloat16 result of no inner dimension,
+// computed in f32 work space first. Other operands it widens like any set.
+std::int64_t hardware_bf16_widening(const Plan& plan, const ProductValues& product) {
+  auto dtype = [&](NodeId id) { return plan.graph.node(id).type.dtype; };
+  if (dtype(product.a) != graph::DType::bf16 || dtype(product.b) != graph::DType::bf16)
+    return widened_bytes(plan, {product.a, product.b, product.result});
+  const graph::Node& matmul = plan.graph.node(product.matmul);
+  bool inner = plan.graph.node(matmul.inputs.at(0)).type.shape.back() > 0;
+  if (dtype(product.result) == graph::DType::bf16 && inner) return 0;
+  return widened_bytes(plan, {product.result});
 }
 
 }  // namespace
@@ -92,13 +114,19 @@ ScratchLayout layout_scratch(const Plan& plan) {
   ScratchLayout layout;
   lay_out_kernel_values(plan, layout);
   lay_out_snapshots(plan, layout);
-  for (const HostStep& host : plan.host_steps)
-    layout.widening_bytes = std::max(layout.widening_bytes, product_widening(plan, host));
+  for (const HostStep& host : plan.host_steps) {
+    std::optional<ProductValues> product = product_values(plan, host);
+    if (!product) continue;
+    layout.widening_bytes = std::max(
+        layout.widening_bytes, widened_bytes(plan, {product->a, product->b, product->result}));
+    layout.hardware_bf16_widening_bytes =
+        std::max(layout.hardware_bf16_widening_bytes, hardware_bf16_widening(plan, *product));
+  }
   return layout;
 }
 
-std::int64_t step_host_bytes(const Plan& plan) {
-  return plan.memory.peak_bytes + plan.scratch.bytes();
+std::int64_t step_host_bytes(const Plan& plan, bool hardware_bf16) {
+  return plan.memory.peak_bytes + plan.scratch.bytes(hardware_bf16);
 }
 
 std::vector<std::int64_t> kernel_scratch_bytes(const Plan& plan) {
@@ -120,7 +148,9 @@ std::string scratch_layout_text(const Plan& plan) {
                      " bytes (values inside kernels " + std::to_string(scratch.kernel_value_bytes) +
                      ", snapshots " + std::to_string(scratch.snapshot_bytes) +
                      "); f32 work space of 16-bit products " +
-                     std::to_string(scratch.widening_bytes) + " bytes\n";
+                     std::to_string(scratch.widening_bytes) + " bytes (" +
+                     std::to_string(scratch.hardware_bf16_widening_bytes) +
+                     " with bfloat16 multiplied in hardware)\n";
   for (const ScratchLayout::Place& place : scratch.kernel_values) {
     text += "k" + std::to_string(place.kernel) + " " +
             plan.kernels.at(static_cast<std::size_t>(place.kernel)).name + ": " + place_text(place);

@@ -18,8 +18,10 @@ struct Plan;
 // taken before the variables change (an update not computed in place, an output that names a
 // variable). A product of 16-bit values widens its operands and its 16-bit result into f32 work
 // space unless the CPU multiplies 16-bit values in hardware: `widening_bytes` is the largest such
-// space, an upper bound of what a kernel set takes. Not counted: a few rows per core for softmax
-// cross-entropy and the chains' per-core slots.
+// space, an upper bound of what a kernel set takes; `hardware_bf16_widening_bytes` the same for a
+// set that multiplies bfloat16 in hardware (amx, avx512bf16), where two bfloat16 operands are
+// read as they are and a bfloat16 or f32 result written directly. Not counted: a few rows per core
+// for softmax cross-entropy and the chains' per-core slots.
 struct ScratchLayout {
   struct Place {
     graph::NodeId node = -1;
@@ -33,9 +35,13 @@ struct ScratchLayout {
   std::vector<Place> snapshots;  // after the kernel values
   std::int64_t snapshot_bytes = 0;
   std::int64_t widening_bytes = 0;
+  std::int64_t hardware_bf16_widening_bytes = 0;
 
   std::int64_t region_bytes() const { return kernel_value_bytes + snapshot_bytes; }
-  std::int64_t bytes() const { return region_bytes() + widening_bytes; }
+  std::int64_t widening(bool hardware_bf16) const {
+    return hardware_bf16 ? hardware_bf16_widening_bytes : widening_bytes;
+  }
+  std::int64_t bytes(bool hardware_bf16) const { return region_bytes() + widening(hardware_bf16); }
 
   friend bool operator==(const ScratchLayout&, const ScratchLayout&) = default;
 };
@@ -47,8 +53,9 @@ std::vector<bool> values_without_place(const Plan& plan);
 // The layout of a plan whose memory plan and host steps are decided (what build_plan stores).
 ScratchLayout layout_scratch(const Plan& plan);
 
-// The host memory a step of the plan takes: its arena and its scratch.
-std::int64_t step_host_bytes(const Plan& plan);
+// The host memory a step of the plan takes: its arena and its scratch, on a kernel set that
+// multiplies bfloat16 in hardware or not.
+std::int64_t step_host_bytes(const Plan& plan, bool hardware_bf16);
 
 // Per kernel of the plan: the bytes of the scratch region its values take.
 std::vector<std::int64_t> kernel_scratch_bytes(const Plan& plan);

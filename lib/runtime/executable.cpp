@@ -154,7 +154,7 @@ struct Executable::State {
   // Refused with the figures before allocating, not an allocation failure (or the kernel's OOM
   // killer) once the arena is in use. Variables read where an owner keeps them take nothing here.
   void check_fits_host(std::span<const NodeId> borrowed_variables) const {
-    auto needed = static_cast<double>(compiler::step_host_bytes(plan) -
+    auto needed = static_cast<double>(compiler::step_host_bytes(plan, kernels.multiplies_bf16()) -
                                       compiler::variable_bytes(plan, borrowed_variables));
     if (!storage::exceeds_usable_memory(needed)) return;
     std::string sample = compiler::sample_size_name(plan);

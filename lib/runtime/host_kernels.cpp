@@ -152,6 +152,10 @@ std::string_view selected_kernel_set() {
   return selection().set->name;
 }
 
+bool selected_set_multiplies_bf16() {
+  return selection().set->kernels->multiplies_bf16();
+}
+
 std::string kernel_set_summary() {
   const Selection& chosen = selection();
   std::string name(chosen.set->name);

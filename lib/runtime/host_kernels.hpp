@@ -23,6 +23,11 @@ std::vector<std::string_view> runnable_kernel_sets();
 // when CSRUN_CPU names no set of this binary or one this CPU cannot run.
 std::string_view selected_kernel_set();
 
+// Whether the selected set multiplies bfloat16 products in hardware (amx, avx512bf16): the f32
+// work space a plan keeps for widening 16-bit products (compiler::ScratchLayout) is then taken
+// only by products of other 16-bit types.
+bool selected_set_multiplies_bf16();
+
 // The choice in a line, e.g. "avx512 (the best this CPU runs)" or "baseline (CSRUN_CPU)".
 std::string kernel_set_summary();
 

@@ -32,6 +32,9 @@ void run_cross_entropy(NodeTask& task);      // softmax_cross_entropy and its gr
 void prepare_cross_entropy(NodeTask& task);
 void run_matmul(NodeTask& task);
 void prepare_matmul(NodeTask& task);
+// Whether this set's products of two bfloat16 operands run as bfloat16 GEMMs (amx, avx512bf16),
+// not widened to f32 first (matmul_kernel.cpp: the AVX-512 sets share every other kernel).
+bool multiplies_bf16_in_hardware();
 void run_table(NodeTask& task);         // gather, scatter_add, one_hot, dropout
 void fill_static_leaf(NodeTask& task);  // constant, iota
 

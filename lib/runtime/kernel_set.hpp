@@ -27,6 +27,8 @@ struct KernelSet {
   // The 16-bit conversions of half_precision.hpp over arrays: the same bits in every set.
   void (*narrow)(const float* values, std::uint16_t* out, std::int64_t count, graph::DType dtype);
   void (*widen)(const std::uint16_t* bits, float* out, std::int64_t count, graph::DType dtype);
+  // Whether products of bfloat16 operands are multiplied in hardware, not widened to f32 first.
+  bool (*multiplies_bf16)();
 };
 
 // The set called `name`, or the selected one (host_kernels.hpp) for an empty name. Throws

@@ -477,6 +477,10 @@ void run_products(const NodeTask& task, const Element* a_data, const Element* b_
 
 }  // namespace
 
+bool multiplies_bf16_in_hardware() {
+  return kHardwareBf16;
+}
+
 void run_matmul(NodeTask& task) {
   const TensorRef& out = task.out;
   float* scratch = task.scratch ? task.scratch->data : nullptr;

@@ -53,12 +53,25 @@ TEST_CASE("a GEMM's folded transpose and its product before the bias take no scr
   CHECK(layout.kernel_value_bytes == 0);
   // Both bfloat16 operands widened to f32; the f32 result needs no copy.
   CHECK(layout.widening_bytes == 4 * (64 * 32 + 48 * 32));
-  CHECK(compiler::step_host_bytes(plan) == plan.memory.peak_bytes + layout.bytes());
+  CHECK(compiler::step_host_bytes(plan, false) == plan.memory.peak_bytes + layout.bytes(false));
+  // Multiplied in hardware, nothing is widened.
+  CHECK(layout.hardware_bf16_widening_bytes == 0);
+  CHECK(compiler::step_host_bytes(plan, true) == plan.memory.peak_bytes + layout.region_bytes());
 }
 
 TEST_CASE("a 16-bit product's work space holds its widened operands and its f32 result") {
   compiler::Plan plan = compiled(bf16_linear(DType::bf16, false));
   CHECK(plan.scratch.widening_bytes == 4 * (64 * 32 + 48 * 32 + 64 * 48));
+  // Multiplied in hardware, the bfloat16 result is written directly; operands of another 16-bit
+  // type are widened as anywhere.
+  CHECK(plan.scratch.hardware_bf16_widening_bytes == 0);
+  Graph graph;
+  Tensor x(graph, graph.add_input("x", {{64, 32}, DType::f16}));
+  Tensor w(graph, graph.add_input("w", {{32, 48}, DType::f16}));
+  graph.add_output("y", matmul(x, w).id());
+  compiler::ScratchLayout f16 = compiled(std::move(graph)).scratch;
+  CHECK(f16.hardware_bf16_widening_bytes == f16.widening_bytes);
+  CHECK(f16.widening_bytes == 4 * (64 * 32 + 32 * 48 + 64 * 48));
 }
 
 TEST_CASE("f32 products need no work space, and in-place updates no snapshot") {
