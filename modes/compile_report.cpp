@@ -240,10 +240,10 @@ std::string host_memory_note(std::int64_t step_bytes) {
   return "; more than " + storage::usable_memory_text() + ": csrun train would refuse it here";
 }
 
-// The host memory a step takes beside its arena on this machine's kernel set, and what for.
-std::string scratch_text(const compiler::ScratchLayout& scratch) {
+// The host memory a step takes beside its arena on this machine's kernel set (`hardware`: it
+// multiplies bfloat16 in hardware), and what for.
+std::string scratch_text(const compiler::ScratchLayout& scratch, bool hardware) {
   auto size = [](std::int64_t bytes) { return wafer::byte_size(static_cast<double>(bytes)); };
-  bool hardware = runtime::selected_set_multiplies_bf16();
   std::string widening = size(scratch.widening(hardware));
   if (hardware && scratch.hardware_bf16_widening_bytes != scratch.widening_bytes) {
     widening += " with bfloat16 multiplied in hardware here; " + size(scratch.widening_bytes) +
@@ -304,14 +304,15 @@ void print_compile_report(const config::TrainerSpec& trainer, const TraceSummary
   line("graph", grouped(static_cast<std::int64_t>(trace.ops)) + " traced nodes -> " +
                     grouped(static_cast<std::int64_t>(plan.graph.size())) + " after the passes");
   line("kernels", kernels_text(plan));
-  line("memory", "arena " + wafer::byte_size(static_cast<double>(plan.memory.peak_bytes)) + " (" +
-                     wafer::byte_size(static_cast<double>(plan.memory.persistent_bytes)) +
-                     " persistent; temporaries reuse space: " +
-                     wafer::byte_size(static_cast<double>(plan.memory.unshared_bytes)) +
-                     " without reuse), scratch " + scratch_text(plan.scratch) +
-                     (trace.training ? std::string()
-                                     : host_memory_note(compiler::step_host_bytes(
-                                           plan, runtime::selected_set_multiplies_bf16()))));
+  bool hardware_bf16 = runtime::selected_set_multiplies_bf16();
+  line("memory",
+       "arena " + wafer::byte_size(static_cast<double>(plan.memory.peak_bytes)) + " (" +
+           wafer::byte_size(static_cast<double>(plan.memory.persistent_bytes)) +
+           " persistent; temporaries reuse space: " +
+           wafer::byte_size(static_cast<double>(plan.memory.unshared_bytes)) +
+           " without reuse), scratch " + scratch_text(plan.scratch, hardware_bf16) +
+           (trace.training ? std::string()
+                           : host_memory_note(compiler::step_host_bytes(plan, hardware_bf16))));
   if (trace.training) {
     line("host", host_batch_text(plan_host_batch(trainer, trace, plan, false),
                                  plan_host_batch(trainer, trace, plan, true)));

@@ -71,8 +71,8 @@ std::size_t schedule_updates(Program& program);
 // then. Returns the nodes added.
 std::size_t recompute_values(Program& program);
 
-// Recomputes a convolution's windows (a windows op, the reshapes and casts of its result, and the
-// pad only it reads) where a later phase reads them (the weight's gradient), from the unpadded
+// Recomputes a convolution's windows (a windows op, the reshapes of its result, and the pad only
+// it reads) where a later phase reads them (the weight's gradient), from the unpadded
 // input: the windows, as many times the input's size as the kernel has elements, are then alive
 // only around the forward product and around the gradient, not from one to the other. Returns the
 // nodes added.

@@ -80,13 +80,18 @@ std::optional<ProductValues> product_values(const Plan& plan, const HostStep& ho
   return ProductValues{node.inputs.at(0), node.inputs.at(1), id, id};
 }
 
+// The f32 work space of a set that widens every 16-bit operand and result.
+std::int64_t product_widening(const Plan& plan, const ProductValues& product) {
+  return widened_bytes(plan, {product.a, product.b, product.result});
+}
+
 // A kernel set that multiplies bfloat16 in hardware takes two bfloat16 operands as they are and
 // writes their f32 or bfloat16 result itself, but for a bfloat16 result of no inner dimension,
 // computed in f32 work space first. Other operands it widens like any set.
 std::int64_t hardware_bf16_widening(const Plan& plan, const ProductValues& product) {
   auto dtype = [&](NodeId id) { return plan.graph.node(id).type.dtype; };
   if (dtype(product.a) != graph::DType::bf16 || dtype(product.b) != graph::DType::bf16)
-    return widened_bytes(plan, {product.a, product.b, product.result});
+    return product_widening(plan, product);
   const graph::Node& matmul = plan.graph.node(product.matmul);
   bool inner = plan.graph.node(matmul.inputs.at(0)).type.shape.back() > 0;
   if (dtype(product.result) == graph::DType::bf16 && inner) return 0;
@@ -117,8 +122,7 @@ ScratchLayout layout_scratch(const Plan& plan) {
   for (const HostStep& host : plan.host_steps) {
     std::optional<ProductValues> product = product_values(plan, host);
     if (!product) continue;
-    layout.widening_bytes = std::max(
-        layout.widening_bytes, widened_bytes(plan, {product->a, product->b, product->result}));
+    layout.widening_bytes = std::max(layout.widening_bytes, product_widening(plan, *product));
     layout.hardware_bf16_widening_bytes =
         std::max(layout.hardware_bf16_widening_bytes, hardware_bf16_widening(plan, *product));
   }

@@ -36,7 +36,8 @@ class WindowsRecomputer {
 
  private:
   // A forward value made of a convolution's windows: the windows themselves (more than one per
-  // element, or they would be a reshape), or a reshape or cast of such a value.
+  // element, or they would be a reshape), or a reshape of such a value. Under mixed precision the
+  // windows are taken of the 16-bit input (precision), so no cast lies above them.
   bool forward_windows(NodeId id) const {
     const graph::Node& node = source_.node(id);
     if (node.phase != graph::Phase::forward) return false;
@@ -44,7 +45,6 @@ class WindowsRecomputer {
       case OpKind::windows:
         return graph::element_count(node.attrs.shape) > 1;
       case OpKind::reshape:
-      case OpKind::cast:
         return forward_windows(node.inputs[0]);
       default:
         return false;
