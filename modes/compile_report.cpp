@@ -241,17 +241,22 @@ std::string host_memory_note(std::int64_t step_bytes) {
 }
 
 // The host memory a step takes beside its arena on this machine's kernel set (`hardware`: it
-// multiplies bfloat16 in hardware), and what for.
-std::string scratch_text(const compiler::ScratchLayout& scratch, bool hardware) {
+// multiplies bfloat16 in hardware) and cores, and what for.
+std::string scratch_text(const compiler::ScratchLayout& scratch, bool hardware, int cores) {
   auto size = [](std::int64_t bytes) { return wafer::byte_size(static_cast<double>(bytes)); };
   std::string widening = size(scratch.widening(hardware));
   if (hardware && scratch.hardware_bf16_widening_bytes != scratch.widening_bytes) {
     widening += " with bfloat16 multiplied in hardware here; " + size(scratch.widening_bytes) +
                 " where a CPU widens them";
   }
-  return size(scratch.bytes(hardware)) + " (values inside kernels " +
+  std::string tiles;
+  if (scratch.windows_tile_bytes > 0) {
+    tiles = ", convolution windows formed a tile at a time " + size(scratch.windows_tile_bytes) +
+            " a core";
+  }
+  return size(scratch.bytes(hardware, cores)) + " (values inside kernels " +
          size(scratch.kernel_value_bytes) + ", snapshots " + size(scratch.snapshot_bytes) +
-         ", f32 work space of 16-bit products " + widening + ")";
+         ", f32 work space of 16-bit products " + widening + tiles + ")";
 }
 
 // How csrun train runs the step on this machine.
@@ -305,14 +310,16 @@ void print_compile_report(const config::TrainerSpec& trainer, const TraceSummary
                     grouped(static_cast<std::int64_t>(plan.graph.size())) + " after the passes");
   line("kernels", kernels_text(plan));
   bool hardware_bf16 = runtime::selected_set_multiplies_bf16();
+  int cores = runtime::host_cores();
   line("memory",
        "arena " + wafer::byte_size(static_cast<double>(plan.memory.peak_bytes)) + " (" +
            wafer::byte_size(static_cast<double>(plan.memory.persistent_bytes)) +
            " persistent; temporaries reuse space: " +
            wafer::byte_size(static_cast<double>(plan.memory.unshared_bytes)) +
-           " without reuse), scratch " + scratch_text(plan.scratch, hardware_bf16) +
-           (trace.training ? std::string()
-                           : host_memory_note(compiler::step_host_bytes(plan, hardware_bf16))));
+           " without reuse), scratch " + scratch_text(plan.scratch, hardware_bf16, cores) +
+           (trace.training
+                ? std::string()
+                : host_memory_note(compiler::step_host_bytes(plan, hardware_bf16, cores))));
   if (trace.training) {
     line("host", host_batch_text(plan_host_batch(trainer, trace, plan, false),
                                  plan_host_batch(trainer, trace, plan, true)));
@@ -355,7 +362,8 @@ json compile_report_json(const config::TrainerSpec& trainer, const TraceSummary&
        {{"arena_bytes", plan.memory.peak_bytes},
         {"persistent_bytes", plan.memory.persistent_bytes},
         {"unshared_bytes", plan.memory.unshared_bytes},
-        {"scratch_bytes", plan.scratch.bytes(runtime::selected_set_multiplies_bf16())},
+        {"scratch_bytes",
+         plan.scratch.bytes(runtime::selected_set_multiplies_bf16(), runtime::host_cores())},
         {"buffers", plan.memory.buffers.size()}}},
       {"mapping", plan.mapping.mode == compiler::ExecutionMode::none ? json(nullptr)
                                                                      : mapping_json(plan.mapping)}};

@@ -22,8 +22,8 @@ struct StepMemory {
   double per_sample = 0.0;
 
   explicit StepMemory(const compiler::Plan& plan) {
-    total = static_cast<double>(
-        compiler::step_host_bytes(plan, runtime::selected_set_multiplies_bf16()));
+    total = static_cast<double>(compiler::step_host_bytes(
+        plan, runtime::selected_set_multiplies_bf16(), runtime::host_cores()));
     fixed = static_cast<double>(plan.memory.persistent_bytes + plan.scratch.snapshot_bytes);
     per_sample = (total - fixed) / static_cast<double>(std::max<std::int64_t>(plan.batch_size, 1));
   }

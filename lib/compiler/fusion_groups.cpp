@@ -53,6 +53,25 @@ bool FusionGroups::can_join(std::int32_t group, NodeId id) const {
   return true;
 }
 
+bool FusionGroups::can_join_all(std::int32_t group, std::span<const NodeId> ids) const {
+  const Group& g = groups_[index(group)];
+  NodeId first = g.first;
+  for (NodeId id : ids) {
+    if (group_of(id) >= 0 || is_static(id)) return false;
+    first = std::min(first, id);
+  }
+  auto allowed = [&](NodeId member) {
+    return std::all_of(graph_.node(member).inputs.begin(), graph_.node(member).inputs.end(),
+                       [&](NodeId operand) {
+                         return group_of(operand) == group ||
+                                std::find(ids.begin(), ids.end(), operand) != ids.end() ||
+                                outside_operand_allowed(operand, first);
+                       });
+  };
+  return std::all_of(g.nodes.begin(), g.nodes.end(), allowed) &&
+         std::all_of(ids.begin(), ids.end(), allowed);
+}
+
 void FusionGroups::join(std::int32_t group, NodeId id) {
   Group& g = groups_[index(group)];
   g.nodes.push_back(id);

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <span>
 #include <string>
 #include <vector>
 
@@ -31,6 +32,8 @@ class FusionGroups {
   // the group are static or come before the group's first member, and so does every operand
   // outside the group of its members when `id` would become the new first member.
   bool can_join(std::int32_t group, graph::NodeId id) const;
+  // The same for `ids` joining together, where no order of joining one at a time keeps it.
+  bool can_join_all(std::int32_t group, std::span<const graph::NodeId> ids) const;
   void join(std::int32_t group, graph::NodeId id);
   // Whether the members of `other` may join `group`, keeping the invariant for their union.
   bool can_merge(std::int32_t group, std::int32_t other) const;

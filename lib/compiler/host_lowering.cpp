@@ -22,6 +22,7 @@ class HostLowering {
     for (NodeId id : kernel.nodes)
       steps.push_back(single(id, index));
     fold_transposes(steps);
+    fold_windows(steps);
     fold_bias_adds(steps);
     fold_rounded_copies(steps);
     fold_row_chains(steps);
@@ -92,6 +93,34 @@ class HostLowering {
     step.folded.push_back(operand);
     operand = source.inputs[0];
     transposed = true;
+  }
+
+  // A gemm reads a convolution's windows (fuse-matmul put them in its kernel) formed from their
+  // source a tile at a time: the reshape that views them as matrices and the windows are folded.
+  void fold_windows(std::vector<HostStep>& steps) const {
+    for (HostStep& step : steps) {
+      if (step.kind != HostStepKind::gemm) continue;
+      const graph::Node& reshape = graph_.node(step.operand_b);
+      if (reshape.op != OpKind::reshape || !inside_kernel(step.operand_b)) continue;
+      NodeId windows = reshape.inputs[0];
+      if (graph_.node(windows).op != OpKind::windows || !inside_kernel(windows)) continue;
+      step.folded.push_back(step.operand_b);
+      step.folded.push_back(windows);
+      step.windows = windows;
+      step.windows_tile = windows_tile(reshape.type.shape);
+      step.operand_b = graph_.node(windows).inputs[0];
+    }
+  }
+
+  // The columns of the windows' matrices [..., rows, columns] a tile takes: about 512 KiB of f32
+  // values, so that a tile is formed and multiplied while it is in a core's L2 cache; at least 64
+  // columns, a multiple of 16 short of all of them.
+  static std::int64_t windows_tile(const graph::Shape& matrices) {
+    constexpr std::int64_t kTileFloats = 1 << 17;
+    std::int64_t rows = std::max<std::int64_t>(matrices[matrices.size() - 2], 1);
+    std::int64_t columns = std::max<std::int64_t>(matrices.back(), 1);
+    std::int64_t tile = std::max<std::int64_t>(kTileFloats / rows / 16 * 16, 64);
+    return std::min(tile, columns);
   }
 
   // Whether `bias` is one f32 value per column of `product` and `sum`, their sum, is f32 and
@@ -339,6 +368,7 @@ std::string host_step_call(const HostStep& step) {
   if (step.sums.size() > 1) call += std::to_string(step.sums.size());
   if (step.in_registers) call += "@registers";
   if (step.bias >= 0) call += "+bias";
+  if (step.windows >= 0) call += "+windows";
   if (step.transposed_a || step.transposed_b) call += "^T";
   return call;
 }
@@ -364,9 +394,11 @@ std::string host_steps_text(const Plan& plan) {
             plan.kernels[static_cast<std::size_t>(step.kernel)].name + ": " +
             host_step_kind_name(step.kind) + " ";
     if (step.kind == HostStepKind::gemm) {
+      std::string b = node_ref(step.operand_b);
+      if (step.windows >= 0)
+        b = "windows(" + b + ", " + std::to_string(step.windows_tile) + " columns a tile)";
       text += node_ref(step.nodes.front()) + " (" + node_ref(step.operand_a) +
-              (step.transposed_a ? "^T" : "") + ", " + node_ref(step.operand_b) +
-              (step.transposed_b ? "^T" : "") + ")";
+              (step.transposed_a ? "^T" : "") + ", " + b + (step.transposed_b ? "^T" : "") + ")";
       if (step.bias >= 0) text += " + " + node_ref(step.bias);
       text += " -> " + node_ref(step.result);
     } else {

@@ -14,6 +14,9 @@ constexpr DTypes kNumeric = kFloat | DTypes{DType::i32};
 constexpr DTypes kBool{DType::boolean};
 constexpr DTypes kAny = kNumeric | kBool;
 constexpr DTypes kIndex{DType::i32};
+constexpr DTypes kF32{DType::f32};
+// A 3-D convolution's windows: [N, C, K, D, H, W].
+constexpr int kWindowsRank = 6;
 
 std::vector<OpRule> rules(std::initializer_list<OpKind> ops, DTypes operands, DTypes results) {
   std::vector<OpRule> list;
@@ -73,11 +76,14 @@ std::vector<KernelSpec> make_library() {
   return {
       {.name = "matmul",
        .summary = "matrix product on a 2-D block of PEs, with operand transposes and conversions "
-                  "applied as it loads and a bias, reshape, cast and activation as it stores",
+                  "applied as it loads, a convolution's windows (f32) formed as it loads them, "
+                  "and a bias, reshape, cast and activation as it stores",
        .pattern = "matmul",
-       .ops = joined({{{OpKind::matmul, kFloat, kFloat, false}},
-                      rules({OpKind::transpose, OpKind::cast, OpKind::add, OpKind::reshape,
-                             OpKind::relu, OpKind::gelu, OpKind::tanh, OpKind::sigmoid},
+       .ops = joined({{{OpKind::matmul, kFloat, kFloat, false},
+                       {OpKind::windows, kF32, kF32, false, kWindowsRank},
+                       {OpKind::reshape, kFloat, kFloat, false, kWindowsRank}},
+                      rules({OpKind::transpose, OpKind::cast, OpKind::add, OpKind::relu,
+                             OpKind::gelu, OpKind::tanh, OpKind::sigmoid},
                             kFloat, kFloat)}),
        .anchor = OpKind::matmul,
        .max_rank = 4,

@@ -45,12 +45,14 @@ enum class CostModel : std::uint8_t {
 };
 const char* cost_model_name(CostModel model);
 
-// One op a kernel runs: on which operand and result types, and whether only along the last axis.
+// One op a kernel runs: on which operand and result types, whether only along the last axis, and
+// up to which rank (0: the kernel's max_rank).
 struct OpRule {
   graph::OpKind op;
   DTypes operands;
   DTypes results;
   bool last_axis_only = false;
+  int max_rank = 0;
 };
 
 // An entry of the kernel library: what it executes and what that costs.

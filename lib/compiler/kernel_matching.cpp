@@ -24,6 +24,10 @@ std::string joined_lines(const std::vector<std::string>& lines) {
   return text;
 }
 
+int rank_limit(const KernelSpec& spec, const OpRule& rule) {
+  return rule.max_rank > 0 ? rule.max_rank : spec.max_rank;
+}
+
 // Why `rule` of `spec` cannot run node `id`, or nothing when it can.
 std::optional<std::string> mismatch(const KernelSpec& spec, const OpRule& rule,
                                     const graph::Graph& graph, NodeId id) {
@@ -37,8 +41,9 @@ std::optional<std::string> mismatch(const KernelSpec& spec, const OpRule& rule,
   }
   if (!rule.results.contains(node.type.dtype))
     return "results " + rule.results.to_string() + ", not " + graph::dtype_name(node.type.dtype);
-  if (rank > spec.max_rank)
-    return "rank " + std::to_string(spec.max_rank) + " at most, not " + std::to_string(rank);
+  int max_rank = rank_limit(spec, rule);
+  if (rank > max_rank)
+    return "rank " + std::to_string(max_rank) + " at most, not " + std::to_string(rank);
   if (rule.last_axis_only) {
     std::int64_t axis = node.attrs.axis < 0 ? node.attrs.axis + rank : node.attrs.axis;
     if (axis != node.type.rank() - 1)
@@ -50,7 +55,7 @@ std::optional<std::string> mismatch(const KernelSpec& spec, const OpRule& rule,
 std::string rule_text(const KernelSpec& spec, const OpRule& rule) {
   std::string text = std::string(spec.name) + " (operands " + rule.operands.to_string() +
                      "; results " + rule.results.to_string() +
-                     "; rank <= " + std::to_string(spec.max_rank);
+                     "; rank <= " + std::to_string(rank_limit(spec, rule));
   return text + (rule.last_axis_only ? "; last axis only)" : ")");
 }
 

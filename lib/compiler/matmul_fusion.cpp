@@ -38,6 +38,7 @@ class MatmulFusion {
           groups_.is_static(id))
         continue;
       std::int32_t group = groups_.start(id, "matmul");
+      absorb_windows(group, id);
       absorb_operands(group, id);
       extend_epilogue(group, id);
       if (groups_.size(group) > 1) fused_ += groups_.size(group);
@@ -48,6 +49,52 @@ class MatmulFusion {
   std::vector<Fusion> finish() const { return groups_.finish(); }
 
  private:
+  // A convolution's windows the kernel forms a tile at a time as it multiplies, never stored: an
+  // f32 product's operand b a reshape of f32 windows into its matrices (one per product of the
+  // matmul, each row a window offset of a lead index, each column an output position), or that
+  // transposed; each of them read by the next alone.
+  void absorb_windows(std::int32_t group, NodeId matmul) {
+    const graph::Node& product = graph_.node(matmul);
+    std::vector<NodeId> chain;
+    NodeId operand = product.inputs[1];
+    const graph::Node* node = &graph_.node(operand);
+    if (node->op == OpKind::transpose && graph::swaps_last_two_axes(node->attrs.perm)) {
+      chain.push_back(operand);
+      operand = node->inputs[0];
+      node = &graph_.node(operand);
+    }
+    if (node->op != OpKind::reshape || graph_.node(node->inputs[0]).op != OpKind::windows) return;
+    chain.push_back(operand);
+    chain.push_back(node->inputs[0]);
+    if (!forms_windows(product, *node, graph_.node(chain.back()))) return;
+    NodeId reader = matmul;
+    for (NodeId id : chain) {
+      if (users_.sole_user(id) != reader) return;
+      reader = id;
+    }
+    if (!groups_.can_join_all(group, chain)) return;
+    for (NodeId id : chain)
+      groups_.join(group, id);
+  }
+
+  // Whether `reshape` views `windows` as the matrices of `product`'s operand b: f32 values, the
+  // product's batch axes, each matrix column an output position.
+  bool forms_windows(const graph::Node& product, const graph::Node& reshape,
+                     const graph::Node& windows) const {
+    const graph::Shape& matrices = reshape.type.shape;
+    const graph::Shape& result = product.type.shape;
+    const graph::Shape& positions = windows.type.shape;
+    auto axes = static_cast<std::ptrdiff_t>(windows.attrs.shape.size());
+    bool f32 = windows.type.dtype == graph::DType::f32 &&
+               graph_.node(product.inputs[0]).type.dtype == graph::DType::f32 &&
+               product.type.dtype == graph::DType::f32;
+    return f32 && matrices.size() == result.size() && matrices.size() >= 2 &&
+           std::equal(matrices.begin(), matrices.end() - 2, result.begin()) &&
+           std::ssize(positions) > axes &&
+           graph::element_count(graph::Shape(positions.end() - axes, positions.end())) ==
+               matrices.back();
+  }
+
   // Operand layout and conversion the kernel does as it loads: cast(W), W^T, cast(W)^T, ...
   // Candidates join latest first, so the group's first member moves back one node at a time.
   void absorb_operands(std::int32_t group, NodeId matmul) {

@@ -78,6 +78,12 @@ std::size_t recompute_values(Program& program);
 // nodes added.
 std::size_t recompute_windows(Program& program);
 
+// Rewrites a convolution's f32 input gradient, the windows' gradient (a product as large as the
+// windows) summed onto the padded input (windows_sum), as the output's gradient padded and
+// convolved with the weights mirrored: a product of windows, which fuse-matmul forms a tile at a
+// time, so nothing the windows' size is stored. Returns the gradients rewritten.
+std::size_t convolve_gradients(Program& program);
+
 // Groups an f32 softmax along its last axis with the elementwise nodes that compute its input
 // for it alone (attention's scale and mask) and a cast of its result to 16 bits, and an f32
 // softmax_grad with the elementwise nodes that read its result one after another (the mask, the

@@ -17,7 +17,7 @@ namespace csrun::compiler {
 inline constexpr std::size_t kMaxChainSums = 4;
 
 // Version of the Plan's file format; a plan of another version is recompiled.
-inline constexpr std::uint32_t kPlanFormatVersion = 11;
+inline constexpr std::uint32_t kPlanFormatVersion = 12;
 
 enum class StepKind : std::uint8_t { train, eval };
 const char* step_kind_name(StepKind kind);
@@ -132,6 +132,12 @@ struct HostStep {
   graph::NodeId operand_b = -1;
   bool transposed_a = false;
   bool transposed_b = false;
+  // A gemm whose operand b is a convolution's windows (f32), never stored: the windows node
+  // (folded, with the reshape that views them as matrices and a transpose of that), whose source
+  // operand_b then is; the GEMM reads `windows_tile` of their columns at a time, formed for it in
+  // each core's work space (ScratchLayout::windows_tile_bytes). -1: none.
+  graph::NodeId windows = -1;
+  std::int64_t windows_tile = 0;
   graph::NodeId bias = -1;            // one f32 value per column each row starts as (-1: none)
   graph::NodeId result = -1;          // where the product goes: the matmul, or the folded bias add
   std::vector<graph::NodeId> folded;  // kernel nodes this step computes without running them

@@ -249,6 +249,8 @@ void visit(Io& io, HostStep& step) {
   io(step.operand_b);
   io(step.transposed_a);
   io(step.transposed_b);
+  io(step.windows);
+  io(step.windows_tile);
   io(step.bias);
   io(step.result);
   io(step.folded);
@@ -323,6 +325,7 @@ void visit(Io& io, ScratchLayout& scratch) {
   io(scratch.snapshot_bytes);
   io(scratch.widening_bytes);
   io(scratch.hardware_bf16_widening_bytes);
+  io(scratch.windows_tile_bytes);
 }
 
 template <class Io>
@@ -482,6 +485,7 @@ void check_host_steps(const Plan& plan, const Decoder& io, InGraph in_graph) {
     if (valid && step.kind == HostStepKind::gemm) {
       valid = in_graph(step.operand_a) && in_graph(step.operand_b) && in_graph(step.result) &&
               (step.bias == -1 || in_graph(step.bias)) &&
+              (step.windows == -1 || in_graph(step.windows)) &&
               plan.graph.node(step.nodes.front()).op == graph::OpKind::matmul;
     }
     if (!valid) io.fail("a host step names a node or kernel outside the plan");
@@ -495,8 +499,9 @@ template <class InGraph>
 void check_scratch(const Plan& plan, const Decoder& io, InGraph in_graph) {
   const ScratchLayout& scratch = plan.scratch;
   constexpr std::int64_t kLargest = std::numeric_limits<std::int64_t>::max() / 4;
-  for (std::int64_t bytes : {scratch.kernel_value_bytes, scratch.snapshot_bytes,
-                             scratch.widening_bytes, scratch.hardware_bf16_widening_bytes}) {
+  for (std::int64_t bytes :
+       {scratch.kernel_value_bytes, scratch.snapshot_bytes, scratch.widening_bytes,
+        scratch.hardware_bf16_widening_bytes, scratch.windows_tile_bytes}) {
     if (bytes < 0 || bytes > kLargest) io.fail("the scratch layout has an impossible size");
   }
   auto inside = [&](const ScratchLayout::Place& place, std::int64_t begin, std::int64_t end) {

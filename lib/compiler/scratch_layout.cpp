@@ -98,6 +98,15 @@ std::int64_t hardware_bf16_widening(const Plan& plan, const ProductValues& produ
   return widened_bytes(plan, {product.result});
 }
 
+// The floats of a product's tile of windows: the rows of the windows' matrices (as formed, before
+// a transpose) by the columns a tile takes.
+std::int64_t windows_tile_floats(const Plan& plan, const HostStep& host) {
+  const graph::Node& product = plan.graph.node(host.nodes.front());
+  const graph::Shape& b = plan.graph.node(product.inputs.at(1)).type.shape;
+  std::int64_t rows = host.transposed_b ? b.back() : b.at(b.size() - 2);
+  return rows * host.windows_tile;
+}
+
 }  // namespace
 
 std::vector<bool> values_without_place(const Plan& plan) {
@@ -120,6 +129,11 @@ ScratchLayout layout_scratch(const Plan& plan) {
   lay_out_kernel_values(plan, layout);
   lay_out_snapshots(plan, layout);
   for (const HostStep& host : plan.host_steps) {
+    if (host.windows >= 0) {
+      layout.windows_tile_bytes =
+          std::max(layout.windows_tile_bytes,
+                   windows_tile_floats(plan, host) * static_cast<std::int64_t>(sizeof(float)));
+    }
     std::optional<ProductValues> product = product_values(plan, host);
     if (!product) continue;
     layout.widening_bytes = std::max(layout.widening_bytes, product_widening(plan, *product));
@@ -129,8 +143,8 @@ ScratchLayout layout_scratch(const Plan& plan) {
   return layout;
 }
 
-std::int64_t step_host_bytes(const Plan& plan, bool hardware_bf16) {
-  return plan.memory.peak_bytes + plan.scratch.bytes(hardware_bf16);
+std::int64_t step_host_bytes(const Plan& plan, bool hardware_bf16, int cores) {
+  return plan.memory.peak_bytes + plan.scratch.bytes(hardware_bf16, cores);
 }
 
 std::vector<std::int64_t> kernel_scratch_bytes(const Plan& plan) {
@@ -154,7 +168,8 @@ std::string scratch_layout_text(const Plan& plan) {
                      "); f32 work space of 16-bit products " +
                      std::to_string(scratch.widening_bytes) + " bytes (" +
                      std::to_string(scratch.hardware_bf16_widening_bytes) +
-                     " with bfloat16 multiplied in hardware)\n";
+                     " with bfloat16 multiplied in hardware); tiles of windows " +
+                     std::to_string(scratch.windows_tile_bytes) + " bytes a core\n";
   for (const ScratchLayout::Place& place : scratch.kernel_values) {
     text += "k" + std::to_string(place.kernel) + " " +
             plan.kernels.at(static_cast<std::size_t>(place.kernel)).name + ": " + place_text(place);

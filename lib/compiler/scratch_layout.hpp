@@ -1,5 +1,6 @@
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -20,8 +21,10 @@ struct Plan;
 // space unless the CPU multiplies 16-bit values in hardware: `widening_bytes` is the largest such
 // space, an upper bound of what a kernel set takes; `hardware_bf16_widening_bytes` the same for a
 // set that multiplies bfloat16 in hardware (amx, avx512bf16), where two bfloat16 operands are
-// read as they are and a bfloat16 or f32 result written directly. Not counted: a few rows per core
-// for softmax cross-entropy and the chains' per-core slots.
+// read as they are and a bfloat16 or f32 result written directly. A product that forms a
+// convolution's windows a tile at a time (HostStep::windows) takes one tile per core of the team
+// in the same work space: `windows_tile_bytes` is the largest tile. Not counted: a few rows per
+// core for softmax cross-entropy and the chains' per-core slots.
 struct ScratchLayout {
   struct Place {
     graph::NodeId node = -1;
@@ -36,12 +39,19 @@ struct ScratchLayout {
   std::int64_t snapshot_bytes = 0;
   std::int64_t widening_bytes = 0;
   std::int64_t hardware_bf16_widening_bytes = 0;
+  std::int64_t windows_tile_bytes = 0;
 
   std::int64_t region_bytes() const { return kernel_value_bytes + snapshot_bytes; }
   std::int64_t widening(bool hardware_bf16) const {
     return hardware_bf16 ? hardware_bf16_widening_bytes : widening_bytes;
   }
-  std::int64_t bytes(bool hardware_bf16) const { return region_bytes() + widening(hardware_bf16); }
+  // The work space products take on a team of `cores`.
+  std::int64_t work(bool hardware_bf16, int cores) const {
+    return std::max(widening(hardware_bf16), windows_tile_bytes * cores);
+  }
+  std::int64_t bytes(bool hardware_bf16, int cores) const {
+    return region_bytes() + work(hardware_bf16, cores);
+  }
 
   friend bool operator==(const ScratchLayout&, const ScratchLayout&) = default;
 };
@@ -54,8 +64,8 @@ std::vector<bool> values_without_place(const Plan& plan);
 ScratchLayout layout_scratch(const Plan& plan);
 
 // The host memory a step of the plan takes: its arena and its scratch, on a kernel set that
-// multiplies bfloat16 in hardware or not.
-std::int64_t step_host_bytes(const Plan& plan, bool hardware_bf16);
+// multiplies bfloat16 in hardware or not and a team of `cores`.
+std::int64_t step_host_bytes(const Plan& plan, bool hardware_bf16, int cores);
 
 // Per kernel of the plan: the bytes of the scratch region its values take.
 std::vector<std::int64_t> kernel_scratch_bytes(const Plan& plan);

@@ -123,17 +123,19 @@ Tensor convolve(const Tensor& x, const Tensor& weight, std::int64_t stride, std:
     // Room for the last kernel offset's strided window.
     after.push_back(padding + std::max<std::int64_t>(0, k - 1 + out * stride - padded));
   }
+  // The weight's matrix first: a product that forms the windows as it multiplies (fuse-matmul)
+  // takes operands made before the windows.
+  std::int64_t out_channels = weight.dim(0);
+  Shape window_extents(static_cast<std::size_t>(axes), k);
+  Tensor weights =
+      graph::reshape(weight, {out_channels, x.dim(1) * graph::element_count(window_extents)});
   Tensor padded = graph::pad(x, before, after);
   std::int64_t batch = x.dim(0);
-  std::int64_t channels = x.dim(1);
   std::int64_t positions = graph::element_count(outputs);
-  Shape extents(static_cast<std::size_t>(axes), k);
-  std::int64_t window = graph::element_count(extents);
-  Tensor im2col = stride == 1 ? graph::windows(padded, extents)
+  Tensor im2col = stride == 1 ? graph::windows(padded, window_extents)
                               : strided_windows(padded, axes, k, outputs, stride);
-  im2col = graph::reshape(im2col, {batch, channels * window, positions});
-  std::int64_t out_channels = weight.dim(0);
-  Tensor y = graph::matmul(graph::reshape(weight, {out_channels, channels * window}), im2col);
+  im2col = graph::reshape(im2col, {batch, weights.dim(1), positions});
+  Tensor y = graph::matmul(weights, im2col);
   Shape result = {batch, out_channels};
   result.insert(result.end(), outputs.begin(), outputs.end());
   return graph::reshape(y, result);

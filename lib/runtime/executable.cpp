@@ -154,8 +154,9 @@ struct Executable::State {
   // Refused with the figures before allocating, not an allocation failure (or the kernel's OOM
   // killer) once the arena is in use. Variables read where an owner keeps them take nothing here.
   void check_fits_host(std::span<const NodeId> borrowed_variables) const {
-    auto needed = static_cast<double>(compiler::step_host_bytes(plan, kernels.multiplies_bf16()) -
-                                      compiler::variable_bytes(plan, borrowed_variables));
+    auto needed = static_cast<double>(
+        compiler::step_host_bytes(plan, kernels.multiplies_bf16(), team.size()) -
+        compiler::variable_bytes(plan, borrowed_variables));
     if (!storage::exceeds_usable_memory(needed)) return;
     std::string sample = compiler::sample_size_name(plan);
     std::string lower =
@@ -433,6 +434,34 @@ struct Executable::State {
     task.transposed = {host.transposed_a, host.transposed_b};
     task.out = values[static_cast<std::size_t>(host.result)];
     if (host.bias >= 0) task.addend = values[static_cast<std::size_t>(host.bias)];
+    if (host.windows >= 0) bind_windows(task, host);
+  }
+
+  // A GEMM forms the windows it reads from their source, operand b: the matrices it reads must be
+  // the windows' f32 values, as the matmul's shapes take them.
+  void bind_windows(NodeTask& task, const compiler::HostStep& host) const {
+    const graph::Node& windows = plan.graph.node(host.windows);
+    const graph::Shape& shape = windows.type.shape;
+    const TensorRef& a = task.in[0];
+    const TensorRef& out = task.out;
+    std::int64_t k = a.dim(task.transposed[0] ? a.rank - 2 : a.rank - 1);
+    std::int64_t n = out.dim(out.rank - 1);
+    std::int64_t columns = task.transposed[1] ? k : n;
+    std::int64_t matrices = out.count / std::max<std::int64_t>(out.dim(out.rank - 2) * n, 1);
+    auto axes = static_cast<std::ptrdiff_t>(windows.attrs.shape.size());
+    bool valid = windows.op == graph::OpKind::windows && windows.inputs[0] == host.operand_b &&
+                 host.windows_tile > 0 && windows.type.dtype == graph::DType::f32 &&
+                 a.dtype == graph::DType::f32 && out.dtype == graph::DType::f32 &&
+                 std::ssize(shape) > axes &&
+                 graph::element_count(graph::Shape(shape.end() - axes, shape.end())) == columns &&
+                 matrices * k * n == graph::element_count(shape);
+    if (!valid)
+      throw std::invalid_argument("kernel k" + std::to_string(host.kernel) +
+                                  " forms the windows %" + std::to_string(host.windows) +
+                                  " for its product: only f32 windows of its operand b, shaped as "
+                                  "the product reads them");
+    task.windows = windows.attrs.shape;
+    task.windows_tile = host.windows_tile;
   }
 
   // A softmax writes its rows rounded into its result's folded cast as well.

@@ -10,6 +10,7 @@
 #include "cpu_features.hpp"
 #include "f32_gemm_library.hpp"
 #include "kernel_set.hpp"
+#include "thread_team.hpp"
 
 #if CSRUN_NATIVE_KERNELS
 extern "C" const csrun::runtime::KernelSet csrun_kernel_set_native;
@@ -154,6 +155,10 @@ std::string_view selected_kernel_set() {
 
 bool selected_set_multiplies_bf16() {
   return selection().set->kernels->multiplies_bf16();
+}
+
+int host_cores() {
+  return ThreadTeam::available_cores();
 }
 
 std::string kernel_set_summary() {

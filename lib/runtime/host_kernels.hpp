@@ -28,6 +28,10 @@ std::string_view selected_kernel_set();
 // only by products of other 16-bit types.
 bool selected_set_multiplies_bf16();
 
+// The cores a step's kernels run on: its team's size (the process's CPU affinity). A product that
+// forms convolution windows takes a tile of work space per core (compiler::ScratchLayout).
+int host_cores();
+
 // The choice in a line, e.g. "avx512 (the best this CPU runs)" or "baseline (CSRUN_CPU)".
 std::string kernel_set_summary();
 

@@ -32,6 +32,28 @@ void run_cross_entropy(NodeTask& task);      // softmax_cross_entropy and its gr
 void prepare_cross_entropy(NodeTask& task);
 void run_matmul(NodeTask& task);
 void prepare_matmul(NodeTask& task);
+// A matmul whose operand b is a convolution's windows of in[1], formed a tile at a time
+// (NodeTask::windows; windowed_product.cpp).
+void run_windowed_product(NodeTask& task);
+void prepare_windowed_product(NodeTask& task);
+
+// One f32 GEMM call of a kernel that lays out its own operands (windowed_product.cpp), through
+// the library this set multiplies such a shape with (matmul_kernel.cpp): row-major
+// out += op(a) op(b), op(a) m x k and op(b) k x n, with the leading dimensions given.
+struct F32Gemm {
+  const float* a = nullptr;
+  bool a_transposed = false;
+  std::int64_t lda = 0;
+  const float* b = nullptr;
+  bool b_transposed = false;
+  std::int64_t ldb = 0;
+  float* out = nullptr;
+  std::int64_t ldc = 0;
+  std::int64_t m = 0, n = 0, k = 0;
+};
+// Once per shape, before a step makes such calls (oneDNN makes its kernel); pointers unused.
+void prepare_f32_gemm(const F32Gemm& gemm);
+void multiply_f32_gemm(const F32Gemm& gemm);
 // Whether this set's products of two bfloat16 operands run as bfloat16 GEMMs (amx, avx512bf16),
 // not widened to f32 first (matmul_kernel.cpp: the AVX-512 sets share every other kernel).
 bool multiplies_bf16_in_hardware();
@@ -98,6 +120,26 @@ void for_each_row(const TensorRef& shape, const std::array<Dims, N>& strides,
       index[axis] = 0;
     }
   }
+}
+
+// Offset, in matrices, of batch `index` of `operand` (NumPy broadcasting of batch axes).
+inline std::int64_t batch_offset(std::int64_t index, const TensorRef& out,
+                                 const TensorRef& operand) {
+  int out_batch_rank = out.rank - 2;
+  int operand_batch_rank = operand.rank - 2;
+  std::int64_t offset = 0;
+  std::int64_t stride = 1;
+  for (int axis = out_batch_rank; axis-- > 0;) {
+    std::int64_t size = out.dim(axis);
+    std::int64_t position = index % size;
+    index /= size;
+    int operand_axis = axis - (out_batch_rank - operand_batch_rank);
+    if (operand_axis < 0) continue;
+    std::int64_t operand_size = operand.dim(operand_axis);
+    if (operand_size != 1) offset += position * stride;
+    stride *= operand_size;
+  }
+  return offset;
 }
 
 // The rows of `shape`: its elements over its last axis's length (a scalar is one row).

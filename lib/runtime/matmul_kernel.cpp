@@ -384,25 +384,6 @@ const float* as_f32(const TensorRef& operand, float*& scratch, ThreadTeam* team)
   return widened;
 }
 
-// Offset, in matrices, of batch `index` of `operand` (NumPy broadcasting of batch axes).
-std::int64_t batch_offset(std::int64_t index, const TensorRef& out, const TensorRef& operand) {
-  int out_batch_rank = out.rank - 2;
-  int operand_batch_rank = operand.rank - 2;
-  std::int64_t offset = 0;
-  std::int64_t stride = 1;
-  for (int axis = out_batch_rank; axis-- > 0;) {
-    std::int64_t size = out.dim(axis);
-    std::int64_t position = index % size;
-    index /= size;
-    int operand_axis = axis - (out_batch_rank - operand_batch_rank);
-    if (operand_axis < 0) continue;
-    std::int64_t operand_size = operand.dim(operand_axis);
-    if (operand_size != 1) offset += position * stride;
-    stride *= operand_size;
-  }
-  return offset;
-}
-
 }  // namespace
 
 void prepare_matmul(NodeTask& task) {
@@ -413,6 +394,7 @@ void prepare_matmul(NodeTask& task) {
     return true;
   }();
   (void)single_threaded_blas;
+  if (!task.windows.empty()) return prepare_windowed_product(task);
   bool hardware_bf16 = multiplies_bf16(task);
   std::int64_t floats = 0;
   if (!hardware_bf16) {
@@ -477,11 +459,66 @@ void run_products(const NodeTask& task, const Element* a_data, const Element* b_
 
 }  // namespace
 
+namespace {
+
+#if CSRUN_ONEDNN_GEMM
+bool f32_gemm_through_onednn(const F32Gemm& gemm) {
+  return f32_through_onednn({gemm.m, gemm.n, gemm.k}, {gemm.a_transposed, gemm.b_transposed});
+}
+
+onednn_gemm::Block block_of(const F32Gemm& gemm) {
+  onednn_gemm::Block block{gemm.a,
+                           gemm.a_transposed,
+                           gemm.b,
+                           gemm.b_transposed,
+                           nullptr,
+                           gemm.out,
+                           false,
+                           gemm.m,
+                           gemm.n,
+                           gemm.k,
+                           0,
+                           gemm.m,
+                           0,
+                           gemm.n,
+                           onednn_gemm::Operands::f32};
+  block.lda = gemm.lda;
+  block.ldb = gemm.ldb;
+  block.ldc = gemm.ldc;
+  block.accumulate = true;
+  return block;
+}
+#endif
+
+}  // namespace
+
+void prepare_f32_gemm(const F32Gemm& gemm) {
+#if CSRUN_ONEDNN_GEMM
+  if (gemm.m > 0 && gemm.n > 0 && f32_gemm_through_onednn(gemm))
+    onednn_gemm::prepare(block_of(gemm));
+#else
+  (void)gemm;
+#endif
+}
+
+void multiply_f32_gemm(const F32Gemm& gemm) {
+  if (gemm.m == 0 || gemm.n == 0 || gemm.k == 0) return;
+#if CSRUN_ONEDNN_GEMM
+  if (f32_gemm_through_onednn(gemm)) return onednn_gemm::multiply(block_of(gemm));
+#endif
+  auto flag = [](bool transposed) { return transposed ? CblasTrans : CblasNoTrans; };
+  cblas_sgemm(CblasRowMajor, flag(gemm.a_transposed), flag(gemm.b_transposed),
+              static_cast<int>(gemm.m), static_cast<int>(gemm.n), static_cast<int>(gemm.k), 1.0f,
+              gemm.a, static_cast<int>(gemm.lda), gemm.b, static_cast<int>(gemm.ldb), 1.0f,
+              gemm.out, static_cast<int>(gemm.ldc));
+}
+
 bool multiplies_bf16_in_hardware() {
   return kHardwareBf16;
 }
 
 void run_matmul(NodeTask& task) {
+  if (!task.windows.empty()) return run_windowed_product(task);
   const TensorRef& out = task.out;
   float* scratch = task.scratch ? task.scratch->data : nullptr;
 #if CSRUN_ONEDNN_GEMM

@@ -71,7 +71,7 @@ const dnnl::engine& engine() {
 // whole product's row length, the result's leading dimension.
 struct Shape {
   std::int64_t rows, columns, n, k, lda, ldb;
-  bool a_transposed, b_transposed, has_addend, out_bf16;
+  bool a_transposed, b_transposed, has_addend, out_bf16, accumulate;
   Operands operands;
   auto operator<=>(const Shape&) const = default;
 };
@@ -98,22 +98,41 @@ Primitive make_primitive(const Shape& shape) {
   dnnl::primitive_attr attributes;
   // Scratch memory per calling thread, so that the team's threads can share one primitive.
   attributes.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  if (shape.accumulate) {
+    dnnl::post_ops sum;
+    sum.append_sum(1.0f);
+    attributes.set_post_ops(sum);
+  }
   dnnl::matmul::primitive_desc description(dnnl::matmul::desc(a, b, addend, out), attributes,
                                            engine());
   return {a, b, addend, out, description.scratchpad_desc(), dnnl::matmul(description)};
 }
 
+// The leading dimensions a block's operands and result are read and written with.
+std::int64_t lda_of(const Block& block) {
+  if (block.lda > 0) return block.lda;
+  return block.a_transposed ? block.m : block.k;
+}
+std::int64_t ldb_of(const Block& block) {
+  if (block.ldb > 0) return block.ldb;
+  return block.b_transposed ? block.k : block.n;
+}
+std::int64_t ldc_of(const Block& block) {
+  return block.ldc > 0 ? block.ldc : block.n;
+}
+
 Shape shape_of(const Block& block) {
   return {block.rows,
           block.columns,
-          block.n,
+          ldc_of(block),
           block.k,
-          block.a_transposed ? block.m : block.k,
-          block.b_transposed ? block.k : block.n,
+          lda_of(block),
+          ldb_of(block),
           block.a_transposed,
           block.b_transposed,
           block.addend != nullptr,
           block.out_bf16,
+          block.accumulate,
           block.operands};
 }
 
@@ -171,6 +190,9 @@ void prepare(const Block& block) {
   if (block.out_bf16 && block.operands == Operands::f32)
     throw std::invalid_argument("onednn_gemm: a bfloat16 result of f32 operands, " +
                                 block_text(block));
+  if (block.accumulate && block.addend != nullptr)
+    throw std::invalid_argument("onednn_gemm: an accumulated block with an addend, " +
+                                block_text(block));
   Shape shape = shape_of(block);
   Primitives& all = primitives();
   std::lock_guard lock(all.mutex);
@@ -201,10 +223,11 @@ void multiply(const Block& block) {
     return const_cast<std::byte*>(static_cast<const std::byte*>(data) +
                                   offset * operand_bytes(block));
   };
-  void* a = operand(block.a, block.a_transposed ? block.first_row : block.first_row * block.k);
-  void* b =
-      operand(block.b, block.b_transposed ? block.first_column * block.k : block.first_column);
-  std::int64_t out_offset = block.first_row * block.n + block.first_column;
+  void* a =
+      operand(block.a, block.a_transposed ? block.first_row : block.first_row * lda_of(block));
+  void* b = operand(block.b,
+                    block.b_transposed ? block.first_column * ldb_of(block) : block.first_column);
+  std::int64_t out_offset = block.first_row * ldc_of(block) + block.first_column;
   void* out = block.out_bf16
                   ? static_cast<void*>(static_cast<std::uint16_t*>(block.out) + out_offset)
                   : static_cast<void*>(static_cast<float*>(block.out) + out_offset);

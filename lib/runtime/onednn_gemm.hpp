@@ -23,8 +23,10 @@ enum class Operands : std::uint8_t { bf16, f32 };
 // columns, k zero; `a` and `b` hold bfloat16 or f32 values as `operands` says; `out` points at
 // the product's first row, f32 values or, with `out_bf16` (bfloat16 operands only), bfloat16
 // ones, rounded once from the f32 sum (to nearest even; a subnormal result is zero, as the
-// hardware gives it). `addend` (n values) is null for none. One caller's thread does all of it:
-// the caller shares the blocks out.
+// hardware gives it). `addend` (n values) is null for none. Leading dimensions other than the
+// operands' and result's row lengths (a product of tiles of larger matrices) are `lda`, `ldb`,
+// `ldc` (0: the row lengths). With `accumulate`, the product is added to `out`'s values (no
+// addend). One caller's thread does all of it: the caller shares the blocks out.
 struct Block {
   const void* a = nullptr;
   bool a_transposed = false;
@@ -37,6 +39,8 @@ struct Block {
   std::int64_t first_row = 0, rows = 0;
   std::int64_t first_column = 0, columns = 0;
   Operands operands = Operands::bf16;
+  std::int64_t lda = 0, ldb = 0, ldc = 0;
+  bool accumulate = false;
 };
 
 // Makes the kernel for blocks shaped as `block` (its pointers unused): once, before a step

@@ -97,6 +97,11 @@ struct NodeTask {
   // A matmul whose rows start as this row of f32 values, the product added to it: a bias add
   // folded into the GEMM. Null data: none.
   TensorRef addend;
+  // A matmul whose operand b is a convolution's windows of in[1] (compiler::HostStep::windows),
+  // never stored: the window's extents, and how many of the windows' columns the kernel forms at
+  // a time for the GEMM to read. Empty: b is in[1] itself.
+  graph::Shape windows;
+  std::int64_t windows_tile = 0;
   // A softmax also writes each f32 row rounded into this 16-bit value: a cast of its result
   // folded into it. Null data: none.
   TensorRef rounded;

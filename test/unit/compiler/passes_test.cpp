@@ -768,6 +768,62 @@ TEST_CASE(
   CHECK(evaluate_reference(g, feeds, std::vector<NodeId>{windows}).front().values == rounded);
 }
 
+TEST_CASE(
+    "convolve-gradients: an f32 input gradient is the output gradient padded and convolved with "
+    "the mirrored weights") {
+  ConvolutionStep step;
+  Program program{step.graph, {}};
+  REQUIRE(count_ops(program.graph, OpKind::windows_sum) == 2);
+  CHECK(compiler::convolve_gradients(program) == 2);  // x's gradient and the hidden value's
+  const Graph& g = program.graph;
+  INFO(g.to_text());
+  CHECK(count_ops(g, OpKind::windows_sum) == 0);
+  CHECK(count_ops(g, OpKind::windows) == 4);
+  for (const Node& node : g.nodes()) {
+    if (node.op != OpKind::windows || node.phase != Phase::backward) continue;
+    const Node& padded = g.node(node.inputs[0]);
+    CHECK(padded.op == OpKind::pad);
+    CHECK(padded.attrs.begins == std::vector<std::int64_t>{0, 0, 2, 2});  // the kernel less one
+  }
+  // The same sums in another order.
+  Feeds feeds = test::sample_feeds(step.graph);
+  std::vector<double> rewritten = outputs_of(g, feeds);
+  std::vector<double> traced = outputs_of(step.graph, feeds);
+  REQUIRE(rewritten.size() == traced.size());
+  for (std::size_t i = 0; i < traced.size(); ++i)
+    CHECK(rewritten[i] == Approx(traced[i]).epsilon(1e-12).margin(1e-12));
+  CHECK(compiler::convolve_gradients(program) == 0);
+
+  // Under mixed precision the gradient sums a 16-bit product's windows: left as it is.
+  Program mixed{step.graph, {}};
+  CHECK(compiler::lower_precision(mixed, {true, DType::bf16, 1}) > 0);
+  CHECK(compiler::convolve_gradients(mixed) == 0);
+}
+
+TEST_CASE("fuse-matmul: an f32 product forms a convolution's windows as it multiplies") {
+  ConvolutionStep step;
+  auto windows_in_products = [](const compiler::CompiledStep& compiled) {
+    std::size_t count = 0;
+    for (const compiler::Fusion& fusion : compiled.program.fusions) {
+      if (fusion.pattern != "matmul") continue;
+      for (NodeId id : fusion.nodes)
+        count += compiled.program.graph.node(id).op == OpKind::windows;
+    }
+    return count;
+  };
+  compiler::CompiledStep f32 = compiler::compile_step(step.graph, {});
+  INFO(f32.program.graph.to_text());
+  // Every windows op: two forward products, two weights' gradients, two input gradients.
+  CHECK(count_ops(f32.program.graph, OpKind::windows) == 6);
+  CHECK(windows_in_products(f32) == 6);
+  // bfloat16 windows are stored: the product's kernel set may multiply them in hardware.
+  compiler::CompileOptions mixed;
+  mixed.precision = {true, DType::bf16, 1};
+  compiler::CompiledStep bf16 = compiler::compile_step(step.graph, mixed);
+  CHECK(count_ops(bf16.program.graph, OpKind::windows) > 0);
+  CHECK(windows_in_products(bf16) == 0);
+}
+
 TEST_CASE("simplify: a 1x1 convolution's windows and their sums are reshapes, a pad of 0 nothing") {
   Graph graph;
   Tensor x(graph, graph.add_input("x", {{2, 3, 5, 5}, DType::f32}));

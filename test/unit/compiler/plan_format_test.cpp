@@ -1,11 +1,14 @@
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <fstream>
 #include <limits>
 
 #include "compiler/compile.hpp"
 #include "compiler/plan_cache.hpp"
 #include "compiler/plan_format.hpp"
+#include "graph/autodiff.hpp"
+#include "nn/convolution.hpp"
 #include "support/step_fixture.hpp"
 #include "support/temp_dir.hpp"
 
@@ -63,6 +66,31 @@ TEST_CASE("a plan reads back identical to what was written") {
   // Source locations and module paths survive: a loaded plan still names model lines.
   const graph::Node& node = read.graph.node(read.kernels.back().nodes.back());
   CHECK_FALSE(node.location.file().empty());
+}
+
+TEST_CASE("a plan whose products form a convolution's windows reads back identical") {
+  graph::Graph graph;
+  graph::Tensor x(graph, graph.add_input("x", {{2, 3, 10, 12}, graph::DType::f32}));
+  graph::Tensor w(graph, graph.add_variable("w", {{4, 3, 3, 3}, graph::DType::f32},
+                                            graph::VariableRole::parameter, {}));
+  graph::Tensor y = nn::convolve(x, w, 1, 1);
+  graph::Tensor loss = sum(y * y, {0, 1, 2, 3});
+  graph.add_output("loss", loss.id());
+  graph.set_phase(graph::Phase::backward);
+  std::vector<graph::Tensor> grads = gradients(loss, std::vector<graph::Tensor>{w, x});
+  graph.add_output("w_grad", grads[0].id());
+  graph.add_output("x_grad", grads[1].id());
+  compiler::Plan plan =
+      compiler::build_plan(compiler::compile_step(std::move(graph), {}),
+                           {"9.9.9", "0123456789abcdef", compiler::StepKind::train, 2, 0}, {});
+  auto forming = std::count_if(plan.host_steps.begin(), plan.host_steps.end(),
+                               [](const compiler::HostStep& host) { return host.windows >= 0; });
+  CHECK(forming == 3);  // the output, the weight's gradient, the input's gradient
+  CHECK(plan.scratch.windows_tile_bytes > 0);
+  std::string bytes = compiler::encode_plan(plan);
+  compiler::Plan read = compiler::decode_plan(bytes, "memory");
+  CHECK(read == plan);
+  CHECK(compiler::encode_plan(read) == bytes);
 }
 
 TEST_CASE("damaged plan files are refused with the reason") {

@@ -53,10 +53,11 @@ TEST_CASE("a GEMM's folded transpose and its product before the bias take no scr
   CHECK(layout.kernel_value_bytes == 0);
   // Both bfloat16 operands widened to f32; the f32 result needs no copy.
   CHECK(layout.widening_bytes == 4 * (64 * 32 + 48 * 32));
-  CHECK(compiler::step_host_bytes(plan, false) == plan.memory.peak_bytes + layout.bytes(false));
+  CHECK(compiler::step_host_bytes(plan, false, 4) ==
+        plan.memory.peak_bytes + layout.bytes(false, 4));
   // Multiplied in hardware, nothing is widened.
   CHECK(layout.hardware_bf16_widening_bytes == 0);
-  CHECK(compiler::step_host_bytes(plan, true) == plan.memory.peak_bytes + layout.region_bytes());
+  CHECK(compiler::step_host_bytes(plan, true, 4) == plan.memory.peak_bytes + layout.region_bytes());
 }
 
 TEST_CASE("a 16-bit product's work space holds its widened operands and its f32 result") {

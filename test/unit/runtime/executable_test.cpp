@@ -8,7 +8,9 @@
 
 #include "compiler/host_lowering.hpp"
 #include "compiler/scratch_layout.hpp"
+#include "graph/autodiff.hpp"
 #include "graph/number_formats.hpp"
+#include "nn/convolution.hpp"
 #include "runtime_fixture.hpp"
 #include "support/step_fixture.hpp"
 
@@ -208,6 +210,81 @@ TEST_CASE(
   graph::Tensor rounded = windows(graph::cast(y, DType::bf16), {3, 3});
   widened.add_output("sums", apply(graph::OpKind::windows_sum, {rounded}, to_f32).id());
   CHECK(step_difference(test::compiled_plan(widened, 1)) < 1e-6);
+}
+
+TEST_CASE(
+    "convolutions that form their windows a tile at a time agree with the reference, on any "
+    "number of cores") {
+  // A 2-D convolution over a batch of 4 (its products shared out a tile of columns, or a product,
+  // at a time) and a 3-D one of one sample (its weight's gradient in two halves of its columns),
+  // each with the gradients of its weight and input: products of windows and, transposed, of
+  // windows summed over the output positions.
+  graph::Graph graph;
+  graph::Tensor image(graph, graph.add_input("image", {{4, 6, 20, 24}, DType::f32}));
+  graph::Tensor volume(graph, graph.add_input("volume", {{1, 6, 6, 8, 10}, DType::f32}));
+  graph::Tensor flat(graph, graph.add_variable("flat", {{5, 6, 3, 3}, DType::f32},
+                                               graph::VariableRole::parameter, {}));
+  graph::Tensor deep(graph, graph.add_variable("deep", {{3, 6, 3, 3, 3}, DType::f32},
+                                               graph::VariableRole::parameter, {}));
+  graph::Tensor images = nn::convolve(image, flat, 1, 1);
+  graph::Tensor volumes = nn::convolve(volume, deep, 1, 1);
+  graph::Tensor loss = sum(images * images, {0, 1, 2, 3}) + sum(volumes * volumes, {0, 1, 2, 3, 4});
+  graph.set_phase(graph::Phase::backward);
+  std::vector<graph::Tensor> grads =
+      gradients(loss, std::vector<graph::Tensor>{flat, deep, image, volume});
+  std::vector<std::string> names = {"images",    "volumes",    "flat_grad",
+                                    "deep_grad", "image_grad", "volume_grad"};
+  std::vector<graph::Tensor> values = {images, volumes, grads[0], grads[1], grads[2], grads[3]};
+  for (std::size_t i = 0; i < names.size(); ++i)
+    graph.add_output(names[i], values[i].id());
+  compiler::Plan plan = test::compiled_plan(graph, 1);
+  std::size_t forming = 0;
+  std::size_t summing = 0;
+  for (const compiler::HostStep& host : plan.host_steps) {
+    if (host.windows < 0) continue;
+    ++(host.transposed_b ? summing : forming);
+  }
+  CHECK(forming == 4);  // the outputs and the input gradients
+  CHECK(summing == 2);  // the weights' gradients
+  CHECK(
+      std::none_of(plan.graph.nodes().begin(), plan.graph.nodes().end(),
+                   [](const graph::Node& node) { return node.op == graph::OpKind::windows_sum; }));
+  CHECK(step_difference(plan) <= 1e-5);
+  graph::Feeds feeds = test::sample_feeds(graph);
+  auto outputs = [&] {
+    Executable executable(plan);
+    test::feed(executable, feeds);
+    executable.run();
+    std::vector<std::vector<double>> read;
+    for (const std::string& name : names)
+      read.push_back(executable.read(executable.slot(name)));
+    return read;
+  };
+  std::vector<std::vector<double>> on_every_core = outputs();
+  test::on_one_core([&] { CHECK(outputs() == on_every_core); });
+}
+
+TEST_CASE("a plan whose product would form windows it cannot is refused when it is loaded") {
+  graph::Graph graph;
+  graph::Tensor x(graph, graph.add_input("x", {{2, 3, 10, 12}, DType::f32}));
+  graph::Tensor w(graph, graph.add_variable("w", {{4, 3, 3, 3}, DType::f32},
+                                            graph::VariableRole::parameter, {}));
+  graph.add_output("y", nn::convolve(x, w, 1, 1).id());
+  compiler::Plan plan = test::compiled_plan(graph, 1);
+  auto forming = std::find_if(plan.host_steps.begin(), plan.host_steps.end(),
+                              [](const compiler::HostStep& host) { return host.windows >= 0; });
+  REQUIRE(forming != plan.host_steps.end());
+  auto index = static_cast<std::size_t>(forming - plan.host_steps.begin());
+  auto refused = [&](auto change) {
+    compiler::Plan hostile = plan;
+    change(hostile.host_steps[index]);
+    CHECK_THROWS_WITH(Executable(hostile),
+                      Catch::Contains("forms the windows") &&
+                          Catch::Contains("only f32 windows of its operand b"));
+  };
+  refused([](compiler::HostStep& host) { host.windows_tile = 0; });
+  refused([](compiler::HostStep& host) { host.windows = host.operand_a; });
+  refused([](compiler::HostStep& host) { host.operand_b = host.operand_a; });
 }
 
 TEST_CASE("argmax split across the cores agrees with the reference, ties to the first") {

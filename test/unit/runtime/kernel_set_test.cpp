@@ -379,8 +379,8 @@ void check_products(const std::vector<std::string_view>& sets, DType operands) {
       // count.
       bool hardware_bf16 = runtime::kernel_set(name).multiplies_bf16();
       CHECK(hardware_bf16 == (name == "amx" || name == "avx512bf16"));
-      CHECK(executable.scratch_bytes() <=
-            plan.scratch.bytes(hardware_bf16) + 2 * compiler::kBufferAlignment);
+      CHECK(executable.scratch_bytes() <= plan.scratch.bytes(hardware_bf16, runtime::host_cores()) +
+                                              2 * compiler::kBufferAlignment);
       // A set that multiplies bfloat16 in hardware rounds a bfloat16 result in its GEMM: no f32
       // copy of it, no widened operands.
       if ((name == "amx" || name == "avx512bf16") && result == DType::bf16) {
