@@ -14,7 +14,6 @@ constexpr DTypes kNumeric = kFloat | DTypes{DType::i32};
 constexpr DTypes kBool{DType::boolean};
 constexpr DTypes kAny = kNumeric | kBool;
 constexpr DTypes kIndex{DType::i32};
-constexpr DTypes kF32{DType::f32};
 // A 3-D convolution's windows: [N, C, K, D, H, W].
 constexpr int kWindowsRank = 6;
 
@@ -76,11 +75,11 @@ std::vector<KernelSpec> make_library() {
   return {
       {.name = "matmul",
        .summary = "matrix product on a 2-D block of PEs, with operand transposes and conversions "
-                  "applied as it loads, a convolution's windows (f32) formed as it loads them, "
+                  "applied as it loads, a convolution's windows formed as it loads them, "
                   "and a bias, reshape, cast and activation as it stores",
        .pattern = "matmul",
        .ops = joined({{{OpKind::matmul, kFloat, kFloat, false},
-                       {OpKind::windows, kF32, kF32, false, kWindowsRank},
+                       {OpKind::windows, kFloat, kFloat, false, kWindowsRank},
                        {OpKind::reshape, kFloat, kFloat, false, kWindowsRank}},
                       rules({OpKind::transpose, OpKind::cast, OpKind::add, OpKind::relu,
                              OpKind::gelu, OpKind::tanh, OpKind::sigmoid},

@@ -49,10 +49,10 @@ class MatmulFusion {
   std::vector<Fusion> finish() const { return groups_.finish(); }
 
  private:
-  // A convolution's windows the kernel forms a tile at a time as it multiplies, never stored: an
-  // f32 product's operand b a reshape of f32 windows into its matrices (one per product of the
-  // matmul, each row a window offset of a lead index, each column an output position), or that
-  // transposed; each of them read by the next alone.
+  // A convolution's windows the kernel forms a tile at a time as it multiplies, never stored: a
+  // product's operand b a reshape of windows into its matrices (one per product of the matmul,
+  // each row a window offset of a lead index, each column an output position), or that
+  // transposed, of the type of its operand a; each of them read by the next alone.
   void absorb_windows(std::int32_t group, NodeId matmul) {
     const graph::Node& product = graph_.node(matmul);
     std::vector<NodeId> chain;
@@ -77,18 +77,17 @@ class MatmulFusion {
       groups_.join(group, id);
   }
 
-  // Whether `reshape` views `windows` as the matrices of `product`'s operand b: f32 values, the
-  // product's batch axes, each matrix column an output position.
+  // Whether `reshape` views `windows` as the matrices of `product`'s operand b: values of the
+  // type of operand a, the product's batch axes, each matrix column an output position.
   bool forms_windows(const graph::Node& product, const graph::Node& reshape,
                      const graph::Node& windows) const {
     const graph::Shape& matrices = reshape.type.shape;
     const graph::Shape& result = product.type.shape;
     const graph::Shape& positions = windows.type.shape;
     auto axes = static_cast<std::ptrdiff_t>(windows.attrs.shape.size());
-    bool f32 = windows.type.dtype == graph::DType::f32 &&
-               graph_.node(product.inputs[0]).type.dtype == graph::DType::f32 &&
-               product.type.dtype == graph::DType::f32;
-    return f32 && matrices.size() == result.size() && matrices.size() >= 2 &&
+    bool typed = windows.type.dtype == graph_.node(product.inputs[0]).type.dtype &&
+                 graph::is_floating(windows.type.dtype);
+    return typed && matrices.size() == result.size() && matrices.size() >= 2 &&
            std::equal(matrices.begin(), matrices.end() - 2, result.begin()) &&
            std::ssize(positions) > axes &&
            graph::element_count(graph::Shape(positions.end() - axes, positions.end())) ==

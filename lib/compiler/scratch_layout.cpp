@@ -98,13 +98,22 @@ std::int64_t hardware_bf16_widening(const Plan& plan, const ProductValues& produ
   return widened_bytes(plan, {product.result});
 }
 
-// The floats of a product's tile of windows: the rows of the windows' matrices (as formed, before
-// a transpose) by the columns a tile takes.
-std::int64_t windows_tile_floats(const Plan& plan, const HostStep& host) {
+// The floats of a core's work space for a product that forms windows: a tile, the rows of the
+// windows' matrices (as formed, before a transpose) by the columns a tile takes; with 16-bit
+// operands, op(a)'s block widened (all of it, or the tile's columns of a sum); with a 16-bit
+// result, its f32 block (the tile's columns, or all of a sum's).
+std::int64_t windows_work_floats(const Plan& plan, const HostStep& host) {
   const graph::Node& product = plan.graph.node(host.nodes.front());
   const graph::Shape& b = plan.graph.node(product.inputs.at(1)).type.shape;
-  std::int64_t rows = host.transposed_b ? b.back() : b.at(b.size() - 2);
-  return rows * host.windows_tile;
+  const graph::TensorType& a = plan.graph.node(product.inputs.at(0)).type;
+  const graph::Shape& out = product.type.shape;
+  std::int64_t m = out.at(out.size() - 2);
+  std::int64_t tile = host.windows_tile;
+  std::int64_t floats = (host.transposed_b ? b.back() : b.at(b.size() - 2)) * tile;
+  if (a.dtype != graph::DType::f32) floats += m * (host.transposed_b ? tile : a.shape.back());
+  if (product.type.dtype != graph::DType::f32)
+    floats += m * (host.transposed_b ? out.back() : tile);
+  return floats;
 }
 
 }  // namespace
@@ -132,7 +141,7 @@ ScratchLayout layout_scratch(const Plan& plan) {
     if (host.windows >= 0) {
       layout.windows_tile_bytes =
           std::max(layout.windows_tile_bytes,
-                   windows_tile_floats(plan, host) * static_cast<std::int64_t>(sizeof(float)));
+                   windows_work_floats(plan, host) * static_cast<std::int64_t>(sizeof(float)));
     }
     std::optional<ProductValues> product = product_values(plan, host);
     if (!product) continue;
@@ -168,7 +177,7 @@ std::string scratch_layout_text(const Plan& plan) {
                      "); f32 work space of 16-bit products " +
                      std::to_string(scratch.widening_bytes) + " bytes (" +
                      std::to_string(scratch.hardware_bf16_widening_bytes) +
-                     " with bfloat16 multiplied in hardware); tiles of windows " +
+                     " with bfloat16 multiplied in hardware); products forming windows " +
                      std::to_string(scratch.windows_tile_bytes) + " bytes a core\n";
   for (const ScratchLayout::Place& place : scratch.kernel_values) {
     text += "k" + std::to_string(place.kernel) + " " +

@@ -438,7 +438,7 @@ struct Executable::State {
   }
 
   // A GEMM forms the windows it reads from their source, operand b: the matrices it reads must be
-  // the windows' f32 values, as the matmul's shapes take them.
+  // the windows' values, of operand a's floating type, as the matmul's shapes take them.
   void bind_windows(NodeTask& task, const compiler::HostStep& host) const {
     const graph::Node& windows = plan.graph.node(host.windows);
     const graph::Shape& shape = windows.type.shape;
@@ -450,16 +450,16 @@ struct Executable::State {
     std::int64_t matrices = out.count / std::max<std::int64_t>(out.dim(out.rank - 2) * n, 1);
     auto axes = static_cast<std::ptrdiff_t>(windows.attrs.shape.size());
     bool valid = windows.op == graph::OpKind::windows && windows.inputs[0] == host.operand_b &&
-                 host.windows_tile > 0 && windows.type.dtype == graph::DType::f32 &&
-                 a.dtype == graph::DType::f32 && out.dtype == graph::DType::f32 &&
-                 std::ssize(shape) > axes &&
+                 host.windows_tile > 0 && host.windows_tile <= columns &&
+                 windows.type.dtype == a.dtype && graph::is_floating(a.dtype) &&
+                 graph::is_floating(out.dtype) && std::ssize(shape) > axes &&
                  graph::element_count(graph::Shape(shape.end() - axes, shape.end())) == columns &&
                  matrices * k * n == graph::element_count(shape);
     if (!valid)
       throw std::invalid_argument("kernel k" + std::to_string(host.kernel) +
                                   " forms the windows %" + std::to_string(host.windows) +
-                                  " for its product: only f32 windows of its operand b, shaped as "
-                                  "the product reads them");
+                                  " for its product: only windows of its operand b, of operand a's "
+                                  "floating type and shaped as the product reads them");
     task.windows = windows.attrs.shape;
     task.windows_tile = host.windows_tile;
   }
@@ -752,6 +752,10 @@ const Executable::HostProfile& Executable::host_profile() const {
 std::int64_t Executable::arena_bytes() const {
   return state_->arena.size();
 }
+std::int64_t Executable::work_space_bytes() const {
+  return static_cast<std::int64_t>(state_->task_scratch_memory.size());
+}
+
 std::int64_t Executable::scratch_bytes() const {
   std::int64_t bytes = state_->scratch.size() + state_->task_scratch_memory.size();
   for (const StepWork& work : state_->step) {

@@ -72,9 +72,10 @@ class Executable {
   // The wafer time of the steps run so far, from the plan's estimate (0 for a CPU plan).
   double simulated_seconds() const;
   // Bytes of the arena (the plan's peak) and of kernel-local scratch (chains' chunk buffers
-  // included).
+  // included); of that scratch, the work space the kernels share (compiler::ScratchLayout::work).
   std::int64_t arena_bytes() const;
   std::int64_t scratch_bytes() const;
+  std::int64_t work_space_bytes() const;
 
   // Where the host's time goes: once profiling is on, each run() after this executable's first
   // (which faults in the arena's pages) times every host step of the plan it runs.

@@ -37,23 +37,25 @@ void prepare_matmul(NodeTask& task);
 void run_windowed_product(NodeTask& task);
 void prepare_windowed_product(NodeTask& task);
 
-// One f32 GEMM call of a kernel that lays out its own operands (windowed_product.cpp), through
-// the library this set multiplies such a shape with (matmul_kernel.cpp): row-major
-// out += op(a) op(b), op(a) m x k and op(b) k x n, with the leading dimensions given.
-struct F32Gemm {
-  const float* a = nullptr;
+// One GEMM call of a kernel that lays out its own operands (windowed_product.cpp), through the
+// library this set multiplies such a shape with (matmul_kernel.cpp): row-major out += op(a) op(b),
+// op(a) m x k and op(b) k x n, with the leading dimensions given; f32 operands, or with `bf16`
+// two bfloat16 operands in a set that multiplies them in hardware. The result is f32.
+struct TileGemm {
+  const void* a = nullptr;
   bool a_transposed = false;
   std::int64_t lda = 0;
-  const float* b = nullptr;
+  const void* b = nullptr;
   bool b_transposed = false;
   std::int64_t ldb = 0;
   float* out = nullptr;
   std::int64_t ldc = 0;
   std::int64_t m = 0, n = 0, k = 0;
+  bool bf16 = false;
 };
 // Once per shape, before a step makes such calls (oneDNN makes its kernel); pointers unused.
-void prepare_f32_gemm(const F32Gemm& gemm);
-void multiply_f32_gemm(const F32Gemm& gemm);
+void prepare_tile_gemm(const TileGemm& gemm);
+void multiply_tile_gemm(const TileGemm& gemm);
 // Whether this set's products of two bfloat16 operands run as bfloat16 GEMMs (amx, avx512bf16),
 // not widened to f32 first (matmul_kernel.cpp: the AVX-512 sets share every other kernel).
 bool multiplies_bf16_in_hardware();

@@ -462,26 +462,21 @@ void run_products(const NodeTask& task, const Element* a_data, const Element* b_
 namespace {
 
 #if CSRUN_ONEDNN_GEMM
-bool f32_gemm_through_onednn(const F32Gemm& gemm) {
-  return f32_through_onednn({gemm.m, gemm.n, gemm.k}, {gemm.a_transposed, gemm.b_transposed});
+bool tile_through_onednn(const TileGemm& gemm) {
+  return gemm.bf16 ||
+         f32_through_onednn({gemm.m, gemm.n, gemm.k}, {gemm.a_transposed, gemm.b_transposed});
 }
 
-onednn_gemm::Block block_of(const F32Gemm& gemm) {
-  onednn_gemm::Block block{gemm.a,
-                           gemm.a_transposed,
-                           gemm.b,
-                           gemm.b_transposed,
-                           nullptr,
-                           gemm.out,
-                           false,
-                           gemm.m,
-                           gemm.n,
-                           gemm.k,
-                           0,
-                           gemm.m,
-                           0,
-                           gemm.n,
-                           onednn_gemm::Operands::f32};
+onednn_gemm::Block block_of(const TileGemm& gemm) {
+  auto operands = gemm.bf16 ? onednn_gemm::Operands::bf16 : onednn_gemm::Operands::f32;
+  onednn_gemm::Block block{gemm.a,  gemm.a_transposed,
+                           gemm.b,  gemm.b_transposed,
+                           nullptr, gemm.out,
+                           false,   gemm.m,
+                           gemm.n,  gemm.k,
+                           0,       gemm.m,
+                           0,       gemm.n,
+                           operands};
   block.lda = gemm.lda;
   block.ldb = gemm.ldb;
   block.ldc = gemm.ldc;
@@ -492,25 +487,26 @@ onednn_gemm::Block block_of(const F32Gemm& gemm) {
 
 }  // namespace
 
-void prepare_f32_gemm(const F32Gemm& gemm) {
+void prepare_tile_gemm(const TileGemm& gemm) {
 #if CSRUN_ONEDNN_GEMM
-  if (gemm.m > 0 && gemm.n > 0 && f32_gemm_through_onednn(gemm))
+  if (gemm.m > 0 && gemm.n > 0 && gemm.k > 0 && tile_through_onednn(gemm))
     onednn_gemm::prepare(block_of(gemm));
 #else
   (void)gemm;
 #endif
 }
 
-void multiply_f32_gemm(const F32Gemm& gemm) {
+void multiply_tile_gemm(const TileGemm& gemm) {
   if (gemm.m == 0 || gemm.n == 0 || gemm.k == 0) return;
 #if CSRUN_ONEDNN_GEMM
-  if (f32_gemm_through_onednn(gemm)) return onednn_gemm::multiply(block_of(gemm));
+  if (tile_through_onednn(gemm)) return onednn_gemm::multiply(block_of(gemm));
 #endif
   auto flag = [](bool transposed) { return transposed ? CblasTrans : CblasNoTrans; };
   cblas_sgemm(CblasRowMajor, flag(gemm.a_transposed), flag(gemm.b_transposed),
               static_cast<int>(gemm.m), static_cast<int>(gemm.n), static_cast<int>(gemm.k), 1.0f,
-              gemm.a, static_cast<int>(gemm.lda), gemm.b, static_cast<int>(gemm.ldb), 1.0f,
-              gemm.out, static_cast<int>(gemm.ldc));
+              static_cast<const float*>(gemm.a), static_cast<int>(gemm.lda),
+              static_cast<const float*>(gemm.b), static_cast<int>(gemm.ldb), 1.0f, gemm.out,
+              static_cast<int>(gemm.ldc));
 }
 
 bool multiplies_bf16_in_hardware() {

@@ -8,6 +8,8 @@ namespace csrun::runtime {
 
 namespace {
 
+using graph::DType;
+
 // The windows of `source` [L..., S1, ..., Sd] (extents `window`, d trailing axes) as the matrices
 // a product reads, one per product: row r of product p's matrix is the windows' row group
 // g = p * rows + r (lead index g / K, window offset g % K, K the window's elements) and column c
@@ -15,7 +17,10 @@ namespace {
 class WindowedOperand {
  public:
   WindowedOperand(const TensorRef& source, const graph::Shape& window, std::int64_t rows)
-      : source_(source.f32()), axes_(static_cast<int>(window.size())), rows_(rows) {
+      : source_(source.data),
+        dtype_(source.dtype),
+        axes_(static_cast<int>(window.size())),
+        rows_(rows) {
     int lead = source.rank - axes_;
     for (int a = 0; a < axes_; ++a) {
       auto i = static_cast<std::size_t>(a);
@@ -28,14 +33,16 @@ class WindowedOperand {
   }
 
   // Rows [first_row, first_row + rows) and columns [first_column, first_column + columns) of
-  // product `index`'s matrix into `tile`, `columns` floats a row: each a stretch of a row of the
-  // source, copied.
+  // product `index`'s matrix into `tile`, `columns` values a row: each a stretch of a row of the
+  // source, copied as it is stored or, `widened`, as f32 values.
   void form(std::int64_t index, std::int64_t first_row, std::int64_t rows,
-            std::int64_t first_column, std::int64_t columns, float* tile) const {
+            std::int64_t first_column, std::int64_t columns, void* tile, bool widened) const {
+    std::int64_t word = widened ? 4 : graph::dtype_size(dtype_);
+    auto* into = static_cast<std::byte*>(tile);
     for (std::int64_t r = 0; r < rows; ++r) {
       std::int64_t group = index * rows_ + first_row + r;
-      form_row(source_ + group / count_ * lead_size_, offsets(group % count_), first_column,
-               columns, tile + r * columns);
+      form_row(group / count_ * lead_size_, offsets(group % count_), first_column, columns,
+               into + r * columns * word, widened);
     }
   }
 
@@ -50,14 +57,15 @@ class WindowedOperand {
     return offset;
   }
 
-  void form_row(const float* lead, const Dims& offset, std::int64_t column, std::int64_t columns,
-                float* into) const {
+  void form_row(std::int64_t lead, const Dims& offset, std::int64_t column, std::int64_t columns,
+                std::byte* into, bool widened) const {
     auto last = static_cast<std::size_t>(axes_ - 1);
+    std::int64_t word = graph::dtype_size(dtype_);
     std::int64_t end = column + columns;
     while (column < end) {
       std::int64_t rest = column / outputs_[last];
       std::int64_t along = column % outputs_[last];
-      std::int64_t at = along + offset[last];
+      std::int64_t at = lead + along + offset[last];
       std::int64_t stride = inputs_[last];
       for (std::size_t a = last; a-- > 0;) {
         at += (rest % outputs_[a] + offset[a]) * stride;
@@ -65,13 +73,21 @@ class WindowedOperand {
         stride *= inputs_[a];
       }
       std::int64_t run = std::min(end - column, outputs_[last] - along);
-      std::memcpy(into, lead + at, static_cast<std::size_t>(run) * sizeof(float));
-      into += run;
+      const std::byte* from = source_ + at * word;
+      if (widened && dtype_ != DType::f32) {
+        widen_from_half(reinterpret_cast<const std::uint16_t*>(from),
+                        reinterpret_cast<float*>(into), run, dtype_);
+        into += run * 4;
+      } else {
+        std::memcpy(into, from, static_cast<std::size_t>(run * word));
+        into += run * word;
+      }
       column += run;
     }
   }
 
-  const float* source_;
+  const std::byte* source_;
+  DType dtype_;
   int axes_;
   std::int64_t rows_;
   Dims extents_{};
@@ -81,15 +97,27 @@ class WindowedOperand {
   std::int64_t lead_size_ = 1;
 };
 
+// A core's work space: the tile of windows, op(a)'s block widened to f32 (16-bit operands the set
+// does not multiply as they are), and the f32 result block a 16-bit result is rounded from.
+struct WorkSpace {
+  void* tile = nullptr;
+  float* a = nullptr;
+  float* out = nullptr;
+};
+
 // out = addend + op(a) * op(windows), per product: op(a) m x k; the windows matrix is k x n
 // (forward: a convolution's output) or, transposed, n x k (a weight's gradient, summed over the
-// output positions).
+// output positions). Two bfloat16 operands multiply as they are where the set multiplies them in
+// hardware; other 16-bit operands are widened to f32 a block at a time, and a 16-bit result is
+// summed in f32 and rounded once.
 struct WindowedProduct {
   const NodeTask& task;
   WindowedOperand windows;
   std::int64_t m, n, k;
   std::int64_t products;
   std::int64_t tile;  // windows columns formed at a time
+  bool in_hardware;   // bfloat16 operands multiplied as they are
+  bool widened;       // 16-bit operands widened to f32
 
   explicit WindowedProduct(const NodeTask& t)
       : task(t),
@@ -98,28 +126,62 @@ struct WindowedProduct {
         n(t.out.dim(t.out.rank - 1)),
         k(t.in[0].dim(t.transposed[0] ? t.in[0].rank - 2 : t.in[0].rank - 1)),
         products(m * n == 0 ? 0 : t.out.count / (m * n)),
-        tile(t.windows_tile) {}
+        tile(t.windows_tile),
+        in_hardware(t.in[0].dtype == DType::bf16 && multiplies_bf16_in_hardware()),
+        widened(t.in[0].dtype != DType::f32 && !in_hardware) {}
 
   static std::int64_t window_rows(const NodeTask& t) {
     return t.transposed[1] ? t.out.dim(t.out.rank - 1)
                            : t.in[0].dim(t.transposed[0] ? t.in[0].rank - 2 : t.in[0].rank - 1);
   }
 
-  const float* a_of(std::int64_t index) const {
-    return task.in[0].f32() + batch_offset(index, task.out, task.in[0]) * m * k;
+  bool rounds() const { return task.out.dtype != DType::f32; }
+
+  // The floats each part of the work space takes.
+  std::int64_t tile_floats() const { return window_rows(task) * tile; }
+  std::int64_t a_floats() const {
+    if (!widened) return 0;
+    return m * (task.transposed[1] ? tile : k);
+  }
+  std::int64_t out_floats() const {
+    if (!rounds()) return 0;
+    return m * (task.transposed[1] ? n : tile);
+  }
+  std::int64_t work_floats() const { return tile_floats() + a_floats() + out_floats(); }
+
+  WorkSpace work_space(float* floats) const {
+    if (floats == nullptr) return {};
+    return {floats, floats + tile_floats(), floats + tile_floats() + a_floats()};
+  }
+
+  std::int64_t a_offset(std::int64_t index) const {
+    return batch_offset(index, task.out, task.in[0]) * m * k;
   }
   std::int64_t lda() const { return task.transposed[0] ? m : k; }
   float* out_of(std::int64_t index) const { return task.out.f32() + index * m * n; }
+  const void* a_at(std::int64_t element) const {
+    return task.in[0].data + element * graph::dtype_size(task.in[0].dtype);
+  }
 
-  // Columns [first, first + columns) of a product's rows start as the addend or zero; the GEMM
-  // adds to them (beta = 1).
-  void start(float* out, std::int64_t first, std::int64_t columns) const {
+  // Columns [first, first + columns) of `out`'s m rows (`ld` apart) start as the addend's
+  // columns [addend_first, ...) or zero; the GEMM adds to them (beta = 1).
+  void start(float* out, std::int64_t ld, std::int64_t addend_first, std::int64_t columns) const {
     for (std::int64_t row = 0; row < m; ++row) {
-      float* at = out + row * n + first;
+      float* at = out + row * ld;
       if (task.addend.data == nullptr)
         std::fill_n(at, columns, 0.0f);
       else
-        std::copy_n(task.addend.f32() + first, columns, at);
+        std::copy_n(task.addend.f32() + addend_first, columns, at);
+    }
+  }
+
+  // m rows of `columns` f32 values rounded into the result's columns [first, ...) of product
+  // `index`.
+  void round_into(std::int64_t index, std::int64_t first, const float* block,
+                  std::int64_t columns) const {
+    for (std::int64_t row = 0; row < m; ++row) {
+      narrow_to_half(block + row * columns, task.out.half() + index * m * n + row * n + first,
+                     columns, task.out.dtype);
     }
   }
 
@@ -134,50 +196,76 @@ struct WindowedProduct {
     return products * (task.transposed[1] ? row_halves() : column_blocks());
   }
 
-  // Runs `call` on each GEMM of an item; when `form`, the item's result columns started and each
-  // call's tile formed into `buffer` first (otherwise the calls alone, for their shapes).
+  // Runs `call` on each GEMM of an item; when `form`, the item's result columns started, each
+  // call's operands formed into the work space first and a 16-bit result rounded after (otherwise
+  // the calls alone, for their shapes).
   template <class Call>
-  void for_each_gemm(std::int64_t item, float* buffer, bool form, Call&& call) const {
+  void for_each_gemm(std::int64_t item, WorkSpace space, bool form, Call&& call) const {
     if (task.transposed[1])
-      sum_gemms(item, buffer, form, call);
+      sum_gemms(item, space, form, call);
     else
-      column_gemm(item, buffer, form, call);
+      column_gemm(item, space, form, call);
   }
 
   template <class Call>
-  void column_gemm(std::int64_t item, float* buffer, bool form, Call& call) const {
+  void column_gemm(std::int64_t item, WorkSpace space, bool form, Call& call) const {
     std::int64_t index = item / column_blocks();
     std::int64_t first = item % column_blocks() * tile;
     std::int64_t columns = std::min(tile, n - first);
-    float* out = out_of(index);
+    float* out = rounds() ? space.out : out_of(index) + first;
+    std::int64_t ldc = rounds() ? columns : n;
+    const void* a = widened ? space.a : a_at(a_offset(index));
     if (form) {
-      windows.form(index, 0, k, first, columns, buffer);
-      start(out, first, columns);
+      windows.form(index, 0, k, first, columns, space.tile, !in_hardware);
+      if (widened)
+        widen_from_half(static_cast<const std::uint16_t*>(a_at(a_offset(index))), space.a, m * k,
+                        task.in[0].dtype);
+      start(out, ldc, first, columns);
     }
-    call(F32Gemm{a_of(index), task.transposed[0], lda(), buffer, false, columns, out + first, n, m,
-                 columns, k});
+    call(TileGemm{a, task.transposed[0], lda(), space.tile, false, columns, out, ldc, m, columns, k,
+                  in_hardware});
+    if (form && rounds()) round_into(index, first, out, columns);
   }
 
   template <class Call>
-  void sum_gemms(std::int64_t item, float* buffer, bool form, Call& call) const {
+  void sum_gemms(std::int64_t item, WorkSpace space, bool form, Call& call) const {
     std::int64_t index = item / row_halves();
     std::int64_t half = item % row_halves();
     std::int64_t first_row = n * half / row_halves();
     std::int64_t rows = n * (half + 1) / row_halves() - first_row;
-    float* out = out_of(index);
-    if (form) start(out, first_row, rows);
-    const float* a = a_of(index);
+    float* out = rounds() ? space.out : out_of(index) + first_row;
+    std::int64_t ldc = rounds() ? rows : n;
+    if (form) start(out, ldc, first_row, rows);
     for (std::int64_t first = 0; first < k; first += tile) {
       std::int64_t columns = std::min(tile, k - first);
-      if (form) windows.form(index, first_row, rows, first, columns, buffer);
-      const float* a_block = task.transposed[0] ? a + first * m : a + first;
-      call(F32Gemm{a_block, task.transposed[0], lda(), buffer, true, columns, out + first_row, n, m,
-                   rows, columns});
+      if (form) windows.form(index, first_row, rows, first, columns, space.tile, !in_hardware);
+      auto [a, a_ld] = a_block(index, first, columns, space.a, form);
+      call(TileGemm{a, task.transposed[0], a_ld, space.tile, true, columns, out, ldc, m, rows,
+                    columns, in_hardware});
     }
+    if (form && rounds()) round_into(index, first_row, out, rows);
   }
 
-  // The floats of one tile: the windows' rows a tile holds by the columns it takes.
-  std::int64_t tile_floats() const { return window_rows(task) * tile; }
+  // Columns [first, first + columns) of op(a) for a sum's GEMM and their leading dimension: where
+  // they are stored, or widened into `buffer` (`form`) as `columns` rows of m values, transposed,
+  // or m rows of `columns` values.
+  std::pair<const void*, std::int64_t> a_block(std::int64_t index, std::int64_t first,
+                                               std::int64_t columns, float* buffer,
+                                               bool form) const {
+    bool transposed = task.transposed[0];
+    std::int64_t start = a_offset(index) + (transposed ? first * m : first);
+    if (!widened) return {a_at(start), lda()};
+    if (form) {
+      auto* bits = static_cast<const std::uint16_t*>(a_at(start));
+      if (transposed) {
+        widen_from_half(bits, buffer, columns * m, task.in[0].dtype);
+      } else {
+        for (std::int64_t row = 0; row < m; ++row)
+          widen_from_half(bits + row * k, buffer + row * columns, columns, task.in[0].dtype);
+      }
+    }
+    return {buffer, transposed ? m : columns};
+  }
 };
 
 int team_parts(const NodeTask& task) {
@@ -188,9 +276,9 @@ int team_parts(const NodeTask& task) {
 
 void prepare_windowed_product(NodeTask& task) {
   WindowedProduct product(task);
-  task.scratch_floats = team_parts(task) * product.tile_floats();
+  task.scratch_floats = team_parts(task) * product.work_floats();
   for (std::int64_t item = 0; item < product.items(); ++item)
-    product.for_each_gemm(item, nullptr, false, prepare_f32_gemm);
+    product.for_each_gemm(item, WorkSpace{}, false, prepare_tile_gemm);
 }
 
 // The items (a product's column block, or its sum) shared out across the team in turn, each
@@ -199,17 +287,17 @@ void prepare_windowed_product(NodeTask& task) {
 void run_windowed_product(NodeTask& task) {
   WindowedProduct product(task);
   if (product.products == 0) return;
-  float* buffers = task.scratch == nullptr ? nullptr : task.scratch->data;
+  float* scratch = task.scratch == nullptr ? nullptr : task.scratch->data;
   std::int64_t parts = team_parts(task);
   if (parts == 1 || product.items() == 1) {
     for (std::int64_t item = 0; item < product.items(); ++item)
-      product.for_each_gemm(item, buffers, true, multiply_f32_gemm);
+      product.for_each_gemm(item, product.work_space(scratch), true, multiply_tile_gemm);
     return;
   }
   auto share = [&](int part) {
-    float* buffer = buffers + part * product.tile_floats();
+    WorkSpace space = product.work_space(scratch + part * product.work_floats());
     for (std::int64_t item = part; item < product.items(); item += parts)
-      product.for_each_gemm(item, buffer, true, multiply_f32_gemm);
+      product.for_each_gemm(item, space, true, multiply_tile_gemm);
   };
   task.team->run(share);
 }

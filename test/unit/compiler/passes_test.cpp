@@ -800,7 +800,7 @@ TEST_CASE(
   CHECK(compiler::convolve_gradients(mixed) == 0);
 }
 
-TEST_CASE("fuse-matmul: an f32 product forms a convolution's windows as it multiplies") {
+TEST_CASE("fuse-matmul: a product forms a convolution's windows as it multiplies") {
   ConvolutionStep step;
   auto windows_in_products = [](const compiler::CompiledStep& compiled) {
     std::size_t count = 0;
@@ -816,12 +816,14 @@ TEST_CASE("fuse-matmul: an f32 product forms a convolution's windows as it multi
   // Every windows op: two forward products, two weights' gradients, two input gradients.
   CHECK(count_ops(f32.program.graph, OpKind::windows) == 6);
   CHECK(windows_in_products(f32) == 6);
-  // bfloat16 windows are stored: the product's kernel set may multiply them in hardware.
+  // bfloat16 windows too, of the forward products and the weights' gradients; the input
+  // gradients sum the 16-bit product's windows (windows_sum).
   compiler::CompileOptions mixed;
   mixed.precision = {true, DType::bf16, 1};
   compiler::CompiledStep bf16 = compiler::compile_step(step.graph, mixed);
-  CHECK(count_ops(bf16.program.graph, OpKind::windows) > 0);
-  CHECK(windows_in_products(bf16) == 0);
+  CHECK(count_ops(bf16.program.graph, OpKind::windows) == 4);
+  CHECK(windows_in_products(bf16) == 4);
+  CHECK(count_ops(bf16.program.graph, OpKind::windows_sum) == 2);
 }
 
 TEST_CASE("simplify: a 1x1 convolution's windows and their sums are reshapes, a pad of 0 nothing") {
