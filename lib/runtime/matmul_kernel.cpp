@@ -462,8 +462,14 @@ void run_products(const NodeTask& task, const Element* a_data, const Element* b_
 namespace {
 
 #if CSRUN_ONEDNN_GEMM
+// Each shape oneDNN multiplies is a kernel it compiles and keeps: f32 tiles smaller than this go
+// through sgemm. A small UNet's windows, every tile shape a oneDNN kernel, took 6 MB more (39 ->
+// 45 MB peak RSS), for products of a few thousand multiply-adds a call.
+constexpr std::int64_t kMinOnednnTileMultiplyAdds = 1 << 20;
+
 bool tile_through_onednn(const TileGemm& gemm) {
-  return gemm.bf16 ||
+  if (gemm.bf16) return true;
+  return gemm.m * gemm.n * gemm.k >= kMinOnednnTileMultiplyAdds &&
          f32_through_onednn({gemm.m, gemm.n, gemm.k}, {gemm.a_transposed, gemm.b_transposed});
 }
 
