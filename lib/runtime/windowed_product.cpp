@@ -1,5 +1,7 @@
 #include <algorithm>
+#include <array>
 #include <cstring>
+#include <set>
 
 #include "kernel_families.hpp"
 #include "thread_team.hpp"
@@ -274,11 +276,26 @@ int team_parts(const NodeTask& task) {
 
 }  // namespace
 
+// Each distinct shape of the product's GEMM calls prepared once: a large image's sum takes tens
+// of thousands of calls of two shapes.
 void prepare_windowed_product(NodeTask& task) {
   WindowedProduct product(task);
   task.scratch_floats = team_parts(task) * product.work_floats();
+  std::set<std::array<std::int64_t, 9>> shapes;
+  auto prepare = [&](const TileGemm& gemm) {
+    std::array<std::int64_t, 9> shape = {gemm.m,
+                                         gemm.n,
+                                         gemm.k,
+                                         gemm.lda,
+                                         gemm.ldb,
+                                         gemm.ldc,
+                                         gemm.a_transposed,
+                                         gemm.b_transposed,
+                                         gemm.bf16};
+    if (shapes.insert(shape).second) prepare_tile_gemm(gemm);
+  };
   for (std::int64_t item = 0; item < product.items(); ++item)
-    product.for_each_gemm(item, WorkSpace{}, false, prepare_tile_gemm);
+    product.for_each_gemm(item, WorkSpace{}, false, prepare);
 }
 
 // The items (a product's column block, or its sum) shared out across the team in turn, each
