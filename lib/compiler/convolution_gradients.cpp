@@ -1,4 +1,3 @@
-#include <algorithm>
 #include <numeric>
 #include <optional>
 
@@ -29,22 +28,23 @@ struct InputGradient {
 class ConvolutionGradients {
  public:
   explicit ConvolutionGradients(const graph::Graph& source)
-      : source_(source), users_(source), rewriter_(source), dropped_(source.size(), false) {}
+      : source_(source), users_(source), rewriter_(source) {}
 
   std::size_t run() {
     std::vector<InputGradient> found = find();
     if (found.empty()) return 0;
     std::vector<InputGradient> at(source_.size());
+    std::vector<bool> dropped(source_.size(), false);
     for (const InputGradient& gradient : found) {
       for (NodeId id : {gradient.reshape, gradient.product})
-        dropped_[static_cast<std::size_t>(id)] = true;
+        dropped[static_cast<std::size_t>(id)] = true;
       if (users_.sole_user(gradient.transpose) == gradient.product)
-        dropped_[static_cast<std::size_t>(gradient.transpose)] = true;
+        dropped[static_cast<std::size_t>(gradient.transpose)] = true;
       at[static_cast<std::size_t>(gradient.sum)] = gradient;
     }
     for (std::size_t i = 0; i < source_.size(); ++i) {
       auto id = static_cast<NodeId>(i);
-      if (rewriter_.copy_leaf(id) || dropped_[i]) continue;
+      if (rewriter_.copy_leaf(id) || dropped[i]) continue;
       if (at[i].sum == id) {
         rewriter_.map(id, convolved(at[i]));
         continue;
@@ -168,21 +168,13 @@ class ConvolutionGradients {
   const graph::Graph& source_;
   NodeUsers users_;
   GraphRewriter rewriter_;
-  std::vector<bool> dropped_;
 };
 
 }  // namespace
 
 std::size_t convolve_gradients(Program& program) {
   expect_unfused(program, "convolve_gradients");
-  const graph::NodeList& nodes = program.graph.nodes();
-  if (std::none_of(nodes.begin(), nodes.end(),
-                   [](const graph::Node& node) { return node.op == OpKind::windows_sum; }))
-    return 0;
-  ConvolutionGradients rewrite(program.graph);
-  std::size_t rewritten = rewrite.run();
-  if (rewritten > 0) program.graph = rewrite.finish();
-  return rewritten;
+  return rewrite_where_present<ConvolutionGradients>(program.graph, OpKind::windows_sum);
 }
 
 }  // namespace csrun::compiler

@@ -24,33 +24,12 @@ std::int32_t FusionGroups::start(NodeId id, std::string pattern) {
   return group;
 }
 
-bool FusionGroups::precedes(const Group& group, NodeId operand, NodeId first) const {
-  if (group_of_[static_cast<std::size_t>(operand)] >= 0 &&
-      &groups_[index(group_of_[static_cast<std::size_t>(operand)])] == &group) {
-    return true;  // inside the group
-  }
-  return outside_operand_allowed(operand, first);
-}
-
 bool FusionGroups::outside_operand_allowed(NodeId operand, NodeId first) const {
   return graph_.node(operand).inputs.empty() || is_static(operand) || operand < first;
 }
 
 bool FusionGroups::can_join(std::int32_t group, NodeId id) const {
-  const Group& g = groups_[index(group)];
-  if (group_of(id) >= 0 || is_static(id)) return false;
-  NodeId first = std::min(g.first, id);
-  for (NodeId operand : graph_.node(id).inputs) {
-    if (operand != id && !precedes(g, operand, first)) return false;
-  }
-  if (first == g.first) return true;
-  // `id` comes first: every outside operand of the members must come before it.
-  for (NodeId member : g.nodes) {
-    for (NodeId operand : graph_.node(member).inputs) {
-      if (operand != id && !precedes(g, operand, first)) return false;
-    }
-  }
-  return true;
+  return can_join_all(group, std::span<const NodeId>(&id, 1));
 }
 
 bool FusionGroups::can_join_all(std::int32_t group, std::span<const NodeId> ids) const {
@@ -68,8 +47,9 @@ bool FusionGroups::can_join_all(std::int32_t group, std::span<const NodeId> ids)
                                 outside_operand_allowed(operand, first);
                        });
   };
-  return std::all_of(g.nodes.begin(), g.nodes.end(), allowed) &&
-         std::all_of(ids.begin(), ids.end(), allowed);
+  if (!std::all_of(ids.begin(), ids.end(), allowed)) return false;
+  // The members' operands already come before the group's first member.
+  return first == g.first || std::all_of(g.nodes.begin(), g.nodes.end(), allowed);
 }
 
 void FusionGroups::join(std::int32_t group, NodeId id) {

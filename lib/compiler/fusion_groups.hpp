@@ -50,7 +50,6 @@ class FusionGroups {
   };
 
   static std::size_t index(std::int32_t group) { return static_cast<std::size_t>(group); }
-  bool precedes(const Group& group, graph::NodeId operand, graph::NodeId first) const;
   // Whether an operand from outside a group whose first member is `first` keeps the invariant.
   bool outside_operand_allowed(graph::NodeId operand, graph::NodeId first) const;
 

@@ -1,5 +1,7 @@
 #pragma once
 
+#include <algorithm>
+#include <cstddef>
 #include <vector>
 
 #include "graph/graph.hpp"
@@ -48,5 +50,21 @@ class GraphRewriter {
   graph::Graph target_;
   std::vector<graph::NodeId> map_;
 };
+
+// Runs a rewrite over `graph` when it holds a node of `op` (most steps have none: no graph to
+// rebuild), keeping the new graph when the rewrite changed something. `Rewrite` is made from the
+// graph; its run() rebuilds it and counts the changes, its finish() gives the new graph. Returns
+// the changes.
+template <class Rewrite>
+std::size_t rewrite_where_present(graph::Graph& graph, graph::OpKind op) {
+  const graph::NodeList& nodes = graph.nodes();
+  if (std::none_of(nodes.begin(), nodes.end(),
+                   [op](const graph::Node& node) { return node.op == op; }))
+    return 0;
+  Rewrite rewrite(graph);
+  std::size_t changes = rewrite.run();
+  if (changes > 0) graph = rewrite.finish();
+  return changes;
+}
 
 }  // namespace csrun::compiler

@@ -85,15 +85,7 @@ class WindowsRecomputer {
 
 std::size_t recompute_windows(Program& program) {
   expect_unfused(program, "recompute_windows");
-  const graph::NodeList& nodes = program.graph.nodes();
-  // Most steps convolve nothing: no graph to rebuild.
-  if (std::none_of(nodes.begin(), nodes.end(),
-                   [](const graph::Node& node) { return node.op == OpKind::windows; }))
-    return 0;
-  WindowsRecomputer recomputer(program.graph);
-  std::size_t added = recomputer.run();
-  if (added > 0) program.graph = recomputer.finish();
-  return added;
+  return rewrite_where_present<WindowsRecomputer>(program.graph, OpKind::windows);
 }
 
 }  // namespace csrun::compiler

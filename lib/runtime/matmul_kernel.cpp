@@ -457,10 +457,6 @@ void run_products(const NodeTask& task, const Element* a_data, const Element* b_
   task.team->run(share);
 }
 
-}  // namespace
-
-namespace {
-
 #if CSRUN_ONEDNN_GEMM
 // Each shape oneDNN multiplies is a kernel it compiles and keeps: f32 tiles smaller than this go
 // through sgemm. A small UNet's windows, every tile shape a oneDNN kernel, took 6 MB more (39 ->

@@ -114,8 +114,9 @@ struct WorkSpace {
 // summed in f32 and rounded once.
 struct WindowedProduct {
   const NodeTask& task;
-  WindowedOperand windows;
   std::int64_t m, n, k;
+  std::int64_t rows;  // of the windows' matrices: k, or transposed n
+  WindowedOperand windows;
   std::int64_t products;
   std::int64_t tile;  // windows columns formed at a time
   bool in_hardware;   // bfloat16 operands multiplied as they are
@@ -123,24 +124,20 @@ struct WindowedProduct {
 
   explicit WindowedProduct(const NodeTask& t)
       : task(t),
-        windows(t.in[1], t.windows, window_rows(t)),
         m(t.out.dim(t.out.rank - 2)),
         n(t.out.dim(t.out.rank - 1)),
         k(t.in[0].dim(t.transposed[0] ? t.in[0].rank - 2 : t.in[0].rank - 1)),
+        rows(t.transposed[1] ? n : k),
+        windows(t.in[1], t.windows, rows),
         products(m * n == 0 ? 0 : t.out.count / (m * n)),
         tile(t.windows_tile),
         in_hardware(t.in[0].dtype == DType::bf16 && multiplies_bf16_in_hardware()),
         widened(t.in[0].dtype != DType::f32 && !in_hardware) {}
 
-  static std::int64_t window_rows(const NodeTask& t) {
-    return t.transposed[1] ? t.out.dim(t.out.rank - 1)
-                           : t.in[0].dim(t.transposed[0] ? t.in[0].rank - 2 : t.in[0].rank - 1);
-  }
-
   bool rounds() const { return task.out.dtype != DType::f32; }
 
   // The floats each part of the work space takes.
-  std::int64_t tile_floats() const { return window_rows(task) * tile; }
+  std::int64_t tile_floats() const { return rows * tile; }
   std::int64_t a_floats() const {
     if (!widened) return 0;
     return m * (task.transposed[1] ? tile : k);
@@ -234,18 +231,18 @@ struct WindowedProduct {
     std::int64_t index = item / row_halves();
     std::int64_t half = item % row_halves();
     std::int64_t first_row = n * half / row_halves();
-    std::int64_t rows = n * (half + 1) / row_halves() - first_row;
+    std::int64_t half_rows = n * (half + 1) / row_halves() - first_row;
     float* out = rounds() ? space.out : out_of(index) + first_row;
-    std::int64_t ldc = rounds() ? rows : n;
-    if (form) start(out, ldc, first_row, rows);
+    std::int64_t ldc = rounds() ? half_rows : n;
+    if (form) start(out, ldc, first_row, half_rows);
     for (std::int64_t first = 0; first < k; first += tile) {
       std::int64_t columns = std::min(tile, k - first);
-      if (form) windows.form(index, first_row, rows, first, columns, space.tile, !in_hardware);
+      if (form) windows.form(index, first_row, half_rows, first, columns, space.tile, !in_hardware);
       auto [a, a_ld] = a_block(index, first, columns, space.a, form);
-      call(TileGemm{a, task.transposed[0], a_ld, space.tile, true, columns, out, ldc, m, rows,
+      call(TileGemm{a, task.transposed[0], a_ld, space.tile, true, columns, out, ldc, m, half_rows,
                     columns, in_hardware});
     }
-    if (form && rounds()) round_into(index, first_row, out, rows);
+    if (form && rounds()) round_into(index, first_row, out, half_rows);
   }
 
   // Columns [first, first + columns) of op(a) for a sum's GEMM and their leading dimension: where
