@@ -251,8 +251,8 @@ std::string scratch_text(const compiler::ScratchLayout& scratch, bool hardware, 
   }
   std::string tiles;
   if (scratch.windows_tile_bytes > 0) {
-    tiles = ", convolution windows formed a tile at a time " + size(scratch.windows_tile_bytes) +
-            " a core";
+    tiles = ", convolution windows formed or summed a tile at a time " +
+            size(scratch.windows_tile_bytes) + " a core";
   }
   return size(scratch.bytes(hardware, cores)) + " (values inside kernels " +
          size(scratch.kernel_value_bytes) + ", snapshots " + size(scratch.snapshot_bytes) +

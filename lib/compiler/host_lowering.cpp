@@ -23,6 +23,7 @@ class HostLowering {
       steps.push_back(single(id, index));
     fold_transposes(steps);
     fold_windows(steps);
+    fold_windows_sums(steps);
     fold_bias_adds(steps);
     fold_rounded_copies(steps);
     fold_row_chains(steps);
@@ -109,6 +110,25 @@ class HostLowering {
       step.windows = windows;
       step.windows_tile = windows_tile(reshape.type.shape);
       step.operand_b = graph_.node(windows).inputs[0];
+    }
+  }
+
+  // A gemm whose product, a convolution's windows' gradient (fuse-matmul put the reshape and the
+  // windows_sum in its kernel), it sums onto the windows' source a tile at a time: both folded,
+  // the sum the step's result.
+  void fold_windows_sums(std::vector<HostStep>& steps) const {
+    for (HostStep& step : steps) {
+      if (step.kind != HostStepKind::gemm || !inside_kernel(step.result)) continue;
+      NodeId reshape = users_.sole_user(step.result);
+      if (reshape < 0 || graph_.node(reshape).op != OpKind::reshape || !inside_kernel(reshape))
+        continue;
+      NodeId sum = users_.sole_user(reshape);
+      if (sum < 0 || graph_.node(sum).op != OpKind::windows_sum || inside_kernel(sum)) continue;
+      step.folded.push_back(reshape);
+      step.folded.push_back(sum);
+      step.windows_sum = sum;
+      step.windows_tile = windows_tile(type(step.result).shape);
+      step.result = sum;
     }
   }
 
@@ -369,6 +389,7 @@ std::string host_step_call(const HostStep& step) {
   if (step.in_registers) call += "@registers";
   if (step.bias >= 0) call += "+bias";
   if (step.windows >= 0) call += "+windows";
+  if (step.windows_sum >= 0) call += "+windows_sum";
   if (step.transposed_a || step.transposed_b) call += "^T";
   return call;
 }
@@ -400,6 +421,8 @@ std::string host_steps_text(const Plan& plan) {
       text += node_ref(step.nodes.front()) + " (" + node_ref(step.operand_a) +
               (step.transposed_a ? "^T" : "") + ", " + b + (step.transposed_b ? "^T" : "") + ")";
       if (step.bias >= 0) text += " + " + node_ref(step.bias);
+      if (step.windows_sum >= 0)
+        text += " summed onto windows, " + std::to_string(step.windows_tile) + " columns a tile,";
       text += " -> " + node_ref(step.result);
     } else {
       for (std::size_t i = 0; i < step.nodes.size(); ++i)

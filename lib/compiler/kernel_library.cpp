@@ -76,10 +76,12 @@ std::vector<KernelSpec> make_library() {
       {.name = "matmul",
        .summary = "matrix product on a 2-D block of PEs, with operand transposes and conversions "
                   "applied as it loads, a convolution's windows formed as it loads them, "
+                  "its product summed onto a convolution's input as it stores, "
                   "and a bias, reshape, cast and activation as it stores",
        .pattern = "matmul",
        .ops = joined({{{OpKind::matmul, kFloat, kFloat, false},
                        {OpKind::windows, kFloat, kFloat, false, kWindowsRank},
+                       {OpKind::windows_sum, kFloat, kFloat, false, kWindowsRank},
                        {OpKind::reshape, kFloat, kFloat, false, kWindowsRank}},
                       rules({OpKind::transpose, OpKind::cast, OpKind::add, OpKind::relu,
                              OpKind::gelu, OpKind::tanh, OpKind::sigmoid},

@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <array>
 
 #include "fusion_groups.hpp"
 #include "kernel_library.hpp"
@@ -40,7 +41,7 @@ class MatmulFusion {
       std::int32_t group = groups_.start(id, "matmul");
       absorb_windows(group, id);
       absorb_operands(group, id);
-      extend_epilogue(group, id);
+      if (!absorb_windows_sum(group, id)) extend_epilogue(group, id);
       if (groups_.size(group) > 1) fused_ += groups_.size(group);
     }
     return fused_;
@@ -92,6 +93,54 @@ class MatmulFusion {
            std::ssize(positions) > axes &&
            graph::element_count(graph::Shape(positions.end() - axes, positions.end())) ==
                matrices.back();
+  }
+
+  // A convolution's input gradient the kernel sums onto the padded input as it computes the
+  // windows' gradient a tile of columns at a time, never stored (a 16-bit one: convolve-gradients
+  // convolves f32 ones): the product read alone by a reshape into windows, read alone by an f32
+  // windows_sum that adds each value's terms in window order.
+  bool absorb_windows_sum(std::int32_t group, NodeId matmul) {
+    NodeId reshape = users_.sole_user(matmul);
+    if (reshape < 0 || graph_.node(reshape).op != OpKind::reshape) return false;
+    NodeId sum = users_.sole_user(reshape);
+    if (sum < 0 || graph_.node(sum).op != OpKind::windows_sum) return false;
+    std::array<NodeId, 2> chain = {reshape, sum};
+    if (!sums_windows(graph_.node(matmul), graph_.node(reshape), graph_.node(sum)) ||
+        !groups_.can_join_all(group, chain))
+      return false;
+    for (NodeId id : chain)
+      groups_.join(group, id);
+    return true;
+  }
+
+  // Whether `reshape` views `product`, one matrix times each of operand b's, as the windows `sum`
+  // adds up: each matrix of the product [..., C * K, P] the windows [..., C, K, O1, ..., Od] of
+  // its batch index, and whether adding a
+  // tile of columns after the tile after it adds each value's terms in window order: so when
+  // every output extent but the first is at least the window's (a later window offset is an
+  // earlier output position).
+  bool sums_windows(const graph::Node& product, const graph::Node& reshape,
+                    const graph::Node& sum) const {
+    const graph::Shape& matrices = product.type.shape;
+    const graph::Shape& windows = reshape.type.shape;
+    const graph::Shape& extents = sum.attrs.shape;
+    std::size_t axes = extents.size();
+    bool one_matrix = graph_.node(product.inputs[0]).type.rank() == 2 &&
+                      graph_.node(product.inputs[1]).type.rank() == std::ssize(matrices);
+    if (sum.type.dtype != graph::DType::f32 || !graph::is_floating(product.type.dtype) ||
+        !one_matrix || matrices.size() < 2 || windows.size() != matrices.size() + axes)
+      return false;
+    std::size_t batch = matrices.size() - 2;
+    std::int64_t count = graph::element_count(extents);
+    auto outputs = windows.begin() + static_cast<std::ptrdiff_t>(batch + 2);
+    bool shaped =
+        std::equal(matrices.begin(), matrices.begin() + static_cast<std::ptrdiff_t>(batch),
+                   windows.begin()) &&
+        windows[batch + 1] == count && matrices[batch] == windows[batch] * count &&
+        matrices.back() == graph::element_count(graph::Shape(outputs, windows.end()));
+    for (std::size_t a = 1; a < axes && shaped; ++a)
+      shaped = outputs[static_cast<std::ptrdiff_t>(a)] >= extents[a];
+    return shaped;
   }
 
   // Operand layout and conversion the kernel does as it loads: cast(W), W^T, cast(W)^T, ...

@@ -17,7 +17,7 @@ namespace csrun::compiler {
 inline constexpr std::size_t kMaxChainSums = 4;
 
 // Version of the Plan's file format; a plan of another version is recompiled.
-inline constexpr std::uint32_t kPlanFormatVersion = 12;
+inline constexpr std::uint32_t kPlanFormatVersion = 13;
 
 enum class StepKind : std::uint8_t { train, eval };
 const char* step_kind_name(StepKind kind);
@@ -137,6 +137,12 @@ struct HostStep {
   // operand_b then is; the GEMM reads `windows_tile` of their columns at a time, formed for it in
   // each core's work space (ScratchLayout::windows_tile_bytes). -1: none.
   graph::NodeId windows = -1;
+  // A gemm whose product is a convolution's windows' gradient, never stored: the windows_sum
+  // (folded, with the reshape that views the product as windows) it is summed onto, the step's
+  // result; the GEMM computes `windows_tile` of the product's columns at a time in each core's
+  // work space, rounds them to the product's type and adds them in. -1: none.
+  graph::NodeId windows_sum = -1;
+  // Columns of the windows' matrices, or of a summed product, a tile takes.
   std::int64_t windows_tile = 0;
   graph::NodeId bias = -1;            // one f32 value per column each row starts as (-1: none)
   graph::NodeId result = -1;          // where the product goes: the matmul, or the folded bias add

@@ -250,6 +250,7 @@ void visit(Io& io, HostStep& step) {
   io(step.transposed_a);
   io(step.transposed_b);
   io(step.windows);
+  io(step.windows_sum);
   io(step.windows_tile);
   io(step.bias);
   io(step.result);
@@ -486,6 +487,7 @@ void check_host_steps(const Plan& plan, const Decoder& io, InGraph in_graph) {
       valid = in_graph(step.operand_a) && in_graph(step.operand_b) && in_graph(step.result) &&
               (step.bias == -1 || in_graph(step.bias)) &&
               (step.windows == -1 || in_graph(step.windows)) &&
+              (step.windows_sum == -1 || in_graph(step.windows_sum)) &&
               plan.graph.node(step.nodes.front()).op == graph::OpKind::matmul;
     }
     if (!valid) io.fail("a host step names a node or kernel outside the plan");

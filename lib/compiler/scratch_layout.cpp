@@ -98,12 +98,29 @@ std::int64_t hardware_bf16_widening(const Plan& plan, const ProductValues& produ
   return widened_bytes(plan, {product.result});
 }
 
+// The floats of a core's work space for a product summed onto windows: the f32 block of the
+// tile's columns for all the product's rows; with 16-bit operands, op(b)'s columns and op(a)
+// widened.
+std::int64_t windows_sum_work_floats(const Plan& plan, const graph::Node& product,
+                                     std::int64_t tile) {
+  const graph::TensorType& a = plan.graph.node(product.inputs.at(0)).type;
+  const graph::TensorType& b = plan.graph.node(product.inputs.at(1)).type;
+  const graph::Shape& out = product.type.shape;
+  std::int64_t m = out.at(out.size() - 2);
+  std::int64_t k = a.shape.back();
+  std::int64_t floats = m * tile;
+  if (a.dtype != graph::DType::f32) floats += m * k;
+  if (b.dtype != graph::DType::f32) floats += k * tile;
+  return floats;
+}
+
 // The floats of a core's work space for a product that forms windows: a tile, the rows of the
 // windows' matrices (as formed, before a transpose) by the columns a tile takes; with 16-bit
 // operands, op(a)'s block widened (all of it, or the tile's columns of a sum); with a 16-bit
 // result, its f32 block (the tile's columns, or all of a sum's).
 std::int64_t windows_work_floats(const Plan& plan, const HostStep& host) {
   const graph::Node& product = plan.graph.node(host.nodes.front());
+  if (host.windows_sum >= 0) return windows_sum_work_floats(plan, product, host.windows_tile);
   const graph::Shape& b = plan.graph.node(product.inputs.at(1)).type.shape;
   const graph::TensorType& a = plan.graph.node(product.inputs.at(0)).type;
   const graph::Shape& out = product.type.shape;
@@ -138,10 +155,11 @@ ScratchLayout layout_scratch(const Plan& plan) {
   lay_out_kernel_values(plan, layout);
   lay_out_snapshots(plan, layout);
   for (const HostStep& host : plan.host_steps) {
-    if (host.windows >= 0) {
+    if (host.windows >= 0 || host.windows_sum >= 0) {
       layout.windows_tile_bytes =
           std::max(layout.windows_tile_bytes,
                    windows_work_floats(plan, host) * static_cast<std::int64_t>(sizeof(float)));
+      continue;
     }
     std::optional<ProductValues> product = product_values(plan, host);
     if (!product) continue;

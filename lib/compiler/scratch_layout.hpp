@@ -21,11 +21,12 @@ struct Plan;
 // space unless the CPU multiplies 16-bit values in hardware: `widening_bytes` is the largest such
 // space, an upper bound of what a kernel set takes; `hardware_bf16_widening_bytes` the same for a
 // set that multiplies bfloat16 in hardware (amx, avx512bf16), where two bfloat16 operands are
-// read as they are and a bfloat16 or f32 result written directly. A product that forms a
-// convolution's windows a tile at a time (HostStep::windows) takes, per core of the team, a tile
-// and the f32 blocks a 16-bit product widens and rounds beside it, in the same work space:
-// `windows_tile_bytes` is the largest such part of a core. Not counted: a few rows per core for
-// softmax cross-entropy and the chains' per-core slots.
+// read as they are and a bfloat16 or f32 result written directly (products that form or sum onto
+// windows are not counted there). A product that forms a convolution's windows a tile at a time
+// (HostStep::windows), or sums a tile of its columns at a time onto them (HostStep::windows_sum),
+// takes, per core of the team, a tile and the f32 blocks a 16-bit product widens and rounds beside
+// it, in the same work space: `windows_tile_bytes` is the largest such part of a core. Not counted:
+// a few rows per core for softmax cross-entropy and the chains' per-core slots.
 struct ScratchLayout {
   struct Place {
     graph::NodeId node = -1;

@@ -435,6 +435,56 @@ struct Executable::State {
     task.out = values[static_cast<std::size_t>(host.result)];
     if (host.bias >= 0) task.addend = values[static_cast<std::size_t>(host.bias)];
     if (host.windows >= 0) bind_windows(task, host);
+    if (host.windows_sum >= 0) bind_windows_sum(task, host);
+  }
+
+  // A GEMM sums its product onto the windows it is the gradient of, the step's f32 result: one
+  // matrix op(a) for all the products, each product's m rows a window offset of C of the result's
+  // lead indices (m = C * K) and its n columns the windows' positions.
+  void bind_windows_sum(NodeTask& task, const compiler::HostStep& host) const {
+    const graph::Node& sum = plan.graph.node(host.windows_sum);
+    const graph::Shape& product = task.node->type.shape;
+    const graph::Shape& extents = sum.attrs.shape;
+    const TensorRef& out = task.out;
+    auto axes = static_cast<int>(extents.size());
+    bool valid = sum.op == graph::OpKind::windows_sum && host.result == host.windows_sum &&
+                 host.windows < 0 && out.dtype == graph::DType::f32 && out.rank > axes &&
+                 axes > 0 && product.size() >= 2 && task.in[0].rank == 2 &&
+                 graph::is_floating(task.node->type.dtype) &&
+                 graph::is_floating(task.in[0].dtype) && graph::is_floating(task.in[1].dtype);
+    std::int64_t positions = 1;
+    std::int64_t count = 1;
+    std::int64_t leads = 1;
+    for (int a = 0; valid && a < out.rank; ++a) {
+      int window_axis = a - (out.rank - axes);
+      if (window_axis < 0) {
+        leads *= out.dim(a);
+        continue;
+      }
+      std::int64_t extent = extents[static_cast<std::size_t>(window_axis)];
+      valid = extent > 0 && out.dim(a) >= extent;
+      positions *= out.dim(a) - extent + 1;
+      count *= extent;
+    }
+    if (valid) {
+      std::int64_t m = product.end()[-2];
+      std::int64_t n = product.back();
+      std::int64_t products = graph::element_count(product) / std::max<std::int64_t>(m * n, 1);
+      std::int64_t k = task.in[0].count / std::max<std::int64_t>(m, 1);
+      valid = n == positions && m % count == 0 && products * (m / count) == leads &&
+              task.in[0].dim(task.transposed[0] ? 1 : 0) == m && task.in[0].count == m * k &&
+              task.in[1].count == products * k * n && host.windows_tile > 0 &&
+              host.windows_tile <= n;
+    }
+    if (!valid)
+      throw std::invalid_argument(
+          "kernel k" + std::to_string(host.kernel) + " sums its product onto the windows of %" +
+          std::to_string(host.windows_sum) +
+          ": only an f32 windows_sum of a product of one matrix by each of its operand b's, "
+          "shaped as the windows' gradient");
+    task.windows = extents;
+    task.windows_tile = host.windows_tile;
+    task.sums_windows = true;
   }
 
   // A GEMM forms the windows it reads from their source, operand b: the matrices it reads must be

@@ -36,8 +36,12 @@ void prepare_matmul(NodeTask& task);
 // (NodeTask::windows; windowed_product.cpp).
 void run_windowed_product(NodeTask& task);
 void prepare_windowed_product(NodeTask& task);
+// A matmul whose product is the gradient of a convolution's windows, summed onto them in out a
+// tile at a time (NodeTask::sums_windows; windows_sum_product.cpp).
+void run_windows_sum_product(NodeTask& task);
+void prepare_windows_sum_product(NodeTask& task);
 
-// One GEMM call of a kernel that lays out its own operands (windowed_product.cpp), through the
+// One GEMM call of a kernel that lays out its own operands (tiled_product.hpp), through the
 // library this set multiplies such a shape with (matmul_kernel.cpp): row-major out += op(a) op(b),
 // op(a) m x k and op(b) k x n, with the leading dimensions given; f32 operands, or with `bf16`
 // two bfloat16 operands in a set that multiplies them in hardware. The result is f32.

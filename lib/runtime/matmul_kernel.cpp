@@ -394,6 +394,7 @@ void prepare_matmul(NodeTask& task) {
     return true;
   }();
   (void)single_threaded_blas;
+  if (task.sums_windows) return prepare_windows_sum_product(task);
   if (!task.windows.empty()) return prepare_windowed_product(task);
   bool hardware_bf16 = multiplies_bf16(task);
   std::int64_t floats = 0;
@@ -516,6 +517,7 @@ bool multiplies_bf16_in_hardware() {
 }
 
 void run_matmul(NodeTask& task) {
+  if (task.sums_windows) return run_windows_sum_product(task);
   if (!task.windows.empty()) return run_windowed_product(task);
   const TensorRef& out = task.out;
   float* scratch = task.scratch ? task.scratch->data : nullptr;

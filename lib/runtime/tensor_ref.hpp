@@ -102,6 +102,10 @@ struct NodeTask {
   // a time for the GEMM to read. Empty: b is in[1] itself.
   graph::Shape windows;
   std::int64_t windows_tile = 0;
+  // With `windows` and `windows_tile`: the matmul's product (task.node, never stored) is the
+  // gradient of windows of out, summed onto them (compiler::HostStep::windows_sum), a tile of its
+  // columns at a time.
+  bool sums_windows = false;
   // A softmax also writes each f32 row rounded into this 16-bit value: a cast of its result
   // folded into it. Null data: none.
   TensorRef rounded;

@@ -1,10 +1,8 @@
 #include <algorithm>
-#include <array>
 #include <cstring>
-#include <set>
 
-#include "kernel_families.hpp"
-#include "thread_team.hpp"
+#include "tiled_product.hpp"
+#include "window_runs.hpp"
 
 namespace csrun::runtime {
 
@@ -12,91 +10,40 @@ namespace {
 
 using graph::DType;
 
-// The windows of `source` [L..., S1, ..., Sd] (extents `window`, d trailing axes) as the matrices
-// a product reads, one per product: row r of product p's matrix is the windows' row group
-// g = p * rows + r (lead index g / K, window offset g % K, K the window's elements) and column c
-// output position c (row-major over O = S - k + 1); its element is source[lead, c + offset(w)].
+// The windows of a source as the matrices a product reads (WindowRuns), formed a tile at a time.
 class WindowedOperand {
  public:
   WindowedOperand(const TensorRef& source, const graph::Shape& window, std::int64_t rows)
-      : source_(source.data),
-        dtype_(source.dtype),
-        axes_(static_cast<int>(window.size())),
-        rows_(rows) {
-    int lead = source.rank - axes_;
-    for (int a = 0; a < axes_; ++a) {
-      auto i = static_cast<std::size_t>(a);
-      extents_[i] = window[i];
-      inputs_[i] = source.dim(lead + a);
-      outputs_[i] = inputs_[i] - window[i] + 1;
-      count_ *= window[i];
-      lead_size_ *= inputs_[i];
-    }
-  }
+      : source_(source.data), dtype_(source.dtype), runs_(source, window, rows) {}
 
   // Rows [first_row, first_row + rows) and columns [first_column, first_column + columns) of
   // product `index`'s matrix into `tile`, `columns` values a row: each a stretch of a row of the
   // source, copied as it is stored or, `widened`, as f32 values.
   void form(std::int64_t index, std::int64_t first_row, std::int64_t rows,
             std::int64_t first_column, std::int64_t columns, void* tile, bool widened) const {
-    std::int64_t word = widened ? 4 : graph::dtype_size(dtype_);
+    std::int64_t word = graph::dtype_size(dtype_);
+    std::int64_t tile_word = widened ? 4 : word;
     auto* into = static_cast<std::byte*>(tile);
     for (std::int64_t r = 0; r < rows; ++r) {
-      std::int64_t group = index * rows_ + first_row + r;
-      form_row(group / count_ * lead_size_, offsets(group % count_), first_column, columns,
-               into + r * columns * word, widened);
+      std::byte* row = into + r * columns * tile_word;
+      runs_.for_each_run(index, first_row + r, first_column, columns,
+                         [&](std::int64_t at, std::int64_t length, std::int64_t done) {
+                           const std::byte* from = source_ + at * word;
+                           if (widened && dtype_ != DType::f32) {
+                             widen_from_half(reinterpret_cast<const std::uint16_t*>(from),
+                                             reinterpret_cast<float*>(row) + done, length, dtype_);
+                           } else {
+                             std::memcpy(row + done * tile_word, from,
+                                         static_cast<std::size_t>(length * word));
+                           }
+                         });
     }
   }
 
  private:
-  Dims offsets(std::int64_t w) const {
-    Dims offset{};
-    for (int a = axes_; a-- > 0;) {
-      auto i = static_cast<std::size_t>(a);
-      offset[i] = w % extents_[i];
-      w /= extents_[i];
-    }
-    return offset;
-  }
-
-  void form_row(std::int64_t lead, const Dims& offset, std::int64_t column, std::int64_t columns,
-                std::byte* into, bool widened) const {
-    auto last = static_cast<std::size_t>(axes_ - 1);
-    std::int64_t word = graph::dtype_size(dtype_);
-    std::int64_t end = column + columns;
-    while (column < end) {
-      std::int64_t rest = column / outputs_[last];
-      std::int64_t along = column % outputs_[last];
-      std::int64_t at = lead + along + offset[last];
-      std::int64_t stride = inputs_[last];
-      for (std::size_t a = last; a-- > 0;) {
-        at += (rest % outputs_[a] + offset[a]) * stride;
-        rest /= outputs_[a];
-        stride *= inputs_[a];
-      }
-      std::int64_t run = std::min(end - column, outputs_[last] - along);
-      const std::byte* from = source_ + at * word;
-      if (widened && dtype_ != DType::f32) {
-        widen_from_half(reinterpret_cast<const std::uint16_t*>(from),
-                        reinterpret_cast<float*>(into), run, dtype_);
-        into += run * 4;
-      } else {
-        std::memcpy(into, from, static_cast<std::size_t>(run * word));
-        into += run * word;
-      }
-      column += run;
-    }
-  }
-
   const std::byte* source_;
   DType dtype_;
-  int axes_;
-  std::int64_t rows_;
-  Dims extents_{};
-  Dims inputs_{};
-  Dims outputs_{};
-  std::int64_t count_ = 1;
-  std::int64_t lead_size_ = 1;
+  WindowRuns runs_;
 };
 
 // A core's work space: the tile of windows, op(a)'s block widened to f32 (16-bit operands the set
@@ -195,15 +142,16 @@ struct WindowedProduct {
     return products * (task.transposed[1] ? row_halves() : column_blocks());
   }
 
-  // Runs `call` on each GEMM of an item; when `form`, the item's result columns started, each
-  // call's operands formed into the work space first and a 16-bit result rounded after (otherwise
-  // the calls alone, for their shapes).
+  // Runs `call` on each GEMM of an item; with `work`, a core's work space, the item's result
+  // columns started, each call's operands formed there first and a 16-bit result rounded after
+  // (otherwise the calls alone, for their shapes).
   template <class Call>
-  void for_each_gemm(std::int64_t item, WorkSpace space, bool form, Call&& call) const {
+  void for_each_gemm(std::int64_t item, float* work, Call&& call) const {
+    bool form = work != nullptr;
     if (task.transposed[1])
-      sum_gemms(item, space, form, call);
+      sum_gemms(item, work_space(work), form, call);
     else
-      column_gemm(item, space, form, call);
+      column_gemm(item, work_space(work), form, call);
   }
 
   template <class Call>
@@ -267,53 +215,18 @@ struct WindowedProduct {
   }
 };
 
-int team_parts(const NodeTask& task) {
-  return task.team == nullptr ? 1 : task.team->size();
-}
-
 }  // namespace
 
-// Each distinct shape of the product's GEMM calls prepared once: a large image's sum takes tens
-// of thousands of calls of two shapes.
 void prepare_windowed_product(NodeTask& task) {
-  WindowedProduct product(task);
-  task.scratch_floats = team_parts(task) * product.work_floats();
-  std::set<std::array<std::int64_t, 9>> shapes;
-  auto prepare = [&](const TileGemm& gemm) {
-    std::array<std::int64_t, 9> shape = {gemm.m,
-                                         gemm.n,
-                                         gemm.k,
-                                         gemm.lda,
-                                         gemm.ldb,
-                                         gemm.ldc,
-                                         gemm.a_transposed,
-                                         gemm.b_transposed,
-                                         gemm.bf16};
-    if (shapes.insert(shape).second) prepare_tile_gemm(gemm);
-  };
-  for (std::int64_t item = 0; item < product.items(); ++item)
-    product.for_each_gemm(item, WorkSpace{}, false, prepare);
+  prepare_tiled_product(task, WindowedProduct(task));
 }
 
-// The items (a product's column block, or its sum) shared out across the team in turn, each
-// core forming tiles in its own part of the scratch; an item's result is the same whichever core
-// multiplies it.
+// The items (a product's column block, or its sum) shared out across the team; an item's result
+// is the same whichever core multiplies it.
 void run_windowed_product(NodeTask& task) {
   WindowedProduct product(task);
   if (product.products == 0) return;
-  float* scratch = task.scratch == nullptr ? nullptr : task.scratch->data;
-  std::int64_t parts = team_parts(task);
-  if (parts == 1 || product.items() == 1) {
-    for (std::int64_t item = 0; item < product.items(); ++item)
-      product.for_each_gemm(item, product.work_space(scratch), true, multiply_tile_gemm);
-    return;
-  }
-  auto share = [&](int part) {
-    WorkSpace space = product.work_space(scratch + part * product.work_floats());
-    for (std::int64_t item = part; item < product.items(); item += parts)
-      product.for_each_gemm(item, space, true, multiply_tile_gemm);
-  };
-  task.team->run(share);
+  run_tiled_product(task, product);
 }
 
 }  // namespace csrun::runtime

@@ -817,13 +817,20 @@ TEST_CASE("fuse-matmul: a product forms a convolution's windows as it multiplies
   CHECK(count_ops(f32.program.graph, OpKind::windows) == 6);
   CHECK(windows_in_products(f32) == 6);
   // bfloat16 windows too, of the forward products and the weights' gradients; the input
-  // gradients sum the 16-bit product's windows (windows_sum).
+  // gradients sum the 16-bit product onto the windows (windows_sum) as the kernel computes it.
   compiler::CompileOptions mixed;
   mixed.precision = {true, DType::bf16, 1};
   compiler::CompiledStep bf16 = compiler::compile_step(step.graph, mixed);
   CHECK(count_ops(bf16.program.graph, OpKind::windows) == 4);
   CHECK(windows_in_products(bf16) == 4);
   CHECK(count_ops(bf16.program.graph, OpKind::windows_sum) == 2);
+  std::size_t summed = 0;
+  for (const compiler::Fusion& fusion : bf16.program.fusions) {
+    if (fusion.pattern != "matmul") continue;
+    for (NodeId id : fusion.nodes)
+      summed += bf16.program.graph.node(id).op == OpKind::windows_sum;
+  }
+  CHECK(summed == 2);
 }
 
 TEST_CASE("simplify: a 1x1 convolution's windows and their sums are reshapes, a pad of 0 nothing") {

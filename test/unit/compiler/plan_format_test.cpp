@@ -68,7 +68,7 @@ TEST_CASE("a plan reads back identical to what was written") {
   CHECK_FALSE(node.location.file().empty());
 }
 
-TEST_CASE("a plan whose products form a convolution's windows reads back identical") {
+TEST_CASE("a plan whose products form or sum onto a convolution's windows reads back identical") {
   graph::Graph graph;
   graph::Tensor x(graph, graph.add_input("x", {{2, 3, 10, 12}, graph::DType::f32}));
   graph::Tensor w(graph, graph.add_variable("w", {{4, 3, 3, 3}, graph::DType::f32},
@@ -80,6 +80,7 @@ TEST_CASE("a plan whose products form a convolution's windows reads back identic
   std::vector<graph::Tensor> grads = gradients(loss, std::vector<graph::Tensor>{w, x});
   graph.add_output("w_grad", grads[0].id());
   graph.add_output("x_grad", grads[1].id());
+  graph::Graph half = graph;
   compiler::Plan plan =
       compiler::build_plan(compiler::compile_step(std::move(graph), {}),
                            {"9.9.9", "0123456789abcdef", compiler::StepKind::train, 2, 0}, {});
@@ -91,6 +92,17 @@ TEST_CASE("a plan whose products form a convolution's windows reads back identic
   compiler::Plan read = compiler::decode_plan(bytes, "memory");
   CHECK(read == plan);
   CHECK(compiler::encode_plan(read) == bytes);
+
+  compiler::CompileOptions mixed;
+  mixed.precision = {true, graph::DType::bf16, 1};
+  compiler::Plan bf16 =
+      compiler::build_plan(compiler::compile_step(std::move(half), mixed),
+                           {"9.9.9", "0123456789abcdef", compiler::StepKind::train, 2, 0}, {});
+  auto summing =
+      std::count_if(bf16.host_steps.begin(), bf16.host_steps.end(),
+                    [](const compiler::HostStep& host) { return host.windows_sum >= 0; });
+  CHECK(summing == 1);  // the input's gradient, its 16-bit product summed onto the windows
+  CHECK(compiler::decode_plan(compiler::encode_plan(bf16), "memory") == bf16);
 }
 
 TEST_CASE("damaged plan files are refused with the reason") {

@@ -272,6 +272,95 @@ TEST_CASE(
   }
 }
 
+// Windows' gradients summed onto the padded inputs they came from, as a convolution's input
+// gradient is: a product of a weight matrix's transpose [C * K, O] (of `type`) by each output
+// gradient [O, P], reshaped to the windows [N, C, K, O1, ..., Od] and summed in f32.
+graph::Tensor summed_windows_gradient(graph::Graph& graph, const std::string& name,
+                                      const graph::Shape& padded, const graph::Shape& window,
+                                      std::int64_t outputs, DType type) {
+  std::int64_t count = graph::element_count(window);
+  graph::Shape positions_shape = {padded[0], padded[1], count};
+  std::int64_t positions = 1;
+  for (std::size_t a = 0; a < window.size(); ++a) {
+    positions *= padded[a + 2] - window[a] + 1;
+    positions_shape.push_back(padded[a + 2] - window[a] + 1);
+  }
+  graph::Tensor weights(graph,
+                        graph.add_input(name + "_w", {{outputs, padded[1] * count}, DType::f32}));
+  graph::Tensor gradient(
+      graph, graph.add_input(name + "_g", {{padded[0], outputs, positions}, DType::f32}));
+  graph::Tensor product =
+      matmul(swap_last_axes(graph::cast(weights, type)), graph::cast(gradient, type));
+  graph::Attributes to_f32;
+  to_f32.shape = window;
+  to_f32.dtype = DType::f32;
+  return apply(graph::OpKind::windows_sum, {reshape(product, positions_shape)}, to_f32);
+}
+
+TEST_CASE(
+    "a 16-bit product summed onto the windows it is the gradient of agrees with the reference, "
+    "the same bits whatever its tile and on any number of cores") {
+  // A batch of 3 (a product each item) and of 1 (its channels in two halves), 3-D and 1-D windows;
+  // and windows whose output rows are narrower than the window, where a later offset is not an
+  // earlier position, left to windows_sum.
+  for (DType type : {DType::bf16, DType::cb16, DType::f16}) {
+    INFO(graph::dtype_name(type));
+    graph::Graph graph;
+    std::vector<std::string> names = {"batch", "single", "volume", "line", "narrow"};
+    graph.add_output(
+        names[0], summed_windows_gradient(graph, names[0], {3, 4, 12, 14}, {3, 3}, 5, type).id());
+    graph.add_output(names[1],
+                     summed_windows_gradient(graph, names[1], {1, 6, 9, 11}, {3, 3}, 4, type).id());
+    graph.add_output(
+        names[2],
+        summed_windows_gradient(graph, names[2], {2, 3, 5, 6, 7}, {2, 3, 3}, 4, type).id());
+    graph.add_output(names[3],
+                     summed_windows_gradient(graph, names[3], {2, 3, 40}, {5}, 6, type).id());
+    graph.add_output(names[4],
+                     summed_windows_gradient(graph, names[4], {2, 3, 6, 4}, {3, 3}, 2, type).id());
+    compiler::Plan plan = test::compiled_plan(graph, 1);
+    std::vector<std::size_t> summing;
+    for (std::size_t i = 0; i < plan.host_steps.size(); ++i) {
+      if (plan.host_steps[i].windows_sum >= 0) summing.push_back(i);
+    }
+    CHECK(summing.size() == 4);
+    // A product's f32 sums, in the GEMM's order, may round a term to the next 16-bit value.
+    CHECK(step_difference(plan) <= 1.0 / 256);
+    CHECK(Executable(plan).work_space_bytes() <=
+          plan.scratch.work(runtime::selected_set_multiplies_bf16(), runtime::host_cores()) +
+              compiler::kBufferAlignment);
+    graph::Feeds feeds = test::sample_feeds(graph);
+    std::vector<std::vector<double>> whole = step_outputs(plan, feeds, names);
+    compiler::Plan narrow_tiles = plan;
+    for (std::size_t i : summing)
+      narrow_tiles.host_steps[i].windows_tile = 7;
+    CHECK(step_outputs(narrow_tiles, feeds, names) == whole);
+    test::on_one_core([&] { CHECK(step_outputs(plan, feeds, names) == whole); });
+  }
+}
+
+TEST_CASE("a plan whose product would sum onto windows it cannot is refused when it is loaded") {
+  graph::Graph graph;
+  graph.add_output("sums",
+                   summed_windows_gradient(graph, "x", {2, 3, 8, 9}, {3, 3}, 4, DType::bf16).id());
+  compiler::Plan plan = test::compiled_plan(graph, 1);
+  auto summing = std::find_if(plan.host_steps.begin(), plan.host_steps.end(),
+                              [](const compiler::HostStep& host) { return host.windows_sum >= 0; });
+  REQUIRE(summing != plan.host_steps.end());
+  auto index = static_cast<std::size_t>(summing - plan.host_steps.begin());
+  auto refused = [&](auto change) {
+    compiler::Plan hostile = plan;
+    change(hostile.host_steps[index]);
+    CHECK_THROWS_WITH(Executable(hostile), Catch::Contains("sums its product onto the windows") &&
+                                               Catch::Contains("only an f32 windows_sum"));
+  };
+  refused([](compiler::HostStep& host) { host.windows_tile = 0; });
+  refused([](compiler::HostStep& host) { host.windows_tile = std::int64_t{1} << 62; });
+  refused([](compiler::HostStep& host) { host.windows_sum = host.operand_a; });
+  refused([](compiler::HostStep& host) { host.operand_b = host.operand_a; });
+  refused([](compiler::HostStep& host) { host.result = host.operand_b; });
+}
+
 TEST_CASE("a plan whose product would form windows it cannot is refused when it is loaded") {
   graph::Graph graph;
   graph::Tensor x(graph, graph.add_input("x", {{2, 3, 10, 12}, DType::f32}));
