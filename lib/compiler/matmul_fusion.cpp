@@ -114,11 +114,10 @@ class MatmulFusion {
   }
 
   // Whether `reshape` views `product`, one matrix times each of operand b's, as the windows `sum`
-  // adds up: each matrix of the product [..., C * K, P] the windows [..., C, K, O1, ..., Od] of
-  // its batch index, and whether adding a
-  // tile of columns after the tile after it adds each value's terms in window order: so when
-  // every output extent but the first is at least the window's (a later window offset is an
-  // earlier output position).
+  // adds up (each matrix of the product [..., C * K, P] the windows [..., C, K, O1, ..., Od] of its
+  // batch index), and whether adding a tile of columns after the tile after it adds each value's
+  // terms in window order: so when every output extent but the first is at least the window's (a
+  // later window offset is then an earlier output position).
   bool sums_windows(const graph::Node& product, const graph::Node& reshape,
                     const graph::Node& sum) const {
     const graph::Shape& matrices = product.type.shape;

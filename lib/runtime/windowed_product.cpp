@@ -193,25 +193,12 @@ struct WindowedProduct {
     if (form && rounds()) round_into(index, first_row, out, half_rows);
   }
 
-  // Columns [first, first + columns) of op(a) for a sum's GEMM and their leading dimension: where
-  // they are stored, or widened into `buffer` (`form`) as `columns` rows of m values, transposed,
-  // or m rows of `columns` values.
+  // Columns [first, first + columns) of op(a) for a sum's GEMM and their leading dimension.
   std::pair<const void*, std::int64_t> a_block(std::int64_t index, std::int64_t first,
                                                std::int64_t columns, float* buffer,
                                                bool form) const {
-    bool transposed = task.transposed[0];
-    std::int64_t start = a_offset(index) + (transposed ? first * m : first);
-    if (!widened) return {a_at(start), lda()};
-    if (form) {
-      auto* bits = static_cast<const std::uint16_t*>(a_at(start));
-      if (transposed) {
-        widen_from_half(bits, buffer, columns * m, task.in[0].dtype);
-      } else {
-        for (std::int64_t row = 0; row < m; ++row)
-          widen_from_half(bits + row * k, buffer + row * columns, columns, task.in[0].dtype);
-      }
-    }
-    return {buffer, transposed ? m : columns};
+    StoredOperand a{task.in[0], a_offset(index), m, k, task.transposed[0]};
+    return a.columns(first, columns, widened, buffer, form);
   }
 };
 

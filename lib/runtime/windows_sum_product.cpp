@@ -65,10 +65,6 @@ struct WindowsSumProduct {
   std::int64_t items() const { return products * halves(); }
   std::int64_t tiles() const { return (n + tile - 1) / tile; }
 
-  const std::byte* at(const TensorRef& operand, std::int64_t element) const {
-    return operand.data + element * graph::dtype_size(operand.dtype);
-  }
-
   template <class Call>
   void for_each_gemm(std::int64_t item, float* work, Call&& call) const {
     std::int64_t index = item / halves();
@@ -99,25 +95,12 @@ struct WindowsSumProduct {
     }
   }
 
-  // Columns [first, first + columns) of product `index`'s op(b) and their leading dimension: where
-  // they are stored, or widened into `buffer` (`form`) as k rows of `columns` values, or, b
-  // transposed, `columns` rows of k values.
+  // Columns [first, first + columns) of product `index`'s op(b) and their leading dimension.
   std::pair<const void*, std::int64_t> b_block(std::int64_t index, std::int64_t first,
                                                std::int64_t columns, float* buffer,
                                                bool form) const {
-    bool transposed = task.transposed[1];
-    std::int64_t start = index * k * n + (transposed ? first * k : first);
-    if (!widened_b) return {at(task.in[1], start), transposed ? k : n};
-    if (form) {
-      auto* bits = reinterpret_cast<const std::uint16_t*>(at(task.in[1], start));
-      if (transposed) {
-        widen_from_half(bits, buffer, columns * k, task.in[1].dtype);
-      } else {
-        for (std::int64_t row = 0; row < k; ++row)
-          widen_from_half(bits + row * n, buffer + row * columns, columns, task.in[1].dtype);
-      }
-    }
-    return {buffer, transposed ? k : columns};
+    StoredOperand b{task.in[1], index * k * n, k, n, task.transposed[1]};
+    return b.columns(first, columns, widened_b, buffer, form);
   }
 
   // The block's rows (product rows [first_row, first_row + rows), columns [first, ...)), rounded
