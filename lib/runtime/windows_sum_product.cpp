@@ -79,10 +79,12 @@ struct WindowsSumProduct {
       std::fill_n(sums, (end_channel - first_channel) * runs.lead_size(), 0.0f);
       if (widened_a) widen_from_half(task.in[0].half(), space.a, m * k, task.in[0].dtype);
     }
-    const void* a = widened_a ? static_cast<const void*>(space.a) : task.in[0].data;
+    const auto* a = static_cast<const std::byte*>(widened_a ? static_cast<const void*>(space.a)
+                                                            : task.in[0].data);
     std::int64_t a_element = task.transposed[0] ? first_row : first_row * k;
     std::int64_t a_word = widened_a ? 4 : graph::dtype_size(task.in[0].dtype);
-    const void* a_rows = static_cast<const std::byte*>(a) + a_element * a_word;
+    // Without work space (shapes alone) the widened matrix has no address yet.
+    const void* a_rows = a == nullptr ? nullptr : a + a_element * a_word;
     std::int64_t lda = task.transposed[0] ? m : k;
     for (std::int64_t t = tiles(); t-- > 0;) {
       std::int64_t first = t * tile;
