@@ -47,8 +47,8 @@
 #   csx        16-bit training: csrun train on CSX in bfloat16 (emulated on the host) against
 #              PyTorch's bfloat16 autocast on the CPU, fc_mnist batch 256, gpt2_tiny and
 #              gpt2_small_ish (bench/torch_gpt2_small_bf16.py), alternating for 3 rounds (median
-#              ratio); where csrun runs the amx or avx512bf16 kernels, the sets below them
-#              (avx512bf16, avx512) beside them. Needs python3-torch. Target: >= 1.0x.
+#              ratio); where csrun runs an AVX-512 set, the other AVX-512 sets the CPU runs
+#              (amx, avx512bf16, avx512) beside it. Needs python3-torch. Target: >= 1.0x.
 #   corpus     out-of-core data: a GPT HDF5 corpus of $CSRUN_BENCH_CORPUS_GB GB (default 20;
 #              MSL 512, written by csrun-gpt-hdf5 into $CSRUN_BENCH_DIR, default build/) trained
 #              on by a small GPT-2 for 40 steps of batch 8, shuffled: the process's peak RSS
@@ -56,7 +56,8 @@
 #   unet       the UNet on the CPU in fp32: configs/unet_tiny.yaml (32x32, batch 16, group norm, on
 #              data/shapes) and the Model Zoo's Severstal UNet at its image size (256x256,
 #              encoder 32-256, batch norm, batch 4, fake data), csrun train against the same
-#              network in PyTorch (bench/torch_unet.py), alternating for 3 rounds: samples/s
+#              network in PyTorch (bench/torch_unet.py), and the Severstal UNet on CSX in
+#              bfloat16 against PyTorch's bfloat16 autocast, alternating for 3 rounds: samples/s
 #              (median of the logged windows / timed steps) and peak RSS. Needs python3-torch.
 #   ranks      num_csx 1, 2 and 4 replicas of gpt2_tiny (8 samples each, CPU, 40 steps): the
 #              training loop's seconds in one process and as MPI ranks on this machine
@@ -450,12 +451,16 @@ bench_csx() {
   local chosen
   chosen=$("$csrun" --version | sed -n 's/^kernels: \([a-z0-9]*\).*/\1/p')
   echo "## bfloat16 training samples/s: csrun train on CSX vs PyTorch bf16 autocast ($(nproc) threads)"
-  # Where a set with hardware bfloat16 GEMMs runs, the sets below it are measured beside it: the
-  # avx512bf16 set's AVX512_BF16 kernels (what a CPU without AMX runs) and the avx512 set's
-  # emulation (operands widened for sgemm).
+  # The other AVX-512 sets this CPU runs are measured beside the one csrun picks: the amx set's
+  # GEMMs on AMX tiles, the avx512bf16 set's on AVX512_BF16's dot products (what a CPU without
+  # AMX runs; csrun passes it over where those are slower than f32 FMAs) and the avx512 set's
+  # emulation (operands widened for f32 GEMMs).
   local compare=()
-  [ "$chosen" = amx ] && compare=(avx512bf16 avx512)
-  [ "$chosen" = avx512bf16 ] && compare=(avx512)
+  if [[ $chosen == amx || $chosen == avx512* ]]; then
+    for set in amx avx512bf16 avx512; do
+      [ "$set" != "$chosen" ] && CSRUN_CPU=$set "$csrun" --version >/dev/null 2>&1 && compare+=("$set")
+    done
+  fi
   echo "csrun's kernel set: $chosen; beside it: ${compare[*]:--}"
   local work
   work=$(mktemp -d)
@@ -499,12 +504,15 @@ print(r["samples_per_s"], r["flops_per_step"] / r["batch"])')"
     printf '%s\n' "${ratios[@]}" | sort -n |
       awk -v n="$name" '{ v[NR] = $1 } END { printf "%-14s median ratio %.2fx\n", n, v[int((NR + 1) / 2)] }'
   done
-  # GPT-2 small's step against the best large bfloat16 GEMM (oneDNN, all cores).
-  local matmul
-  matmul=$(build/bench/gemm_peak | sed -n 's/.*bf16 matmul ([^)]*) \([0-9.]*\) GFLOP.*/\1/p' | sort -n | tail -1)
-  # (Without AVX512_BF16 or AVX-512, oneDNN has none; the step is then measured against the best
-  # f32 GEMM.)
-  [ -z "$matmul" ] && matmul=$(best_f32_gemm 2>/dev/null) && echo "no bfloat16 matmul on this CPU: against the best f32 GEMM"
+  # GPT-2 small's step against the best large GEMM of the kind its bfloat16 products run as:
+  # oneDNN's bfloat16 matmul (all cores) in the amx and avx512bf16 sets; the best f32 GEMM in the
+  # others, which widen the operands (and on a CPU without AVX512_BF16, where oneDNN has none).
+  local matmul=""
+  if [ "$chosen" = amx ] || [ "$chosen" = avx512bf16 ]; then
+    matmul=$(build/bench/gemm_peak | sed -n 's/.*bf16 matmul ([^)]*) \([0-9.]*\) GFLOP.*/\1/p' | sort -n | tail -1)
+  fi
+  [ -z "$matmul" ] && matmul=$(best_f32_gemm 2>/dev/null) &&
+    echo "the $chosen set widens bfloat16 operands for f32 GEMMs: against the best f32 GEMM"
   printf '%s\n' "${rates[@]: -3}" | sort -n | awk -v f="$flops" -v m="$matmul" \
     '{ v[NR] = $1 } END { r = v[int((NR + 1) / 2)]; printf "gpt2_small on CSX: %.0f GFLOP/s, %.0f %% of the best GEMM of its kernels (%s GFLOP/s)\n", r * f / 1e9, 100 * r * f / 1e9 / m, m }'
   rm -rf "$work"
@@ -651,7 +659,7 @@ bench_unet() {
     return 0
   fi
   scripts/prepare_shapes.sh >/dev/null
-  echo "## UNet training in fp32 on $(nproc) threads: csrun vs PyTorch (samples/s, peak MB)"
+  echo "## UNet training on $(nproc) threads: csrun vs PyTorch (samples/s, peak MB); fp32 on CPU, bf16 on CSX vs autocast"
   local work
   work=$(mktemp -d)
   printf '%-22s %6s %12s %10s %12s %10s %7s\n' "workload" "round" "PyTorch s/s" "peak MB" \
@@ -661,8 +669,12 @@ bench_unet() {
   local severstal_torch="--size 256 --batch 4 --encoder 32 64 128 256 --decoder 128 64 32 --norm batch --steps 5"
   local severstal_csrun="$modelzoo/unet_r1.9.1__params_severstal_binary.yaml --fake_data"
   severstal_csrun+=" --max_steps 7 --set train_input.batch_size=4 --set runconfig.log_steps=1"
-  for entry in "unet_tiny 32x32 b16|$tiny_torch|$tiny_csrun" \
-               "severstal 256x256 b4|$severstal_torch|$severstal_csrun"; do
+  # The Model Zoo's file trains in mixed precision: on CSX its products' operands are bfloat16
+  # and everything else f32, as in PyTorch's autocast with the norms in f32 (torch_unet.py).
+  local csx="--target_device CSX --set model.fp16_type=bfloat16"
+  for entry in "unet_tiny 32x32 b16|$tiny_torch|$tiny_csrun --target_device CPU" \
+               "severstal 256x256 b4|$severstal_torch|$severstal_csrun --target_device CPU" \
+               "severstal bf16 CSX|$severstal_torch --autocast|$severstal_csrun $csx"; do
     local name torch_args csrun_args
     IFS='|' read -r name torch_args csrun_args <<<"$entry"
     for round in 1 2 3; do
@@ -674,7 +686,7 @@ bench_unet() {
       torch_peak=$(awk '{ printf "%.0f", $1 / 1024 }' "$work/torch.rss")
       rm -rf "$work/model_dir"
       # shellcheck disable=SC2086
-      /usr/bin/time -f "%M" -o "$work/csrun.rss" "$csrun" train $csrun_args --target_device CPU \
+      /usr/bin/time -f "%M" -o "$work/csrun.rss" "$csrun" train $csrun_args \
         --num_workers_per_csx 0 -o "$work/model_dir" >"$work/csrun.log" 2>&1 || true
       rate=$(median_logged_rate <"$work/csrun.log")
       csrun_peak=$(awk '{ printf "%.0f", $1 / 1024 }' "$work/csrun.rss")

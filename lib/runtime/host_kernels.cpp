@@ -4,9 +4,11 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdio>
 #include <cstdlib>
 #include <stdexcept>
 
+#include "bf16_dot_rate.hpp"
 #include "cpu_features.hpp"
 #include "f32_gemm_library.hpp"
 #include "kernel_set.hpp"
@@ -111,15 +113,34 @@ const BuiltSet& runnable_set(std::string_view name, std::string_view asked_by) {
 struct Selection {
   const BuiltSet* set = nullptr;
   bool forced = false;
+  std::string passed_over;  // why a better set this CPU runs was not taken: empty when none was
 };
+
+// Where the avx512bf16 set's bfloat16 GEMMs, built on AVX512_BF16's dot products, would run
+// slower than the avx512 set's, which widen the operands for f32 GEMMs: where the dot products
+// multiply-add more slowly than the FMAs (bf16_dot_rate.hpp). The reason, or empty where the set
+// pays.
+std::string why_not_worth_running(const BuiltSet& set) {
+  if (set.name != "avx512bf16") return {};
+  double rate = bf16_dot_rate();
+  if (rate >= 1.0) return {};
+  std::array<char, 32> figure{};
+  std::snprintf(figure.data(), figure.size(), "%.2f", rate);
+  return std::string("its AVX512_BF16 dot products multiply-add at ") + figure.data() +
+         "x the rate of its f32 FMAs, so the avx512bf16 set's bfloat16 GEMMs would be slower";
+}
 
 Selection select() {
   const char* forced = std::getenv("CSRUN_CPU");
   if (forced != nullptr && *forced != '\0' && std::string_view(forced) != "auto") {
-    return {&runnable_set(forced, "CSRUN_CPU=" + std::string(forced)), true};
+    return {&runnable_set(forced, "CSRUN_CPU=" + std::string(forced)), true, {}};
   }
+  std::string passed_over;
   for (const BuiltSet& set : built_sets()) {
-    if (missing_features(set).empty()) return {&set, false};
+    if (!missing_features(set).empty()) continue;
+    std::string reason = why_not_worth_running(set);
+    if (reason.empty()) return {&set, false, passed_over};
+    passed_over = reason;
   }
   throw std::invalid_argument("this CPU runs none of csrun's kernel sets (" +
                               joined(kernel_set_names()) + "): it lacks " +
@@ -168,8 +189,10 @@ std::string kernel_set_summary() {
 #if CSRUN_NATIVE_KERNELS
   return name + " (built with -march=native for the machine that compiled it)";
 #else
-  return name + " (the best this CPU runs; CSRUN_CPU=" + joined(kernel_set_names(), "|") +
-         " forces one)";
+  std::string best = chosen.passed_over.empty()
+                         ? "the best this CPU runs"
+                         : "the fastest set this CPU runs: " + chosen.passed_over;
+  return name + " (" + best + "; CSRUN_CPU=" + joined(kernel_set_names(), "|") + " forces one)";
 #endif
 }
 

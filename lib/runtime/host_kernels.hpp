@@ -11,16 +11,19 @@
 
 namespace csrun::runtime {
 
-// The sets this binary holds, best first: "avx512" (x86-64-v4), "avx2" (x86-64-v3) and
-// "baseline" (x86-64-v2); "native" alone in a CSRUN_NATIVE_ARCH build.
+// The sets this binary holds, best first: "amx" and "avx512bf16" (bfloat16 GEMMs in hardware),
+// "avx512" (x86-64-v4), "avx2" (x86-64-v3) and "baseline" (x86-64-v2); "native" alone in a
+// CSRUN_NATIVE_ARCH build.
 std::vector<std::string_view> kernel_set_names();
 
 // Those this CPU runs, best first.
 std::vector<std::string_view> runnable_kernel_sets();
 
 // The set steps run with: the one the CSRUN_CPU environment variable names, else the best this
-// CPU runs. Chosen once per process. Throws std::invalid_argument, naming what would be valid,
-// when CSRUN_CPU names no set of this binary or one this CPU cannot run.
+// CPU runs, passing over avx512bf16 where its AVX512_BF16 dot products multiply-add more slowly
+// than the f32 FMAs (measured once, bf16_dot_rate.hpp). Chosen once per process. Throws
+// std::invalid_argument, naming what would be valid, when CSRUN_CPU names no set of this binary or
+// one this CPU cannot run.
 std::string_view selected_kernel_set();
 
 // Whether the selected set multiplies bfloat16 products in hardware (amx, avx512bf16): the f32
@@ -32,7 +35,8 @@ bool selected_set_multiplies_bf16();
 // forms convolution windows takes a tile of work space per core (compiler::ScratchLayout).
 int host_cores();
 
-// The choice in a line, e.g. "avx512 (the best this CPU runs)" or "baseline (CSRUN_CPU)".
+// The choice in a line, e.g. "avx512 (the best this CPU runs; ...)", "avx512 (the fastest set
+// this CPU runs: its AVX512_BF16 dot products ...)" or "baseline (CSRUN_CPU)".
 std::string kernel_set_summary();
 
 // OpenBLAS's version and the kernels it runs here, e.g. "OpenBLAS 0.3.21, its Haswell kernels

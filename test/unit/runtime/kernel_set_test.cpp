@@ -16,10 +16,13 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "compiler/scratch_layout.hpp"
 #include "graph/tensor.hpp"
+#include "runtime/bf16_dot_rate.hpp"
+#include "runtime/cpu_features.hpp"
 #include "runtime/half_precision.hpp"
 #include "runtime/host_kernels.hpp"
 #include "runtime/kernel_set.hpp"
@@ -208,6 +211,39 @@ TEST_CASE("the chosen kernel set is one this CPU runs, and an unknown one is ref
     CHECK_THROWS_WITH(
         runtime::kernel_set(name),
         Catch::Contains("this CPU cannot run the " + std::string(name) + " kernels: it lacks"));
+  }
+}
+
+TEST_CASE("the avx512bf16 set is chosen only where its dot products multiply-add as fast as FMAs") {
+  std::vector<std::string_view> features = runtime::cpu_features();
+  std::vector<std::string_view> runnable = runtime::runnable_kernel_sets();
+  const char* forced = std::getenv("CSRUN_CPU");
+  bool chooses = forced == nullptr || *forced == '\0' || std::string_view(forced) == "auto";
+  bool offered = std::find(runnable.begin(), runnable.end(), "avx512bf16") != runnable.end() &&
+                 std::find(runnable.begin(), runnable.end(), "amx") == runnable.end();
+  if (std::find(features.begin(), features.end(), "avx512_bf16") == features.end() || !chooses ||
+      !offered) {
+    SUCCEED("csrun chooses no set by the dot products' rate here");
+    return;
+  }
+  double rate = runtime::bf16_dot_rate();
+  INFO("AVX512_BF16 dot products at " << rate << "x the f32 FMAs' multiply-adds");
+  // The CPUs measured sit far from 1 (about 0.5 and 2): a second measurement agrees.
+  REQUIRE(std::isfinite(rate));
+  REQUIRE(rate > 0.1);
+  REQUIRE(rate < 10.0);
+  std::string summary = runtime::kernel_set_summary();
+  INFO(summary);
+  if (rate >= 1.0) {
+    CHECK(runtime::selected_kernel_set() == "avx512bf16");
+    CHECK(summary.find("dot products") == std::string::npos);
+  } else {
+    CHECK(runtime::selected_kernel_set() == "avx512");
+    CHECK(
+        summary.starts_with("avx512 (the fastest set this CPU runs: its AVX512_BF16 dot products "
+                            "multiply-add at 0."));
+    CHECK(summary.find("x the rate of its f32 FMAs, so the avx512bf16 set's bfloat16 GEMMs would "
+                       "be slower; CSRUN_CPU=") != std::string::npos);
   }
 }
 
