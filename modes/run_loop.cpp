@@ -1,6 +1,7 @@
 #include "run_loop.hpp"
 
 #include <iostream>
+#include <string>
 
 #include "compile_driver.hpp"
 #include "data/sample_ledger.hpp"
@@ -15,6 +16,7 @@
 #include "runner/callbacks.hpp"
 #include "runner/checkpoint.hpp"
 #include "runner/runner_registry.hpp"
+#include "runtime/host_kernels.hpp"
 #include "stop_signal.hpp"
 #include "validation_stage.hpp"
 
@@ -208,6 +210,9 @@ int run_trainer(const CheckedRun& checked, const CheckedTrainer& trainer_check,
   std::cerr << "csrun " << (kind == LoopKind::train ? "train" : "eval") << ": plan "
             << planned.directory.string()
             << (planned.from_cache ? " (from the compile cache)" : " (compiled now)") << "\n";
+  if (std::string slow_gemm = runtime::sgemm_warning(); !slow_gemm.empty())
+    std::cerr << "csrun " << (kind == LoopKind::train ? "train" : "eval")
+              << ": warning: " << slow_gemm << "\n";
   std::int64_t num_csx = trainer.backend.cluster.num_csx;
   bool ranks = services.group->size() > 1;
   // Evaluation has no replicas to combine: the first rank evaluates, the others have nothing to do.

@@ -44,6 +44,17 @@ bool sgemm_runs_avx512() {
   return avx512;
 }
 
+std::string suggested_sgemm_core(std::string_view core, bool core_forced,
+                                 const std::vector<std::string_view>& features) {
+  if (core_forced || !same_letters(core, "Prescott")) return {};
+  auto has = [&](std::string_view feature) {
+    return std::find(features.begin(), features.end(), feature) != features.end();
+  };
+  if (has("avx512f") && has("avx512bw") && has("avx512dq") && has("avx512vl")) return "SkylakeX";
+  if (has("avx2") && has("fma")) return "Haswell";
+  return {};
+}
+
 bool f32_through_onednn(bool sgemm_avx512, bool a_transposed, bool b_transposed, std::int64_t k,
                         std::int64_t n) {
   if (!sgemm_avx512) return true;

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace csrun::runtime {
 
@@ -22,6 +23,14 @@ bool avx512_sgemm_core(std::string_view core);
 
 // Whether the kernels OpenBLAS runs in this process are AVX-512 ones, decided once.
 bool sgemm_runs_avx512();
+
+// The kernels to name in OPENBLAS_CORETYPE where OpenBLAS runs `core` on a CPU with `features`
+// (cpu_features.hpp) by itself (`core_forced` false): "SkylakeX" on an AVX-512 CPU, "Haswell" on
+// an AVX2 one, where `core` is Prescott, the SSE3 kernels OpenBLAS falls back to on a CPU newer
+// than its build knows (Debian 12's 0.3.21 on Intel's Emerald Rapids: sgemm at 35-43 GFLOP/s
+// there, 157-227 with SkylakeX). Empty otherwise.
+std::string suggested_sgemm_core(std::string_view core, bool core_forced,
+                                 const std::vector<std::string_view>& features);
 
 // Whether oneDNN multiplies out = op(a) op(b) (op(b) k x n): every such product where sgemm
 // runs no AVX-512 kernels (`sgemm_avx512` false); else, as measured single-threaded on

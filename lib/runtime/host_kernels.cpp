@@ -196,11 +196,38 @@ std::string kernel_set_summary() {
 #endif
 }
 
+namespace {
+
+// What OPENBLAS_CORETYPE should name for OpenBLAS's fast kernels on this CPU, where it fell back
+// to its slow ones by itself; empty otherwise.
+std::string suggested_core_here() {
+  const char* forced = std::getenv("OPENBLAS_CORETYPE");
+  return suggested_sgemm_core(sgemm_core(), forced != nullptr && *forced != '\0', cpu_features());
+}
+
+}  // namespace
+
 std::string sgemm_summary() {
   // "OpenBLAS 0.3.21 NO_LAPACKE DYNAMIC_ARCH ...": its name and version, then how it was built.
   std::string config = openblas_get_config();
   std::string version = config.substr(0, config.find(' ', config.find(' ') + 1));
-  return version + ", its " + sgemm_core() + " kernels (OPENBLAS_CORETYPE forces others)";
+  std::string summary = version + ", its " + sgemm_core() + " kernels";
+  std::string suggested = suggested_core_here();
+  if (suggested.empty()) return summary + " (OPENBLAS_CORETYPE forces others)";
+  return summary +
+         ", slower than this CPU allows: it does not know the CPU (OPENBLAS_CORETYPE=" + suggested +
+         " runs its fast ones)";
+}
+
+std::string sgemm_warning() {
+  std::string suggested = suggested_core_here();
+  const BuiltSet& set = *selection().set;
+  bool through_onednn = std::find(set.needs.begin(), set.needs.end(), "avx512f") != set.needs.end();
+  if (suggested.empty() || through_onednn) return {};
+  return "OpenBLAS runs its " + sgemm_core() +
+         " kernels here (it does not know this CPU), and the " + std::string(set.name) +
+         " kernel set multiplies every f32 product through OpenBLAS: export OPENBLAS_CORETYPE=" +
+         suggested + " for its fast kernels (several times faster on large products)";
 }
 
 const KernelSet& kernel_set(std::string_view name) {

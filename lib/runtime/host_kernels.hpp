@@ -41,7 +41,13 @@ std::string kernel_set_summary();
 
 // OpenBLAS's version and the kernels it runs here, e.g. "OpenBLAS 0.3.21, its Haswell kernels
 // (OPENBLAS_CORETYPE forces others)": they round the products it multiplies, so a run's bits
-// depend on them as on the set.
+// depend on them as on the set. Where it fell back to its SSE3 kernels on a CPU newer than it
+// knows, the line says so and what OPENBLAS_CORETYPE to set.
 std::string sgemm_summary();
+
+// Where the selected set multiplies every f32 product through OpenBLAS (avx2, baseline, native)
+// and OpenBLAS fell back to its SSE3 kernels on this CPU by itself: what to set, for a run's
+// log. Empty otherwise (the AVX-512 sets hand such products to oneDNN).
+std::string sgemm_warning();
 
 }  // namespace csrun::runtime

@@ -68,6 +68,38 @@ TEST_CASE("CSRUN_CPU forces a kernel set, and one this csrun lacks is a usage er
   }
 }
 
+TEST_CASE("a run whose f32 products go through OpenBLAS's SSE3 fallback says what to set") {
+  // Where OpenBLAS does not know this CPU it runs its Prescott kernels: --version says so, and a
+  // run on the baseline set (every f32 product through OpenBLAS) warns. Kernels the user named in
+  // OPENBLAS_CORETYPE are never questioned.
+  auto version = run_process(
+      {"/usr/bin/env", "-u", "OPENBLAS_CORETYPE", "CSRUN_CPU=baseline", CSRUN_BINARY, "--version"});
+  REQUIRE(version.exit_code == 0);
+  bool fell_back =
+      version.out.find("it does not know the CPU (OPENBLAS_CORETYPE=") != std::string::npos;
+  csrun::test::TempDir dir;
+  std::string params = dir.write("p.yaml", kValid);
+  auto run = run_process({"/usr/bin/env", "-u", "OPENBLAS_CORETYPE", "CSRUN_CPU=baseline",
+                          CSRUN_BINARY, "train", params, "--fake_data", "--max_steps", "1", "-o",
+                          (dir.path() / "own").string()});
+  INFO(version.out << run.err);
+  CHECK(run.exit_code == 0);
+  const std::string warning =
+      "csrun train: warning: OpenBLAS runs its Prescott kernels here (it "
+      "does not know this CPU), and the baseline kernel set multiplies "
+      "every f32 product through OpenBLAS: export OPENBLAS_CORETYPE=";
+  CHECK((run.err.find(warning) != std::string::npos) == fell_back);
+  auto named = run_process({"/usr/bin/env", "OPENBLAS_CORETYPE=Prescott", "CSRUN_CPU=baseline",
+                            CSRUN_BINARY, "train", params, "--fake_data", "--max_steps", "1", "-o",
+                            (dir.path() / "named").string()});
+  CHECK(named.exit_code == 0);
+  CHECK(named.err.find("warning: OpenBLAS") == std::string::npos);
+  auto named_version =
+      run_process({"/usr/bin/env", "OPENBLAS_CORETYPE=Prescott", CSRUN_BINARY, "--version"});
+  CHECK(named_version.out.find("its Prescott kernels (OPENBLAS_CORETYPE forces others)") !=
+        std::string::npos);
+}
+
 TEST_CASE("usage errors exit with status 2") {
   csrun::test::TempDir dir;
   std::string params = dir.write("p.yaml", kValid);

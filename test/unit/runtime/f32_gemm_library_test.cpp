@@ -4,6 +4,8 @@
 #include <catch2/catch.hpp>
 
 #include <cstdint>
+#include <string_view>
+#include <vector>
 
 #include "runtime/f32_gemm_library.hpp"
 
@@ -40,4 +42,19 @@ TEST_CASE("oneDNN multiplies every f32 product where OpenBLAS runs no AVX-512 ke
       CHECK(f32_through_onednn(avx512_sgemm_core("Zen"), a_transposed, b_transposed, 3072, 768));
     }
   }
+}
+
+TEST_CASE("OPENBLAS_CORETYPE is suggested where OpenBLAS fell back to SSE3 on a newer CPU") {
+  using csrun::runtime::suggested_sgemm_core;
+  const std::vector<std::string_view> avx2{"sse4_2", "avx", "avx2", "fma", "f16c"};
+  std::vector<std::string_view> avx512 = avx2;
+  for (std::string_view feature : {"avx512f", "avx512bw", "avx512cd", "avx512dq", "avx512vl"})
+    avx512.push_back(feature);
+  CHECK(suggested_sgemm_core("Prescott", false, avx512) == "SkylakeX");
+  CHECK(suggested_sgemm_core("PRESCOTT", false, avx2) == "Haswell");
+  // The CPU's own kernels, kernels the user chose, and a CPU without AVX2 get none.
+  CHECK(suggested_sgemm_core("Haswell", false, avx512).empty());
+  CHECK(suggested_sgemm_core("SkylakeX", false, avx512).empty());
+  CHECK(suggested_sgemm_core("Prescott", true, avx512).empty());
+  CHECK(suggested_sgemm_core("Prescott", false, {"sse3", "sse4_2", "popcnt"}).empty());
 }
