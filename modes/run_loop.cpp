@@ -207,12 +207,11 @@ int run_trainer(const CheckedRun& checked, const CheckedTrainer& trainer_check,
               << " has no validation dataloader (eval_input): nothing to evaluate\n";
     return 1;
   }
-  std::cerr << "csrun " << (kind == LoopKind::train ? "train" : "eval") << ": plan "
-            << planned.directory.string()
+  const char* command = kind == LoopKind::train ? "csrun train" : "csrun eval";
+  std::cerr << command << ": plan " << planned.directory.string()
             << (planned.from_cache ? " (from the compile cache)" : " (compiled now)") << "\n";
   if (std::string slow_gemm = runtime::sgemm_warning(); !slow_gemm.empty())
-    std::cerr << "csrun " << (kind == LoopKind::train ? "train" : "eval")
-              << ": warning: " << slow_gemm << "\n";
+    std::cerr << command << ": warning: " << slow_gemm << "\n";
   std::int64_t num_csx = trainer.backend.cluster.num_csx;
   bool ranks = services.group->size() > 1;
   // Evaluation has no replicas to combine: the first rank evaluates, the others have nothing to do.

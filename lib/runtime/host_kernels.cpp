@@ -222,6 +222,7 @@ std::string sgemm_summary() {
 std::string sgemm_warning() {
   std::string suggested = suggested_core_here();
   const BuiltSet& set = *selection().set;
+  // The AVX-512 sets are the ones built with oneDNN's GEMMs (lib/runtime/CMakeLists.txt).
   bool through_onednn = std::find(set.needs.begin(), set.needs.end(), "avx512f") != set.needs.end();
   if (suggested.empty() || through_onednn) return {};
   return "OpenBLAS runs its " + sgemm_core() +
