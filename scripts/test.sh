@@ -55,15 +55,11 @@ for set in baseline avx2 avx512 avx512bf16 amx; do
     echo "test: kernel set $set: the $chosen set's kernels but its products, which unit_runtime's kernel-set tests run"
     continue
   fi
-  if [ -n "$suggested_core" ]; then
-    echo "test: the whole suite again with CSRUN_CPU=$set and OPENBLAS_CORETYPE=$suggested_core (OpenBLAS does not know this CPU)"
-    OPENBLAS_CORETYPE=$suggested_core CSRUN_CPU=$set \
-      run_suite "GCC, CSRUN_CPU=$set" "$root/build" --label-exclude kernel_set_independent
-    continue
-  fi
-  echo "test: the whole suite again with CSRUN_CPU=$set"
+  echo "test: the whole suite again with CSRUN_CPU=$set${suggested_core:+ and OPENBLAS_CORETYPE=$suggested_core (OpenBLAS does not know this CPU)}"
+  if [ -n "$suggested_core" ]; then export OPENBLAS_CORETYPE=$suggested_core; fi
   CSRUN_CPU=$set run_suite "GCC, CSRUN_CPU=$set" "$root/build" --label-exclude kernel_set_independent
 done
+if [ -n "$suggested_core" ]; then unset OPENBLAS_CORETYPE; fi
 
 echo "test: the whole suite from a Clang build with AddressSanitizer and UndefinedBehaviorSanitizer"
 "$root/scripts/build.sh" --werror --sanitize

@@ -28,12 +28,29 @@ namespace csrun::runtime {
 
 namespace {
 
-// A kernel set and the CPU features its instruction set (an x86-64 microarchitecture level)
-// needs, as cpu_features() names them.
+// Where the avx512bf16 set's bfloat16 GEMMs, built on AVX512_BF16's dot products, would run
+// slower than the avx512 set's, which widen the operands for f32 GEMMs: where the dot products
+// multiply-add more slowly than the FMAs (bf16_dot_rate.hpp). The reason, or empty where they do
+// not.
+std::string slow_bf16_dot_products() {
+  double rate = bf16_dot_rate();
+  if (rate >= 1.0) return {};
+  std::array<char, 32> figure{};
+  std::snprintf(figure.data(), figure.size(), "%.2f", rate);
+  return std::string("its AVX512_BF16 dot products multiply-add at ") + figure.data() +
+         "x the rate of its f32 FMAs, so the avx512bf16 set's bfloat16 GEMMs would be slower";
+}
+
+// A kernel set, the CPU features its instruction set (an x86-64 microarchitecture level) needs,
+// as cpu_features() names them, whether its products go through oneDNN's GEMMs where they are
+// faster than OpenBLAS's (lib/runtime/CMakeLists.txt), and, for a set that a CPU with those
+// features may still run slower than the next one, why it does here (empty: it does not).
 struct BuiltSet {
   std::string_view name;
   const KernelSet* kernels;
   std::vector<std::string_view> needs;
+  bool onednn_gemms = false;
+  std::string (*slower_than_next)() = nullptr;
 };
 
 const std::vector<BuiltSet>& built_sets() {
@@ -67,11 +84,12 @@ const std::vector<BuiltSet>& built_sets() {
       needs.push_back(feature);
     return needs;
   }();
-  static const std::vector<BuiltSet> sets{{"amx", &csrun_kernel_set_amx, amx},
-                                          {"avx512bf16", &csrun_kernel_set_avx512bf16, avx512bf16},
-                                          {"avx512", &csrun_kernel_set_avx512, v4},
-                                          {"avx2", &csrun_kernel_set_avx2, v3},
-                                          {"baseline", &csrun_kernel_set_baseline, v2}};
+  static const std::vector<BuiltSet> sets{
+      {"amx", &csrun_kernel_set_amx, amx, true},
+      {"avx512bf16", &csrun_kernel_set_avx512bf16, avx512bf16, true, slow_bf16_dot_products},
+      {"avx512", &csrun_kernel_set_avx512, v4, true},
+      {"avx2", &csrun_kernel_set_avx2, v3},
+      {"baseline", &csrun_kernel_set_baseline, v2}};
 #endif
   return sets;
 }
@@ -116,20 +134,6 @@ struct Selection {
   std::string passed_over;  // why a better set this CPU runs was not taken: empty when none was
 };
 
-// Where the avx512bf16 set's bfloat16 GEMMs, built on AVX512_BF16's dot products, would run
-// slower than the avx512 set's, which widen the operands for f32 GEMMs: where the dot products
-// multiply-add more slowly than the FMAs (bf16_dot_rate.hpp). The reason, or empty where the set
-// pays.
-std::string why_not_worth_running(const BuiltSet& set) {
-  if (set.name != "avx512bf16") return {};
-  double rate = bf16_dot_rate();
-  if (rate >= 1.0) return {};
-  std::array<char, 32> figure{};
-  std::snprintf(figure.data(), figure.size(), "%.2f", rate);
-  return std::string("its AVX512_BF16 dot products multiply-add at ") + figure.data() +
-         "x the rate of its f32 FMAs, so the avx512bf16 set's bfloat16 GEMMs would be slower";
-}
-
 Selection select() {
   const char* forced = std::getenv("CSRUN_CPU");
   if (forced != nullptr && *forced != '\0' && std::string_view(forced) != "auto") {
@@ -138,7 +142,7 @@ Selection select() {
   std::string passed_over;
   for (const BuiltSet& set : built_sets()) {
     if (!missing_features(set).empty()) continue;
-    std::string reason = why_not_worth_running(set);
+    std::string reason = set.slower_than_next == nullptr ? "" : set.slower_than_next();
     if (reason.empty()) return {&set, false, passed_over};
     passed_over = reason;
   }
@@ -222,9 +226,7 @@ std::string sgemm_summary() {
 std::string sgemm_warning() {
   std::string suggested = suggested_core_here();
   const BuiltSet& set = *selection().set;
-  // The AVX-512 sets are the ones built with oneDNN's GEMMs (lib/runtime/CMakeLists.txt).
-  bool through_onednn = std::find(set.needs.begin(), set.needs.end(), "avx512f") != set.needs.end();
-  if (suggested.empty() || through_onednn) return {};
+  if (suggested.empty() || set.onednn_gemms) return {};
   return "OpenBLAS runs its " + sgemm_core() +
          " kernels here (it does not know this CPU), and the " + std::string(set.name) +
          " kernel set multiplies every f32 product through OpenBLAS: export OPENBLAS_CORETYPE=" +
