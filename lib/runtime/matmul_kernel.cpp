@@ -260,10 +260,21 @@ std::int64_t row_blocks(std::int64_t rows) {
   return static_cast<std::int64_t>(std::bit_floor(blocks));
 }
 
-Tiling tiling(GemmShape shape) {
+// oneDNN multiplies an f32 tile that reads its right-hand operand as stored with its brgemm
+// kernels where the tile reads all of that operand's columns, and with its gemm kernels where it
+// reads a range of them. On an Emerald Rapids VM (2026-12-03), two column halves of GPT-2 small's
+// such products ran at 184-231 GFLOP/s, two row blocks at 92-193 ([512, 768] x [768, 3072]: 92
+// against 190-231), so these products are cut in column halves first.
+bool splits_columns_first(GemmShape shape, std::array<bool, 2> transposed, bool f32_operands) {
+  return f32_operands && !transposed[1] && !through_sgemm(shape, transposed);
+}
+
+Tiling tiling(GemmShape shape, std::array<bool, 2> transposed, bool f32_operands) {
   if (shape.m * shape.n * shape.k < kSplitMultiplyAdds) return {};
   std::int64_t blocks = row_blocks(shape.m);
-  if (blocks == 1 && shape.n >= 2 * kMinTileColumns) return {1, 2};
+  bool halves = shape.n >= 2 * kMinTileColumns;
+  if (halves && (blocks == 1 || splits_columns_first(shape, transposed, f32_operands)))
+    return {std::max<std::int64_t>(blocks / 2, 1), 2};
   return {blocks, 1};
 }
 
@@ -280,7 +291,8 @@ std::int64_t product_count(const NodeTask& task, GemmShape shape) {
 template <class Element>
 void multiply(const Product<Element>& product, ThreadTeam* team) {
   GemmShape shape = product.shape;
-  Tiling tiles = tiling(shape);
+  Tiling tiles =
+      tiling(shape, {product.a_transposed, product.b_transposed}, std::is_same_v<Element, float>);
   auto multiply_one = [&](std::int64_t index, int part) {
     multiply_tile(product, tiles.tile(shape, index), part);
   };
@@ -317,7 +329,7 @@ void prepare_onednn_blocks(const NodeTask& task) {
   if (m == 0 || n == 0 || k == 0) return;
   bool bf16 = multiplies_bf16(task);
   if (!bf16 && !f32_through_onednn(shape, task.transposed)) return;
-  Tiling tiles = product_count(task, shape) == 1 ? tiling(shape) : Tiling{};
+  Tiling tiles = product_count(task, shape) == 1 ? tiling(shape, task.transposed, !bf16) : Tiling{};
   auto operands = bf16 ? onednn_gemm::Operands::bf16 : onednn_gemm::Operands::f32;
   for (std::int64_t index = 0; index < tiles.count(); ++index) {
     Tile tile = tiles.tile(shape, index);
@@ -336,19 +348,25 @@ void prepare_onednn_blocks(const NodeTask& task) {
 // heads), each product's operand into a buffer of the core's own.
 enum class LeftWidening { none, whole_first, tile_in_place, tile_per_core, product_per_core };
 
+// The tiles of the node's product multiplied in f32 (its 16-bit operands widened).
+Tiling f32_tiling(const NodeTask& task) {
+  return tiling(gemm_shape(task), task.transposed, true);
+}
+
 LeftWidening left_widening(const NodeTask& task) {
   if (!is_half(task.in[0].dtype)) return LeftWidening::none;
   GemmShape shape = gemm_shape(task);
   std::int64_t products = product_count(task, shape);
   if (products > 1) return LeftWidening::product_per_core;
-  if (products == 0 || tiling(shape).column_blocks > 1) return LeftWidening::whole_first;
+  if (products == 0 || f32_tiling(task).column_blocks > 1) return LeftWidening::whole_first;
   return through_sgemm(shape, task.transposed) ? LeftWidening::tile_per_core
                                                : LeftWidening::tile_in_place;
 }
 
-// The floats of op(a)'s rows the largest of a product's tiles reads.
-std::int64_t largest_tile_floats(GemmShape shape) {
-  Tiling tiles = tiling(shape);
+// The floats of op(a)'s rows the largest of the node's product's tiles reads.
+std::int64_t largest_tile_floats(const NodeTask& task) {
+  GemmShape shape = gemm_shape(task);
+  Tiling tiles = f32_tiling(task);
   std::int64_t rows = 0;
   for (std::int64_t index = 0; index < tiles.count(); ++index)
     rows = std::max(rows, tiles.tile(shape, index).rows);
@@ -366,7 +384,7 @@ std::int64_t widened_a_floats(const NodeTask& task) {
     case LeftWidening::product_per_core:
       return std::min(parts, product_count(task, shape)) * shape.m * shape.k;
     case LeftWidening::tile_per_core:
-      return std::min(parts, tiling(shape).count()) * largest_tile_floats(shape);
+      return std::min(parts, f32_tiling(task).count()) * largest_tile_floats(task);
     case LeftWidening::whole_first:
     case LeftWidening::tile_in_place:
       return task.in[0].count;
@@ -545,8 +563,7 @@ void run_matmul(NodeTask& task) {
   if (widening != LeftWidening::none && widening != LeftWidening::whole_first) {
     half.a = a.half();
     half.a_dtype = a.dtype;
-    if (widening == LeftWidening::tile_per_core)
-      half.a_part_floats = largest_tile_floats(gemm_shape(task));
+    if (widening == LeftWidening::tile_per_core) half.a_part_floats = largest_tile_floats(task);
     a_data = scratch;
     scratch += widened_a_floats(task);
   } else {

@@ -95,13 +95,17 @@ TEST_CASE("eval steps run on the runtime") {
 }
 
 TEST_CASE("bias adds folded into GEMMs split across the cores agree with the reference evaluator") {
-  // Products of over 2^20 multiply-adds split by rows (fc_mnist) or by batch (GPT's linear
-  // layers over [batch, sequence, hidden]); each part starts its rows as the bias.
+  // Products of over 2^20 multiply-adds split by rows (fc_mnist), by batch (GPT's linear
+  // layers over [batch, sequence, hidden]) or, with 1,024 rows of 512 columns (the feed-forward
+  // layer's), in row blocks and column halves; each part starts its rows as the bias.
   const std::pair<const char*, std::int64_t> large[] = {
       {"{name: fc_mnist, hidden_sizes: [256, 128]}", 64},
       {"{name: gpt2, vocab_size: 64, hidden_size: 64, num_hidden_layers: 1, num_heads: 2, "
        "filter_size: 256, max_position_embeddings: 32}",
        8},
+      {"{name: gpt2, vocab_size: 64, hidden_size: 64, num_hidden_layers: 1, num_heads: 2, "
+       "filter_size: 512, max_position_embeddings: 32}",
+       32},
   };
   for (auto [model, batch] : large) {
     INFO(model);
