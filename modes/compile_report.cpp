@@ -266,15 +266,10 @@ std::string host_split_text(const HostBatch& host) {
          (host.micro_batch == 1 ? " sample per step" : " samples per step");
 }
 
-// `host` as csrun train plans it, `in_background` with --async_checkpoint.
-std::string host_batch_text(const HostBatch& host, const HostBatch& in_background) {
-  std::string background =
-      in_background.micro_batch == host.micro_batch
-          ? storage::memory_size(in_background.bytes) + " with --async_checkpoint"
-          : "with --async_checkpoint: " + host_split_text(in_background) + ", about " +
-                storage::memory_size(in_background.bytes);
+// `host` as csrun train plans it.
+std::string host_batch_text(const HostBatch& host) {
   std::string text = "csrun train runs " + host_split_text(host) + ", about " +
-                     storage::memory_size(host.bytes) + " of host memory (" + background + ")";
+                     storage::memory_size(host.bytes) + " of host memory";
   if (storage::exceeds_usable_memory(host.bytes))
     return text + "; more than " + storage::usable_memory_text() +
            ": csrun train would refuse it here";
@@ -321,8 +316,7 @@ void print_compile_report(const config::TrainerSpec& trainer, const TraceSummary
                 ? std::string()
                 : host_memory_note(compiler::step_host_bytes(plan, hardware_bf16, cores))));
   if (trace.training) {
-    line("host", host_batch_text(plan_host_batch(trainer, trace, plan, false),
-                                 plan_host_batch(trainer, trace, plan, true)));
+    line("host", host_batch_text(plan_host_batch(trainer, trace, plan)));
   }
   if (plan.mapping.mode == compiler::ExecutionMode::none) {
     line("wafer", std::string("none: on ") + config::device_name(trainer.backend.device) +

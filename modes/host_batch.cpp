@@ -32,9 +32,9 @@ struct StepMemory {
 // Host memory of a training run as a function of the samples of one (micro-)step:
 // - the plan's persistent values (parameters, optimizer state, inputs) stand for each copy of the
 //   run's state: the step's own (with a split batch the update's, whose weights the micro-step
-//   reads where the update keeps them); and with --async_checkpoint the float32 copy a checkpoint
-//   is written from in the background (a checkpoint written in the loop is written from the
-//   variables, and one read is read into them: neither takes a copy);
+//   reads where the update keeps them): a checkpoint is written from the variables, in the loop
+//   or in the background (--async_checkpoint), and one read is read into them: neither takes a
+//   copy;
 // - the plan's temporaries scale with the samples of a (micro-)step;
 // - a split batch adds the gradient sums (one per replica beside the total) and the update's
 //   gradient inputs;
@@ -51,11 +51,9 @@ struct MemoryModel {
   double batch_data = 0.0;
   std::int64_t global_batch = 1;
   std::int64_t replicas = 1;
-  double checkpoint_copies = 0.0;
 
-  MemoryModel(const compiler::Plan& fused, std::int64_t global, std::int64_t replica_count,
-              bool async_checkpoint)
-      : global_batch(global), replicas(replica_count), checkpoint_copies(async_checkpoint ? 1 : 0) {
+  MemoryModel(const compiler::Plan& fused, std::int64_t global, std::int64_t replica_count)
+      : global_batch(global), replicas(replica_count) {
     StepMemory step(fused);
     persistent = step.fixed;
     per_sample = step.per_sample;
@@ -76,10 +74,9 @@ struct MemoryModel {
 
   bool split(std::int64_t micro_batch) const { return micro_batch != global_batch; }
 
-  // The copies of `values` the run holds, and with a split batch the gradient sums.
+  // `values`, and with a split batch the gradient sums.
   double copies(double values, bool split_batch) const {
-    double state = (1.0 + checkpoint_copies) * values;
-    return split_batch ? state + gradients * (replicas > 1 ? 3.0 : 2.0) : state;
+    return split_batch ? values + gradients * (replicas > 1 ? 3.0 : 2.0) : values;
   }
 
   double fixed(bool split_batch) const {
@@ -114,9 +111,8 @@ std::int64_t largest_fitting_divisor(std::int64_t batch, double budget, double f
 }  // namespace
 
 HostBatch plan_host_batch(std::int64_t global_batch, std::int64_t replicas,
-                          std::int64_t configured_micro_batch, const compiler::Plan& fused,
-                          bool async_checkpoint) {
-  MemoryModel model(fused, global_batch, replicas, async_checkpoint);
+                          std::int64_t configured_micro_batch, const compiler::Plan& fused) {
+  MemoryModel model(fused, global_batch, replicas);
   auto budget = static_cast<double>(storage::usable_memory_bytes()) * kHostMemoryShare;
   HostBatch host;
   host.micro_batch = configured_micro_batch;
@@ -142,13 +138,12 @@ HostBatch plan_host_batch(std::int64_t global_batch, std::int64_t replicas,
 }
 
 HostBatch plan_host_batch(const config::TrainerSpec& trainer, const TraceSummary& trace,
-                          const compiler::Plan& fused, bool async_checkpoint) {
+                          const compiler::Plan& fused) {
   std::int64_t replicas = trainer.backend.cluster.num_csx;
   std::int64_t configured = trace.micro_batch_fixed
                                 ? trace.batch_size
                                 : trace.system_batch / trainer.loop.grad_accum_steps;
-  return plan_host_batch(trace.system_batch * replicas, replicas, configured, fused,
-                         async_checkpoint);
+  return plan_host_batch(trace.system_batch * replicas, replicas, configured, fused);
 }
 
 HostBatch plan_host_eval_batch(const compiler::Plan& eval, double beside_bytes,

@@ -32,17 +32,15 @@ inline constexpr double kHostMemoryShare = 0.8;
 inline constexpr double kProcessBytes = 128.0 * (1 << 20);
 
 // `fused` is the trainer's planned step, traced at `fused.batch_size` samples per system;
-// `configured_micro_batch` divides global_batch / replicas; `async_checkpoint`: checkpoints are
-// written in the background from a copy of the state (--async_checkpoint).
+// `configured_micro_batch` divides global_batch / replicas.
 HostBatch plan_host_batch(std::int64_t global_batch, std::int64_t replicas,
-                          std::int64_t configured_micro_batch, const compiler::Plan& fused,
-                          bool async_checkpoint);
+                          std::int64_t configured_micro_batch, const compiler::Plan& fused);
 
 // The same for a trainer's training step as traced (`trace`) and planned (`fused`): the
 // configured micro-batch is the dataloader's micro_batch_size when it is a number, else a
 // system's share of the batch over the loop's grad_accum_steps.
 HostBatch plan_host_batch(const config::TrainerSpec& trainer, const TraceSummary& trace,
-                          const compiler::Plan& fused, bool async_checkpoint);
+                          const compiler::Plan& fused);
 
 // How the eval step runs one system's eval batch (`eval` is its plan at that batch) on this
 // machine, beside `beside_bytes` that training holds in the same process, its step reading the

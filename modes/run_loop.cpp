@@ -137,8 +137,7 @@ runner::RunSetup setup_for(const CheckedRun& checked, const CheckedTrainer& trai
     models::BatchLayout layout = models::batch_layout(model, planned.plan.batch_size);
     setup.train = runner::StepProgram{std::move(planned.plan), sample_fields(layout), {}};
     setup.train_loader = trainer_check.train_loader;
-    HostBatch host =
-        plan_host_batch(trainer, *trainer_check.trace, setup.train->plan, options.async_checkpoint);
+    HostBatch host = plan_host_batch(trainer, *trainer_check.trace, setup.train->plan);
     check_fits_host(host, setup.train->plan);
     training_bytes = host.bytes;
     if (host.micro_batch != setup.train_loader->batch_size)

@@ -152,8 +152,8 @@ class Subcommand {
     }
     if (name == "train") {
       app_->add_flag("--async_checkpoint", line_.async_checkpoint,
-                     "Write checkpoints in the background while training goes on (a copy of "
-                     "the state in memory; atomic as every checkpoint)");
+                     "Write checkpoints in the background while the next step runs up to its "
+                     "update (no copy of the state; atomic as every checkpoint)");
     }
     if (name == "train" || name == "eval") {
       app_->add_option("--stream_listen", line_.stream_listen,

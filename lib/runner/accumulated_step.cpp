@@ -164,7 +164,8 @@ void AccumulatedStep::combine_ranks() {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-void AccumulatedStep::run(std::span<const data::BatchView* const> shares, Executable& update) {
+void AccumulatedStep::run(std::span<const data::BatchView* const> shares, Executable& update,
+                          const std::function<void()>& before_state_changes) {
   if (static_cast<std::int64_t>(shares.size()) != split_.local_replicas)
     throw std::logic_error("a step of " + std::to_string(split_.local_replicas) +
                            " replicas is given " + std::to_string(shares.size()) + " shares");
@@ -186,7 +187,7 @@ void AccumulatedStep::run(std::span<const data::BatchView* const> shares, Execut
   const std::vector<float>& summed = split_.replicas > 1 ? total_ : replica_sum_;
   for (const Gradient& gradient : gradients_)
     update.write(gradient.input, std::span(summed).subspan(gradient.offset, gradient.size));
-  update.run();
+  update.run(before_state_changes);
 }
 
 }  // namespace csrun::runner

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string>
 #include <vector>
@@ -40,8 +41,10 @@ class AccumulatedStep {
 
   // One optimizer step on the global batch (split.micro_steps() * split.micro_batch samples), of
   // which `shares` holds this process's replicas' shares, in replica order (one share: the
-  // replica's micro-batches, or with a single replica the whole batch).
-  void run(std::span<const data::BatchView* const> shares, runtime::Executable& update);
+  // replica's micro-batches, or with a single replica the whole batch). The update calls
+  // `before_state_changes` before it changes its f32 variables (runtime::Executable::run).
+  void run(std::span<const data::BatchView* const> shares, runtime::Executable& update,
+           const std::function<void()>& before_state_changes = {});
   // The step's loss: the sum of the micro-steps' shares, in micro-step order.
   double loss() const { return loss_; }
   // The micro-step's program, to profile.

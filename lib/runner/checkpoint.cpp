@@ -287,28 +287,6 @@ void save_checkpoint(const std::string& path, const Checkpoint& checkpoint) {
   file.commit();
 }
 
-void copy_checkpoint(const Checkpoint& checkpoint, Checkpoint& copy) {
-  std::map<std::string, CheckpointTensor> previous = std::move(copy.tensors);
-  copy.tensors.clear();
-  copy.metadata = checkpoint.metadata;
-  for (const auto& [key, tensor] : checkpoint.tensors) {
-    const auto* borrowed = std::get_if<CheckpointTensor::Borrowed>(&tensor.values);
-    if (!borrowed) {
-      copy.tensors.emplace(key, tensor);
-      continue;
-    }
-    CheckpointTensor::Floats values;
-    auto reused = previous.find(key);
-    if (reused != previous.end()) {
-      if (auto* floats = std::get_if<CheckpointTensor::Floats>(&reused->second.values))
-        values = std::move(*floats);
-    }
-    values.resize(borrowed->size());
-    std::copy(borrowed->begin(), borrowed->end(), values.begin());
-    copy.tensors.emplace(key, CheckpointTensor{tensor.dims, std::move(values)});
-  }
-}
-
 Checkpoint load_checkpoint(const std::string& path, const PlaceEntry& place) {
   check_is_a_file(path);
   check_seal(path);

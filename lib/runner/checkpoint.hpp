@@ -56,12 +56,6 @@ struct Checkpoint {
 // why. The datasets are contiguous and written straight from the tensors' memory.
 void save_checkpoint(const std::string& path, const Checkpoint& checkpoint);
 
-// Makes `copy` hold `checkpoint`'s values in memory of its own (what a write in the background
-// needs, as the run goes on changing the variables `checkpoint` borrows), reusing the buffers
-// `copy` holds for the same entries: a run's background checkpoints after the first copy into
-// memory that is already there.
-void copy_checkpoint(const Checkpoint& checkpoint, Checkpoint& copy);
-
 // Where load_checkpoint puts an entry's values, decided from its dims and kind before any of
 // them is read: memory of the checkpoint's own; the caller's float32 memory of exactly its
 // elements (a running executable's variable: the entry then borrows it, and the values are never

@@ -73,6 +73,10 @@ void Checkpointing::save_unless_saved(const RunState& state) {
   finish_write(true);
 }
 
+void Checkpointing::before_state_changes() {
+  finish_write(true);
+}
+
 void Checkpointing::save(const RunState& state) {
   std::string name = settings_.checkpoint_name;
   auto placeholder = name.find("{step}");
@@ -94,8 +98,7 @@ void Checkpointing::save(const RunState& state) {
   saved_step_ = state.global_step;
   auto write = std::make_unique<Write>();
   write->path = path;
-  write->checkpoint = std::move(spare_);
-  copy_checkpoint(snapshot_(), write->checkpoint);
+  write->checkpoint = snapshot_();
   write->done =
       std::async(std::launch::async, [path = path.string(), &checkpoint = write->checkpoint] {
         save_checkpoint(path, checkpoint);
@@ -109,7 +112,6 @@ void Checkpointing::finish_write(bool wait) {
   std::unique_ptr<Write> write = std::move(write_);
   write->done.get();
   log_.info("Saved checkpoint " + write->path.string());
-  spare_ = std::move(write->checkpoint);
   prune();
 }
 

@@ -20,10 +20,12 @@ namespace csrun::runner {
 // the new one gets a time stamp, as the Model Zoo does) in checkpoint_root (default:
 // model_dir); at most keep_last kept. Each write is atomic (save_checkpoint).
 //
-// In the background (--async_checkpoint), a checkpoint is a copy of the state taken between
-// steps, written by a thread of its own while the next steps run; at most one write is in
-// flight (the next checkpoint waits for it), the end of fit and a stop request wait for it, and
-// its error, if any, ends the run at the next step, as a synchronous write's would.
+// In the background (--async_checkpoint), a checkpoint is written by a thread of its own from the
+// state where it lies, with no copy, while the next step runs up to the point where it would
+// change that state: there the step calls before_state_changes, which waits for the write. At
+// most one write is in flight (the next checkpoint waits for it), the end of fit and a stop
+// request wait for it, and its error, if any, ends the run at the next step, as a synchronous
+// write's would.
 class Checkpointing : public Callback {
  public:
   // `snapshot` takes the training step's checkpoint as the run stands.
@@ -39,13 +41,16 @@ class Checkpointing : public Callback {
   // Writes the checkpoint of the step just taken unless it is written (a stop request), and
   // waits until it is on disk.
   void save_unless_saved(const RunState& state);
+  // The run is about to change the state `snapshot` borrows: a write in the background ends
+  // first (its error thrown).
+  void before_state_changes();
 
  private:
   struct Write;  // a checkpoint being written in the background
 
   void save(const RunState& state);
   // A background write that has ended (or, with `wait`, the one in flight): logged, its error
-  // thrown, its buffers kept for the next copy.
+  // thrown.
   void finish_write(bool wait);
   void prune();
 
@@ -55,7 +60,6 @@ class Checkpointing : public Callback {
   std::function<Checkpoint()> snapshot_;
   bool in_background_;
   std::unique_ptr<Write> write_;
-  Checkpoint spare_;  // the last background checkpoint's memory, reused by the next
   std::optional<std::int64_t> saved_step_;
 };
 

@@ -119,7 +119,6 @@ struct TrainingLoop::State {
   fs::path checkpoints;
   LiveProgress progress;
   RunReports reports;
-  Checkpointing checkpointing;
   CallbackList user_callbacks;
   RunState run;
   std::optional<Executable> train;  // with micro-steps: the update, which holds the state
@@ -129,6 +128,9 @@ struct TrainingLoop::State {
   std::vector<const data::BatchView*> train_batch;  // a step's batch: the feeds' shares
   std::optional<BatchFeed> eval_feed;
   bool eval_split_logged = false;
+  // Destroyed before the executables: a checkpoint still being written in the background reads
+  // the training step's variables.
+  Checkpointing checkpointing;
 
   State(RunSetup run_setup, CallbackList hooks)
       : setup(std::move(run_setup)),
@@ -139,10 +141,10 @@ struct TrainingLoop::State {
         progress(log),
         reports(log, setup.device, settings.logging.log_steps,
                 (fs::path(settings.model_dir) / "events").string()),
+        user_callbacks(std::move(hooks)),
         checkpointing(
             settings.checkpoint, checkpoints, log, [this] { return train_snapshot(); },
-            setup.async_checkpoint),
-        user_callbacks(std::move(hooks)) {
+            setup.async_checkpoint) {
     if (setup.train) train.emplace(setup.train->plan);
     if (setup.train_micro_steps) {
       const MicroSteps& micro = *setup.train_micro_steps;
@@ -303,12 +305,14 @@ struct TrainingLoop::State {
       run.batch = run.global_step % per_epoch + 1;
       call(&Callback::on_train_batch_start);
       std::span<const data::BatchView* const> batch = next_train_batch();
+      // A checkpoint written in the background reads the variables until the step changes them.
+      auto before_state_changes = [this] { checkpointing.before_state_changes(); };
       if (micro_steps) {
-        micro_steps->run(batch, step);
+        micro_steps->run(batch, step, before_state_changes);
         run.loss = micro_steps->loss();
       } else {
         inputs->write(step, *batch.front());
-        step.run();
+        step.run(before_state_changes);
         run.loss = step.scalar(*loss);
       }
       ++run.global_step;

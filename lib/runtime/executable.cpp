@@ -12,6 +12,7 @@
 #include <unordered_map>
 #include <variant>
 
+#include "compiler/kernel_library.hpp"
 #include "compiler/scratch_layout.hpp"
 #include "elementwise_chain.hpp"
 #include "kernel_set.hpp"
@@ -121,6 +122,9 @@ struct Executable::State {
   std::vector<bool> borrowed;     // per node: a variable read where its owner keeps it
   std::vector<StepWork> step;
   std::vector<std::size_t> step_host;  // per work of the step: its entry of plan.host_steps
+  // The first work of the step that writes an f32 variable of this executable's own (or
+  // step.size(): none does; the updates taken after the step write them).
+  std::size_t first_f32_variable_write = 0;
   std::vector<Snapshot> snapshots;
   std::vector<Update> updates;
   std::vector<HalfCopy> half_copies;
@@ -148,6 +152,7 @@ struct Executable::State {
     name_values();
     fill_static_leaves();
     bind_kernels();
+    first_f32_variable_write = find_first_f32_variable_write();
     profile.seconds.assign(plan.host_steps.size(), 0.0);
   }
 
@@ -421,6 +426,31 @@ struct Executable::State {
     }
   }
 
+  std::size_t find_first_f32_variable_write() const {
+    const std::vector<std::int32_t>& buffer_of = plan.memory.buffer_of;
+    std::vector<bool> variable_buffer(plan.memory.buffers.size(), false);
+    for (const graph::Variable& variable : plan.graph.variables()) {
+      auto node = static_cast<std::size_t>(variable.node);
+      if (is_borrowed(variable.node) || plan.graph.nodes()[node].type.dtype != graph::DType::f32)
+        continue;
+      if (buffer_of[node] >= 0) variable_buffer[static_cast<std::size_t>(buffer_of[node])] = true;
+    }
+    auto writes_variable = [&](NodeId id) {
+      std::int32_t buffer = buffer_of[static_cast<std::size_t>(id)];
+      return buffer >= 0 && variable_buffer[static_cast<std::size_t>(buffer)];
+    };
+    for (std::size_t i = 0; i < step.size(); ++i) {
+      const compiler::HostStep& host = plan.host_steps[step_host[i]];
+      // A view's result shares its operand's buffer: a view of a variable writes nothing.
+      const std::string& kernel = plan.kernels[static_cast<std::size_t>(host.kernel)].name;
+      if (compiler::kernel_spec(kernel).cost == compiler::CostModel::view) continue;
+      for (const std::vector<NodeId>* ids :
+           {&host.nodes, &host.folded, &host.sums, &host.row_chain})
+        if (std::any_of(ids->begin(), ids->end(), writes_variable)) return i;
+    }
+    return step.size();
+  }
+
   void add_to_step(StepWork work, const compiler::HostStep& host) {
     step.push_back(std::move(work));
     step_host.push_back(static_cast<std::size_t>(&host - plan.host_steps.data()));
@@ -588,16 +618,25 @@ struct Executable::State {
     }
   }
 
-  void run() {
+  void run(const std::function<void()>& before_f32_variables_change) {
     if (profiling && steps > 0) {
-      run_timed();
+      run_timed(before_f32_variables_change);
     } else {
       refresh_half_copies();
-      for (StepWork& work : step)
-        run_work(work);
+      for (std::size_t i = 0; i < step.size(); ++i) {
+        before_work(i, before_f32_variables_change);
+        run_work(step[i]);
+      }
+      before_work(step.size(), before_f32_variables_change);
       take_updates();
     }
     ++steps;
+  }
+
+  // Calls `hook` where work `i` of the step (step.size(): the updates taken after it) is the
+  // first to write an f32 variable.
+  void before_work(std::size_t i, const std::function<void()>& hook) const {
+    if (i == first_f32_variable_write && hook) hook();
   }
 
   void run_work(StepWork& work) {
@@ -620,7 +659,7 @@ struct Executable::State {
   }
 
   // A run that adds each host step's seconds to the profile.
-  void run_timed() {
+  void run_timed(const std::function<void()>& before_f32_variables_change) {
     using Clock = std::chrono::steady_clock;
     auto seconds = [](Clock::duration elapsed) {
       return std::chrono::duration<double>(elapsed).count();
@@ -629,11 +668,13 @@ struct Executable::State {
     refresh_half_copies();
     Clock::time_point last = Clock::now();
     for (std::size_t i = 0; i < step.size(); ++i) {
+      before_work(i, before_f32_variables_change);
       run_work(step[i]);
       Clock::time_point now = Clock::now();
       profile.seconds[step_host[i]] += seconds(now - last);
       last = now;
     }
+    before_work(step.size(), before_f32_variables_change);
     take_updates();
     profile.run_seconds += seconds(Clock::now() - started);
     ++profile.runs;
@@ -779,8 +820,8 @@ std::span<const float> Executable::floats(Slot slot) const {
   return {named.value.f32(), static_cast<std::size_t>(named.value.count)};
 }
 
-void Executable::run() {
-  state_->run();
+void Executable::run(const std::function<void()>& before_f32_variables_change) {
+  state_->run(before_f32_variables_change);
 }
 
 std::int64_t Executable::steps_run() const {

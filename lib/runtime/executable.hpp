@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string_view>
@@ -65,8 +66,12 @@ class Executable {
 
   // One step: the 16-bit copies of parameters written since the last step rounded again, every
   // kernel in order, then the variables take their updated values. Throws
-  // std::out_of_range when a batch holds an index outside its embedding table.
-  void run();
+  // std::out_of_range when a batch holds an index outside its embedding table. Once in the step,
+  // before anything writes an f32 variable of this executable's own (the first kernel that
+  // does, or the updates taken after the last), it calls `before_f32_variables_change`, if
+  // given: until then the variables' floats() still hold the values of the step before (what a
+  // checkpoint written in the background reads while the step runs).
+  void run(const std::function<void()>& before_f32_variables_change = {});
 
   std::int64_t steps_run() const;
   // The wafer time of the steps run so far, from the plan's estimate (0 for a CPU plan).

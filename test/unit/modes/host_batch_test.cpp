@@ -49,9 +49,7 @@ TEST_CASE("an eval batch too large for host memory runs as host batches of a div
   CHECK_THAT(host.reason, Catch::Contains("beside the " + storage::memory_size(training)));
 }
 
-TEST_CASE(
-    "a training run's host memory: the step's, a copy of the state per background checkpoint, "
-    "and a split batch's gradient sums") {
+TEST_CASE("a training run's host memory: the step's, and a split batch's gradient sums") {
   graph::Graph graph;
   graph.add_variable("w", {{1000}, graph::DType::f32}, graph::VariableRole::parameter, {});
   graph.add_variable("w.moment", {{1000}, graph::DType::f32}, graph::VariableRole::optimizer_state,
@@ -61,19 +59,15 @@ TEST_CASE(
   plan.batch_size = 2;
   plan.memory.persistent_bytes = 8000;
   plan.memory.peak_bytes = 10'000;  // 1,000 bytes of temporaries a sample
-  modes::HostBatch in_loop = modes::plan_host_batch(2, 1, 2, plan, false);
-  // Checkpoints are written from the variables and read into them: the step's memory alone,
-  // beside the process's own.
-  CHECK(in_loop.bytes == 10'000.0 + modes::kProcessBytes);
-  CHECK(in_loop.state_bytes == 8000.0);
-  CHECK(in_loop.micro_steps == 1);
-  // Written in the background, from a copy of the state.
-  modes::HostBatch in_background = modes::plan_host_batch(2, 1, 2, plan, true);
-  CHECK(in_background.bytes == 18'000.0 + modes::kProcessBytes);
-  CHECK(in_background.state_bytes == 16'000.0);
+  modes::HostBatch whole = modes::plan_host_batch(2, 1, 2, plan);
+  // Checkpoints are written from the variables (in the loop or in the background) and read into
+  // them: the step's memory alone, beside the process's own.
+  CHECK(whole.bytes == 10'000.0 + modes::kProcessBytes);
+  CHECK(whole.state_bytes == 8000.0);
+  CHECK(whole.micro_steps == 1);
   // Micro-steps of 1: the update's state (the micro-step reads its weights where the update keeps
   // them), and the gradients' sums.
-  modes::HostBatch split = modes::plan_host_batch(2, 1, 1, plan, false);
+  modes::HostBatch split = modes::plan_host_batch(2, 1, 1, plan);
   CHECK(split.micro_steps == 2);
   CHECK(split.bytes == 8000.0 + 2 * 4000.0 + 1000.0 + modes::kProcessBytes);
 }

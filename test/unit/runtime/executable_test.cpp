@@ -86,6 +86,53 @@ TEST_CASE("every kernel of an f32 training step agrees with the reference evalua
   }
 }
 
+// What a checkpoint written in the background relies on (docs/running.md, --async_checkpoint):
+// the step calls its hook once, after its forward pass and before any f32 variable changes, in
+// f32 and under mixed precision (whose update also rounds the weights into their 16-bit copies).
+TEST_CASE("a step calls its hook once, after its loss, before its f32 variables change") {
+  for (const char* model : kModels) {
+    for (bool mixed : {false, true}) {
+      INFO(model << (mixed ? ", bfloat16" : ", f32"));
+      models::TracedStep step = test::traced_step(model, 4);
+      compiler::Plan plan = mixed ? test::compiled_plan(step.graph, 4, DType::bf16, 1)
+                                  : test::compiled_plan(step.graph, 4);
+      Executable executable(plan);
+      test::feed(executable, test::sample_feeds(plan.graph));
+      executable.run();
+      std::vector<std::pair<Executable::Slot, std::vector<float>>> before;
+      for (const graph::Variable& variable : plan.graph.variables()) {
+        Executable::Slot slot = executable.slot(variable.name);
+        if (executable.type(slot).dtype != DType::f32) continue;
+        std::span<const float> values = executable.floats(slot);
+        before.emplace_back(slot, std::vector<float>(values.begin(), values.end()));
+      }
+      auto unchanged = [&](Executable::Slot slot, const std::vector<float>& values) {
+        std::span<const float> now = executable.floats(slot);
+        return std::equal(now.begin(), now.end(), values.begin());
+      };
+      Executable::Slot loss = executable.slot("loss");
+      double previous_loss = executable.scalar(loss);
+      int calls = 0;
+      double loss_at_call = previous_loss;
+      bool unchanged_at_call = true;
+      executable.run([&] {
+        ++calls;
+        loss_at_call = executable.scalar(loss);
+        for (const auto& [slot, values] : before)
+          unchanged_at_call = unchanged_at_call && unchanged(slot, values);
+      });
+      CHECK(calls == 1);
+      CHECK(unchanged_at_call);
+      CHECK(loss_at_call == executable.scalar(loss));
+      CHECK(loss_at_call != previous_loss);  // the weights changed after the first step
+      std::size_t changed = 0;
+      for (const auto& [slot, values] : before)
+        changed += unchanged(slot, values) ? 0 : 1;
+      CHECK(changed > 0);
+    }
+  }
+}
+
 TEST_CASE("eval steps run on the runtime") {
   for (const char* model : kModels) {
     INFO(model);
