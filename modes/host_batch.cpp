@@ -74,13 +74,13 @@ struct MemoryModel {
 
   bool split(std::int64_t micro_batch) const { return micro_batch != global_batch; }
 
-  // `values`, and with a split batch the gradient sums.
-  double copies(double values, bool split_batch) const {
+  // The run's `values` of state, and with a split batch the gradient sums beside them.
+  double with_gradient_sums(double values, bool split_batch) const {
     return split_batch ? values + gradients * (replicas > 1 ? 3.0 : 2.0) : values;
   }
 
   double fixed(bool split_batch) const {
-    return copies(persistent, split_batch) + half_copies + batch_data + kProcessBytes;
+    return with_gradient_sums(persistent, split_batch) + half_copies + batch_data + kProcessBytes;
   }
 
   double bytes(std::int64_t micro_batch) const {
@@ -122,7 +122,7 @@ HostBatch plan_host_batch(std::int64_t global_batch, std::int64_t replicas,
   }
   host.micro_steps = global_batch / host.micro_batch;
   host.bytes = model.bytes(host.micro_batch);
-  host.state_bytes = model.copies(model.variables, model.split(host.micro_batch));
+  host.state_bytes = model.with_gradient_sums(model.variables, model.split(host.micro_batch));
   host.data_bytes = model.batch_data;
   if (host.micro_batch < configured_micro_batch) {
     host.reason = "a micro-step of " + std::to_string(configured_micro_batch) + " samples needs " +
