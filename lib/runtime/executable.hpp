@@ -85,8 +85,9 @@ class Executable {
   // Where the host's time goes: once profiling is on, each run() after this executable's first
   // (which faults in the arena's pages) times every host step of the plan it runs.
   struct HostProfile {
-    std::int64_t runs = 0;        // the runs timed
-    double run_seconds = 0.0;     // of those runs whole, the copies between steps included
+    std::int64_t runs = 0;  // the runs timed
+    // Of those runs whole: the copies between steps and a wait in run's hook included.
+    double run_seconds = 0.0;
     std::vector<double> seconds;  // per entry of plan().host_steps (0 for those run at load)
   };
   void set_profiling(bool on);

@@ -88,15 +88,17 @@ TEST_CASE("every kernel of an f32 training step agrees with the reference evalua
 
 // What a checkpoint written in the background relies on (docs/running.md, --async_checkpoint):
 // the step calls its hook once, after its forward pass and before any f32 variable changes, in
-// f32 and under mixed precision (whose update also rounds the weights into their 16-bit copies).
+// f32 and under mixed precision (whose update also rounds the weights into their 16-bit copies),
+// timed (--profile) or not.
 TEST_CASE("a step calls its hook once, after its loss, before its f32 variables change") {
   for (const char* model : kModels) {
-    for (bool mixed : {false, true}) {
-      INFO(model << (mixed ? ", bfloat16" : ", f32"));
+    for (auto [mixed, profiling] : {std::pair{false, false}, {true, false}, {false, true}}) {
+      INFO(model << (mixed ? ", bfloat16" : ", f32") << (profiling ? ", timed" : ""));
       models::TracedStep step = test::traced_step(model, 4);
       compiler::Plan plan = mixed ? test::compiled_plan(step.graph, 4, DType::bf16, 1)
                                   : test::compiled_plan(step.graph, 4);
       Executable executable(plan);
+      executable.set_profiling(profiling);  // times the runs after the first
       test::feed(executable, test::sample_feeds(plan.graph));
       executable.run();
       std::vector<std::pair<Executable::Slot, std::vector<float>>> before;
@@ -129,6 +131,7 @@ TEST_CASE("a step calls its hook once, after its loss, before its f32 variables 
       for (const auto& [slot, values] : before)
         changed += unchanged(slot, values) ? 0 : 1;
       CHECK(changed > 0);
+      CHECK(executable.host_profile().runs == (profiling ? 1 : 0));
     }
   }
 }
