@@ -300,13 +300,15 @@ struct TrainingLoop::State {
     call(&Callback::on_train_epoch_start);
     double simulated_before = step.simulated_seconds();
     auto started = std::chrono::steady_clock::now();
+    // A checkpoint written in the background reads the variables until the step changes them.
+    const std::function<void()> before_state_changes = [this] {
+      checkpointing.before_state_changes();
+    };
     for (std::int64_t done = 1; done <= total; ++done) {
       run.done = done;
       run.batch = run.global_step % per_epoch + 1;
       call(&Callback::on_train_batch_start);
       std::span<const data::BatchView* const> batch = next_train_batch();
-      // A checkpoint written in the background reads the variables until the step changes them.
-      auto before_state_changes = [this] { checkpointing.before_state_changes(); };
       if (micro_steps) {
         micro_steps->run(batch, step, before_state_changes);
         run.loss = micro_steps->loss();

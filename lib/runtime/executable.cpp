@@ -12,7 +12,6 @@
 #include <unordered_map>
 #include <variant>
 
-#include "compiler/kernel_library.hpp"
 #include "compiler/scratch_layout.hpp"
 #include "elementwise_chain.hpp"
 #include "kernel_set.hpp"
@@ -426,27 +425,20 @@ struct Executable::State {
     }
   }
 
+  // The memory plan gives a kernel result a variable's buffer only where it is the variable's new
+  // value computed in place (a view shares the buffer but writes nothing).
   std::size_t find_first_f32_variable_write() const {
-    const std::vector<std::int32_t>& buffer_of = plan.memory.buffer_of;
-    std::vector<bool> variable_buffer(plan.memory.buffers.size(), false);
-    for (const graph::Variable& variable : plan.graph.variables()) {
-      auto node = static_cast<std::size_t>(variable.node);
-      if (is_borrowed(variable.node) || plan.graph.nodes()[node].type.dtype != graph::DType::f32)
-        continue;
-      if (buffer_of[node] >= 0) variable_buffer[static_cast<std::size_t>(buffer_of[node])] = true;
+    std::vector<bool> writes(plan.graph.size(), false);
+    for (const graph::NamedNode& update : plan.graph.updates()) {
+      if (in_place(update) && plan.graph.node(update.node).type.dtype == graph::DType::f32)
+        writes[static_cast<std::size_t>(update.node)] = true;
     }
-    auto writes_variable = [&](NodeId id) {
-      std::int32_t buffer = buffer_of[static_cast<std::size_t>(id)];
-      return buffer >= 0 && variable_buffer[static_cast<std::size_t>(buffer)];
-    };
+    auto written = [&](NodeId id) { return writes[static_cast<std::size_t>(id)]; };
     for (std::size_t i = 0; i < step.size(); ++i) {
       const compiler::HostStep& host = plan.host_steps[step_host[i]];
-      // A view's result shares its operand's buffer: a view of a variable writes nothing.
-      const std::string& kernel = plan.kernels[static_cast<std::size_t>(host.kernel)].name;
-      if (compiler::kernel_spec(kernel).cost == compiler::CostModel::view) continue;
       for (const std::vector<NodeId>* ids :
            {&host.nodes, &host.folded, &host.sums, &host.row_chain})
-        if (std::any_of(ids->begin(), ids->end(), writes_variable)) return i;
+        if (std::any_of(ids->begin(), ids->end(), written)) return i;
     }
     return step.size();
   }
@@ -634,9 +626,11 @@ struct Executable::State {
   }
 
   // Calls `hook` where work `i` of the step (step.size(): the updates taken after it) is the
-  // first to write an f32 variable.
-  void before_work(std::size_t i, const std::function<void()>& hook) const {
-    if (i == first_f32_variable_write && hook) hook();
+  // first to write an f32 variable; whether it is.
+  bool before_work(std::size_t i, const std::function<void()>& hook) const {
+    if (i != first_f32_variable_write) return false;
+    if (hook) hook();
+    return true;
   }
 
   void run_work(StepWork& work) {
@@ -668,8 +662,8 @@ struct Executable::State {
     refresh_half_copies();
     Clock::time_point last = Clock::now();
     for (std::size_t i = 0; i < step.size(); ++i) {
-      before_work(i, before_f32_variables_change);
-      if (i == first_f32_variable_write) last = Clock::now();  // a wait there is not the kernel's
+      if (before_work(i, before_f32_variables_change))
+        last = Clock::now();  // a wait in the hook is not the kernel's
       run_work(step[i]);
       Clock::time_point now = Clock::now();
       profile.seconds[step_host[i]] += seconds(now - last);
