@@ -2,7 +2,7 @@
 # csrun's benchmarks. Figures go to stdout; docs/benchmarks.md records them with the machine.
 #
 # Usage: scripts/bench.sh [SECTION...]     sections: validate, trace, compile, estimate,
-#                                          train, gpt2_small, csx, stream,
+#                                          train, gpt2_small, csx, chains, stream,
 #                                          ranks, checkpoint, corpus, unet, modelzoo
 #                                          (default: all)
 #
@@ -49,6 +49,11 @@
 #              gpt2_small_ish (bench/torch_gpt2_small_bf16.py), alternating for 3 rounds (median
 #              ratio); where csrun runs an AVX-512 set, the other AVX-512 sets the CPU runs
 #              (amx, avx512bf16, avx512) beside it. Needs python3-torch. Target: >= 1.0x.
+#   chains     elementwise chains compiled to AVX-512 code as a step is loaded against the same
+#              chains interpreted (CSRUN_INTERPRET_CHAINS=1): GPT-2 small (gpt2_small_ish,
+#              --fake_data, 6 steps, --profile) on CSX in bfloat16 and on CPU in f32, alternating
+#              for 3 rounds: samples/s (median of the steps after the first) and the seconds a step
+#              spends in elementwise chains. Where the kernel set runs no AVX-512 code, says so.
 #   corpus     out-of-core data: a GPT HDF5 corpus of $CSRUN_BENCH_CORPUS_GB GB (default 20;
 #              MSL 512, written by csrun-gpt-hdf5 into $CSRUN_BENCH_DIR, default build/) trained
 #              on by a small GPT-2 for 40 steps of batch 8, shuffled: the process's peak RSS
@@ -84,7 +89,7 @@ set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
 sections=("$@")
-[ ${#sections[@]} -eq 0 ] && sections=(validate trace compile estimate train gpt2_small csx stream ranks checkpoint corpus unet modelzoo)
+[ ${#sections[@]} -eq 0 ] && sections=(validate trace compile estimate train gpt2_small csx chains stream ranks checkpoint corpus unet modelzoo)
 
 scripts/build.sh csrun csrun-gpt-hdf5 fma_peak gemm_peak stream_ingest checkpoint_io >/dev/null
 csrun=$root/build/apps/csrun/csrun
@@ -518,6 +523,40 @@ print(r["samples_per_s"], r["flops_per_step"] / r["batch"])')"
   rm -rf "$work"
 }
 
+bench_chains() {
+  echo "## Elementwise chains compiled to AVX-512 code vs interpreted: GPT-2 small ($(nproc) threads)"
+  "$csrun" --version | grep '^chains:'
+  if ! "$csrun" --version | grep -q '^chains: compiled'; then
+    echo "chains: skipped (this CPU's kernel set interprets them)"
+    return 0
+  fi
+  local work
+  work=$(mktemp -d)
+  printf '%-6s %-16s %-12s %12s %14s\n' "round" "run" "chains" "samples/s" "chain s/step"
+  for round in 1 2 3; do
+    for run in "CSX bfloat16|--target_device CSX --set model.mixed_precision=true --set model.fp16_type=bfloat16" \
+               "CPU f32|--target_device CPU"; do
+      local name args
+      IFS='|' read -r name args <<<"$run"
+      for interpret in 0 1; do
+        rm -rf "$work/model_dir"
+        # shellcheck disable=SC2086
+        CSRUN_INTERPRET_CHAINS=$interpret "$csrun" train bench/configs/gpt2_small_ish.yaml \
+          --fake_data --max_steps 6 --num_workers_per_csx 0 --profile -o "$work/model_dir" $args \
+          >"$work/train.log" 2>&1
+        local rate chain
+        rate=$(median_logged_rate %.3f <"$work/train.log")
+        # "Host profile of the train step (5 runs timed): 0.8617 s a run: gemm 69.0 %, chain 23.8 %, ..."
+        chain=$(sed -n 's/.*Host profile of the train step.*: \([0-9.]*\) s a run:.* chain \([0-9.]*\) %.*/\1 \2/p' \
+          "$work/train.log" | awk '{ printf "%.4f", $1 * $2 / 100 }')
+        printf '%-6s %-16s %-12s %12s %14s\n' "$round" "$name" \
+          "$([ "$interpret" = 0 ] && echo compiled || echo interpreted)" "$rate" "$chain"
+      done
+    done
+  done
+  rm -rf "$work"
+}
+
 # A GPT HDF5 corpus of $2 GB with MSL 512 in directory $1 (token ids below 64).
 make_corpus() {
   mkdir -p "$1"
@@ -741,8 +780,9 @@ for section in "${sections[@]}"; do
     ranks) bench_ranks ;;
     corpus) bench_corpus ;;
     csx) bench_csx ;;
+    chains) bench_chains ;;
     unet) bench_unet ;;
     modelzoo) bench_modelzoo ;;
-    *) echo "bench.sh: unknown section '$section' (sections: validate, trace, compile, estimate, train, gpt2_small, csx, stream, ranks, checkpoint, corpus, unet, modelzoo)" >&2; exit 2 ;;
+    *) echo "bench.sh: unknown section '$section' (sections: validate, trace, compile, estimate, train, gpt2_small, csx, chains, stream, ranks, checkpoint, corpus, unet, modelzoo)" >&2; exit 2 ;;
   esac
 done

@@ -8,7 +8,7 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build ccache pkg-config help2man
   libcli11-dev libyaml-cpp-dev nlohmann-json3-dev libspdlog-dev libfmt-dev
-  libeigen3-dev libopenblas-dev libdnnl-dev catch2 libhdf5-dev libzmq3-dev cppzmq-dev python3
+  libeigen3-dev libopenblas-dev libdnnl-dev libxbyak-dev catch2 libhdf5-dev libzmq3-dev cppzmq-dev python3
   libopenmpi-dev openmpi-bin
   # oneDNN's CMake configuration looks for OpenCL (Debian builds its GPU runtime on it), and
   # libdnnl-dev only recommends the package, which --no-install-recommends leaves out.

@@ -33,6 +33,20 @@ if(NOT CSRUN_ONEDNN_OPENMP)
   message(FATAL_ERROR "csrun needs GCC's OpenMP runtime, which oneDNN uses. Install the Debian "
                       "package 'libgomp1' (scripts/setup.sh installs every dependency).")
 endif()
+# Chains of elementwise nodes are compiled to AVX-512 code when a step is loaded
+# (lib/runtime/compiled_chain.hpp) with Xbyak, a header-only assembler.
+find_path(CSRUN_XBYAK_INCLUDE_DIR xbyak/xbyak.h)
+if(NOT CSRUN_XBYAK_INCLUDE_DIR)
+  message(FATAL_ERROR "csrun needs Xbyak, which was not found. Install the Debian package "
+                      "'libxbyak-dev' (scripts/setup.sh installs every dependency).")
+endif()
+# "VERSION = 0x6680 /* 0xABCD = A.BC(.D) */": 6.68.
+file(STRINGS "${CSRUN_XBYAK_INCLUDE_DIR}/xbyak/xbyak.h" csrun_xbyak_version_line
+     REGEX "VERSION = 0x[0-9a-fA-F]+")
+string(REGEX REPLACE ".*VERSION = 0x([0-9a-fA-F])([0-9a-fA-F][0-9a-fA-F]).*" "\\1.\\2"
+       CSRUN_XBYAK_VERSION "${csrun_xbyak_version_line}")
+add_library(csrun_xbyak INTERFACE)
+target_include_directories(csrun_xbyak SYSTEM INTERFACE ${CSRUN_XBYAK_INCLUDE_DIR})
 if(CSRUN_BUILD_TESTS)
   csrun_require(Catch2 catch2 CONFIG)
 endif()

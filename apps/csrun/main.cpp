@@ -299,9 +299,10 @@ class Subcommand {
   std::vector<RunconfigFlag> flags_;
 };
 
-std::string kernels_line() {
+// A line about the chosen kernels, or why none are chosen (a CSRUN_CPU this CPU cannot run).
+std::string kernels_line(std::string (*summary)()) {
   try {
-    return csrun::runtime::kernel_set_summary();
+    return summary();
   } catch (const std::invalid_argument& error) {
     return std::string("none: ") + error.what();
   }
@@ -324,7 +325,9 @@ std::string version_text() {
     sets += (sets.empty() ? "" : ", ") + std::string(name);
   return std::string("csrun ") + csrun::kVersion + "\nbuilt " + csrun::kBuildType + " with " +
          csrun::kCompiler + " for " + csrun::kTargetArch + ", kernel sets " + sets +
-         "\nbuild id: " + csrun::modes::executable_build_id() + "\nkernels: " + kernels_line() +
+         "\nbuild id: " + csrun::modes::executable_build_id() +
+         "\nkernels: " + kernels_line(csrun::runtime::kernel_set_summary) +
+         "\nchains: " + kernels_line(csrun::runtime::chains_summary) +
          "\nsgemm: " + csrun::runtime::sgemm_summary() + "\nlibraries: " + csrun::kLibraries +
          "\nreplicas: " +
          (csrun::replicas::built_with_mpi() ? "one process, or MPI ranks (mpirun, srun --mpi=pmix)"

@@ -80,6 +80,9 @@ std::string classes_line(const ProfiledProgram& program) {
     line += ", others " + formatted("%.1f", share_of(in_steps - shown, profile.run_seconds)) + " %";
   line += ", between host steps " +
           formatted("%.1f", share_of(profile.run_seconds - in_steps, profile.run_seconds)) + " %.";
+  if (profile.chains_in_registers > 0)
+    line += " Chains in registers: " + std::to_string(profile.chains_in_registers) + ", " +
+            std::to_string(profile.chains_compiled) + " of them compiled to AVX-512 code.";
   return line;
 }
 

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "chain_program.hpp"
+#include "compiled_chain.hpp"
 #include "kernel_set.hpp"
 #include "storage/page_aligned.hpp"
 #include "tensor_ref.hpp"
@@ -23,7 +24,8 @@ namespace csrun::runtime {
 // (their tasks' results have no data) and take a slot of a per-thread chunk buffer instead,
 // which a later node's result reuses once the value's last reader has run. A chain the plan runs
 // `in_registers` is a ChainProgram instead: blocks of kChainLanes elements through every node, each
-// value in a register of a per-thread buffer.
+// value in a register of a per-thread buffer; or, where the kernel set runs AVX-512 code, that
+// program compiled to one loop with every value in a vector register (compiled_chain.hpp).
 class ElementwiseChain {
  public:
   // `tasks` run `nodes`, in order; `sums` are full reduce_sum nodes of f32 values the chain
@@ -38,6 +40,9 @@ class ElementwiseChain {
   void run();
   // The per-thread chunk buffers of the chunk-local values, or the registers.
   std::int64_t buffer_bytes() const;
+  // Whether it runs in registers, and whether as machine code.
+  bool in_registers() const { return program_.has_value(); }
+  bool compiled() const { return compiled_.has_value(); }
 
  private:
   // A stored operand the task broadcasts: copied a chunk at a time into a slot of its own.
@@ -71,6 +76,8 @@ class ElementwiseChain {
   std::vector<double> chunk_sums_;   // per chunk, each sum's total of it
   std::int32_t slots_ = 0;
   std::optional<ChainProgram> program_;  // a chain in registers
+  // Its machine code, where the kernel set runs it and the code generator takes the program.
+  std::optional<CompiledChain> compiled_;
   // Per thread of the team: the tasks over one chunk, re-pointed for every chunk, and the chunk
   // buffer.
   std::vector<std::vector<NodeTask>> chunks_;

@@ -153,6 +153,20 @@ struct Executable::State {
     bind_kernels();
     first_f32_variable_write = find_first_f32_variable_write();
     profile.seconds.assign(plan.host_steps.size(), 0.0);
+    count_chains_in_registers();
+  }
+
+  void count_chains_in_registers() {
+    for (const StepWork& work : step) {
+      if (const auto* chain = std::get_if<ElementwiseChain>(&work)) {
+        profile.chains_in_registers += chain->in_registers();
+        profile.chains_compiled += chain->compiled();
+        continue;
+      }
+      const NodeTask& task = std::get<NodeTask>(work);
+      profile.chains_in_registers += task.row_chain != nullptr;
+      profile.chains_compiled += task.compiled_row_chain.has_value();
+    }
   }
 
   // Refused with the figures before allocating, not an allocation failure (or the kernel's OOM
@@ -572,6 +586,10 @@ struct Executable::State {
     NodeId row_result = softmax ? host.row_chain.back() : -1;
     task.row_chain = std::make_shared<const ChainProgram>(
         row_chain_program(tasks, host.row_chain, row_value, row_result));
+    // Its runs start at whole rows.
+    std::int64_t width = task.out.rank == 0 ? 1 : task.out.shape[task.out.rank - 1];
+    if (kernels.runs_compiled_chains && chains_compiled_here())
+      task.compiled_row_chain = CompiledChain::compile(*task.row_chain, task.out.count, width);
   }
 
   // Outside its chain, a chunk-local value has no memory to read (a softmax's input its row chain

@@ -89,6 +89,10 @@ class Executable {
     // Of those runs whole: the copies between steps and a wait in run's hook included.
     double run_seconds = 0.0;
     std::vector<double> seconds;  // per entry of plan().host_steps (0 for those run at load)
+    // The step's chains in registers (elementwise chains and softmaxes' row chains), and of those
+    // the ones compiled to machine code (compiled_chain.hpp) rather than interpreted.
+    int chains_in_registers = 0;
+    int chains_compiled = 0;
   };
   void set_profiling(bool on);
   const HostProfile& host_profile() const;

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <span>
 
 namespace csrun::runtime {
 
@@ -36,6 +37,14 @@ double sum_over_lanes(std::int64_t length, Term term) {
   for (; i < length; ++i)
     total += term(i);
   return total;
+}
+
+// The total of a chunk's eight lane sums, added in order.
+inline double lanes_total(std::span<const double, kSumLanes> lanes) {
+  double sum = 0.0;
+  for (double lane : lanes)
+    sum += lane;
+  return sum;
 }
 
 // A chunk's sum taken a run of its elements at a time, in order: sum_over_lanes' bits.
@@ -66,9 +75,7 @@ class ChunkSum {
 
   // Once every element was added.
   double total() const {
-    double sum = 0.0;
-    for (double lane : lanes_)
-      sum += lane;
+    double sum = lanes_total(lanes_);
     for (std::int64_t i = 0; i < length_ - lane_end_; ++i)
       sum += tail_[static_cast<std::size_t>(i)];
     return sum;

@@ -9,6 +9,7 @@
 #include <stdexcept>
 
 #include "bf16_dot_rate.hpp"
+#include "compiled_chain.hpp"
 #include "cpu_features.hpp"
 #include "f32_gemm_library.hpp"
 #include "kernel_set.hpp"
@@ -198,6 +199,14 @@ std::string kernel_set_summary() {
                          : "the fastest set this CPU runs: " + chosen.passed_over;
   return name + " (" + best + "; CSRUN_CPU=" + joined(kernel_set_names(), "|") + " forces one)";
 #endif
+}
+
+std::string chains_summary() {
+  const BuiltSet& set = *selection().set;
+  if (!set.kernels->runs_compiled_chains)
+    return "interpreted (the " + std::string(set.name) + " kernel set runs no AVX-512 code)";
+  if (!chains_compiled_here()) return "interpreted (" + why_chains_interpreted_here() + ")";
+  return "compiled to AVX-512 code as a step is loaded (CSRUN_INTERPRET_CHAINS=1 interprets them)";
 }
 
 namespace {

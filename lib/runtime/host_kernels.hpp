@@ -39,6 +39,10 @@ int host_cores();
 // this CPU runs: its AVX512_BF16 dot products ...)" or "baseline (CSRUN_CPU)".
 std::string kernel_set_summary();
 
+// How the selected set runs the elementwise chains a plan keeps in registers: "compiled to AVX-512
+// code as a step is loaded (...)", or "interpreted (...)" with the reason.
+std::string chains_summary();
+
 // OpenBLAS's version and the kernels it runs here, e.g. "OpenBLAS 0.3.21, its Haswell kernels
 // (OPENBLAS_CORETYPE forces others)": they round the products it multiplies, so a run's bits
 // depend on them as on the set. Where it fell back to its SSE3 kernels on a CPU newer than it

@@ -68,4 +68,10 @@ extern "C" const csrun::runtime::KernelSet csrun_kernel_set = {
     [](const std::uint16_t* bits, float* out, std::int64_t count, csrun::graph::DType dtype) {
       csrun::runtime::widen_from_half(bits, out, count, dtype);
     },
-    csrun::runtime::multiplies_bf16_in_hardware};
+    csrun::runtime::multiplies_bf16_in_hardware,
+#if defined(__AVX512F__) && defined(__BMI2__)
+    true,
+#else
+    false,
+#endif
+};

@@ -600,6 +600,13 @@ TensorRef elements_from(const TensorRef& value, std::int64_t element) {
   return rest;
 }
 
+// Elements [first, last) of the task's row chain, compiled or interpreted.
+void run_row_chain(const NodeTask& task, float* registers, std::int64_t first, std::int64_t last,
+                   float* row) {
+  if (task.compiled_row_chain) return task.compiled_row_chain->run_on_row(first, last, row);
+  run_chain_program_on_row(*task.row_chain, registers, first, last, row);
+}
+
 // Rows of an f32 softmax or softmax_grad along its last axis, a few at a time. A softmax's row
 // chain writes its input's rows where the result goes (the part's row buffer, when the result is
 // kept per row: the rows aligned there as they would be in the arena, so their bits are those of
@@ -626,14 +633,13 @@ void run_by_rows(const NodeTask& task) {
           if (gradient) {
             softmax_grad_rows_f32(0, end - r, width, task.in[0].f32() + r * width,
                                   task.in[1].f32() + r * width, buffer);
-            run_chain_program_on_row(*task.row_chain, registers, r * width, end * width, buffer);
+            run_row_chain(task, registers, r * width, end * width, buffer);
             continue;
           }
           float* rows_out = task.out.data != nullptr ? task.out.f32() + r * width
                                                      : buffer + r * width % kRowAlignmentFloats;
           const float* rows_in = task.row_chain ? rows_out : task.in[0].f32() + r * width;
-          if (task.row_chain)
-            run_chain_program_on_row(*task.row_chain, registers, r * width, end * width, rows_out);
+          if (task.row_chain) run_row_chain(task, registers, r * width, end * width, rows_out);
           softmax_rows_f32(false, 0, end - r, width, rows_in, rows_out,
                            elements_from(task.rounded, r * width));
         }

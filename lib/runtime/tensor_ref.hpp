@@ -9,9 +9,11 @@
 #include <cstdint>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "chain_program.hpp"
+#include "compiled_chain.hpp"
 #include "graph/graph.hpp"
 #include "graph/number_formats.hpp"
 #include "half_precision.hpp"
@@ -114,6 +116,8 @@ struct NodeTask {
   // normalizes it (the result's row, or a row buffer when the result is kept per row); a
   // softmax_grad's reads the kernel's row buffer. Null: none.
   std::shared_ptr<const ChainProgram> row_chain;
+  // That chain compiled to machine code, where the kernel set runs it (compiled_chain.hpp).
+  std::optional<CompiledChain> compiled_row_chain;
   // The floats of scratch the kernel needs (prepare sets it) and where they are: one area the
   // executable shares between its kernels, which run one at a time.
   std::int64_t scratch_floats = 0;

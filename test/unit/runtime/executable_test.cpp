@@ -11,7 +11,9 @@
 #include "graph/autodiff.hpp"
 #include "graph/number_formats.hpp"
 #include "nn/convolution.hpp"
+#include "runtime/compiled_chain.hpp"
 #include "runtime/host_kernels.hpp"
+#include "runtime/kernel_set.hpp"
 #include "runtime_fixture.hpp"
 #include "support/step_fixture.hpp"
 
@@ -1331,10 +1333,11 @@ std::size_t row_chain_steps(const compiler::Plan& plan) {
 TEST_CASE("a softmax's row chains give the bits of their nodes stored, on one core or several") {
   // A lane tail in a row, rows of several blocks (six rows a run, split across the cores), and
   // rows longer than a run; under a causal mask and under a padding mask.
+  // Rows of 256 (GPT-2 small's): the chains run compiled where the kernel set runs AVX-512 code.
   for (auto [width, padding] :
        {std::pair{std::int64_t{37}, false}, std::pair{std::int64_t{600}, false},
         std::pair{std::int64_t{4'219}, false}, std::pair{std::int64_t{37}, true},
-        std::pair{std::int64_t{600}, true}}) {
+        std::pair{std::int64_t{600}, true}, std::pair{std::int64_t{256}, false}}) {
     INFO(width << " values a row, " << (padding ? "padding" : "causal") << " mask");
     compiler::Plan fused = test::compiled_plan(masked_rows(width, padding, false), 1);
     compiler::Plan stored = test::compiled_plan(masked_rows(width, padding, true), 1);
@@ -1346,6 +1349,11 @@ TEST_CASE("a softmax's row chains give the bits of their nodes stored, on one co
     CHECK(outputs_of_run(fused, feeds) == expected);
     test::on_one_core([&] { CHECK(outputs_of_run(fused, feeds) == expected); });
     CHECK(step_difference(fused) <= 0x1.0p-7);  // bfloat16's unit, as for chains in registers
+    if (width == 256 && runtime::kernel_set("").runs_compiled_chains &&
+        runtime::chains_compiled_here()) {
+      Executable executable(fused);
+      CHECK(executable.host_profile().chains_compiled == 2);
+    }
   }
 }
 

@@ -54,19 +54,6 @@ std::vector<std::string> lines(const std::string& text) {
   return all;
 }
 
-// Float patterns that exercise every rounding case of a 16-bit format: every sign, exponent and
-// upper mantissa bits (all 2^16 upper halves) with lower halves at and around the rounding ties.
-std::vector<float> rounding_patterns() {
-  const std::uint32_t lower_halves[] = {0x0000, 0x0001, 0x0FFF, 0x1000, 0x1001, 0x7FFF,
-                                        0x8000, 0x8001, 0xEFFF, 0xF000, 0xFFFF};
-  std::vector<float> values;
-  for (std::uint32_t upper = 0; upper < 0x10000; ++upper) {
-    for (std::uint32_t lower : lower_halves)
-      values.push_back(std::bit_cast<float>((upper << 16) | lower));
-  }
-  return values;
-}
-
 struct StepResult {
   std::vector<std::vector<double>> values;  // outputs, then variables after the update
 };
@@ -248,7 +235,7 @@ TEST_CASE("the avx512bf16 set is chosen only where its dot products multiply-add
 }
 
 TEST_CASE("every kernel set converts 16-bit values bit for bit as the scalar conversions do") {
-  std::vector<float> values = rounding_patterns();
+  std::vector<float> values = test::rounding_patterns();
   std::vector<std::uint16_t> every_half(0x10000);
   for (std::uint32_t bits = 0; bits < 0x10000; ++bits)
     every_half[bits] = static_cast<std::uint16_t>(bits);

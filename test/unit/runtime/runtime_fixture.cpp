@@ -2,6 +2,8 @@
 
 #include <sched.h>
 
+#include <bit>
+
 #include <catch2/catch.hpp>
 
 #include "compiler/compile.hpp"
@@ -26,6 +28,17 @@ compiler::Plan compiled_plan(const graph::Graph& traced, std::int64_t batch_size
 compiler::Plan compiled_plan(const graph::Graph& traced, std::int64_t batch_size, graph::DType half,
                              int level) {
   return plan_with(traced, batch_size, compiler::PrecisionPolicy{true, half, level});
+}
+
+std::vector<float> rounding_patterns() {
+  const std::uint32_t lower_halves[] = {0x0000, 0x0001, 0x0FFF, 0x1000, 0x1001, 0x7FFF,
+                                        0x8000, 0x8001, 0xEFFF, 0xF000, 0xFFFF};
+  std::vector<float> values;
+  for (std::uint32_t upper = 0; upper < 0x10000; ++upper) {
+    for (std::uint32_t lower : lower_halves)
+      values.push_back(std::bit_cast<float>((upper << 16) | lower));
+  }
+  return values;
 }
 
 void on_one_core(const std::function<void()>& body) {

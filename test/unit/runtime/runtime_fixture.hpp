@@ -23,6 +23,10 @@ void on_one_core(const std::function<void()>& body);
 // Writes every fed value (inputs and variables by name) into the executable.
 void feed(runtime::Executable& executable, const graph::Feeds& feeds);
 
+// Float patterns that exercise every rounding case of a 16-bit format: every sign, exponent and
+// upper mantissa bits (all 2^16 upper halves) with lower halves at and around the rounding ties.
+std::vector<float> rounding_patterns();
+
 // `values` seen as a tensor of `dtype` and `shape`, for calling a kernel directly.
 template <class T>
 runtime::TensorRef tensor_ref(std::vector<T>& values, graph::DType dtype,
