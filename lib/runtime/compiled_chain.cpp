@@ -44,7 +44,7 @@ bool element_for_element(const graph::FlatBroadcast& how, std::int64_t count) {
 // one value a row, `repeat` elements long, of `period` rows (a row's statistic). Each vector then
 // reads within one row: a whole number of vectors a row, and vectors start at a multiple of 16.
 bool counted_broadcast(const graph::FlatBroadcast& how) {
-  if (how.outer_period != 1) return false;
+  if (how.outer_period != 1 || how.period < 1 || how.repeat < 1) return false;
   if (how.repeat == 1) return how.period % kVectorLanes == 0;
   return how.repeat % kVectorLanes == 0;
 }

@@ -429,6 +429,11 @@ TEST_CASE(
   CHECK_THAT(CompiledChain::why_not(odd_rows, 64, 64), Catch::Contains("broadcasts an operand"));
   CHECK_FALSE(CompiledChain::compile(odd_rows, 64, 64).has_value());
 
+  // A row's value of an empty value's rows: nothing to count.
+  ChainProgram no_rows = odd_rows;
+  no_rows.loads.back().how = graph::FlatBroadcast{16, 0, 1, 1};
+  CHECK_THAT(CompiledChain::why_not(no_rows, 0, 64), Catch::Contains("broadcasts an operand"));
+
   ChainProgram rows = odd_rows;
   rows.loads.back().how.period = 32;
   CHECK(CompiledChain::why_not(rows, 64, 64).empty());
