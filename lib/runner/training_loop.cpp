@@ -78,6 +78,14 @@ data::LoaderJob eval_job(const RunSetup& setup) {
   return {*setup.eval_loader, setup.eval->fields, eval_batch_size(setup), setup.settings.seed};
 }
 
+// Seconds since `start`, as a log line shows them.
+std::string seconds_since(std::chrono::steady_clock::time_point start) {
+  char seconds[32];
+  std::snprintf(seconds, sizeof seconds, "%.2f",
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  return seconds;
+}
+
 std::string split_text(const BatchSplit& split) {
   std::string text = "Each step runs " + std::to_string(split.micro_steps()) + " micro-steps of " +
                      std::to_string(split.micro_batch) +
@@ -208,15 +216,14 @@ struct TrainingLoop::State {
       log.info("No checkpoint was provided. Using randomly initialized model parameters.");
       auto started = std::chrono::steady_clock::now();
       initialize_variables(executable, settings.seed);
-      char seconds[32];
-      std::snprintf(
-          seconds, sizeof seconds, "%.2f",
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
-      log.info(std::string("Initialized the variables in ") + seconds + " s.");
+      log.info("Initialized the variables in " + seconds_since(started) + " s.");
       return;
     }
     log.info("Loading weights from checkpoint " + *path);
+    auto started = std::chrono::steady_clock::now();
     Restored restored = restore(executable, *path, settings.checkpoint);
+    log.info("Read " + std::to_string(restored.variables.size()) + " variables from it in " +
+             seconds_since(started) + " s.");
     initialize_variables(executable, settings.seed, restored.variables);
     const LoopPosition& position = restored.position;
     if (position.global_step) run.global_step = *position.global_step;

@@ -217,6 +217,11 @@ TEST_CASE("SIGTERM checkpoints the step in progress and exits 143, rerunning res
         std::string::npos);
   CHECK(resumed.out.find("Step=" + std::to_string(step + 2) + ",") != std::string::npos);
   CHECK(resumed.out.find("Step=" + std::to_string(step) + ",") == std::string::npos);
+  std::smatch read;
+  REQUIRE(std::regex_search(resumed.out, read,
+                            std::regex(R"(Read (\d+) variables from it in \d+\.\d\d s\.)")));
+  // fc_mnist's 4 weights and their momentum buffers, the loss scaler's 2 values, the step.
+  CHECK(read[1] == "11");
 }
 
 TEST_CASE("SIGTERM twice at once, as GNU timeout sends it, is one request: the step is kept") {
