@@ -49,11 +49,11 @@
 #              gpt2_small_ish (bench/torch_gpt2_small_bf16.py), alternating for 3 rounds (median
 #              ratio); where csrun runs an AVX-512 set, the other AVX-512 sets the CPU runs
 #              (amx, avx512bf16, avx512) beside it. Needs python3-torch. Target: >= 1.0x.
-#   chains     elementwise chains compiled to AVX-512 code as a step is loaded against the same
-#              chains interpreted (CSRUN_INTERPRET_CHAINS=1): GPT-2 small (gpt2_small_ish,
+#   chains     elementwise chains compiled to AVX-512 (or AVX2) code as a step is loaded against
+#              the same chains interpreted (CSRUN_INTERPRET_CHAINS=1): GPT-2 small (gpt2_small_ish,
 #              --fake_data, 6 steps, --profile) on CSX in bfloat16 and on CPU in f32, alternating
 #              for 3 rounds: samples/s (median of the steps after the first) and the seconds a step
-#              spends in elementwise chains. Where the kernel set runs no AVX-512 code, says so.
+#              spends in elementwise chains. Where the kernel set interprets them (baseline), says so.
 #   corpus     out-of-core data: a GPT HDF5 corpus of $CSRUN_BENCH_CORPUS_GB GB (default 20;
 #              MSL 512, written by csrun-gpt-hdf5 into $CSRUN_BENCH_DIR, default build/) trained
 #              on by a small GPT-2 for 40 steps of batch 8, shuffled, read cold (each corpus is
@@ -526,7 +526,7 @@ print(r["samples_per_s"], r["flops_per_step"] / r["batch"])')"
 }
 
 bench_chains() {
-  echo "## Elementwise chains compiled to AVX-512 code vs interpreted: GPT-2 small ($(nproc) threads)"
+  echo "## Elementwise chains compiled to machine code vs interpreted: GPT-2 small ($(nproc) threads)"
   "$csrun" --version | grep '^chains:'
   if ! "$csrun" --version | grep -q '^chains: compiled'; then
     echo "chains: skipped (this CPU's kernel set interprets them)"

@@ -82,7 +82,7 @@ std::string classes_line(const ProfiledProgram& program) {
           formatted("%.1f", share_of(profile.run_seconds - in_steps, profile.run_seconds)) + " %.";
   if (profile.chains_in_registers > 0)
     line += " Chains in registers: " + std::to_string(profile.chains_in_registers) + ", " +
-            std::to_string(profile.chains_compiled) + " of them compiled to AVX-512 code.";
+            std::to_string(profile.chains_compiled) + " of them compiled to machine code.";
   return line;
 }
 

@@ -20,20 +20,71 @@ namespace csrun::runtime {
 namespace {
 
 using graph::DType;
+using Xbyak::Xmm;
+using Xbyak::Ymm;
 using Xbyak::Zmm;
 
 // Elements [first, last); with sums, each sum's eight lanes (kSumLanes doubles a sum) at `lanes`;
 // with a row register or row result, the caller's row buffer of those elements at `row`.
 using ChainFunction = void (*)(std::int64_t first, std::int64_t last, double* lanes, float* row);
 
-constexpr int kVectorLanes = 16;
-constexpr int kVectorRegisters = 32;
-// zmm27-zmm31: the temporaries of conversions and of instructions that take two steps.
+// The last five vector registers: the temporaries of conversions and of instructions that take
+// two steps.
 constexpr int kScratchRegisters = 5;
 constexpr std::size_t kPageBytes = 4096;
 
-int home_registers(const ChainProgram& program) {
-  return kVectorRegisters - kScratchRegisters - static_cast<int>(program.sums.size());
+int vector_lanes(ChainIsa isa) {
+  return isa == ChainIsa::avx512 ? 16 : 8;
+}
+
+int vector_registers(ChainIsa isa) {
+  return isa == ChainIsa::avx512 ? 32 : 16;
+}
+
+// The registers a sum's eight double lanes take: one zmm, or two ymm.
+int sum_registers(ChainIsa isa) {
+  return isa == ChainIsa::avx512 ? 1 : 2;
+}
+
+// Where a program's registers live in the code. Each has a vector register of its own while
+// they fit ("pinned"); where they do not (AVX2's sixteen fill fast: an AdamW update reads seven
+// scalars and four whole operands), the whole f32 operands read in place and the f32 single
+// values stay in memory, read into one of kOperandRegisters temporaries by each instruction,
+// store or sum that reads them, and only the others take vector registers.
+constexpr int kOperandRegisters = 3;
+
+struct RegisterLayout {
+  std::vector<bool> in_memory;  // per program register
+  std::vector<int> vector;      // per program register with a vector register: its index
+  int needed = 0;               // vector registers the program's registers take
+  int available = 0;            // those the code has for them
+  bool reads_memory = false;
+
+  bool fits() const { return needed <= available; }
+};
+
+RegisterLayout register_layout(const ChainProgram& program, ChainIsa isa) {
+  RegisterLayout layout;
+  auto registers = static_cast<std::size_t>(program.registers);
+  int for_values = vector_registers(isa) - kScratchRegisters -
+                   static_cast<int>(program.sums.size()) * sum_registers(isa);
+  layout.in_memory.assign(registers, false);
+  layout.available = for_values;
+  if (program.registers > for_values) {
+    layout.reads_memory = true;
+    layout.available = for_values - kOperandRegisters;
+    for (std::size_t reg = 0; reg < program.direct.size() && reg < registers; ++reg)
+      layout.in_memory[reg] = program.direct[reg] != nullptr;
+    for (const ChainLoad& load : program.loads) {
+      if (load.single() && load.dtype == DType::f32)
+        layout.in_memory[static_cast<std::size_t>(load.reg)] = true;
+    }
+  }
+  layout.vector.assign(registers, -1);
+  for (std::size_t reg = 0; reg < registers; ++reg) {
+    if (!layout.in_memory[reg]) layout.vector[reg] = layout.needed++;
+  }
+  return layout;
 }
 
 bool element_for_element(const graph::FlatBroadcast& how, std::int64_t count) {
@@ -42,11 +93,12 @@ bool element_for_element(const graph::FlatBroadcast& how, std::int64_t count) {
 
 // A broadcast the loop follows with counters: a row of `period` elements repeated (repeat 1), or
 // one value a row, `repeat` elements long, of `period` rows (a row's statistic). Each vector then
-// reads within one row: a whole number of vectors a row, and vectors start at a multiple of 16.
-bool counted_broadcast(const graph::FlatBroadcast& how) {
+// reads within one row: a whole number of vectors a row, and vectors start at a multiple of
+// `lanes`.
+bool counted_broadcast(const graph::FlatBroadcast& how, int lanes) {
   if (how.outer_period != 1 || how.period < 1 || how.repeat < 1) return false;
-  if (how.repeat == 1) return how.period % kVectorLanes == 0;
-  return how.repeat % kVectorLanes == 0;
+  if (how.repeat == 1) return how.period % lanes == 0;
+  return how.repeat % lanes == 0;
 }
 
 bool loaded_by_counters(const ChainLoad& load, std::int64_t count) {
@@ -124,10 +176,32 @@ constexpr std::uint8_t kUnsignedGreater = 6;
 
 constexpr std::uint32_t kOne = 0x3F800000u;  // 1.0f
 
-// The program as one loop of 16 elements a vector. Program register r lives in zmm r, a sum's
-// eight lanes in the zmm after the program's registers; k1 masks the elements left in the last
-// vector, k2 and k3 are temporaries. rax is the element, rsi the last, r9 the row buffer's base,
-// r10 the sums' lanes, r8 and r11 temporaries; the counters take callee-saved registers.
+// Whether an instruction reads its second operand (where reads a third too).
+bool reads_b(ChainCode code) {
+  switch (code) {
+    case ChainCode::is_finite:
+    case ChainCode::logical_not:
+    case ChainCode::neg:
+    case ChainCode::abs:
+    case ChainCode::relu:
+    case ChainCode::sqrt:
+    case ChainCode::rsqrt:
+    case ChainCode::narrow:
+    case ChainCode::copy:
+      return false;
+    default:
+      return true;
+  }
+}
+
+// The program as one loop of whole vectors: 16 elements a vector in AVX-512's zmm registers, or 8
+// in AVX2's ymm. Program registers live where the RegisterLayout puts them, a sum's eight lanes in
+// the one (zmm) or two (ymm) before the scratch registers. With AVX-512, k1 masks the elements left
+// in the last vector and k2 and k3 are temporaries; AVX2 has no masks of its own, so its code takes
+// whole vectors only (CompiledChain leaves the rest to the interpreter), and its comparisons
+// give vectors of all-ones lanes that blends and ands use. rax is the element, rsi the last, r9
+// the row buffer's base, r10 the sums' lanes, r8 and r11 temporaries; the counters take
+// callee-saved registers.
 class ChainEmitter : public Xbyak::CodeGenerator {
   // A counted broadcast's place at the loop's element: the element in its row, and for a row's
   // statistic the row.
@@ -138,8 +212,13 @@ class ChainEmitter : public Xbyak::CodeGenerator {
   };
 
  public:
-  ChainEmitter(const ChainProgram& program, std::int64_t count, std::size_t bytes)
-      : CodeGenerator(bytes, Xbyak::DontSetProtectRWE), program_(program), count_(count) {
+  ChainEmitter(const ChainProgram& program, std::int64_t count, ChainIsa isa, std::size_t bytes)
+      : CodeGenerator(bytes, Xbyak::DontSetProtectRWE),
+        program_(program),
+        count_(count),
+        isa_(isa),
+        lanes_(vector_lanes(isa)),
+        layout_(register_layout(program, isa)) {
     std::size_t next = 0;
     for (const graph::FlatBroadcast& how : counted_broadcasts(program, count)) {
       Counter counter{how, kCounterRegisters[next], kCounterRegisters[next]};
@@ -153,15 +232,48 @@ class ChainEmitter : public Xbyak::CodeGenerator {
   }
 
  private:
-  Zmm home(std::int32_t reg) const { return Zmm(reg); }
-  Zmm sum_lanes(std::size_t s) const {
-    return Zmm(kVectorRegisters - kScratchRegisters - static_cast<int>(program_.sums.size()) +
-               static_cast<int>(s));
+  bool avx2() const { return isa_ == ChainIsa::avx2; }
+  Xmm vector(int index) const {
+    if (avx2()) return Ymm(index);
+    return Zmm(index);
   }
-  static Zmm scratch(int index) { return Zmm(kVectorRegisters - kScratchRegisters + index); }
+  // The vector register of a program register that has one.
+  Xmm home(std::int32_t reg) const { return vector(layout_.vector[static_cast<std::size_t>(reg)]); }
+  bool in_memory(std::int32_t reg) const {
+    return layout_.in_memory[static_cast<std::size_t>(reg)];
+  }
+  // A program register's value as an operand: its vector register, or, for one kept in memory,
+  // the operand temporary `operand` (0-2), loaded now.
+  Xmm read(std::int32_t reg, int operand) {
+    if (!in_memory(reg)) return home(reg);
+    Xmm temporary = vector(layout_.available + operand);
+    if (const float* whole = program_.direct[static_cast<std::size_t>(reg)]) {
+      emit_load_f32(temporary, whole);
+      return temporary;
+    }
+    const ChainLoad& single =
+        *std::find_if(program_.loads.begin(), program_.loads.end(),
+                      [reg](const ChainLoad& load) { return load.reg == reg; });
+    mov(r11, reinterpret_cast<std::uint64_t>(single.data));
+    vbroadcastss(temporary, dword[r11]);
+    return temporary;
+  }
+  // Part `part` of a sum's lanes: its zmm, or the ymm of its lanes 0-3 (part 0) or 4-7 (part 1).
+  Xmm sum_lanes(std::size_t s, int part = 0) const {
+    int first = vector_registers(isa_) - kScratchRegisters -
+                static_cast<int>(program_.sums.size()) * sum_registers(isa_);
+    return vector(first + static_cast<int>(s) * sum_registers(isa_) + part);
+  }
+  Xmm scratch(int index) const {
+    return vector(vector_registers(isa_) - kScratchRegisters + index);
+  }
 
-  // A 32-bit constant broadcast to every lane, as a memory operand.
-  Xbyak::Address every_lane(std::uint32_t value) { return ptr_b[rip + constants_[value]]; }
+  // A 32-bit constant in every lane, as a memory operand: one value AVX-512 broadcasts, or a
+  // vector of them for AVX2.
+  Xbyak::Address every_lane(std::uint32_t value) {
+    if (avx2()) return ptr[rip + constants_[value]];
+    return ptr_b[rip + constants_[value]];
+  }
   Xbyak::Address one_lane(std::uint32_t value) { return dword[rip + constants_[value]]; }
 
   // Loads a 64-bit address into r11 and returns the element at the loop's index.
@@ -171,7 +283,7 @@ class ChainEmitter : public Xbyak::CodeGenerator {
   }
 
   // The loop takes whole vectors without masks (masked stores and narrowing stores are slow on
-  // some CPUs), then the last few elements, if any, under k1.
+  // some CPUs), then, with AVX-512, the last few elements, if any, under k1.
   void emit() {
     Xbyak::Label loop;
     Xbyak::Label tail;
@@ -189,31 +301,27 @@ class ChainEmitter : public Xbyak::CodeGenerator {
     for (const Counter& counter : counters_)
       start_counter(counter);
     for (const ChainLoad& load : program_.loads) {
-      if (load.single()) emit_single(load);
+      if (load.single() && !in_memory(load.reg)) emit_single(load);
     }
-    for (std::size_t s = 0; s < program_.sums.size(); ++s)
-      vxorpd(sum_lanes(s), sum_lanes(s), sum_lanes(s));
+    for (std::size_t s = 0; s < program_.sums.size(); ++s) {
+      for (int part = 0; part < sum_registers(isa_); ++part)
+        vxorpd(sum_lanes(s, part), sum_lanes(s, part), sum_lanes(s, part));
+    }
     mov(rax, rdi);
     L(loop);
     mov(r8, rsi);
     sub(r8, rax);
-    cmp(r8, kVectorLanes);
+    cmp(r8, lanes_);
     jl(tail, T_NEAR);
     emit_vector(false);
-    add(rax, kVectorLanes);
+    add(rax, lanes_);
     for (const Counter& counter : counters_)
       advance_counter(counter);
     jmp(loop, T_NEAR);
     L(tail);
-    test(r8, r8);
-    jle(done, T_NEAR);
-    mov(r11d, 0xFFFFFFFF);
-    bzhi(r11d, r11d, r8d);
-    kmovw(k1, r11d);
-    emit_vector(true);
+    if (!avx2()) emit_masked_tail(done);
     L(done);
-    for (std::size_t s = 0; s < program_.sums.size(); ++s)
-      vmovupd(ptr[r10 + static_cast<int>(s * kSumLanes * sizeof(double))], sum_lanes(s));
+    store_sums();
     for (auto counter = counters_.rbegin(); counter != counters_.rend(); ++counter) {
       if (counter->how.repeat > 1) pop(counter->row);
       pop(counter->in_row);
@@ -223,6 +331,27 @@ class ChainEmitter : public Xbyak::CodeGenerator {
     emit_constants();
   }
 
+  void emit_masked_tail(const Xbyak::Label& done) {
+    test(r8, r8);
+    jle(done, T_NEAR);
+    mov(r11d, 0xFFFFFFFF);
+    bzhi(r11d, r11d, r8d);
+    kmovw(k1, r11d);
+    emit_vector(true);
+  }
+
+  void store_sums() {
+    for (std::size_t s = 0; s < program_.sums.size(); ++s) {
+      auto at = static_cast<int>(s * kSumLanes * sizeof(double));
+      if (!avx2()) {
+        vmovupd(ptr[r10 + at], sum_lanes(s));
+        continue;
+      }
+      vmovupd(ptr[r10 + at], sum_lanes(s, 0));
+      vmovupd(ptr[r10 + at + 32], sum_lanes(s, 1));
+    }
+  }
+
   // One vector's loads, instructions, stores and sums; `masked`: only the lanes k1 holds.
   void emit_vector(bool masked) {
     masked_ = masked;
@@ -230,8 +359,9 @@ class ChainEmitter : public Xbyak::CodeGenerator {
       if (!load.single()) emit_load(load);
     }
     for (std::size_t reg = 0; reg < program_.direct.size(); ++reg) {
-      if (program_.direct[reg] != nullptr)
-        emit_load_f32(home(static_cast<std::int32_t>(reg)), program_.direct[reg]);
+      auto direct = static_cast<std::int32_t>(reg);
+      if (program_.direct[reg] != nullptr && !in_memory(direct))
+        emit_load_f32(home(direct), program_.direct[reg]);
     }
     if (program_.row_register >= 0) vmovups(loaded(home(program_.row_register)), ptr[r9 + rax * 4]);
     for (const ChainInstruction& instruction : program_.instructions)
@@ -240,15 +370,15 @@ class ChainEmitter : public Xbyak::CodeGenerator {
       emit_store(store);
     if (program_.row_result >= 0) {
       Xbyak::Address row = ptr[r9 + rax * 4];
-      vmovups(masked_ ? row | k1 : row, home(program_.row_result));
+      vmovups(masked_ ? row | k1 : row, read(program_.row_result, 0));
     }
     for (std::size_t s = 0; s < program_.sums.size(); ++s)
       emit_sum(s);
   }
 
-  Zmm loaded(const Zmm& out) const { return masked_ ? out | k1 | T_z : out; }
+  Xmm loaded(const Xmm& out) const { return masked_ ? out | k1 | T_z : out; }
 
-  void emit_load_f32(const Zmm& out, const void* base) {
+  void emit_load_f32(const Xmm& out, const void* base) {
     vmovups(loaded(out), ptr[element(base, 4)]);
   }
 
@@ -272,7 +402,7 @@ class ChainEmitter : public Xbyak::CodeGenerator {
   void advance_counter(const Counter& counter) {
     const graph::FlatBroadcast& how = counter.how;
     xor_(r8d, r8d);
-    add(counter.in_row, kVectorLanes);
+    add(counter.in_row, lanes_);
     if (how.repeat == 1) {
       cmp(counter.in_row, how.period);
       cmovae(counter.in_row, r8);
@@ -288,14 +418,15 @@ class ChainEmitter : public Xbyak::CodeGenerator {
     L(same_row);
   }
 
-  // A counted broadcast's vector: 16 elements of its row, or its row's one value in every lane.
+  // A counted broadcast's vector: a vector of elements of its row, or its row's one value in
+  // every lane.
   void emit_counted_load(const ChainLoad& load) {
     const Counter& counter = counter_of(load.how);
-    Zmm out = home(load.reg);
+    Xmm out = home(load.reg);
     int bytes = load.dtype == DType::f32 ? 4 : graph::is_half(load.dtype) ? 2 : 1;
     mov(r11, reinterpret_cast<std::uint64_t>(load.data));
     if (load.how.repeat == 1) {
-      Xbyak::Address at = ptr[r11 + counter.in_row * bytes];  // 16 elements of the row
+      Xbyak::Address at = ptr[r11 + counter.in_row * bytes];  // a vector of the row's elements
       if (load.dtype == DType::f32) return vmovups(loaded(out), at);
       if (graph::is_half(load.dtype)) {
         vpmovzxwd(loaded(out), at);
@@ -308,16 +439,22 @@ class ChainEmitter : public Xbyak::CodeGenerator {
   }
 
   // One stored element of `dtype` as an f32 value in every lane.
-  void broadcast_element(DType dtype, const Zmm& out, const Xbyak::RegExp& at) {
+  void broadcast_element(DType dtype, const Xmm& out, const Xbyak::RegExp& at) {
     if (dtype == DType::f32) return vbroadcastss(out, dword[at]);
     if (graph::is_half(dtype)) {
       movzx(r8d, word[at]);
-      vpbroadcastd(out, r8d);
+      broadcast_r8d(out);
       return widen(dtype, out, out);
     }
     movzx(r8d, byte[at]);
-    vpbroadcastd(out, r8d);
+    broadcast_r8d(out);
     truth_of_nonzero_bits(out);
+  }
+
+  void broadcast_r8d(const Xmm& out) {
+    if (!avx2()) return vpbroadcastd(out, r8d);
+    vmovd(Xmm(out.getIdx()), r8d);
+    vpbroadcastd(out, Xmm(out.getIdx()));
   }
 
   void emit_single(const ChainLoad& load) {
@@ -327,7 +464,7 @@ class ChainEmitter : public Xbyak::CodeGenerator {
 
   void emit_load(const ChainLoad& load) {
     if (loaded_by_counters(load, count_)) return emit_counted_load(load);
-    Zmm out = home(load.reg);
+    Xmm out = home(load.reg);
     if (load.dtype == DType::f32) return emit_load_f32(out, load.data);
     if (graph::is_half(load.dtype)) {
       vpmovzxwd(loaded(out), ptr[element(load.data, 2)]);
@@ -338,20 +475,30 @@ class ChainEmitter : public Xbyak::CodeGenerator {
   }
 
   // 1.0f in the lanes whose bits are not all zero (a boolean's byte), 0.0f in the others.
-  void truth_of_nonzero_bits(const Zmm& value) {
-    vptestmd(k2, value, value);
-    vbroadcastss(value | k2 | T_z, one_lane(kOne));
+  void truth_of_nonzero_bits(const Xmm& value) {
+    if (!avx2()) {
+      vptestmd(k2, value, value);
+      return vbroadcastss(value | k2 | T_z, one_lane(kOne));
+    }
+    Xmm zero = scratch(4);
+    vpxor(zero, zero, zero);
+    vpcmpeqd(zero, zero, value);
+    vandnps(value, zero, every_lane(kOne));
   }
 
-  void truth_of(const Zmm& out, const Zmm& a, const Xbyak::Operand& b, std::uint8_t predicate) {
-    vcmpps(k2, a, b, predicate);
-    vbroadcastss(out | k2 | T_z, one_lane(kOne));
+  void truth_of(const Xmm& out, const Xmm& a, const Xbyak::Operand& b, std::uint8_t predicate) {
+    if (!avx2()) {
+      vcmpps(k2, a, b, predicate);
+      return vbroadcastss(out | k2 | T_z, one_lane(kOne));
+    }
+    vcmpps(out, a, b, predicate);
+    vandps(out, out, every_lane(kOne));
   }
 
   void emit_instruction(const ChainInstruction& instruction) {
-    Zmm out = home(instruction.out);
-    Zmm a = home(instruction.a);
-    Zmm b = home(instruction.b);
+    Xmm out = home(instruction.out);
+    Xmm a = read(instruction.a, 0);
+    Xmm b = reads_b(instruction.code) ? read(instruction.b, 1) : a;
     switch (instruction.code) {
       case ChainCode::add:
         return vaddps(out, a, b);
@@ -382,20 +529,17 @@ class ChainEmitter : public Xbyak::CodeGenerator {
       case ChainCode::not_equal:
         return truth_of(out, a, b, kNotEqual);
       case ChainCode::is_finite:
-        vpandd(scratch(4), a, every_lane(0x7FFFFFFFu));
-        vpcmpud(k2, scratch(4), every_lane(0x7F800000u), kUnsignedLess);
-        return vbroadcastss(out | k2 | T_z, one_lane(kOne));
+        return is_finite(out, a);
       case ChainCode::logical_not:
         return truth_of(out, a, every_lane(0), kEqual);
       case ChainCode::neg:
+        if (avx2()) return vxorps(out, a, every_lane(0x80000000u));
         return vpxord(out, a, every_lane(0x80000000u));
       case ChainCode::abs:
+        if (avx2()) return vandps(out, a, every_lane(0x7FFFFFFFu));
         return vpandd(out, a, every_lane(0x7FFFFFFFu));
       case ChainCode::relu:
-        // x <= 0 ? 0 : x, so NaN stays and -0 becomes +0.
-        vcmpps(k2, a, every_lane(0), kLessEqual);
-        knotw(k2, k2);
-        return vmovaps(out | k2 | T_z, a);
+        return relu(out, a);
       case ChainCode::sqrt:
         return vsqrtps(out, a);
       case ChainCode::rsqrt:
@@ -403,8 +547,7 @@ class ChainEmitter : public Xbyak::CodeGenerator {
         vbroadcastss(out, one_lane(kOne));
         return vdivps(out, out, scratch(4));
       case ChainCode::where:
-        vcmpps(k2, a, every_lane(0), kNotEqual);
-        return vblendmps(out | k2, home(instruction.c), b);
+        return where(out, a, b, read(instruction.c, 2));
       case ChainCode::narrow:
         narrow(instruction.format, out, a);
         return widen(instruction.format, out, out);
@@ -413,107 +556,219 @@ class ChainEmitter : public Xbyak::CodeGenerator {
     }
   }
 
-  void nan_sum(const Zmm& out, const Zmm& a, const Zmm& b) {
-    vcmpps(k2, a, b, kUnordered);
-    vaddps(out | k2, a, b);
+  // |a| below infinity's bits (as integers: magnitudes are below 2^31, so AVX2's signed
+  // comparison of them is the unsigned one).
+  void is_finite(const Xmm& out, const Xmm& a) {
+    Xmm magnitude = scratch(4);
+    if (!avx2()) {
+      vpandd(magnitude, a, every_lane(0x7FFFFFFFu));
+      vpcmpud(k2, magnitude, every_lane(0x7F800000u), kUnsignedLess);
+      return vbroadcastss(out | k2 | T_z, one_lane(kOne));
+    }
+    vpand(magnitude, a, every_lane(0x7FFFFFFFu));
+    vmovups(out, every_lane(0x7F800000u));
+    vpcmpgtd(out, out, magnitude);
+    vandps(out, out, every_lane(kOne));
+  }
+
+  // a <= 0 ? 0 : a, so NaN stays and -0 becomes +0.
+  void relu(const Xmm& out, const Xmm& a) {
+    if (!avx2()) {
+      vcmpps(k2, a, every_lane(0), kLessEqual);
+      knotw(k2, k2);
+      return vmovaps(out | k2 | T_z, a);
+    }
+    vcmpps(scratch(4), a, every_lane(0), kLessEqual);
+    vandnps(out, scratch(4), a);
+  }
+
+  // a != 0 ? b : c.
+  void where(const Xmm& out, const Xmm& a, const Xmm& b, const Xmm& c) {
+    if (!avx2()) {
+      vcmpps(k2, a, every_lane(0), kNotEqual);
+      return vblendmps(out | k2, c, b);
+    }
+    vcmpps(scratch(4), a, every_lane(0), kNotEqual);
+    vblendvps(out, c, b, scratch(4));
+  }
+
+  void nan_sum(const Xmm& out, const Xmm& a, const Xmm& b) {
+    if (!avx2()) {
+      vcmpps(k2, a, b, kUnordered);
+      return vaddps(out | k2, a, b);
+    }
+    vcmpps(scratch(4), a, b, kUnordered);
+    vaddps(scratch(3), a, b);
+    vblendvps(out, out, scratch(3), scratch(4));
   }
 
   void emit_store(const ChainStore& store) {
-    Zmm value = home(store.reg);
+    Xmm value = read(store.reg, 0);
     if (store.dtype == DType::f32) {
       if (masked_) return vmovups(ptr[element(store.data, 4)] | k1, value);
       return vmovups(ptr[element(store.data, 4)], value);
     }
-    Zmm narrowed = scratch(4);
-    if (graph::is_half(store.dtype)) {
-      narrow(store.dtype, narrowed, value);
-      if (masked_) return vpmovdw(ptr[element(store.data, 2)] | k1, narrowed);
-      vpmovdw(Xbyak::Ymm(narrowed.getIdx()), narrowed);
-      return vmovdqu32(ptr[element(store.data, 2)], Xbyak::Ymm(narrowed.getIdx()));
-    }
-    vcmpps(k2, value, every_lane(0), kNotEqual);
-    vpbroadcastd(narrowed | k2 | T_z, one_lane(1));
-    if (masked_) return vpmovdb(ptr[element(store.data, 1)] | k1, narrowed);
-    vpmovdb(Xbyak::Xmm(narrowed.getIdx()), narrowed);
-    vmovdqu32(ptr[element(store.data, 1)], Xbyak::Xmm(narrowed.getIdx()));
+    if (graph::is_half(store.dtype)) return store_half(store, value);
+    store_boolean(store, value);
   }
 
-  // Lane j of a sum's accumulator adds elements 8i + j in order, as ChunkSum does: the vector's
-  // first eight elements, then its last eight, each only where the element is below `last`.
+  void store_half(const ChainStore& store, const Xmm& value) {
+    Xmm narrowed = scratch(4);
+    narrow(store.dtype, narrowed, value);
+    if (masked_) return vpmovdw(ptr[element(store.data, 2)] | k1, narrowed);
+    if (!avx2()) {
+      vpmovdw(Ymm(narrowed.getIdx()), narrowed);
+      return vmovdqu32(ptr[element(store.data, 2)], Ymm(narrowed.getIdx()));
+    }
+    // The 16-bit encodings, below 2^16, survive packing with unsigned saturation.
+    Xmm low(narrowed.getIdx());
+    Xmm high(scratch(3).getIdx());
+    vextracti128(high, Ymm(narrowed.getIdx()), 1);
+    vpackusdw(low, low, high);
+    vmovdqu(ptr[element(store.data, 2)], low);
+  }
+
+  // 1 where the value is not 0 (NaN included, as C++'s != has it), else 0, a byte each.
+  void store_boolean(const ChainStore& store, const Xmm& value) {
+    Xmm narrowed = scratch(4);
+    if (!avx2()) {
+      vcmpps(k2, value, every_lane(0), kNotEqual);
+      vpbroadcastd(narrowed | k2 | T_z, one_lane(1));
+      if (masked_) return vpmovdb(ptr[element(store.data, 1)] | k1, narrowed);
+      vpmovdb(Xmm(narrowed.getIdx()), narrowed);
+      return vmovdqu32(ptr[element(store.data, 1)], Xmm(narrowed.getIdx()));
+    }
+    vcmpps(narrowed, value, every_lane(0), kNotEqual);
+    vpsrld(narrowed, narrowed, 31);
+    Xmm low(narrowed.getIdx());
+    Xmm high(scratch(3).getIdx());
+    vextracti128(high, Ymm(narrowed.getIdx()), 1);
+    vpackusdw(low, low, high);
+    vpackuswb(low, low, low);
+    vmovq(qword[element(store.data, 1)], low);
+  }
+
+  // Lane j of a sum's accumulator adds elements 8i + j in order, as ChunkSum does: a zmm vector's
+  // first eight elements, then its last eight, each only where the element is below `last`; a
+  // ymm vector's eight, four to each half of the lanes.
   void emit_sum(std::size_t s) {
-    Zmm value = home(program_.sums[s]);
-    Zmm lanes = sum_lanes(s);
-    vcvtps2pd(scratch(0), Xbyak::Ymm(value.getIdx()));
+    Xmm value = read(program_.sums[s], 0);
+    if (avx2()) {
+      vcvtps2pd(scratch(0), Xmm(value.getIdx()));
+      vaddpd(sum_lanes(s, 0), sum_lanes(s, 0), scratch(0));
+      vextractf128(Xmm(scratch(1).getIdx()), Ymm(value.getIdx()), 1);
+      vcvtps2pd(scratch(0), Xmm(scratch(1).getIdx()));
+      return vaddpd(sum_lanes(s, 1), sum_lanes(s, 1), scratch(0));
+    }
+    Xmm lanes = sum_lanes(s);
+    vcvtps2pd(scratch(0), Ymm(value.getIdx()));
     vaddpd(masked_ ? lanes | k1 : lanes, lanes, scratch(0));
     if (masked_) kshiftrw(k3, k1, 8);
-    vextractf64x4(Xbyak::Ymm(scratch(1).getIdx()), value, 1);
-    vcvtps2pd(scratch(0), Xbyak::Ymm(scratch(1).getIdx()));
+    vextractf64x4(Ymm(scratch(1).getIdx()), Zmm(value.getIdx()), 1);
+    vcvtps2pd(scratch(0), Ymm(scratch(1).getIdx()));
     vaddpd(masked_ ? lanes | k3 : lanes, lanes, scratch(0));
   }
 
   // half_format::narrow: the 16-bit encodings of `in`'s lanes in `out`'s (zero-extended); `out`
   // may be scratch(4), not `in`.
-  void narrow(DType dtype, const Zmm& out, const Zmm& in) {
+  void narrow(DType dtype, const Xmm& out, const Xmm& in) {
     HalfConstants f = half_constants(dtype);
-    Zmm magnitude = scratch(0);
-    Zmm sign = scratch(1);
-    Zmm encoded = scratch(2);
-    vpandd(magnitude, in, every_lane(0x7FFFFFFFu));
+    Xmm magnitude = scratch(0);
+    Xmm sign = scratch(1);
+    Xmm encoded = scratch(2);
+    and_bits(magnitude, in, 0x7FFFFFFFu);
     vpsrld(sign, in, 16);
-    vpandd(sign, sign, every_lane(0x8000u));
+    and_bits(sign, sign, 0x8000u);
     std::uint32_t rebias = static_cast<std::uint32_t>(127 - f.bias) << 23;
     vpsrld(encoded, magnitude, static_cast<std::uint8_t>(f.shift()));
-    vpandd(encoded, encoded, every_lane(1));
+    and_bits(encoded, encoded, 1);
     vpaddd(encoded, encoded, magnitude);
     vpaddd(encoded, encoded, every_lane((1u << (f.shift() - 1)) - 1u - rebias));
     vpsrld(encoded, encoded, static_cast<std::uint8_t>(f.shift()));
     vpminud(encoded, encoded, every_lane(f.exponent_mask));
     if (f.bias != 127) {
-      Zmm subnormal = scratch(3);
+      Xmm subnormal = scratch(3);
       vaddps(subnormal, magnitude, every_lane(f.subnormal_magic()));
       vpsubd(subnormal, subnormal, every_lane(f.subnormal_magic()));
-      vpcmpud(k2, magnitude, every_lane(static_cast<std::uint32_t>(128 - f.bias) << 23),
-              kUnsignedLess);
-      vmovdqa32(encoded | k2, subnormal);
+      // `out` holds the mask for now.
+      keep_where_below(encoded, subnormal, magnitude,
+                       static_cast<std::uint32_t>(128 - f.bias) << 23, out);
     }
-    vpord(out, encoded, sign);
-    vpcmpud(k2, magnitude, every_lane(0x7F800000u), kUnsignedGreater);
+    Xmm nan = scratch(3);
+    if (avx2()) vpcmpgtd(nan, magnitude, every_lane(0x7F800000u));
+    or_bits(out, encoded, sign);
+    if (!avx2()) vpcmpud(k2, magnitude, every_lane(0x7F800000u), kUnsignedGreater);
     if (f.signed_nan) {
-      vpord(scratch(3), sign, every_lane(f.quiet_nan));
-      vmovdqa32(out | k2, scratch(3));
-    } else {
-      vpbroadcastd(out | k2, one_lane(f.quiet_nan));
+      // The magnitude is no longer read: it holds the NaN's encoding.
+      or_bits(magnitude, sign, f.quiet_nan);
+      if (avx2()) return vblendvps(out, out, magnitude, nan);
+      return vmovdqa32(out | k2, magnitude);
     }
+    if (avx2()) return vblendvps(out, out, every_lane(f.quiet_nan), nan);
+    vpbroadcastd(out | k2, one_lane(f.quiet_nan));
   }
 
   // half_format::widen of the 16-bit encodings in `in`'s lanes; `in` may be `out`.
-  void widen(DType dtype, const Zmm& out, const Zmm& in) {
+  void widen(DType dtype, const Xmm& out, const Xmm& in) {
     HalfConstants f = half_constants(dtype);
     if (f.bias == 127) return vpslld(out, in, static_cast<std::uint8_t>(f.shift()));
-    Zmm magnitude = scratch(0);
-    Zmm sign = scratch(1);
-    Zmm special = scratch(2);
-    Zmm subnormal = scratch(3);
-    vpandd(sign, in, every_lane(0x8000u));
+    Xmm magnitude = scratch(0);
+    Xmm sign = scratch(1);
+    Xmm special = scratch(2);
+    Xmm subnormal = scratch(3);
+    and_bits(sign, in, 0x8000u);
     vpslld(sign, sign, 16);
-    vpandd(magnitude, in, every_lane(0x7FFFu));
+    and_bits(magnitude, in, 0x7FFFu);
     vpslld(special, magnitude, static_cast<std::uint8_t>(f.shift()));
     vpaddd(out, special, every_lane(static_cast<std::uint32_t>(127 - f.bias) << 23));
-    vpord(special, special, every_lane(0x7F800000u));
+    or_bits(special, special, 0x7F800000u);
     vpaddd(subnormal, magnitude, every_lane(f.subnormal_magic()));
     vsubps(subnormal, subnormal, every_lane(f.subnormal_magic()));
-    vpcmpud(k2, magnitude, every_lane(1u << f.mantissa_bits), kUnsignedLess);
-    vmovdqa32(out | k2, subnormal);
-    vpcmpud(k2, magnitude, every_lane(f.exponent_mask), kUnsignedNotLess);
-    vmovdqa32(out | k2, special);
-    vpord(out, out, sign);
+    keep_where_below(out, subnormal, magnitude, 1u << f.mantissa_bits, scratch(4));
+    keep_where_below(out, special, magnitude, f.exponent_mask, scratch(4), true);
+    or_bits(out, out, sign);
   }
 
+  // `value` := `replacement` in the lanes whose `magnitude` (below 2^31) is below `limit`, or with
+  // `not_below`, in those at or above it. AVX2 holds the comparison in `mask`.
+  void keep_where_below(const Xmm& value, const Xmm& replacement, const Xmm& magnitude,
+                        std::uint32_t limit, const Xmm& mask, bool not_below = false) {
+    if (!avx2()) {
+      vpcmpud(k2, magnitude, every_lane(limit), not_below ? kUnsignedNotLess : kUnsignedLess);
+      return vmovdqa32(value | k2, replacement);
+    }
+    if (not_below) {
+      vpcmpgtd(mask, magnitude, every_lane(limit - 1));
+    } else {
+      vmovups(mask, every_lane(limit));
+      vpcmpgtd(mask, mask, magnitude);
+    }
+    vblendvps(value, value, replacement, mask);
+  }
+
+  void and_bits(const Xmm& out, const Xmm& in, std::uint32_t bits) {
+    if (avx2()) return vpand(out, in, every_lane(bits));
+    vpandd(out, in, every_lane(bits));
+  }
+
+  void or_bits(const Xmm& out, const Xmm& a, const Xmm& b) {
+    if (avx2()) return vpor(out, a, b);
+    vpord(out, a, b);
+  }
+
+  void or_bits(const Xmm& out, const Xmm& in, std::uint32_t bits) {
+    if (avx2()) return vpor(out, in, every_lane(bits));
+    vpord(out, in, every_lane(bits));
+  }
+
+  // Each constant once: a 32-bit value AVX-512 broadcasts, or eight of them for AVX2.
   void emit_constants() {
-    align(4);
+    align(32);
+    int copies = avx2() ? lanes_ : 1;
     for (auto& [value, label] : constants_) {
       L(label);
-      dd(value);
+      for (int copy = 0; copy < copies; ++copy)
+        dd(value);
     }
   }
 
@@ -525,6 +780,9 @@ class ChainEmitter : public Xbyak::CodeGenerator {
 
   const ChainProgram& program_;
   std::int64_t count_;
+  ChainIsa isa_;
+  int lanes_;
+  RegisterLayout layout_;
   std::vector<Counter> counters_;
   std::map<std::uint32_t, Xbyak::Label> constants_;
   bool masked_ = false;
@@ -542,43 +800,64 @@ std::size_t code_bytes(const ChainProgram& program) {
 
 }  // namespace
 
+std::string_view chain_isa_name(ChainIsa isa) {
+  switch (isa) {
+    case ChainIsa::avx512:
+      return "AVX-512";
+    case ChainIsa::avx2:
+      return "AVX2";
+    case ChainIsa::none:
+      break;
+  }
+  return "no";
+}
+
 struct CompiledChain::Code {
-  Code(const ChainProgram& chain, std::int64_t count)
+  Code(const ChainProgram& chain, std::int64_t count, ChainIsa isa)
       : program(chain),
-        emitter(program, count, code_bytes(program)),
+        emitter(program, count, isa, code_bytes(program)),
         function(emitter.getCode<ChainFunction>()),
         sums(program.sums.size()),
-        counts(!counted_broadcasts(program, count).empty()) {}
+        counts(!counted_broadcasts(program, count).empty()),
+        lanes(vector_lanes(isa)),
+        masks_last_vector(isa == ChainIsa::avx512) {}
 
   ChainProgram program;
   ChainEmitter emitter;
   ChainFunction function;
   std::size_t sums;
   bool counts;  // whether it follows broadcasts with counters, which start at whole vectors
+  int lanes;
+  bool masks_last_vector;  // AVX-512's; AVX2's code leaves elements short of a vector
 };
 
 std::string CompiledChain::why_not(const ChainProgram& program, std::int64_t count,
-                                   std::int64_t starts_every) {
+                                   std::int64_t starts_every, ChainIsa isa) {
+  if (isa == ChainIsa::none) return "the kernel set runs neither AVX-512 nor AVX2 code";
+  int lanes = vector_lanes(isa);
   for (const ChainLoad& load : program.loads) {
     if (!stored_type(load.dtype)) return "it loads " + std::string(graph::dtype_name(load.dtype));
-    if (loaded_by_counters(load, count) && !counted_broadcast(load.how))
+    if (loaded_by_counters(load, count) && !counted_broadcast(load.how, lanes))
       return "it broadcasts an operand other than element for element, one value for every "
-             "element, or a row or a row's value of a multiple of 16 elements";
+             "element, or a row or a row's value of a multiple of " +
+             std::to_string(lanes) + " elements";
   }
   std::vector<graph::FlatBroadcast> broadcasts = counted_broadcasts(program, count);
   if (counter_registers(broadcasts) > static_cast<int>(kCounterRegisters.size()))
     return "it follows " + std::to_string(broadcasts.size()) + " broadcasts, more than " +
            std::to_string(kCounterRegisters.size()) + " registers count";
-  if (!broadcasts.empty() && starts_every % kVectorLanes != 0)
+  if (!broadcasts.empty() && starts_every % lanes != 0)
     return "it broadcasts rows, and its runs start every " + std::to_string(starts_every) +
-           " elements, not at multiples of " + std::to_string(kVectorLanes);
+           " elements, not at multiples of " + std::to_string(lanes);
   for (const ChainStore& store : program.stores) {
     if (!stored_type(store.dtype))
       return "it stores " + std::string(graph::dtype_name(store.dtype));
   }
-  if (program.registers > home_registers(program))
-    return "it holds " + std::to_string(program.registers) + " values at once, more than " +
-           std::to_string(home_registers(program)) + " vector registers";
+  RegisterLayout layout = register_layout(program, isa);
+  if (!layout.fits())
+    return "it holds " + std::to_string(layout.needed) + " values at once" +
+           (layout.reads_memory ? " beside those it reads from memory" : "") + ", more than " +
+           std::to_string(layout.available) + " vector registers";
   if (!program.sums.empty() && count % kSumLanes != 0)
     return "it sums " + std::to_string(count) + " elements, not a multiple of " +
            std::to_string(kSumLanes);
@@ -586,10 +865,10 @@ std::string CompiledChain::why_not(const ChainProgram& program, std::int64_t cou
 }
 
 std::optional<CompiledChain> CompiledChain::compile(const ChainProgram& program, std::int64_t count,
-                                                    std::int64_t starts_every) {
-  if (!why_not(program, count, starts_every).empty()) return std::nullopt;
+                                                    std::int64_t starts_every, ChainIsa isa) {
+  if (!why_not(program, count, starts_every, isa).empty()) return std::nullopt;
   try {
-    return CompiledChain(std::make_shared<const Code>(program, count));
+    return CompiledChain(std::make_shared<const Code>(program, count, isa));
   } catch (const Xbyak::Error& error) {
     // Memory this process may not make executable (a hardened kernel's policy): the interpreter
     // runs the chain. Any other error is the generator's.
@@ -600,16 +879,26 @@ std::optional<CompiledChain> CompiledChain::compile(const ChainProgram& program,
 
 CompiledChain::CompiledChain(std::shared_ptr<const Code> code) : code_(std::move(code)) {}
 
-void CompiledChain::check_start(std::int64_t first) const {
-  if (code_->counts && first % kVectorLanes != 0)
+std::int64_t CompiledChain::whole_vectors_end(std::int64_t first, std::int64_t last) const {
+  if (first % code_->lanes != 0 && code_->counts)
     throw std::invalid_argument("a compiled chain that broadcasts rows runs from a multiple of " +
-                                std::to_string(kVectorLanes) + " elements, not from element " +
+                                std::to_string(code_->lanes) + " elements, not from element " +
                                 std::to_string(first));
+  if (code_->masks_last_vector || last <= first) return last;
+  return first + (last - first) / code_->lanes * code_->lanes;
 }
 
-void CompiledChain::run(std::int64_t first, std::int64_t last, double* chunk_sums) const {
-  check_start(first);
-  if (code_->sums == 0) return code_->function(first, last, nullptr, nullptr);
+std::int64_t CompiledChain::run(std::int64_t first, std::int64_t last, double* chunk_sums) const {
+  std::int64_t end = whole_vectors_end(first, last);
+  if (code_->sums == 0) {
+    if (end > first) code_->function(first, end, nullptr, nullptr);
+    return end;
+  }
+  // The sums' chunks are whole: a chain sums only a multiple of kSumLanes elements, and its runs
+  // start at chunks.
+  if (end != last)
+    throw std::invalid_argument("a compiled chain with sums runs whole vectors, not elements " +
+                                std::to_string(first) + " to " + std::to_string(last));
   std::array<double, kMaxProgramSums * kSumLanes> lanes{};
   for (std::int64_t chunk = first; chunk < last; chunk += kSumChunk) {
     code_->function(chunk, std::min(last, chunk + kSumChunk), lanes.data(), nullptr);
@@ -617,6 +906,7 @@ void CompiledChain::run(std::int64_t first, std::int64_t last, double* chunk_sum
       *chunk_sums++ =
           lanes_total(std::span<const double, kSumLanes>(&lanes[s * kSumLanes], kSumLanes));
   }
+  return last;
 }
 
 namespace {
@@ -650,9 +940,10 @@ const std::string& why_chains_interpreted_here() {
   return why;
 }
 
-void CompiledChain::run_on_row(std::int64_t first, std::int64_t last, float* row) const {
-  check_start(first);
-  code_->function(first, last, nullptr, row);
+std::int64_t CompiledChain::run_on_row(std::int64_t first, std::int64_t last, float* row) const {
+  std::int64_t end = whole_vectors_end(first, last);
+  if (end > first) code_->function(first, end, nullptr, row);
+  return end;
 }
 
 bool chains_compiled_here() {

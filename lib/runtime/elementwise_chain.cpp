@@ -325,8 +325,8 @@ ElementwiseChain::ElementwiseChain(std::vector<NodeTask> tasks,
   }
   chunk_sums_.resize(static_cast<std::size_t>(sum_chunks(count_)) * sums_.size());
   if (in_registers) program_ = ProgramBuilder(tasks_, nodes, summed, count_).build();
-  if (program_ && kernels.runs_compiled_chains && chains_compiled_here())
-    compiled_ = CompiledChain::compile(*program_, count_, kChunkElements);
+  if (program_ && kernels.compiled_chains != ChainIsa::none && chains_compiled_here())
+    compiled_ = CompiledChain::compile(*program_, count_, kChunkElements, kernels.compiled_chains);
   if (!program_) {
     assign_slots(last_read);
     assign_broadcast_slots();
@@ -450,12 +450,14 @@ void ElementwiseChain::run() {
     std::int64_t last = chunks * (part + 1) / parts;
     if (!program_)
       return run_chunks(first, last, chunks_[static_cast<std::size_t>(part)], buffer(part));
-    if (compiled_)
-      return compiled_->run(first * kChunkElements, std::min(count_, last * kChunkElements),
-                            chunk_sums_.data() + first * std::ssize(sums_));
-    kernels_->run_chain_program(*program_, reinterpret_cast<float*>(buffer(part)),
-                                first * kChunkElements, std::min(count_, last * kChunkElements),
-                                chunk_sums_.data() + first * std::ssize(sums_));
+    std::int64_t start = first * kChunkElements;
+    std::int64_t end = std::min(count_, last * kChunkElements);
+    double* sums = chunk_sums_.data() + first * std::ssize(sums_);
+    // Compiled code may leave the last elements short of a vector to the interpreter.
+    if (compiled_) start = compiled_->run(start, end, sums);
+    if (start < end)
+      kernels_->run_chain_program(*program_, reinterpret_cast<float*>(buffer(part)), start, end,
+                                  sums);
   };
   if (parts <= 1) {
     work(0);

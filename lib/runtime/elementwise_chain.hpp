@@ -24,8 +24,8 @@ namespace csrun::runtime {
 // (their tasks' results have no data) and take a slot of a per-thread chunk buffer instead,
 // which a later node's result reuses once the value's last reader has run. A chain the plan runs
 // `in_registers` is a ChainProgram instead: blocks of kChainLanes elements through every node, each
-// value in a register of a per-thread buffer; or, where the kernel set runs AVX-512 code, that
-// program compiled to one loop with every value in a vector register (compiled_chain.hpp).
+// value in a register of a per-thread buffer; or, where the kernel set runs AVX-512 or AVX2 code,
+// that program compiled to one loop with its values in vector registers (compiled_chain.hpp).
 class ElementwiseChain {
  public:
   // `tasks` run `nodes`, in order; `sums` are full reduce_sum nodes of f32 values the chain

@@ -203,10 +203,13 @@ std::string kernel_set_summary() {
 
 std::string chains_summary() {
   const BuiltSet& set = *selection().set;
-  if (!set.kernels->runs_compiled_chains)
-    return "interpreted (the " + std::string(set.name) + " kernel set runs no AVX-512 code)";
+  ChainIsa isa = set.kernels->compiled_chains;
+  if (isa == ChainIsa::none)
+    return "interpreted (the " + std::string(set.name) +
+           " kernel set runs neither AVX2 nor AVX-512 code)";
   if (!chains_compiled_here()) return "interpreted (" + why_chains_interpreted_here() + ")";
-  return "compiled to AVX-512 code as a step is loaded (CSRUN_INTERPRET_CHAINS=1 interprets them)";
+  return "compiled to " + std::string(chain_isa_name(isa)) +
+         " code as a step is loaded (CSRUN_INTERPRET_CHAINS=1 interprets them)";
 }
 
 namespace {

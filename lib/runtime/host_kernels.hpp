@@ -40,7 +40,7 @@ int host_cores();
 std::string kernel_set_summary();
 
 // How the selected set runs the elementwise chains a plan keeps in registers: "compiled to AVX-512
-// code as a step is loaded (...)", or "interpreted (...)" with the reason.
+// code as a step is loaded (...)" (or AVX2), or "interpreted (...)" with the reason.
 std::string chains_summary();
 
 // OpenBLAS's version and the kernels it runs here, e.g. "OpenBLAS 0.3.21, its Haswell kernels

@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "chain_program.hpp"
+#include "compiled_chain.hpp"
 #include "tensor_ref.hpp"
 
 namespace csrun::runtime {
@@ -29,9 +30,9 @@ struct KernelSet {
   void (*widen)(const std::uint16_t* bits, float* out, std::int64_t count, graph::DType dtype);
   // Whether products of bfloat16 operands are multiplied in hardware, not widened to f32 first.
   bool (*multiplies_bf16)();
-  // Whether the CPUs that run this set run the AVX-512 code of a CompiledChain
-  // (compiled_chain.hpp), which then runs its chains in registers in place of run_chain_program.
-  bool runs_compiled_chains;
+  // The vector instructions of the CPUs that run this set, which its chains in registers are
+  // compiled to (compiled_chain.hpp) to run in place of run_chain_program; none for the baseline.
+  ChainIsa compiled_chains;
 };
 
 // The set called `name`, or the selected one (host_kernels.hpp) for an empty name. Throws

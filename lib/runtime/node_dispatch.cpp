@@ -70,8 +70,10 @@ extern "C" const csrun::runtime::KernelSet csrun_kernel_set = {
     },
     csrun::runtime::multiplies_bf16_in_hardware,
 #if defined(__AVX512F__) && defined(__BMI2__)
-    true,
+    csrun::runtime::ChainIsa::avx512,
+#elif defined(__AVX2__)
+    csrun::runtime::ChainIsa::avx2,
 #else
-    false,
+    csrun::runtime::ChainIsa::none,
 #endif
 };

@@ -600,11 +600,14 @@ TensorRef elements_from(const TensorRef& value, std::int64_t element) {
   return rest;
 }
 
-// Elements [first, last) of the task's row chain, compiled or interpreted.
+// Elements [first, last) of the task's row chain, compiled or interpreted (what compiled code
+// leaves short of a vector, interpreted).
 void run_row_chain(const NodeTask& task, float* registers, std::int64_t first, std::int64_t last,
                    float* row) {
-  if (task.compiled_row_chain) return task.compiled_row_chain->run_on_row(first, last, row);
-  run_chain_program_on_row(*task.row_chain, registers, first, last, row);
+  std::int64_t start = first;
+  if (task.compiled_row_chain) start = task.compiled_row_chain->run_on_row(first, last, row);
+  if (start < last)
+    run_chain_program_on_row(*task.row_chain, registers, start, last, row + (start - first));
 }
 
 // Rows of an f32 softmax or softmax_grad along its last axis, a few at a time. A softmax's row

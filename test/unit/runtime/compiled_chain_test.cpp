@@ -1,9 +1,10 @@
-// Chain programs compiled to AVX-512 code (runtime/compiled_chain.hpp) against the interpreter
-// (a kernel set's run_chain_program), bit for bit: random programs of every instruction, load,
-// broadcast, store and sum, on special values, over element counts with and without a last
-// partial vector and in parts as a team runs them; the 16-bit conversions on every rounding case
-// and every 16-bit value; and the programs the generator leaves to the interpreter. The compiled
-// code runs where the CPU runs the avx512 set; elsewhere these tests check only what is refused.
+// Chain programs compiled to AVX-512 and AVX2 code (runtime/compiled_chain.hpp) against the
+// interpreter (a kernel set's run_chain_program), bit for bit: random programs of every
+// instruction, load, broadcast, store and sum, on special values, over element counts with and
+// without a last partial vector (which AVX2's code leaves to the interpreter, as the runtime's
+// callers do) and in parts as a team runs them; the 16-bit conversions on every rounding case and
+// every 16-bit value; and the programs the generator leaves to the interpreter. Each code runs
+// where the CPU runs the avx512 or the avx2 set; elsewhere these tests check only what is refused.
 
 #include <catch2/catch.hpp>
 
@@ -16,6 +17,7 @@
 #include <random>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <vector>
 
 #include "runtime/compiled_chain.hpp"
@@ -33,9 +35,34 @@ using runtime::CompiledChain;
 
 namespace {
 
-bool runs_compiled_chains() {
+using runtime::ChainIsa;
+
+// The code this CPU runs, each with the kernel set whose interpreter it is compared with.
+struct CodeHere {
+  ChainIsa isa;
+  const runtime::KernelSet* interpreter;
+  int lanes;
+};
+
+std::vector<CodeHere> codes_here() {
   std::vector<std::string_view> sets = runtime::runnable_kernel_sets();
-  return std::find(sets.begin(), sets.end(), "avx512") != sets.end();
+  std::vector<CodeHere> codes;
+  for (auto [isa, name, lanes] :
+       {std::tuple{ChainIsa::avx512, "avx512", 16}, std::tuple{ChainIsa::avx2, "avx2", 8}}) {
+    if (std::find(sets.begin(), sets.end(), name) != sets.end())
+      codes.push_back({isa, &runtime::kernel_set(name), lanes});
+  }
+  return codes;
+}
+
+// Elements [first, last) as the runtime runs them: the compiled code, then the interpreter for
+// what it leaves.
+void run_compiled(const CompiledChain& compiled, const CodeHere& code, const ChainProgram& program,
+                  std::int64_t first, std::int64_t last, double* sums) {
+  std::vector<float> registers(static_cast<std::size_t>(program.registers) * runtime::kChainLanes);
+  std::int64_t start = compiled.run(first, last, sums);
+  if (start < last)
+    code.interpreter->run_chain_program(program, registers.data(), start, last, sums);
 }
 
 template <class T>
@@ -82,23 +109,35 @@ std::vector<float> special_floats() {
 // A random program and the buffers it reads and writes; each value has a register of its own.
 class RandomChain {
  public:
-  RandomChain(std::mt19937& random, std::int64_t count) : random_(random), count_(count) {
+  // At most `max_values` registers and `max_sums` sums (whose lanes take vector registers too),
+  // broadcast rows of a multiple of `lanes` elements. A `wide` one reads more operands in place
+  // and more single values, and computes fewer: more registers than the vector registers hold
+  // in all, those read from memory left aside.
+  struct Shape {
+    int max_values;
+    int max_sums;
+    int lanes;
+    bool wide = false;
+  };
+
+  RandomChain(std::mt19937& random, std::int64_t count, Shape shape)
+      : random_(random), count_(count), max_values_(shape.max_values), lanes_(shape.lanes) {
     buffers_.reserve(64);  // the program holds pointers into them
-    int direct = pick(1, 3);
+    int direct = pick(1, shape.wide ? max_values_ / 3 : 3);
     for (int d = 0; d < direct; ++d)
       add_direct();
-    int loads = pick(1, 5);
+    int loads = pick(1, shape.wide ? max_values_ / 2 : 5);
     for (int l = 0; l < loads; ++l)
-      add_load();
-    int instructions = pick(3, 14);
-    for (int i = 0; i < instructions && registers() < kMaxValues; ++i)
+      add_load(shape.wide && pick(0, 3) > 0);
+    int instructions = shape.wide ? pick(2, max_values_ / 3) : pick(3, 14);
+    for (int i = 0; i < instructions && registers() < max_values_; ++i)
       add_instruction();
     int stores = pick(1, 4);
     for (int s = 0; s < stores; ++s)
       add_store();
     // Sums of computed values, as a chain sums them.
     if (count % runtime::kSumLanes == 0) {
-      int sums = pick(0, 2);
+      int sums = pick(0, shape.max_sums);
       for (int s = 0; s < sums; ++s) {
         const auto& instruction = program_.instructions[static_cast<std::size_t>(
             pick(0, static_cast<int>(program_.instructions.size()) - 1))];
@@ -140,8 +179,6 @@ class RandomChain {
   }
 
  private:
-  static constexpr int kMaxValues = 24;
-
   int pick(int low, int high) { return std::uniform_int_distribution<int>(low, high)(random_); }
   int registers() const { return next_register_; }
   std::int32_t take() { return next_register_++; }
@@ -185,13 +222,13 @@ class RandomChain {
         reinterpret_cast<const float*>(add_buffer(DType::f32, count_));
   }
 
-  // Element for element, one value for every element, a row of a multiple of 16 elements
-  // repeated, or one value a row of a multiple of 16 elements.
-  void add_load() {
-    DType dtype = random_dtype(true);
+  // Element for element, one value for every element (or, `single`, an f32 one), a row of a whole
+  // number of vectors repeated, or one value a row of a whole number of vectors.
+  void add_load(bool single) {
+    DType dtype = single ? DType::f32 : random_dtype(true);
     graph::FlatBroadcast how;
     std::int64_t elements = count_;
-    switch (pick(0, 3)) {
+    switch (single ? 1 : pick(0, 3)) {
       case 0:
         how.period = count_;
         break;
@@ -199,11 +236,11 @@ class RandomChain {
         elements = 1;
         break;
       case 2:
-        how.period = 16 * pick(1, 4);
+        how.period = lanes_ * pick(1, 4);
         elements = how.period;
         break;
       default:
-        how.repeat = 16 * pick(1, 3);
+        how.repeat = lanes_ * pick(1, 3);
         how.period = pick(2, 5);
         elements = how.period;
         break;
@@ -246,6 +283,8 @@ class RandomChain {
 
   std::mt19937& random_;
   std::int64_t count_;
+  int max_values_;
+  int lanes_;
   ChainProgram program_;
   std::vector<std::vector<std::byte>> buffers_;
   std::vector<std::vector<std::byte>> pristine_;
@@ -328,41 +367,69 @@ std::vector<float> interpreter_registers(const ChainProgram& program) {
 }  // namespace
 
 TEST_CASE("compiled chains give the interpreter's bits on random programs of every instruction") {
-  if (!runs_compiled_chains()) {
-    SUCCEED("this CPU runs no AVX-512 code: chains are interpreted");
+  if (codes_here().empty()) {
+    SUCCEED("this CPU runs neither AVX2 nor AVX-512 code: chains are interpreted");
     return;
   }
-  const runtime::KernelSet& interpreter = runtime::kernel_set("avx512");
-  std::mt19937 random(20261205);
   const std::int64_t counts[] = {1, 7, 15, 16, 17, 40, 100, 4096, 4096 + 24, 3 * 4096 + 8, 9999};
-  int compiled_programs = 0;
-  for (int trial = 0; trial < 400; ++trial) {
-    std::int64_t count = counts[static_cast<std::size_t>(trial) % std::size(counts)];
-    RandomChain chain(random, count);
-    std::optional<CompiledChain> compiled =
-        CompiledChain::compile(chain.program(), count, runtime::kSumChunk);
-    INFO("trial " << trial << ", " << count << " elements: "
-                  << CompiledChain::why_not(chain.program(), count, runtime::kSumChunk));
-    REQUIRE(compiled.has_value());
-    ++compiled_programs;
-    std::vector<float> registers = interpreter_registers(chain.program());
-    RandomChain::Result interpreted =
-        chain.run([&](std::int64_t first, std::int64_t last, double* sums) {
-          interpreter.run_chain_program(chain.program(), registers.data(), first, last, sums);
+  for (const CodeHere& code : codes_here()) {
+    bool avx512 = code.isa == ChainIsa::avx512;
+    // As many values as the vector registers hold beside the temporaries and two sums' lanes
+    // (AVX-512), or one's (AVX2: each takes two of its sixteen); and wide programs, more than
+    // they hold, those read from memory aside.
+    for (RandomChain::Shape shape :
+         {RandomChain::Shape{avx512 ? 24 : 9, avx512 ? 2 : 1, code.lanes},
+          RandomChain::Shape{avx512 ? 48 : 24, 1, code.lanes, true}}) {
+      INFO(runtime::chain_isa_name(code.isa)
+           << " code, " << (shape.wide ? "wide " : "") << "programs");
+      std::mt19937 random(20261205);
+      int compiled_programs = 0;
+      int beyond_registers = 0;
+      for (int trial = 0; trial < 400; ++trial) {
+        std::int64_t count = counts[static_cast<std::size_t>(trial) % std::size(counts)];
+        RandomChain chain(random, count, shape);
+        std::string why_not =
+            CompiledChain::why_not(chain.program(), count, runtime::kSumChunk, code.isa);
+        INFO("trial " << trial << ", " << count << " elements: " << why_not);
+        std::optional<CompiledChain> compiled =
+            CompiledChain::compile(chain.program(), count, runtime::kSumChunk, code.isa);
+        if (shape.wide && !compiled) {
+          CHECK_THAT(why_not, Catch::Contains("beside those it reads from memory"));
+          continue;
+        }
+        REQUIRE(compiled.has_value());
+        ++compiled_programs;
+        // The registers all values fit in: 32 (AVX-512) or 16 (AVX2) less the 5 temporaries and
+        // the sums' lanes.
+        auto sums = static_cast<int>(chain.program().sums.size());
+        int all_fit = avx512 ? 27 - sums : 11 - 2 * sums;
+        beyond_registers += chain.program().registers > all_fit;
+        std::vector<float> registers = interpreter_registers(chain.program());
+        RandomChain::Result interpreted = chain.run([&](std::int64_t first, std::int64_t last,
+                                                        double* sums) {
+          code.interpreter->run_chain_program(chain.program(), registers.data(), first, last, sums);
         });
-    RandomChain::Result ran = chain.run([&](std::int64_t first, std::int64_t last, double* sums) {
-      compiled->run(first, last, sums);
-    });
-    std::string found = differences(interpreted, ran, chain);
-    INFO(found);
-    CHECK(found.empty());
+        RandomChain::Result ran =
+            chain.run([&](std::int64_t first, std::int64_t last, double* sums) {
+              run_compiled(*compiled, code, chain.program(), first, last, sums);
+            });
+        std::string found = differences(interpreted, ran, chain);
+        INFO(found);
+        CHECK(found.empty());
+      }
+      if (!shape.wide) {
+        CHECK(compiled_programs == 400);
+        continue;
+      }
+      INFO(compiled_programs << " compiled, " << beyond_registers << " beyond the registers");
+      CHECK(beyond_registers >= 100);
+    }
   }
-  CHECK(compiled_programs == 400);
 }
 
 TEST_CASE("compiled chains round to 16 bits and widen bit for bit as the scalar conversions do") {
-  if (!runs_compiled_chains()) {
-    SUCCEED("this CPU runs no AVX-512 code: chains are interpreted");
+  if (codes_here().empty()) {
+    SUCCEED("this CPU runs neither AVX2 nor AVX-512 code: chains are interpreted");
     return;
   }
   std::vector<float> values = test::rounding_patterns();
@@ -370,42 +437,72 @@ TEST_CASE("compiled chains round to 16 bits and widen bit for bit as the scalar 
   std::vector<std::uint16_t> every_half(0x10000);
   for (std::uint32_t bits = 0; bits < 0x10000; ++bits)
     every_half[bits] = static_cast<std::uint16_t>(bits);
-  for (DType dtype : {DType::bf16, DType::f16, DType::cb16}) {
-    INFO(graph::dtype_name(dtype));
-    // Stored narrowed, and narrowed in a register (the 16-bit value as f32).
-    ChainProgram narrowing;
-    narrowing.registers = 2;
-    narrowing.direct = {values.data(), nullptr};
-    narrowing.instructions.push_back({ChainCode::narrow, dtype, 1, 0, 0, 0});
-    std::vector<std::uint16_t> stored(values.size());
-    std::vector<float> in_register(values.size());
-    narrowing.stores.push_back({0, reinterpret_cast<std::byte*>(stored.data()), dtype});
-    narrowing.stores.push_back({1, reinterpret_cast<std::byte*>(in_register.data()), DType::f32});
-    CompiledChain::compile(narrowing, count, count).value().run(0, count, nullptr);
-    std::size_t mismatches = 0;
-    for (std::size_t i = 0; i < values.size(); ++i) {
-      std::uint16_t expected = runtime::narrow_to_half(values[i], dtype);
-      mismatches += stored[i] != expected;
-      mismatches += std::bit_cast<std::uint32_t>(in_register[i]) !=
-                    std::bit_cast<std::uint32_t>(runtime::widen_from_half(expected, dtype));
-    }
-    CHECK(mismatches == 0);
+  for (const CodeHere& code : codes_here()) {
+    for (DType dtype : {DType::bf16, DType::f16, DType::cb16}) {
+      INFO(runtime::chain_isa_name(code.isa) << " code, " << graph::dtype_name(dtype));
+      // Stored narrowed, and narrowed in a register (the 16-bit value as f32).
+      ChainProgram narrowing;
+      narrowing.registers = 2;
+      narrowing.direct = {values.data(), nullptr};
+      narrowing.instructions.push_back({ChainCode::narrow, dtype, 1, 0, 0, 0});
+      std::vector<std::uint16_t> stored(values.size());
+      std::vector<float> in_register(values.size());
+      narrowing.stores.push_back({0, reinterpret_cast<std::byte*>(stored.data()), dtype});
+      narrowing.stores.push_back({1, reinterpret_cast<std::byte*>(in_register.data()), DType::f32});
+      // Whole vectors only: what the compiled code computes.
+      std::int64_t whole = CompiledChain::compile(narrowing, count, count, code.isa)
+                               .value()
+                               .run(0, count / code.lanes * code.lanes, nullptr);
+      REQUIRE(whole == count / code.lanes * code.lanes);
+      std::size_t mismatches = 0;
+      for (std::size_t i = 0; i < static_cast<std::size_t>(whole); ++i) {
+        std::uint16_t expected = runtime::narrow_to_half(values[i], dtype);
+        mismatches += stored[i] != expected;
+        mismatches += std::bit_cast<std::uint32_t>(in_register[i]) !=
+                      std::bit_cast<std::uint32_t>(runtime::widen_from_half(expected, dtype));
+      }
+      CHECK(mismatches == 0);
 
-    ChainProgram widening;
-    widening.registers = 1;
-    graph::FlatBroadcast whole;
-    whole.period = 0x10000;
-    widening.loads.push_back(
-        {0, reinterpret_cast<const std::byte*>(every_half.data()), dtype, whole});
-    std::vector<float> widened(every_half.size());
-    widening.stores.push_back({0, reinterpret_cast<std::byte*>(widened.data()), DType::f32});
-    CompiledChain::compile(widening, 0x10000, 0x10000).value().run(0, 0x10000, nullptr);
-    mismatches = 0;
-    for (std::size_t bits = 0; bits < every_half.size(); ++bits) {
-      mismatches += std::bit_cast<std::uint32_t>(widened[bits]) !=
-                    std::bit_cast<std::uint32_t>(runtime::widen_from_half(every_half[bits], dtype));
+      ChainProgram widening;
+      widening.registers = 1;
+      graph::FlatBroadcast all;
+      all.period = 0x10000;
+      widening.loads.push_back(
+          {0, reinterpret_cast<const std::byte*>(every_half.data()), dtype, all});
+      std::vector<float> widened(every_half.size());
+      widening.stores.push_back({0, reinterpret_cast<std::byte*>(widened.data()), DType::f32});
+      CHECK(CompiledChain::compile(widening, 0x10000, 0x10000, code.isa)
+                .value()
+                .run(0, 0x10000, nullptr) == 0x10000);
+      mismatches = 0;
+      for (std::size_t bits = 0; bits < every_half.size(); ++bits) {
+        mismatches +=
+            std::bit_cast<std::uint32_t>(widened[bits]) !=
+            std::bit_cast<std::uint32_t>(runtime::widen_from_half(every_half[bits], dtype));
+      }
+      CHECK(mismatches == 0);
     }
-    CHECK(mismatches == 0);
+  }
+}
+
+TEST_CASE(
+    "AVX2 code leaves the elements short of a vector to the interpreter, AVX-512 masks them") {
+  std::vector<float> values(13, 4.0f);
+  std::vector<float> roots(13, -1.0f);
+  ChainProgram program;
+  program.registers = 2;
+  program.direct = {values.data(), nullptr};
+  program.instructions.push_back({ChainCode::sqrt, DType::f32, 1, 0, 0, 0});
+  program.stores.push_back({1, reinterpret_cast<std::byte*>(roots.data()), DType::f32});
+  for (const CodeHere& code : codes_here()) {
+    INFO(runtime::chain_isa_name(code.isa) << " code");
+    std::fill(roots.begin(), roots.end(), -1.0f);
+    std::int64_t stopped =
+        CompiledChain::compile(program, 13, 13, code.isa).value().run(0, 13, nullptr);
+    std::int64_t expected = code.isa == ChainIsa::avx2 ? 8 : 13;
+    CHECK(stopped == expected);
+    for (std::int64_t i = 0; i < 13; ++i)
+      CHECK(roots[static_cast<std::size_t>(i)] == (i < expected ? 2.0f : -1.0f));
   }
 }
 
@@ -418,49 +515,88 @@ TEST_CASE(
   simple.direct = {values.data(), nullptr};
   simple.instructions.push_back({ChainCode::sqrt, DType::f32, 1, 0, 0, 0});
   simple.stores.push_back({1, bytes, DType::f32});
-  CHECK(CompiledChain::why_not(simple, 64, 64).empty());
+  const ChainIsa kAvx512 = ChainIsa::avx512;
+  const ChainIsa kAvx2 = ChainIsa::avx2;
+  CHECK(CompiledChain::why_not(simple, 64, 64, kAvx512).empty());
+  CHECK(CompiledChain::why_not(simple, 64, 64, kAvx2).empty());
+  CHECK(CompiledChain::why_not(simple, 64, 64, ChainIsa::none) ==
+        "the kernel set runs neither AVX-512 nor AVX2 code");
 
   ChainProgram odd_rows = simple;
   graph::FlatBroadcast row;
-  row.period = 24;  // a row of 24 elements: vectors would straddle rows
+  row.period = 24;  // a row of 24 elements: AVX-512's vectors would straddle rows
   odd_rows.registers = 3;
   odd_rows.direct.push_back(nullptr);
   odd_rows.loads.push_back({2, bytes, DType::f32, row});
-  CHECK_THAT(CompiledChain::why_not(odd_rows, 64, 64), Catch::Contains("broadcasts an operand"));
-  CHECK_FALSE(CompiledChain::compile(odd_rows, 64, 64).has_value());
+  CHECK_THAT(CompiledChain::why_not(odd_rows, 64, 64, kAvx512),
+             Catch::Contains("broadcasts an operand"));
+  CHECK_FALSE(CompiledChain::compile(odd_rows, 64, 64, kAvx512).has_value());
+  CHECK(CompiledChain::why_not(odd_rows, 64, 64, kAvx2).empty());  // three vectors of 8
+  odd_rows.loads.back().how.period = 12;
+  CHECK_THAT(CompiledChain::why_not(odd_rows, 64, 64, kAvx2),
+             Catch::Contains("a row's value of a multiple of 8 elements"));
 
   // A row's value of an empty value's rows: nothing to count.
   ChainProgram no_rows = odd_rows;
   no_rows.loads.back().how = graph::FlatBroadcast{16, 0, 1, 1};
-  CHECK_THAT(CompiledChain::why_not(no_rows, 0, 64), Catch::Contains("broadcasts an operand"));
+  CHECK_THAT(CompiledChain::why_not(no_rows, 0, 64, kAvx512),
+             Catch::Contains("broadcasts an operand"));
 
   ChainProgram rows = odd_rows;
   rows.loads.back().how.period = 32;
-  CHECK(CompiledChain::why_not(rows, 64, 64).empty());
+  CHECK(CompiledChain::why_not(rows, 64, 64, kAvx512).empty());
   // A softmax's rows of 40: its runs would start inside a vector.
-  CHECK(CompiledChain::why_not(rows, 64, 40) ==
+  CHECK(CompiledChain::why_not(rows, 64, 40, kAvx512) ==
         "it broadcasts rows, and its runs start every 40 elements, not at multiples of 16");
+  CHECK(CompiledChain::why_not(rows, 64, 40, kAvx2).empty());
+  CHECK(CompiledChain::why_not(rows, 64, 36, kAvx2) ==
+        "it broadcasts rows, and its runs start every 36 elements, not at multiples of 8");
 
   ChainProgram odd_sum = simple;
   odd_sum.sums.push_back(1);
-  CHECK(CompiledChain::why_not(odd_sum, 60, 4096) == "it sums 60 elements, not a multiple of 8");
-  CHECK(CompiledChain::why_not(odd_sum, 64, 4096).empty());
+  CHECK(CompiledChain::why_not(odd_sum, 60, 4096, kAvx512) ==
+        "it sums 60 elements, not a multiple of 8");
+  CHECK(CompiledChain::why_not(odd_sum, 64, 4096, kAvx512).empty());
 
+  // AVX-512: 32 vector registers less 5 for temporaries; AVX2: 16 less 5, less 2 a sum. Beyond
+  // that, the operand read in place stays in memory and 3 more are temporaries for such operands.
   ChainProgram crowded = simple;
   crowded.registers = 28;
   crowded.direct.resize(28, nullptr);
-  CHECK(CompiledChain::why_not(crowded, 64, 64) ==
-        "it holds 28 values at once, more than 27 vector registers");
+  CHECK(CompiledChain::why_not(crowded, 64, 64, kAvx512) ==
+        "it holds 27 values at once beside those it reads from memory, more than 24 vector "
+        "registers");
+  crowded.registers = 10;
+  crowded.direct.resize(10, nullptr);
+  CHECK(CompiledChain::why_not(crowded, 64, 64, kAvx2).empty());
+  crowded.sums.push_back(1);
+  CHECK(CompiledChain::why_not(crowded, 64, 64, kAvx2) ==
+        "it holds 9 values at once beside those it reads from memory, more than 6 vector "
+        "registers");
+  // Seven single f32 values and four operands read in place, as an AdamW update reads them, and
+  // five others: AVX2 keeps the eleven in memory.
+  ChainProgram update = simple;
+  update.registers = 16;
+  update.direct.assign(16, nullptr);
+  for (std::size_t reg : {1, 3, 7, 9})
+    update.direct[reg] = values.data();
+  for (std::int32_t reg : {0, 2, 4, 5, 6, 8, 10})
+    update.loads.push_back({reg, bytes, DType::f32, graph::FlatBroadcast{}});
+  CHECK(CompiledChain::why_not(update, 64, 64, kAvx2).empty());
 
-  if (!runs_compiled_chains()) return;
-  CHECK_THROWS_WITH(CompiledChain::compile(rows, 64, 64).value().run(8, 64, nullptr),
-                    "a compiled chain that broadcasts rows runs from a multiple of 16 elements, "
-                    "not from element 8");
+  for (const CodeHere& code : codes_here()) {
+    INFO(runtime::chain_isa_name(code.isa) << " code");
+    std::int64_t first = code.lanes / 2;
+    CHECK_THROWS_WITH(
+        CompiledChain::compile(rows, 64, 64, code.isa).value().run(first, 64, nullptr),
+        "a compiled chain that broadcasts rows runs from a multiple of " +
+            std::to_string(code.lanes) + " elements, not from element " + std::to_string(first));
+  }
 }
 
 TEST_CASE("a compiled row chain reads and writes the caller's row buffer") {
-  if (!runs_compiled_chains()) {
-    SUCCEED("this CPU runs no AVX-512 code: chains are interpreted");
+  if (codes_here().empty()) {
+    SUCCEED("this CPU runs neither AVX2 nor AVX-512 code: chains are interpreted");
     return;
   }
   // A softmax_grad's chain: the kernel's rows in the row register, scaled and stored; a softmax's:
@@ -471,30 +607,38 @@ TEST_CASE("a compiled row chain reads and writes the caller's row buffer") {
   for (std::size_t i = 0; i < values.size(); ++i)
     values[i] = static_cast<float>(i) - 50.0f;
   std::vector<float> scale = {0.125f};
-  std::vector<float> scaled(kCount);
-  ChainProgram reads_row;
-  reads_row.registers = 3;
-  reads_row.direct.assign(3, nullptr);
-  reads_row.row_register = 0;
-  reads_row.loads.push_back(
-      {1, reinterpret_cast<const std::byte*>(scale.data()), DType::f32, graph::FlatBroadcast{}});
-  reads_row.instructions.push_back({ChainCode::mul, DType::f32, 2, 0, 1, 0});
-  reads_row.stores.push_back({2, reinterpret_cast<std::byte*>(scaled.data()), DType::f32});
-  std::vector<float> row(values.begin() + kFirst, values.end());
-  CompiledChain::compile(reads_row, kCount, kFirst).value().run_on_row(kFirst, kCount, row.data());
-  for (std::int64_t i = 0; i < kCount; ++i) {
-    auto e = static_cast<std::size_t>(i);
-    CHECK(scaled[e] == (i < kFirst ? 0.0f : values[e] * 0.125f));
-  }
+  for (const CodeHere& code : codes_here()) {
+    INFO(runtime::chain_isa_name(code.isa) << " code");
+    std::vector<float> scaled(kCount);
+    ChainProgram reads_row;
+    reads_row.registers = 3;
+    reads_row.direct.assign(3, nullptr);
+    reads_row.row_register = 0;
+    reads_row.loads.push_back(
+        {1, reinterpret_cast<const std::byte*>(scale.data()), DType::f32, graph::FlatBroadcast{}});
+    reads_row.instructions.push_back({ChainCode::mul, DType::f32, 2, 0, 1, 0});
+    reads_row.stores.push_back({2, reinterpret_cast<std::byte*>(scaled.data()), DType::f32});
+    std::vector<float> row(values.begin() + kFirst, values.end());
+    // 80 elements: whole vectors of either code.
+    CHECK(CompiledChain::compile(reads_row, kCount, kFirst, code.isa)
+              .value()
+              .run_on_row(kFirst, kCount, row.data()) == kCount);
+    for (std::int64_t i = 0; i < kCount; ++i) {
+      auto e = static_cast<std::size_t>(i);
+      CHECK(scaled[e] == (i < kFirst ? 0.0f : values[e] * 0.125f));
+    }
 
-  ChainProgram writes_row = reads_row;
-  writes_row.row_register = -1;
-  writes_row.direct[0] = values.data();
-  writes_row.stores.clear();
-  writes_row.row_result = 2;
-  std::fill(row.begin(), row.end(), 0.0f);
-  CompiledChain::compile(writes_row, kCount, kFirst).value().run_on_row(kFirst, kCount, row.data());
-  for (std::int64_t i = kFirst; i < kCount; ++i)
-    CHECK(row[static_cast<std::size_t>(i - kFirst)] ==
-          values[static_cast<std::size_t>(i)] * 0.125f);
+    ChainProgram writes_row = reads_row;
+    writes_row.row_register = -1;
+    writes_row.direct[0] = values.data();
+    writes_row.stores.clear();
+    writes_row.row_result = 2;
+    std::fill(row.begin(), row.end(), 0.0f);
+    CHECK(CompiledChain::compile(writes_row, kCount, kFirst, code.isa)
+              .value()
+              .run_on_row(kFirst, kCount, row.data()) == kCount);
+    for (std::int64_t i = kFirst; i < kCount; ++i)
+      CHECK(row[static_cast<std::size_t>(i - kFirst)] ==
+            values[static_cast<std::size_t>(i)] * 0.125f);
+  }
 }
