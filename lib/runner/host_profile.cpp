@@ -81,8 +81,11 @@ std::string classes_line(const ProfiledProgram& program) {
   line += ", between host steps " +
           formatted("%.1f", share_of(profile.run_seconds - in_steps, profile.run_seconds)) + " %.";
   if (profile.chains_in_registers > 0)
-    line += " Chains in registers: " + std::to_string(profile.chains_in_registers) + ", " +
-            std::to_string(profile.chains_compiled) + " of them compiled to machine code.";
+    line +=
+        " Chains in registers: " + std::to_string(profile.chains_in_registers) + ", " +
+        std::to_string(profile.chains_compiled) + " of them compiled" +
+        (profile.chains_compiled > 0 ? " to " + std::string(profile.chains_compiled_to) + " code."
+                                     : " (interpreted).");
   return line;
 }
 

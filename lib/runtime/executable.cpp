@@ -157,6 +157,7 @@ struct Executable::State {
   }
 
   void count_chains_in_registers() {
+    profile.chains_compiled_to = chain_isa_name(kernels.compiled_chains);
     for (const StepWork& work : step) {
       if (const auto* chain = std::get_if<ElementwiseChain>(&work)) {
         profile.chains_in_registers += chain->in_registers();

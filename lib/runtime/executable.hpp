@@ -90,9 +90,11 @@ class Executable {
     double run_seconds = 0.0;
     std::vector<double> seconds;  // per entry of plan().host_steps (0 for those run at load)
     // The step's chains in registers (elementwise chains and softmaxes' row chains), and of those
-    // the ones compiled to machine code (compiled_chain.hpp) rather than interpreted.
+    // the ones compiled to machine code (compiled_chain.hpp) rather than interpreted, and to which
+    // code: "AVX-512" or "AVX2".
     int chains_in_registers = 0;
     int chains_compiled = 0;
+    std::string_view chains_compiled_to;
   };
   void set_profiling(bool on);
   const HostProfile& host_profile() const;

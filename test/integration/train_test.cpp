@@ -438,6 +438,16 @@ TEST_CASE("train and eval --profile write each host step's seconds, named as in 
   CHECK(train.out.find("Host profile of the train step (5 runs timed): ") != std::string::npos);
   CHECK(train.out.find("Host profile of the eval step (3 runs timed): ") != std::string::npos);
   CHECK(train.out.find("The longest host steps of the train step:\n") != std::string::npos);
+  // Its chains in registers, compiled to the code `csrun --version` names, or interpreted.
+  auto version = run_csrun({"--version"});
+  std::smatch code;
+  bool compiles =
+      std::regex_search(version.out, code, std::regex("\nchains: compiled to (\\S+) code"));
+  std::regex chains(
+      compiles ? R"(Chains in registers: \d+, [1-9]\d* of them compiled to )" + code[1].str() +
+                     " code\\."
+               : std::string(R"(Chains in registers: \d+, 0 of them compiled \(interpreted\)\.)"));
+  CHECK(std::regex_search(train.out, chains));
   std::set<std::string> planned = planned_kernels(model_dir);
   HostProfileLines profiled = host_profile_lines(model_dir);
   CHECK(profiled.lines_by_program_and_runs.size() == 2);
