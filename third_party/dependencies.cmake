@@ -33,7 +33,7 @@ if(NOT CSRUN_ONEDNN_OPENMP)
   message(FATAL_ERROR "csrun needs GCC's OpenMP runtime, which oneDNN uses. Install the Debian "
                       "package 'libgomp1' (scripts/setup.sh installs every dependency).")
 endif()
-# Chains of elementwise nodes are compiled to AVX-512 code when a step is loaded
+# Chains of elementwise nodes are compiled to AVX-512 or AVX2 code when a step is loaded
 # (lib/runtime/compiled_chain.hpp) with Xbyak, a header-only assembler.
 find_path(CSRUN_XBYAK_INCLUDE_DIR xbyak/xbyak.h)
 if(NOT CSRUN_XBYAK_INCLUDE_DIR)

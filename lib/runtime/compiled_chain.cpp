@@ -533,11 +533,9 @@ class ChainEmitter : public Xbyak::CodeGenerator {
       case ChainCode::logical_not:
         return truth_of(out, a, every_lane(0), kEqual);
       case ChainCode::neg:
-        if (avx2()) return vxorps(out, a, every_lane(0x80000000u));
-        return vpxord(out, a, every_lane(0x80000000u));
+        return xor_bits(out, a, 0x80000000u);
       case ChainCode::abs:
-        if (avx2()) return vandps(out, a, every_lane(0x7FFFFFFFu));
-        return vpandd(out, a, every_lane(0x7FFFFFFFu));
+        return and_bits(out, a, 0x7FFFFFFFu);
       case ChainCode::relu:
         return relu(out, a);
       case ChainCode::sqrt:
@@ -751,6 +749,11 @@ class ChainEmitter : public Xbyak::CodeGenerator {
     vpandd(out, in, every_lane(bits));
   }
 
+  void xor_bits(const Xmm& out, const Xmm& in, std::uint32_t bits) {
+    if (avx2()) return vpxor(out, in, every_lane(bits));
+    vpxord(out, in, every_lane(bits));
+  }
+
   void or_bits(const Xmm& out, const Xmm& a, const Xmm& b) {
     if (avx2()) return vpor(out, a, b);
     vpord(out, a, b);
@@ -819,16 +822,14 @@ struct CompiledChain::Code {
         function(emitter.getCode<ChainFunction>()),
         sums(program.sums.size()),
         counts(!counted_broadcasts(program, count).empty()),
-        lanes(vector_lanes(isa)),
-        masks_last_vector(isa == ChainIsa::avx512) {}
+        isa(isa) {}
 
   ChainProgram program;
   ChainEmitter emitter;
   ChainFunction function;
   std::size_t sums;
   bool counts;  // whether it follows broadcasts with counters, which start at whole vectors
-  int lanes;
-  bool masks_last_vector;  // AVX-512's; AVX2's code leaves elements short of a vector
+  ChainIsa isa;
 };
 
 std::string CompiledChain::why_not(const ChainProgram& program, std::int64_t count,
@@ -879,13 +880,15 @@ std::optional<CompiledChain> CompiledChain::compile(const ChainProgram& program,
 
 CompiledChain::CompiledChain(std::shared_ptr<const Code> code) : code_(std::move(code)) {}
 
+// AVX-512's code masks the last elements short of a vector; AVX2's leaves them to the caller.
 std::int64_t CompiledChain::whole_vectors_end(std::int64_t first, std::int64_t last) const {
-  if (first % code_->lanes != 0 && code_->counts)
+  int lanes = vector_lanes(code_->isa);
+  if (first % lanes != 0 && code_->counts)
     throw std::invalid_argument("a compiled chain that broadcasts rows runs from a multiple of " +
-                                std::to_string(code_->lanes) + " elements, not from element " +
+                                std::to_string(lanes) + " elements, not from element " +
                                 std::to_string(first));
-  if (code_->masks_last_vector || last <= first) return last;
-  return first + (last - first) / code_->lanes * code_->lanes;
+  if (code_->isa == ChainIsa::avx512 || last <= first) return last;
+  return first + (last - first) / lanes * lanes;
 }
 
 std::int64_t CompiledChain::run(std::int64_t first, std::int64_t last, double* chunk_sums) const {

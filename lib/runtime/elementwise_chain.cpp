@@ -325,7 +325,8 @@ ElementwiseChain::ElementwiseChain(std::vector<NodeTask> tasks,
   }
   chunk_sums_.resize(static_cast<std::size_t>(sum_chunks(count_)) * sums_.size());
   if (in_registers) program_ = ProgramBuilder(tasks_, nodes, summed, count_).build();
-  if (program_ && kernels.compiled_chains != ChainIsa::none && chains_compiled_here())
+  // CompiledChain takes no program for a set that runs neither AVX-512 nor AVX2 code.
+  if (program_ && chains_compiled_here())
     compiled_ = CompiledChain::compile(*program_, count_, kChunkElements, kernels.compiled_chains);
   if (!program_) {
     assign_slots(last_read);

@@ -589,7 +589,7 @@ struct Executable::State {
         row_chain_program(tasks, host.row_chain, row_value, row_result));
     // Its runs start at whole rows.
     std::int64_t width = task.out.rank == 0 ? 1 : task.out.shape[task.out.rank - 1];
-    if (kernels.compiled_chains != ChainIsa::none && chains_compiled_here())
+    if (chains_compiled_here())
       task.compiled_row_chain =
           CompiledChain::compile(*task.row_chain, task.out.count, width, kernels.compiled_chains);
   }
