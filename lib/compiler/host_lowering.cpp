@@ -337,7 +337,7 @@ class HostLowering {
     std::vector<DType> operands;
     for (NodeId input : node.inputs)
       operands.push_back(type(input).dtype);
-    return computes_in_registers(node.op, operands, node.type.dtype);
+    return computes_in_registers(node, operands);
   }
 
   // The nodes of a chain whose values live inside the kernel and only the chain (its nodes and

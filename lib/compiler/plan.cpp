@@ -32,14 +32,17 @@ bool runs_row_chain(const graph::Node& node) {
          node.attrs.axis == node.type.rank() - 1;
 }
 
-bool computes_in_registers(graph::OpKind op, std::span<const graph::DType> operands,
-                           graph::DType result) {
+bool computes_in_registers(const graph::Node& node, std::span<const graph::DType> operands) {
   using graph::DType;
   using graph::OpKind;
+  DType result = node.type.dtype;
   auto all_f32 = [](std::span<const DType> dtypes) {
     return std::all_of(dtypes.begin(), dtypes.end(), [](DType d) { return d == DType::f32; });
   };
-  switch (op) {
+  switch (node.op) {
+    case OpKind::gelu:
+      if (node.attrs.approximate) return false;
+      [[fallthrough]];
     case OpKind::add:
     case OpKind::sub:
     case OpKind::mul:
@@ -51,6 +54,8 @@ bool computes_in_registers(graph::OpKind op, std::span<const graph::DType> opera
     case OpKind::relu:
     case OpKind::sqrt:
     case OpKind::rsqrt:
+    case OpKind::exp:
+    case OpKind::erf:
       return result == DType::f32 && all_f32(operands);
     case OpKind::less:
     case OpKind::less_equal:

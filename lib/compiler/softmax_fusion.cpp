@@ -48,7 +48,7 @@ class SoftmaxFusion {
       if (!graph::flat_broadcast(operand.shape, rows)) return false;
       operands.push_back(operand.dtype);
     }
-    return computes_in_registers(node.op, operands, node.type.dtype);
+    return computes_in_registers(node, operands);
   }
 
   // The elementwise nodes that compute a softmax's input and that only the next of them reads

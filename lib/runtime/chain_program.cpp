@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "exp_erf.hpp"
 #include "full_sum.hpp"
 #include "graph/elementwise_semantics.hpp"
 #include "half_precision.hpp"
@@ -130,6 +131,12 @@ struct Block {
         return unary(instruction, [](float a) { return std::sqrt(a); });
       case ChainCode::rsqrt:
         return unary(instruction, [](float a) { return 1.0f / std::sqrt(a); });
+      case ChainCode::exp:
+        return exp_erf::exp_values(source(instruction.a), reg(instruction.out), lanes());
+      case ChainCode::erf:
+        return exp_erf::erf_values(source(instruction.a), reg(instruction.out), lanes());
+      case ChainCode::gelu:
+        return exp_erf::gelu_values(source(instruction.a), reg(instruction.out), lanes());
       case ChainCode::where:
         return where(instruction);
       case ChainCode::narrow:

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cstdlib>
 #include <map>
 #include <span>
@@ -11,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+#include "exp_erf.hpp"
 #include "full_sum.hpp"
 #include "graph/types.hpp"
 #include "half_precision.hpp"
@@ -186,6 +188,9 @@ bool reads_b(ChainCode code) {
     case ChainCode::relu:
     case ChainCode::sqrt:
     case ChainCode::rsqrt:
+    case ChainCode::exp:
+    case ChainCode::erf:
+    case ChainCode::gelu:
     case ChainCode::narrow:
     case ChainCode::copy:
       return false;
@@ -275,6 +280,12 @@ class ChainEmitter : public Xbyak::CodeGenerator {
     return ptr_b[rip + constants_[value]];
   }
   Xbyak::Address one_lane(std::uint32_t value) { return dword[rip + constants_[value]]; }
+  Xbyak::Address every_lane_f32(float value) {
+    return every_lane(std::bit_cast<std::uint32_t>(value));
+  }
+  void broadcast(const Xmm& out, float value) {
+    vbroadcastss(out, one_lane(std::bit_cast<std::uint32_t>(value)));
+  }
 
   // Loads a 64-bit address into r11 and returns the element at the loop's index.
   Xbyak::RegExp element(const void* base, int element_bytes) {
@@ -544,6 +555,12 @@ class ChainEmitter : public Xbyak::CodeGenerator {
         vsqrtps(scratch(4), a);
         vbroadcastss(out, one_lane(kOne));
         return vdivps(out, out, scratch(4));
+      case ChainCode::exp:
+        return exp(out, a);
+      case ChainCode::erf:
+        return erf(out, a);
+      case ChainCode::gelu:
+        return gelu(out, a);
       case ChainCode::where:
         return where(out, a, b, read(instruction.c, 2));
       case ChainCode::narrow:
@@ -578,6 +595,97 @@ class ChainEmitter : public Xbyak::CodeGenerator {
     }
     vcmpps(scratch(4), a, every_lane(0), kLessEqual);
     vandnps(out, scratch(4), a);
+  }
+
+  // exp_erf.hpp's exp, operation for operation: `out` from `a`, neither a scratch register.
+  void exp(const Xmm& out, const Xmm& a) {
+    using namespace exp_erf;
+    Xmm x = scratch(0);
+    Xmm m = scratch(1);
+    Xmm r = scratch(2);
+    Xmm y = scratch(3);
+    Xmm other = scratch(4);
+    hold(x, a, kExpLowest, kExpHighest, m);
+    broadcast(m, kLog2e);
+    vfmadd213ps(m, x, every_lane_f32(0.5f));
+    floor(m);
+    vmovaps(r, x);
+    vfmadd231ps(r, m, every_lane_f32(-kLn2High));
+    vfmadd231ps(r, m, every_lane_f32(-kLn2Low));
+    horner(y, r, kExpPolynomial);
+    vmulps(other, r, r);
+    vfmadd213ps(y, other, r);
+    vaddps(y, y, every_lane_f32(1.0f));
+    scale(out, y, m);
+  }
+
+  // y 2^m, rounded once: AVX-512's scalef, or AVX2's two exact powers of two as exp_erf.cpp's.
+  void scale(const Xmm& out, const Xmm& y, const Xmm& m) {
+    using namespace exp_erf;
+    if (!avx2()) return vscalefps(out, y, m);
+    Xmm first = scratch(4);
+    vaddps(m, m, every_lane_f32(kExponentShifter));
+    vpsubd(m, m, every_lane_f32(kExponentShifter));
+    vpsrad(first, m, 1);
+    vpsubd(m, m, first);
+    power_of_two(first);
+    vmulps(y, y, first);
+    power_of_two(m);
+    vmulps(out, y, m);
+  }
+
+  // exp_erf.hpp's erf, operation for operation; `in` may be scratch(4).
+  void erf(const Xmm& out, const Xmm& in) {
+    using namespace exp_erf;
+    Xmm x = scratch(0);
+    Xmm square = scratch(1);
+    Xmm p = scratch(2);
+    Xmm q = scratch(3);
+    hold(x, in, -kErfLimit, kErfLimit, square);
+    vmulps(square, x, x);
+    horner(p, square, kErfNumerator);
+    horner(q, square, kErfDenominator);
+    vdivps(p, p, q);
+    vmulps(out, p, x);
+  }
+
+  // (0.5 a) (1 + erf(a / sqrt(2))), as exp_erf.hpp's gelu.
+  void gelu(const Xmm& out, const Xmm& a) {
+    Xmm scaled = scratch(4);
+    vmulps(scaled, a, every_lane_f32(exp_erf::kInverseSqrt2));
+    erf(out, scaled);
+    vaddps(out, out, every_lane_f32(1.0f));
+    vmulps(scaled, a, every_lane_f32(0.5f));
+    vmulps(out, scaled, out);
+  }
+
+  // low > a ? low : a, then high < that ? high : that, in `out` (`spare` is overwritten): vmaxps
+  // and vminps give their second operand where one is NaN, so NaN stays NaN.
+  void hold(const Xmm& out, const Xmm& a, float low, float high, const Xmm& spare) {
+    broadcast(spare, low);
+    vmaxps(spare, spare, a);
+    broadcast(out, high);
+    vminps(out, out, spare);
+  }
+
+  void floor(const Xmm& value) {
+    constexpr std::uint8_t kFloorQuietly = 0x09;  // round down, no precision exception
+    if (avx2()) return vroundps(value, value, kFloorQuietly);
+    vrndscaleps(value, value, kFloorQuietly);
+  }
+
+  // ((c0 x + c1) x + c2) x + ... in `out`, a fused multiply-add a coefficient.
+  template <std::size_t N>
+  void horner(const Xmm& out, const Xmm& x, const std::array<float, N>& coefficients) {
+    broadcast(out, coefficients[0]);
+    for (std::size_t i = 1; i < N; ++i)
+      vfmadd213ps(out, x, every_lane_f32(coefficients[i]));
+  }
+
+  // The integer exponents in `exponent`'s lanes as the powers of two they stand for.
+  void power_of_two(const Xmm& exponent) {
+    vpaddd(exponent, exponent, every_lane(exp_erf::kExponentBias));
+    vpslld(exponent, exponent, exp_erf::kMantissaBits);
   }
 
   // a != 0 ? b : c.

@@ -89,15 +89,16 @@ namespace {
 using graph::DType;
 using graph::OpKind;
 
-// The instructions of f32 arithmetic, and those whose result is a boolean: comparisons of f32
-// values, is_finite, logical_not of a boolean.
+// The instructions of f32 arithmetic (exp, erf and exact gelu among them), and those whose result
+// is a boolean: comparisons of f32 values, is_finite, logical_not of a boolean.
 constexpr std::pair<OpKind, ChainCode> kArithmetic[] = {
     {OpKind::add, ChainCode::add},         {OpKind::sub, ChainCode::sub},
     {OpKind::mul, ChainCode::mul},         {OpKind::div, ChainCode::div},
     {OpKind::maximum, ChainCode::maximum}, {OpKind::minimum, ChainCode::minimum},
     {OpKind::neg, ChainCode::neg},         {OpKind::abs, ChainCode::abs},
     {OpKind::relu, ChainCode::relu},       {OpKind::sqrt, ChainCode::sqrt},
-    {OpKind::rsqrt, ChainCode::rsqrt}};
+    {OpKind::rsqrt, ChainCode::rsqrt},     {OpKind::exp, ChainCode::exp},
+    {OpKind::erf, ChainCode::erf},         {OpKind::gelu, ChainCode::gelu}};
 constexpr std::pair<OpKind, ChainCode> kToBoolean[] = {
     {OpKind::less, ChainCode::less},           {OpKind::less_equal, ChainCode::less_equal},
     {OpKind::greater, ChainCode::greater},     {OpKind::greater_equal, ChainCode::greater_equal},
@@ -118,7 +119,7 @@ std::optional<ChainCode> register_code(const NodeTask& task) {
   for (const TensorRef& in : task.in)
     operands.push_back(in.dtype);
   OpKind op = task.node->op;
-  if (!compiler::computes_in_registers(op, operands, task.out.dtype)) return std::nullopt;
+  if (!compiler::computes_in_registers(*task.node, operands)) return std::nullopt;
   if (op == OpKind::where) return ChainCode::where;
   if (op == OpKind::cast)
     return graph::is_half(task.out.dtype) ? ChainCode::narrow : ChainCode::copy;
@@ -207,8 +208,9 @@ class ProgramBuilder {
       throw std::invalid_argument(
           "the plan runs node %" + std::to_string(nodes_[t]) + " (" +
           graph::op_name(task.node->op) + " to " + graph::dtype_name(task.out.dtype) +
-          ") in registers, which compute only f32 arithmetic, comparisons, is_finite, logical_not "
-          "and where, and casts between f32 and 16-bit floats or from booleans");
+          ") in registers, which compute only f32 arithmetic (exp, erf and exact gelu among it), "
+          "comparisons, is_finite, logical_not and where, and casts between f32 and 16-bit floats "
+          "or from booleans");
     if (*code == ChainCode::narrow && only_stored(t)) return store_narrowed(t);
     ChainInstruction instruction;
     instruction.code = *code;

@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "eigen.hpp"
+#include "exp_erf.hpp"
 #include "graph/elementwise_semantics.hpp"
 #include "kernel_families.hpp"
 #include "thread_team.hpp"
@@ -224,17 +225,16 @@ void unary_f32(const NodeTask& task, F f) {
     out[i] = f(x[i]);
 }
 
-// The same through Eigen's arrays, whose exp, log, tanh and erf are vectorized.
+// The same through Eigen's arrays, whose log and tanh are vectorized (exp and erf: exp_erf.hpp).
 template <class F>
 void unary_array(const NodeTask& task, F f) {
   Eigen::Map<const Eigen::ArrayXf> x(task.in[0].f32(), task.out.count);
   Eigen::Map<Eigen::ArrayXf>(task.out.f32(), task.out.count) = f(x);
 }
 
-// Eigen 3.4's vectorized exp clamps its argument at about -88.4 (exp(-inf) is 3e-39) and its log
-// takes a subnormal argument for the smallest normal number, on SSE and AVX2 though not on
-// AVX-512; the few elements whose exp is subnormal or zero, or whose log operand is subnormal,
-// are recomputed with the standard functions so every kernel set gives the ops' values.
+// Eigen 3.4's vectorized log takes a subnormal argument for the smallest normal number, on SSE and
+// AVX2 though not on AVX-512; the few elements whose operand is subnormal are recomputed with the
+// standard function so every kernel set gives the op's values.
 template <class Outside, class Exact>
 void recompute_outside(const NodeTask& task, Outside outside, Exact exact) {
   const float* x = task.in[0].f32();
@@ -247,13 +247,9 @@ void recompute_outside(const NodeTask& task, Outside outside, Exact exact) {
 void unary_vectorized(const NodeTask& task, bool approximate) {
   using Array = Eigen::Map<const Eigen::ArrayXf>;
   constexpr float kSmallestNormal = std::numeric_limits<float>::min();
-  constexpr float kLogSmallestNormal = -87.336544f;
   switch (task.node->op) {
     case OpKind::exp:
-      unary_array(task, [](const Array& x) { return x.exp(); });
-      return recompute_outside(
-          task, [](float v) { return v < kLogSmallestNormal; },
-          [](float v) { return std::exp(v); });
+      return exp_erf::exp_values(task.in[0].f32(), task.out.f32(), task.out.count);
     case OpKind::log:
       unary_array(task, [](const Array& x) { return x.log(); });
       return recompute_outside(
@@ -269,16 +265,13 @@ void unary_vectorized(const NodeTask& task, bool approximate) {
     case OpKind::tanh:
       return unary_array(task, [](const Array& x) { return x.tanh(); });
     case OpKind::erf:
-      return unary_array(task, [](const Array& x) { return x.erf(); });
+      return exp_erf::erf_values(task.in[0].f32(), task.out.f32(), task.out.count);
     case OpKind::gelu:
-      if (approximate) {
-        return unary_array(task, [](const Array& x) {
-          float scale = std::sqrt(2.0f / std::numbers::pi_v<float>);
-          return 0.5f * x * (1.0f + (scale * (x + 0.044715f * x.cube())).tanh());
-        });
-      }
+      if (!approximate)
+        return exp_erf::gelu_values(task.in[0].f32(), task.out.f32(), task.out.count);
       return unary_array(task, [](const Array& x) {
-        return 0.5f * x * (1.0f + (x * (1.0f / std::numbers::sqrt2_v<float>)).erf());
+        float scale = std::sqrt(2.0f / std::numbers::pi_v<float>);
+        return 0.5f * x * (1.0f + (scale * (x + 0.044715f * x.cube())).tanh());
       });
     default:
       return unary_f32(task, [op = task.node->op, approximate](float v) {

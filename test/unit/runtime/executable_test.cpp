@@ -1022,12 +1022,12 @@ TEST_CASE("a plan running a step in registers that cannot run there is refused")
   };
   graph::Graph graph;
   graph::Tensor x(graph, graph.add_input("x", {{10'000}, DType::f32}));
-  graph.add_output("y", (exp(x * 2.0) + 1.0).id());
+  graph.add_output("y", (log(x * 2.0) + 1.0).id());
   compiler::Plan transcendental = test::compiled_plan(graph, 1);
   chain_of(transcendental)->in_registers = true;
   CHECK_THROWS_WITH(
       Executable(transcendental),
-      Catch::Contains("(exp to f32) in registers, which compute only f32 arithmetic"));
+      Catch::Contains("(log to f32) in registers, which compute only f32 arithmetic"));
 
   compiler::Plan gemm = test::compiled_plan(test::traced_step(kModels[0], 4).graph, 4);
   auto product = std::find_if(
