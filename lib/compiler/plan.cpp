@@ -56,6 +56,7 @@ bool computes_in_registers(const graph::Node& node, std::span<const graph::DType
     case OpKind::rsqrt:
     case OpKind::exp:
     case OpKind::erf:
+    case OpKind::sigmoid:
       return result == DType::f32 && all_f32(operands);
     case OpKind::less:
     case OpKind::less_equal:

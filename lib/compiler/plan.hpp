@@ -105,9 +105,9 @@ enum class HostStepKind : std::uint8_t {
 const char* host_step_kind_name(HostStepKind kind);  // "node", "gemm", "chain"
 
 // Whether a chain in registers computes `node` from operands of the dtypes `operands`: f32
-// arithmetic (add sub mul div maximum minimum neg abs relu sqrt rsqrt exp erf, and gelu but its
-// tanh approximation), comparisons of f32 values and is_finite, logical_not of a boolean, where
-// over f32 values, casts between f32 and the 16-bit floats and from a boolean to f32. What
+// arithmetic (add sub mul div maximum minimum neg abs relu sqrt rsqrt exp erf sigmoid, and gelu
+// but its tanh approximation), comparisons of f32 values and is_finite, logical_not of a boolean,
+// where over f32 values, casts between f32 and the 16-bit floats and from a boolean to f32. What
 // lower-host marks and the runtime's ChainProgram runs.
 bool computes_in_registers(const graph::Node& node, std::span<const graph::DType> operands);
 

@@ -5,11 +5,11 @@
 #include <cmath>
 #include <cstring>
 
-#include "exp_erf.hpp"
 #include "full_sum.hpp"
 #include "graph/elementwise_semantics.hpp"
 #include "half_precision.hpp"
 #include "kernel_families.hpp"
+#include "transcendental.hpp"
 
 namespace csrun::runtime {
 
@@ -132,11 +132,13 @@ struct Block {
       case ChainCode::rsqrt:
         return unary(instruction, [](float a) { return 1.0f / std::sqrt(a); });
       case ChainCode::exp:
-        return exp_erf::exp_values(source(instruction.a), reg(instruction.out), lanes());
+        return transcendental::exp_values(source(instruction.a), reg(instruction.out), lanes());
       case ChainCode::erf:
-        return exp_erf::erf_values(source(instruction.a), reg(instruction.out), lanes());
+        return transcendental::erf_values(source(instruction.a), reg(instruction.out), lanes());
       case ChainCode::gelu:
-        return exp_erf::gelu_values(source(instruction.a), reg(instruction.out), lanes());
+        return transcendental::gelu_values(source(instruction.a), reg(instruction.out), lanes());
+      case ChainCode::sigmoid:
+        return transcendental::sigmoid_values(source(instruction.a), reg(instruction.out), lanes());
       case ChainCode::where:
         return where(instruction);
       case ChainCode::narrow:

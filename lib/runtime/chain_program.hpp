@@ -19,9 +19,9 @@ inline constexpr std::int64_t kChainLanes = 128;
 
 // What an instruction computes over a register's lanes, each as the node kernels compute it:
 // arithmetic and comparisons of f32 values (a comparison's or is_finite's result, a boolean, is
-// 0 or 1), exp, erf and exact gelu (exp_erf.hpp), logical_not of a boolean, `where`, and
-// `narrow`, a cast to a 16-bit format held as the float32 value it rounds to (a cast back,
-// `copy`, is then exact, as is a boolean's to f32).
+// 0 or 1), exp, erf, exact gelu and sigmoid (transcendental.hpp), logical_not of a boolean,
+// `where`, and `narrow`, a cast to a 16-bit format held as the float32 value it rounds to (a cast
+// back, `copy`, is then exact, as is a boolean's to f32).
 enum class ChainCode : std::uint8_t {
   add,
   sub,
@@ -44,7 +44,8 @@ enum class ChainCode : std::uint8_t {
   rsqrt,
   exp,
   erf,
-  gelu,   // exact: (x / 2) (1 + erf(x / sqrt(2)))
+  gelu,  // exact: (x / 2) (1 + erf(x / sqrt(2)))
+  sigmoid,
   where,  // a ? b : c
   narrow,
   copy,

@@ -12,10 +12,10 @@
 #include <string_view>
 #include <vector>
 
-#include "exp_erf.hpp"
 #include "full_sum.hpp"
 #include "graph/types.hpp"
 #include "half_precision.hpp"
+#include "transcendental.hpp"
 
 namespace csrun::runtime {
 
@@ -191,6 +191,7 @@ bool reads_b(ChainCode code) {
     case ChainCode::exp:
     case ChainCode::erf:
     case ChainCode::gelu:
+    case ChainCode::sigmoid:
     case ChainCode::narrow:
     case ChainCode::copy:
       return false;
@@ -561,6 +562,8 @@ class ChainEmitter : public Xbyak::CodeGenerator {
         return erf(out, a);
       case ChainCode::gelu:
         return gelu(out, a);
+      case ChainCode::sigmoid:
+        return sigmoid(out, a);
       case ChainCode::where:
         return where(out, a, b, read(instruction.c, 2));
       case ChainCode::narrow:
@@ -597,9 +600,10 @@ class ChainEmitter : public Xbyak::CodeGenerator {
     vandnps(out, scratch(4), a);
   }
 
-  // exp_erf.hpp's exp, operation for operation: `out` from `a`, neither a scratch register.
+  // transcendental.hpp's exp, operation for operation: `out` from `a`, neither a scratch register
+  // (they may be the same one: `a` is read before `out` is written).
   void exp(const Xmm& out, const Xmm& a) {
-    using namespace exp_erf;
+    using namespace transcendental;
     Xmm x = scratch(0);
     Xmm m = scratch(1);
     Xmm r = scratch(2);
@@ -619,9 +623,10 @@ class ChainEmitter : public Xbyak::CodeGenerator {
     scale(out, y, m);
   }
 
-  // y 2^m, rounded once: AVX-512's scalef, or AVX2's two exact powers of two as exp_erf.cpp's.
+  // y 2^m, rounded once: AVX-512's scalef, or AVX2's two exact powers of two as
+  // transcendental.cpp's.
   void scale(const Xmm& out, const Xmm& y, const Xmm& m) {
-    using namespace exp_erf;
+    using namespace transcendental;
     if (!avx2()) return vscalefps(out, y, m);
     Xmm first = scratch(4);
     vaddps(m, m, every_lane_f32(kExponentShifter));
@@ -634,9 +639,9 @@ class ChainEmitter : public Xbyak::CodeGenerator {
     vmulps(out, y, m);
   }
 
-  // exp_erf.hpp's erf, operation for operation; `in` may be scratch(4).
+  // transcendental.hpp's erf, operation for operation; `in` may be scratch(4).
   void erf(const Xmm& out, const Xmm& in) {
-    using namespace exp_erf;
+    using namespace transcendental;
     Xmm x = scratch(0);
     Xmm square = scratch(1);
     Xmm p = scratch(2);
@@ -649,14 +654,31 @@ class ChainEmitter : public Xbyak::CodeGenerator {
     vmulps(out, p, x);
   }
 
-  // (0.5 a) (1 + erf(a / sqrt(2))), as exp_erf.hpp's gelu.
+  // (0.5 a) (1 + erf(a / sqrt(2))), as transcendental.hpp's gelu.
   void gelu(const Xmm& out, const Xmm& a) {
     Xmm scaled = scratch(4);
-    vmulps(scaled, a, every_lane_f32(exp_erf::kInverseSqrt2));
+    vmulps(scaled, a, every_lane_f32(transcendental::kInverseSqrt2));
     erf(out, scaled);
     vaddps(out, out, every_lane_f32(1.0f));
     vmulps(scaled, a, every_lane_f32(0.5f));
     vmulps(out, scaled, out);
+  }
+
+  // (a >= 0 ? 1 : e) / (1 + e) with e = exp(-|a|), as transcendental.hpp's sigmoid. exp reads
+  // its operand before it writes its result, so -|a| and e share `out`.
+  void sigmoid(const Xmm& out, const Xmm& a) {
+    or_bits(out, a, 0x80000000u);
+    exp(out, out);
+    Xmm denominator = scratch(0);
+    vaddps(denominator, out, every_lane_f32(1.0f));
+    if (!avx2()) {
+      vcmpps(k2, a, every_lane(0), kGreaterEqual);
+      vbroadcastss(out | k2, one_lane(kOne));
+    } else {
+      vcmpps(scratch(1), a, every_lane(0), kGreaterEqual);
+      vblendvps(out, out, every_lane(kOne), scratch(1));
+    }
+    vdivps(out, out, denominator);
   }
 
   // low > a ? low : a, then high < that ? high : that, in `out` (`spare` is overwritten): vmaxps
@@ -684,8 +706,8 @@ class ChainEmitter : public Xbyak::CodeGenerator {
 
   // The integer exponents in `exponent`'s lanes as the powers of two they stand for.
   void power_of_two(const Xmm& exponent) {
-    vpaddd(exponent, exponent, every_lane(exp_erf::kExponentBias));
-    vpslld(exponent, exponent, exp_erf::kMantissaBits);
+    vpaddd(exponent, exponent, every_lane(transcendental::kExponentBias));
+    vpslld(exponent, exponent, transcendental::kMantissaBits);
   }
 
   // a != 0 ? b : c.

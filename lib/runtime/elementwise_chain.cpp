@@ -89,8 +89,8 @@ namespace {
 using graph::DType;
 using graph::OpKind;
 
-// The instructions of f32 arithmetic (exp, erf and exact gelu among them), and those whose result
-// is a boolean: comparisons of f32 values, is_finite, logical_not of a boolean.
+// The instructions of f32 arithmetic (exp, erf, exact gelu and sigmoid among them), and those whose
+// result is a boolean: comparisons of f32 values, is_finite, logical_not of a boolean.
 constexpr std::pair<OpKind, ChainCode> kArithmetic[] = {
     {OpKind::add, ChainCode::add},         {OpKind::sub, ChainCode::sub},
     {OpKind::mul, ChainCode::mul},         {OpKind::div, ChainCode::div},
@@ -98,7 +98,8 @@ constexpr std::pair<OpKind, ChainCode> kArithmetic[] = {
     {OpKind::neg, ChainCode::neg},         {OpKind::abs, ChainCode::abs},
     {OpKind::relu, ChainCode::relu},       {OpKind::sqrt, ChainCode::sqrt},
     {OpKind::rsqrt, ChainCode::rsqrt},     {OpKind::exp, ChainCode::exp},
-    {OpKind::erf, ChainCode::erf},         {OpKind::gelu, ChainCode::gelu}};
+    {OpKind::erf, ChainCode::erf},         {OpKind::gelu, ChainCode::gelu},
+    {OpKind::sigmoid, ChainCode::sigmoid}};
 constexpr std::pair<OpKind, ChainCode> kToBoolean[] = {
     {OpKind::less, ChainCode::less},           {OpKind::less_equal, ChainCode::less_equal},
     {OpKind::greater, ChainCode::greater},     {OpKind::greater_equal, ChainCode::greater_equal},

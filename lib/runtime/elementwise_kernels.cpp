@@ -5,10 +5,10 @@
 #include <stdexcept>
 
 #include "eigen.hpp"
-#include "exp_erf.hpp"
 #include "graph/elementwise_semantics.hpp"
 #include "kernel_families.hpp"
 #include "thread_team.hpp"
+#include "transcendental.hpp"
 
 namespace csrun::runtime {
 
@@ -225,7 +225,8 @@ void unary_f32(const NodeTask& task, F f) {
     out[i] = f(x[i]);
 }
 
-// The same through Eigen's arrays, whose log and tanh are vectorized (exp and erf: exp_erf.hpp).
+// The same through Eigen's arrays, whose log and tanh are vectorized (exp, erf, sigmoid:
+// transcendental.hpp).
 template <class F>
 void unary_array(const NodeTask& task, F f) {
   Eigen::Map<const Eigen::ArrayXf> x(task.in[0].f32(), task.out.count);
@@ -249,7 +250,7 @@ void unary_vectorized(const NodeTask& task, bool approximate) {
   constexpr float kSmallestNormal = std::numeric_limits<float>::min();
   switch (task.node->op) {
     case OpKind::exp:
-      return exp_erf::exp_values(task.in[0].f32(), task.out.f32(), task.out.count);
+      return transcendental::exp_values(task.in[0].f32(), task.out.f32(), task.out.count);
     case OpKind::log:
       unary_array(task, [](const Array& x) { return x.log(); });
       return recompute_outside(
@@ -265,10 +266,12 @@ void unary_vectorized(const NodeTask& task, bool approximate) {
     case OpKind::tanh:
       return unary_array(task, [](const Array& x) { return x.tanh(); });
     case OpKind::erf:
-      return exp_erf::erf_values(task.in[0].f32(), task.out.f32(), task.out.count);
+      return transcendental::erf_values(task.in[0].f32(), task.out.f32(), task.out.count);
+    case OpKind::sigmoid:
+      return transcendental::sigmoid_values(task.in[0].f32(), task.out.f32(), task.out.count);
     case OpKind::gelu:
       if (!approximate)
-        return exp_erf::gelu_values(task.in[0].f32(), task.out.f32(), task.out.count);
+        return transcendental::gelu_values(task.in[0].f32(), task.out.f32(), task.out.count);
       return unary_array(task, [](const Array& x) {
         float scale = std::sqrt(2.0f / std::numbers::pi_v<float>);
         return 0.5f * x * (1.0f + (scale * (x + 0.044715f * x.cube())).tanh());

@@ -243,8 +243,8 @@ TEST_CASE("in a mixed-precision plan each weight's update rounds it into the cop
 }
 
 TEST_CASE(
-    "chains of f32 arithmetic, exp and exact gelu, comparisons, finiteness, where and 16-bit casts "
-    "run in registers, broadcasting or not") {
+    "chains of f32 arithmetic, exp, exact gelu and sigmoid, comparisons, finiteness, where and "
+    "16-bit casts run in registers, broadcasting or not") {
   Graph graph;
   Tensor x(graph, graph.add_input("x", {{1000}, DType::f32}));
   Tensor y(graph, graph.add_input("y", {{1000}, DType::f32}));
@@ -258,7 +258,7 @@ TEST_CASE(
   graph.add_output("kept16", cast(kept * 3.0, DType::f16).id());
   graph.add_output("not_finite", cast(logical_not(is_finite(x / y)), DType::f32).id());
   graph.add_output("transcendental", (log(x * y) + 1.0).id());
-  graph.add_output("exp_gelu", (exp(x) * gelu(y) + 1.0).id());
+  graph.add_output("exp_gelu", (exp(x) * gelu(y) + sigmoid(x)).id());
   graph.add_output("tanh_gelu", (gelu(x * y, true) + 1.0).id());
   graph.add_output("broadcast", ((grid * 3.0 - row) * 2.0).id());
   graph.add_output("lone", maximum(big, 0.5).id());

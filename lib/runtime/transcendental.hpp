@@ -1,20 +1,21 @@
 #pragma once
 
-// The runtime's exp, erf and exact gelu of f32 values. Each is a fixed sequence of IEEE
-// operations: products, sums and fused multiply-adds (a product and a sum where the kernel set
-// has no FMA: the baseline set), minimum, maximum, floor, integer arithmetic on the exponent, one
-// division. The kernel sets' loops (exp_erf.cpp, compiled without contraction) and the chains
-// compiled to machine code (compiled_chain.cpp), which emit the same operations in the same
-// order, give the same bits: the same in every kernel set with FMA, interpreted or compiled.
-// Eigen's vectorized functions, which these replace, differed between the sets (other clamps)
-// and in an array's scalar head and tail, so a chain with exp or erf could only be run op by op.
-// Internal to lib/runtime.
+// The runtime's exp and erf of f32 values, and exact gelu and sigmoid, which are built on them.
+// Each is a fixed sequence of IEEE operations: products, sums and fused multiply-adds (a product
+// and a sum where the kernel set has no FMA: the baseline set), minimum, maximum, floor, integer
+// arithmetic on the exponent, a division. The kernel sets' loops (transcendental.cpp, compiled
+// without contraction) and the chains compiled to machine code (compiled_chain.cpp), which emit
+// the same operations in the same order, give the same bits: the same in every kernel set with
+// FMA, interpreted or compiled. Eigen's vectorized functions, which these replace, differed
+// between the sets (other clamps) and in an array's scalar head and tail, and sigmoid was the
+// standard exp an element at a time, so a chain with them could only be run op by op. Internal to
+// lib/runtime.
 
 #include <array>
 #include <cstdint>
 #include <numbers>
 
-namespace csrun::runtime::exp_erf {
+namespace csrun::runtime::transcendental {
 
 // exp(x) = 2^m e^r with m = floor(x log2(e) + 1/2), r = x - m ln(2) in two parts (m times the
 // high part is exact, so r keeps its bits) and e^r by Cephes' polynomial. 2^m is applied as two
@@ -49,9 +50,13 @@ inline constexpr std::array<float, 5> kErfDenominator = {
 // gelu(x) = (x / 2) (1 + erf(x / sqrt(2))), the division by sqrt(2) as a product.
 inline constexpr float kInverseSqrt2 = 1.0f / std::numbers::sqrt2_v<float>;
 
+// sigmoid(x) = (x >= 0 ? 1 : e) / (1 + e) with e = exp(-|x|): never an overflow, and the
+// subnormal results of a very negative x kept.
+
 // out[i] = f(x[i]) for i < count; out may be x.
 void exp_values(const float* x, float* out, std::int64_t count);
 void erf_values(const float* x, float* out, std::int64_t count);
 void gelu_values(const float* x, float* out, std::int64_t count);
+void sigmoid_values(const float* x, float* out, std::int64_t count);
 
-}  // namespace csrun::runtime::exp_erf
+}  // namespace csrun::runtime::transcendental

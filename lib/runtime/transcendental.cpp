@@ -1,4 +1,4 @@
-#include "exp_erf.hpp"
+#include "transcendental.hpp"
 
 #include <bit>
 #include <cmath>
@@ -7,7 +7,7 @@
 // Built with -ffp-contract=off (CMakeLists.txt): a product and a sum are fused only where
 // multiply_add says so, as the compiled chains fuse them. The loops vectorize in every kernel set.
 
-namespace csrun::runtime::exp_erf {
+namespace csrun::runtime::transcendental {
 
 namespace {
 
@@ -66,6 +66,11 @@ float erf_value(float x) {
   return horner(kErfNumerator, square) / horner(kErfDenominator, square) * held_x;
 }
 
+float sigmoid_value(float x) {
+  float e = exp_value(-std::fabs(x));
+  return (x >= 0.0f ? 1.0f : e) / (1.0f + e);
+}
+
 }  // namespace
 
 // Flattened: a call left in a loop would keep it from vectorizing.
@@ -84,4 +89,9 @@ float erf_value(float x) {
     out[i] = (0.5f * x[i]) * (1.0f + erf_value(x[i] * kInverseSqrt2));
 }
 
-}  // namespace csrun::runtime::exp_erf
+[[gnu::flatten]] void sigmoid_values(const float* x, float* out, std::int64_t count) {
+  for (std::int64_t i = 0; i < count; ++i)
+    out[i] = sigmoid_value(x[i]);
+}
+
+}  // namespace csrun::runtime::transcendental

@@ -1,8 +1,8 @@
-// The runtime's exp, erf and exact gelu (runtime/exp_erf.hpp) on floats of every exponent, both
-// signs and the special values: within a few units in the last place of the functions computed in
-// double precision in every kernel set this CPU runs, and the same bits from each set with FMA,
-// interpreted (a chain program of the one instruction, as a chain in registers runs it) and
-// compiled to AVX-512 and AVX2 code.
+// The runtime's exp, erf, exact gelu and sigmoid (runtime/transcendental.hpp) on floats of every
+// exponent, both signs and the special values: within a few units in the last place of the
+// functions computed in double precision in every kernel set this CPU runs, and the same bits from
+// each set with FMA, interpreted (a chain program of the one instruction, as a chain in registers
+// runs it) and compiled to AVX-512 and AVX2 code.
 
 #include <catch2/catch.hpp>
 
@@ -102,6 +102,8 @@ double reference(ChainCode code, double x) {
       return std::exp(x);
     case ChainCode::erf:
       return std::erf(x);
+    case ChainCode::sigmoid:
+      return 1.0 / (1.0 + std::exp(-x));
     default:
       return 0.5 * x * (1.0 + std::erf(x / std::numbers::sqrt2));
   }
@@ -138,8 +140,10 @@ struct Function {
   std::int64_t subnormal_ulps;
 };
 
-constexpr Function kFunctions[] = {
-    {ChainCode::exp, "exp", 2, 0}, {ChainCode::erf, "erf", 8, 1}, {ChainCode::gelu, "gelu", 8, 1}};
+constexpr Function kFunctions[] = {{ChainCode::exp, "exp", 2, 0},
+                                   {ChainCode::erf, "erf", 8, 1},
+                                   {ChainCode::gelu, "gelu", 8, 1},
+                                   {ChainCode::sigmoid, "sigmoid", 4, 0}};
 
 // gelu's 1 + erf cancels for negative x, where gelu is far below x: its error is measured in
 // units of x / 2's last place, the scale of both of its factors' errors.
@@ -166,7 +170,7 @@ struct Accuracy {
 
 }  // namespace
 
-TEST_CASE("exp, erf and gelu are within a few ulps of the double-precision functions") {
+TEST_CASE("exp, erf, gelu and sigmoid are within a few ulps of the double-precision functions") {
   std::vector<float> values = spread_floats();
   for (std::string_view name : runtime::runnable_kernel_sets()) {
     const runtime::KernelSet& set = runtime::kernel_set(name);
@@ -196,7 +200,8 @@ TEST_CASE("exp, erf and gelu are within a few ulps of the double-precision funct
 
 // The sets with FMA instructions (all but baseline, which rounds each product and sum) against
 // the avx2 set.
-TEST_CASE("exp, erf and gelu give the same bits in every kernel set with FMA, compiled too") {
+TEST_CASE(
+    "exp, erf, gelu and sigmoid give the same bits in every kernel set with FMA, compiled too") {
   std::vector<std::string_view> sets = runtime::runnable_kernel_sets();
   if (std::find(sets.begin(), sets.end(), "avx2") == sets.end()) {
     SUCCEED("this CPU runs no kernel set with FMA");
