@@ -138,6 +138,59 @@ std::int64_t padded_row_source(const NodeTask& task, const Dims& index, const Di
   return offset;
 }
 
+// Whether the pad widens only the last axis, so that row r of the result holds row r of the input.
+bool pads_last_axis_only(const NodeTask& task) {
+  for (int axis = 0; axis + 1 < task.out.rank; ++axis) {
+    if (task.node->attrs.begins[static_cast<std::size_t>(axis)] != 0 ||
+        task.in[0].dim(axis) != task.out.dim(axis))
+      return false;
+  }
+  return true;
+}
+
+// Rows [first, end) of a pad of the last axis only, an element at a time: for rows of a few
+// elements (the gradient of rotary embeddings' interleaving pads [..., 1] to [..., 2]), three
+// library calls and the row's source offset took 5-9 ns an element.
+template <class Word>
+void pad_rows_by_element(const TensorRef& in, const TensorRef& out, std::int64_t before,
+                         std::int64_t first, std::int64_t end) {
+  std::int64_t length = out.dim(out.rank - 1);
+  std::int64_t in_length = in.dim(in.rank - 1);
+  const auto* source = reinterpret_cast<const Word*>(in.data);
+  auto* target = reinterpret_cast<Word*>(out.data);
+  for (std::int64_t r = first; r < end; ++r) {
+    for (std::int64_t j = 0; j < length; ++j) {
+      std::int64_t at = j - before;
+      target[r * length + j] = at >= 0 && at < in_length ? source[r * in_length + at] : Word{0};
+    }
+  }
+}
+
+// Rows of at most this many elements are padded an element at a time, longer ones by memcpy.
+constexpr std::int64_t kShortRow = 16;
+
+// Pads the result as pad_rows_by_element does, where that applies (a pad of the last axis only,
+// of short rows of 1, 2 or 4 bytes an element); returns whether it did.
+bool pad_short_rows(const NodeTask& task) {
+  const TensorRef& out = task.out;
+  std::size_t word = graph::dtype_size(out.dtype);
+  if (out.rank == 0 || out.dim(out.rank - 1) > kShortRow || !pads_last_axis_only(task) ||
+      (word != 1 && word != 2 && word != 4))
+    return false;
+  std::int64_t before = task.node->attrs.begins[static_cast<std::size_t>(out.rank - 1)];
+  split_rows(task.team, rows_of(out), out.count, [&](std::int64_t first, std::int64_t end) {
+    switch (word) {
+      case 1:
+        return pad_rows_by_element<std::uint8_t>(task.in[0], out, before, first, end);
+      case 2:
+        return pad_rows_by_element<std::uint16_t>(task.in[0], out, before, first, end);
+      default:
+        return pad_rows_by_element<std::uint32_t>(task.in[0], out, before, first, end);
+    }
+  });
+  return true;
+}
+
 // Each row of the result written once, across the team: the input's row between zeros where the
 // input has one, zeros elsewhere (zeroing the whole result before copying wrote it twice, and a
 // convolution's gradient pads nine slices to its input's size).
@@ -148,6 +201,7 @@ void pad(const NodeTask& task) {
     std::memcpy(out.data, task.in[0].data, word);
     return;
   }
+  if (pad_short_rows(task)) return;
   int last = out.rank - 1;
   auto bytes = [&](std::int64_t elements) { return static_cast<std::size_t>(elements) * word; };
   std::int64_t length = out.dim(last);
