@@ -46,17 +46,25 @@ void copy_words(const StridedCopy& copy, std::int64_t first_row, std::int64_t la
   for_each_row(copy.walk, strides, first_row, last_row, row);
 }
 
-void copy_rows(const StridedCopy& copy, std::int64_t first_row, std::int64_t last_row) {
-  switch (graph::dtype_size(copy.source.dtype)) {
+// Calls `body` with a value of the unsigned type as wide as an element of `dtype`: the word a
+// layout op moves its elements as.
+template <class Body>
+void with_word(graph::DType dtype, Body body) {
+  switch (graph::dtype_size(dtype)) {
     case 1:
-      return copy_words<std::uint8_t>(copy, first_row, last_row);
+      return body(std::uint8_t{});
     case 2:
-      return copy_words<std::uint16_t>(copy, first_row, last_row);
+      return body(std::uint16_t{});
     case 4:
-      return copy_words<std::uint32_t>(copy, first_row, last_row);
+      return body(std::uint32_t{});
     default:
       throw std::logic_error("no layout copy for elements of this size");
   }
+}
+
+void copy_rows(const StridedCopy& copy, std::int64_t first_row, std::int64_t last_row) {
+  with_word(copy.source.dtype,
+            [&](auto word) { copy_words<decltype(word)>(copy, first_row, last_row); });
 }
 
 // `walk` and both strides without the axes of size 1, which only lengthen the loop: a transposed
@@ -170,23 +178,16 @@ void pad_rows_by_element(const TensorRef& in, const TensorRef& out, std::int64_t
 constexpr std::int64_t kShortRow = 16;
 
 // Pads the result as pad_rows_by_element does, where that applies (a pad of the last axis only,
-// of short rows of 1, 2 or 4 bytes an element); returns whether it did.
+// of short rows); returns whether it did.
 bool pad_short_rows(const NodeTask& task) {
   const TensorRef& out = task.out;
-  std::size_t word = graph::dtype_size(out.dtype);
-  if (out.rank == 0 || out.dim(out.rank - 1) > kShortRow || !pads_last_axis_only(task) ||
-      (word != 1 && word != 2 && word != 4))
+  if (out.rank == 0 || out.dim(out.rank - 1) > kShortRow || !pads_last_axis_only(task))
     return false;
   std::int64_t before = task.node->attrs.begins[static_cast<std::size_t>(out.rank - 1)];
   split_rows(task.team, rows_of(out), out.count, [&](std::int64_t first, std::int64_t end) {
-    switch (word) {
-      case 1:
-        return pad_rows_by_element<std::uint8_t>(task.in[0], out, before, first, end);
-      case 2:
-        return pad_rows_by_element<std::uint16_t>(task.in[0], out, before, first, end);
-      default:
-        return pad_rows_by_element<std::uint32_t>(task.in[0], out, before, first, end);
-    }
+    with_word(out.dtype, [&](auto word) {
+      pad_rows_by_element<decltype(word)>(task.in[0], out, before, first, end);
+    });
   });
   return true;
 }
