@@ -2,7 +2,7 @@
 # csrun's benchmarks. Figures go to stdout; docs/benchmarks.md records them with the machine.
 #
 # Usage: scripts/bench.sh [SECTION...]     sections: validate, trace, compile, estimate,
-#                                          train, gpt2_small, csx, chains, stream,
+#                                          train, gpt2_small, csx, chains, long, stream,
 #                                          ranks, checkpoint, corpus, unet, modelzoo
 #                                          (default: all)
 #
@@ -30,6 +30,11 @@
 #              runs here (CSRUN_CPU) against a -march=native build of csrun (build-native/), on
 #              fc_mnist batch 256 and gpt2_tiny, CPU (f32) and CSX (bfloat16 emulated), alternating
 #              for 5 rounds (medians). Target: the chosen set within 3 % of native.
+#   long       GPT-2 small's network at MSL 1024 and 2048 (batch 2, AdamW), where attention's
+#              probabilities outgrow the other activations (csrun recomputes them for the backward
+#              pass, docs/compiler.md): csrun train in f32 (CPU) and bfloat16 (CSX) against PyTorch
+#              in f32 and bfloat16 autocast (bench/torch_gpt2_long.py), one round each: samples/s
+#              and peak RSS. Needs python3-torch. Target: peak RSS <= PyTorch's, samples/s >= 1.0x.
 #   stream     data streaming: ingest of MNIST batches (256 samples, 0.8 MB) from 1, 2 and 4
 #              local `csrun worker` processes, through shared memory and in frames over IPC
 #              (as from another host), as fast as a coordinator takes and copies them
@@ -91,7 +96,7 @@ set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
 sections=("$@")
-[ ${#sections[@]} -eq 0 ] && sections=(validate trace compile estimate train gpt2_small csx chains stream ranks checkpoint corpus unet modelzoo)
+[ ${#sections[@]} -eq 0 ] && sections=(validate trace compile estimate train gpt2_small csx chains long stream ranks checkpoint corpus unet modelzoo)
 
 scripts/build.sh csrun csrun-gpt-hdf5 fma_peak gemm_peak stream_ingest checkpoint_io >/dev/null
 csrun=$root/build/apps/csrun/csrun
@@ -525,6 +530,45 @@ print(r["samples_per_s"], r["flops_per_step"] / r["batch"])')"
   rm -rf "$work"
 }
 
+# GPT-2 small's network at longer sequences (MSL 1024 and 2048, batch 2, AdamW), where attention's
+# probabilities outgrow the rest of the activations: csrun train (--fake_data, 4 steps) in f32 on
+# CPU and in bfloat16 on CSX against PyTorch in f32 and under bfloat16 autocast
+# (bench/torch_gpt2_long.py, 2 steps: the second timed), one round each: samples/s and peak RSS.
+# About 20 minutes: PyTorch takes 30-130 s a step here.
+bench_long() {
+  have_torch_baseline long || return 0
+  echo "## GPT-2 small at long sequences (batch 2, AdamW) on $(nproc) threads: csrun vs PyTorch"
+  local work
+  work=$(mktemp -d)
+  printf '%-6s %-9s %12s %10s %12s %10s %7s %10s\n' "MSL" "precision" "PyTorch s/s" "peak MB" \
+    "csrun s/s" "peak MB" "ratio" "RSS ratio"
+  for msl in 1024 2048; do
+    for precision in f32 bfloat16; do
+      local torch_args=() csrun_args=(--target_device CPU) torch torch_peak rate csrun_peak
+      if [ "$precision" = bfloat16 ]; then
+        torch_args=(--bf16)
+        csrun_args=(--target_device CSX --set model.mixed_precision=true
+                    --set model.fp16_type=bfloat16)
+      fi
+      read -r torch torch_peak <<<"$(GOMP_SPINCOUNT=0 /usr/bin/python3 bench/torch_gpt2_long.py --steps 2 \
+        "$baseline" --msl "$msl" --layers 12 --threads "$(nproc)" "${torch_args[@]}" 2>/dev/null |
+        python3 -c 'import json, sys
+r = json.load(sys.stdin)
+print(r["samples_per_s"], r["peak_mb"])')"
+      rm -rf "$work/model_dir"
+      /usr/bin/time -f "%M" -o "$work/csrun.rss" "$csrun" train bench/configs/gpt2_small_ish.yaml \
+        --fake_data --max_steps 4 --num_workers_per_csx 0 -o "$work/model_dir" "${csrun_args[@]}" \
+        --set model.max_position_embeddings="$msl" --set train_input.max_sequence_length="$msl" \
+        >"$work/csrun.log" 2>&1
+      rate=$(median_logged_rate %.3f <"$work/csrun.log")
+      csrun_peak=$(awk '{ printf "%.0f", $1 / 1024 }' "$work/csrun.rss")
+      awk -v m="$msl" -v p="$precision" -v t="$torch" -v tp="$torch_peak" -v c="$rate" \
+        -v cp="$csrun_peak" 'BEGIN { printf "%-6s %-9s %12.3f %10.0f %12.3f %10s %6.2fx %9.2fx\n", m, p, t, tp, c, cp, c / t, cp / tp }'
+    done
+  done
+  rm -rf "$work"
+}
+
 bench_chains() {
   echo "## Elementwise chains compiled to machine code vs interpreted: GPT-2 small ($(nproc) threads)"
   "$csrun" --version | grep '^chains:'
@@ -794,8 +838,9 @@ for section in "${sections[@]}"; do
     corpus) bench_corpus ;;
     csx) bench_csx ;;
     chains) bench_chains ;;
+    long) bench_long ;;
     unet) bench_unet ;;
     modelzoo) bench_modelzoo ;;
-    *) echo "bench.sh: unknown section '$section' (sections: validate, trace, compile, estimate, train, gpt2_small, csx, chains, stream, ranks, checkpoint, corpus, unet, modelzoo)" >&2; exit 2 ;;
+    *) echo "bench.sh: unknown section '$section' (sections: validate, trace, compile, estimate, train, gpt2_small, csx, chains, long, stream, ranks, checkpoint, corpus, unet, modelzoo)" >&2; exit 2 ;;
   esac
 done

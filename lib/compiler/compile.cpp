@@ -23,6 +23,9 @@ PassManager standard_passes(const PrecisionPolicy& precision) {
       {"recompute", "cheap values recomputed where a later kernel reads them", recompute_values});
   manager.add({"recompute-windows", "convolution windows recomputed for the backward pass",
                recompute_windows});
+  manager.add({"recompute-attention",
+               "attention's probabilities recomputed for the backward pass of long sequences",
+               recompute_attention});
   manager.add({"convolve-gradients",
                "a convolution's input gradient as a convolution of its output's gradient",
                convolve_gradients});

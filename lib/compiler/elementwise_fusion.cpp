@@ -7,6 +7,7 @@
 #include "fusion_groups.hpp"
 #include "node_users.hpp"
 #include "passes.hpp"
+#include "plan.hpp"
 
 namespace csrun::compiler {
 

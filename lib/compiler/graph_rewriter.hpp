@@ -51,6 +51,27 @@ class GraphRewriter {
   std::vector<graph::NodeId> map_;
 };
 
+// Rebuilds the source graph into `rewriter` node by node, each operand of a node of a later phase
+// (backward, update) for which `wanted(operand)` holds replaced by `recomputed(operand, phase)`:
+// a forward value computed again where a later phase reads it, rather than kept until then.
+template <class Wanted, class Recomputed>
+void copy_recomputing_later_reads(GraphRewriter& rewriter, Wanted&& wanted,
+                                  Recomputed&& recomputed) {
+  const graph::Graph& source = rewriter.source();
+  for (std::size_t i = 0; i < source.size(); ++i) {
+    auto id = static_cast<graph::NodeId>(i);
+    if (rewriter.copy_leaf(id)) continue;
+    const graph::Node& node = source.node(id);
+    std::vector<graph::NodeId> inputs = rewriter.mapped_inputs(id);
+    if (node.phase != graph::Phase::forward) {
+      for (std::size_t j = 0; j < inputs.size(); ++j) {
+        if (wanted(node.inputs[j])) inputs[j] = recomputed(node.inputs[j], node.phase);
+      }
+    }
+    rewriter.copy(id, std::move(inputs));
+  }
+}
+
 // Runs a rewrite over `graph` when it holds a node of `op` (most steps have none: no graph to
 // rebuild), keeping the new graph when the rewrite changed something. `Rewrite` is made from the
 // graph; its run() rebuilds it and counts the changes, its finish() gives the new graph. Returns

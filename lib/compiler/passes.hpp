@@ -78,6 +78,16 @@ std::size_t recompute_values(Program& program);
 // nodes added.
 std::size_t recompute_windows(Program& program);
 
+// Recomputes attention's probabilities (a forward softmax along the last axis of a batched value,
+// and the values made from it element by element or reshaped: its 16-bit copy, its dropout)
+// where a later phase reads them, from the values the backward pass keeps anyway (the queries and
+// keys, the mask): the scores' product, scale, mask and softmax run again just before the
+// probabilities' gradient, repeating at most one product each, for the same bits. Only where the
+// probabilities are at least half the bytes the forward pass stores for later phases: they grow
+// with the square of the sequence, so this trades one more Q K^T a layer for most of a long
+// sequence's memory. Returns the nodes added.
+std::size_t recompute_attention(Program& program);
+
 // Rewrites a convolution's f32 input gradient, the windows' gradient (a product as large as the
 // windows) summed onto the padded input (windows_sum), as the output's gradient padded and
 // convolved with the weights mirrored: a product of windows, which fuse-matmul forms a tile at a

@@ -17,18 +17,9 @@ class WindowsRecomputer {
       : source_(source), users_(source), rewriter_(source), again_(source.size(), -1) {}
 
   std::size_t run() {
-    for (std::size_t i = 0; i < source_.size(); ++i) {
-      auto id = static_cast<NodeId>(i);
-      if (rewriter_.copy_leaf(id)) continue;
-      const graph::Node& node = source_.node(id);
-      std::vector<NodeId> inputs = rewriter_.mapped_inputs(id);
-      if (node.phase != graph::Phase::forward) {
-        for (std::size_t j = 0; j < inputs.size(); ++j) {
-          if (forward_windows(node.inputs[j])) inputs[j] = recomputed(node.inputs[j], node.phase);
-        }
-      }
-      rewriter_.copy(id, std::move(inputs));
-    }
+    copy_recomputing_later_reads(
+        rewriter_, [&](NodeId id) { return forward_windows(id); },
+        [&](NodeId id, graph::Phase phase) { return recomputed(id, phase); });
     return added_;
   }
 

@@ -7,7 +7,7 @@ namespace csrun::wafer {
 namespace {
 
 // Calibration: docs/wafer.md shows the fit against the two measured CS-2 runs.
-constexpr double kFmacEfficiency = 0.187;
+constexpr double kFmacEfficiency = 0.170;
 constexpr double kStepOverheadSeconds = 1e-3;
 
 WaferProfile wse2() {

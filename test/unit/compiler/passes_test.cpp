@@ -46,6 +46,18 @@ const compiler::Fusion* fusion_of(const Program& program, NodeId id) {
   return nullptr;
 }
 
+// The memory plan of `graph` compiled by the standard passes but `pass_left_out`.
+compiler::MemoryPlan memory_without(const Graph& graph, std::string_view pass_left_out) {
+  compiler::PassManager standard = compiler::standard_passes({});
+  compiler::PassManager without;
+  for (const compiler::Pass& pass : standard.passes()) {
+    if (pass.name != pass_left_out) without.add(pass);
+  }
+  Program program{graph, {}};
+  without.run(program);
+  return compiler::plan_memory(program.graph, compiler::match_kernels(program));
+}
+
 struct Fixture {
   Graph graph;
   Tensor x{graph, graph.add_input("x", {{4, 8}, DType::f32})};
@@ -715,19 +727,104 @@ TEST_CASE("recompute-windows: a weight's gradient reads windows made again from 
   CHECK(compiler::recompute_windows(program) == 0);
 
   // The forward windows no longer live until the backward pass: the arena is smaller.
-  compiler::PassManager standard = compiler::standard_passes({});
-  compiler::PassManager without;
-  for (const compiler::Pass& pass : standard.passes()) {
-    if (pass.name != "recompute-windows") without.add(pass);
-  }
-  Program kept{step.graph, {}};
-  without.run(kept);
-  compiler::MemoryPlan kept_memory =
-      compiler::plan_memory(kept.graph, compiler::match_kernels(kept));
+  compiler::MemoryPlan kept_memory = memory_without(step.graph, "recompute-windows");
   compiler::CompiledStep compiled = compiler::compile_step(step.graph, {});
   compiler::MemoryPlan memory = compiler::plan_memory(compiled.program.graph, compiled.kernels);
   INFO("windows kept: " << kept_memory.peak_bytes << " bytes, recomputed: " << memory.peak_bytes);
   CHECK(memory.peak_bytes < kept_memory.peak_bytes);
+}
+
+namespace {
+
+// Causal self-attention of `heads` heads over a sequence of `length` (width 16), its
+// probabilities dropped out and rounded to bfloat16 for their product with the values, and the
+// gradients of the three projections, as a training step traces them.
+struct AttentionStep {
+  Graph graph;
+
+  AttentionStep(std::int64_t length, std::int64_t heads) {
+    constexpr std::int64_t kWidth = 16;
+    std::int64_t head_width = kWidth / heads;
+    Tensor x(graph, graph.add_input("x", {{2, length, kWidth}, DType::f32}));
+    Tensor step(graph, graph.add_variable("step", {{}, DType::i32}, VariableRole::statistic, {}));
+    auto projection = [&](const char* name) {
+      return Tensor(graph, graph.add_variable(name, {{kWidth, kWidth}, DType::f32},
+                                              VariableRole::parameter, {}));
+    };
+    std::vector<Tensor> weights{projection("wq"), projection("wk"), projection("wv")};
+    auto heads_of = [&](const Tensor& w) {
+      Tensor projected = matmul(x, w);
+      return transpose(reshape(projected, {2, length, heads, head_width}), {0, 2, 1, 3});
+    };
+    Tensor q = heads_of(weights[0]);
+    Tensor k = heads_of(weights[1]);
+    Tensor v = heads_of(weights[2]);
+    Tensor scores = matmul(q, swap_last_axes(k)) * 0.25;
+    Tensor causal = iota(graph, {length, length}, 1) <= iota(graph, {length, length}, 0);
+    Tensor masked = where(causal, scores, -1e9);
+    Tensor probabilities = dropout(softmax(masked, -1), step, 0.25, 5, 1);
+    Tensor context = matmul(cast(cast(probabilities, DType::bf16), DType::f32), v);
+    Tensor loss = sum(context * context, {0, 1, 2, 3});
+    graph.add_output("loss", loss.id());
+    graph.set_phase(Phase::backward);
+    std::vector<Tensor> grads = gradients(loss, weights);
+    for (std::size_t i = 0; i < grads.size(); ++i)
+      graph.add_output("grad" + std::to_string(i), grads[i].id());
+  }
+};
+
+std::size_t count_ops_in(const Graph& g, OpKind op, Phase phase) {
+  return static_cast<std::size_t>(
+      std::count_if(g.nodes().begin(), g.nodes().end(),
+                    [&](const Node& node) { return node.op == op && node.phase == phase; }));
+}
+
+}  // namespace
+
+TEST_CASE(
+    "recompute-attention: a long sequence's probabilities are made again for the backward "
+    "pass, for the same bits") {
+  AttentionStep step(64, 2);
+  Program program{step.graph, {}};
+  compiler::eliminate_dead_code(program);  // the gradients of the scale and the mask's fill
+  Graph before = program.graph;
+  std::size_t added = compiler::recompute_attention(program);
+  const Graph& g = program.graph;
+  INFO(g.to_text());
+  // The scores' product, the scale, the mask, the softmax, the dropout and the two casts; the
+  // queries, the transposed keys and the mask are read where they are.
+  CHECK(added == 7);
+  CHECK(count_ops_in(g, OpKind::softmax, Phase::backward) == 1);
+  CHECK(count_ops_in(g, OpKind::dropout, Phase::backward) ==
+        count_ops_in(before, OpKind::dropout, Phase::backward) + 1);
+  CHECK(count_ops_in(g, OpKind::matmul, Phase::backward) ==
+        count_ops_in(before, OpKind::matmul, Phase::backward) + 1);
+  // No value of the probabilities' size that the forward pass makes is read by a later phase.
+  std::int64_t probabilities = 2 * 2 * 64 * 64;
+  for (const Node& node : g.nodes()) {
+    if (node.phase == Phase::forward) continue;
+    for (NodeId operand : node.inputs) {
+      const Node& read = g.node(operand);
+      if (read.phase == Phase::forward) CHECK(element_count(read.type.shape) < probabilities);
+    }
+  }
+  Feeds feeds = test::sample_feeds(step.graph);
+  CHECK(outputs_of(g, feeds) == outputs_of(step.graph, feeds));
+  CHECK(compiler::recompute_attention(program) == 0);
+
+  // The probabilities no longer live until the backward pass: the arena is smaller.
+  compiler::CompiledStep compiled = compiler::compile_step(step.graph, {});
+  compiler::MemoryPlan memory = compiler::plan_memory(compiled.program.graph, compiled.kernels);
+  compiler::MemoryPlan kept = memory_without(step.graph, "recompute-attention");
+  INFO("probabilities kept: " << kept.peak_bytes << " bytes, recomputed: " << memory.peak_bytes);
+  CHECK(memory.peak_bytes < kept.peak_bytes);
+}
+
+TEST_CASE("recompute-attention: short sequences keep their probabilities") {
+  AttentionStep step(4, 2);  // the probabilities are a small share of what the backward reads
+  Program program{step.graph, {}};
+  compiler::eliminate_dead_code(program);
+  CHECK(compiler::recompute_attention(program) == 0);
 }
 
 TEST_CASE(

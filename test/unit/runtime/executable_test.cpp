@@ -5,7 +5,9 @@
 #include <functional>
 #include <numeric>
 #include <stdexcept>
+#include <string_view>
 
+#include "compiler/compile.hpp"
 #include "compiler/host_lowering.hpp"
 #include "compiler/scratch_layout.hpp"
 #include "graph/autodiff.hpp"
@@ -1499,5 +1501,70 @@ TEST_CASE("dropout keeps the elements its counter-based draws keep, on one core 
       CHECK(kept > 60'000);
       CHECK(kept < 80'000);
     }
+  }
+}
+
+namespace {
+
+// `traced` compiled as compiled_plan does, but without the pass named `left_out`.
+compiler::Plan plan_without(const graph::Graph& traced, std::int64_t batch_size,
+                            const compiler::PrecisionPolicy& precision, std::string_view left_out) {
+  compiler::PassManager standard = compiler::standard_passes(precision);
+  compiler::PassManager without;
+  for (const compiler::Pass& pass : standard.passes()) {
+    if (pass.name != left_out) without.add(pass);
+  }
+  compiler::CompiledStep compiled;
+  compiled.program.graph = traced;
+  compiled.passes = without.run(compiled.program);
+  compiled.kernels = compiler::match_kernels(compiled.program);
+  compiler::StepInfo info{"test", "fingerprint", compiler::StepKind::train, batch_size, 0};
+  return compiler::build_plan(std::move(compiled), info, precision);
+}
+
+// The loss and every f32 variable after two steps of `plan`.
+std::vector<std::vector<float>> after_two_steps(const compiler::Plan& plan,
+                                                const graph::Feeds& feeds) {
+  Executable executable(plan);
+  test::feed(executable, feeds);
+  executable.run();
+  executable.run();
+  std::vector<std::vector<float>> values{
+      {static_cast<float>(executable.scalar(executable.slot("loss")))}};
+  for (const graph::Variable& variable : plan.graph.variables()) {
+    Executable::Slot slot = executable.slot(variable.name);
+    if (executable.type(slot).dtype != DType::f32) continue;
+    std::span<const float> floats = executable.floats(slot);
+    values.emplace_back(floats.begin(), floats.end());
+  }
+  return values;
+}
+
+}  // namespace
+
+TEST_CASE("attention's probabilities made again for the backward pass give the same steps") {
+  // A sequence long against the width: the probabilities are most of what the backward reads.
+  models::TracedStep step = test::traced_step(
+      "{name: gpt2, vocab_size: 40, hidden_size: 16, num_hidden_layers: 2, num_heads: 2, "
+      "filter_size: 32, max_position_embeddings: 128, dropout_rate: 0.1, "
+      "attention_dropout_rate: 0.1}",
+      2);
+  for (compiler::PrecisionPolicy precision :
+       {compiler::PrecisionPolicy{}, compiler::PrecisionPolicy{true, DType::bf16, 1}}) {
+    INFO((precision.mixed ? "bfloat16" : "f32"));
+    compiler::Plan recomputed = precision.mixed ? test::compiled_plan(step.graph, 2, DType::bf16, 1)
+                                                : test::compiled_plan(step.graph, 2);
+    compiler::Plan kept = plan_without(step.graph, 2, precision, "recompute-attention");
+    auto backward_softmaxes = [](const compiler::Plan& plan) {
+      const graph::NodeList& nodes = plan.graph.nodes();
+      return std::count_if(nodes.begin(), nodes.end(), [](const graph::Node& node) {
+        return node.op == graph::OpKind::softmax && node.phase == graph::Phase::backward;
+      });
+    };
+    CHECK(backward_softmaxes(recomputed) == 2);  // one a layer
+    CHECK(backward_softmaxes(kept) == 0);
+    CHECK(recomputed.memory.peak_bytes < kept.memory.peak_bytes);
+    graph::Feeds feeds = test::sample_feeds(step.graph);
+    CHECK(after_two_steps(recomputed, feeds) == after_two_steps(kept, feeds));
   }
 }
