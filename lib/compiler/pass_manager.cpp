@@ -17,4 +17,12 @@ std::vector<PassStatistics> PassManager::run(Program& program, const Observer& a
   return statistics;
 }
 
+PassManager PassManager::without(std::string_view name) const {
+  PassManager rest;
+  for (const Pass& pass : passes_) {
+    if (pass.name != name) rest.add(pass);
+  }
+  return rest;
+}
+
 }  // namespace csrun::compiler

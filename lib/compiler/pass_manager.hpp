@@ -35,6 +35,9 @@ class PassManager {
 
   std::vector<PassStatistics> run(Program& program, const Observer& after_pass = {}) const;
 
+  // The same passes but the one named `name`: what a pass changes is measured against them.
+  PassManager without(std::string_view name) const;
+
  private:
   std::vector<Pass> passes_;
 };

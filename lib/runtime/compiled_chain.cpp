@@ -619,7 +619,7 @@ class ChainEmitter : public Xbyak::CodeGenerator {
     horner(y, r, kExpPolynomial);
     vmulps(other, r, r);
     vfmadd213ps(y, other, r);
-    vaddps(y, y, every_lane_f32(1.0f));
+    vaddps(y, y, every_lane(kOne));
     scale(out, y, m);
   }
 
@@ -659,7 +659,7 @@ class ChainEmitter : public Xbyak::CodeGenerator {
     Xmm scaled = scratch(4);
     vmulps(scaled, a, every_lane_f32(transcendental::kInverseSqrt2));
     erf(out, scaled);
-    vaddps(out, out, every_lane_f32(1.0f));
+    vaddps(out, out, every_lane(kOne));
     vmulps(scaled, a, every_lane_f32(0.5f));
     vmulps(out, scaled, out);
   }
@@ -670,7 +670,7 @@ class ChainEmitter : public Xbyak::CodeGenerator {
     or_bits(out, a, 0x80000000u);
     exp(out, out);
     Xmm denominator = scratch(0);
-    vaddps(denominator, out, every_lane_f32(1.0f));
+    vaddps(denominator, out, every_lane(kOne));
     if (!avx2()) {
       vcmpps(k2, a, every_lane(0), kGreaterEqual);
       vbroadcastss(out | k2, one_lane(kOne));

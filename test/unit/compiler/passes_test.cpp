@@ -48,13 +48,8 @@ const compiler::Fusion* fusion_of(const Program& program, NodeId id) {
 
 // The memory plan of `graph` compiled by the standard passes but `pass_left_out`.
 compiler::MemoryPlan memory_without(const Graph& graph, std::string_view pass_left_out) {
-  compiler::PassManager standard = compiler::standard_passes({});
-  compiler::PassManager without;
-  for (const compiler::Pass& pass : standard.passes()) {
-    if (pass.name != pass_left_out) without.add(pass);
-  }
   Program program{graph, {}};
-  without.run(program);
+  compiler::standard_passes({}).without(pass_left_out).run(program);
   return compiler::plan_memory(program.graph, compiler::match_kernels(program));
 }
 

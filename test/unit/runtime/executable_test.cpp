@@ -1509,14 +1509,9 @@ namespace {
 // `traced` compiled as compiled_plan does, but without the pass named `left_out`.
 compiler::Plan plan_without(const graph::Graph& traced, std::int64_t batch_size,
                             const compiler::PrecisionPolicy& precision, std::string_view left_out) {
-  compiler::PassManager standard = compiler::standard_passes(precision);
-  compiler::PassManager without;
-  for (const compiler::Pass& pass : standard.passes()) {
-    if (pass.name != left_out) without.add(pass);
-  }
   compiler::CompiledStep compiled;
   compiled.program.graph = traced;
-  compiled.passes = without.run(compiled.program);
+  compiled.passes = compiler::standard_passes(precision).without(left_out).run(compiled.program);
   compiled.kernels = compiler::match_kernels(compiled.program);
   compiler::StepInfo info{"test", "fingerprint", compiler::StepKind::train, batch_size, 0};
   return compiler::build_plan(std::move(compiled), info, precision);
