@@ -1,6 +1,7 @@
 #include "host_lowering.hpp"
 
 #include <algorithm>
+#include <span>
 
 #include "node_users.hpp"
 
@@ -27,6 +28,7 @@ class HostLowering {
     fold_bias_adds(steps);
     fold_rounded_copies(steps);
     fold_row_chains(steps);
+    fold_softmax_into_gradient(steps);
     keep_rounded_softmax_rows(steps);
     std::vector<NodeId> folded;
     for (const HostStep& step : steps) {
@@ -189,39 +191,81 @@ class HostLowering {
     }
   }
 
-  // The kernel's elementwise nodes (but a folded rounded copy) run row by row with its softmax,
-  // which reads the last of them, when none is stored; or with its softmax_grad, when the
-  // gradient is not stored and the first of them reads it. Those without a buffer are kept one
-  // row at a time.
+  // A softmax's or softmax_grad's elementwise nodes in its kernel (but folded rounded copies) run
+  // row by row with it: a softmax's those before it, the last of which it reads, when none is
+  // stored; a softmax_grad's those after it, when the gradient is not stored and the first of
+  // them reads it. Those without a buffer are kept one row at a time.
   void fold_row_chains(std::vector<HostStep>& steps) const {
-    auto rows = std::find_if(steps.begin(), steps.end(), [&](const HostStep& step) {
-      return step.kind == HostStepKind::node && runs_row_chain(graph_.node(step.nodes.front()));
-    });
-    if (rows == steps.end()) return;
-    HostStep& host = *rows;
+    for (HostStep& host : steps) {
+      if (host.kind == HostStepKind::node && runs_row_chain(graph_.node(host.nodes.front())))
+        fold_row_chain(host, steps);
+    }
+  }
+
+  void fold_row_chain(HostStep& host, const std::vector<HostStep>& steps) const {
     NodeId kernel_node = host.nodes.front();
+    const graph::Node& node = graph_.node(kernel_node);
+    bool softmax = node.op == OpKind::softmax;
+    auto rounded_copy = [&](NodeId id) {
+      return std::any_of(steps.begin(), steps.end(),
+                         [id](const HostStep& step) { return step.rounded == id; });
+    };
     std::vector<NodeId> chain;
     for (const HostStep& step : steps) {
       NodeId id = step.nodes.front();
-      if (id != kernel_node && id != host.rounded &&
+      if (!rounded_copy(id) && (softmax ? id < kernel_node : id > kernel_node) &&
           graph::op_class(graph_.node(id).op) == graph::OpClass::elementwise)
         chain.push_back(id);
     }
     if (chain.empty()) return;
-    const graph::Node& node = graph_.node(kernel_node);
     const std::vector<NodeId>& first_read = graph_.node(chain.front()).inputs;
     bool all_inside =
         std::all_of(chain.begin(), chain.end(), [&](NodeId id) { return inside_kernel(id); });
-    bool foldable = node.op == OpKind::softmax ? all_inside && chain.back() == node.inputs.front()
-                                               : inside_kernel(kernel_node) &&
-                                                     std::find(first_read.begin(), first_read.end(),
-                                                               kernel_node) != first_read.end();
+    bool foldable = softmax ? all_inside && chain.back() == node.inputs.front()
+                            : inside_kernel(kernel_node) &&
+                                  std::find(first_read.begin(), first_read.end(), kernel_node) !=
+                                      first_read.end();
     if (!foldable) return;
     host.row_chain = chain;
-    if (node.op == OpKind::softmax_grad) host.chunk_local.push_back(kernel_node);
+    if (!softmax) host.chunk_local.push_back(kernel_node);
     for (NodeId id : chain) {
       if (inside_kernel(id)) host.chunk_local.push_back(id);
     }
+  }
+
+  // A kernel of a softmax and its gradient (fuse-softmax joined them: attention's probabilities
+  // made again for the backward pass) runs as the gradient's step, which computes the softmax's
+  // rows, through its input's row chain, into a row buffer and rounds them into its copy there:
+  // where only the gradient and that copy read the softmax, it is never stored.
+  void fold_softmax_into_gradient(std::vector<HostStep>& steps) const {
+    auto row_step = [&](OpKind op) {
+      return std::find_if(steps.begin(), steps.end(), [&](const HostStep& step) {
+        const graph::Node& node = graph_.node(step.nodes.front());
+        return step.kind == HostStepKind::node && node.op == op && runs_row_chain(node);
+      });
+    };
+    auto softmax = row_step(OpKind::softmax);
+    auto gradient = row_step(OpKind::softmax_grad);
+    if (softmax == steps.end() || gradient == steps.end()) return;
+    NodeId probabilities = softmax->nodes.front();
+    NodeId input = graph_.node(probabilities).inputs.front();
+    bool input_read =
+        softmax->row_chain.empty() ? !inside_kernel(input) : softmax->row_chain.back() == input;
+    std::span<const NodeId> readers = users_.of(probabilities);
+    bool only_gradient_reads = std::all_of(readers.begin(), readers.end(), [&](NodeId reader) {
+      return reader == gradient->nodes.front() || reader == softmax->rounded;
+    });
+    if (graph_.node(gradient->nodes.front()).inputs.front() != probabilities ||
+        !inside_kernel(probabilities) || !input_read || !only_gradient_reads)
+      return;
+    gradient->row_softmax = probabilities;
+    gradient->softmax_chain = softmax->row_chain;
+    gradient->rounded = softmax->rounded;
+    gradient->folded.push_back(probabilities);
+    gradient->folded.insert(gradient->folded.end(), softmax->folded.begin(), softmax->folded.end());
+    std::vector<NodeId> local = softmax->chunk_local;
+    local.push_back(probabilities);
+    gradient->chunk_local.insert(gradient->chunk_local.begin(), local.begin(), local.end());
   }
 
   // A softmax whose f32 result only its rounded copy reads (an eval step's attention) computes
@@ -383,7 +427,9 @@ const char* host_step_kind_name(HostStepKind kind) {
 std::string host_step_call(const HostStep& step) {
   std::string call = host_step_kind_name(step.kind);
   if (step.kind == HostStepKind::chain) call += std::to_string(step.nodes.size());
-  if (!step.row_chain.empty()) call += "+chain" + std::to_string(step.row_chain.size()) + "@rows";
+  if (step.row_softmax >= 0) call += "+softmax";
+  if (!step.row_chain.empty() || step.row_softmax >= 0)
+    call += "+chain" + std::to_string(step.row_chain.size() + step.softmax_chain.size()) + "@rows";
   if (!step.sums.empty()) call += "+sum";
   if (step.sums.size() > 1) call += std::to_string(step.sums.size());
   if (step.in_registers) call += "@registers";
@@ -430,6 +476,12 @@ std::string host_steps_text(const Plan& plan) {
     }
     bool reads_chain =
         !step.row_chain.empty() && plan.graph.node(step.nodes.front()).op == graph::OpKind::softmax;
+    if (step.row_softmax >= 0) {
+      text += " [its " + named(step.row_softmax) + " by rows";
+      for (std::size_t i = 0; i < step.softmax_chain.size(); ++i)
+        text += (i > 0 ? ", " : ", of ") + named(step.softmax_chain[i]);
+      text += "]";
+    }
     for (std::size_t i = 0; i < step.row_chain.size(); ++i)
       text += (i > 0         ? ", "
                : reads_chain ? " [its input by rows: "
@@ -446,7 +498,7 @@ std::string host_steps_text(const Plan& plan) {
     std::string local;
     for (std::size_t i = 0; i < step.chunk_local.size(); ++i)
       local += (i == 0 ? "" : ", ") + node_ref(step.chunk_local[i]);
-    if (!step.row_chain.empty()) {
+    if (!step.row_chain.empty() || step.row_softmax >= 0) {
       text += local.empty() ? "" : " [per row: " + local + "]";
     } else if (step.in_registers) {
       text += " [in registers" + (local.empty() ? "" : ": " + local) + "]";

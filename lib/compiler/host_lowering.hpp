@@ -25,7 +25,9 @@ inline constexpr std::int64_t kLoneChainElements = 1 << 16;
 //   chain's values that live inside the kernel and only the chain reads are chunk-local (never
 //   stored whole). A kernel that runs at load time runs node by node;
 // - a softmax kernel's elementwise nodes run row by row with its softmax (those computing its
-//   input) or softmax_grad (those reading it): HostStep::row_chain.
+//   input) or softmax_grad (those reading it): HostStep::row_chain. A kernel of a softmax and
+//   its gradient, where only the gradient and the softmax's rounded copy read the softmax, is one
+//   step of the softmax_grad that computes the softmax's rows: HostStep::row_softmax.
 std::vector<HostStep> lower_host(const graph::Graph& graph, std::span<const Kernel> kernels,
                                  const MemoryPlan& memory);
 
@@ -38,7 +40,8 @@ std::string host_steps_text(const Plan& plan);
 // and a folded transpose), "chain3" (three elementwise nodes in one chunked pass),
 // "chain14@registers" (fourteen in registers), "chain4+sum@registers" (that also sum one of their
 // values over every axis; "+sum2": two), "node", "node+chain3@rows" (a softmax with three
-// elementwise nodes run row by row with it).
+// elementwise nodes run row by row with it), "node+softmax+chain5@rows" (a softmax_grad that
+// computes its softmax, five elementwise nodes of the two run row by row).
 std::string host_step_call(const HostStep& step);
 
 }  // namespace csrun::compiler

@@ -136,7 +136,8 @@ std::vector<KernelSpec> make_library() {
        .summary = "softmax along the last axis in f32 with the elementwise ops around it, row by "
                   "row: those computing its input (attention's scale and mask) and a 16-bit copy "
                   "of its rows as it writes them; or softmax's gradient with the elementwise ops "
-                  "reading it (the mask, scale and 16-bit cast)",
+                  "reading it (the mask, scale and 16-bit cast); or both, where only the gradient "
+                  "and the 16-bit copy read the softmax",
        .pattern = "softmax",
        .ops = joined({{{OpKind::softmax, DTypes{DType::f32}, DTypes{DType::f32}, true},
                        {OpKind::softmax_grad, DTypes{DType::f32}, DTypes{DType::f32}, true}},

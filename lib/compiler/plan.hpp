@@ -17,7 +17,7 @@ namespace csrun::compiler {
 inline constexpr std::size_t kMaxChainSums = 4;
 
 // Version of the Plan's file format; a plan of another version is recompiled.
-inline constexpr std::uint32_t kPlanFormatVersion = 13;
+inline constexpr std::uint32_t kPlanFormatVersion = 14;
 
 enum class StepKind : std::uint8_t { train, eval };
 const char* step_kind_name(StepKind kind);
@@ -147,7 +147,7 @@ struct HostStep {
   graph::NodeId result = -1;          // where the product goes: the matmul, or the folded bias add
   std::vector<graph::NodeId> folded;  // kernel nodes this step computes without running them
   // A node step's cast of its result to 16 bits (folded), written by its kernel as it writes the
-  // result: a softmax's rounded copy (-1: none).
+  // result: a softmax's rounded copy, or that of a softmax_grad's row_softmax (-1: none).
   graph::NodeId rounded = -1;
   // Elementwise nodes a softmax or softmax_grad step (f32, along the last axis) runs row by row,
   // in registers, as a chain (lib/runtime's ChainProgram): a softmax's compute its input, the
@@ -155,6 +155,15 @@ struct HostStep {
   // is kept per row) and normalized there; a softmax_grad's read its result, each row of which
   // the kernel computes into a row buffer.
   std::vector<graph::NodeId> row_chain;
+  // A softmax_grad step's softmax (folded; -1: none): the f32 softmax that is the gradient's y
+  // operand and that only the gradient and its rounded copy read (attention's probabilities made
+  // again for the backward pass). The step computes its rows a few at a time into a row buffer,
+  // rounds them into `rounded` and takes the gradient of them there, so they are never stored.
+  graph::NodeId row_softmax = -1;
+  // The elementwise nodes that compute that softmax's input (the scale and the mask), run row by
+  // row as a chain whose last node's rows the softmax normalizes where they are written. Empty:
+  // the softmax reads its stored input.
+  std::vector<graph::NodeId> softmax_chain;
   // A chain's nodes whose values only later nodes of the chain read: kept one chunk at a time in
   // the core's cache, never stored whole. A node step's: the values its row chain keeps one row
   // at a time (a softmax_grad's own among them), and a softmax's own when only its rounded copy

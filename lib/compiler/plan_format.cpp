@@ -257,6 +257,8 @@ void visit(Io& io, HostStep& step) {
   io(step.folded);
   io(step.rounded);
   io(step.row_chain);
+  io(step.row_softmax);
+  io(step.softmax_chain);
   io(step.sums);
   io(step.chunk_local);
   io(step.in_registers);
@@ -478,11 +480,12 @@ void check_host_steps(const Plan& plan, const Decoder& io, InGraph in_graph) {
   auto kernel_count = static_cast<std::int32_t>(plan.kernels.size());
   for (const HostStep& step : plan.host_steps) {
     bool valid = step.kernel >= 0 && step.kernel < kernel_count && !step.nodes.empty();
-    for (const std::vector<NodeId>* ids :
-         {&step.nodes, &step.folded, &step.row_chain, &step.sums, &step.chunk_local}) {
+    for (const std::vector<NodeId>* ids : {&step.nodes, &step.folded, &step.row_chain,
+                                           &step.softmax_chain, &step.sums, &step.chunk_local}) {
       valid = valid && std::all_of(ids->begin(), ids->end(), in_graph);
     }
-    valid = valid && (step.rounded == -1 || in_graph(step.rounded));
+    valid = valid && (step.rounded == -1 || in_graph(step.rounded)) &&
+            (step.row_softmax == -1 || in_graph(step.row_softmax));
     if (valid && step.kind == HostStepKind::gemm) {
       valid = in_graph(step.operand_a) && in_graph(step.operand_b) && in_graph(step.result) &&
               (step.bias == -1 || in_graph(step.bias)) &&

@@ -26,6 +26,7 @@ class SoftmaxFusion {
         take_rounded_copy(group, id);
       } else {
         take_result_chain(group, id);
+        if (joins_softmax(group, id)) continue;
       }
       if (groups_.size(group) > 1) fused_ += groups_.size(group);
     }
@@ -95,6 +96,24 @@ class SoftmaxFusion {
       groups_.join(group, next);
       tail = next;
     }
+  }
+
+  // The gradient's group joins that of the softmax that is a softmax_grad's y operand,
+  // where only that group and the gradient read the softmax: attention's probabilities made again
+  // for the backward pass (recompute-attention), which the kernel then computes a few rows at a
+  // time and takes the gradient of there, never storing them in f32. Whether it joined: not where
+  // the gradient comes long after its softmax (a forward softmax's).
+  bool joins_softmax(std::int32_t group, NodeId gradient) {
+    NodeId softmax = graph_.node(gradient).inputs.front();
+    std::int32_t joined = groups_.group_of(softmax);
+    if (joined < 0 || graph_.node(softmax).op != OpKind::softmax) return false;
+    for (NodeId user : users_.of(softmax)) {
+      if (user != gradient && groups_.group_of(user) != joined) return false;
+    }
+    if (!groups_.can_merge(joined, group)) return false;
+    fused_ += groups_.size(group);
+    groups_.merge(joined, group);
+    return true;
   }
 
   const graph::Graph& graph_;

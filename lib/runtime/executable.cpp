@@ -9,7 +9,9 @@
 #include <span>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 #include <unordered_map>
+#include <utility>
 #include <variant>
 
 #include "compiler/scratch_layout.hpp"
@@ -165,8 +167,9 @@ struct Executable::State {
         continue;
       }
       const NodeTask& task = std::get<NodeTask>(work);
-      profile.chains_in_registers += task.row_chain != nullptr;
-      profile.chains_compiled += task.compiled_row_chain.has_value();
+      profile.chains_in_registers += (task.row_chain != nullptr) + (task.softmax_chain != nullptr);
+      profile.chains_compiled +=
+          task.compiled_row_chain.has_value() + task.compiled_softmax_chain.has_value();
     }
   }
 
@@ -233,15 +236,17 @@ struct Executable::State {
   }
 
   // Whether `host` computes `id` a chunk or a row at a time: a chain's node, a row chain's, the
-  // softmax_grad whose rows a row chain reads, or a softmax whose rows are only rounded.
+  // softmax_grad whose rows a row chain reads, a softmax whose rows are only rounded, or the
+  // softmax a softmax_grad computes.
   static bool computes_by_parts(const compiler::HostStep& host, NodeId id) {
     auto in = [id](const std::vector<NodeId>& ids) {
       return std::find(ids.begin(), ids.end(), id) != ids.end();
     };
     if (host.kind == compiler::HostStepKind::chain) return in(host.nodes);
     if (host.kind != compiler::HostStepKind::node) return false;
-    bool by_rows = !host.row_chain.empty() || host.rounded >= 0;
-    return in(host.row_chain) || (by_rows && id == host.nodes.front());
+    bool by_rows = !host.row_chain.empty() || host.rounded >= 0 || host.row_softmax >= 0;
+    return in(host.row_chain) || in(host.softmax_chain) || id == host.row_softmax ||
+           (by_rows && id == host.nodes.front());
   }
 
   // A chain's chunk-local values have no memory here (the chain keeps their chunks, a row chain
@@ -383,6 +388,7 @@ struct Executable::State {
     if (host != nullptr && host->kind == compiler::HostStepKind::gemm) bind_gemm(task, *host);
     if (host != nullptr && host->rounded >= 0) bind_rounded(task, *host);
     if (host != nullptr && !host->row_chain.empty()) bind_row_chain(task, *host);
+    if (host != nullptr && host->row_softmax >= 0) bind_row_softmax(task, *host);
     kernels.prepare(task);
     if (task.scratch_floats > task_scratch.floats) {
       task_scratch_memory =
@@ -551,11 +557,14 @@ struct Executable::State {
     task.windows_tile = host.windows_tile;
   }
 
-  // A softmax writes its rows rounded into its result's folded cast as well.
+  // A softmax writes its rows rounded into its result's folded cast as well (a softmax_grad, those
+  // of the softmax it computes).
   void bind_rounded(NodeTask& task, const compiler::HostStep& host) const {
+    NodeId softmax = host.row_softmax >= 0 ? host.row_softmax : host.nodes.front();
+    const graph::Node& node = plan.graph.node(softmax);
     const graph::Node& cast = plan.graph.node(host.rounded);
-    if (task.node->op != graph::OpKind::softmax || task.out.dtype != graph::DType::f32 ||
-        cast.op != graph::OpKind::cast || cast.inputs[0] != host.nodes.front() ||
+    if (node.op != graph::OpKind::softmax || node.type.dtype != graph::DType::f32 ||
+        cast.op != graph::OpKind::cast || cast.inputs[0] != softmax ||
         !graph::is_half(cast.type.dtype))
       throw std::invalid_argument("kernel k" + std::to_string(host.kernel) + " rounds into %" +
                                   std::to_string(host.rounded) +
@@ -574,8 +583,42 @@ struct Executable::State {
           std::to_string(host.nodes.front()) + " (" + graph::op_name(task.node->op) +
           "): a row chain runs with an f32 softmax along its last axis, whose input its last "
           "node computes, or an f32 softmax_grad along its last axis");
+    NodeId row_value = softmax ? -1 : host.nodes.front();
+    NodeId row_result = softmax ? host.row_chain.back() : -1;
+    std::tie(task.row_chain, task.compiled_row_chain) =
+        row_chain_for(task, host, host.row_chain, row_value, row_result);
+  }
+
+  // A softmax_grad computes its y operand, a softmax it alone reads (but for its rounded copy), a
+  // few rows at a time, through the softmax's input chain: the softmax is never stored.
+  void bind_row_softmax(NodeTask& task, const compiler::HostStep& host) {
+    const graph::Node& softmax = plan.graph.node(host.row_softmax);
+    bool valid =
+        task.node->op == graph::OpKind::softmax_grad &&
+        task.node->inputs.front() == host.row_softmax && softmax.op == graph::OpKind::softmax &&
+        compiler::runs_row_chain(softmax) &&
+        (host.softmax_chain.empty() || host.softmax_chain.back() == softmax.inputs.front());
+    if (!valid)
+      throw std::invalid_argument(
+          "kernel k" + std::to_string(host.kernel) + " computes node %" +
+          std::to_string(host.row_softmax) + " (" + graph::op_name(softmax.op) + ") for node %" +
+          std::to_string(host.nodes.front()) + " (" + graph::op_name(task.node->op) +
+          "): only a softmax_grad computes its y operand, an f32 softmax along its last axis, "
+          "whose input the softmax's chain computes");
+    task.computes_softmax = true;
+    task.softmax_input = values[static_cast<std::size_t>(softmax.inputs.front())];
+    if (host.softmax_chain.empty()) return;
+    std::tie(task.softmax_chain, task.compiled_softmax_chain) =
+        row_chain_for(task, host, host.softmax_chain, -1, host.softmax_chain.back());
+  }
+
+  // The program of a row chain over the rows of `task` (ChainProgram: `row_value`, `row_result`),
+  // and its compiled code where chains compile here.
+  std::pair<std::shared_ptr<const ChainProgram>, std::optional<CompiledChain>> row_chain_for(
+      const NodeTask& task, const compiler::HostStep& host, const std::vector<NodeId>& chain,
+      NodeId row_value, NodeId row_result) {
     std::vector<NodeTask> tasks;
-    for (NodeId id : host.row_chain)
+    for (NodeId id : chain)
       tasks.push_back(task_for(id));
     if (tasks.front().out.count != task.out.count)
       throw std::invalid_argument(
@@ -583,15 +626,14 @@ struct Executable::State {
           std::to_string(tasks.front().out.count) + " values, its %" +
           std::to_string(host.nodes.front()) + " " + std::to_string(task.out.count) +
           ": a row chain runs over the rows of its softmax");
-    NodeId row_value = softmax ? -1 : host.nodes.front();
-    NodeId row_result = softmax ? host.row_chain.back() : -1;
-    task.row_chain = std::make_shared<const ChainProgram>(
-        row_chain_program(tasks, host.row_chain, row_value, row_result));
+    auto program = std::make_shared<const ChainProgram>(
+        row_chain_program(tasks, chain, row_value, row_result));
     // Its runs start at whole rows.
     std::int64_t width = task.out.rank == 0 ? 1 : task.out.shape[task.out.rank - 1];
+    std::optional<CompiledChain> compiled;
     if (chains_compiled_here())
-      task.compiled_row_chain =
-          CompiledChain::compile(*task.row_chain, task.out.count, width, kernels.compiled_chains);
+      compiled = CompiledChain::compile(*program, task.out.count, width, kernels.compiled_chains);
+    return {std::move(program), std::move(compiled)};
   }
 
   // Outside its chain, a chunk-local value has no memory to read (a softmax's input its row chain
@@ -602,7 +644,8 @@ struct Executable::State {
     read.insert(read.end(), {host.operand_a, host.operand_b, host.bias});
     for (NodeId id : read) {
       bool from_row_chain =
-          std::find(host.row_chain.begin(), host.row_chain.end(), id) != host.row_chain.end();
+          std::find(host.row_chain.begin(), host.row_chain.end(), id) != host.row_chain.end() ||
+          (id >= 0 && id == host.row_softmax);
       if (id >= 0 && chunk_local[static_cast<std::size_t>(id)] && !from_row_chain)
         throw std::invalid_argument("node %" + std::to_string(reader) + " reads %" +
                                     std::to_string(id) +
@@ -618,8 +661,10 @@ struct Executable::State {
           covered[static_cast<std::size_t>(id)] = true;
       }
       if (host.kind != compiler::HostStepKind::node) continue;  // only a node step runs one
-      for (NodeId id : host.row_chain)
-        covered[static_cast<std::size_t>(id)] = true;
+      for (const std::vector<NodeId>* ids : {&host.row_chain, &host.softmax_chain}) {
+        for (NodeId id : *ids)
+          covered[static_cast<std::size_t>(id)] = true;
+      }
     }
     for (std::size_t k = 0; k < plan.kernels.size(); ++k) {
       for (NodeId id : plan.kernels[k].nodes) {

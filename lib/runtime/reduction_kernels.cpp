@@ -478,8 +478,10 @@ float* aligned_scratch(const NodeTask& task) {
       std::align(kRowAlignmentFloats * sizeof(float), sizeof(float), start, space));
 }
 
-std::int64_t row_buffer_floats(std::int64_t classes) {
-  return (classes + 2 * kRowAlignmentFloats - 1) / kRowAlignmentFloats * kRowAlignmentFloats;
+// A buffer for `values` floats that lie in it where they would lie modulo kRowAlignmentFloats; a
+// multiple of kRowAlignmentFloats, so that what follows it starts 64-byte aligned as well.
+std::int64_t row_buffer_floats(std::int64_t values) {
+  return (values + 2 * kRowAlignmentFloats - 1) / kRowAlignmentFloats * kRowAlignmentFloats;
 }
 
 // Rows [first, last) in f32; `part_buffer` (64-byte aligned, row_buffer_floats) holds a row when
@@ -567,25 +569,46 @@ std::int64_t rows_per_run(std::int64_t width) {
   return std::max<std::int64_t>(1, kRowChainFloats / std::max<std::int64_t>(1, width));
 }
 
-std::int64_t row_chain_register_floats(const NodeTask& task) {
-  return task.row_chain ? task.row_chain->registers * kChainLanes : 0;
+std::int64_t chain_register_floats(const std::shared_ptr<const ChainProgram>& chain) {
+  return chain ? chain->registers * kChainLanes : 0;
 }
 
 // Whether a softmax or softmax_grad runs its rows a few at a time: with a row chain
-// (HostStep::row_chain), or a softmax whose f32 rows are kept per row, only rounded into its copy.
+// (HostStep::row_chain), a softmax_grad that computes its softmax (HostStep::row_softmax), or a
+// softmax whose f32 rows are kept per row, only rounded into its copy.
 bool runs_by_rows(const NodeTask& task) {
-  return task.row_chain || (task.node->op == OpKind::softmax && task.out.data == nullptr);
+  return task.row_chain || task.computes_softmax ||
+         (task.node->op == OpKind::softmax && task.out.data == nullptr);
 }
 
-// The floats of scratch each part of the team takes for rows run a few at a time: its chain's
-// registers and, for a softmax_grad or a softmax kept per row, the rows it computes (a softmax's
-// where they would lie modulo kRowAlignmentFloats); a multiple of kRowAlignmentFloats, so that
-// every part's scratch starts 64-byte aligned.
+// Each part of the team's scratch for rows run a few at a time: its chains' registers, a buffer
+// for the rows of a result kept per row (a softmax_grad's rows its chain reads, or a softmax's
+// rows only rounded) and one for the rows of the softmax a softmax_grad computes.
+struct RowScratch {
+  float* registers = nullptr;
+  float* softmax_registers = nullptr;
+  float* rows = nullptr;
+  float* softmax_rows = nullptr;
+};
+
 std::int64_t by_rows_part_floats(const NodeTask& task, std::int64_t width) {
-  std::int64_t floats = row_chain_register_floats(task);
-  if (task.node->op == OpKind::softmax_grad || task.out.data == nullptr)
-    floats += rows_per_run(width) * width + kRowAlignmentFloats;
-  return (floats + kRowAlignmentFloats - 1) / kRowAlignmentFloats * kRowAlignmentFloats;
+  std::int64_t floats =
+      chain_register_floats(task.row_chain) + chain_register_floats(task.softmax_chain);
+  std::int64_t buffer = row_buffer_floats(rows_per_run(width) * width);
+  if (task.out.data == nullptr) floats += buffer;
+  if (task.computes_softmax) floats += buffer;
+  return floats;
+}
+
+RowScratch row_scratch(const NodeTask& task, std::int64_t width, int part) {
+  RowScratch scratch;
+  scratch.registers = aligned_scratch(task) + part * by_rows_part_floats(task, width);
+  scratch.softmax_registers = scratch.registers + chain_register_floats(task.row_chain);
+  scratch.rows = scratch.softmax_registers + chain_register_floats(task.softmax_chain);
+  scratch.softmax_rows = scratch.rows;
+  if (task.out.data == nullptr)
+    scratch.softmax_rows += row_buffer_floats(rows_per_run(width) * width);
+  return scratch;
 }
 
 std::int64_t row_width(const NodeTask& task) {
@@ -600,21 +623,63 @@ TensorRef elements_from(const TensorRef& value, std::int64_t element) {
   return rest;
 }
 
-// Elements [first, last) of the task's row chain, compiled or interpreted (what compiled code
-// leaves short of a vector, interpreted).
-void run_row_chain(const NodeTask& task, float* registers, std::int64_t first, std::int64_t last,
-                   float* row) {
+// Elements [first, last) of a row chain, compiled or interpreted (what compiled code leaves short
+// of a vector, interpreted).
+void run_row_chain(const ChainProgram& chain, const std::optional<CompiledChain>& compiled,
+                   float* registers, std::int64_t first, std::int64_t last, float* row) {
   std::int64_t start = first;
-  if (task.compiled_row_chain) start = task.compiled_row_chain->run_on_row(first, last, row);
-  if (start < last)
-    run_chain_program_on_row(*task.row_chain, registers, start, last, row + (start - first));
+  if (compiled) start = compiled->run_on_row(first, last, row);
+  if (start < last) run_chain_program_on_row(chain, registers, start, last, row + (start - first));
+}
+
+// Rows [first, last) of a softmax along f32 rows, normalized in `rows` (where they lie in the
+// result, or in a row buffer at the same alignment, so that their bits are those of a stored
+// result) and rounded into `rounded` (null data: no copy): read from `input`, or written into
+// `rows` by the row chain that computes them.
+struct SoftmaxRows {
+  const TensorRef& input;
+  const ChainProgram* chain;
+  const std::optional<CompiledChain>& compiled;
+  const TensorRef& rounded;
+};
+
+void normalize_rows(const SoftmaxRows& softmax, float* registers, std::int64_t first,
+                    std::int64_t last, std::int64_t width, float* rows) {
+  const float* in = rows;
+  if (softmax.chain != nullptr)
+    run_row_chain(*softmax.chain, softmax.compiled, registers, first * width, last * width, rows);
+  else
+    in = softmax.input.f32() + first * width;
+  softmax_rows_f32(false, 0, last - first, width, in, rows,
+                   elements_from(softmax.rounded, first * width));
+}
+
+// Rows [first, last) of a softmax_grad: y's rows computed into the part's buffer where the step
+// computes its softmax (HostStep::row_softmax); the gradient's rows into its result or, with a row
+// chain, into the part's buffer, where the chain reads them.
+void gradient_rows(const NodeTask& task, const RowScratch& scratch, std::int64_t first,
+                   std::int64_t last, std::int64_t width) {
+  const float* y = nullptr;
+  if (task.computes_softmax) {
+    float* rows = scratch.softmax_rows + first * width % kRowAlignmentFloats;
+    normalize_rows(
+        {task.softmax_input, task.softmax_chain.get(), task.compiled_softmax_chain, task.rounded},
+        scratch.softmax_registers, first, last, width, rows);
+    y = rows;
+  } else {
+    y = task.in[0].f32() + first * width;
+  }
+  float* out = task.out.data != nullptr ? task.out.f32() + first * width : scratch.rows;
+  softmax_grad_rows_f32(0, last - first, width, y, task.in[1].f32() + first * width, out);
+  if (task.row_chain)
+    run_row_chain(*task.row_chain, task.compiled_row_chain, scratch.registers, first * width,
+                  last * width, out);
 }
 
 // Rows of an f32 softmax or softmax_grad along its last axis, a few at a time. A softmax's row
 // chain writes its input's rows where the result goes (the part's row buffer, when the result is
-// kept per row: the rows aligned there as they would be in the arena, so their bits are those of
-// a stored result), and the kernel normalizes them there, rounding them into the copy; a
-// softmax_grad's rows are computed into the part's buffer, where its chain reads them.
+// kept per row), and the kernel normalizes them there, rounding them into the copy; a
+// softmax_grad's rows go as gradient_rows says.
 void run_by_rows(const NodeTask& task) {
   std::int64_t width = row_width(task);
   bool gradient = task.node->op == OpKind::softmax_grad;
@@ -624,29 +689,22 @@ void run_by_rows(const NodeTask& task) {
     throw std::invalid_argument(
         "a softmax or softmax_grad runs row by row on f32 values along their last axis");
   std::int64_t rows = width == 0 ? 0 : task.out.count / width;
-  std::int64_t part_floats = by_rows_part_floats(task, width);
-  std::int64_t register_floats = row_chain_register_floats(task);
-  float* scratch = aligned_scratch(task);
-  split_rows_in_parts(
-      task.team, rows, task.out.count, [&](int part, std::int64_t first, std::int64_t last) {
-        float* registers = scratch + part * part_floats;
-        float* buffer = registers + register_floats;
-        for (std::int64_t r = first; r < last; r += rows_per_run(width)) {
-          std::int64_t end = std::min(last, r + rows_per_run(width));
-          if (gradient) {
-            softmax_grad_rows_f32(0, end - r, width, task.in[0].f32() + r * width,
-                                  task.in[1].f32() + r * width, buffer);
-            run_row_chain(task, registers, r * width, end * width, buffer);
-            continue;
-          }
-          float* rows_out = task.out.data != nullptr ? task.out.f32() + r * width
-                                                     : buffer + r * width % kRowAlignmentFloats;
-          const float* rows_in = task.row_chain ? rows_out : task.in[0].f32() + r * width;
-          if (task.row_chain) run_row_chain(task, registers, r * width, end * width, rows_out);
-          softmax_rows_f32(false, 0, end - r, width, rows_in, rows_out,
-                           elements_from(task.rounded, r * width));
-        }
-      });
+  SoftmaxRows softmax{task.in[0], task.row_chain.get(), task.compiled_row_chain, task.rounded};
+  split_rows_in_parts(task.team, rows, task.out.count,
+                      [&](int part, std::int64_t first, std::int64_t last) {
+                        RowScratch scratch = row_scratch(task, width, part);
+                        for (std::int64_t r = first; r < last; r += rows_per_run(width)) {
+                          std::int64_t end = std::min(last, r + rows_per_run(width));
+                          if (gradient) {
+                            gradient_rows(task, scratch, r, end, width);
+                            continue;
+                          }
+                          float* rows_out = task.out.data != nullptr
+                                                ? task.out.f32() + r * width
+                                                : scratch.rows + r * width % kRowAlignmentFloats;
+                          normalize_rows(softmax, scratch.registers, r, end, width, rows_out);
+                        }
+                      });
 }
 
 void softmax_grad(const NodeTask& task) {
@@ -670,11 +728,17 @@ void prepare_normalization(NodeTask& task) {
   if (task.node->op == OpKind::softmax && stores_nothing)
     throw std::invalid_argument(
         "a softmax kept per row rounds its rows into a 16-bit copy, and this one has none");
-  // Its chain reads the rows from the part's buffer, so a stored gradient would never be written.
-  if (task.node->op == OpKind::softmax_grad && task.out.data != nullptr)
+  if (task.node->op == OpKind::softmax_grad && task.out.data == nullptr && !task.row_chain)
     throw std::invalid_argument(
-        "a softmax_grad whose row chain reads its rows keeps them per row, and this one has a "
-        "buffer in the plan");
+        "a softmax_grad kept per row has a row chain to read its rows, and this one has none");
+  const TensorRef& input = task.softmax_input;
+  bool softmax_read = task.softmax_chain || input.data != nullptr;
+  if (task.computes_softmax &&
+      (task.node->op != OpKind::softmax_grad || task.in[0].data != nullptr || !softmax_read ||
+       input.dtype != DType::f32 || input.count != task.out.count))
+    throw std::invalid_argument(
+        "only a softmax_grad computes the softmax it reads, never stored, from an f32 input of "
+        "its shape, stored or computed by the softmax's row chain");
   std::int64_t parts = task.team == nullptr ? 1 : task.team->size();
   task.scratch_floats = parts * by_rows_part_floats(task, row_width(task)) + kRowAlignmentFloats;
 }

@@ -109,7 +109,7 @@ struct NodeTask {
   // columns at a time.
   bool sums_windows = false;
   // A softmax also writes each f32 row rounded into this 16-bit value: a cast of its result
-  // folded into it. Null data: none.
+  // folded into it (or of the softmax a softmax_grad computes). Null data: none.
   TensorRef rounded;
   // A softmax's or softmax_grad's row chain (compiler::HostStep::row_chain), run over each row as
   // the kernel computes it: a softmax's writes the row of its input where the kernel then
@@ -118,6 +118,14 @@ struct NodeTask {
   std::shared_ptr<const ChainProgram> row_chain;
   // That chain compiled to machine code, where the kernel set runs it (compiled_chain.hpp).
   std::optional<CompiledChain> compiled_row_chain;
+  // A softmax_grad that computes its y operand (in[0], never stored), a softmax along f32 rows
+  // (compiler::HostStep::row_softmax), a few rows at a time into a row buffer, and rounds them into
+  // `rounded`: from `softmax_input`, or from the rows `softmax_chain` (and its compiled code)
+  // writes there.
+  bool computes_softmax = false;
+  TensorRef softmax_input;
+  std::shared_ptr<const ChainProgram> softmax_chain;
+  std::optional<CompiledChain> compiled_softmax_chain;
   // The floats of scratch the kernel needs (prepare sets it) and where they are: one area the
   // executable shares between its kernels, which run one at a time.
   std::int64_t scratch_floats = 0;

@@ -384,9 +384,11 @@ namespace {
 
 // Attention's probabilities and their gradient over rows of 16 scores, as the decoders trace
 // them: the scores scaled and causally masked before the softmax; its gradient masked, scaled and
-// rounded to 16 bits for the products after it. With `keep_masked`, the step also returns the
-// masked scores.
-Graph masked_attention(bool keep_masked) {
+// rounded to 16 bits for the products after it. The gradient's upstream comes from the product
+// with the values, as in a forward pass's attention, or is `given` before the probabilities, as
+// for those made again for the backward pass (recompute-attention). With `keep_masked`, the step
+// also returns the masked scores.
+Graph masked_attention(bool keep_masked, bool given = false) {
   Graph graph;
   Tensor scores(graph, graph.add_input("scores", {{2, 3, 16, 16}, DType::f32}));
   Tensor upstream(graph, graph.add_input("upstream", {{2, 3, 16, 16}, DType::f32}));
@@ -394,7 +396,9 @@ Graph masked_attention(bool keep_masked) {
   Tensor causal = iota(graph, {16, 16}, 0) >= iota(graph, {16, 16}, 1);
   Tensor masked = where(causal, scores * 0.25, -1e9);
   Tensor probabilities = softmax(masked);
-  graph.add_output("attended", matmul(cast(probabilities, DType::bf16), values).id());
+  Tensor attended = matmul(cast(probabilities, DType::bf16), values);
+  graph.add_output("attended", attended.id());
+  if (!given) upstream = upstream * cast(matmul(attended, swap_last_axes(values)), DType::f32);
   Tensor gradient =
       cast(where(causal, softmax_grad(probabilities, upstream), 0.0) * 0.25, DType::bf16);
   graph.add_output("value_gradient", matmul(gradient, values).id());
@@ -446,6 +450,40 @@ TEST_CASE("attention's scale and mask run row by row in its softmax, and after i
   CHECK_THAT(text, Catch::Contains("softmax [its input by rows: %") &&
                        Catch::Contains("softmax_grad [then by rows: %") &&
                        Catch::Contains("[per row: %"));
+}
+
+TEST_CASE("a softmax only its gradient and 16-bit copy read is computed by the gradient's step") {
+  // Attention's probabilities made again for the backward pass: one pass over the rows computes
+  // them, rounds them into the copy and takes their gradient; their f32 values are never stored.
+  compiler::Plan plan = planned(masked_attention(false, true));
+  std::string text = compiler::host_steps_text(plan);
+  INFO(text);
+  for (const HostStep& step : plan.host_steps)
+    CHECK(plan.graph.node(step.nodes.front()).op != OpKind::softmax);
+  const HostStep& gradient = step_running(plan, OpKind::softmax_grad);
+  REQUIRE(gradient.row_softmax >= 0);
+  CHECK(plan.graph.node(gradient.row_softmax).op == OpKind::softmax);
+  CHECK(plan.memory.buffer_of[static_cast<std::size_t>(gradient.row_softmax)] < 0);
+  CHECK(ops_of(plan, gradient.softmax_chain) == std::vector<OpKind>{OpKind::mul, OpKind::where});
+  CHECK(ops_of(plan, gradient.row_chain) ==
+        std::vector<OpKind>{OpKind::where, OpKind::mul, OpKind::cast});
+  REQUIRE(gradient.rounded >= 0);
+  CHECK(plan.graph.node(gradient.rounded).inputs.front() == gradient.row_softmax);
+  CHECK(gradient.folded == std::vector<NodeId>{gradient.row_softmax, gradient.rounded});
+  std::vector<NodeId> per_row = gradient.softmax_chain;
+  per_row.push_back(gradient.row_softmax);
+  per_row.push_back(gradient.nodes.front());
+  per_row.insert(per_row.end(), gradient.row_chain.begin(), gradient.row_chain.end() - 1);
+  CHECK(gradient.chunk_local == per_row);
+  CHECK(plan.kernels[static_cast<std::size_t>(gradient.kernel)].name == "fused_softmax");
+  CHECK(compiler::host_step_call(gradient) == "node+softmax+chain5@rows");
+  CHECK_THAT(text, Catch::Contains("softmax_grad [its %" + std::to_string(gradient.row_softmax) +
+                                   " softmax by rows, of %"));
+  // The product with the values reads the copy the step rounds.
+  std::vector<HostStep> products = steps_of(plan, HostStepKind::gemm);
+  CHECK(std::any_of(products.begin(), products.end(), [&](const HostStep& product) {
+    return product.operand_a == gradient.rounded;
+  }));
 }
 
 TEST_CASE("masked scores the step returns are stored, not computed in the softmax's rows") {

@@ -1,6 +1,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <functional>
 #include <numeric>
@@ -1292,7 +1293,10 @@ namespace {
 // (causal) or of each sample's columns (padding): the masked scores and the f32 gradient are
 // stored (`stored`, also returned), or the scale and mask run row by row in the softmax and the
 // mask, scale and cast after softmax_grad.
-graph::Graph masked_rows(std::int64_t width, bool padding, bool stored) {
+// What a masked_rows step returns beside the probabilities' 16-bit copy and their gradient's.
+enum class Returned { nothing_else, probabilities, all };
+
+graph::Graph masked_rows(std::int64_t width, bool padding, Returned returned) {
   graph::Graph graph;
   graph::Tensor scores(graph, graph.add_input("scores", {{16, 8, width}, DType::f32}));
   graph::Tensor upstream(graph, graph.add_input("upstream", {{16, 8, width}, DType::f32}));
@@ -1303,10 +1307,10 @@ graph::Graph masked_rows(std::int64_t width, bool padding, bool stored) {
   graph::Tensor masked = where(mask, scores * 0.125, -1e9);
   graph::Tensor probabilities = softmax(masked);
   graph::Tensor gradient = softmax_grad(probabilities, upstream);
-  graph.add_output("probabilities", probabilities.id());
   graph.add_output("rounded", cast(probabilities, DType::bf16).id());
   graph.add_output("gradient", cast(where(mask, gradient, 0.0) * 0.125, DType::bf16).id());
-  if (stored) {
+  if (returned != Returned::nothing_else) graph.add_output("probabilities", probabilities.id());
+  if (returned == Returned::all) {
     graph.add_output("masked", masked.id());
     graph.add_output("gradient_f32", gradient.id());
   }
@@ -1319,9 +1323,28 @@ std::vector<std::vector<double>> outputs_of_run(const compiler::Plan& plan,
   test::feed(executable, feeds);
   executable.run();
   std::vector<std::vector<double>> outputs;
-  for (const char* name : {"probabilities", "rounded", "gradient"})
-    outputs.push_back(executable.read(executable.slot(name)));
+  for (const graph::NamedNode& output : plan.graph.outputs()) {
+    if (output.name == "rounded" || output.name == "gradient" || output.name == "probabilities")
+      outputs.push_back(executable.read(executable.slot(output.name)));
+  }
   return outputs;
+}
+
+// Widths of masked_rows and whether its mask pads: a lane tail in a row, rows of several blocks
+// (six rows a run, split across the cores), and rows longer than a run; under a causal mask and
+// under a padding mask. Rows of 256 (GPT-2 small's): the chains run compiled where the kernel set
+// runs AVX2 or AVX-512 code; rows of 37 and 4,219 end short of a vector, which AVX2's code leaves
+// to the interpreter.
+constexpr std::array<std::pair<std::int64_t, bool>, 6> kMaskedRowCases{
+    {{37, false}, {600, false}, {4'219, false}, {37, true}, {600, true}, {256, false}}};
+
+compiler::HostStep& gradient_step(compiler::Plan& plan) {
+  auto found = std::find_if(
+      plan.host_steps.begin(), plan.host_steps.end(), [&](const compiler::HostStep& step) {
+        return plan.graph.node(step.nodes.front()).op == graph::OpKind::softmax_grad;
+      });
+  REQUIRE(found != plan.host_steps.end());
+  return *found;
 }
 
 std::size_t row_chain_steps(const compiler::Plan& plan) {
@@ -1333,17 +1356,11 @@ std::size_t row_chain_steps(const compiler::Plan& plan) {
 }  // namespace
 
 TEST_CASE("a softmax's row chains give the bits of their nodes stored, on one core or several") {
-  // A lane tail in a row, rows of several blocks (six rows a run, split across the cores), and
-  // rows longer than a run; under a causal mask and under a padding mask.
-  // Rows of 256 (GPT-2 small's): the chains run compiled where the kernel set runs AVX2 or AVX-512
-  // code; rows of 37 and 4,219 end short of a vector, which AVX2's code leaves to the interpreter.
-  for (auto [width, padding] :
-       {std::pair{std::int64_t{37}, false}, std::pair{std::int64_t{600}, false},
-        std::pair{std::int64_t{4'219}, false}, std::pair{std::int64_t{37}, true},
-        std::pair{std::int64_t{600}, true}, std::pair{std::int64_t{256}, false}}) {
+  for (auto [width, padding] : kMaskedRowCases) {
     INFO(width << " values a row, " << (padding ? "padding" : "causal") << " mask");
-    compiler::Plan fused = test::compiled_plan(masked_rows(width, padding, false), 1);
-    compiler::Plan stored = test::compiled_plan(masked_rows(width, padding, true), 1);
+    compiler::Plan fused =
+        test::compiled_plan(masked_rows(width, padding, Returned::probabilities), 1);
+    compiler::Plan stored = test::compiled_plan(masked_rows(width, padding, Returned::all), 1);
     INFO(compiler::host_steps_text(fused));
     REQUIRE(row_chain_steps(fused) == 2);
     REQUIRE(row_chain_steps(stored) == 0);
@@ -1355,6 +1372,34 @@ TEST_CASE("a softmax's row chains give the bits of their nodes stored, on one co
     if (width == 256 && runtime::kernel_set("").compiled_chains != runtime::ChainIsa::none &&
         runtime::chains_compiled_here()) {
       Executable executable(fused);
+      CHECK(executable.host_profile().chains_compiled == 2);
+    }
+  }
+}
+
+TEST_CASE(
+    "a softmax_grad that computes its softmax gives the bits of both stored, on one core or "
+    "several") {
+  // Attention's probabilities made again for the backward pass: only the gradient and the 16-bit
+  // copy read them, so the gradient's step computes them a few rows at a time and stores none.
+  for (auto [width, padding] : kMaskedRowCases) {
+    INFO(width << " values a row, " << (padding ? "padding" : "causal") << " mask");
+    compiler::Plan computed =
+        test::compiled_plan(masked_rows(width, padding, Returned::nothing_else), 1);
+    compiler::Plan stored = test::compiled_plan(masked_rows(width, padding, Returned::all), 1);
+    INFO(compiler::host_steps_text(computed));
+    const compiler::HostStep& gradient = gradient_step(computed);
+    REQUIRE(gradient.row_softmax >= 0);
+    CHECK(gradient.softmax_chain.size() == 2);
+    CHECK(gradient.row_chain.size() == 3);
+    graph::Feeds feeds = test::sample_feeds(computed.graph);
+    std::vector<std::vector<double>> expected = outputs_of_run(stored, feeds);
+    expected.resize(2);  // the rounded probabilities and the gradient
+    CHECK(outputs_of_run(computed, feeds) == expected);
+    test::on_one_core([&] { CHECK(outputs_of_run(computed, feeds) == expected); });
+    if (width == 256 && runtime::kernel_set("").compiled_chains != runtime::ChainIsa::none &&
+        runtime::chains_compiled_here()) {
+      Executable executable(computed);
       CHECK(executable.host_profile().chains_compiled == 2);
     }
   }
@@ -1436,7 +1481,7 @@ TEST_CASE(
     REQUIRE(found != plan.host_steps.end());
     return *found;
   };
-  compiler::Plan plan = test::compiled_plan(masked_rows(64, false, false), 1);
+  compiler::Plan plan = test::compiled_plan(masked_rows(64, false, Returned::probabilities), 1);
   REQUIRE(softmax_step(plan).row_chain.size() == 2);
   CHECK_NOTHROW(Executable(plan));
   compiler::Plan swapped = plan;
@@ -1450,25 +1495,35 @@ TEST_CASE(
   CHECK_THROWS_WITH(Executable(plan), Catch::Contains("has no host step in the plan"));
 }
 
-TEST_CASE("a plan whose softmax_grad has a row chain and a buffer of its own is refused") {
-  compiler::Plan plan = test::compiled_plan(masked_rows(64, false, false), 1);
-  auto gradient_step = std::find_if(
-      plan.host_steps.begin(), plan.host_steps.end(), [&](const compiler::HostStep& step) {
-        return plan.graph.node(step.nodes.front()).op == graph::OpKind::softmax_grad;
-      });
-  REQUIRE(gradient_step != plan.host_steps.end());
-  REQUIRE_FALSE(gradient_step->row_chain.empty());
-  CHECK_NOTHROW(Executable(plan));
-  graph::NodeId gradient = gradient_step->nodes.front();
-  std::erase(gradient_step->chunk_local, gradient);
+TEST_CASE("a softmax_grad with a row chain and a buffer of its own stores its rows as well") {
+  compiler::Plan plan = test::compiled_plan(masked_rows(64, false, Returned::probabilities), 1);
+  graph::Feeds feeds = test::sample_feeds(plan.graph);
+  std::vector<std::vector<double>> expected = outputs_of_run(plan, feeds);
+  compiler::HostStep& step = gradient_step(plan);
+  REQUIRE_FALSE(step.row_chain.empty());
+  graph::NodeId gradient = step.nodes.front();
+  std::erase(step.chunk_local, gradient);
   plan.memory.buffers.push_back(
       {gradient, compiler::BufferKind::temporary, 0, plan.graph.node(gradient).type.byte_size()});
   plan.memory.buffer_of.at(static_cast<std::size_t>(gradient)) =
       static_cast<std::int32_t>(plan.memory.buffers.size() - 1);
   plan.memory.peak_bytes = std::max(plan.memory.peak_bytes, plan.memory.buffers.back().bytes);
-  CHECK_THROWS_WITH(Executable(plan),
-                    "a softmax_grad whose row chain reads its rows keeps them per row, and this "
-                    "one has a buffer in the plan");
+  CHECK(outputs_of_run(plan, feeds) == expected);
+}
+
+TEST_CASE("a plan whose softmax_grad computes a softmax other than its y operand is refused") {
+  compiler::Plan plan = test::compiled_plan(masked_rows(64, false, Returned::nothing_else), 1);
+  REQUIRE(gradient_step(plan).softmax_chain.size() == 2);
+  CHECK_NOTHROW(Executable(plan));
+  compiler::Plan swapped = plan;
+  std::vector<graph::NodeId>& chain = gradient_step(swapped).softmax_chain;
+  std::swap(chain.front(), chain.back());
+  CHECK_THROWS_WITH(Executable(swapped),
+                    Catch::Contains("only a softmax_grad computes its y operand, an f32 softmax"));
+  compiler::Plan other = plan;
+  gradient_step(other).row_softmax = gradient_step(other).softmax_chain.back();
+  gradient_step(other).rounded = -1;
+  CHECK_THROWS_AS(Executable(other), std::invalid_argument);  // the softmax is computed by none
 }
 
 TEST_CASE("dropout keeps the elements its counter-based draws keep, on one core or several") {
@@ -1539,27 +1594,37 @@ std::vector<std::vector<float>> after_two_steps(const compiler::Plan& plan,
 
 TEST_CASE("attention's probabilities made again for the backward pass give the same steps") {
   // A sequence long against the width: the probabilities are most of what the backward reads.
-  models::TracedStep step = test::traced_step(
-      "{name: gpt2, vocab_size: 40, hidden_size: 16, num_hidden_layers: 2, num_heads: 2, "
-      "filter_size: 32, max_position_embeddings: 128, dropout_rate: 0.1, "
-      "attention_dropout_rate: 0.1}",
-      2);
-  for (compiler::PrecisionPolicy precision :
-       {compiler::PrecisionPolicy{}, compiler::PrecisionPolicy{true, DType::bf16, 1}}) {
-    INFO((precision.mixed ? "bfloat16" : "f32"));
-    compiler::Plan recomputed = precision.mixed ? test::compiled_plan(step.graph, 2, DType::bf16, 1)
-                                                : test::compiled_plan(step.graph, 2);
-    compiler::Plan kept = plan_without(step.graph, 2, precision, "recompute-attention");
-    auto backward_softmaxes = [](const compiler::Plan& plan) {
-      const graph::NodeList& nodes = plan.graph.nodes();
-      return std::count_if(nodes.begin(), nodes.end(), [](const graph::Node& node) {
-        return node.op == graph::OpKind::softmax && node.phase == graph::Phase::backward;
-      });
-    };
-    CHECK(backward_softmaxes(recomputed) == 2);  // one a layer
-    CHECK(backward_softmaxes(kept) == 0);
-    CHECK(recomputed.memory.peak_bytes < kept.memory.peak_bytes);
-    graph::Feeds feeds = test::sample_feeds(step.graph);
-    CHECK(after_two_steps(recomputed, feeds) == after_two_steps(kept, feeds));
+  // Without attention's dropout, a bfloat16 step's softmax_grad computes them itself
+  // (HostStep::row_softmax), so they are never stored in f32.
+  for (std::string dropout : {"0.1", "0.0"}) {
+    models::TracedStep step = test::traced_step(
+        "{name: gpt2, vocab_size: 40, hidden_size: 16, num_hidden_layers: 2, num_heads: 4, "
+        "filter_size: 32, max_position_embeddings: 128, dropout_rate: 0.1, "
+        "attention_dropout_rate: " +
+            dropout + "}",
+        2);
+    for (compiler::PrecisionPolicy precision :
+         {compiler::PrecisionPolicy{}, compiler::PrecisionPolicy{true, DType::bf16, 1}}) {
+      INFO((precision.mixed ? "bfloat16" : "f32") << ", attention's dropout " << dropout);
+      compiler::Plan recomputed = precision.mixed
+                                      ? test::compiled_plan(step.graph, 2, DType::bf16, 1)
+                                      : test::compiled_plan(step.graph, 2);
+      compiler::Plan kept = plan_without(step.graph, 2, precision, "recompute-attention");
+      auto backward_softmaxes = [](const compiler::Plan& plan) {
+        const graph::NodeList& nodes = plan.graph.nodes();
+        return std::count_if(nodes.begin(), nodes.end(), [](const graph::Node& node) {
+          return node.op == graph::OpKind::softmax && node.phase == graph::Phase::backward;
+        });
+      };
+      CHECK(backward_softmaxes(recomputed) == 2);  // one a layer
+      CHECK(backward_softmaxes(kept) == 0);
+      auto computed_by_gradients =
+          std::count_if(recomputed.host_steps.begin(), recomputed.host_steps.end(),
+                        [](const compiler::HostStep& host) { return host.row_softmax >= 0; });
+      CHECK(computed_by_gradients == (precision.mixed && dropout == "0.0" ? 2 : 0));
+      CHECK(recomputed.memory.peak_bytes < kept.memory.peak_bytes);
+      graph::Feeds feeds = test::sample_feeds(step.graph);
+      CHECK(after_two_steps(recomputed, feeds) == after_two_steps(kept, feeds));
+    }
   }
 }
