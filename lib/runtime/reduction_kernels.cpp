@@ -676,6 +676,24 @@ void gradient_rows(const NodeTask& task, const RowScratch& scratch, std::int64_t
                   last * width, out);
 }
 
+// Rows [first, last) of one part of the team, a few at a time.
+void run_rows_of_part(const NodeTask& task, const RowScratch& scratch, std::int64_t first,
+                      std::int64_t last) {
+  std::int64_t width = row_width(task);
+  bool gradient = task.node->op == OpKind::softmax_grad;
+  SoftmaxRows softmax{task.in[0], task.row_chain.get(), task.compiled_row_chain, task.rounded};
+  for (std::int64_t r = first; r < last; r += rows_per_run(width)) {
+    std::int64_t end = std::min(last, r + rows_per_run(width));
+    if (gradient) {
+      gradient_rows(task, scratch, r, end, width);
+      continue;
+    }
+    float* rows = task.out.data != nullptr ? task.out.f32() + r * width
+                                           : scratch.rows + r * width % kRowAlignmentFloats;
+    normalize_rows(softmax, scratch.registers, r, end, width, rows);
+  }
+}
+
 // Rows of an f32 softmax or softmax_grad along its last axis, a few at a time. A softmax's row
 // chain writes its input's rows where the result goes (the part's row buffer, when the result is
 // kept per row), and the kernel normalizes them there, rounding them into the copy; a
@@ -689,21 +707,9 @@ void run_by_rows(const NodeTask& task) {
     throw std::invalid_argument(
         "a softmax or softmax_grad runs row by row on f32 values along their last axis");
   std::int64_t rows = width == 0 ? 0 : task.out.count / width;
-  SoftmaxRows softmax{task.in[0], task.row_chain.get(), task.compiled_row_chain, task.rounded};
   split_rows_in_parts(task.team, rows, task.out.count,
                       [&](int part, std::int64_t first, std::int64_t last) {
-                        RowScratch scratch = row_scratch(task, width, part);
-                        for (std::int64_t r = first; r < last; r += rows_per_run(width)) {
-                          std::int64_t end = std::min(last, r + rows_per_run(width));
-                          if (gradient) {
-                            gradient_rows(task, scratch, r, end, width);
-                            continue;
-                          }
-                          float* rows_out = task.out.data != nullptr
-                                                ? task.out.f32() + r * width
-                                                : scratch.rows + r * width % kRowAlignmentFloats;
-                          normalize_rows(softmax, scratch.registers, r, end, width, rows_out);
-                        }
+                        run_rows_of_part(task, row_scratch(task, width, part), first, last);
                       });
 }
 
