@@ -29,6 +29,7 @@ namespace csrun::runtime {
 
 namespace {
 
+#if !CSRUN_NATIVE_KERNELS
 // Where the avx512bf16 set's bfloat16 GEMMs, built on AVX512_BF16's dot products, would run
 // slower than the avx512 set's, which widen the operands for f32 GEMMs: where the dot products
 // multiply-add more slowly than the FMAs (bf16_dot_rate.hpp). The reason, or empty where they do
@@ -41,6 +42,7 @@ std::string slow_bf16_dot_products() {
   return std::string("its AVX512_BF16 dot products multiply-add at ") + figure.data() +
          "x the rate of its f32 FMAs, so the avx512bf16 set's bfloat16 GEMMs would be slower";
 }
+#endif
 
 // A kernel set, the CPU features its instruction set (an x86-64 microarchitecture level) needs,
 // as cpu_features() names them, whether its products go through oneDNN's GEMMs where they are
