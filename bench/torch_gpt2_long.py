@@ -6,12 +6,13 @@ JSON line: samples/s (the median of the steps after the first) and the process's
 Usage: torch_gpt2_long.py BASELINE_SCRIPT --msl N --layers N [--bf16] [--threads N] [--steps N]
 """
 import argparse
-import importlib.util
 import json
 import resource
 import statistics
 import sys
 import time
+
+import torch_baseline_module
 
 
 def main():
@@ -23,10 +24,7 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--steps", type=int, default=3, help="steps, the first one untimed")
     args = ap.parse_args()
-    spec = importlib.util.spec_from_file_location("torch_baseline", args.baseline)
-    baseline = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(baseline)
-    baseline.set_threads(args.threads)
+    baseline = torch_baseline_module.load(args.baseline, args.threads)
     torch = baseline.torch
     torch.manual_seed(0)
     config = dict(baseline.LM_CONFIGS["gpt2_small_ish"], max_seq=args.msl, n_layer=args.layers)

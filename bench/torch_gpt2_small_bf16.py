@@ -5,9 +5,10 @@ lacks: its own model, data and timing, called as a library. Prints one JSON line
 Usage: torch_gpt2_small_bf16.py BASELINE_SCRIPT [--threads N] [--steps N]
 """
 import argparse
-import importlib.util
 import json
 import sys
+
+import torch_baseline_module
 
 
 def main():
@@ -16,10 +17,7 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--steps", type=int, default=3, help="timed steps")
     args = ap.parse_args()
-    spec = importlib.util.spec_from_file_location("torch_baseline", args.baseline)
-    baseline = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(baseline)
-    baseline.set_threads(args.threads)
+    baseline = torch_baseline_module.load(args.baseline, args.threads)
     settings = argparse.Namespace(seed=0, warmup_s=0.0, window_s=1.5, windows=1,
                                   big_steps=args.steps)
     result = baseline.bench_workload("gpt2_small_ish", 2, "bf16_autocast", settings)

@@ -9,9 +9,7 @@
 #include <span>
 #include <stdexcept>
 #include <string>
-#include <tuple>
 #include <unordered_map>
-#include <utility>
 #include <variant>
 
 #include "compiler/scratch_layout.hpp"
@@ -167,9 +165,10 @@ struct Executable::State {
         continue;
       }
       const NodeTask& task = std::get<NodeTask>(work);
-      profile.chains_in_registers += (task.row_chain != nullptr) + (task.softmax_chain != nullptr);
-      profile.chains_compiled +=
-          task.compiled_row_chain.has_value() + task.compiled_softmax_chain.has_value();
+      for (const RowChain* chain : {&task.row_chain, &task.softmax_chain}) {
+        profile.chains_in_registers += static_cast<bool>(*chain);
+        profile.chains_compiled += chain->compiled.has_value();
+      }
     }
   }
 
@@ -585,8 +584,7 @@ struct Executable::State {
           "node computes, or an f32 softmax_grad along its last axis");
     NodeId row_value = softmax ? -1 : host.nodes.front();
     NodeId row_result = softmax ? host.row_chain.back() : -1;
-    std::tie(task.row_chain, task.compiled_row_chain) =
-        row_chain_for(task, host, host.row_chain, row_value, row_result);
+    task.row_chain = row_chain_for(task, host, host.row_chain, row_value, row_result);
   }
 
   // A softmax_grad computes its y operand, a softmax it alone reads (but for its rounded copy), a
@@ -608,15 +606,14 @@ struct Executable::State {
     task.computes_softmax = true;
     task.softmax_input = values[static_cast<std::size_t>(softmax.inputs.front())];
     if (host.softmax_chain.empty()) return;
-    std::tie(task.softmax_chain, task.compiled_softmax_chain) =
+    task.softmax_chain =
         row_chain_for(task, host, host.softmax_chain, -1, host.softmax_chain.back());
   }
 
   // The program of a row chain over the rows of `task` (ChainProgram: `row_value`, `row_result`),
   // and its compiled code where chains compile here.
-  std::pair<std::shared_ptr<const ChainProgram>, std::optional<CompiledChain>> row_chain_for(
-      const NodeTask& task, const compiler::HostStep& host, const std::vector<NodeId>& chain,
-      NodeId row_value, NodeId row_result) {
+  RowChain row_chain_for(const NodeTask& task, const compiler::HostStep& host,
+                         const std::vector<NodeId>& chain, NodeId row_value, NodeId row_result) {
     std::vector<NodeTask> tasks;
     for (NodeId id : chain)
       tasks.push_back(task_for(id));
@@ -626,14 +623,15 @@ struct Executable::State {
           std::to_string(tasks.front().out.count) + " values, its %" +
           std::to_string(host.nodes.front()) + " " + std::to_string(task.out.count) +
           ": a row chain runs over the rows of its softmax");
-    auto program = std::make_shared<const ChainProgram>(
-        row_chain_program(tasks, chain, row_value, row_result));
+    RowChain row_chain{std::make_shared<const ChainProgram>(
+                           row_chain_program(tasks, chain, row_value, row_result)),
+                       std::nullopt};
     // Its runs start at whole rows.
     std::int64_t width = task.out.rank == 0 ? 1 : task.out.shape[task.out.rank - 1];
-    std::optional<CompiledChain> compiled;
     if (chains_compiled_here())
-      compiled = CompiledChain::compile(*program, task.out.count, width, kernels.compiled_chains);
-    return {std::move(program), std::move(compiled)};
+      row_chain.compiled = CompiledChain::compile(*row_chain.program, task.out.count, width,
+                                                  kernels.compiled_chains);
+    return row_chain;
   }
 
   // Outside its chain, a chunk-local value has no memory to read (a softmax's input its row chain

@@ -569,8 +569,8 @@ std::int64_t rows_per_run(std::int64_t width) {
   return std::max<std::int64_t>(1, kRowChainFloats / std::max<std::int64_t>(1, width));
 }
 
-std::int64_t chain_register_floats(const std::shared_ptr<const ChainProgram>& chain) {
-  return chain ? chain->registers * kChainLanes : 0;
+std::int64_t chain_register_floats(const RowChain& chain) {
+  return chain ? chain.program->registers * kChainLanes : 0;
 }
 
 // Whether a softmax or softmax_grad runs its rows a few at a time: with a row chain
@@ -625,11 +625,12 @@ TensorRef elements_from(const TensorRef& value, std::int64_t element) {
 
 // Elements [first, last) of a row chain, compiled or interpreted (what compiled code leaves short
 // of a vector, interpreted).
-void run_row_chain(const ChainProgram& chain, const std::optional<CompiledChain>& compiled,
-                   float* registers, std::int64_t first, std::int64_t last, float* row) {
+void run_row_chain(const RowChain& chain, float* registers, std::int64_t first, std::int64_t last,
+                   float* row) {
   std::int64_t start = first;
-  if (compiled) start = compiled->run_on_row(first, last, row);
-  if (start < last) run_chain_program_on_row(chain, registers, start, last, row + (start - first));
+  if (chain.compiled) start = chain.compiled->run_on_row(first, last, row);
+  if (start < last)
+    run_chain_program_on_row(*chain.program, registers, start, last, row + (start - first));
 }
 
 // Rows [first, last) of a softmax along f32 rows, normalized in `rows` (where they lie in the
@@ -638,16 +639,15 @@ void run_row_chain(const ChainProgram& chain, const std::optional<CompiledChain>
 // `rows` by the row chain that computes them.
 struct SoftmaxRows {
   const TensorRef& input;
-  const ChainProgram* chain;
-  const std::optional<CompiledChain>& compiled;
+  const RowChain& chain;
   const TensorRef& rounded;
 };
 
 void normalize_rows(const SoftmaxRows& softmax, float* registers, std::int64_t first,
                     std::int64_t last, std::int64_t width, float* rows) {
   const float* in = rows;
-  if (softmax.chain != nullptr)
-    run_row_chain(*softmax.chain, softmax.compiled, registers, first * width, last * width, rows);
+  if (softmax.chain)
+    run_row_chain(softmax.chain, registers, first * width, last * width, rows);
   else
     in = softmax.input.f32() + first * width;
   softmax_rows_f32(false, 0, last - first, width, in, rows,
@@ -662,9 +662,8 @@ void gradient_rows(const NodeTask& task, const RowScratch& scratch, std::int64_t
   const float* y = nullptr;
   if (task.computes_softmax) {
     float* rows = scratch.softmax_rows + first * width % kRowAlignmentFloats;
-    normalize_rows(
-        {task.softmax_input, task.softmax_chain.get(), task.compiled_softmax_chain, task.rounded},
-        scratch.softmax_registers, first, last, width, rows);
+    normalize_rows({task.softmax_input, task.softmax_chain, task.rounded},
+                   scratch.softmax_registers, first, last, width, rows);
     y = rows;
   } else {
     y = task.in[0].f32() + first * width;
@@ -672,8 +671,7 @@ void gradient_rows(const NodeTask& task, const RowScratch& scratch, std::int64_t
   float* out = task.out.data != nullptr ? task.out.f32() + first * width : scratch.rows;
   softmax_grad_rows_f32(0, last - first, width, y, task.in[1].f32() + first * width, out);
   if (task.row_chain)
-    run_row_chain(*task.row_chain, task.compiled_row_chain, scratch.registers, first * width,
-                  last * width, out);
+    run_row_chain(task.row_chain, scratch.registers, first * width, last * width, out);
 }
 
 // Rows [first, last) of one part of the team, a few at a time.
@@ -681,7 +679,7 @@ void run_rows_of_part(const NodeTask& task, const RowScratch& scratch, std::int6
                       std::int64_t last) {
   std::int64_t width = row_width(task);
   bool gradient = task.node->op == OpKind::softmax_grad;
-  SoftmaxRows softmax{task.in[0], task.row_chain.get(), task.compiled_row_chain, task.rounded};
+  SoftmaxRows softmax{task.in[0], task.row_chain, task.rounded};
   for (std::int64_t r = first; r < last; r += rows_per_run(width)) {
     std::int64_t end = std::min(last, r + rows_per_run(width));
     if (gradient) {

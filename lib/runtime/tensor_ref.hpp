@@ -87,6 +87,16 @@ struct TaskScratch {
   std::int64_t floats = 0;
 };
 
+// A softmax's or softmax_grad's row chain (compiler::HostStep::row_chain, softmax_chain): its
+// program and, where the kernel set runs it so, its machine code (compiled_chain.hpp). No program:
+// none.
+struct RowChain {
+  std::shared_ptr<const ChainProgram> program;
+  std::optional<CompiledChain> compiled;
+
+  explicit operator bool() const { return program != nullptr; }
+};
+
 // One node's work: its result and operands in memory and, for kernels that need it, scratch
 // sized when the plan is loaded (operands widened to f32, a product before narrowing), so that
 // running it allocates nothing.
@@ -114,18 +124,14 @@ struct NodeTask {
   // A softmax's or softmax_grad's row chain (compiler::HostStep::row_chain), run over each row as
   // the kernel computes it: a softmax's writes the row of its input where the kernel then
   // normalizes it (the result's row, or a row buffer when the result is kept per row); a
-  // softmax_grad's reads the kernel's row buffer. Null: none.
-  std::shared_ptr<const ChainProgram> row_chain;
-  // That chain compiled to machine code, where the kernel set runs it (compiled_chain.hpp).
-  std::optional<CompiledChain> compiled_row_chain;
+  // softmax_grad's reads the kernel's row buffer.
+  RowChain row_chain;
   // A softmax_grad that computes its y operand (in[0], never stored), a softmax along f32 rows
   // (compiler::HostStep::row_softmax), a few rows at a time into a row buffer, and rounds them into
-  // `rounded`: from `softmax_input`, or from the rows `softmax_chain` (and its compiled code)
-  // writes there.
+  // `rounded`: from `softmax_input`, or from the rows `softmax_chain` writes there.
   bool computes_softmax = false;
   TensorRef softmax_input;
-  std::shared_ptr<const ChainProgram> softmax_chain;
-  std::optional<CompiledChain> compiled_softmax_chain;
+  RowChain softmax_chain;
   // The floats of scratch the kernel needs (prepare sets it) and where they are: one area the
   // executable shares between its kernels, which run one at a time.
   std::int64_t scratch_floats = 0;
