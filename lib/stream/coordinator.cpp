@@ -14,7 +14,7 @@
 #include "frame_memory.hpp"
 #include "local_workers.hpp"
 #include "shared_slots.hpp"
-#include "socket_poll.hpp"
+#include "socket_calls.hpp"
 #include "ticket_scheduler.hpp"
 
 namespace csrun::stream {
@@ -181,8 +181,8 @@ struct Coordinator::State {
   bool send(const std::string& identity, const Message& message) {
     std::vector<std::byte> bytes = encode(message);
     try {
-      socket.send(zmq::buffer(identity), zmq::send_flags::sndmore);
-      socket.send(zmq::buffer(bytes), zmq::send_flags::none);
+      stream::send(socket, zmq::buffer(identity), zmq::send_flags::sndmore);
+      stream::send(socket, zmq::buffer(bytes));
       return true;
     } catch (const zmq::error_t&) {
       return false;  // the peer is gone (router_mandatory)
@@ -222,13 +222,13 @@ struct Coordinator::State {
     if (poll_sockets(&item, 1, wait) <= 0) return;
     for (;;) {
       zmq::message_t identity;
-      if (!socket.recv(identity, zmq::recv_flags::dontwait)) return;
+      if (!receive(socket, identity, zmq::recv_flags::dontwait)) return;
       zmq::message_t frame;
-      (void)socket.recv(frame, zmq::recv_flags::none);
+      (void)receive(socket, frame);
       bool extra = false;
       while (frame.more()) {
         zmq::message_t rest;
-        (void)socket.recv(rest, zmq::recv_flags::none);
+        (void)receive(socket, rest);
         extra = true;
         if (!rest.more()) break;
       }

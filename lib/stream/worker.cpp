@@ -14,7 +14,7 @@
 #include "frame_memory.hpp"
 #include "rendezvous.hpp"
 #include "shared_slots.hpp"
-#include "socket_poll.hpp"
+#include "socket_calls.hpp"
 
 namespace csrun::stream {
 
@@ -67,9 +67,9 @@ class Session {
       poll_sockets(items, 2, options_.heartbeat);
       if (items[1].revents & ZMQ_POLLIN) {
         zmq::message_t event;
-        (void)monitor_.recv(event);
+        (void)stream::receive(monitor_, event);
         zmq::message_t endpoint;
-        if (event.more()) (void)monitor_.recv(endpoint);
+        if (event.more()) (void)stream::receive(monitor_, endpoint);
         if (welcomed_) return WorkerEnd::coordinator_gone;
       }
       if (items[0].revents & ZMQ_POLLIN) {
@@ -97,7 +97,7 @@ class Session {
 
   std::optional<WorkerEnd> receive() {
     zmq::message_t frame;
-    (void)socket_.recv(frame);
+    (void)stream::receive(socket_, frame);
     Message message;
     try {
       message = decode(std::span(static_cast<const std::byte*>(frame.data()), frame.size()));
@@ -183,7 +183,7 @@ class Session {
     std::span<std::byte> bytes(static_cast<std::byte*>(frame.data()), frame.size());
     encode(batch, bytes);
     producer.batch.copy_to(bytes.subspan(payload_offset(batch)));
-    socket_.send(frame, zmq::send_flags::none);
+    stream::send(socket_, frame);
   }
 
   [[noreturn]] void fail(std::uint64_t ticket, const std::string& what) {
@@ -196,7 +196,7 @@ class Session {
 
   void send(const Message& message) {
     std::vector<std::byte> bytes = encode(message);
-    socket_.send(zmq::buffer(bytes), zmq::send_flags::none);
+    stream::send(socket_, zmq::buffer(bytes));
   }
 
   const WorkerOptions& options_;

@@ -1,8 +1,11 @@
 #include <catch2/catch.hpp>
 
+#include <pthread.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
+#include <csignal>
 #include <thread>
 #include <zmq.hpp>
 
@@ -334,4 +337,50 @@ TEST_CASE("a batch in shared memory is read in its slot, and one in the wrong sl
   worker.emplace(coordinator.address());
   CHECK(std::ranges::equal(batches->next().floats[0], local->next().floats[0]));
   CHECK(logged(log, "in the wrong slot"));
+}
+
+namespace {
+
+void count_signal(int) {}
+
+// Sends SIGUSR1, which interrupts system calls like the stop request's SIGTERM, to one thread
+// every few microseconds while it lives.
+class SignalStorm {
+ public:
+  explicit SignalStorm(pthread_t target) {
+    struct sigaction action {};
+    action.sa_handler = count_signal;
+    sigemptyset(&action.sa_mask);
+    action.sa_flags = SA_RESTART;  // as the stop request's handler: poll(2) is never restarted
+    sigaction(SIGUSR1, &action, &previous_);
+    thread_ = std::thread([this, target] {
+      while (!done_.load()) {
+        pthread_kill(target, SIGUSR1);
+        std::this_thread::sleep_for(20us);
+      }
+    });
+  }
+  ~SignalStorm() {
+    done_.store(true);
+    thread_.join();
+    sigaction(SIGUSR1, &previous_, nullptr);
+  }
+
+ private:
+  struct sigaction previous_ {};
+  std::atomic<bool> done_{false};
+  std::thread thread_;
+};
+
+}  // namespace
+
+TEST_CASE("signals that interrupt system calls (a stop request) do not stop the streaming") {
+  test::TempDir dir;
+  std::vector<std::string> log;
+  std::optional<WorkerThread> worker;
+  stream::Coordinator coordinator({fake_mnist_job()}, options_in(dir, &log));
+  worker.emplace(coordinator.address(), GENERATE(true, false));
+  auto batches = coordinator.batches(fake_mnist_job());
+  SignalStorm storm(pthread_self());
+  expect_in_process_batches(*batches, {0, 0}, 1000);
 }
