@@ -27,6 +27,7 @@ class HostLowering {
     fold_windows_sums(steps);
     fold_bias_adds(steps);
     fold_rounded_copies(steps);
+    fold_upstream_dropouts(steps);
     fold_row_chains(steps);
     fold_softmax_into_gradient(steps);
     keep_rounded_softmax_rows(steps);
@@ -177,18 +178,53 @@ class HostLowering {
     }
   }
 
-  // A softmax kernel's cast of the softmax's result is written by the softmax's step.
+  // A softmax kernel's cast of the softmax's result, or of a dropout of it that only the cast
+  // reads, is written by the softmax's step; the dropped-out values are kept per row.
   void fold_rounded_copies(std::vector<HostStep>& steps) const {
     for (HostStep& step : steps) {
-      const graph::Node& node = graph_.node(step.nodes.front());
-      if (step.kind != HostStepKind::node || node.op != OpKind::softmax) continue;
+      NodeId softmax = step.nodes.front();
+      if (step.kind != HostStepKind::node || graph_.node(softmax).op != OpKind::softmax) continue;
       for (const HostStep& other : steps) {
         const graph::Node& cast = graph_.node(other.nodes.front());
-        if (cast.op != OpKind::cast || cast.inputs[0] != step.nodes.front()) continue;
+        if (cast.op != OpKind::cast) continue;
+        NodeId source = cast.inputs[0];
+        if (source != softmax && !drops_out(source, softmax)) continue;
         step.rounded = other.nodes.front();
         step.folded.push_back(step.rounded);
+        if (source == softmax) continue;
+        step.dropout = source;
+        step.folded.push_back(source);
+        step.chunk_local.push_back(source);
       }
     }
+  }
+
+  // A softmax_grad kernel's dropout that computes the gradient's upstream operand, which nothing
+  // outside the kernel reads, is applied by the gradient's step to each row it reads; the
+  // dropped-out rows are kept per row.
+  void fold_upstream_dropouts(std::vector<HostStep>& steps) const {
+    for (HostStep& step : steps) {
+      const graph::Node& gradient = graph_.node(step.nodes.front());
+      if (step.kind != HostStepKind::node || gradient.op != OpKind::softmax_grad) continue;
+      NodeId upstream = gradient.inputs[1];
+      bool in_kernel = std::any_of(steps.begin(), steps.end(), [&](const HostStep& other) {
+        return other.nodes.front() == upstream;
+      });
+      const graph::Node& node = graph_.node(upstream);
+      if (!in_kernel || node.op != OpKind::dropout || node.type != gradient.type ||
+          !inside_kernel(upstream))
+        continue;
+      step.upstream_dropout = upstream;
+      step.folded.push_back(upstream);
+      step.chunk_local.push_back(upstream);
+    }
+  }
+
+  // Whether `id` is a dropout of `softmax`'s f32 result that nothing outside its kernel reads.
+  bool drops_out(NodeId id, NodeId softmax) const {
+    const graph::Node& node = graph_.node(id);
+    return node.op == OpKind::dropout && node.inputs[0] == softmax &&
+           node.type.dtype == DType::f32 && inside_kernel(id);
   }
 
   // A softmax's or softmax_grad's elementwise nodes in its kernel (but folded rounded copies) run
@@ -253,7 +289,8 @@ class HostLowering {
         softmax->row_chain.empty() ? !inside_kernel(input) : softmax->row_chain.back() == input;
     std::span<const NodeId> readers = users_.of(probabilities);
     bool only_gradient_reads = std::all_of(readers.begin(), readers.end(), [&](NodeId reader) {
-      return reader == gradient->nodes.front() || reader == softmax->rounded;
+      return reader == gradient->nodes.front() ||
+             reader == (softmax->dropout >= 0 ? softmax->dropout : softmax->rounded);
     });
     if (graph_.node(gradient->nodes.front()).inputs.front() != probabilities ||
         !inside_kernel(probabilities) || !input_read || !only_gradient_reads)
@@ -261,6 +298,7 @@ class HostLowering {
     gradient->row_softmax = probabilities;
     gradient->softmax_chain = softmax->row_chain;
     gradient->rounded = softmax->rounded;
+    gradient->dropout = softmax->dropout;
     gradient->folded.push_back(probabilities);
     gradient->folded.insert(gradient->folded.end(), softmax->folded.begin(), softmax->folded.end());
     std::vector<NodeId> local = softmax->chunk_local;
@@ -273,9 +311,10 @@ class HostLowering {
   void keep_rounded_softmax_rows(std::vector<HostStep>& steps) const {
     for (HostStep& step : steps) {
       NodeId softmax = step.nodes.front();
+      NodeId copy = step.dropout >= 0 ? step.dropout : step.rounded;
       if (step.kind != HostStepKind::node || step.rounded < 0 ||
           !runs_row_chain(graph_.node(softmax)) || !inside_kernel(softmax) ||
-          users_.sole_user(softmax) != step.rounded)
+          users_.sole_user(softmax) != copy)
         continue;
       step.chunk_local.push_back(softmax);
     }
@@ -428,6 +467,8 @@ std::string host_step_call(const HostStep& step) {
   std::string call = host_step_kind_name(step.kind);
   if (step.kind == HostStepKind::chain) call += std::to_string(step.nodes.size());
   if (step.row_softmax >= 0) call += "+softmax";
+  if (step.dropout >= 0) call += "+dropout";
+  if (step.upstream_dropout >= 0) call += "+upstream_dropout";
   if (!step.row_chain.empty() || step.row_softmax >= 0)
     call += "+chain" + std::to_string(step.row_chain.size() + step.softmax_chain.size()) + "@rows";
   if (!step.sums.empty()) call += "+sum";
@@ -491,6 +532,9 @@ std::string host_steps_text(const Plan& plan) {
     for (std::size_t i = 0; i < step.folded.size(); ++i)
       text += (i == 0 ? " [folds " : ", ") + named(step.folded[i]);
     text += step.folded.empty() ? "" : "]";
+    if (step.upstream_dropout >= 0)
+      text += " [drops its upstream out as " + node_ref(step.upstream_dropout) + "]";
+    if (step.dropout >= 0) text += " [drops out as " + node_ref(step.dropout) + "]";
     if (step.rounded >= 0) text += " [rounds into " + node_ref(step.rounded) + "]";
     for (std::size_t i = 0; i < step.sums.size(); ++i)
       text += (i == 0 ? " [sums as it goes: " : ", ") + named(step.sums[i]);

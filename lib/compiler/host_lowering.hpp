@@ -27,7 +27,10 @@ inline constexpr std::int64_t kLoneChainElements = 1 << 16;
 // - a softmax kernel's elementwise nodes run row by row with its softmax (those computing its
 //   input) or softmax_grad (those reading it): HostStep::row_chain. A kernel of a softmax and
 //   its gradient, where only the gradient and the softmax's rounded copy read the softmax, is one
-//   step of the softmax_grad that computes the softmax's rows: HostStep::row_softmax.
+//   step of the softmax_grad that computes the softmax's rows: HostStep::row_softmax. A dropout
+//   between a softmax and its rounded copy, or computing a softmax_grad's upstream operand, that
+//   nothing outside the kernel reads is applied by the step row by row: HostStep::dropout,
+//   HostStep::upstream_dropout.
 std::vector<HostStep> lower_host(const graph::Graph& graph, std::span<const Kernel> kernels,
                                  const MemoryPlan& memory);
 
@@ -41,7 +44,8 @@ std::string host_steps_text(const Plan& plan);
 // "chain14@registers" (fourteen in registers), "chain4+sum@registers" (that also sum one of their
 // values over every axis; "+sum2": two), "node", "node+chain3@rows" (a softmax with three
 // elementwise nodes run row by row with it), "node+softmax+chain5@rows" (a softmax_grad that
-// computes its softmax, five elementwise nodes of the two run row by row).
+// computes its softmax, five elementwise nodes of the two run row by row); "+dropout" and
+// "+upstream_dropout" where the step drops its rounded copy or its upstream out.
 std::string host_step_call(const HostStep& step);
 
 }  // namespace csrun::compiler

@@ -95,11 +95,13 @@ std::size_t recompute_attention(Program& program);
 std::size_t convolve_gradients(Program& program);
 
 // Groups an f32 softmax along its last axis with the elementwise nodes that compute its input
-// for it alone (attention's scale and mask) and a cast of its result to 16 bits, and an f32
-// softmax_grad with the elementwise nodes that read its result one after another (the mask, the
-// scale, the cast to 16 bits), into one "softmax" fusion: the kernel takes each row through them
-// while the row is in the core's cache, so neither the masked scores nor the f32 gradient are
-// stored and read again. A softmax_grad whose softmax only the softmax's group and the gradient
+// for it alone (attention's scale and mask) and a cast of its result to 16 bits (or a dropout of
+// it only the cast reads, and the cast), and an f32 softmax_grad with the elementwise nodes that
+// read its result one after another (the mask, the scale, the cast to 16 bits) and a dropout that
+// computes its upstream operand for it alone (attention dropout's backward), into one "softmax"
+// fusion: the kernel takes each row through them while the row is in the core's cache, so
+// neither the masked scores, the dropped-out values nor the f32 gradient are stored and read
+// again. A softmax_grad whose softmax only the softmax's group and the gradient
 // read, its other operand computed before that group (probabilities made again for the backward
 // pass), joins the softmax's group: the f32 probabilities are never stored either.
 std::size_t fuse_softmax(Program& program);

@@ -17,7 +17,7 @@ namespace csrun::compiler {
 inline constexpr std::size_t kMaxChainSums = 4;
 
 // Version of the Plan's file format; a plan of another version is recompiled.
-inline constexpr std::uint32_t kPlanFormatVersion = 14;
+inline constexpr std::uint32_t kPlanFormatVersion = 15;
 
 enum class StepKind : std::uint8_t { train, eval };
 const char* step_kind_name(StepKind kind);
@@ -149,6 +149,15 @@ struct HostStep {
   // A node step's cast of its result to 16 bits (folded), written by its kernel as it writes the
   // result: a softmax's rounded copy, or that of a softmax_grad's row_softmax (-1: none).
   graph::NodeId rounded = -1;
+  // A dropout of that softmax (folded, f32; -1: none) that `rounded` casts instead of the softmax
+  // itself (attention's dropped-out probabilities): the kernel drops each row out as it rounds it,
+  // so the dropped-out f32 values are never stored.
+  graph::NodeId dropout = -1;
+  // A softmax_grad step's upstream operand when it is a dropout (folded, f32; -1: none) of a
+  // stored value that only the gradient reads (attention dropout's backward): the kernel drops
+  // each row of that value out into a row buffer as it takes the gradient, so the dropped-out
+  // upstream is never stored.
+  graph::NodeId upstream_dropout = -1;
   // Elementwise nodes a softmax or softmax_grad step (f32, along the last axis) runs row by row,
   // in registers, as a chain (lib/runtime's ChainProgram): a softmax's compute its input, the
   // last one's rows written where the softmax's result goes (or its row buffer, when the result

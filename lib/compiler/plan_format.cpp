@@ -256,6 +256,8 @@ void visit(Io& io, HostStep& step) {
   io(step.result);
   io(step.folded);
   io(step.rounded);
+  io(step.dropout);
+  io(step.upstream_dropout);
   io(step.row_chain);
   io(step.row_softmax);
   io(step.softmax_chain);
@@ -485,6 +487,8 @@ void check_host_steps(const Plan& plan, const Decoder& io, InGraph in_graph) {
       valid = valid && std::all_of(ids->begin(), ids->end(), in_graph);
     }
     valid = valid && (step.rounded == -1 || in_graph(step.rounded)) &&
+            (step.dropout == -1 || in_graph(step.dropout)) &&
+            (step.upstream_dropout == -1 || in_graph(step.upstream_dropout)) &&
             (step.row_softmax == -1 || in_graph(step.row_softmax));
     if (valid && step.kind == HostStepKind::gemm) {
       valid = in_graph(step.operand_a) && in_graph(step.operand_b) && in_graph(step.result) &&

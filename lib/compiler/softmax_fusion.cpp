@@ -1,3 +1,5 @@
+#include <array>
+
 #include "fusion_groups.hpp"
 #include "node_users.hpp"
 #include "passes.hpp"
@@ -26,6 +28,7 @@ class SoftmaxFusion {
         take_rounded_copy(group, id);
       } else {
         take_result_chain(group, id);
+        take_upstream_dropout(group, id);
         if (joins_softmax(group, id)) continue;
       }
       if (groups_.size(group) > 1) fused_ += groups_.size(group);
@@ -74,14 +77,34 @@ class SoftmaxFusion {
   }
 
   // The first cast of the softmax's result to a 16-bit type (the operand of attention's product
-  // with the values): the kernel rounds each row into it as it writes the row.
+  // with the values), or of a dropout of it that only the cast reads (attention dropout): the
+  // kernel rounds each row into it, dropped out, as it writes the row.
   void take_rounded_copy(std::int32_t group, NodeId softmax) {
     for (NodeId user : users_.of(softmax)) {
-      const graph::Node& node = graph_.node(user);
-      if (node.op != OpKind::cast || !graph::is_half(node.type.dtype)) continue;
+      if (graph_.node(user).op == OpKind::dropout) {
+        if (take_dropped_copy(group, user)) return;
+        continue;
+      }
+      if (!is_half_cast(user)) continue;
       if (groups_.group_of(user) < 0 && groups_.can_join(group, user)) groups_.join(group, user);
       return;
     }
+  }
+
+  bool take_dropped_copy(std::int32_t group, NodeId dropout) {
+    NodeId cast = users_.sole_user(dropout);
+    if (cast < 0 || !is_half_cast(cast) || graph_.node(dropout).type.dtype != graph::DType::f32)
+      return false;
+    std::array<NodeId, 2> copy{dropout, cast};
+    if (!groups_.can_join_all(group, copy)) return false;
+    for (NodeId id : copy)
+      groups_.join(group, id);
+    return true;
+  }
+
+  bool is_half_cast(NodeId id) const {
+    const graph::Node& node = graph_.node(id);
+    return node.op == OpKind::cast && graph::is_half(node.type.dtype);
   }
 
   // The elementwise nodes that read a softmax_grad's result, each the only reader of the one
@@ -96,6 +119,17 @@ class SoftmaxFusion {
       groups_.join(group, next);
       tail = next;
     }
+  }
+
+  // A dropout of a stored value that only the softmax_grad reads, as its upstream operand
+  // (attention dropout's backward): the kernel drops each row out as it takes the gradient.
+  void take_upstream_dropout(std::int32_t group, NodeId gradient) {
+    NodeId upstream = graph_.node(gradient).inputs[1];
+    const graph::Node& node = graph_.node(upstream);
+    if (node.op != OpKind::dropout || node.type != graph_.node(gradient).type ||
+        users_.sole_user(upstream) != gradient || !groups_.can_join(group, upstream))
+      return;
+    groups_.join(group, upstream);
   }
 
   // The gradient's group joins that of the softmax that is a softmax_grad's y operand,

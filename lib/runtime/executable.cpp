@@ -243,8 +243,10 @@ struct Executable::State {
     };
     if (host.kind == compiler::HostStepKind::chain) return in(host.nodes);
     if (host.kind != compiler::HostStepKind::node) return false;
-    bool by_rows = !host.row_chain.empty() || host.rounded >= 0 || host.row_softmax >= 0;
+    bool by_rows = !host.row_chain.empty() || host.rounded >= 0 || host.row_softmax >= 0 ||
+                   host.upstream_dropout >= 0;
     return in(host.row_chain) || in(host.softmax_chain) || id == host.row_softmax ||
+           id == host.dropout || id == host.upstream_dropout ||
            (by_rows && id == host.nodes.front());
   }
 
@@ -386,6 +388,7 @@ struct Executable::State {
       task.in.push_back(values[static_cast<std::size_t>(input)]);
     if (host != nullptr && host->kind == compiler::HostStepKind::gemm) bind_gemm(task, *host);
     if (host != nullptr && host->rounded >= 0) bind_rounded(task, *host);
+    if (host != nullptr && host->upstream_dropout >= 0) bind_upstream_dropout(task, *host);
     if (host != nullptr && !host->row_chain.empty()) bind_row_chain(task, *host);
     if (host != nullptr && host->row_softmax >= 0) bind_row_softmax(task, *host);
     kernels.prepare(task);
@@ -557,18 +560,52 @@ struct Executable::State {
   }
 
   // A softmax writes its rows rounded into its result's folded cast as well (a softmax_grad, those
-  // of the softmax it computes).
+  // of the softmax it computes), or into the cast of its folded dropout, dropped out.
   void bind_rounded(NodeTask& task, const compiler::HostStep& host) const {
     NodeId softmax = host.row_softmax >= 0 ? host.row_softmax : host.nodes.front();
     const graph::Node& node = plan.graph.node(softmax);
     const graph::Node& cast = plan.graph.node(host.rounded);
+    NodeId copied = host.dropout >= 0 ? host.dropout : softmax;
     if (node.op != graph::OpKind::softmax || node.type.dtype != graph::DType::f32 ||
-        cast.op != graph::OpKind::cast || cast.inputs[0] != softmax ||
-        !graph::is_half(cast.type.dtype))
-      throw std::invalid_argument("kernel k" + std::to_string(host.kernel) + " rounds into %" +
-                                  std::to_string(host.rounded) +
-                                  ": only an f32 softmax writes a 16-bit cast of its result");
+        cast.op != graph::OpKind::cast || cast.inputs[0] != copied ||
+        !graph::is_half(cast.type.dtype) ||
+        (host.dropout >= 0 && !drops_out(host.dropout, softmax)))
+      throw std::invalid_argument(
+          "kernel k" + std::to_string(host.kernel) + " rounds into %" +
+          std::to_string(host.rounded) +
+          (host.dropout >= 0 ? " through %" + std::to_string(host.dropout) : std::string()) +
+          ": only an f32 softmax writes a 16-bit cast of its result, or of an f32 dropout of it");
     task.rounded = values[static_cast<std::size_t>(host.rounded)];
+    if (host.dropout >= 0) task.dropout = dropout_ref(host.dropout);
+  }
+
+  DropoutRef dropout_ref(NodeId id) const {
+    const graph::Node& node = plan.graph.node(id);
+    return {&node, values[static_cast<std::size_t>(node.inputs[0])],
+            values[static_cast<std::size_t>(node.inputs[1])]};
+  }
+
+  // A softmax_grad computes its upstream operand, a dropout of a stored value, a few rows at a
+  // time as it reads them.
+  void bind_upstream_dropout(NodeTask& task, const compiler::HostStep& host) const {
+    const graph::Node& dropout = plan.graph.node(host.upstream_dropout);
+    if (task.node->op != graph::OpKind::softmax_grad ||
+        task.node->inputs[1] != host.upstream_dropout || dropout.op != graph::OpKind::dropout ||
+        dropout.type != task.node->type ||
+        plan.graph.node(dropout.inputs[0]).type != task.node->type)
+      throw std::invalid_argument(
+          "kernel k" + std::to_string(host.kernel) + " drops out node %" +
+          std::to_string(host.nodes.front()) + "'s upstream as node %" +
+          std::to_string(host.upstream_dropout) + " (" + graph::op_name(dropout.op) +
+          "): only a softmax_grad drops out its upstream operand, an f32 dropout of its shape");
+    task.upstream_dropout = dropout_ref(host.upstream_dropout);
+  }
+
+  // Whether node `id` is a dropout of `softmax`, of its type.
+  bool drops_out(NodeId id, NodeId softmax) const {
+    const graph::Node& dropout = plan.graph.node(id);
+    return dropout.op == graph::OpKind::dropout && dropout.inputs[0] == softmax &&
+           dropout.type == plan.graph.node(softmax).type;
   }
 
   // A softmax or softmax_grad runs its row chain over the rows it computes: a softmax's chain
@@ -635,16 +672,17 @@ struct Executable::State {
   }
 
   // Outside its chain, a chunk-local value has no memory to read (a softmax's input its row chain
-  // computes is read from the rows it writes).
+  // computes is read from the rows it writes, a softmax_grad's dropped-out upstream from the rows
+  // the step drops out).
   void check_reads_stored(const compiler::HostStep& host) const {
     NodeId reader = host.nodes.front();
     std::vector<NodeId> read = plan.graph.node(reader).inputs;
     read.insert(read.end(), {host.operand_a, host.operand_b, host.bias});
     for (NodeId id : read) {
-      bool from_row_chain =
+      bool computed_by_rows =
           std::find(host.row_chain.begin(), host.row_chain.end(), id) != host.row_chain.end() ||
-          (id >= 0 && id == host.row_softmax);
-      if (id >= 0 && chunk_local[static_cast<std::size_t>(id)] && !from_row_chain)
+          (id >= 0 && (id == host.row_softmax || id == host.upstream_dropout));
+      if (id >= 0 && chunk_local[static_cast<std::size_t>(id)] && !computed_by_rows)
         throw std::invalid_argument("node %" + std::to_string(reader) + " reads %" +
                                     std::to_string(id) +
                                     ", which the plan keeps only per chunk of its chain");

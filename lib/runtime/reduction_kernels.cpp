@@ -7,6 +7,7 @@
 #include <stdexcept>
 #include <type_traits>
 
+#include "dropout_draws.hpp"
 #include "eigen.hpp"
 #include "full_sum.hpp"
 #include "kernel_families.hpp"
@@ -322,10 +323,41 @@ void softmax_lines(bool log, const AxisSplit& split, In x, Out out) {
   }
 }
 
+// Where a softmax's rows go rounded to 16 bits: into `rounded` (null data: nowhere), whose first
+// element is element `first` of the softmax, each row dropped out by `dropout` first (null: not),
+// whose draws are keyed by the element's index in the whole softmax.
+struct RoundedRows {
+  TensorRef rounded;
+  std::int64_t first = 0;
+  const DropoutDraws* dropout = nullptr;
+
+  RoundedRows from(std::int64_t element) const {
+    RoundedRows rest = *this;
+    rest.first += element;
+    if (rounded.data != nullptr)
+      rest.rounded.data += element * static_cast<std::int64_t>(graph::dtype_size(rounded.dtype));
+    return rest;
+  }
+};
+
+// `width` values of a row, from element `at` of `copy.rounded` on, dropped out a block at a time
+// (while the block is in L1) and rounded.
+void round_row(const float* row, std::int64_t width, std::int64_t at, const RoundedRows& copy) {
+  std::uint16_t* out = copy.rounded.half() + at;
+  if (copy.dropout == nullptr) return narrow_to_half(row, out, width, copy.rounded.dtype);
+  constexpr std::int64_t kBlock = 256;
+  std::array<float, kBlock> dropped;
+  for (std::int64_t i = 0; i < width; i += kBlock) {
+    std::int64_t count = std::min(kBlock, width - i);
+    copy.dropout->apply(row + i, dropped.data(), count, copy.first + at + i);
+    narrow_to_half(dropped.data(), out + i, count, copy.rounded.dtype);
+  }
+}
+
 // Rows along the last axis in f32, as PyTorch computes them: max, exp and sum vectorized; each
-// row also rounded into `rounded` (a 16-bit copy; null: none) while it is in the core's cache.
+// row also rounded into its copy (RoundedRows) while it is in the core's cache.
 void softmax_rows_f32(bool log, std::int64_t first, std::int64_t last, std::int64_t width,
-                      const float* x, float* out, const TensorRef& rounded) {
+                      const float* x, float* out, const RoundedRows& copy) {
   if (width == 0) return;
   for (std::int64_t r = first; r < last; ++r) {
     Eigen::Map<const Eigen::ArrayXf> in(x + r * width, width);
@@ -338,8 +370,7 @@ void softmax_rows_f32(bool log, std::int64_t first, std::int64_t last, std::int6
     } else {
       result *= 1.0f / total;
     }
-    if (rounded.data != nullptr)
-      narrow_to_half(out + r * width, rounded.half() + r * width, width, rounded.dtype);
+    if (copy.rounded.data != nullptr) round_row(out + r * width, width, r * width, copy);
   }
 }
 
@@ -577,18 +608,20 @@ std::int64_t chain_register_floats(const RowChain& chain) {
 // (HostStep::row_chain), a softmax_grad that computes its softmax (HostStep::row_softmax), or a
 // softmax whose f32 rows are kept per row, only rounded into its copy.
 bool runs_by_rows(const NodeTask& task) {
-  return task.row_chain || task.computes_softmax ||
+  return task.row_chain || task.computes_softmax || task.upstream_dropout ||
          (task.node->op == OpKind::softmax && task.out.data == nullptr);
 }
 
 // Each part of the team's scratch for rows run a few at a time: its chains' registers, a buffer
 // for the rows of a result kept per row (a softmax_grad's rows its chain reads, or a softmax's
-// rows only rounded) and one for the rows of the softmax a softmax_grad computes.
+// rows only rounded), one for the rows of the softmax a softmax_grad computes and one for the
+// rows of the upstream it drops out.
 struct RowScratch {
   float* registers = nullptr;
   float* softmax_registers = nullptr;
   float* rows = nullptr;
   float* softmax_rows = nullptr;
+  float* upstream_rows = nullptr;
 };
 
 std::int64_t by_rows_part_floats(const NodeTask& task, std::int64_t width) {
@@ -597,30 +630,23 @@ std::int64_t by_rows_part_floats(const NodeTask& task, std::int64_t width) {
   std::int64_t buffer = row_buffer_floats(rows_per_run(width) * width);
   if (task.out.data == nullptr) floats += buffer;
   if (task.computes_softmax) floats += buffer;
+  if (task.upstream_dropout) floats += buffer;
   return floats;
 }
 
 RowScratch row_scratch(const NodeTask& task, std::int64_t width, int part) {
+  std::int64_t buffer = row_buffer_floats(rows_per_run(width) * width);
   RowScratch scratch;
   scratch.registers = aligned_scratch(task) + part * by_rows_part_floats(task, width);
   scratch.softmax_registers = scratch.registers + chain_register_floats(task.row_chain);
   scratch.rows = scratch.softmax_registers + chain_register_floats(task.softmax_chain);
-  scratch.softmax_rows = scratch.rows;
-  if (task.out.data == nullptr)
-    scratch.softmax_rows += row_buffer_floats(rows_per_run(width) * width);
+  scratch.softmax_rows = scratch.rows + (task.out.data == nullptr ? buffer : 0);
+  scratch.upstream_rows = scratch.softmax_rows + (task.computes_softmax ? buffer : 0);
   return scratch;
 }
 
 std::int64_t row_width(const NodeTask& task) {
   return task.out.rank == 0 ? 1 : task.out.dim(task.out.rank - 1);
-}
-
-// `value`'s elements from `element` on.
-TensorRef elements_from(const TensorRef& value, std::int64_t element) {
-  if (value.data == nullptr) return value;
-  TensorRef rest = value;
-  rest.data += element * static_cast<std::int64_t>(graph::dtype_size(value.dtype));
-  return rest;
 }
 
 // Elements [first, last) of a row chain, compiled or interpreted (what compiled code leaves short
@@ -633,6 +659,12 @@ void run_row_chain(const RowChain& chain, float* registers, std::int64_t first, 
     run_chain_program_on_row(*chain.program, registers, start, last, row + (start - first));
 }
 
+// The draws of a dropout the kernel applies as it goes, if it has one.
+std::optional<DropoutDraws> draws_of(const DropoutRef& dropout) {
+  if (!dropout) return std::nullopt;
+  return DropoutDraws::of(dropout);
+}
+
 // Rows [first, last) of a softmax along f32 rows, normalized in `rows` (where they lie in the
 // result, or in a row buffer at the same alignment, so that their bits are those of a stored
 // result) and rounded into `rounded` (null data: no copy): read from `input`, or written into
@@ -640,7 +672,7 @@ void run_row_chain(const RowChain& chain, float* registers, std::int64_t first, 
 struct SoftmaxRows {
   const TensorRef& input;
   const RowChain& chain;
-  const TensorRef& rounded;
+  const RoundedRows& copy;
 };
 
 void normalize_rows(const SoftmaxRows& softmax, float* registers, std::int64_t first,
@@ -650,40 +682,48 @@ void normalize_rows(const SoftmaxRows& softmax, float* registers, std::int64_t f
     run_row_chain(softmax.chain, registers, first * width, last * width, rows);
   else
     in = softmax.input.f32() + first * width;
-  softmax_rows_f32(false, 0, last - first, width, in, rows,
-                   elements_from(softmax.rounded, first * width));
+  softmax_rows_f32(false, 0, last - first, width, in, rows, softmax.copy.from(first * width));
 }
 
 // Rows [first, last) of a softmax_grad: y's rows computed into the part's buffer where the step
 // computes its softmax (HostStep::row_softmax); the gradient's rows into its result or, with a row
 // chain, into the part's buffer, where the chain reads them.
-void gradient_rows(const NodeTask& task, const RowScratch& scratch, std::int64_t first,
-                   std::int64_t last, std::int64_t width) {
+void gradient_rows(const NodeTask& task, const RowScratch& scratch, const RoundedRows& copy,
+                   const DropoutDraws* upstream, std::int64_t first, std::int64_t last,
+                   std::int64_t width) {
   const float* y = nullptr;
   if (task.computes_softmax) {
     float* rows = scratch.softmax_rows + first * width % kRowAlignmentFloats;
-    normalize_rows({task.softmax_input, task.softmax_chain, task.rounded},
-                   scratch.softmax_registers, first, last, width, rows);
+    normalize_rows({task.softmax_input, task.softmax_chain, copy}, scratch.softmax_registers, first,
+                   last, width, rows);
     y = rows;
   } else {
     y = task.in[0].f32() + first * width;
   }
+  const float* g = nullptr;
+  if (upstream != nullptr) {
+    upstream->apply(task.upstream_dropout.source.f32() + first * width, scratch.upstream_rows,
+                    (last - first) * width, first * width);
+    g = scratch.upstream_rows;
+  } else {
+    g = task.in[1].f32() + first * width;
+  }
   float* out = task.out.data != nullptr ? task.out.f32() + first * width : scratch.rows;
-  softmax_grad_rows_f32(0, last - first, width, y, task.in[1].f32() + first * width, out);
+  softmax_grad_rows_f32(0, last - first, width, y, g, out);
   if (task.row_chain)
     run_row_chain(task.row_chain, scratch.registers, first * width, last * width, out);
 }
 
 // Rows [first, last) of one part of the team, a few at a time.
-void run_rows_of_part(const NodeTask& task, const RowScratch& scratch, std::int64_t first,
-                      std::int64_t last) {
+void run_rows_of_part(const NodeTask& task, const RowScratch& scratch, const RoundedRows& copy,
+                      const DropoutDraws* upstream, std::int64_t first, std::int64_t last) {
   std::int64_t width = row_width(task);
   bool gradient = task.node->op == OpKind::softmax_grad;
-  SoftmaxRows softmax{task.in[0], task.row_chain, task.rounded};
+  SoftmaxRows softmax{task.in[0], task.row_chain, copy};
   for (std::int64_t r = first; r < last; r += rows_per_run(width)) {
     std::int64_t end = std::min(last, r + rows_per_run(width));
     if (gradient) {
-      gradient_rows(task, scratch, r, end, width);
+      gradient_rows(task, scratch, copy, upstream, r, end, width);
       continue;
     }
     float* rows = task.out.data != nullptr ? task.out.f32() + r * width
@@ -705,9 +745,13 @@ void run_by_rows(const NodeTask& task) {
     throw std::invalid_argument(
         "a softmax or softmax_grad runs row by row on f32 values along their last axis");
   std::int64_t rows = width == 0 ? 0 : task.out.count / width;
+  std::optional<DropoutDraws> draws = draws_of(task.dropout);
+  std::optional<DropoutDraws> upstream = draws_of(task.upstream_dropout);
+  RoundedRows copy{task.rounded, 0, draws ? &*draws : nullptr};
   split_rows_in_parts(task.team, rows, task.out.count,
                       [&](int part, std::int64_t first, std::int64_t last) {
-                        run_rows_of_part(task, row_scratch(task, width, part), first, last);
+                        run_rows_of_part(task, row_scratch(task, width, part), copy,
+                                         upstream ? &*upstream : nullptr, first, last);
                       });
 }
 
@@ -743,6 +787,13 @@ void prepare_normalization(NodeTask& task) {
     throw std::invalid_argument(
         "only a softmax_grad computes the softmax it reads, never stored, from an f32 input of "
         "its shape, stored or computed by the softmax's row chain");
+  const TensorRef& source = task.upstream_dropout.source;
+  if (task.upstream_dropout &&
+      (task.node->op != OpKind::softmax_grad || task.in[1].data != nullptr ||
+       source.data == nullptr || source.dtype != DType::f32 || source.count != task.out.count))
+    throw std::invalid_argument(
+        "only a softmax_grad drops out its upstream operand, never stored, from a stored f32 "
+        "value of its shape");
   std::int64_t parts = task.team == nullptr ? 1 : task.team->size();
   task.scratch_floats = parts * by_rows_part_floats(task, row_width(task)) + kRowAlignmentFloats;
 }
@@ -765,9 +816,11 @@ void run_normalization(NodeTask& task) {
     bool log = node.op == OpKind::log_softmax;
     if constexpr (std::is_same_v<decltype(x), F32Access>) {
       if (split.inner == 1) {
+        std::optional<DropoutDraws> draws = draws_of(task.dropout);
+        RoundedRows copy{task.rounded, 0, draws ? &*draws : nullptr};
         return split_rows(
             task.team, split.outer, input.count, [&](std::int64_t first, std::int64_t last) {
-              softmax_rows_f32(log, first, last, split.length, x.data, out.data, task.rounded);
+              softmax_rows_f32(log, first, last, split.length, x.data, out.data, copy);
             });
       }
     }

@@ -1,8 +1,8 @@
-#include <bit>
 #include <cstring>
 #include <stdexcept>
 #include <string>
 
+#include "dropout_draws.hpp"
 #include "graph/counter_rng.hpp"
 #include "kernel_families.hpp"
 #include "thread_team.hpp"
@@ -75,36 +75,19 @@ void one_hot(const NodeTask& task) {
   }
 }
 
-// Elements [first, last) of an f32 dropout: the kept ones scaled in double and rounded once, as
-// the generic path computes them, in a loop of inline arithmetic alone.
-void dropout_f32(const float* x, float* out, std::int64_t first, std::int64_t last,
-                 std::uint64_t step_key, std::uint64_t threshold, double scale) {
-  for (std::int64_t i = first; i < last; ++i) {
-    auto scaled =
-        std::bit_cast<std::uint32_t>(static_cast<float>(static_cast<double>(x[i]) * scale));
-    std::uint32_t kept =
-        0u - static_cast<std::uint32_t>(graph::dropout_keeps_bits(step_key, i, threshold));
-    out[i] = std::bit_cast<float>(scaled & kept);  // a dropped element is +0, whatever it was
-  }
-}
-
 // Each element's draw depends on its index alone, so the elements split across the team.
 void dropout(const NodeTask& task) {
-  const graph::Attributes& attrs = task.node->attrs;
-  auto step = static_cast<std::int64_t>(load(task.in[1], 0));
-  std::uint64_t step_key = graph::dropout_step_key(attrs.seed, attrs.salt, step);
-  std::uint64_t threshold = graph::dropout_keep_threshold(attrs.rate);
-  double scale = 1.0 / (1.0 - attrs.rate);
+  DropoutDraws draws = DropoutDraws::of({task.node, task.in[0], task.in[1]});
   const TensorRef& x = task.in[0];
   std::int64_t count = task.out.count;
   if (x.dtype == DType::f32 && task.out.dtype == DType::f32) {
     return split_rows(task.team, count, count, [&](std::int64_t first, std::int64_t last) {
-      dropout_f32(x.f32(), task.out.f32(), first, last, step_key, threshold, scale);
+      draws.apply(x.f32() + first, task.out.f32() + first, last - first, first);
     });
   }
   for (std::int64_t i = 0; i < count; ++i) {
-    bool keep = graph::dropout_keeps_bits(step_key, i, threshold);
-    store(task.out, i, keep ? load(x, i) * scale : 0.0);
+    bool keep = graph::dropout_keeps_bits(draws.step_key, i, draws.threshold);
+    store(task.out, i, keep ? load(x, i) * draws.scale : 0.0);
   }
 }
 

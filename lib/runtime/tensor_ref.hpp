@@ -100,6 +100,16 @@ struct RowChain {
 // One node's work: its result and operands in memory and, for kernels that need it, scratch
 // sized when the plan is loaded (operands widened to f32, a product before narrowing), so that
 // running it allocates nothing.
+// A dropout node a kernel applies as it goes, row by row: the node, its operand and its step
+// counter. Null node: none.
+struct DropoutRef {
+  const graph::Node* node = nullptr;
+  TensorRef source;
+  TensorRef step;
+
+  explicit operator bool() const { return node != nullptr; }
+};
+
 struct NodeTask {
   const graph::Node* node = nullptr;
   TensorRef out;
@@ -121,6 +131,12 @@ struct NodeTask {
   // A softmax also writes each f32 row rounded into this 16-bit value: a cast of its result
   // folded into it (or of the softmax a softmax_grad computes). Null data: none.
   TensorRef rounded;
+  // A dropout of the softmax (compiler::HostStep::dropout) that `rounded` holds instead: each row
+  // is dropped out as it is rounded.
+  DropoutRef dropout;
+  // A softmax_grad's dropout that computes its upstream operand (in[1], never stored) from a
+  // stored value (compiler::HostStep::upstream_dropout), a few rows at a time into a row buffer.
+  DropoutRef upstream_dropout;
   // A softmax's or softmax_grad's row chain (compiler::HostStep::row_chain), run over each row as
   // the kernel computes it: a softmax's writes the row of its input where the kernel then
   // normalizes it (the result's row, or a row buffer when the result is kept per row); a

@@ -524,3 +524,43 @@ TEST_CASE("a softmax only its rounded copy reads keeps its f32 rows one at a tim
   CHECK(std::find(kept.chunk_local.begin(), kept.chunk_local.end(), kept.nodes.front()) ==
         kept.chunk_local.end());
 }
+
+TEST_CASE("a softmax drops out the rows it rounds, a dropout only its 16-bit copy reads") {
+  // A training step's attention dropout between the probabilities and their 16-bit copy; with
+  // `gradient`, their gradient reads them too, its upstream given before them (as for
+  // probabilities made again for the backward pass), and computes them.
+  for (bool gradient : {false, true}) {
+    INFO((gradient ? "the gradient reads" : "only the dropout reads") << " the probabilities");
+    Graph graph;
+    Tensor scores(graph, graph.add_input("scores", {{2, 3, 16, 16}, DType::f32}));
+    Tensor step(graph, graph.add_input("step", {{}, DType::i32}));
+    Tensor values(graph, graph.add_input("values", {{2, 3, 16, 8}, DType::bf16}));
+    Tensor causal = iota(graph, {16, 16}, 0) >= iota(graph, {16, 16}, 1);
+    Tensor probabilities = softmax(where(causal, scores * 0.25, -1e9));
+    Tensor dropped = dropout(probabilities, step, 0.1, 3, 5);
+    graph.add_output("attended", matmul(cast(dropped, DType::bf16), values).id());
+    if (gradient) graph.add_output("gradient", softmax_grad(probabilities, scores).id());
+    compiler::Plan plan = planned(graph);
+    std::string text = compiler::host_steps_text(plan);
+    INFO(text);
+    const HostStep& forward = step_running(plan, gradient ? OpKind::softmax_grad : OpKind::softmax);
+    CHECK(forward.dropout == dropped.id());
+    REQUIRE(forward.rounded >= 0);
+    CHECK(plan.graph.node(forward.rounded).inputs[0] == dropped.id());
+    std::vector<OpKind> folded{OpKind::cast, OpKind::dropout};
+    if (gradient) folded.insert(folded.begin(), OpKind::softmax);
+    CHECK(ops_of(plan, forward.folded) == folded);
+    for (NodeId id : {probabilities.id(), dropped.id()}) {
+      CHECK(std::find(forward.chunk_local.begin(), forward.chunk_local.end(), id) !=
+            forward.chunk_local.end());
+      for (const compiler::ScratchLayout::Place& place : plan.scratch.kernel_values)
+        CHECK(place.node != id);
+    }
+    CHECK(compiler::host_step_call(forward) ==
+          (gradient ? "node+softmax+dropout+chain2@rows" : "node+dropout+chain2@rows"));
+    CHECK_THAT(text, Catch::Contains("[drops out as %" + std::to_string(dropped.id()) +
+                                     "] [rounds into %" + std::to_string(forward.rounded) + "]"));
+    for (const HostStep& other : plan.host_steps)
+      CHECK(plan.graph.node(other.nodes.front()).op != OpKind::dropout);
+  }
+}

@@ -731,35 +731,39 @@ TEST_CASE("recompute-windows: a weight's gradient reads windows made again from 
 
 namespace {
 
-// Causal self-attention of `heads` heads over a sequence of `length` (width 16), its
-// probabilities dropped out and rounded to bfloat16 for their product with the values, and the
-// gradients of the three projections, as a training step traces them.
+// `layers` layers of causal self-attention of `heads` heads over a sequence of `length` (width
+// 16), sharing their projections, their probabilities dropped out and rounded to bfloat16 for
+// their product with the values, and the gradients of the three projections, as a training step
+// traces them.
 struct AttentionStep {
   Graph graph;
 
-  AttentionStep(std::int64_t length, std::int64_t heads) {
+  AttentionStep(std::int64_t length, std::int64_t heads, int layers = 1) {
     constexpr std::int64_t kWidth = 16;
     std::int64_t head_width = kWidth / heads;
-    Tensor x(graph, graph.add_input("x", {{2, length, kWidth}, DType::f32}));
+    Tensor h(graph, graph.add_input("x", {{2, length, kWidth}, DType::f32}));
     Tensor step(graph, graph.add_variable("step", {{}, DType::i32}, VariableRole::statistic, {}));
     auto projection = [&](const char* name) {
       return Tensor(graph, graph.add_variable(name, {{kWidth, kWidth}, DType::f32},
                                               VariableRole::parameter, {}));
     };
     std::vector<Tensor> weights{projection("wq"), projection("wk"), projection("wv")};
-    auto heads_of = [&](const Tensor& w) {
-      Tensor projected = matmul(x, w);
-      return transpose(reshape(projected, {2, length, heads, head_width}), {0, 2, 1, 3});
-    };
-    Tensor q = heads_of(weights[0]);
-    Tensor k = heads_of(weights[1]);
-    Tensor v = heads_of(weights[2]);
-    Tensor scores = matmul(q, swap_last_axes(k)) * 0.25;
-    Tensor causal = iota(graph, {length, length}, 1) <= iota(graph, {length, length}, 0);
-    Tensor masked = where(causal, scores, -1e9);
-    Tensor probabilities = dropout(softmax(masked, -1), step, 0.25, 5, 1);
-    Tensor context = matmul(cast(cast(probabilities, DType::bf16), DType::f32), v);
-    Tensor loss = sum(context * context, {0, 1, 2, 3});
+    for (int layer = 0; layer < layers; ++layer) {
+      auto heads_of = [&](const Tensor& w) {
+        Tensor projected = matmul(h, w);
+        return transpose(reshape(projected, {2, length, heads, head_width}), {0, 2, 1, 3});
+      };
+      Tensor q = heads_of(weights[0]);
+      Tensor k = heads_of(weights[1]);
+      Tensor v = heads_of(weights[2]);
+      Tensor scores = matmul(q, swap_last_axes(k)) * 0.25;
+      Tensor causal = iota(graph, {length, length}, 1) <= iota(graph, {length, length}, 0);
+      Tensor masked = where(causal, scores, -1e9);
+      Tensor probabilities = dropout(softmax(masked, -1), step, 0.25, 5, 1 + layer);
+      Tensor context = matmul(cast(cast(probabilities, DType::bf16), DType::f32), v);
+      h = reshape(transpose(context, {0, 2, 1, 3}), {2, length, kWidth});
+    }
+    Tensor loss = sum(h * h, {0, 1, 2});
     graph.add_output("loss", loss.id());
     graph.set_phase(Phase::backward);
     std::vector<Tensor> grads = gradients(loss, weights);
@@ -807,10 +811,12 @@ TEST_CASE(
   CHECK(outputs_of(g, feeds) == outputs_of(step.graph, feeds));
   CHECK(compiler::recompute_attention(program) == 0);
 
-  // The probabilities no longer live until the backward pass: the arena is smaller.
-  compiler::CompiledStep compiled = compiler::compile_step(step.graph, {});
+  // The probabilities no longer live until the backward pass: the arena of two layers, whose
+  // first layer's probabilities would be kept through the second's backward pass, is smaller.
+  AttentionStep layers(64, 2, 2);
+  compiler::CompiledStep compiled = compiler::compile_step(layers.graph, {});
   compiler::MemoryPlan memory = compiler::plan_memory(compiled.program.graph, compiled.kernels);
-  compiler::MemoryPlan kept = memory_without(step.graph, "recompute-attention");
+  compiler::MemoryPlan kept = memory_without(layers.graph, "recompute-attention");
   INFO("probabilities kept: " << kept.peak_bytes << " bytes, recomputed: " << memory.peak_bytes);
   CHECK(memory.peak_bytes < kept.peak_bytes);
 }

@@ -7,6 +7,7 @@
 #include <numeric>
 #include <stdexcept>
 #include <string_view>
+#include <tuple>
 
 #include "compiler/compile.hpp"
 #include "compiler/host_lowering.hpp"
@@ -1290,29 +1291,37 @@ TEST_CASE("a plan whose step rounds into what is not its softmax's cast is refus
 namespace {
 
 // Attention's softmax and its gradient over rows of `width` scores under a mask of the rows
-// (causal) or of each sample's columns (padding): the masked scores and the f32 gradient are
-// stored (`stored`, also returned), or the scale and mask run row by row in the softmax and the
-// mask, scale and cast after softmax_grad.
+// (causal) or of each sample's columns (padding), with attention dropout (`dropped`) or without:
+// the masked scores, the f32 gradient and the dropped-out values are stored (`Returned::all`,
+// also returned), or the scale and mask run row by row in the softmax, the mask, scale and cast
+// after softmax_grad, and the dropouts as the kernel reads and rounds the rows.
 // What a masked_rows step returns beside the probabilities' 16-bit copy and their gradient's.
 enum class Returned { nothing_else, probabilities, all };
 
-graph::Graph masked_rows(std::int64_t width, bool padding, Returned returned) {
+graph::Graph masked_rows(std::int64_t width, bool padding, Returned returned,
+                         bool dropped = false) {
   graph::Graph graph;
   graph::Tensor scores(graph, graph.add_input("scores", {{16, 8, width}, DType::f32}));
   graph::Tensor upstream(graph, graph.add_input("upstream", {{16, 8, width}, DType::f32}));
+  graph::Tensor step(graph, graph.add_input("step", {{}, DType::i32}));
   // Row r (or sample r) keeps its columns from r on.
   graph::Shape mask_shape = padding ? graph::Shape{16, 1, width} : graph::Shape{8, width};
   auto columns = static_cast<std::int64_t>(mask_shape.size()) - 1;
   graph::Tensor mask = iota(graph, mask_shape, columns) >= iota(graph, mask_shape, 0);
   graph::Tensor masked = where(mask, scores * 0.125, -1e9);
   graph::Tensor probabilities = softmax(masked);
-  graph::Tensor gradient = softmax_grad(probabilities, upstream);
-  graph.add_output("rounded", cast(probabilities, DType::bf16).id());
+  // Attention dropout drops the copy out, and the gradient's upstream with the same draws.
+  graph::Tensor upstream_kept = dropped ? dropout(upstream, step, 0.3, 7, 11) : upstream;
+  graph::Tensor gradient = softmax_grad(probabilities, upstream_kept);
+  graph::Tensor copied = dropped ? dropout(probabilities, step, 0.3, 7, 11) : probabilities;
+  graph.add_output("rounded", cast(copied, DType::bf16).id());
   graph.add_output("gradient", cast(where(mask, gradient, 0.0) * 0.125, DType::bf16).id());
   if (returned != Returned::nothing_else) graph.add_output("probabilities", probabilities.id());
   if (returned == Returned::all) {
     graph.add_output("masked", masked.id());
     graph.add_output("gradient_f32", gradient.id());
+    if (dropped) graph.add_output("dropped", copied.id());
+    if (dropped) graph.add_output("upstream_kept", upstream_kept.id());
   }
   return graph;
 }
@@ -1330,13 +1339,21 @@ std::vector<std::vector<double>> outputs_of_run(const compiler::Plan& plan,
   return outputs;
 }
 
-// Widths of masked_rows and whether its mask pads: a lane tail in a row, rows of several blocks
-// (six rows a run, split across the cores), and rows longer than a run; under a causal mask and
-// under a padding mask. Rows of 256 (GPT-2 small's): the chains run compiled where the kernel set
-// runs AVX2 or AVX-512 code; rows of 37 and 4,219 end short of a vector, which AVX2's code leaves
-// to the interpreter.
-constexpr std::array<std::pair<std::int64_t, bool>, 6> kMaskedRowCases{
-    {{37, false}, {600, false}, {4'219, false}, {37, true}, {600, true}, {256, false}}};
+// Widths of masked_rows, whether its mask pads and whether its copy is dropped out: a lane tail in
+// a row, rows of several blocks (six rows a run, split across the cores), and rows longer than a
+// run; under a causal mask and under a padding mask. Rows of 256 (GPT-2 small's): the chains run
+// compiled where the kernel set runs AVX2 or AVX-512 code; rows of 37 and 4,219 end short of a
+// vector, which AVX2's code leaves to the interpreter.
+constexpr std::array<std::tuple<std::int64_t, bool, bool>, 9> kMaskedRowCases{
+    {{37, false, false},
+     {600, false, false},
+     {4'219, false, false},
+     {37, true, false},
+     {600, true, false},
+     {256, false, false},
+     {37, false, true},
+     {4'219, true, true},
+     {256, false, true}}};
 
 compiler::HostStep& gradient_step(compiler::Plan& plan) {
   auto found = std::find_if(
@@ -1356,11 +1373,13 @@ std::size_t row_chain_steps(const compiler::Plan& plan) {
 }  // namespace
 
 TEST_CASE("a softmax's row chains give the bits of their nodes stored, on one core or several") {
-  for (auto [width, padding] : kMaskedRowCases) {
-    INFO(width << " values a row, " << (padding ? "padding" : "causal") << " mask");
+  for (auto [width, padding, dropped] : kMaskedRowCases) {
+    INFO(width << " values a row, " << (padding ? "padding" : "causal") << " mask, "
+               << (dropped ? "dropped out" : "not dropped out"));
     compiler::Plan fused =
-        test::compiled_plan(masked_rows(width, padding, Returned::probabilities), 1);
-    compiler::Plan stored = test::compiled_plan(masked_rows(width, padding, Returned::all), 1);
+        test::compiled_plan(masked_rows(width, padding, Returned::probabilities, dropped), 1);
+    compiler::Plan stored =
+        test::compiled_plan(masked_rows(width, padding, Returned::all, dropped), 1);
     INFO(compiler::host_steps_text(fused));
     REQUIRE(row_chain_steps(fused) == 2);
     REQUIRE(row_chain_steps(stored) == 0);
@@ -1382,14 +1401,19 @@ TEST_CASE(
     "several") {
   // Attention's probabilities made again for the backward pass: only the gradient and the 16-bit
   // copy read them, so the gradient's step computes them a few rows at a time and stores none.
-  for (auto [width, padding] : kMaskedRowCases) {
-    INFO(width << " values a row, " << (padding ? "padding" : "causal") << " mask");
+  // Dropped out (attention dropout) on their way into the copy or not.
+  for (auto [width, padding, dropped] : kMaskedRowCases) {
+    INFO(width << " values a row, " << (padding ? "padding" : "causal") << " mask, "
+               << (dropped ? "dropped out" : "not dropped out"));
     compiler::Plan computed =
-        test::compiled_plan(masked_rows(width, padding, Returned::nothing_else), 1);
-    compiler::Plan stored = test::compiled_plan(masked_rows(width, padding, Returned::all), 1);
+        test::compiled_plan(masked_rows(width, padding, Returned::nothing_else, dropped), 1);
+    compiler::Plan stored =
+        test::compiled_plan(masked_rows(width, padding, Returned::all, dropped), 1);
     INFO(compiler::host_steps_text(computed));
     const compiler::HostStep& gradient = gradient_step(computed);
     REQUIRE(gradient.row_softmax >= 0);
+    CHECK((gradient.dropout >= 0) == dropped);
+    CHECK((gradient.upstream_dropout >= 0) == dropped);
     CHECK(gradient.softmax_chain.size() == 2);
     CHECK(gradient.row_chain.size() == 3);
     graph::Feeds feeds = test::sample_feeds(computed.graph);
@@ -1408,13 +1432,17 @@ TEST_CASE(
 namespace {
 
 // An eval step's attention probabilities over rows of `width` scores: rounded to bfloat16, from
-// the scores masked and scaled row by row (`chained`) or as they are; with `stored`, the step
-// also returns their f32 values.
-graph::Graph rounded_probabilities(std::int64_t width, bool chained, bool stored) {
+// the scores masked and scaled row by row (`chained`) or as they are, and dropped out first
+// (`dropped`: a training step's attention dropout) or not; with `stored`, the step also returns
+// the f32 values it rounds.
+graph::Graph rounded_probabilities(std::int64_t width, bool chained, bool stored,
+                                   bool dropped = false) {
   graph::Graph graph;
   graph::Tensor scores(graph, graph.add_input("scores", {{16, 8, width}, DType::f32}));
+  graph::Tensor step(graph, graph.add_input("step", {{}, DType::i32}));
   graph::Tensor mask = iota(graph, {8, width}, 1) >= iota(graph, {8, width}, 0);
   graph::Tensor probabilities = softmax(chained ? where(mask, scores * 0.125, -1e9) : scores);
+  if (dropped) probabilities = dropout(probabilities, step, 0.3, 7, 11);
   graph.add_output("rounded", cast(probabilities, DType::bf16).id());
   if (stored) graph.add_output("probabilities", probabilities.id());
   return graph;
@@ -1423,34 +1451,51 @@ graph::Graph rounded_probabilities(std::int64_t width, bool chained, bool stored
 }  // namespace
 
 TEST_CASE("a softmax kept per row rounds the bits of its stored rows, on one core or several") {
-  for (std::int64_t width : {37, 600, 4'219}) {
-    for (bool chained : {true, false}) {
-      INFO(width << " values a row, " << (chained ? "with" : "without") << " a row chain");
-      compiler::Plan per_row = test::compiled_plan(rounded_probabilities(width, chained, false), 1);
-      compiler::Plan stored = test::compiled_plan(rounded_probabilities(width, chained, true), 1);
-      INFO(compiler::host_steps_text(per_row));
-      auto keeps_softmax = [](const compiler::Plan& plan) {
-        return std::any_of(plan.host_steps.begin(), plan.host_steps.end(), [&](const auto& step) {
-          return std::find(step.chunk_local.begin(), step.chunk_local.end(), step.nodes.front()) !=
-                 step.chunk_local.end();
-        });
-      };
-      REQUIRE(keeps_softmax(per_row));
-      REQUIRE_FALSE(keeps_softmax(stored));
-      REQUIRE(row_chain_steps(per_row) == (chained ? 1 : 0));
-      graph::Feeds feeds = test::sample_feeds(per_row.graph);
-      std::vector<double> expected = output_of_run(stored, feeds, "rounded");
-      auto differing = [&] {
-        std::vector<double> rounded = output_of_run(per_row, feeds, "rounded");
-        REQUIRE(rounded.size() == expected.size());
-        std::size_t wrong = 0;
-        for (std::size_t i = 0; i < rounded.size(); ++i)
-          wrong += rounded[i] != expected[i];
-        return wrong;
-      };
-      CHECK(differing() == 0);
-      test::on_one_core([&] { CHECK(differing() == 0); });
-    }
+  for (auto [width, chained, dropped] :
+       std::initializer_list<std::tuple<std::int64_t, bool, bool>>{{37, true, false},
+                                                                   {600, true, false},
+                                                                   {4'219, true, false},
+                                                                   {37, false, false},
+                                                                   {600, false, false},
+                                                                   {4'219, false, false},
+                                                                   {37, true, true},
+                                                                   {600, false, true},
+                                                                   {4'219, true, true},
+                                                                   {300, true, true}}) {
+    INFO(width << " values a row, " << (chained ? "with" : "without") << " a row chain, "
+               << (dropped ? "dropped out" : "not dropped out"));
+    compiler::Plan per_row =
+        test::compiled_plan(rounded_probabilities(width, chained, false, dropped), 1);
+    compiler::Plan stored =
+        test::compiled_plan(rounded_probabilities(width, chained, true, dropped), 1);
+    INFO(compiler::host_steps_text(per_row));
+    auto drops_out = [](const compiler::Plan& plan) {
+      return std::any_of(plan.host_steps.begin(), plan.host_steps.end(),
+                         [](const auto& step) { return step.dropout >= 0; });
+    };
+    REQUIRE(drops_out(per_row) == dropped);
+    REQUIRE_FALSE(drops_out(stored));
+    auto keeps_softmax = [](const compiler::Plan& plan) {
+      return std::any_of(plan.host_steps.begin(), plan.host_steps.end(), [&](const auto& step) {
+        return std::find(step.chunk_local.begin(), step.chunk_local.end(), step.nodes.front()) !=
+               step.chunk_local.end();
+      });
+    };
+    REQUIRE(keeps_softmax(per_row));
+    REQUIRE_FALSE(keeps_softmax(stored));
+    REQUIRE(row_chain_steps(per_row) == (chained ? 1 : 0));
+    graph::Feeds feeds = test::sample_feeds(per_row.graph);
+    std::vector<double> expected = output_of_run(stored, feeds, "rounded");
+    auto differing = [&] {
+      std::vector<double> rounded = output_of_run(per_row, feeds, "rounded");
+      REQUIRE(rounded.size() == expected.size());
+      std::size_t wrong = 0;
+      for (std::size_t i = 0; i < rounded.size(); ++i)
+        wrong += rounded[i] != expected[i];
+      return wrong;
+    };
+    CHECK(differing() == 0);
+    test::on_one_core([&] { CHECK(differing() == 0); });
   }
 }
 
@@ -1466,9 +1511,29 @@ TEST_CASE("a plan that keeps a softmax per row but rounds it into nothing is ref
     CHECK_THROWS_WITH(Executable(plan),
                       chained ? "a softmax kept per row rounds its rows into a 16-bit copy, and "
                                 "this one has none"
-                              : "the plan keeps node %1 per chunk, but it is not a value its chain "
-                                "computes without a buffer");
+                              : "the plan keeps node %" + std::to_string(rounding->nodes.front()) +
+                                    " per chunk, but it is not a value its chain "
+                                    "computes without a buffer");
   }
+}
+
+TEST_CASE("a plan whose softmax drops its rows out through what is not its dropout is refused") {
+  compiler::Plan plan = test::compiled_plan(rounded_probabilities(64, true, false, true), 1);
+  auto dropping = std::find_if(plan.host_steps.begin(), plan.host_steps.end(),
+                               [](const compiler::HostStep& step) { return step.dropout >= 0; });
+  REQUIRE(dropping != plan.host_steps.end());
+  CHECK_NOTHROW(Executable(plan));
+  std::string dropout = "%" + std::to_string(dropping->dropout);
+  compiler::Plan elsewhere = plan;
+  auto step = static_cast<std::size_t>(dropping - plan.host_steps.begin());
+  elsewhere.host_steps[step].dropout = dropping->row_chain.back();
+  CHECK_THROWS_WITH(Executable(elsewhere),
+                    "the plan keeps node " + dropout +
+                        " per chunk, but it is not a value its chain computes without a buffer");
+  std::erase(dropping->chunk_local, dropping->dropout);
+  dropping->dropout = -1;  // the cast it rounds into reads the dropout, which nothing computes
+  CHECK_THROWS_WITH(Executable(plan),
+                    "node " + dropout + " has neither a buffer nor a kernel in the plan");
 }
 
 TEST_CASE(
@@ -1594,8 +1659,8 @@ std::vector<std::vector<float>> after_two_steps(const compiler::Plan& plan,
 
 TEST_CASE("attention's probabilities made again for the backward pass give the same steps") {
   // A sequence long against the width: the probabilities are most of what the backward reads.
-  // Without attention's dropout, a bfloat16 step's softmax_grad computes them itself
-  // (HostStep::row_softmax), so they are never stored in f32.
+  // A bfloat16 step's softmax_grad computes them itself (HostStep::row_softmax), dropping out its
+  // copy and its upstream with attention's dropout, so they are never stored in f32.
   for (std::string dropout : {"0.1", "0.0"}) {
     models::TracedStep step = test::traced_step(
         "{name: gpt2, vocab_size: 40, hidden_size: 16, num_hidden_layers: 2, num_heads: 4, "
@@ -1621,7 +1686,11 @@ TEST_CASE("attention's probabilities made again for the backward pass give the s
       auto computed_by_gradients =
           std::count_if(recomputed.host_steps.begin(), recomputed.host_steps.end(),
                         [](const compiler::HostStep& host) { return host.row_softmax >= 0; });
-      CHECK(computed_by_gradients == (precision.mixed && dropout == "0.0" ? 2 : 0));
+      CHECK(computed_by_gradients == (precision.mixed ? 2 : 0));
+      auto upstreams_dropped =
+          std::count_if(recomputed.host_steps.begin(), recomputed.host_steps.end(),
+                        [](const compiler::HostStep& host) { return host.upstream_dropout >= 0; });
+      CHECK(upstreams_dropped == (dropout == "0.1" ? 2 : 0));
       CHECK(recomputed.memory.peak_bytes < kept.memory.peak_bytes);
       graph::Feeds feeds = test::sample_feeds(step.graph);
       CHECK(after_two_steps(recomputed, feeds) == after_two_steps(kept, feeds));
