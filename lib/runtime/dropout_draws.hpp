@@ -30,13 +30,33 @@ struct DropoutDraws {
   // the kept ones scaled in double and rounded once, as the generic path computes them, in a loop
   // of inline arithmetic alone.
   void apply(const float* x, float* out, std::int64_t count, std::int64_t first) const {
+    for (std::int64_t i = 0; i < count; ++i)
+      out[i] = kept(x[i], keeps(first + i));
+  }
+
+  // The same for two values with these draws (attention dropout's probabilities and its upstream
+  // gradient), each element's draw made once for both.
+  void apply_to_both(const float* x, float* out, const float* y, float* y_out, std::int64_t count,
+                     std::int64_t first) const {
     for (std::int64_t i = 0; i < count; ++i) {
-      auto scaled =
-          std::bit_cast<std::uint32_t>(static_cast<float>(static_cast<double>(x[i]) * scale));
-      std::uint32_t kept = 0u - static_cast<std::uint32_t>(
-                                    graph::dropout_keeps_bits(step_key, first + i, threshold));
-      out[i] = std::bit_cast<float>(scaled & kept);  // a dropped element is +0, whatever it was
+      std::uint32_t keep = keeps(first + i);
+      out[i] = kept(x[i], keep);
+      y_out[i] = kept(y[i], keep);
     }
+  }
+
+  friend bool operator==(const DropoutDraws&, const DropoutDraws&) = default;
+
+ private:
+  // All ones where the draw of element `index` keeps it, else zero.
+  std::uint32_t keeps(std::int64_t index) const {
+    return 0u - static_cast<std::uint32_t>(graph::dropout_keeps_bits(step_key, index, threshold));
+  }
+
+  float kept(float value, std::uint32_t keep) const {
+    auto scaled =
+        std::bit_cast<std::uint32_t>(static_cast<float>(static_cast<double>(value) * scale));
+    return std::bit_cast<float>(scaled & keep);  // a dropped element is +0, whatever it was
   }
 };
 

@@ -340,17 +340,35 @@ struct RoundedRows {
   }
 };
 
+// Values dropped out before they are rounded, at a time: a block that stays in L1.
+constexpr std::int64_t kDroppedBlock = 256;
+
 // `width` values of a row, from element `at` of `copy.rounded` on, dropped out a block at a time
-// (while the block is in L1) and rounded.
+// and rounded.
 void round_row(const float* row, std::int64_t width, std::int64_t at, const RoundedRows& copy) {
   std::uint16_t* out = copy.rounded.half() + at;
   if (copy.dropout == nullptr) return narrow_to_half(row, out, width, copy.rounded.dtype);
-  constexpr std::int64_t kBlock = 256;
-  std::array<float, kBlock> dropped;
-  for (std::int64_t i = 0; i < width; i += kBlock) {
-    std::int64_t count = std::min(kBlock, width - i);
+  std::array<float, kDroppedBlock> dropped;
+  for (std::int64_t i = 0; i < width; i += kDroppedBlock) {
+    std::int64_t count = std::min(kDroppedBlock, width - i);
     copy.dropout->apply(row + i, dropped.data(), count, copy.first + at + i);
     narrow_to_half(dropped.data(), out + i, count, copy.rounded.dtype);
+  }
+}
+
+// `count` values of a softmax, dropped out and rounded into `copy` (from its first element on),
+// and as many of a softmax_grad's upstream operand, from `source`, dropped out into `upstream`,
+// where the two dropouts have the same draws (attention dropout and its gradient): each draw is
+// made once for both.
+void round_dropped_with_upstream(const float* rows, const float* source, float* upstream,
+                                 std::int64_t count, const RoundedRows& copy) {
+  std::uint16_t* out = copy.rounded.half();
+  std::array<float, kDroppedBlock> dropped;
+  for (std::int64_t i = 0; i < count; i += kDroppedBlock) {
+    std::int64_t block = std::min(kDroppedBlock, count - i);
+    copy.dropout->apply_to_both(rows + i, dropped.data(), source + i, upstream + i, block,
+                                copy.first + i);
+    narrow_to_half(dropped.data(), out + i, block, copy.rounded.dtype);
   }
 }
 
@@ -691,19 +709,25 @@ void normalize_rows(const SoftmaxRows& softmax, float* registers, std::int64_t f
 void gradient_rows(const NodeTask& task, const RowScratch& scratch, const RoundedRows& copy,
                    const DropoutDraws* upstream, std::int64_t first, std::int64_t last,
                    std::int64_t width) {
+  std::int64_t count = (last - first) * width;
+  const float* source = upstream ? task.upstream_dropout.source.f32() + first * width : nullptr;
+  // The copy and the upstream dropped out with the same draws: made once, after the softmax.
+  bool same_draws = task.computes_softmax && upstream && copy.dropout && *upstream == *copy.dropout;
   const float* y = nullptr;
   if (task.computes_softmax) {
     float* rows = scratch.softmax_rows + first * width % kRowAlignmentFloats;
-    normalize_rows({task.softmax_input, task.softmax_chain, copy}, scratch.softmax_registers, first,
-                   last, width, rows);
+    normalize_rows({task.softmax_input, task.softmax_chain, same_draws ? RoundedRows{} : copy},
+                   scratch.softmax_registers, first, last, width, rows);
+    if (same_draws)
+      round_dropped_with_upstream(rows, source, scratch.upstream_rows, count,
+                                  copy.from(first * width));
     y = rows;
   } else {
     y = task.in[0].f32() + first * width;
   }
   const float* g = nullptr;
   if (upstream != nullptr) {
-    upstream->apply(task.upstream_dropout.source.f32() + first * width, scratch.upstream_rows,
-                    (last - first) * width, first * width);
+    if (!same_draws) upstream->apply(source, scratch.upstream_rows, count, first * width);
     g = scratch.upstream_rows;
   } else {
     g = task.in[1].f32() + first * width;
