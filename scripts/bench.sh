@@ -88,7 +88,9 @@
 #   modelzoo   the settings real params files train with (345 of the 427 release files clip
 #              gradients, 253 scale the loss dynamically, 135 train in cbfloat16): GPT-2 small
 #              (gpt2_small_ish, --fake_data, 6 steps) in cbfloat16 with dynamic loss scaling and
-#              max_gradient_norm 1.0 on CSX, in f32 with max_gradient_norm 1.0 on CPU, and 2.10's
+#              max_gradient_norm 1.0 on CSX, in f32 with max_gradient_norm 1.0 on CPU, 2.2's
+#              gpt2_small file as shipped but for batch 2 (cbfloat16, attention dropout 0.1, MSL
+#              2048; 4 steps), and 2.10's
 #              bert_base_MSL128.yaml as shipped but for batch 16 (5 steps, 3 eval steps): samples/s
 #              (median of the steps after the first) and peak RSS, 3 rounds. csrun alone: the
 #              PyTorch baseline's loop neither clips nor scales the loss.
@@ -802,6 +804,9 @@ bench_modelzoo() {
   cb16+=" --set model.fp16_type=cbfloat16 --set optimizer.loss_scaling_factor=dynamic"
   cb16+=" --set optimizer.max_gradient_norm=1.0"
   local clipped="$small --target_device CPU --set optimizer.max_gradient_norm=1.0"
+  local gpt2="$modelzoo/releases/Release_2.2.0/gpt2__params_gpt2_small.yaml --fake_data"
+  gpt2+=" --max_steps 4 --set train_input.batch_size=2 --set runconfig.log_steps=1"
+  gpt2+=" --set runconfig.save_initial_checkpoint=false --set runconfig.checkpoint_steps=0"
   local bert="$modelzoo/releases/Release_2.10.0/bert__bert_base_MSL128.yaml --fake_data"
   bert+=" --max_steps 5 --set trainer.fit.train_dataloader.batch_size=16"
   bert+=" --set trainer.init.loop.eval_steps=3 --set trainer.fit.val_dataloader.batch_size=16"
@@ -809,6 +814,7 @@ bench_modelzoo() {
   for round in 1 2 3; do
     for entry in "GPT-2 small cbfloat16, loss scaling, clipped|$cb16" \
                  "GPT-2 small f32, clipped|$clipped" \
+                 "GPT-2 small (2.2's file), batch 2|$gpt2" \
                  "BERT base (2.10's file), batch 16|$bert"; do
       local name args rate
       IFS='|' read -r name args <<<"$entry"

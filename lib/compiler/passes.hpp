@@ -101,9 +101,9 @@ std::size_t convolve_gradients(Program& program);
 // computes its upstream operand for it alone (attention dropout's backward), into one "softmax"
 // fusion: the kernel takes each row through them while the row is in the core's cache, so
 // neither the masked scores, the dropped-out values nor the f32 gradient are stored and read
-// again. A softmax_grad whose softmax only the softmax's group and the gradient
-// read, its other operand computed before that group (probabilities made again for the backward
-// pass), joins the softmax's group: the f32 probabilities are never stored either.
+// again. A softmax_grad whose softmax only the softmax's group and the gradient read, its other
+// operand computed before that group (probabilities made again for the backward pass), joins the
+// softmax's group: the f32 probabilities are never stored either.
 std::size_t fuse_softmax(Program& program);
 
 // Groups each matmul with its operand prologue (a transpose of the last two axes, a cast) and its
