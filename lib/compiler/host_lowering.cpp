@@ -206,13 +206,10 @@ class HostLowering {
     for (HostStep& step : steps) {
       const graph::Node& gradient = graph_.node(step.nodes.front());
       if (step.kind != HostStepKind::node || gradient.op != OpKind::softmax_grad) continue;
+      // A value without a buffer is read only inside the kernel that computes it: this one.
       NodeId upstream = gradient.inputs[1];
-      bool in_kernel = std::any_of(steps.begin(), steps.end(), [&](const HostStep& other) {
-        return other.nodes.front() == upstream;
-      });
       const graph::Node& node = graph_.node(upstream);
-      if (!in_kernel || node.op != OpKind::dropout || node.type != gradient.type ||
-          !inside_kernel(upstream))
+      if (node.op != OpKind::dropout || node.type != gradient.type || !inside_kernel(upstream))
         continue;
       step.upstream_dropout = upstream;
       step.folded.push_back(upstream);

@@ -703,22 +703,31 @@ void normalize_rows(const SoftmaxRows& softmax, float* registers, std::int64_t f
   softmax_rows_f32(false, 0, last - first, width, in, rows, softmax.copy.from(first * width));
 }
 
+// A by-rows kernel's dropouts at this step: the rows of its copy (RoundedRows, its dropout's draws
+// among them), the draws of its upstream's dropout (null: none), and whether the softmax_grad
+// computes the copy's rows and both have the same draws, which are then made once for both.
+struct RowDropouts {
+  RoundedRows copy;
+  const DropoutDraws* upstream = nullptr;
+  bool same_draws = false;
+};
+
 // Rows [first, last) of a softmax_grad: y's rows computed into the part's buffer where the step
 // computes its softmax (HostStep::row_softmax); the gradient's rows into its result or, with a row
 // chain, into the part's buffer, where the chain reads them.
-void gradient_rows(const NodeTask& task, const RowScratch& scratch, const RoundedRows& copy,
-                   const DropoutDraws* upstream, std::int64_t first, std::int64_t last,
-                   std::int64_t width) {
+void gradient_rows(const NodeTask& task, const RowScratch& scratch, const RowDropouts& dropouts,
+                   std::int64_t first, std::int64_t last, std::int64_t width) {
   std::int64_t count = (last - first) * width;
+  const DropoutDraws* upstream = dropouts.upstream;
   const float* source = upstream ? task.upstream_dropout.source.f32() + first * width : nullptr;
-  // The copy and the upstream dropped out with the same draws: made once, after the softmax.
-  bool same_draws = task.computes_softmax && upstream && copy.dropout && *upstream == *copy.dropout;
   const float* y = nullptr;
   if (task.computes_softmax) {
     float* rows = scratch.softmax_rows + first * width % kRowAlignmentFloats;
-    normalize_rows({task.softmax_input, task.softmax_chain, same_draws ? RoundedRows{} : copy},
-                   scratch.softmax_registers, first, last, width, rows);
-    if (same_draws)
+    const RoundedRows& copy = dropouts.copy;
+    normalize_rows(
+        {task.softmax_input, task.softmax_chain, dropouts.same_draws ? RoundedRows{} : copy},
+        scratch.softmax_registers, first, last, width, rows);
+    if (dropouts.same_draws)
       round_dropped_with_upstream(rows, source, scratch.upstream_rows, count,
                                   copy.from(first * width));
     y = rows;
@@ -727,7 +736,7 @@ void gradient_rows(const NodeTask& task, const RowScratch& scratch, const Rounde
   }
   const float* g = nullptr;
   if (upstream != nullptr) {
-    if (!same_draws) upstream->apply(source, scratch.upstream_rows, count, first * width);
+    if (!dropouts.same_draws) upstream->apply(source, scratch.upstream_rows, count, first * width);
     g = scratch.upstream_rows;
   } else {
     g = task.in[1].f32() + first * width;
@@ -739,15 +748,15 @@ void gradient_rows(const NodeTask& task, const RowScratch& scratch, const Rounde
 }
 
 // Rows [first, last) of one part of the team, a few at a time.
-void run_rows_of_part(const NodeTask& task, const RowScratch& scratch, const RoundedRows& copy,
-                      const DropoutDraws* upstream, std::int64_t first, std::int64_t last) {
+void run_rows_of_part(const NodeTask& task, const RowScratch& scratch, const RowDropouts& dropouts,
+                      std::int64_t first, std::int64_t last) {
   std::int64_t width = row_width(task);
   bool gradient = task.node->op == OpKind::softmax_grad;
-  SoftmaxRows softmax{task.in[0], task.row_chain, copy};
+  SoftmaxRows softmax{task.in[0], task.row_chain, dropouts.copy};
   for (std::int64_t r = first; r < last; r += rows_per_run(width)) {
     std::int64_t end = std::min(last, r + rows_per_run(width));
     if (gradient) {
-      gradient_rows(task, scratch, copy, upstream, r, end, width);
+      gradient_rows(task, scratch, dropouts, r, end, width);
       continue;
     }
     float* rows = task.out.data != nullptr ? task.out.f32() + r * width
@@ -771,12 +780,13 @@ void run_by_rows(const NodeTask& task) {
   std::int64_t rows = width == 0 ? 0 : task.out.count / width;
   std::optional<DropoutDraws> draws = draws_of(task.dropout);
   std::optional<DropoutDraws> upstream = draws_of(task.upstream_dropout);
-  RoundedRows copy{task.rounded, 0, draws ? &*draws : nullptr};
-  split_rows_in_parts(task.team, rows, task.out.count,
-                      [&](int part, std::int64_t first, std::int64_t last) {
-                        run_rows_of_part(task, row_scratch(task, width, part), copy,
-                                         upstream ? &*upstream : nullptr, first, last);
-                      });
+  RowDropouts dropouts{{task.rounded, 0, draws ? &*draws : nullptr},
+                       upstream ? &*upstream : nullptr,
+                       task.computes_softmax && draws && upstream && *draws == *upstream};
+  split_rows_in_parts(
+      task.team, rows, task.out.count, [&](int part, std::int64_t first, std::int64_t last) {
+        run_rows_of_part(task, row_scratch(task, width, part), dropouts, first, last);
+      });
 }
 
 void softmax_grad(const NodeTask& task) {

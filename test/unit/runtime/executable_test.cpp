@@ -1406,12 +1406,32 @@ std::size_t row_chain_steps(const compiler::Plan& plan) {
                     [](const compiler::HostStep& step) { return !step.row_chain.empty(); }));
 }
 
+std::string masked_case(std::int64_t width, bool padding, Dropped dropped) {
+  return std::to_string(width) + " values a row, " + (padding ? "padding" : "causal") + " mask, " +
+         dropped_name(dropped);
+}
+
+// `plan`'s outputs are `expected`, on the team's cores and on one.
+void check_outputs(const compiler::Plan& plan, const graph::Feeds& feeds,
+                   const std::vector<std::vector<double>>& expected) {
+  CHECK(differing_values(outputs_of_run(plan, feeds), expected) == 0);
+  test::on_one_core([&] { CHECK(differing_values(outputs_of_run(plan, feeds), expected) == 0); });
+}
+
+// Rows of 256 run both of `plan`'s row chains compiled where the kernel set compiles chains.
+void check_chains_compiled(const compiler::Plan& plan, std::int64_t width) {
+  if (width != 256 || runtime::kernel_set("").compiled_chains == runtime::ChainIsa::none ||
+      !runtime::chains_compiled_here())
+    return;
+  Executable executable(plan);
+  CHECK(executable.host_profile().chains_compiled == 2);
+}
+
 }  // namespace
 
 TEST_CASE("a softmax's row chains give the bits of their nodes stored, on one core or several") {
   for (auto [width, padding, dropped] : kMaskedRowCases) {
-    INFO(width << " values a row, " << (padding ? "padding" : "causal") << " mask, "
-               << dropped_name(dropped));
+    INFO(masked_case(width, padding, dropped));
     compiler::Plan fused =
         test::compiled_plan(masked_rows(width, padding, Returned::probabilities, dropped), 1);
     compiler::Plan stored =
@@ -1421,15 +1441,9 @@ TEST_CASE("a softmax's row chains give the bits of their nodes stored, on one co
     REQUIRE(row_chain_steps(stored) == 0);
     graph::Feeds feeds = test::sample_feeds(fused.graph);
     std::vector<std::vector<double>> expected = outputs_of_run(stored, feeds);
-    CHECK(differing_values(outputs_of_run(fused, feeds), expected) == 0);
-    test::on_one_core(
-        [&] { CHECK(differing_values(outputs_of_run(fused, feeds), expected) == 0); });
+    check_outputs(fused, feeds, expected);
     CHECK(step_difference(fused) <= 0x1.0p-7);  // bfloat16's unit, as for chains in registers
-    if (width == 256 && runtime::kernel_set("").compiled_chains != runtime::ChainIsa::none &&
-        runtime::chains_compiled_here()) {
-      Executable executable(fused);
-      CHECK(executable.host_profile().chains_compiled == 2);
-    }
+    check_chains_compiled(fused, width);
   }
 }
 
@@ -1440,8 +1454,7 @@ TEST_CASE(
   // copy read them, so the gradient's step computes them a few rows at a time and stores none.
   // Dropped out (attention dropout) on their way into the copy or not.
   for (auto [width, padding, dropped] : kMaskedRowCases) {
-    INFO(width << " values a row, " << (padding ? "padding" : "causal") << " mask, "
-               << dropped_name(dropped));
+    INFO(masked_case(width, padding, dropped));
     compiler::Plan computed =
         test::compiled_plan(masked_rows(width, padding, Returned::nothing_else, dropped), 1);
     compiler::Plan stored =
@@ -1456,14 +1469,8 @@ TEST_CASE(
     graph::Feeds feeds = test::sample_feeds(computed.graph);
     std::vector<std::vector<double>> expected = outputs_of_run(stored, feeds);
     expected.resize(2);  // the rounded probabilities and the gradient
-    CHECK(differing_values(outputs_of_run(computed, feeds), expected) == 0);
-    test::on_one_core(
-        [&] { CHECK(differing_values(outputs_of_run(computed, feeds), expected) == 0); });
-    if (width == 256 && runtime::kernel_set("").compiled_chains != runtime::ChainIsa::none &&
-        runtime::chains_compiled_here()) {
-      Executable executable(computed);
-      CHECK(executable.host_profile().chains_compiled == 2);
-    }
+    check_outputs(computed, feeds, expected);
+    check_chains_compiled(computed, width);
   }
 }
 
