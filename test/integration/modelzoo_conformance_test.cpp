@@ -5,10 +5,14 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "support/process.hpp"
 #include "support/temp_dir.hpp"
@@ -281,4 +285,69 @@ TEST_CASE("a key the builder does not implement: validate warns, compile refuses
   CHECK(compiled.err.find("position_embedding_type 'alibi' is not supported yet by csrun's gpt3 "
                           "builder (supported: learned, rotary, null), so there is no step to "
                           "compile") != std::string::npos);
+}
+
+namespace {
+
+// A number the run logged after `label`, or NaN where it logged none.
+double logged_number(const std::string& output, const std::string& label) {
+  std::size_t at = output.rfind(label);
+  if (at == std::string::npos) return std::nan("");
+  return std::strtod(output.c_str() + at + label.size(), nullptr);
+}
+
+struct RealRun {
+  const char* file;                // under releases/
+  std::vector<std::string> batch;  // --set arguments giving batches of 2 in the file's layout
+  bool evaluates;                  // the file has an eval input: csrun eval reads the checkpoint
+};
+
+}  // namespace
+
+// Compiling every file (above) does not run a kernel. These files of five families, in the
+// layouts they shipped in (TensorFlow, legacy), train a step at their real sizes (T5 small,
+// Transformer base, BERT base with cbfloat16 and dynamic loss scaling, the DAGM UNet), and
+// csrun eval reads the checkpoint the step wrote. scripts/train_release_files.py trains them all.
+TEST_CASE(
+    "real params files of five families train a step at batch 2 and evaluate its checkpoint") {
+  const std::vector<RealRun> runs = {
+      {"R_1.6.0/fc_mnist_tf__params.yaml", {"--set", "train_input.batch_size=2"}, false},
+      {"R_1.6.0/unet_tf__params_dagm.yaml",
+       {"--set", "train_input.train_batch_size=2", "--set", "train_input.eval_batch_size=2"},
+       true},
+      {"Release_2.0.2/t5__t5_small.yaml",
+       {"--set", "train_input.batch_size=2", "--set", "eval_input.batch_size=2"},
+       true},
+      {"R_1.6.0/transformer_tf__params_base.yaml",
+       {"--set", "train_input.batch_size=2", "--set", "eval_input.batch_size=2"},
+       true},
+      {"Release_2.2.0/bert_classifier__bert_base_classifier_sst2.yaml",
+       {"--set", "train_input.batch_size=2", "--set", "eval_input.batch_size=2"},
+       true},
+  };
+  for (const RealRun& run : runs) {
+    csrun::test::TempDir dir;
+    std::vector<std::string> common = {CSRUN_MODELZOO_CONFIGS "/releases/" + std::string(run.file),
+                                       "--fake_data",
+                                       "--num_workers_per_csx",
+                                       "0",
+                                       "-o",
+                                       (dir.path() / "model").string()};
+    common.insert(common.end(), run.batch.begin(), run.batch.end());
+    std::vector<std::string> train = {"train", "--max_steps", "1"};
+    train.insert(train.end(), common.begin(), common.end());
+    auto trained = csrun::test::run_csrun(train);
+    INFO(run.file << "\n" << trained.err);
+    REQUIRE(trained.exit_code == 0);
+    CHECK(trained.out.find("Training completed successfully!") != std::string::npos);
+    CHECK(std::isfinite(logged_number(trained.out, "Step=1, Loss=")));
+    if (!run.evaluates) continue;
+    std::vector<std::string> eval = {"eval", "--eval_steps", "1"};
+    eval.insert(eval.end(), common.begin(), common.end());
+    auto evaluated = csrun::test::run_csrun(eval);
+    INFO(evaluated.err);
+    REQUIRE(evaluated.exit_code == 0);
+    CHECK(evaluated.out.find("GlobalStep=1,") != std::string::npos);  // the step's checkpoint
+    CHECK(std::isfinite(logged_number(evaluated.out, "Avg Eval Loss: ")));
+  }
 }
