@@ -146,7 +146,7 @@ class TrainerCheck {
     diagnostics_.error(key ? key->mark() : trainer_.mark, key ? key->path() : trainer_.tree.path(),
                        "grad_accum_steps " + std::to_string(steps) +
                            " must divide the batch each system receives, batch_size / num_csx = " +
-                           std::to_string(share));
+                           std::to_string(share) + ": give " + data::divisors_text(share));
   }
 
   std::optional<TraceSummary> trace(models::CheckedModel model, CheckedTrainer& checked) {

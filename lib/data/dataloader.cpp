@@ -58,6 +58,10 @@ const ProcessorDefinition* resolve_processor(const Node& loader, const Dataloade
   return find_processor(wanted);
 }
 
+constexpr std::size_t kListedDivisors = 12;
+// Beyond this, the divisors are not searched for a message.
+constexpr std::int64_t kMaxListedBatch = std::int64_t{1} << 40;
+
 void check_batch(DataloaderSpec& spec, const DataloaderContext& context, Diagnostics& diagnostics) {
   const Node* batch = spec.params.find("batch_size");
   std::int64_t num_csx = context.num_csx;
@@ -81,7 +85,8 @@ void check_batch(DataloaderSpec& spec, const DataloaderContext& context, Diagnos
                       "micro_batch_size " + std::to_string(size) +
                           " must divide the batch each system receives, batch_size / num_csx = " +
                           std::to_string(spec.batch_size) + " / " + std::to_string(num_csx) +
-                          " = " + std::to_string(per_system));
+                          " = " + std::to_string(per_system) + ": give " +
+                          divisors_text(per_system) + ", auto or explore");
     return;
   }
   spec.micro_batch_size = size;
@@ -183,6 +188,23 @@ std::string loader_text(const DataloaderSpec& loader, std::string_view key, std:
 bool loader_flag(const DataloaderSpec& loader, std::string_view key) {
   const config::Node* node = loader.params.find(key);
   return node && node->is_bool() && node->as_bool();
+}
+
+std::string divisors_text(std::int64_t batch) {
+  std::string many = "a divisor of " + std::to_string(batch);
+  if (batch > kMaxListedBatch) return many;
+  std::vector<std::int64_t> low, high;  // d and batch / d, d up to the square root
+  for (std::int64_t d = 1; d <= batch / d; ++d) {
+    if (batch % d != 0) continue;
+    low.push_back(d);
+    if (d != batch / d) high.push_back(batch / d);
+  }
+  if (low.size() + high.size() > kListedDivisors) return many;
+  low.insert(low.end(), high.rbegin(), high.rend());
+  std::string text = "its divisors (";
+  for (std::size_t i = 0; i < low.size(); ++i)
+    text += (i == 0 ? "" : ", ") + std::to_string(low[i]);
+  return text + ")";
 }
 
 }  // namespace csrun::data

@@ -50,6 +50,10 @@ bool loader_flag(const DataloaderSpec& loader, std::string_view key);
 // is_mismatched): MNLI's evaluation reads dev_matched.tsv and dev_mismatched.tsv.
 bool has_matched_partitions(const DataloaderSpec& loader);
 
+// What a split of a system's batch of `batch` samples may use, for messages: "its divisors (1, 2,
+// 3, 6)", or "a divisor of 1040" where they are many.
+std::string divisors_text(std::int64_t batch);
+
 // Checks a dataloader section: its processor (matched to the model), every key, the batch
 // against num_csx and micro_batch_size, and (unless the data is fake) that the files are
 // there in the layout the processor reads.

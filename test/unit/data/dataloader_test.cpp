@@ -63,11 +63,23 @@ TEST_CASE("the global batch splits evenly across systems, micro-batches divide a
               "micro_batch_size: 5}",
               2)
             .error("micro_batch_size 5 must divide the batch each system receives, batch_size / "
-                   "num_csx = 12 / 2 = 6"));
+                   "num_csx = 12 / 2 = 6: give its divisors (1, 2, 3, 6), auto or explore"));
+  CHECK(check("{data_processor: GptHDF5DataProcessor, data_dir: d, batch_size: 1040, "
+              "micro_batch_size: 88}")
+            .error("= 1040 / 1 = 1040: give a divisor of 1040, auto or explore"));
   Checked automatic = check(
       "{data_processor: GptHDF5DataProcessor, data_dir: d, batch_size: 12, micro_batch_size: "
       "auto}");
   CHECK(automatic.spec->micro_batch_mode == "auto");
+}
+
+TEST_CASE("a split's message lists the share's divisors, or names the share where they are many") {
+  CHECK(csrun::data::divisors_text(1) == "its divisors (1)");
+  CHECK(csrun::data::divisors_text(36) == "its divisors (1, 2, 3, 4, 6, 9, 12, 18, 36)");
+  CHECK(csrun::data::divisors_text(1040) == "a divisor of 1040");
+  // The largest prime below 2^40 is searched (a million trial divisions); beyond 2^40, none is.
+  CHECK(csrun::data::divisors_text(1099511627689) == "its divisors (1, 1099511627689)");
+  CHECK(csrun::data::divisors_text(std::int64_t{1} << 50) == "a divisor of 1125899906842624");
 }
 
 TEST_CASE("the data processor must be one the model reads") {
