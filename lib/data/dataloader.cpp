@@ -58,6 +58,7 @@ const ProcessorDefinition* resolve_processor(const Node& loader, const Dataloade
   return find_processor(wanted);
 }
 
+// A message lists at most this many divisors of a share.
 constexpr std::size_t kListedDivisors = 12;
 // Beyond this, the divisors are not searched for a message.
 constexpr std::int64_t kMaxListedBatch = std::int64_t{1} << 40;
