@@ -310,41 +310,42 @@ struct RealRun {
 // csrun eval reads the checkpoint the step wrote. scripts/train_release_files.py trains them all.
 TEST_CASE(
     "real params files of five families train a step at batch 2 and evaluate its checkpoint") {
+  // Legacy files' training and eval batches.
+  const std::vector<std::string> legacy = {"--set", "train_input.batch_size=2", "--set",
+                                           "eval_input.batch_size=2"};
   const std::vector<RealRun> runs = {
       {"R_1.6.0/fc_mnist_tf__params.yaml", {"--set", "train_input.batch_size=2"}, false},
       {"R_1.6.0/unet_tf__params_dagm.yaml",
        {"--set", "train_input.train_batch_size=2", "--set", "train_input.eval_batch_size=2"},
        true},
-      {"Release_2.0.2/t5__t5_small.yaml",
-       {"--set", "train_input.batch_size=2", "--set", "eval_input.batch_size=2"},
-       true},
-      {"R_1.6.0/transformer_tf__params_base.yaml",
-       {"--set", "train_input.batch_size=2", "--set", "eval_input.batch_size=2"},
-       true},
-      {"Release_2.2.0/bert_classifier__bert_base_classifier_sst2.yaml",
-       {"--set", "train_input.batch_size=2", "--set", "eval_input.batch_size=2"},
-       true},
+      {"Release_2.0.2/t5__t5_small.yaml", legacy, true},
+      {"R_1.6.0/transformer_tf__params_base.yaml", legacy, true},
+      {"Release_2.2.0/bert_classifier__bert_base_classifier_sst2.yaml", legacy, true},
   };
   for (const RealRun& run : runs) {
     csrun::test::TempDir dir;
-    std::vector<std::string> common = {CSRUN_MODELZOO_CONFIGS "/releases/" + std::string(run.file),
-                                       "--fake_data",
-                                       "--num_workers_per_csx",
-                                       "0",
-                                       "-o",
-                                       (dir.path() / "model").string()};
-    common.insert(common.end(), run.batch.begin(), run.batch.end());
-    std::vector<std::string> train = {"train", "--max_steps", "1"};
-    train.insert(train.end(), common.begin(), common.end());
-    auto trained = csrun::test::run_csrun(train);
+    // `csrun COMMAND STEPS_FLAG 1` on the file, its batches of 2 and one model_dir.
+    auto one_step = [&](const std::string& command, const std::string& steps_flag) {
+      std::vector<std::string> arguments = {
+          command,
+          CSRUN_MODELZOO_CONFIGS "/releases/" + std::string(run.file),
+          steps_flag,
+          "1",
+          "--fake_data",
+          "--num_workers_per_csx",
+          "0",
+          "-o",
+          (dir.path() / "model").string()};
+      arguments.insert(arguments.end(), run.batch.begin(), run.batch.end());
+      return csrun::test::run_csrun(arguments);
+    };
+    auto trained = one_step("train", "--max_steps");
     INFO(run.file << "\n" << trained.err);
     REQUIRE(trained.exit_code == 0);
     CHECK(trained.out.find("Training completed successfully!") != std::string::npos);
     CHECK(std::isfinite(logged_number(trained.out, "Step=1, Loss=")));
     if (!run.evaluates) continue;
-    std::vector<std::string> eval = {"eval", "--eval_steps", "1"};
-    eval.insert(eval.end(), common.begin(), common.end());
-    auto evaluated = csrun::test::run_csrun(eval);
+    auto evaluated = one_step("eval", "--eval_steps");
     INFO(evaluated.err);
     REQUIRE(evaluated.exit_code == 0);
     CHECK(evaluated.out.find("GlobalStep=1,") != std::string::npos);  // the step's checkpoint
