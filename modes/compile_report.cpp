@@ -277,6 +277,46 @@ std::string host_batch_text(const HostBatch& host) {
   return text;
 }
 
+// The values the step's temporaries peak with: the largest live at the kernel where the most
+// are, which is where a run that needs too much memory has to give.
+constexpr std::size_t kPeakValuesShown = 3;
+
+std::string value_text(const compiler::Plan& plan, const compiler::Buffer& buffer) {
+  const graph::Node& node = plan.graph.node(buffer.value);
+  return "%" + std::to_string(buffer.value) + " " + graph::op_name(node.op) + " " +
+         node.type.to_string() + " " + wafer::byte_size(static_cast<double>(buffer.bytes));
+}
+
+std::string live_peak_text(const compiler::Plan& plan, const compiler::LivePeak& peak) {
+  const compiler::Kernel& kernel = plan.kernels.at(static_cast<std::size_t>(peak.kernel));
+  const graph::Node& root = plan.graph.node(kernel.nodes.back());
+  std::string text = "kernel " + std::to_string(peak.kernel) + " (" + kernel.name + ", " +
+                     plan.graph.scope_name(root.scope) + ", " + graph::phase_name(root.phase) +
+                     "): " + wafer::byte_size(static_cast<double>(peak.bytes)) +
+                     " of temporaries live, the largest ";
+  std::size_t shown = std::min(kPeakValuesShown, peak.buffers.size());
+  for (std::size_t i = 0; i < shown; ++i) {
+    auto index = static_cast<std::size_t>(peak.buffers[i]);
+    text += (i ? ", " : "") + value_text(plan, plan.memory.buffers[index]);
+  }
+  return text;
+}
+
+json live_peak_json(const compiler::Plan& plan, const compiler::LivePeak& peak) {
+  if (peak.kernel < 0) return nullptr;
+  json values = json::array();
+  for (std::int32_t index : peak.buffers) {
+    const compiler::Buffer& buffer = plan.memory.buffers[static_cast<std::size_t>(index)];
+    const graph::Node& node = plan.graph.node(buffer.value);
+    values.push_back({{"node", buffer.value},
+                      {"op", graph::op_name(node.op)},
+                      {"type", node.type.to_string()},
+                      {"scope", plan.graph.scope_name(node.scope)},
+                      {"bytes", buffer.bytes}});
+  }
+  return {{"kernel", peak.kernel}, {"bytes", peak.bytes}, {"values", values}};
+}
+
 }  // namespace
 
 void print_compile_report(const config::TrainerSpec& trainer, const TraceSummary& trace,
@@ -315,6 +355,8 @@ void print_compile_report(const config::TrainerSpec& trainer, const TraceSummary
            (trace.training
                 ? std::string()
                 : host_memory_note(compiler::step_host_bytes(plan, hardware_bf16, cores))));
+  compiler::LivePeak peak = compiler::live_peak(plan.memory, plan.kernels.size());
+  if (peak.kernel >= 0) line("peak", live_peak_text(plan, peak));
   if (trace.training) {
     line("host", host_batch_text(plan_host_batch(trainer, trace, plan)));
   }
@@ -358,7 +400,8 @@ json compile_report_json(const config::TrainerSpec& trainer, const TraceSummary&
         {"unshared_bytes", plan.memory.unshared_bytes},
         {"scratch_bytes",
          plan.scratch.bytes(runtime::selected_set_multiplies_bf16(), runtime::host_cores())},
-        {"buffers", plan.memory.buffers.size()}}},
+        {"buffers", plan.memory.buffers.size()},
+        {"live_peak", live_peak_json(plan, compiler::live_peak(plan.memory, plan.kernels.size()))}}},
       {"mapping", plan.mapping.mode == compiler::ExecutionMode::none ? json(nullptr)
                                                                      : mapping_json(plan.mapping)}};
   if (planned.alternative) {

@@ -24,8 +24,12 @@ std::int32_t FusionGroups::start(NodeId id, std::string pattern) {
   return group;
 }
 
+// A reshape is a view of its operand, ready when that is (grouped-query attention's gradient of
+// the probabilities, reshaped from the heads' groups after its product).
 bool FusionGroups::outside_operand_allowed(NodeId operand, NodeId first) const {
-  return graph_.node(operand).inputs.empty() || is_static(operand) || operand < first;
+  const graph::Node& node = graph_.node(operand);
+  if (node.inputs.empty() || is_static(operand) || operand < first) return true;
+  return node.op == graph::OpKind::reshape && outside_operand_allowed(node.inputs[0], first);
 }
 
 bool FusionGroups::can_join(std::int32_t group, NodeId id) const {

@@ -378,6 +378,35 @@ const char* buffer_kind_name(BufferKind kind) {
   return "?";
 }
 
+LivePeak live_peak(const MemoryPlan& memory, std::size_t kernels) {
+  auto temporary = [](const Buffer& buffer) { return buffer.kind == BufferKind::temporary; };
+  // Results the step returns live to its end, one past the last kernel.
+  std::vector<std::int64_t> change(kernels + 2, 0);
+  for (const Buffer& buffer : memory.buffers) {
+    if (!temporary(buffer)) continue;
+    change[static_cast<std::size_t>(buffer.first_use)] += buffer.bytes;
+    change[static_cast<std::size_t>(buffer.last_use) + 1] -= buffer.bytes;
+  }
+  LivePeak peak;
+  std::int64_t live = 0;
+  for (std::int32_t kernel = 0; kernel < static_cast<std::int32_t>(kernels); ++kernel) {
+    live += change[static_cast<std::size_t>(kernel)];
+    if (live <= peak.bytes) continue;
+    peak.kernel = kernel;
+    peak.bytes = live;
+  }
+  for (std::size_t b = 0; b < memory.buffers.size(); ++b) {
+    const Buffer& buffer = memory.buffers[b];
+    if (temporary(buffer) && buffer.first_use <= peak.kernel && peak.kernel <= buffer.last_use)
+      peak.buffers.push_back(static_cast<std::int32_t>(b));
+  }
+  std::stable_sort(peak.buffers.begin(), peak.buffers.end(), [&](std::int32_t a, std::int32_t b) {
+    return memory.buffers[static_cast<std::size_t>(a)].bytes >
+           memory.buffers[static_cast<std::size_t>(b)].bytes;
+  });
+  return peak;
+}
+
 MemoryPlan plan_memory(const graph::Graph& graph, std::span<const Kernel> kernels) {
   return MemoryPlanner(graph, kernels).run();
 }

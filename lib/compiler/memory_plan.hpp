@@ -47,6 +47,15 @@ struct MemoryPlan {
   friend bool operator==(const MemoryPlan&, const MemoryPlan&) = default;
 };
 
+// Where the step's temporaries take the most memory together: the kernel (by position) and the
+// temporaries live while it runs, largest first (what to look at when a run needs too much).
+struct LivePeak {
+  std::int32_t kernel = -1;  // -1: the step keeps no temporaries
+  std::int64_t bytes = 0;
+  std::vector<std::int32_t> buffers;  // indices into MemoryPlan::buffers
+};
+LivePeak live_peak(const MemoryPlan& memory, std::size_t kernels);
+
 // Liveness over the kernel order, then best-fit placement of each temporary in the arena when its
 // kernel runs, freeing the space after its last reader.
 MemoryPlan plan_memory(const graph::Graph& graph, std::span<const Kernel> kernels);

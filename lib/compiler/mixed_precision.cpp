@@ -70,7 +70,12 @@ class PrecisionLowering {
   // product, which reads it through its layout (host lowering), and a transposed weight is not
   // copied every step; a convolution's windows (with the pad beneath them and the reshape a
   // product reads them through) are taken of the 16-bit input, half the bytes copied, and never
-  // exist in f32. Other reshapes stay below their cast, which the product's kernel takes.
+  // exist in f32. A reshape that keeps the rows of a value computed row by row (a softmax, its
+  // dropout, an elementwise node) is taken of its 16-bit form too: the cast then joins the kernel that
+  // computes the value, which writes the 16-bit rows as it computes them (grouped-query
+  // attention's probabilities, reshaped from heads to their groups for the product with the
+  // values, and their gradient). Other reshapes stay below their cast, which the product's kernel
+  // takes.
   bool taken_in_half(const graph::Node& node) const {
     switch (node.op) {
       case OpKind::transpose:
@@ -78,10 +83,19 @@ class PrecisionLowering {
       case OpKind::pad:
         return true;
       case OpKind::reshape:
-        return built(node.inputs[0]).op == OpKind::windows;
+        return built(node.inputs[0]).op == OpKind::windows || reshapes_rows_computed(node);
       default:
         return false;
     }
+  }
+
+  bool reshapes_rows_computed(const graph::Node& reshape) const {
+    const graph::Node& operand = built(reshape.inputs[0]);
+    bool by_rows = operand.op == OpKind::softmax || operand.op == OpKind::dropout ||
+                   graph::op_class(operand.op) == graph::OpClass::elementwise;
+    const graph::Shape& from = operand.type.shape;
+    const graph::Shape& to = reshape.type.shape;
+    return by_rows && !from.empty() && !to.empty() && from.back() == to.back();
   }
 
   NodeId half_layout(const graph::Node& layout, NodeId origin) {

@@ -63,6 +63,7 @@ TEST_CASE("compile writes a plan with its report, kernel table and picture, then
         std::string::npos);
   CHECK(first.out.find("throughput  ") != std::string::npos);
   CHECK(first.out.find("model.fc_layers.0") != std::string::npos);
+  CHECK(first.out.find("  peak        kernel ") != std::string::npos);
   std::filesystem::path plan = plan_directory(model_dir);
   for (const char* file : {"plan.bin", "report.json", "kernels.tsv", "placement.svg"})
     CHECK(std::filesystem::exists(plan / file));
@@ -70,6 +71,10 @@ TEST_CASE("compile writes a plan with its report, kernel table and picture, then
   CHECK(report["mapping"]["mode"] == "weight_streaming");
   CHECK(report["mapping"]["estimate"]["samples_per_second"].get<double>() > 0.0);
   CHECK(report["plan"]["from_cache"] == false);
+  const json& peak = report["memory"]["live_peak"];
+  CHECK(peak["bytes"].get<std::int64_t>() > 0);
+  REQUIRE_FALSE(peak["values"].empty());
+  CHECK(peak["values"][0]["bytes"].get<std::int64_t>() <= peak["bytes"].get<std::int64_t>());
   CHECK(read_file(plan / "placement.svg").find("<svg") == 0);
   CHECK(read_file(plan / "kernels.tsv").find("kernel\tname\tnodes") == 0);
 

@@ -68,6 +68,33 @@ TEST_CASE("temporaries are placed largest first where that leaves fewer gaps") {
   }
 }
 
+TEST_CASE("the live peak names the kernel where the most temporaries live, largest first") {
+  Graph graph;
+  Tensor x(graph, graph.add_input("x", {{256}, DType::f32}));
+  // One kernel each: y (1 KiB), its copy to four rows (4 KiB), their softmax (4 KiB, read by the
+  // sum alone) and the sum.
+  Tensor y = softmax(x);
+  Tensor rows = broadcast_to(y, {4, 256});
+  Tensor normalized = softmax(rows);
+  graph.add_output("total", sum(normalized).id());
+  compiler::Plan plan = plan_for(graph);
+  compiler::LivePeak peak = compiler::live_peak(plan.memory, plan.kernels.size());
+  REQUIRE(peak.kernel >= 0);
+  // While the second softmax runs, the four rows and their softmax are live, y no longer is.
+  const compiler::Kernel& kernel = plan.kernels[static_cast<std::size_t>(peak.kernel)];
+  CHECK(plan.graph.node(kernel.nodes.back()).op == OpKind::softmax);
+  CHECK(peak.bytes == 8 * 1024);
+  REQUIRE(peak.buffers.size() == 2);
+  for (std::int32_t index : peak.buffers)
+    CHECK(plan.memory.buffers[static_cast<std::size_t>(index)].bytes == 4 * 1024);
+
+  Graph constant_only;
+  Tensor input(constant_only, constant_only.add_input("input", {{4}, DType::f32}));
+  constant_only.add_output("input", input.id());
+  compiler::Plan empty = plan_for(constant_only);
+  CHECK(compiler::live_peak(empty.memory, empty.kernels.size()).kernel == -1);
+}
+
 TEST_CASE("the memory plan of a real step: aligned, and no two live buffers overlap") {
   models::TracedStep step = test::traced_step(
       "{name: gpt2, vocab_size: 1100, hidden_size: 16, num_heads: 2, num_hidden_layers: 2, "

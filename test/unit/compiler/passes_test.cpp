@@ -227,6 +227,43 @@ TEST_CASE("mixed precision: 16-bit matmul operands, results by precision_opt_lev
 }
 
 TEST_CASE(
+    "mixed precision: a reshape that keeps the rows of a softmax or an elementwise value is taken "
+    "of its 16-bit form") {
+  // Grouped-query attention: the probabilities of 4 heads reshaped into 2 groups of 2 for the
+  // product with the values; the rounding then joins the softmax's kernel.
+  Graph graph;
+  Tensor scores(graph, graph.add_input("scores", {{1, 4, 8, 8}, DType::f32}));
+  Tensor values(graph, graph.add_input("values", {{1, 2, 8, 4}, DType::f32}));
+  Tensor flat(graph, graph.add_input("flat", {{8, 8}, DType::f32}));
+  Tensor tall(graph, graph.add_input("tall", {{4, 8}, DType::f32}));
+  Tensor grouped = reshape(softmax(scores, -1), {1, 2, 16, 8});
+  graph.add_output("context", matmul(grouped, values).id());
+  graph.add_output("scaled", matmul(reshape(scores * 2.0, {1, 2, 16, 8}), values).id());
+  // A reshape that does not keep the rows stays below its cast.
+  graph.add_output("columns", matmul(reshape(softmax(flat, -1), {16, 4}), tall).id());
+  Program program{graph, {}};
+  CHECK(compiler::lower_precision(program, {true, DType::bf16, 1}) > 0);
+  const Graph& g = program.graph;
+  INFO(g.to_text());
+  auto left_operand = [&](const std::string& output) -> const Node& {
+    const Node* product = &output_node(g, output);
+    if (product->op == OpKind::cast) product = &g.node(product->inputs[0]);  // a 16-bit result
+    return g.node(product->inputs[0]);
+  };
+  for (std::string output : {"context", "scaled"}) {
+    const Node& reshaped = left_operand(output);
+    REQUIRE(reshaped.op == OpKind::reshape);
+    CHECK(reshaped.type.dtype == DType::bf16);
+    const Node& rounded = g.node(reshaped.inputs[0]);
+    CHECK(rounded.op == OpKind::cast);
+    CHECK(g.node(rounded.inputs[0]).type.dtype == DType::f32);
+  }
+  const Node& cast = left_operand("columns");
+  CHECK(cast.op == OpKind::cast);
+  CHECK(g.node(cast.inputs[0]).op == OpKind::reshape);
+}
+
+TEST_CASE(
     "mixed precision: the loss reads 16-bit logits, and its gradient is 16-bit when only "
     "products read it") {
   auto lowered = [](bool bias_gradient) {

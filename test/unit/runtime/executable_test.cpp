@@ -1742,3 +1742,39 @@ TEST_CASE("attention's probabilities made again for the backward pass give the s
     }
   }
 }
+
+TEST_CASE(
+    "grouped-query attention's probabilities are rounded as their softmax writes them and made "
+    "again by their gradient's step, for the same steps") {
+  // Llama's queries are grouped by key/value head, so the probabilities are reshaped from the
+  // heads to their groups for the product with the values, and their gradient back: the 16-bit
+  // copies are taken before the reshapes, where the softmax's and the gradient's steps write them.
+  for (std::string dropout : {"0.1", "0.0"}) {
+    models::TracedStep step = test::traced_step(
+        "{name: llama, vocab_size: 40, hidden_size: 16, num_hidden_layers: 2, num_heads: 4, "
+        "attention_module: multiquery_attention, extra_attention_params: {num_kv_groups: 2}, "
+        "filter_size: 32, max_position_embeddings: 128, position_embedding_type: rotary, "
+        "rotary_dim: 4, norm_type: rmsnorm, nonlinearity: swiglu, share_embedding_weights: false, "
+        "use_bias_in_output: false, use_projection_bias_in_attention: false, dropout_rate: " +
+            dropout + ", attention_dropout_rate: " + dropout + "}",
+        2);
+    graph::Feeds feeds = test::sample_feeds(step.graph);
+    for (compiler::PrecisionPolicy precision :
+         {compiler::PrecisionPolicy{}, compiler::PrecisionPolicy{true, DType::bf16, 1}}) {
+      INFO((precision.mixed ? "bfloat16" : "f32") << ", attention's dropout " << dropout);
+      compiler::Plan fused = precision.mixed ? test::compiled_plan(step.graph, 2, DType::bf16, 1)
+                                             : test::compiled_plan(step.graph, 2);
+      auto count = [&](auto&& predicate) {
+        return std::count_if(fused.host_steps.begin(), fused.host_steps.end(), predicate);
+      };
+      // In f32 the product with the values reads the probabilities themselves, which are stored.
+      CHECK(count([](const compiler::HostStep& host) { return host.row_softmax >= 0; }) ==
+            (precision.mixed ? 2 : 0));
+      // Each layer's forward softmax and the one its gradient computes.
+      CHECK(count([](const compiler::HostStep& host) { return host.rounded >= 0; }) ==
+            (precision.mixed ? 4 : 0));
+      compiler::Plan unfused = plan_without(step.graph, 2, precision, "fuse-softmax");
+      CHECK(after_two_steps(fused, feeds) == after_two_steps(unfused, feeds));
+    }
+  }
+}
