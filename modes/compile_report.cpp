@@ -401,7 +401,8 @@ json compile_report_json(const config::TrainerSpec& trainer, const TraceSummary&
         {"scratch_bytes",
          plan.scratch.bytes(runtime::selected_set_multiplies_bf16(), runtime::host_cores())},
         {"buffers", plan.memory.buffers.size()},
-        {"live_peak", live_peak_json(plan, compiler::live_peak(plan.memory, plan.kernels.size()))}}},
+        {"live_peak",
+         live_peak_json(plan, compiler::live_peak(plan.memory, plan.kernels.size()))}}},
       {"mapping", plan.mapping.mode == compiler::ExecutionMode::none ? json(nullptr)
                                                                      : mapping_json(plan.mapping)}};
   if (planned.alternative) {

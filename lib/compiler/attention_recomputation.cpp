@@ -47,13 +47,7 @@ class AttentionRecomputer {
     return source_.node(a).type.shape == source_.node(b).type.shape;
   }
 
-  // Whether a later phase (the backward pass, the update) reads `id`: stored until then.
-  bool read_later(NodeId id) const {
-    for (NodeId reader : users_.of(id)) {
-      if (!forward(reader)) return true;
-    }
-    return false;
-  }
+  bool read_later(NodeId id) const { return read_after_forward(source_, users_, id); }
 
   // A forward softmax along the last axis of a batched value: attention's probabilities, one
   // row per query and head.

@@ -26,6 +26,9 @@ PassManager standard_passes(const PrecisionPolicy& precision) {
   manager.add({"recompute-attention",
                "attention's probabilities recomputed for the backward pass of long sequences",
                recompute_attention});
+  manager.add({"recompute-activations",
+               "cheap elementwise activations recomputed for the backward pass",
+               recompute_activations});
   manager.add({"convolve-gradients",
                "a convolution's input gradient as a convolution of its output's gradient",
                convolve_gradients});

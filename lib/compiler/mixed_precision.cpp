@@ -71,8 +71,8 @@ class PrecisionLowering {
   // copied every step; a convolution's windows (with the pad beneath them and the reshape a
   // product reads them through) are taken of the 16-bit input, half the bytes copied, and never
   // exist in f32. A reshape that keeps the rows of a value computed row by row (a softmax, its
-  // dropout, an elementwise node) is taken of its 16-bit form too: the cast then joins the kernel that
-  // computes the value, which writes the 16-bit rows as it computes them (grouped-query
+  // dropout, an elementwise node) is taken of its 16-bit form too: the cast then joins the kernel
+  // that computes the value, which writes the 16-bit rows as it computes them (grouped-query
   // attention's probabilities, reshaped from heads to their groups for the product with the
   // values, and their gradient). Other reshapes stay below their cast, which the product's kernel
   // takes.

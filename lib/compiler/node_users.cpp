@@ -28,4 +28,11 @@ graph::NodeId NodeUsers::sole_user(graph::NodeId id) const {
   return users.front();
 }
 
+bool read_after_forward(const graph::Graph& graph, const NodeUsers& users, graph::NodeId id) {
+  for (graph::NodeId reader : users.of(id)) {
+    if (graph.node(reader).phase != graph::Phase::forward) return true;
+  }
+  return false;
+}
+
 }  // namespace csrun::compiler

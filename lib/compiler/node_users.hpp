@@ -27,4 +27,8 @@ class NodeUsers {
   std::vector<bool> escapes_;
 };
 
+// Whether a node of a later phase than the forward pass (the backward pass, the update) reads
+// `id`: a forward value stored until then.
+bool read_after_forward(const graph::Graph& graph, const NodeUsers& users, graph::NodeId id);
+
 }  // namespace csrun::compiler

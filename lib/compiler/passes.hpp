@@ -88,6 +88,14 @@ std::size_t recompute_windows(Program& program);
 // sequence's memory. Returns the nodes added.
 std::size_t recompute_attention(Program& program);
 
+// Recomputes an f32 forward value that a later phase reads, where that phase reads it, when at
+// most three elementwise nodes make it from values stored for later phases anyway (leaves, static
+// and single values included) or from a forward 16-bit value, which is then stored instead:
+// SwiGLU's sigmoid and x * sigmoid(x) from the gate's input, a normalization's output from its
+// input and statistics, a 16-bit product's widened result. The nodes are pure functions of their
+// operands, so the values are the same bits. Returns the nodes added.
+std::size_t recompute_activations(Program& program);
+
 // Rewrites a convolution's f32 input gradient, the windows' gradient (a product as large as the
 // windows) summed onto the padded input (windows_sum), as the output's gradient padded and
 // convolved with the weights mirrored: a product of windows, which fuse-matmul forms a tile at a

@@ -858,6 +858,42 @@ TEST_CASE(
   CHECK(memory.peak_bytes < kept.peak_bytes);
 }
 
+TEST_CASE(
+    "recompute-activations: SwiGLU's sigmoid and product and the norms' outputs are made again "
+    "for the backward pass, for the same values") {
+  models::TracedStep step = test::traced_step(
+      "{name: llama, vocab_size: 40, hidden_size: 16, num_hidden_layers: 2, num_heads: 4, "
+      "filter_size: 32, max_position_embeddings: 8, position_embedding_type: rotary, "
+      "rotary_dim: 4, norm_type: rmsnorm, nonlinearity: swiglu, share_embedding_weights: false, "
+      "use_bias_in_output: false, use_projection_bias_in_attention: false}",
+      2);
+  Program program{step.graph, {}};
+  compiler::eliminate_dead_code(program);
+  Graph before = program.graph;
+  CHECK(compiler::recompute_activations(program) > 0);
+  const Graph& g = program.graph;
+  INFO(g.to_text());
+  // Each layer's sigmoid of the gate's input, once more where the backward pass reads it.
+  CHECK(count_ops_in(g, OpKind::sigmoid, Phase::backward) ==
+        count_ops_in(before, OpKind::sigmoid, Phase::backward) + 2);
+  // No forward f32 value an elementwise node makes from what is stored anyway is read later.
+  for (const Node& node : g.nodes()) {
+    if (node.phase == Phase::forward) continue;
+    for (NodeId operand : node.inputs) {
+      const Node& read = g.node(operand);
+      if (read.phase == Phase::forward && read.op == OpKind::sigmoid) FAIL(g.to_text());
+    }
+  }
+  Feeds feeds = test::sample_feeds(step.graph);
+  CHECK(outputs_of(g, feeds) == outputs_of(before, feeds));
+  CHECK(compiler::recompute_activations(program) == 0);
+  // The recomputed values no longer live from the forward pass to the backward.
+  compiler::MemoryPlan memory = memory_without(step.graph, "");
+  compiler::MemoryPlan kept = memory_without(step.graph, "recompute-activations");
+  INFO("kept: " << kept.peak_bytes << " bytes, recomputed: " << memory.peak_bytes);
+  CHECK(memory.peak_bytes < kept.peak_bytes);
+}
+
 TEST_CASE("recompute-attention: short sequences keep their probabilities") {
   AttentionStep step(4, 2);  // the probabilities are a small share of what the backward reads
   Program program{step.graph, {}};

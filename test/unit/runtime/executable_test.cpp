@@ -1743,6 +1743,32 @@ TEST_CASE("attention's probabilities made again for the backward pass give the s
   }
 }
 
+TEST_CASE("activations made again for the backward pass give the same steps") {
+  // SwiGLU and RMSNorm (Llama), GELU and LayerNorm (GPT-2); in bfloat16 the gate's and the
+  // feed-forward's inputs are stored as their products' 16-bit results and widened again.
+  for (std::string model :
+       {std::string("{name: llama, vocab_size: 40, hidden_size: 16, num_hidden_layers: 2, "
+                    "num_heads: 4, filter_size: 32, max_position_embeddings: 16, "
+                    "position_embedding_type: rotary, rotary_dim: 4, norm_type: rmsnorm, "
+                    "nonlinearity: swiglu, share_embedding_weights: false, "
+                    "use_bias_in_output: false, use_projection_bias_in_attention: false}"),
+        std::string("{name: gpt2, vocab_size: 40, hidden_size: 16, num_hidden_layers: 2, "
+                    "num_heads: 4, filter_size: 32, max_position_embeddings: 16}")}) {
+    models::TracedStep step = test::traced_step(model, 2);
+    graph::Feeds feeds = test::sample_feeds(step.graph);
+    for (compiler::PrecisionPolicy precision :
+         {compiler::PrecisionPolicy{}, compiler::PrecisionPolicy{true, DType::bf16, 1}}) {
+      INFO(model << (precision.mixed ? ", bfloat16" : ", f32"));
+      compiler::Plan recomputed = precision.mixed
+                                      ? test::compiled_plan(step.graph, 2, DType::bf16, 1)
+                                      : test::compiled_plan(step.graph, 2);
+      compiler::Plan kept = plan_without(step.graph, 2, precision, "recompute-activations");
+      CHECK(recomputed.memory.peak_bytes < kept.memory.peak_bytes);
+      CHECK(after_two_steps(recomputed, feeds) == after_two_steps(kept, feeds));
+    }
+  }
+}
+
 TEST_CASE(
     "grouped-query attention's probabilities are rounded as their softmax writes them and made "
     "again by their gradient's step, for the same steps") {

@@ -1,0 +1,180 @@
+#include <algorithm>
+#include <cstdint>
+#include <set>
+
+#include "graph_rewriter.hpp"
+#include "node_users.hpp"
+#include "passes.hpp"
+#include "static_values.hpp"
+
+namespace csrun::compiler {
+
+namespace {
+
+using graph::NodeId;
+
+// The most nodes one recomputation repeats: SwiGLU's sigmoid of the gate's input and its product
+// with that input, a normalization's scale and weight.
+constexpr std::ptrdiff_t kMaxRecomputedNodes = 3;
+
+class ActivationRecomputer {
+ public:
+  explicit ActivationRecomputer(const graph::Graph& source)
+      : source_(source),
+        users_(source),
+        static_(static_values(source)),
+        rewriter_(source),
+        recomputable_(source.size(), false),
+        chosen_(source.size(), false),
+        again_(source.size(), -1) {
+    choose();
+  }
+
+  std::size_t run() {
+    if (std::find(chosen_.begin(), chosen_.end(), true) == chosen_.end()) return 0;
+    std::vector<std::vector<NodeId>> due = recomputations_due();
+    for (std::size_t i = 0; i < source_.size(); ++i) {
+      auto id = static_cast<NodeId>(i);
+      if (rewriter_.copy_leaf(id)) continue;
+      for (NodeId value : due[i])
+        recomputed(value, source_.node(id).phase);
+      std::vector<NodeId> inputs = rewriter_.mapped_inputs(id);
+      const std::vector<NodeId>& operands = source_.node(id).inputs;
+      for (std::size_t j = 0; j < inputs.size(); ++j) {
+        NodeId again = again_[static_cast<std::size_t>(operands[j])];
+        if (!forward(id) && again >= 0) inputs[j] = again;
+      }
+      rewriter_.copy(id, std::move(inputs));
+    }
+    return added_;
+  }
+
+  graph::Graph finish() { return rewriter_.finish(); }
+
+ private:
+  bool forward(NodeId id) const { return source_.node(id).phase == graph::Phase::forward; }
+  bool single(NodeId id) const { return graph::element_count(source_.node(id).type.shape) == 1; }
+
+  bool read_later(NodeId id) const { return read_after_forward(source_, users_, id); }
+
+  // Whether a recomputation may read `id` where it is, storing nothing more: a leaf, a static or
+  // single value, or a forward value a later phase reads anyway and that is not recomputed.
+  bool available(NodeId id) const {
+    auto index = static_cast<std::size_t>(id);
+    const graph::Node& node = source_.node(id);
+    if (graph::op_class(node.op) == graph::OpClass::leaf || static_[index] || single(id))
+      return true;
+    return forward(id) && read_later(id) && !chosen_[index];
+  }
+
+  // Whether a recomputation may read `id` where it is: available, or a forward 16-bit value (a
+  // product's result before its widening), which is then stored for the later phase instead of
+  // the f32 value made from it, half the bytes.
+  bool readable(NodeId id) const {
+    const graph::Node& node = source_.node(id);
+    return available(id) || (forward(id) && graph::is_half(node.type.dtype) &&
+                             graph::op_class(node.op) != graph::OpClass::leaf);
+  }
+
+  // Whether recomputing `id` repeats an op that computes something: a reshape only views its
+  // operand.
+  static bool computes(const graph::Node& node) { return node.op != graph::OpKind::reshape; }
+
+  static bool recomputable_op(const graph::Node& node) {
+    return graph::op_class(node.op) == graph::OpClass::elementwise ||
+           node.op == graph::OpKind::reshape;
+  }
+
+  // Adds to `nodes` the nodes recomputing `id` repeats (reshapes aside); false when `id` cannot
+  // be recomputed or they would be more than kMaxRecomputedNodes.
+  bool collect(NodeId id, std::set<NodeId>& nodes) const {
+    const graph::Node& node = source_.node(id);
+    if (!forward(id) || !recomputable_op(node) || static_[static_cast<std::size_t>(id)] ||
+        single(id))
+      return false;
+    if (computes(node)) nodes.insert(id);
+    if (std::ssize(nodes) > kMaxRecomputedNodes) return false;
+    for (NodeId operand : node.inputs) {
+      if (readable(operand)) continue;
+      if (!recomputable_[static_cast<std::size_t>(operand)] || !collect(operand, nodes))
+        return false;
+    }
+    return true;
+  }
+
+  // In node order, so each operand's choice is known first: an f32 value a later phase reads is
+  // recomputed there when a few elementwise nodes make it from what is stored anyway. 16-bit
+  // values (the products' operand copies) are kept: half the bytes, and often the end of a longer
+  // chain (GELU's tanh).
+  void choose() {
+    for (std::size_t i = 0; i < source_.size(); ++i) {
+      auto id = static_cast<NodeId>(i);
+      std::set<NodeId> nodes;
+      recomputable_[i] = collect(id, nodes);
+      chosen_[i] = recomputable_[i] && read_later(id) && !nodes.empty() &&
+                   source_.node(id).type.dtype == graph::DType::f32;
+    }
+  }
+
+  // Per source node, the chosen values to compute again just before it: before their first later
+  // reader, or before that reader's operands made for it alone (a weight gradient's transposed
+  // upstream), which its kernel then still folds.
+  std::vector<std::vector<NodeId>> recomputations_due() const {
+    std::vector<std::vector<NodeId>> due(source_.size());
+    std::vector<bool> placed(source_.size(), false);
+    for (std::size_t i = 0; i < source_.size(); ++i) {
+      auto reader = static_cast<NodeId>(i);
+      if (forward(reader)) continue;
+      for (NodeId value : source_.node(reader).inputs) {
+        auto index = static_cast<std::size_t>(value);
+        if (!chosen_[index] || placed[index]) continue;
+        placed[index] = true;
+        due[static_cast<std::size_t>(first_made_for(reader))].push_back(value);
+      }
+    }
+    return due;
+  }
+
+  // The earliest of `reader` and its later-phase operands that only it reads.
+  NodeId first_made_for(NodeId reader) const {
+    NodeId first = reader;
+    for (NodeId operand : source_.node(reader).inputs) {
+      if (!forward(operand) && users_.sole_user(operand) == reader)
+        first = std::min(first, operand);
+    }
+    return first;
+  }
+
+  // `id` computed again in `phase`, once for all later readers, from the values available.
+  NodeId recomputed(NodeId id, graph::Phase phase) {
+    NodeId& again = again_[static_cast<std::size_t>(id)];
+    if (again >= 0) return again;
+    std::vector<NodeId> inputs;
+    for (NodeId operand : source_.node(id).inputs)
+      inputs.push_back(readable(operand) ? rewriter_.mapped(operand) : recomputed(operand, phase));
+    ++added_;
+    again = rewriter_.repeat(id, std::move(inputs), phase);
+    return again;
+  }
+
+  const graph::Graph& source_;
+  NodeUsers users_;
+  std::vector<bool> static_;
+  GraphRewriter rewriter_;
+  std::vector<bool> recomputable_;  // per source node: whether collect() found it recomputable
+  std::vector<bool> chosen_;        // per source node: recomputed where a later phase reads it
+  std::vector<NodeId> again_;       // per source node, its recomputation; -1 while there is none
+  std::size_t added_ = 0;
+};
+
+}  // namespace
+
+std::size_t recompute_activations(Program& program) {
+  expect_unfused(program, "recompute_activations");
+  ActivationRecomputer recomputer(program.graph);
+  std::size_t added = recomputer.run();
+  if (added > 0) program.graph = recomputer.finish();
+  return added;
+}
+
+}  // namespace csrun::compiler
