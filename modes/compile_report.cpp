@@ -250,9 +250,9 @@ std::string scratch_text(const compiler::ScratchLayout& scratch, bool hardware, 
                 " where a CPU widens them";
   }
   std::string tiles;
-  if (scratch.windows_tile_bytes > 0) {
-    tiles = ", convolution windows formed or summed a tile at a time " +
-            size(scratch.windows_tile_bytes) + " a core";
+  if (scratch.per_core_work_bytes > 0) {
+    tiles = ", products worked a piece at a time (convolution windows, long heads' rows) " +
+            size(scratch.per_core_work_bytes) + " a core";
   }
   return size(scratch.bytes(hardware, cores)) + " (values inside kernels " +
          size(scratch.kernel_value_bytes) + ", snapshots " + size(scratch.snapshot_bytes) +

@@ -330,7 +330,7 @@ void visit(Io& io, ScratchLayout& scratch) {
   io(scratch.snapshot_bytes);
   io(scratch.widening_bytes);
   io(scratch.hardware_bf16_widening_bytes);
-  io(scratch.windows_tile_bytes);
+  io(scratch.per_core_work_bytes);
 }
 
 template <class Io>
@@ -510,7 +510,7 @@ void check_scratch(const Plan& plan, const Decoder& io, InGraph in_graph) {
   constexpr std::int64_t kLargest = std::numeric_limits<std::int64_t>::max() / 4;
   for (std::int64_t bytes :
        {scratch.kernel_value_bytes, scratch.snapshot_bytes, scratch.widening_bytes,
-        scratch.hardware_bf16_widening_bytes, scratch.windows_tile_bytes}) {
+        scratch.hardware_bf16_widening_bytes, scratch.per_core_work_bytes}) {
     if (bytes < 0 || bytes > kLargest) io.fail("the scratch layout has an impossible size");
   }
   auto inside = [&](const ScratchLayout::Place& place, std::int64_t begin, std::int64_t end) {

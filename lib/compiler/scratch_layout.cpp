@@ -85,6 +85,22 @@ std::int64_t product_widening(const Plan& plan, const ProductValues& product) {
   return widened_bytes(plan, {product.a, product.b, product.result});
 }
 
+// The f32 work space a core takes for one of many products whose 16-bit left operand is widened
+// a block of rows at a time (widened_product_rows): the block and the other operands and result
+// widened; nullopt for other products.
+std::optional<std::int64_t> rows_widening_a_core(const Plan& plan, const ProductValues& product) {
+  const graph::Node& matmul = plan.graph.node(product.matmul);
+  const graph::TensorType& a = plan.graph.node(matmul.inputs.at(0)).type;
+  const graph::Shape& out = matmul.type.shape;
+  if (!graph::is_half(a.dtype) || out.size() < 3 || a.shape.empty()) return std::nullopt;
+  std::int64_t m = out.at(out.size() - 2);
+  std::int64_t k = a.shape.back();
+  std::int64_t rows = widened_product_rows(m, k);
+  if (rows == m || graph::element_count(out) <= m * out.back()) return std::nullopt;
+  return rows * k * static_cast<std::int64_t>(sizeof(float)) +
+         widened_bytes(plan, {product.b, product.result});
+}
+
 // A kernel set that multiplies bfloat16 in hardware takes two bfloat16 operands as they are and
 // writes their f32 or bfloat16 result itself, but for a bfloat16 result of no inner dimension,
 // computed in f32 work space first. Other operands it widens like any set.
@@ -156,13 +172,17 @@ ScratchLayout layout_scratch(const Plan& plan) {
   lay_out_snapshots(plan, layout);
   for (const HostStep& host : plan.host_steps) {
     if (host.windows >= 0 || host.windows_sum >= 0) {
-      layout.windows_tile_bytes =
-          std::max(layout.windows_tile_bytes,
+      layout.per_core_work_bytes =
+          std::max(layout.per_core_work_bytes,
                    windows_work_floats(plan, host) * static_cast<std::int64_t>(sizeof(float)));
       continue;
     }
     std::optional<ProductValues> product = product_values(plan, host);
     if (!product) continue;
+    if (std::optional<std::int64_t> a_core = rows_widening_a_core(plan, *product)) {
+      layout.per_core_work_bytes = std::max(layout.per_core_work_bytes, *a_core);
+      continue;
+    }
     layout.widening_bytes = std::max(layout.widening_bytes, product_widening(plan, *product));
     layout.hardware_bf16_widening_bytes =
         std::max(layout.hardware_bf16_widening_bytes, hardware_bf16_widening(plan, *product));
@@ -195,8 +215,8 @@ std::string scratch_layout_text(const Plan& plan) {
                      "); f32 work space of 16-bit products " +
                      std::to_string(scratch.widening_bytes) + " bytes (" +
                      std::to_string(scratch.hardware_bf16_widening_bytes) +
-                     " with bfloat16 multiplied in hardware); products forming windows " +
-                     std::to_string(scratch.windows_tile_bytes) + " bytes a core\n";
+                     " with bfloat16 multiplied in hardware); products worked a piece at a time " +
+                     std::to_string(scratch.per_core_work_bytes) + " bytes a core\n";
   for (const ScratchLayout::Place& place : scratch.kernel_values) {
     text += "k" + std::to_string(place.kernel) + " " +
             plan.kernels.at(static_cast<std::size_t>(place.kernel)).name + ": " + place_text(place);

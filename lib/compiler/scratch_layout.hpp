@@ -25,8 +25,10 @@ struct Plan;
 // windows are not counted there). A product that forms a convolution's windows a tile at a time
 // (HostStep::windows), or sums a tile of its columns at a time onto them (HostStep::windows_sum),
 // takes, per core of the team, a tile and the f32 blocks a 16-bit product widens and rounds beside
-// it, in the same work space: `windows_tile_bytes` is the largest such part of a core. Not counted:
-// a few rows per core for softmax cross-entropy and the chains' per-core slots.
+// it, in the same work space; many products whose 16-bit left operands are too large to widen
+// whole (widened_product_rows) take a block of rows per core, with the rest of their widening:
+// `per_core_work_bytes` is the largest such part of a core. Not counted: a few rows per core for
+// softmax cross-entropy and the chains' per-core slots.
 struct ScratchLayout {
   struct Place {
     graph::NodeId node = -1;
@@ -41,7 +43,7 @@ struct ScratchLayout {
   std::int64_t snapshot_bytes = 0;
   std::int64_t widening_bytes = 0;
   std::int64_t hardware_bf16_widening_bytes = 0;
-  std::int64_t windows_tile_bytes = 0;
+  std::int64_t per_core_work_bytes = 0;
 
   std::int64_t region_bytes() const { return kernel_value_bytes + snapshot_bytes; }
   std::int64_t widening(bool hardware_bf16) const {
@@ -49,7 +51,7 @@ struct ScratchLayout {
   }
   // The work space products take on a team of `cores`.
   std::int64_t work(bool hardware_bf16, int cores) const {
-    return std::max(widening(hardware_bf16), windows_tile_bytes * cores);
+    return std::max(widening(hardware_bf16), per_core_work_bytes * cores);
   }
   std::int64_t bytes(bool hardware_bf16, int cores) const {
     return region_bytes() + work(hardware_bf16, cores);
@@ -57,6 +59,20 @@ struct ScratchLayout {
 
   friend bool operator==(const ScratchLayout&, const ScratchLayout&) = default;
 };
+
+// Many products (attention's heads) whose 16-bit left operands are each more than this many
+// floats widened are widened a block of rows at a time by the core that multiplies them: the
+// product of Llama's grouped probabilities with the upstream gradient at MSL 8k is
+// [8192 x 32768] a head, 1 GiB a core widened whole.
+inline constexpr std::int64_t kMaxWidenedProductFloats = std::int64_t{1} << 22;
+
+// The rows of op(a) [m x k] each of many products widens at a time: all of them, or as many as
+// kMaxWidenedProductFloats holds, from the shape alone so that the bits do not depend on the
+// machine.
+inline std::int64_t widened_product_rows(std::int64_t m, std::int64_t k) {
+  if (m * k <= kMaxWidenedProductFloats) return m;
+  return std::clamp<std::int64_t>(kMaxWidenedProductFloats / std::max<std::int64_t>(k, 1), 1, m);
+}
 
 // Per node: whether the step computes it without storing it whole: kept one chunk at a time by
 // its chain, a transpose a GEMM reads transposed, or a product a GEMM writes with its bias added.

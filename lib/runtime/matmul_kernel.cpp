@@ -5,6 +5,7 @@
 #include <bit>
 #include <type_traits>
 
+#include "compiler/scratch_layout.hpp"
 #include "f32_gemm_library.hpp"
 #include "half_precision.hpp"
 #include "kernel_families.hpp"
@@ -141,6 +142,34 @@ void multiply_onednn(const Product<Element>& product, Tile tile) {
 void multiply_tile(const Product<std::uint16_t>& product, Tile tile, int) {
   multiply_onednn(product, tile);
 }
+
+// The block of rows `tile` of an f32 product whose rows of op(a) are `rows` (a core's widened
+// copy of them alone): a product of tile.rows rows of its own.
+onednn_gemm::Block rows_block(const Product<float>& product, Tile tile, TileRows rows) {
+  auto [m, n, k] = product.shape;
+  onednn_gemm::Block block{rows.first,
+                           product.a_transposed,
+                           product.b,
+                           product.b_transposed,
+                           product.addend,
+                           product.out + tile.first_row * n,
+                           false,
+                           tile.rows,
+                           n,
+                           k,
+                           0,
+                           tile.rows,
+                           tile.first_column,
+                           tile.columns,
+                           onednn_gemm::Operands::f32};
+  block.lda = rows.leading;
+  block.ldc = n;
+  return block;
+}
+
+void multiply_onednn_rows(const Product<float>& product, Tile tile, TileRows rows) {
+  onednn_gemm::multiply(rows_block(product, tile, rows));
+}
 #else
 constexpr bool kHardwareBf16 = false;
 #endif
@@ -200,7 +229,16 @@ void round_tile(const Product<float>& product, Tile tile) {
 void multiply_tile(const Product<float>& product, Tile tile, int part) {
   if (product.half.a_part_floats > 0) {
     float* buffer = const_cast<float*>(product.a) + part * product.half.a_part_floats;
-    multiply_sgemm(product, tile, widen_tile_rows_into(product, tile, buffer));
+    TileRows rows = widen_tile_rows_into(product, tile, buffer);
+#if CSRUN_ONEDNN_GEMM
+    if (!through_sgemm(product.shape, {product.a_transposed, product.b_transposed})) {
+      multiply_onednn_rows(product, tile, rows);
+    } else {
+      multiply_sgemm(product, tile, rows);
+    }
+#else
+    multiply_sgemm(product, tile, rows);
+#endif
   } else {
     if (product.half.a != nullptr) widen_tile_rows(product, tile);
 #if CSRUN_ONEDNN_GEMM
@@ -278,13 +316,14 @@ Tiling tiling(GemmShape shape, std::array<bool, 2> transposed, bool f32_operands
   return {blocks, 1};
 }
 
-Tile whole(GemmShape shape) {
-  return {0, shape.m, 0, shape.n};
-}
-
 // The node's products: one, or many (attention heads) over its batch axes.
 std::int64_t product_count(const NodeTask& task, GemmShape shape) {
   return shape.m * shape.n == 0 ? 0 : task.out.count / (shape.m * shape.n);
+}
+
+// The rows of op(a) each of many products widens at a time (compiler::widened_product_rows).
+std::int64_t widened_rows(GemmShape shape) {
+  return compiler::widened_product_rows(shape.m, shape.k);
 }
 
 // One product, its tiles shared out across the team.
@@ -337,6 +376,24 @@ void prepare_onednn_blocks(const NodeTask& task) {
                           task.addend.f32(), nullptr, writes_bf16(task), m, n, k, tile.first_row,
                           tile.rows, tile.first_column, tile.columns, operands});
   }
+  if (bf16 || !is_half(task.in[0].dtype) || product_count(task, shape) < 2) return;
+  // Blocks of rows widened a core at a time (run_products): full ones and the last.
+  std::int64_t rows = widened_rows(shape);
+  if (rows == m) return;
+  Product<float> product{nullptr,
+                         task.transposed[0],
+                         nullptr,
+                         task.transposed[1],
+                         task.addend.f32(),
+                         nullptr,
+                         nullptr,
+                         shape,
+                         {}};
+  for (std::int64_t block_rows : {rows, m % rows}) {
+    if (block_rows == 0) continue;
+    TileRows widened{nullptr, task.transposed[0] ? block_rows : k};
+    onednn_gemm::prepare(rows_block(product, {0, block_rows, 0, n}, widened));
+  }
 }
 #endif
 
@@ -382,7 +439,7 @@ std::int64_t widened_a_floats(const NodeTask& task) {
     case LeftWidening::none:
       return 0;
     case LeftWidening::product_per_core:
-      return std::min(parts, product_count(task, shape)) * shape.m * shape.k;
+      return std::min(parts, product_count(task, shape)) * widened_rows(shape) * shape.k;
     case LeftWidening::tile_per_core:
       return std::min(parts, f32_tiling(task).count()) * largest_tile_floats(task);
     case LeftWidening::whole_first:
@@ -440,6 +497,9 @@ void run_products(const NodeTask& task, const Element* a_data, const Element* b_
   GemmShape shape = gemm_shape(task);
   auto [m, n, k] = shape;
   std::int64_t batches = product_count(task, shape);
+  // Many products with a 16-bit left operand too large to widen whole widen it a block of rows
+  // at a time into the part's buffer (HalfTiles::a_part_floats).
+  std::int64_t rows = half.a != nullptr && batches > 1 ? widened_rows(shape) : m;
   auto product = [&](std::int64_t batch, std::int64_t part) {
     HalfTiles converted = half;
     if (converted.out != nullptr) converted.out += batch * m * n;
@@ -448,6 +508,10 @@ void run_products(const NodeTask& task, const Element* a_data, const Element* b_
     if (converted.a != nullptr && batches > 1) {
       converted.a += a_offset;
       a = a_data + part * m * k;
+      if (rows < m) {
+        converted.a_part_floats = rows * k;
+        a = a_data;
+      }
     }
     return Product<Element>{a,
                             task.transposed[0],
@@ -463,15 +527,20 @@ void run_products(const NodeTask& task, const Element* a_data, const Element* b_
     multiply(product(0, 0), task.team);
     return;
   }
+  auto multiply_product = [&](std::int64_t batch, int part) {
+    Product<Element> one = product(batch, part);
+    for (std::int64_t first = 0; first < m; first += rows)
+      multiply_tile(one, {first, std::min(rows, m - first), 0, n}, part);
+  };
   std::int64_t members = task.team == nullptr ? 1 : task.team->size();
   if (members == 1 || batches * m * n * k < kSplitMultiplyAdds) {
     for (std::int64_t batch = 0; batch < batches; ++batch)
-      multiply_tile(product(batch, 0), whole(shape), 0);
+      multiply_product(batch, 0);
     return;
   }
   auto share = [&](int part) {
     for (std::int64_t batch = part; batch < batches; batch += members)
-      multiply_tile(product(batch, part), whole(shape), part);
+      multiply_product(batch, part);
   };
   task.team->run(share);
 }

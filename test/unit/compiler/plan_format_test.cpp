@@ -87,7 +87,7 @@ TEST_CASE("a plan whose products form or sum onto a convolution's windows reads 
   auto forming = std::count_if(plan.host_steps.begin(), plan.host_steps.end(),
                                [](const compiler::HostStep& host) { return host.windows >= 0; });
   CHECK(forming == 3);  // the output, the weight's gradient, the input's gradient
-  CHECK(plan.scratch.windows_tile_bytes > 0);
+  CHECK(plan.scratch.per_core_work_bytes > 0);
   std::string bytes = compiler::encode_plan(plan);
   compiler::Plan read = compiler::decode_plan(bytes, "memory");
   CHECK(read == plan);

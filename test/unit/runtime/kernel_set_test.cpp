@@ -342,6 +342,9 @@ void check_products(const std::vector<std::string_view>& sets, DType operands) {
        false,
        false,
        DType::bf16},
+      // Left operands too large to widen whole, widened a block of 1023 rows at a time (and one).
+      {"attention heads of long sequences", {2, 1024, 4100}, {2, 4100, 16}},
+      {"attention heads of long sequences, transposed", {2, 4100, 1024}, {2, 4100, 16}, true},
       {"a bfloat16 result", {128, 64}, {64, 96}, false, false, DType::bf16},
       {"a sum of more terms than oneDNN's f32 kernels take", {130, 4100}, {4100, 24}},
       {"a right-hand operand larger than oneDNN's f32 kernels take", {130, 1030}, {1030, 1020}},
