@@ -24,12 +24,13 @@ std::int32_t FusionGroups::start(NodeId id, std::string pattern) {
   return group;
 }
 
-// A reshape is a view of its operand, ready when that is (grouped-query attention's gradient of
-// the probabilities, reshaped from the heads' groups after its product).
+// A reshape of a computed value is a view of it, ready when that is (grouped-query attention's
+// gradient of the probabilities, reshaped from the heads' groups after its product); not a
+// reshape of a variable, which a step borrowing its variables copies where it comes.
 bool FusionGroups::outside_operand_allowed(NodeId operand, NodeId first) const {
   const graph::Node& node = graph_.node(operand);
   if (node.inputs.empty() || is_static(operand) || operand < first) return true;
-  return node.op == graph::OpKind::reshape && outside_operand_allowed(node.inputs[0], first);
+  return views_computed_value(graph_, operand) && outside_operand_allowed(node.inputs[0], first);
 }
 
 bool FusionGroups::can_join(std::int32_t group, NodeId id) const {
@@ -100,6 +101,12 @@ std::vector<Fusion> FusionGroups::finish() const {
     fusions.push_back(std::move(fusion));
   }
   return fusions;
+}
+
+bool views_computed_value(const graph::Graph& graph, NodeId id) {
+  const graph::Node& node = graph.node(id);
+  return node.op == graph::OpKind::reshape &&
+         graph::op_class(graph.node(node.inputs[0]).op) != graph::OpClass::leaf;
 }
 
 }  // namespace csrun::compiler

@@ -59,4 +59,9 @@ class FusionGroups {
   std::vector<Group> groups_;
 };
 
+// Whether `id` is a reshape of a value a kernel computes, not of a leaf: a view of that value's
+// buffer, ready as soon as the value is. A reshape of a variable is not: a step that borrows its
+// variables from another (a split batch's micro-step) copies them into the reshape where it comes.
+bool views_computed_value(const graph::Graph& graph, graph::NodeId id);
+
 }  // namespace csrun::compiler

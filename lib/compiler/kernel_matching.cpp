@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <optional>
 
+#include "fusion_groups.hpp"
 #include "kernel_library.hpp"
 #include "node_users.hpp"
 #include "static_values.hpp"
@@ -179,9 +180,9 @@ class Matcher {
     kernels.push_back(std::move(kernel));
   }
 
-  // Every kernel must come after the kernels whose results it reads. A view's result is its
-  // operand's buffer, ready as soon as that is: a group may read a reshape of an earlier value
-  // that comes after the group's first node (FusionGroups).
+  // Every kernel must come after the kernels whose results it reads. A view of a computed value
+  // is that value's buffer, ready as soon as it is: a group may read such a reshape of an earlier
+  // value that comes after the group's first node (FusionGroups).
   void check_schedule(const std::vector<Kernel>& kernels) const {
     std::vector<std::int32_t> position(graph_.size(), -1);
     for (std::size_t k = 0; k < kernels.size(); ++k) {
@@ -190,9 +191,11 @@ class Matcher {
     }
     for (const Kernel& kernel : kernels) {
       if (kernel_spec(kernel.name).cost != CostModel::view) continue;
-      for (NodeId id : kernel.nodes)
-        position[static_cast<std::size_t>(id)] =
-            position[static_cast<std::size_t>(graph_.node(id).inputs[0])];
+      for (NodeId id : kernel.nodes) {
+        if (views_computed_value(graph_, id))
+          position[static_cast<std::size_t>(id)] =
+              position[static_cast<std::size_t>(graph_.node(id).inputs[0])];
+      }
     }
     for (std::size_t k = 0; k < kernels.size(); ++k) {
       for (NodeId operand : kernels[k].operands) {

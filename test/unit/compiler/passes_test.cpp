@@ -313,6 +313,33 @@ TEST_CASE("a weight read by several products is converted to 16 bits once") {
   CHECK(casts_of_w == 1);
 }
 
+TEST_CASE(
+    "a fusion reads a reshape of a computed value made after its first node, not one of a "
+    "variable") {
+  Graph graph;
+  Tensor x(graph, graph.add_input("x", {{4, 8}, DType::f32}));
+  Tensor flat(graph, graph.add_input("flat", {{32}, DType::f32}));
+  Tensor w(graph, graph.add_variable("w", {{32}, DType::f32}, VariableRole::parameter, {}));
+  Tensor computed = exp(flat);
+  Tensor scaled = x * 3.0;
+  Tensor from_computed = scaled + reshape(computed, {4, 8});
+  Tensor doubled = x * 2.0;
+  // A step that borrows its variables (a split batch's micro-step) copies w into its reshape
+  // where the reshape comes: a kernel before it would read the copy of the step before.
+  Tensor from_variable = doubled + reshape(w, {4, 8});
+  graph.add_output("from_computed", from_computed.id());
+  graph.add_output("from_variable", from_variable.id());
+  Program program{graph, {}};
+  CHECK(compiler::fuse_elementwise(program) > 0);
+  const compiler::Fusion* computed_fusion = fusion_of(program, from_computed.id());
+  REQUIRE(computed_fusion != nullptr);
+  CHECK(computed_fusion == fusion_of(program, scaled.id()));
+  const compiler::Fusion* variable_fusion = fusion_of(program, from_variable.id());
+  CHECK_FALSE((variable_fusion != nullptr && variable_fusion == fusion_of(program, doubled.id())));
+  // The kernels' order holds: the view of the computed value is ready before its reader.
+  CHECK_NOTHROW(compiler::match_kernels(program));
+}
+
 TEST_CASE("matmul fusion takes the operand loads, bias, reshape, cast and activation") {
   Graph graph;
   Tensor x(graph, graph.add_input("x", {{2, 3, 8}, DType::f32}));
