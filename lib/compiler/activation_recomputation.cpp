@@ -26,7 +26,7 @@ class ActivationRecomputer {
         rewriter_(source),
         recomputable_(source.size(), false),
         chosen_(source.size(), false),
-        again_(source.size(), -1) {
+        recomputations_(source.size()) {
     choose();
   }
 
@@ -41,12 +41,12 @@ class ActivationRecomputer {
       std::vector<NodeId> inputs = rewriter_.mapped_inputs(id);
       const std::vector<NodeId>& operands = source_.node(id).inputs;
       for (std::size_t j = 0; j < inputs.size(); ++j) {
-        NodeId again = again_[static_cast<std::size_t>(operands[j])];
+        NodeId again = recomputations_.existing(operands[j]);
         if (!forward(id) && again >= 0) inputs[j] = again;
       }
       rewriter_.copy(id, std::move(inputs));
     }
-    return added_;
+    return recomputations_.added();
   }
 
   graph::Graph finish() { return rewriter_.finish(); }
@@ -147,14 +147,8 @@ class ActivationRecomputer {
 
   // `id` computed again in `phase`, once for all later readers, from the values available.
   NodeId recomputed(NodeId id, graph::Phase phase) {
-    NodeId& again = again_[static_cast<std::size_t>(id)];
-    if (again >= 0) return again;
-    std::vector<NodeId> inputs;
-    for (NodeId operand : source_.node(id).inputs)
-      inputs.push_back(readable(operand) ? rewriter_.mapped(operand) : recomputed(operand, phase));
-    ++added_;
-    again = rewriter_.repeat(id, std::move(inputs), phase);
-    return again;
+    return recomputations_.of(rewriter_, id, phase,
+                              [&](NodeId operand) { return !readable(operand); });
   }
 
   const graph::Graph& source_;
@@ -163,8 +157,7 @@ class ActivationRecomputer {
   GraphRewriter rewriter_;
   std::vector<bool> recomputable_;  // per source node: whether collect() found it recomputable
   std::vector<bool> chosen_;        // per source node: recomputed where a later phase reads it
-  std::vector<NodeId> again_;       // per source node, its recomputation; -1 while there is none
-  std::size_t added_ = 0;
+  Recomputations recomputations_;
 };
 
 }  // namespace

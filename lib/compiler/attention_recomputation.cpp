@@ -24,7 +24,7 @@ class AttentionRecomputer {
         rewriter_(source),
         probabilities_(source.size(), false),
         products_(source.size(), kUnknown),
-        again_(source.size(), -1) {
+        recomputations_(source.size()) {
     mark_probabilities();
   }
 
@@ -33,7 +33,7 @@ class AttentionRecomputer {
     copy_recomputing_later_reads(
         rewriter_, [&](NodeId id) { return recomputable_probabilities(id); },
         [&](NodeId id, graph::Phase phase) { return recomputed(id, phase); });
-    return added_;
+    return recomputations_.added();
   }
 
   graph::Graph finish() { return rewriter_.finish(); }
@@ -143,15 +143,8 @@ class AttentionRecomputer {
 
   // `id` computed again in `phase`, once for all later readers.
   NodeId recomputed(NodeId id, graph::Phase phase) {
-    NodeId& again = again_[static_cast<std::size_t>(id)];
-    if (again >= 0) return again;
-    std::vector<NodeId> inputs;
-    for (NodeId operand : source_.node(id).inputs)
-      inputs.push_back(recomputed_with(operand) ? recomputed(operand, phase)
-                                                : rewriter_.mapped(operand));
-    ++added_;
-    again = rewriter_.repeat(id, std::move(inputs), phase);
-    return again;
+    return recomputations_.of(rewriter_, id, phase,
+                              [&](NodeId operand) { return recomputed_with(operand); });
   }
 
   const graph::Graph& source_;
@@ -159,8 +152,7 @@ class AttentionRecomputer {
   GraphRewriter rewriter_;
   std::vector<bool> probabilities_;  // per source node
   std::vector<int> products_;        // per source node: products_repeated, once known
-  std::vector<NodeId> again_;        // per source node, its recomputation; -1 while there is none
-  std::size_t added_ = 0;
+  Recomputations recomputations_;
 };
 
 }  // namespace

@@ -72,6 +72,36 @@ void copy_recomputing_later_reads(GraphRewriter& rewriter, Wanted&& wanted,
   }
 }
 
+// Forward values a rewrite computes again in a later phase, each once for all its later readers:
+// the operands of a value for which `again_too(operand)` holds are computed again with it, the
+// others read where they are.
+class Recomputations {
+ public:
+  explicit Recomputations(std::size_t nodes) : again_(nodes, -1) {}
+
+  template <class AgainToo>
+  graph::NodeId of(GraphRewriter& rewriter, graph::NodeId id, graph::Phase phase,
+                   const AgainToo& again_too) {
+    graph::NodeId& again = again_[static_cast<std::size_t>(id)];
+    if (again >= 0) return again;
+    std::vector<graph::NodeId> inputs;
+    for (graph::NodeId operand : rewriter.source().node(id).inputs)
+      inputs.push_back(again_too(operand) ? of(rewriter, operand, phase, again_too)
+                                          : rewriter.mapped(operand));
+    ++added_;
+    again = rewriter.repeat(id, std::move(inputs), phase);
+    return again;
+  }
+
+  // Source node `id`'s recomputation, or -1 while there is none.
+  graph::NodeId existing(graph::NodeId id) const { return again_[static_cast<std::size_t>(id)]; }
+  std::size_t added() const { return added_; }
+
+ private:
+  std::vector<graph::NodeId> again_;  // per source node
+  std::size_t added_ = 0;
+};
+
 // Runs a rewrite over `graph` when it holds a node of `op` (most steps have none: no graph to
 // rebuild), keeping the new graph when the rewrite changed something. `Rewrite` is made from the
 // graph; its run() rebuilds it and counts the changes, its finish() gives the new graph. Returns
