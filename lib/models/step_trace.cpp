@@ -59,6 +59,7 @@ TracedStep trace_step(const CheckedModel& model, std::int64_t batch_size,
   traced.batch = batch_layout(model, batch_size);
   bool training = options.kind == StepKind::train;
   nn::StepContext context(traced.graph, training, options.seed);
+  context.set_attention_query_block(options.attention_query_block);
   ModelOutputs outputs = trace_forward(model, traced, context);
   if (training) {
     nn::append_training_update(context, outputs.loss, options.training,
@@ -84,6 +85,7 @@ TracedSplitStep trace_split_step(const CheckedModel& model, std::int64_t micro_b
   TracedStep& micro = split.micro_step;
   micro.batch = batch_layout(model, micro_batch);
   nn::StepContext context(micro.graph, true, options.seed);
+  context.set_attention_query_block(options.attention_query_block);
   context.compute_share_of(global_batch, global_batch / micro_batch);
   ModelOutputs outputs = trace_forward(model, micro, context);
   nn::append_scaled_gradients(context, outputs.loss, options.training);

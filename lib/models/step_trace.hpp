@@ -18,6 +18,9 @@ struct TraceOptions {
   StepKind kind = StepKind::train;
   std::uint64_t seed = 0;
   nn::TrainingOptions training;  // for training steps
+  // The queries a block of attention takes (nn::StepContext::attention_query_block): 0, as the
+  // scores' size decides.
+  std::int64_t attention_query_block = 0;
 };
 
 // A traced step and what it amounts to.

@@ -1,8 +1,10 @@
 #include "layers.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "initializers.hpp"
 
@@ -102,12 +104,14 @@ Tensor dropout(StepContext& context, const Tensor& x, double rate) {
 
 namespace {
 
-// Which keys each query may see: [T, T] booleans (query rows, key columns), or nothing when all.
-std::optional<Tensor> visible_keys(graph::Graph& graph, std::int64_t length,
-                                   const AttentionOptions& options) {
+// Which of keys [0, keys) queries [first, first + count) may see: [count, keys] booleans (query
+// rows, key columns), or nothing when all.
+std::optional<Tensor> visible_keys(graph::Graph& graph, std::int64_t first, std::int64_t count,
+                                   std::int64_t keys, const AttentionOptions& options) {
   if (!options.causal && !options.window) return std::nullopt;
-  Tensor query = iota(graph, {length, length}, 0);
-  Tensor key = iota(graph, {length, length}, 1);
+  Tensor query = iota(graph, {count, keys}, 0);
+  if (first > 0) query = query + static_cast<double>(first);
+  Tensor key = iota(graph, {count, keys}, 1);
   Tensor visible = query >= key;
   if (!options.window) return visible;
   Tensor near = (query - key) <= static_cast<double>(*options.window - 1);
@@ -136,7 +140,68 @@ SequenceProjection sequence_projection(const Scope& scope, std::int64_t projecte
           scope.parameter("bias", {projected}, zeros_initializer())};
 }
 
+// The queries, keys and values of attention, heads first: [B, heads, Tq, head] and [B, kv_heads,
+// Tk, head] twice.
+struct AttentionHeads {
+  Tensor q;
+  Tensor k;
+  Tensor v;
+  std::int64_t keys = 0;
+  std::int64_t heads = 0;
+  std::int64_t kv_heads = 0;
+};
+
+// Elements [first, first + count) of axis `axis` of t, or t itself when that is all of it or the
+// axis is broadcast (1).
+Tensor part_of(const Tensor& t, std::int64_t axis, std::int64_t first, std::int64_t count) {
+  std::int64_t extent = t.dim(axis);
+  if (extent == 1 || (first == 0 && count == extent)) return t;
+  return slice(t, axis, first, first + count);
+}
+
+// The per-head context [B, heads, count, head] of queries [first, first + count): their scores,
+// masked, their softmax, dropped out, times the values.
+Tensor attend(const Scope& scope, const AttentionHeads& all, std::int64_t first, std::int64_t count,
+              const std::optional<Tensor>& keep, const AttentionOptions& options) {
+  graph::Graph& graph = all.q.graph();
+  std::int64_t batch = all.q.dim(0);
+  Tensor q = part_of(all.q, 2, first, count);
+  // Each key/value head serves heads / kv_heads consecutive query heads: their queries, stacked
+  // along the sequence axis ([B, kv_heads, group x count, head]), meet the group's keys and
+  // values in one product, with no copy of a key or value.
+  std::int64_t group = all.heads / all.kv_heads;
+  auto grouped = [&](const Tensor& t) {
+    return group == 1 ? t : reshape(t, {batch, all.kv_heads, group * count, t.dim(-1)});
+  };
+  auto per_head = [&](const Tensor& t) {
+    return group == 1 ? t : reshape(t, {batch, all.heads, count, t.dim(-1)});
+  };
+  Tensor scores = per_head(matmul(grouped(q), swap_last_axes(all.k)));
+  if (options.score_scale != 1.0) scores = scores * options.score_scale;
+  if (options.score_bias) scores = scores + part_of(*options.score_bias, -2, first, count);
+  std::optional<Tensor> allowed = visible_keys(graph, first, count, all.keys, options);
+  if (keep) {
+    Tensor padding = reshape(not_equal(*keep, 0.0), {batch, 1, 1, all.keys});
+    allowed = allowed ? logical_and(*allowed, padding) : padding;
+  }
+  // Masked scores get a large negative value, so softmax gives them (numerically) zero weight.
+  if (allowed) scores = where(*allowed, scores, -1e9);
+  Tensor probabilities = dropout(scope.context(), softmax(scores, -1), options.dropout);
+  return per_head(matmul(grouped(probabilities), all.v));
+}
+
 }  // namespace
+
+std::int64_t query_block_rows(std::int64_t heads, std::int64_t queries, std::int64_t keys) {
+  std::int64_t row_bytes = heads * keys * 4;
+  if (row_bytes * queries <= kMaxScoreBlockBytes) return queries;
+  std::int64_t fewest = (queries + kMaxQueryBlocks - 1) / kMaxQueryBlocks;
+  std::int64_t rows = std::max({kMinQueryBlock, fewest, kMaxScoreBlockBytes / row_bytes});
+  if (rows >= queries) return queries;
+  // As many blocks as that takes, as even as they can be.
+  std::int64_t blocks = (queries + rows - 1) / rows;
+  return (queries + blocks - 1) / blocks;
+}
 
 Tensor attention(const Scope& scope, const Tensor& x, const Tensor& memory,
                  const std::optional<Tensor>& keep, const AttentionOptions& options) {
@@ -177,30 +242,15 @@ Tensor attention(const Scope& scope, const Tensor& x, const Tensor& memory,
     q = rotary_embedding(q, *options.rotary);
     k = rotary_embedding(k, *options.rotary);
   }
-  // Each key/value head serves heads / kv_heads consecutive query heads: their queries, stacked
-  // along the sequence axis ([B, kv_heads, group x T, head]), meet the group's keys and values in
-  // one product, with no copy of a key or value.
-  std::int64_t group = options.heads / kv_heads;
-  auto grouped = [&](const Tensor& t) {
-    return kv_heads == options.heads ? t : reshape(t, {batch, kv_heads, group * length, t.dim(-1)});
-  };
-  auto per_head = [&](const Tensor& t) {
-    return kv_heads == options.heads ? t : reshape(t, {batch, options.heads, length, t.dim(-1)});
-  };
-  Tensor scores = per_head(matmul(grouped(q), swap_last_axes(k)));
-  if (options.score_scale != 1.0) scores = scores * options.score_scale;
-  if (options.score_bias) scores = scores + *options.score_bias;
-  graph::Graph& graph = x.graph();
-  std::optional<Tensor> allowed = visible_keys(graph, length, options);
-  if (keep) {
-    Tensor padding = reshape(not_equal(*keep, 0.0), {batch, 1, 1, keys});
-    allowed = allowed ? logical_and(*allowed, padding) : padding;
-  }
-  // Masked scores get a large negative value, so softmax gives them (numerically) zero weight.
-  if (allowed) scores = where(*allowed, scores, -1e9);
-  Tensor probabilities = dropout(scope.context(), softmax(scores, -1), options.dropout);
-  Tensor context = reshape(transpose(per_head(matmul(grouped(probabilities), v)), {0, 2, 1, 3}),
-                           {batch, length, inner});
+  std::vector<Tensor> contexts;
+  AttentionHeads all{q, k, v, keys, options.heads, kv_heads};
+  std::int64_t chosen = scope.context().attention_query_block();
+  std::int64_t rows =
+      chosen > 0 ? std::min(chosen, length) : query_block_rows(options.heads, length, keys);
+  for (std::int64_t first = 0; first < length; first += rows)
+    contexts.push_back(attend(scope, all, first, std::min(rows, length - first), keep, options));
+  Tensor per_head = contexts.size() == 1 ? contexts.front() : concat(contexts, 2);
+  Tensor context = reshape(transpose(per_head, {0, 2, 1, 3}), {batch, length, inner});
   LinearOptions output{options.output_bias, options.output_init, zeros_initializer()};
   return linear(scope.child("proj_output_dense_layer"), context, width, output);
 }

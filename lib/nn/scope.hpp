@@ -41,6 +41,10 @@ class StepContext {
   std::uint64_t next_dropout_salt() { return ++dropout_sites_; }
   // What dropout masks count: the global step, or in a micro-step the micro-batch it runs.
   const graph::Tensor& dropout_counter() const { return dropout_counter_; }
+  // The queries a block of attention takes (attention in layers.hpp): 0, as many as
+  // query_block_rows allows; else at most this many.
+  std::int64_t attention_query_block() const { return attention_query_block_; }
+  void set_attention_query_block(std::int64_t queries) { attention_query_block_ = queries; }
 
   // The step computes one share (a micro-batch of a replica) of a global batch of
   // `global_batch` samples that `shares` such steps cover: its loss averages over the global
@@ -76,6 +80,7 @@ class StepContext {
   std::vector<graph::Tensor> parameters_;
   std::vector<RunningMoments> running_moments_;
   std::uint64_t dropout_sites_ = 0;
+  std::int64_t attention_query_block_ = 0;
 };
 
 // The inputs of a step that computes a share of a global batch (StepContext::compute_share_of):

@@ -207,6 +207,27 @@ TEST_CASE("every Model Zoo config of a model csrun builds compiles with --fake_d
   }
 }
 
+TEST_CASE("attention over a long sequence is planned a block of queries at a time") {
+  // Llama 3.2 1B as Release 2.10 ships it (MSL 8k, cbfloat16), at batch 1. Whole, each layer's
+  // scores took 8.6 GB, the peak held four values of that size, and the step 55.9 GiB.
+  csrun::test::TempDir dir;
+  json compiled = compiled_json(
+      {"compile", data("releases/Release_2.10.0/llama__params_llama3p2_1b_msl_8k.yaml"),
+       "--fake_data", "-o", dir.path().string(), "--set",
+       "trainer.fit.train_dataloader.batch_size=1", "--set",
+       "trainer.fit.val_dataloader.batch_size=1", "--set",
+       "trainer.init.callbacks.0.ScopedTrainFlags.csx.performance.micro_batch_size=1", "--set",
+       "trainer.init.callbacks.1.ScopedValidateFlags.csx.performance.micro_batch_size=1"});
+  // 16 layers of 16 blocks, a forward softmax and a backward one each.
+  CHECK(compiled["kernel_counts"]["fused_softmax"] == 16 * 16 * 2);
+  const json& memory = compiled["memory"];
+  // The largest value at the peak is now the vocabulary's logits (8192 x 128256 in 16 bits).
+  CHECK(memory["live_peak"]["values"][0]["bytes"].get<std::int64_t>() <= 2101346304);
+  std::int64_t host =
+      memory["arena_bytes"].get<std::int64_t>() + memory["scratch_bytes"].get<std::int64_t>();
+  CHECK(host < std::int64_t{40} << 30);
+}
+
 TEST_CASE("auto follows the params' release: 1.x pipelines what fits, 2.x streams weights") {
   csrun::test::TempDir dir;
   std::string model_dir = (dir.path() / "model").string();

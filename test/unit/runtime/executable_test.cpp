@@ -1804,3 +1804,73 @@ TEST_CASE(
     }
   }
 }
+
+namespace {
+
+std::int64_t softmax_count(const graph::Graph& graph) {
+  std::int64_t count = 0;
+  for (graph::NodeId id = 0; id < static_cast<graph::NodeId>(graph.size()); ++id)
+    count += graph.node(id).op == graph::OpKind::softmax ? 1 : 0;
+  return count;
+}
+
+// The largest relative difference between two runs' values (after_two_steps).
+double largest_difference(const std::vector<std::vector<float>>& a,
+                          const std::vector<std::vector<float>>& b) {
+  REQUIRE(a.size() == b.size());
+  double worst = 0.0;
+  for (std::size_t v = 0; v < a.size(); ++v) {
+    REQUIRE(a[v].size() == b[v].size());
+    for (std::size_t e = 0; e < a[v].size(); ++e)
+      worst = std::max(worst, relative_error(a[v][e], b[v][e]));
+  }
+  return worst;
+}
+
+}  // namespace
+
+TEST_CASE("attention a block of queries at a time gives the steps of whole attention") {
+  // 128 queries in blocks of 48 (the last of 32): Llama's grouped queries under a causal mask,
+  // GPT-2's heads with a padding mask too and attention dropout, whose masks differ by block and
+  // so are checked against the reference evaluator only.
+  struct Case {
+    std::string model;
+    bool dropout;
+  };
+  for (const Case& c :
+       {Case{"{name: llama, vocab_size: 40, hidden_size: 16, num_hidden_layers: 2, num_heads: 4, "
+             "attention_module: multiquery_attention, extra_attention_params: {num_kv_groups: 2}, "
+             "filter_size: 32, max_position_embeddings: 128, position_embedding_type: rotary, "
+             "rotary_dim: 4, norm_type: rmsnorm, nonlinearity: swiglu, "
+             "share_embedding_weights: false, use_bias_in_output: false, "
+             "use_projection_bias_in_attention: false, dropout_rate: 0.0, "
+             "attention_dropout_rate: 0.0}",
+             false},
+        Case{"{name: gpt2, vocab_size: 40, hidden_size: 16, num_hidden_layers: 2, num_heads: 4, "
+             "filter_size: 32, max_position_embeddings: 128, dropout_rate: 0.1, "
+             "attention_dropout_rate: 0.1}",
+             true}}) {
+    INFO(c.model);
+    test::CheckedTrainerModel checked = test::checked_model(c.model);
+    models::TraceOptions options = checked.training_options();
+    models::TracedStep whole = models::trace_step(checked.model, 2, options);
+    options.attention_query_block = 48;
+    models::TracedStep blocked = models::trace_step(checked.model, 2, options);
+    REQUIRE(softmax_count(blocked.graph) == 3 * softmax_count(whole.graph));
+    // The same products; the queries' gradients are padded and summed block by block.
+    CHECK(blocked.flops == Approx(whole.flops).epsilon(1e-2));
+    graph::Feeds feeds = test::sample_feeds(whole.graph);
+    for (compiler::PrecisionPolicy precision :
+         {compiler::PrecisionPolicy{}, compiler::PrecisionPolicy{true, DType::bf16, 1}}) {
+      INFO((precision.mixed ? "bfloat16" : "f32"));
+      compiler::Plan plan = precision.mixed ? test::compiled_plan(blocked.graph, 2, DType::bf16, 1)
+                                            : test::compiled_plan(blocked.graph, 2);
+      CHECK(step_difference(plan) <= (precision.mixed ? 2e-2 : 1e-4));
+      if (c.dropout || precision.mixed) continue;
+      // Only the keys' and values' gradients, summed over the blocks, add in another order.
+      CHECK(largest_difference(after_two_steps(plan, feeds),
+                               after_two_steps(test::compiled_plan(whole.graph, 2), feeds)) <=
+            1e-5);
+    }
+  }
+}
