@@ -244,19 +244,19 @@ std::string host_memory_note(std::int64_t step_bytes) {
 // multiplies bfloat16 in hardware) and cores, and what for.
 std::string scratch_text(const compiler::ScratchLayout& scratch, bool hardware, int cores) {
   auto size = [](std::int64_t bytes) { return wafer::byte_size(static_cast<double>(bytes)); };
-  std::string widening = size(scratch.widening(hardware));
-  if (hardware && scratch.hardware_bf16_widening_bytes != scratch.widening_bytes) {
-    widening += " with bfloat16 multiplied in hardware here; " + size(scratch.widening_bytes) +
-                " where a CPU widens them";
+  std::string work = size(scratch.work(hardware, cores)) + " on " + std::to_string(cores) +
+                     (cores == 1 ? " core" : " cores");
+  if (hardware && scratch.work(true, cores) != scratch.work(false, cores)) {
+    work += " with bfloat16 multiplied in hardware here; " + size(scratch.work(false, cores)) +
+            " where a CPU widens them";
   }
-  std::string tiles;
-  if (scratch.per_core_work_bytes > 0) {
-    tiles = ", products worked a piece at a time (convolution windows, long heads' rows) " +
-            size(scratch.per_core_work_bytes) + " a core";
+  if (scratch.work(hardware, cores) > 0) {
+    work += " (operands widened whole up to " + size(scratch.widening(hardware)) +
+            ", the pieces a core works on up to " + size(scratch.per_core_work(hardware)) + ")";
   }
   return size(scratch.bytes(hardware, cores)) + " (values inside kernels " +
          size(scratch.kernel_value_bytes) + ", snapshots " + size(scratch.snapshot_bytes) +
-         ", f32 work space of 16-bit products " + widening + tiles + ")";
+         ", f32 work space of 16-bit products " + work + ")";
 }
 
 // How csrun train runs the step on this machine.

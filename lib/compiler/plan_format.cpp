@@ -323,14 +323,19 @@ void visit(Io& io, ScratchLayout::Place& place) {
 }
 
 template <class Io>
+void visit(Io& io, ScratchLayout::Work& work) {
+  io(work.shared);
+  io(work.per_core);
+}
+
+template <class Io>
 void visit(Io& io, ScratchLayout& scratch) {
   io(scratch.kernel_values);
   io(scratch.kernel_value_bytes);
   io(scratch.snapshots);
   io(scratch.snapshot_bytes);
-  io(scratch.widening_bytes);
-  io(scratch.hardware_bf16_widening_bytes);
-  io(scratch.per_core_work_bytes);
+  io(scratch.works);
+  io(scratch.hardware_bf16_works);
 }
 
 template <class Io>
@@ -508,10 +513,17 @@ template <class InGraph>
 void check_scratch(const Plan& plan, const Decoder& io, InGraph in_graph) {
   const ScratchLayout& scratch = plan.scratch;
   constexpr std::int64_t kLargest = std::numeric_limits<std::int64_t>::max() / 4;
-  for (std::int64_t bytes :
-       {scratch.kernel_value_bytes, scratch.snapshot_bytes, scratch.widening_bytes,
-        scratch.hardware_bf16_widening_bytes, scratch.per_core_work_bytes}) {
+  for (std::int64_t bytes : {scratch.kernel_value_bytes, scratch.snapshot_bytes}) {
     if (bytes < 0 || bytes > kLargest) io.fail("the scratch layout has an impossible size");
+  }
+  // A core's part is taken once per core of the team: bounded so that a thousand cores' stays
+  // countable.
+  for (const auto* works : {&scratch.works, &scratch.hardware_bf16_works}) {
+    for (const ScratchLayout::Work& work : *works) {
+      if (work.shared < 0 || work.shared > kLargest || work.per_core < 0 ||
+          work.per_core > kLargest / 1024)
+        io.fail("the scratch layout has an impossible size");
+    }
   }
   auto inside = [&](const ScratchLayout::Place& place, std::int64_t begin, std::int64_t end) {
     return in_graph(place.node) && place.offset >= begin && place.offset <= end &&

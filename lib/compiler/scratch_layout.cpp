@@ -1,6 +1,7 @@
 #include "scratch_layout.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <optional>
 
 #include "plan.hpp"
@@ -80,38 +81,48 @@ std::optional<ProductValues> product_values(const Plan& plan, const HostStep& ho
   return ProductValues{node.inputs.at(0), node.inputs.at(1), id, id};
 }
 
-// The f32 work space of a set that widens every 16-bit operand and result.
-std::int64_t product_widening(const Plan& plan, const ProductValues& product) {
-  return widened_bytes(plan, {product.a, product.b, product.result});
-}
+// The f32 work space of a product on a set that widens every 16-bit operand and result: its
+// right-hand operand widened whole, which the team shares (and its left operand, where its tiles
+// may be one row block), and per core of the team, the rows of op(a) a piece reads widened (a
+// tile's rows of one product, or one of many products or a block of its rows:
+// widened_product_rows) and the band of a 16-bit result it computes before rounding (a tile's
+// rows, or one of many products).
+using ProductWork = ScratchLayout::Work;
 
-// The f32 work space a core takes for one of many products whose 16-bit left operand is widened
-// a block of rows at a time (widened_product_rows): the block and the other operands and result
-// widened; nullopt for other products.
-std::optional<std::int64_t> rows_widening_a_core(const Plan& plan, const ProductValues& product) {
+ProductWork product_work(const Plan& plan, const ProductValues& product) {
   const graph::Node& matmul = plan.graph.node(product.matmul);
-  const graph::TensorType& a = plan.graph.node(matmul.inputs.at(0)).type;
   const graph::Shape& out = matmul.type.shape;
-  if (!graph::is_half(a.dtype) || out.size() < 3 || a.shape.empty()) return std::nullopt;
   std::int64_t m = out.at(out.size() - 2);
-  std::int64_t k = a.shape.back();
-  std::int64_t rows = widened_product_rows(m, k);
-  if (rows == m || graph::element_count(out) <= m * out.back()) return std::nullopt;
-  return rows * k * static_cast<std::int64_t>(sizeof(float)) +
-         widened_bytes(plan, {product.b, product.result});
+  std::int64_t n = out.back();
+  std::int64_t k = plan.graph.node(matmul.inputs.at(0)).type.shape.back();
+  bool many = graph::element_count(out) > m * n;
+  auto is_half = [&](NodeId id) { return graph::is_half(plan.graph.node(id).type.dtype); };
+  auto bytes = [](std::int64_t count) { return count * static_cast<std::int64_t>(sizeof(float)); };
+  ProductWork work{widened_bytes(plan, {product.b}), 0};
+  std::int64_t tile_rows = largest_tile_rows(m, n, k);
+  if (is_half(product.a)) {
+    if (many)
+      work.per_core += bytes(widened_product_rows(m, k) * k);
+    else if (tile_rows < m)
+      work.per_core += bytes(tile_rows * k);
+    else  // one row block, maybe in column halves: widened whole first
+      work.shared += bytes(m * k);
+  }
+  if (is_half(product.result)) work.per_core += bytes(many ? m * n : largest_tile_values(m, n, k));
+  return work;
 }
 
 // A kernel set that multiplies bfloat16 in hardware takes two bfloat16 operands as they are and
 // writes their f32 or bfloat16 result itself, but for a bfloat16 result of no inner dimension,
 // computed in f32 work space first. Other operands it widens like any set.
-std::int64_t hardware_bf16_widening(const Plan& plan, const ProductValues& product) {
+ProductWork hardware_bf16_work(const Plan& plan, const ProductValues& product) {
   auto dtype = [&](NodeId id) { return plan.graph.node(id).type.dtype; };
   if (dtype(product.a) != graph::DType::bf16 || dtype(product.b) != graph::DType::bf16)
-    return product_widening(plan, product);
+    return product_work(plan, product);
   const graph::Node& matmul = plan.graph.node(product.matmul);
   bool inner = plan.graph.node(matmul.inputs.at(0)).type.shape.back() > 0;
-  if (dtype(product.result) == graph::DType::bf16 && inner) return 0;
-  return widened_bytes(plan, {product.result});
+  if (dtype(product.result) == graph::DType::bf16 && inner) return {};
+  return {widened_bytes(plan, {product.result}), 0};
 }
 
 // The floats of a core's work space for a product summed onto windows: the f32 block of the
@@ -149,7 +160,70 @@ std::int64_t windows_work_floats(const Plan& plan, const HostStep& host) {
   return floats;
 }
 
+constexpr std::int64_t kMaxRowBlocks = 16;
+
+// The rows of a row block, at least: both libraries pack the whole right-hand operand for every
+// call, so the fewer the blocks, the less packing. On the AMX host (2026-11-28), blocks of 256
+// rows or more rather than 128 (and rather than sgemm's blocks of 256 rows in two column halves)
+// ran GPT-2 small's f32 products 5-10 % faster in-step, fc_mnist (batch 256, 32) 0-4 % and
+// 6-13 %, and GPT-2 small's bfloat16 step 2-4 %; gpt2_tiny as fast.
+constexpr std::int64_t kBlockRows = 256;
+// A product too short for two such blocks but of 256 rows or more is two blocks of half its rows:
+// two column halves ran fc_mnist's bfloat16 products (oneDNN, AMX) 7-13 % slower.
+constexpr std::int64_t kMinBlockRows = 128;
+// A product of fewer rows (fc_mnist's layers at batch 32) is cut in two column halves where that
+// leaves at least this many columns each: each half packs half the right-hand operand.
+constexpr std::int64_t kMinTileColumns = 256;
+
+// A power of two of row blocks shares out evenly on 2, 4, 8 or 16 cores.
+std::int64_t row_blocks(std::int64_t rows) {
+  if (rows < 2 * kBlockRows) return std::clamp<std::int64_t>(rows / kMinBlockRows, 1, 2);
+  auto blocks = static_cast<std::uint64_t>(std::min(rows / kBlockRows, kMaxRowBlocks));
+  return static_cast<std::int64_t>(std::bit_floor(blocks));
+}
+
+std::int64_t ceiling(std::int64_t count, std::int64_t parts) {
+  return (count + parts - 1) / parts;
+}
+
+// Adds `work` to `works` unless one of them takes as much or more of both parts, and drops those
+// it takes as much or more of both parts than.
+void add_work(std::vector<ScratchLayout::Work>& works, ScratchLayout::Work work) {
+  auto covers = [](const ScratchLayout::Work& a, const ScratchLayout::Work& b) {
+    return a.shared >= b.shared && a.per_core >= b.per_core;
+  };
+  if (work.shared == 0 && work.per_core == 0) return;
+  for (const ScratchLayout::Work& kept : works) {
+    if (covers(kept, work)) return;
+  }
+  std::erase_if(works, [&](const ScratchLayout::Work& kept) { return covers(work, kept); });
+  works.push_back(work);
+}
+
 }  // namespace
+
+ProductTiling product_tiling(std::int64_t m, std::int64_t n, std::int64_t k, bool columns_first) {
+  if (m * n * k < kSplitProductMultiplyAdds) return {};
+  std::int64_t blocks = row_blocks(m);
+  bool halves = n >= 2 * kMinTileColumns;
+  if (halves && (blocks == 1 || columns_first)) return {std::max<std::int64_t>(blocks / 2, 1), 2};
+  return {blocks, 1};
+}
+
+std::int64_t largest_tile_rows(std::int64_t m, std::int64_t n, std::int64_t k) {
+  std::int64_t blocks =
+      std::min(product_tiling(m, n, k, false).row_blocks, product_tiling(m, n, k, true).row_blocks);
+  return ceiling(m, blocks);
+}
+
+std::int64_t largest_tile_values(std::int64_t m, std::int64_t n, std::int64_t k) {
+  std::int64_t values = 0;
+  for (bool columns_first : {false, true}) {
+    ProductTiling tiles = product_tiling(m, n, k, columns_first);
+    values = std::max(values, ceiling(m, tiles.row_blocks) * ceiling(n, tiles.column_blocks));
+  }
+  return values;
+}
 
 std::vector<bool> values_without_place(const Plan& plan) {
   std::vector<bool> without(plan.graph.size(), false);
@@ -172,20 +246,16 @@ ScratchLayout layout_scratch(const Plan& plan) {
   lay_out_snapshots(plan, layout);
   for (const HostStep& host : plan.host_steps) {
     if (host.windows >= 0 || host.windows_sum >= 0) {
-      layout.per_core_work_bytes =
-          std::max(layout.per_core_work_bytes,
-                   windows_work_floats(plan, host) * static_cast<std::int64_t>(sizeof(float)));
+      std::int64_t tile =
+          windows_work_floats(plan, host) * static_cast<std::int64_t>(sizeof(float));
+      add_work(layout.works, {0, tile});
+      add_work(layout.hardware_bf16_works, {0, tile});
       continue;
     }
     std::optional<ProductValues> product = product_values(plan, host);
     if (!product) continue;
-    if (std::optional<std::int64_t> a_core = rows_widening_a_core(plan, *product)) {
-      layout.per_core_work_bytes = std::max(layout.per_core_work_bytes, *a_core);
-      continue;
-    }
-    layout.widening_bytes = std::max(layout.widening_bytes, product_widening(plan, *product));
-    layout.hardware_bf16_widening_bytes =
-        std::max(layout.hardware_bf16_widening_bytes, hardware_bf16_widening(plan, *product));
+    add_work(layout.works, product_work(plan, *product));
+    add_work(layout.hardware_bf16_works, hardware_bf16_work(plan, *product));
   }
   return layout;
 }
@@ -203,6 +273,19 @@ std::vector<std::int64_t> kernel_scratch_bytes(const Plan& plan) {
   return bytes;
 }
 
+namespace {
+// "S bytes + P bytes a core", one for each of `works`, or "0 bytes".
+std::string works_text(const std::vector<ScratchLayout::Work>& works) {
+  std::string text;
+  for (const ScratchLayout::Work& work : works) {
+    if (!text.empty()) text += " or ";
+    text +=
+        std::to_string(work.shared) + " bytes + " + std::to_string(work.per_core) + " bytes a core";
+  }
+  return text.empty() ? "0 bytes" : text;
+}
+}  // namespace
+
 std::string scratch_layout_text(const Plan& plan) {
   const ScratchLayout& scratch = plan.scratch;
   auto place_text = [&](const ScratchLayout::Place& place) {
@@ -212,11 +295,9 @@ std::string scratch_layout_text(const Plan& plan) {
   std::string text = "region " + std::to_string(scratch.region_bytes()) +
                      " bytes (values inside kernels " + std::to_string(scratch.kernel_value_bytes) +
                      ", snapshots " + std::to_string(scratch.snapshot_bytes) +
-                     "); f32 work space of 16-bit products " +
-                     std::to_string(scratch.widening_bytes) + " bytes (" +
-                     std::to_string(scratch.hardware_bf16_widening_bytes) +
-                     " with bfloat16 multiplied in hardware); products worked a piece at a time " +
-                     std::to_string(scratch.per_core_work_bytes) + " bytes a core\n";
+                     "); f32 work space of 16-bit products " + works_text(scratch.works) + " (" +
+                     works_text(scratch.hardware_bf16_works) +
+                     " with bfloat16 multiplied in hardware)\n";
   for (const ScratchLayout::Place& place : scratch.kernel_values) {
     text += "k" + std::to_string(place.kernel) + " " +
             plan.kernels.at(static_cast<std::size_t>(place.kernel)).name + ": " + place_text(place);

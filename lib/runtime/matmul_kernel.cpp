@@ -43,6 +43,10 @@ struct HalfTiles {
   std::int64_t a_part_floats = 0;
   std::uint16_t* out = nullptr;  // rounded from Product::out per tile
   graph::DType out_dtype = graph::DType::f32;
+  // Non-zero: a tile's f32 result is computed into a band of this many floats per part of the
+  // team, at Product::out + part * out_part_floats (its first row there), then rounded, so the
+  // product's f32 result is never whole.
+  std::int64_t out_part_floats = 0;
 };
 
 // One row-major product out = addend + op(a) * op(b), its operands as the GEMM reads them: f32,
@@ -70,10 +74,21 @@ struct Tile {
   std::int64_t columns = 0;
 };
 
-// The tile of `out` (n values a row) starts as the addend (a bias) or zero.
-void start_tile(const float* addend, float* out, std::int64_t n, Tile tile) {
-  for (std::int64_t row = tile.first_row; row < tile.first_row + tile.rows; ++row) {
-    float* at = out + row * n + tile.first_column;
+// Where a tile's f32 result goes, as a GEMM takes it: its first value and the leading dimension.
+struct TileOut {
+  float* first;
+  std::int64_t leading;
+};
+
+// The tile where it lies in the product's result `out` (n values a row).
+TileOut in_place(float* out, std::int64_t n, Tile tile) {
+  return {out + tile.first_row * n + tile.first_column, n};
+}
+
+// The tile's result starts as the addend (a bias) or zero.
+void start_tile(const float* addend, TileOut out, Tile tile) {
+  for (std::int64_t row = 0; row < tile.rows; ++row) {
+    float* at = out.first + row * out.leading;
     if (addend == nullptr)
       std::fill_n(at, tile.columns, 0.0f);
     else
@@ -98,9 +113,9 @@ TileRows stored_rows(const Product<float>& product, Tile tile) {
 // offsets and leading dimensions, so nothing is copied or allocated. The tile starts as the
 // addend or zero and beta = 1 adds the product to it: OpenBLAS would clear it for beta = 0
 // itself, more slowly than memset.
-void multiply_sgemm(const Product<float>& product, Tile tile, TileRows lhs) {
+void multiply_sgemm(const Product<float>& product, Tile tile, TileRows lhs, TileOut out) {
   auto [m, n, k] = product.shape;
-  start_tile(product.addend, product.out, n, tile);
+  start_tile(product.addend, out, tile);
   bool a_transposed = product.a_transposed;
   bool b_transposed = product.b_transposed;
   const float* rhs =
@@ -109,7 +124,7 @@ void multiply_sgemm(const Product<float>& product, Tile tile, TileRows lhs) {
   cblas_sgemm(CblasRowMajor, flag(a_transposed), flag(b_transposed), static_cast<int>(tile.rows),
               static_cast<int>(tile.columns), static_cast<int>(k), 1.0f, lhs.first,
               static_cast<int>(lhs.leading), rhs, static_cast<int>(b_transposed ? k : n), 1.0f,
-              product.out + tile.first_row * n + tile.first_column, static_cast<int>(n));
+              out.first, static_cast<int>(out.leading));
 }
 
 #if CSRUN_ONEDNN_GEMM
@@ -127,7 +142,7 @@ void multiply_onednn(const Product<Element>& product, Tile tile) {
   auto [m, n, k] = product.shape;
   if (tile.rows == 0 || tile.columns == 0) return;
   if (k == 0) {
-    start_tile(product.addend, product.out, n, tile);
+    start_tile(product.addend, in_place(product.out, n, tile), tile);
     return;
   }
   bool out_bf16 = product.out_bf16 != nullptr;
@@ -143,32 +158,42 @@ void multiply_tile(const Product<std::uint16_t>& product, Tile tile, int) {
   multiply_onednn(product, tile);
 }
 
-// The block of rows `tile` of an f32 product whose rows of op(a) are `rows` (a core's widened
-// copy of them alone): a product of tile.rows rows of its own.
-onednn_gemm::Block rows_block(const Product<float>& product, Tile tile, TileRows rows) {
+// The tile of an f32 product whose rows of op(a) are `rows` and whose result goes to `out`, as a
+// product of its own: the same kernel as the tile of the whole product where both lie in place.
+onednn_gemm::Block tile_block(const Product<float>& product, Tile tile, TileRows rows,
+                              TileOut out) {
   auto [m, n, k] = product.shape;
+  // (Prepared blocks have no operands yet.)
+  const float* rhs = product.b == nullptr   ? nullptr
+                     : product.b_transposed ? product.b + tile.first_column * k
+                                            : product.b + tile.first_column;
+  const float* addend = product.addend ? product.addend + tile.first_column : nullptr;
   onednn_gemm::Block block{rows.first,
                            product.a_transposed,
-                           product.b,
+                           rhs,
                            product.b_transposed,
-                           product.addend,
-                           product.out + tile.first_row * n,
+                           addend,
+                           out.first,
                            false,
                            tile.rows,
                            n,
                            k,
                            0,
                            tile.rows,
-                           tile.first_column,
+                           0,
                            tile.columns,
                            onednn_gemm::Operands::f32};
   block.lda = rows.leading;
-  block.ldc = n;
+  block.ldc = out.leading;
   return block;
 }
 
-void multiply_onednn_rows(const Product<float>& product, Tile tile, TileRows rows) {
-  onednn_gemm::multiply(rows_block(product, tile, rows));
+void multiply_onednn_tile(const Product<float>& product, Tile tile, TileRows rows, TileOut out) {
+  onednn_gemm::multiply(tile_block(product, tile, rows, out));
+}
+
+void prepare_tile(const Product<float>& product, Tile tile, TileRows rows, TileOut out) {
+  onednn_gemm::prepare(tile_block(product, tile, rows, out));
 }
 #else
 constexpr bool kHardwareBf16 = false;
@@ -216,66 +241,53 @@ bool through_sgemm(GemmShape shape, std::array<bool, 2> transposed) {
 #endif
 }
 
-void round_tile(const Product<float>& product, Tile tile) {
+// Rounds the tile's f32 values, at `from`, into the 16-bit result.
+void round_tile(const Product<float>& product, Tile tile, TileOut from) {
   std::int64_t n = product.shape.n;
-  for (std::int64_t row = tile.first_row; row < tile.first_row + tile.rows; ++row) {
-    std::int64_t first = row * n + tile.first_column;
-    narrow_to_half(product.out + first, product.half.out + first, tile.columns,
+  for (std::int64_t row = 0; row < tile.rows; ++row) {
+    narrow_to_half(from.first + row * from.leading,
+                   product.half.out + (tile.first_row + row) * n + tile.first_column, tile.columns,
                    product.half.out_dtype);
   }
 }
 
-// A tile of an f32 product, multiplied by team member `part`.
-void multiply_tile(const Product<float>& product, Tile tile, int part) {
+// The rows of op(a) that `tile` reads, in f32, for team member `part`: where they lie, widened
+// there first from a 16-bit `a`, or widened into the part's own buffer.
+TileRows tile_rows(const Product<float>& product, Tile tile, int part) {
   if (product.half.a_part_floats > 0) {
     float* buffer = const_cast<float*>(product.a) + part * product.half.a_part_floats;
-    TileRows rows = widen_tile_rows_into(product, tile, buffer);
-#if CSRUN_ONEDNN_GEMM
-    if (!through_sgemm(product.shape, {product.a_transposed, product.b_transposed})) {
-      multiply_onednn_rows(product, tile, rows);
-    } else {
-      multiply_sgemm(product, tile, rows);
-    }
-#else
-    multiply_sgemm(product, tile, rows);
-#endif
-  } else {
-    if (product.half.a != nullptr) widen_tile_rows(product, tile);
-#if CSRUN_ONEDNN_GEMM
-    if (!through_sgemm(product.shape, {product.a_transposed, product.b_transposed})) {
-      multiply_onednn(product, tile);
-    } else {
-      multiply_sgemm(product, tile, stored_rows(product, tile));
-    }
-#else
-    multiply_sgemm(product, tile, stored_rows(product, tile));
-#endif
+    return widen_tile_rows_into(product, tile, buffer);
   }
-  if (product.half.out != nullptr) round_tile(product, tile);
+  if (product.half.a != nullptr) widen_tile_rows(product, tile);
+  return stored_rows(product, tile);
 }
 
-// Below this many multiply-adds a product is one tile: waking the team costs more.
-constexpr std::int64_t kSplitMultiplyAdds = 1 << 20;
-constexpr std::int64_t kMaxBlocks = 16;
+// Where team member `part` computes a tile's f32 result: in place, or, rounded to a 16-bit result
+// after, in the part's own band (its rows one after another).
+TileOut tile_out(const Product<float>& product, Tile tile, int part) {
+  if (product.half.out_part_floats == 0) return in_place(product.out, product.shape.n, tile);
+  return {product.out + part * product.half.out_part_floats, tile.columns};
+}
 
-// The rows of a row block, at least: both libraries pack the whole right-hand operand for every
-// call, so the fewer the blocks, the less packing. On the AMX host (2026-11-28), blocks of 256
-// rows or more rather than 128 (and rather than sgemm's blocks of 256 rows in two column halves)
-// ran GPT-2 small's f32 products 5-10 % faster in-step, fc_mnist (batch 256, 32) 0-4 % and
-// 6-13 %, and GPT-2 small's bfloat16 step 2-4 %; gpt2_tiny as fast.
-constexpr std::int64_t kBlockRows = 256;
-// A product too short for two such blocks but of 256 rows or more is two blocks of half its rows:
-// two column halves ran fc_mnist's bfloat16 products (oneDNN, AMX) 7-13 % slower.
-constexpr std::int64_t kMinBlockRows = 128;
-// A product of fewer rows (fc_mnist's layers at batch 32) is cut in two column halves where that
-// leaves at least this many columns each: each half packs half the right-hand operand.
-constexpr std::int64_t kMinTileColumns = 256;
+// A tile of an f32 product, multiplied by team member `part`.
+void multiply_tile(const Product<float>& product, Tile tile, int part) {
+  TileRows rows = tile_rows(product, tile, part);
+  TileOut out = tile_out(product, tile, part);
+#if CSRUN_ONEDNN_GEMM
+  if (!through_sgemm(product.shape, {product.a_transposed, product.b_transposed})) {
+    multiply_onednn_tile(product, tile, rows, out);
+  } else {
+    multiply_sgemm(product, tile, rows, out);
+  }
+#else
+  multiply_sgemm(product, tile, rows, out);
+#endif
+  if (product.half.out != nullptr) round_tile(product, tile, out);
+}
 
-// The tiles a product is multiplied in, shared out across the team, from its shape alone:
-// OpenBLAS may round a block differently for another block height (it picks kernels by size),
-// so tiles that depended on the number of cores would make a run's bits depend on the machine
-// (or on the cores an MPI rank is bound to). A power of two of row blocks shares out evenly on 2,
-// 4, 8 or 16 cores.
+// The tiles a product is multiplied in, shared out across the team (compiler::product_tiling):
+// from its shape alone, so that a run's bits do not depend on the machine (or on the cores an MPI
+// rank is bound to).
 struct Tiling {
   std::int64_t row_blocks = 1;
   std::int64_t column_blocks = 1;
@@ -292,12 +304,6 @@ struct Tiling {
   }
 };
 
-std::int64_t row_blocks(std::int64_t rows) {
-  if (rows < 2 * kBlockRows) return std::clamp<std::int64_t>(rows / kMinBlockRows, 1, 2);
-  auto blocks = static_cast<std::uint64_t>(std::min(rows / kBlockRows, kMaxBlocks));
-  return static_cast<std::int64_t>(std::bit_floor(blocks));
-}
-
 // oneDNN multiplies an f32 tile that reads its right-hand operand as stored with its brgemm
 // kernels where the tile reads all of that operand's columns, and with its gemm kernels where it
 // reads a range of them. On an Emerald Rapids VM (2026-12-03), two column halves of GPT-2 small's
@@ -308,12 +314,9 @@ bool splits_columns_first(GemmShape shape, std::array<bool, 2> transposed, bool 
 }
 
 Tiling tiling(GemmShape shape, std::array<bool, 2> transposed, bool f32_operands) {
-  if (shape.m * shape.n * shape.k < kSplitMultiplyAdds) return {};
-  std::int64_t blocks = row_blocks(shape.m);
-  bool halves = shape.n >= 2 * kMinTileColumns;
-  if (halves && (blocks == 1 || splits_columns_first(shape, transposed, f32_operands)))
-    return {std::max<std::int64_t>(blocks / 2, 1), 2};
-  return {blocks, 1};
+  compiler::ProductTiling tiles = compiler::product_tiling(
+      shape.m, shape.n, shape.k, splits_columns_first(shape, transposed, f32_operands));
+  return {tiles.row_blocks, tiles.column_blocks};
 }
 
 // The node's products: one, or many (attention heads) over its batch axes.
@@ -359,6 +362,80 @@ bool writes_bf16(const NodeTask& task) {
   return multiplies_bf16(task) && task.out.dtype == DType::bf16 && k > 0;
 }
 
+// How an f32 product widens its 16-bit left operand: whole, across the team, before multiplying
+// (a product of one row block, whose column halves both read all of it); or by the core that
+// multiplies each piece, next to its GEMM call, while it is in the cache, into a buffer of the
+// core's own: a tile's rows (a 16-bit gradient of the logits, 4.2 GB in f32 for Llama 3.2 1B at
+// MSL 8k, is never widened whole), or, of many products (attention's heads), each product's
+// operand or a block of its rows.
+enum class LeftWidening { none, whole_first, tile_per_core, product_per_core };
+
+// The tiles of the node's product multiplied in f32 (its 16-bit operands widened).
+Tiling f32_tiling(const NodeTask& task) {
+  return tiling(gemm_shape(task), task.transposed, true);
+}
+
+LeftWidening left_widening(const NodeTask& task) {
+  if (!is_half(task.in[0].dtype)) return LeftWidening::none;
+  std::int64_t products = product_count(task, gemm_shape(task));
+  if (products == 0) return LeftWidening::none;
+  if (products > 1) return LeftWidening::product_per_core;
+  return f32_tiling(task).row_blocks == 1 ? LeftWidening::whole_first : LeftWidening::tile_per_core;
+}
+
+// The most rows of op(a) one of the node's product's tiles reads.
+std::int64_t largest_tile_rows(const NodeTask& task) {
+  GemmShape shape = gemm_shape(task);
+  Tiling tiles = f32_tiling(task);
+  std::int64_t rows = 0;
+  for (std::int64_t index = 0; index < tiles.count(); ++index)
+    rows = std::max(rows, tiles.tile(shape, index).rows);
+  return rows;
+}
+
+// The floats of the f32 band a part of the team computes a 16-bit result of the node's product in
+// before rounding it (HalfTiles::out_part_floats): the largest tile, or of many products one
+// product.
+std::int64_t result_band_floats(const NodeTask& task) {
+  GemmShape shape = gemm_shape(task);
+  if (product_count(task, shape) > 1) return shape.m * shape.n;
+  Tiling tiles = f32_tiling(task);
+  std::int64_t values = 0;
+  for (std::int64_t index = 0; index < tiles.count(); ++index) {
+    Tile tile = tiles.tile(shape, index);
+    values = std::max(values, tile.rows * tile.columns);
+  }
+  return values;
+}
+
+// The pieces of the node's products shared out across the team: tiles of one, or many products.
+std::int64_t pieces(const NodeTask& task) {
+  std::int64_t products = product_count(task, gemm_shape(task));
+  return products > 1 ? products : f32_tiling(task).count();
+}
+
+std::int64_t team_size(const NodeTask& task) {
+  return task.team == nullptr ? 1 : task.team->size();
+}
+
+// The f32 floats a 16-bit left operand takes widened: all of it, or one product's (or a block of
+// its rows) or one tile's per part of the team that multiplies them.
+std::int64_t widened_a_floats(const NodeTask& task) {
+  GemmShape shape = gemm_shape(task);
+  std::int64_t parts = std::min(team_size(task), pieces(task));
+  switch (left_widening(task)) {
+    case LeftWidening::none:
+      return 0;
+    case LeftWidening::product_per_core:
+      return parts * widened_rows(shape) * shape.k;
+    case LeftWidening::tile_per_core:
+      return parts * largest_tile_rows(task) * shape.k;
+    case LeftWidening::whole_first:
+      return task.in[0].count;
+  }
+  return task.in[0].count;
+}
+
 #if CSRUN_ONEDNN_GEMM
 // Makes the kernels for the tiles the node's products are multiplied in through oneDNN
 // (run_products), if any.
@@ -368,18 +445,21 @@ void prepare_onednn_blocks(const NodeTask& task) {
   if (m == 0 || n == 0 || k == 0) return;
   bool bf16 = multiplies_bf16(task);
   if (!bf16 && !f32_through_onednn(shape, task.transposed)) return;
-  Tiling tiles = product_count(task, shape) == 1 ? tiling(shape, task.transposed, !bf16) : Tiling{};
-  auto operands = bf16 ? onednn_gemm::Operands::bf16 : onednn_gemm::Operands::f32;
-  for (std::int64_t index = 0; index < tiles.count(); ++index) {
-    Tile tile = tiles.tile(shape, index);
-    onednn_gemm::prepare({nullptr, task.transposed[0], nullptr, task.transposed[1],
-                          task.addend.f32(), nullptr, writes_bf16(task), m, n, k, tile.first_row,
-                          tile.rows, tile.first_column, tile.columns, operands});
+  bool single = product_count(task, shape) == 1;
+  Tiling tiles = single ? tiling(shape, task.transposed, !bf16) : Tiling{};
+  if (bf16) {
+    for (std::int64_t index = 0; index < tiles.count(); ++index) {
+      Tile tile = tiles.tile(shape, index);
+      onednn_gemm::prepare({nullptr, task.transposed[0], nullptr, task.transposed[1],
+                            task.addend.f32(), nullptr, writes_bf16(task), m, n, k, tile.first_row,
+                            tile.rows, tile.first_column, tile.columns,
+                            onednn_gemm::Operands::bf16});
+    }
+    return;
   }
-  if (bf16 || !is_half(task.in[0].dtype) || product_count(task, shape) < 2) return;
-  // Blocks of rows widened a core at a time (run_products): full ones and the last.
-  std::int64_t rows = widened_rows(shape);
-  if (rows == m) return;
+  // The calls multiply_tile makes: a single product's 16-bit left operand widened a tile's rows
+  // at a time into a core's buffer (transposed, their count is its leading dimension), its 16-bit
+  // result computed a tile at a time in a core's band.
   Product<float> product{nullptr,
                          task.transposed[0],
                          nullptr,
@@ -389,65 +469,25 @@ void prepare_onednn_blocks(const NodeTask& task) {
                          nullptr,
                          shape,
                          {}};
+  bool half_a = is_half(task.in[0].dtype);
+  bool banded = single && task.out.dtype != DType::f32;
+  bool rows_per_core = left_widening(task) == LeftWidening::tile_per_core;
+  for (std::int64_t index = 0; index < tiles.count(); ++index) {
+    Tile tile = tiles.tile(shape, index);
+    std::int64_t lda = !task.transposed[0] ? k : rows_per_core ? tile.rows : m;
+    prepare_tile(product, tile, {nullptr, lda}, {nullptr, banded ? tile.columns : n});
+  }
+  if (!half_a || single) return;
+  // Blocks of rows widened a core at a time (run_products): full ones and the last.
+  std::int64_t rows = widened_rows(shape);
+  if (rows == m) return;
   for (std::int64_t block_rows : {rows, m % rows}) {
     if (block_rows == 0) continue;
     TileRows widened{nullptr, task.transposed[0] ? block_rows : k};
-    onednn_gemm::prepare(rows_block(product, {0, block_rows, 0, n}, widened));
+    prepare_tile(product, {0, block_rows, 0, n}, widened, {nullptr, n});
   }
 }
 #endif
-
-// How an f32 product widens its 16-bit left operand: whole, across the team, before multiplying;
-// or by the core that multiplies each piece, next to its GEMM call, while it is in the cache: a
-// row block's rows where they lie in a whole f32 copy (through oneDNN), a row block's rows into a
-// buffer of the core's own (through sgemm: a 16-bit gradient of the logits, 823 MB in f32 for
-// GPT-3 111M at MSL 2048, batch 2, is never widened whole), or, of many products (attention's
-// heads), each product's operand into a buffer of the core's own.
-enum class LeftWidening { none, whole_first, tile_in_place, tile_per_core, product_per_core };
-
-// The tiles of the node's product multiplied in f32 (its 16-bit operands widened).
-Tiling f32_tiling(const NodeTask& task) {
-  return tiling(gemm_shape(task), task.transposed, true);
-}
-
-LeftWidening left_widening(const NodeTask& task) {
-  if (!is_half(task.in[0].dtype)) return LeftWidening::none;
-  GemmShape shape = gemm_shape(task);
-  std::int64_t products = product_count(task, shape);
-  if (products > 1) return LeftWidening::product_per_core;
-  if (products == 0 || f32_tiling(task).column_blocks > 1) return LeftWidening::whole_first;
-  return through_sgemm(shape, task.transposed) ? LeftWidening::tile_per_core
-                                               : LeftWidening::tile_in_place;
-}
-
-// The floats of op(a)'s rows the largest of the node's product's tiles reads.
-std::int64_t largest_tile_floats(const NodeTask& task) {
-  GemmShape shape = gemm_shape(task);
-  Tiling tiles = f32_tiling(task);
-  std::int64_t rows = 0;
-  for (std::int64_t index = 0; index < tiles.count(); ++index)
-    rows = std::max(rows, tiles.tile(shape, index).rows);
-  return rows * shape.k;
-}
-
-// The f32 floats a 16-bit left operand takes widened: the whole operand, or one product's or one
-// tile's per part of the team that multiplies them.
-std::int64_t widened_a_floats(const NodeTask& task) {
-  GemmShape shape = gemm_shape(task);
-  std::int64_t parts = task.team == nullptr ? 1 : task.team->size();
-  switch (left_widening(task)) {
-    case LeftWidening::none:
-      return 0;
-    case LeftWidening::product_per_core:
-      return std::min(parts, product_count(task, shape)) * widened_rows(shape) * shape.k;
-    case LeftWidening::tile_per_core:
-      return std::min(parts, f32_tiling(task).count()) * largest_tile_floats(task);
-    case LeftWidening::whole_first:
-    case LeftWidening::tile_in_place:
-      return task.in[0].count;
-  }
-  return task.in[0].count;
-}
 
 // An operand as f32: in place, or widened into `scratch` across the team (16-bit operands
 // accumulate in f32).
@@ -477,7 +517,10 @@ void prepare_matmul(NodeTask& task) {
     floats += widened_a_floats(task);
     if (is_half(task.in[1].dtype)) floats += task.in[1].count;
   }
-  if (task.out.dtype != DType::f32 && !writes_bf16(task)) floats += task.out.count;
+  if (task.out.dtype != DType::f32 && !writes_bf16(task)) {
+    floats += hardware_bf16 ? task.out.count
+                            : std::min(team_size(task), pieces(task)) * result_band_floats(task);
+  }
   task.scratch_floats = floats;
 #if CSRUN_ONEDNN_GEMM
   prepare_onednn_blocks(task);
@@ -502,7 +545,12 @@ void run_products(const NodeTask& task, const Element* a_data, const Element* b_
   std::int64_t rows = half.a != nullptr && batches > 1 ? widened_rows(shape) : m;
   auto product = [&](std::int64_t batch, std::int64_t part) {
     HalfTiles converted = half;
-    if (converted.out != nullptr) converted.out += batch * m * n;
+    // Many products' f32 results rounded to 16 bits are each computed in the part's own band.
+    std::int64_t result_slot = batch;
+    if (converted.out != nullptr) {
+      converted.out += batch * m * n;
+      if (batches > 1) result_slot = part;
+    }
     std::int64_t a_offset = batch_offset(batch, out, task.in[0]) * m * k;
     const Element* a = a_data + a_offset;
     if (converted.a != nullptr && batches > 1) {
@@ -518,7 +566,7 @@ void run_products(const NodeTask& task, const Element* a_data, const Element* b_
                             b_data + batch_offset(batch, out, task.in[1]) * k * n,
                             task.transposed[1],
                             task.addend.f32(),
-                            c_data == nullptr ? nullptr : c_data + batch * m * n,
+                            c_data == nullptr ? nullptr : c_data + result_slot * m * n,
                             c_bf16 == nullptr ? nullptr : c_bf16 + batch * m * n,
                             shape,
                             converted};
@@ -533,7 +581,7 @@ void run_products(const NodeTask& task, const Element* a_data, const Element* b_
       multiply_tile(one, {first, std::min(rows, m - first), 0, n}, part);
   };
   std::int64_t members = task.team == nullptr ? 1 : task.team->size();
-  if (members == 1 || batches * m * n * k < kSplitMultiplyAdds) {
+  if (members == 1 || batches * m * n * k < compiler::kSplitProductMultiplyAdds) {
     for (std::int64_t batch = 0; batch < batches; ++batch)
       multiply_product(batch, 0);
     return;
@@ -604,6 +652,7 @@ bool multiplies_bf16_in_hardware() {
 }
 
 void run_matmul(NodeTask& task) {
+  if (task.out.count == 0) return;
   if (task.sums_windows) return run_windows_sum_product(task);
   if (!task.windows.empty()) return run_windowed_product(task);
   const TensorRef& out = task.out;
@@ -623,20 +672,23 @@ void run_matmul(NodeTask& task) {
   }
 #endif
   // In f32: 16-bit operands widened into scratch, a 16-bit result computed there and rounded.
-  // The left operand as left_widening says, a tile's result by the core that multiplies the tile,
-  // next to its GEMM call; the rest across the team first.
+  // The left operand as left_widening says, a 16-bit result a band at a time by the core that
+  // multiplies the piece, next to its GEMM call, and the right operand across the team first.
   HalfTiles half;
   const TensorRef& a = task.in[0];
   const float* a_data = nullptr;
   LeftWidening widening = left_widening(task);
-  if (widening != LeftWidening::none && widening != LeftWidening::whole_first) {
+  if (widening == LeftWidening::whole_first) {
+    a_data = as_f32(a, scratch, task.team);
+  } else if (widening != LeftWidening::none) {
     half.a = a.half();
     half.a_dtype = a.dtype;
-    if (widening == LeftWidening::tile_per_core) half.a_part_floats = largest_tile_floats(task);
+    if (widening == LeftWidening::tile_per_core)
+      half.a_part_floats = largest_tile_rows(task) * gemm_shape(task).k;
     a_data = scratch;
     scratch += widened_a_floats(task);
   } else {
-    a_data = as_f32(a, scratch, task.team);
+    a_data = a.f32();
   }
   const float* b_data = as_f32(task.in[1], scratch, task.team);
   float* c_data = out.f32();
@@ -644,6 +696,7 @@ void run_matmul(NodeTask& task) {
     c_data = scratch;
     half.out = out.half();
     half.out_dtype = out.dtype;
+    if (product_count(task, gemm_shape(task)) == 1) half.out_part_floats = result_band_floats(task);
   }
   run_products(task, a_data, b_data, c_data, nullptr, half);
 }

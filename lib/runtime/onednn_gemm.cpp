@@ -212,7 +212,8 @@ void multiply(const Block& block) {
     Primitives& all = primitives();
     std::lock_guard lock(all.mutex);
     auto found = all.made.find(shape_of(block));
-    if (found == all.made.end()) throw std::logic_error("onednn_gemm: a block not prepared");
+    if (found == all.made.end())
+      throw std::logic_error("onednn_gemm: a block not prepared: " + block_text(block));
     made = &found->second;
   }
   thread_local CallingThread thread;

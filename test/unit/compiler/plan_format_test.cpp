@@ -87,7 +87,7 @@ TEST_CASE("a plan whose products form or sum onto a convolution's windows reads 
   auto forming = std::count_if(plan.host_steps.begin(), plan.host_steps.end(),
                                [](const compiler::HostStep& host) { return host.windows >= 0; });
   CHECK(forming == 3);  // the output, the weight's gradient, the input's gradient
-  CHECK(plan.scratch.per_core_work_bytes > 0);
+  CHECK(plan.scratch.per_core_work(false) > 0);
   std::string bytes = compiler::encode_plan(plan);
   compiler::Plan read = compiler::decode_plan(bytes, "memory");
   CHECK(read == plan);
@@ -164,7 +164,10 @@ TEST_CASE("a plan whose scratch places a value outside its region or kernel is r
   for (void (*damage)(compiler::Plan&) :
        {+[](compiler::Plan& plan) { plan.scratch.snapshot_bytes = -1; },
         +[](compiler::Plan& plan) {
-          plan.scratch.widening_bytes = std::numeric_limits<std::int64_t>::max();
+          plan.scratch.works.push_back({std::numeric_limits<std::int64_t>::max(), 0});
+        },
+        +[](compiler::Plan& plan) {
+          plan.scratch.hardware_bf16_works.push_back({0, std::int64_t{1} << 62});
         }})
     CHECK_THAT(refusal(damage), Catch::Contains("the scratch layout has an impossible size"));
 }

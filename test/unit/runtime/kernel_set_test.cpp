@@ -112,6 +112,9 @@ struct ProductCase {
   bool transpose_a = false, transpose_b = false;
   DType result = DType::f32;
   bool bias = false;
+  // A 16-bit result of many tiles, each computed in f32 in a band of its core's and rounded: the
+  // f32 result is never whole where the set widens.
+  bool rounded_by_tiles = false;
 };
 
 graph::Shape swapped(graph::Shape shape) {
@@ -346,6 +349,23 @@ void check_products(const std::vector<std::string_view>& sets, DType operands) {
       {"attention heads of long sequences", {2, 1024, 4100}, {2, 4100, 16}},
       {"attention heads of long sequences, transposed", {2, 4100, 1024}, {2, 4100, 16}, true},
       {"a bfloat16 result", {128, 64}, {64, 96}, false, false, DType::bf16},
+      // 16 row blocks of 256 or 257 rows.
+      {"a tall 16-bit result, rounded a tile at a time",
+       {4100, 64},
+       {520, 64},
+       false,
+       true,
+       DType::bf16,
+       false,
+       true},
+      {"a tall 16-bit result from a transposed left operand, rounded a tile at a time",
+       {64, 4100},
+       {64, 520},
+       true,
+       false,
+       DType::bf16,
+       false,
+       true},
       {"a sum of more terms than oneDNN's f32 kernels take", {130, 4100}, {4100, 24}},
       {"a right-hand operand larger than oneDNN's f32 kernels take", {130, 1030}, {1030, 1020}},
   };
@@ -407,6 +427,11 @@ void check_products(const std::vector<std::string_view>& sets, DType operands) {
       CHECK(hardware_bf16 == (name == "amx" || name == "avx512bf16"));
       CHECK(executable.scratch_bytes() <= plan.scratch.bytes(hardware_bf16, runtime::host_cores()) +
                                               2 * compiler::kBufferAlignment);
+      bool bands = runtime::host_cores() < 16 && !(hardware_bf16 && operands == DType::bf16);
+      if (c.rounded_by_tiles && bands) {
+        CHECK(executable.scratch_bytes() <
+              static_cast<std::int64_t>(exact.values.size() * sizeof(float)));
+      }
       // A set that multiplies bfloat16 in hardware rounds a bfloat16 result in its GEMM: no f32
       // copy of it, no widened operands.
       if ((name == "amx" || name == "avx512bf16") && result == DType::bf16) {
@@ -511,6 +536,59 @@ graph::Graph cross_entropy_graph(bool explicit_casts) {
 // Mixed precision hands the loss and its gradient a product's bfloat16 logits as they are, and
 // lets the gradient's kernel round it to bfloat16 when only products read it: the same bits as
 // widening the logits, computing in f32 and rounding the gradient with casts.
+namespace {
+// The values of a product of `a` and `b` (bfloat16 values held in `operands`), its result in
+// `result`, on the kernel set `name`.
+std::vector<double> product_values(const graph::Shape& a, const graph::Shape& b, bool transpose_a,
+                                   DType operands, DType result, std::string_view name) {
+  graph::Graph graph;
+  graph::Tensor x(graph, graph.add_input("a", {a, operands}));
+  graph::Tensor y(graph, graph.add_input("b", {b, operands}));
+  graph::Attributes attrs;
+  attrs.dtype = result;
+  graph.add_output("result",
+                   graph.add(graph::OpKind::matmul,
+                             {(transpose_a ? graph::swap_last_axes(x) : x).id(), y.id()}, attrs));
+  graph::Feeds feeds{{"a", {a, operands, bf16_values(graph::element_count(a), 1)}},
+                     {"b", {b, operands, bf16_values(graph::element_count(b), 2)}}};
+  return run_step(test::compiled_plan(graph, 1), feeds, name).values.front();
+}
+}  // namespace
+
+TEST_CASE("a 16-bit product's result is its f32 product rounded, bit for bit, tile by tile") {
+  // Computed a tile at a time in a core's band and rounded from there, the result is what the
+  // same product computed in f32 where it lies rounds to: in 16 row blocks, in column halves (8
+  // row blocks of two), and many products.
+  struct Shapes {
+    graph::Shape a, b;
+    bool transpose_a;
+  };
+  for (const Shapes& shapes :
+       {Shapes{{4100, 64}, {64, 520}, false}, Shapes{{64, 4100}, {64, 520}, true},
+        Shapes{{40, 200}, {200, 520}, false}, Shapes{{3, 300, 64}, {3, 64, 200}, false}}) {
+    // The sets in their order, so that the first to make oneDNN kernels is the one with the most
+    // instructions (check_products_alone).
+    for (std::string_view name : runtime::runnable_kernel_sets()) {
+      for (DType operands : {DType::bf16, DType::cb16, DType::f16}) {
+        if (operands == DType::bf16 && runtime::kernel_set(name).multiplies_bf16()) continue;
+        INFO(graph::dtype_name(operands) << " operands on the " << name << " set");
+        std::vector<double> wide =
+            product_values(shapes.a, shapes.b, shapes.transpose_a, operands, DType::f32, name);
+        std::vector<double> rounded =
+            product_values(shapes.a, shapes.b, shapes.transpose_a, operands, operands, name);
+        REQUIRE(wide.size() == rounded.size());
+        std::size_t differ = 0;
+        for (std::size_t e = 0; e < wide.size(); ++e) {
+          double expected = runtime::widen_from_half(
+              runtime::narrow_to_half(static_cast<float>(wide[e]), operands), operands);
+          differ += expected != rounded[e];
+        }
+        CHECK(differ == 0);
+      }
+    }
+  }
+}
+
 TEST_CASE("cross-entropy on bfloat16 logits gives the bits of widening them first") {
   graph::Feeds feeds = cross_entropy_feeds();
   compiler::Plan lowered = test::compiled_plan(cross_entropy_graph(false), 1, DType::bf16, 1);
