@@ -134,7 +134,7 @@ struct HostStep {
   // A gemm whose operand b is a convolution's windows (f32), never stored: the windows node
   // (folded, with the reshape that views them as matrices and a transpose of that), whose source
   // operand_b then is; the GEMM reads `windows_tile` of their columns at a time, formed for it in
-  // each core's work space (ScratchLayout::per_core_work_bytes). -1: none.
+  // each core's work space (ScratchLayout::works). -1: none.
   graph::NodeId windows = -1;
   // A gemm whose product is a convolution's windows' gradient, never stored: the windows_sum
   // (folded, with the reshape that views the product as windows) it is summed onto, the step's
