@@ -85,8 +85,8 @@ std::optional<ProductValues> product_values(const Plan& plan, const HostStep& ho
 // right-hand operand widened whole, which the team shares (and its left operand, where its tiles
 // may be one row block), and per core of the team, the rows of op(a) a piece reads widened (a
 // tile's rows of one product, or one of many products or a block of its rows:
-// widened_product_rows) and the band of a 16-bit result it computes before rounding (a tile's
-// rows, or one of many products).
+// widened_product_rows) and a 16-bit result's f32 values it computes before rounding them (the
+// largest tile, or one of many products).
 using ProductWork = ScratchLayout::Work;
 
 ProductWork product_work(const Plan& plan, const ProductValues& product) {
