@@ -8,6 +8,7 @@
 #include "compiler/host_lowering.hpp"
 #include "compiler/scratch_layout.hpp"
 #include "host_batch.hpp"
+#include "nn/layers.hpp"
 #include "report.hpp"
 #include "runtime/host_kernels.hpp"
 #include "storage/host_memory.hpp"
@@ -259,6 +260,16 @@ std::string scratch_text(const compiler::ScratchLayout& scratch, bool hardware, 
          ", f32 work space of 16-bit products " + work + ")";
 }
 
+// "16 attentions traced a block of queries at a time, up to 16 blocks of 512 queries (...)".
+std::string attention_blocks_text(const TraceSummary& trace) {
+  return grouped(trace.blocked_attentions) +
+         (trace.blocked_attentions == 1 ? " attention" : " attentions") +
+         " traced a block of queries at a time, up to " + grouped(trace.attention_blocks) +
+         " blocks of " + grouped(trace.attention_block_queries) +
+         " queries (whole, their f32 scores would take more than " +
+         std::to_string(nn::kMaxScoreBlockBytes >> 20) + " MiB a sample)";
+}
+
 // How csrun train runs the step on this machine.
 std::string host_split_text(const HostBatch& host) {
   if (host.micro_steps == 1) return "the whole batch in one step";
@@ -344,6 +355,7 @@ void print_compile_report(const config::TrainerSpec& trainer, const TraceSummary
   line("graph", grouped(static_cast<std::int64_t>(trace.ops)) + " traced nodes -> " +
                     grouped(static_cast<std::int64_t>(plan.graph.size())) + " after the passes");
   line("kernels", kernels_text(plan));
+  if (trace.blocked_attentions > 0) line("attention", attention_blocks_text(trace));
   bool hardware_bf16 = runtime::selected_set_multiplies_bf16();
   int cores = runtime::host_cores();
   line("memory",
@@ -392,7 +404,13 @@ json compile_report_json(const config::TrainerSpec& trainer, const TraceSummary&
         {"fingerprint", plan.fingerprint},
         {"csrun_version", plan.csrun_version}}},
       {"passes", passes},
-      {"graph", {{"traced_nodes", trace.ops}, {"nodes", plan.graph.size()}}},
+      {"graph",
+       {{"traced_nodes", trace.ops},
+        {"nodes", plan.graph.size()},
+        {"attention_blocks",
+         {{"attentions", trace.blocked_attentions},
+          {"blocks", trace.attention_blocks},
+          {"queries", trace.attention_block_queries}}}}},
       {"kernel_counts", counts},
       {"memory",
        {{"arena_bytes", plan.memory.peak_bytes},

@@ -61,6 +61,7 @@ TracedStep trace_step(const CheckedModel& model, std::int64_t batch_size,
   nn::StepContext context(traced.graph, training, options.seed);
   context.set_attention_query_block(options.attention_query_block);
   ModelOutputs outputs = trace_forward(model, traced, context);
+  traced.attention_blocks = context.attention_blocks();
   if (training) {
     nn::append_training_update(context, outputs.loss, options.training,
                                parameter_learning_rates(outputs, context, options));

@@ -27,9 +27,10 @@ struct TraceOptions {
 struct TracedStep {
   graph::Graph graph;
   BatchLayout batch;
-  std::int64_t parameter_count = 0;    // elements of every parameter
-  double flops = 0.0;                  // of one step
-  std::int64_t tokens_per_sample = 0;  // sequence models: the length of input_ids; else 0
+  std::int64_t parameter_count = 0;      // elements of every parameter
+  double flops = 0.0;                    // of one step
+  std::int64_t tokens_per_sample = 0;    // sequence models: the length of input_ids; else 0
+  nn::AttentionBlocks attention_blocks;  // attention traced a block of queries at a time
   // An eval step's metrics (graph outputs besides the loss), as the model averages them.
   std::map<std::string, nn::MetricAverage> metric_averages;
 };

@@ -249,6 +249,8 @@ Tensor attention(const Scope& scope, const Tensor& x, const Tensor& memory,
       chosen > 0 ? std::min(chosen, length) : query_block_rows(options.heads, length, keys);
   for (std::int64_t first = 0; first < length; first += rows)
     contexts.push_back(attend(scope, all, first, std::min(rows, length - first), keep, options));
+  if (contexts.size() > 1)
+    scope.context().note_attention_blocks(static_cast<std::int64_t>(contexts.size()), rows);
   Tensor per_head = contexts.size() == 1 ? contexts.front() : concat(contexts, 2);
   Tensor context = reshape(transpose(per_head, {0, 2, 1, 3}), {batch, length, inner});
   LinearOptions output{options.output_bias, options.output_init, zeros_initializer()};

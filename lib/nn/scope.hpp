@@ -1,5 +1,6 @@
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -21,6 +22,14 @@ struct RunningMoments {
   graph::Tensor sum_of_squares;  // ... of their squares
   double count = 0.0;            // values per channel in the whole global batch
   double momentum = 0.1;
+};
+
+// Attention traced a block of queries at a time (attention in layers.hpp): how many attentions
+// were, the most blocks one took and the most queries a block took.
+struct AttentionBlocks {
+  std::int64_t attentions = 0;
+  std::int64_t blocks = 0;
+  std::int64_t queries = 0;
 };
 
 // What a traced step knows about itself: whether it trains (dropout is active), the global step
@@ -45,6 +54,13 @@ class StepContext {
   // query_block_rows allows; else at most this many.
   std::int64_t attention_query_block() const { return attention_query_block_; }
   void set_attention_query_block(std::int64_t queries) { attention_query_block_ = queries; }
+  // Records an attention traced in `blocks` blocks of at most `queries` queries.
+  void note_attention_blocks(std::int64_t blocks, std::int64_t queries) {
+    ++attention_blocks_.attentions;
+    attention_blocks_.blocks = std::max(attention_blocks_.blocks, blocks);
+    attention_blocks_.queries = std::max(attention_blocks_.queries, queries);
+  }
+  const AttentionBlocks& attention_blocks() const { return attention_blocks_; }
 
   // The step computes one share (a micro-batch of a replica) of a global batch of
   // `global_batch` samples that `shares` such steps cover: its loss averages over the global
@@ -81,6 +97,7 @@ class StepContext {
   std::vector<RunningMoments> running_moments_;
   std::uint64_t dropout_sites_ = 0;
   std::int64_t attention_query_block_ = 0;
+  AttentionBlocks attention_blocks_;
 };
 
 // The inputs of a step that computes a share of a global batch (StepContext::compute_share_of):

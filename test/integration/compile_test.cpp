@@ -220,6 +220,8 @@ TEST_CASE("attention over a long sequence is planned a block of queries at a tim
        "trainer.init.callbacks.1.ScopedValidateFlags.csx.performance.micro_batch_size=1"});
   // 16 layers of 16 blocks, a forward softmax and a backward one each.
   CHECK(compiled["kernel_counts"]["fused_softmax"] == 16 * 16 * 2);
+  CHECK(compiled["graph"]["attention_blocks"] ==
+        json({{"attentions", 16}, {"blocks", 16}, {"queries", 512}}));
   const json& memory = compiled["memory"];
   // The largest value at the peak is now the vocabulary's logits (8192 x 128256 in 16 bits).
   CHECK(memory["live_peak"]["values"][0]["bytes"].get<std::int64_t>() <= 2101346304);
