@@ -261,12 +261,10 @@ std::string scratch_text(const compiler::ScratchLayout& scratch, bool hardware, 
 }
 
 // "16 attentions traced a block of queries at a time, up to 16 blocks of 512 queries (...)".
-std::string attention_blocks_text(const TraceSummary& trace) {
-  return grouped(trace.blocked_attentions) +
-         (trace.blocked_attentions == 1 ? " attention" : " attentions") +
-         " traced a block of queries at a time, up to " + grouped(trace.attention_blocks) +
-         " blocks of " + grouped(trace.attention_block_queries) +
-         " queries (whole, their f32 scores would take more than " +
+std::string attention_blocks_text(const nn::AttentionBlocks& blocks) {
+  return grouped(blocks.attentions) + (blocks.attentions == 1 ? " attention" : " attentions") +
+         " traced a block of queries at a time, up to " + grouped(blocks.blocks) + " blocks of " +
+         grouped(blocks.queries) + " queries (whole, their f32 scores would take more than " +
          std::to_string(nn::kMaxScoreBlockBytes >> 20) + " MiB a sample)";
 }
 
@@ -355,7 +353,8 @@ void print_compile_report(const config::TrainerSpec& trainer, const TraceSummary
   line("graph", grouped(static_cast<std::int64_t>(trace.ops)) + " traced nodes -> " +
                     grouped(static_cast<std::int64_t>(plan.graph.size())) + " after the passes");
   line("kernels", kernels_text(plan));
-  if (trace.blocked_attentions > 0) line("attention", attention_blocks_text(trace));
+  if (trace.attention_blocks.attentions > 0)
+    line("attention", attention_blocks_text(trace.attention_blocks));
   bool hardware_bf16 = runtime::selected_set_multiplies_bf16();
   int cores = runtime::host_cores();
   line("memory",
@@ -408,9 +407,9 @@ json compile_report_json(const config::TrainerSpec& trainer, const TraceSummary&
        {{"traced_nodes", trace.ops},
         {"nodes", plan.graph.size()},
         {"attention_blocks",
-         {{"attentions", trace.blocked_attentions},
-          {"blocks", trace.attention_blocks},
-          {"queries", trace.attention_block_queries}}}}},
+         {{"attentions", trace.attention_blocks.attentions},
+          {"blocks", trace.attention_blocks.blocks},
+          {"queries", trace.attention_blocks.queries}}}}},
       {"kernel_counts", counts},
       {"memory",
        {{"arena_bytes", plan.memory.peak_bytes},

@@ -4,20 +4,18 @@
 #include <cstdint>
 #include <string>
 
+#include "nn/scope.hpp"
+
 namespace csrun::modes {
 
 // What tracing a trainer's step produced, and the batch it was traced for.
 struct TraceSummary {
   bool training = true;
-  std::int64_t batch_size = 0;         // traced: samples per system per (micro-)step
-  std::int64_t system_batch = 0;       // samples per system per optimizer step
-  bool micro_batch_fixed = false;      // the params set micro_batch_size
-  std::int64_t tokens_per_sample = 0;  // sequence models; 0 otherwise
-  // Attention traced a block of queries at a time: how many attentions, the most blocks one took,
-  // the most queries a block took (0: none).
-  std::int64_t blocked_attentions = 0;
-  std::int64_t attention_blocks = 0;
-  std::int64_t attention_block_queries = 0;
+  std::int64_t batch_size = 0;           // traced: samples per system per (micro-)step
+  std::int64_t system_batch = 0;         // samples per system per optimizer step
+  bool micro_batch_fixed = false;        // the params set micro_batch_size
+  std::int64_t tokens_per_sample = 0;    // sequence models; 0 otherwise
+  nn::AttentionBlocks attention_blocks;  // attention traced a block of queries at a time
   std::size_t ops = 0;
   std::int64_t parameters = 0;
   double flops = 0.0;  // of one step on one system

@@ -180,9 +180,7 @@ class TrainerCheck {
       summary.parameters = step.parameter_count;
       summary.flops = step.flops;
       summary.tokens_per_sample = step.tokens_per_sample;
-      summary.blocked_attentions = step.attention_blocks.attentions;
-      summary.attention_blocks = step.attention_blocks.blocks;
-      summary.attention_block_queries = step.attention_blocks.queries;
+      summary.attention_blocks = step.attention_blocks;
       summary.fingerprint = graph::fingerprint(step.graph);
       checked.compiled =
           compile_trainer(trainer_, summary, std::move(step.graph), options_, diagnostics_);

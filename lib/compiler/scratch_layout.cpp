@@ -182,10 +182,6 @@ std::int64_t row_blocks(std::int64_t rows) {
   return static_cast<std::int64_t>(std::bit_floor(blocks));
 }
 
-std::int64_t ceiling(std::int64_t count, std::int64_t parts) {
-  return (count + parts - 1) / parts;
-}
-
 // Adds `work` to `works` unless one of them takes as much or more of both parts, and drops those
 // it takes as much or more of both parts than.
 void add_work(std::vector<ScratchLayout::Work>& works, ScratchLayout::Work work) {
@@ -211,16 +207,15 @@ ProductTiling product_tiling(std::int64_t m, std::int64_t n, std::int64_t k, boo
 }
 
 std::int64_t largest_tile_rows(std::int64_t m, std::int64_t n, std::int64_t k) {
-  std::int64_t blocks =
-      std::min(product_tiling(m, n, k, false).row_blocks, product_tiling(m, n, k, true).row_blocks);
-  return ceiling(m, blocks);
+  return std::max(product_tiling(m, n, k, false).largest_rows(m),
+                  product_tiling(m, n, k, true).largest_rows(m));
 }
 
 std::int64_t largest_tile_values(std::int64_t m, std::int64_t n, std::int64_t k) {
   std::int64_t values = 0;
   for (bool columns_first : {false, true}) {
     ProductTiling tiles = product_tiling(m, n, k, columns_first);
-    values = std::max(values, ceiling(m, tiles.row_blocks) * ceiling(n, tiles.column_blocks));
+    values = std::max(values, tiles.largest_rows(m) * tiles.largest_columns(n));
   }
   return values;
 }

@@ -114,6 +114,12 @@ struct ProductTiling {
   std::int64_t column_blocks = 1;
 
   std::int64_t count() const { return row_blocks * column_blocks; }
+  // The most rows and columns a tile of an [m x n] result takes (the blocks share them out as
+  // evenly as they can).
+  std::int64_t largest_rows(std::int64_t m) const { return (m + row_blocks - 1) / row_blocks; }
+  std::int64_t largest_columns(std::int64_t n) const {
+    return (n + column_blocks - 1) / column_blocks;
+  }
 };
 
 // Below this many multiply-adds a product is one tile, and many products run on one core: waking

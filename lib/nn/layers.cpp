@@ -146,9 +146,6 @@ struct AttentionHeads {
   Tensor q;
   Tensor k;
   Tensor v;
-  std::int64_t keys = 0;
-  std::int64_t heads = 0;
-  std::int64_t kv_heads = 0;
 };
 
 // Elements [first, first + count) of axis `axis` of t, or t itself when that is all of it or the
@@ -165,23 +162,26 @@ Tensor attend(const Scope& scope, const AttentionHeads& all, std::int64_t first,
               const std::optional<Tensor>& keep, const AttentionOptions& options) {
   graph::Graph& graph = all.q.graph();
   std::int64_t batch = all.q.dim(0);
+  std::int64_t heads = all.q.dim(1);
+  std::int64_t kv_heads = all.k.dim(1);
+  std::int64_t keys = all.k.dim(2);
   Tensor q = part_of(all.q, 2, first, count);
   // Each key/value head serves heads / kv_heads consecutive query heads: their queries, stacked
   // along the sequence axis ([B, kv_heads, group x count, head]), meet the group's keys and
   // values in one product, with no copy of a key or value.
-  std::int64_t group = all.heads / all.kv_heads;
+  std::int64_t group = heads / kv_heads;
   auto grouped = [&](const Tensor& t) {
-    return group == 1 ? t : reshape(t, {batch, all.kv_heads, group * count, t.dim(-1)});
+    return group == 1 ? t : reshape(t, {batch, kv_heads, group * count, t.dim(-1)});
   };
   auto per_head = [&](const Tensor& t) {
-    return group == 1 ? t : reshape(t, {batch, all.heads, count, t.dim(-1)});
+    return group == 1 ? t : reshape(t, {batch, heads, count, t.dim(-1)});
   };
   Tensor scores = per_head(matmul(grouped(q), swap_last_axes(all.k)));
   if (options.score_scale != 1.0) scores = scores * options.score_scale;
   if (options.score_bias) scores = scores + part_of(*options.score_bias, -2, first, count);
-  std::optional<Tensor> allowed = visible_keys(graph, first, count, all.keys, options);
+  std::optional<Tensor> allowed = visible_keys(graph, first, count, keys, options);
   if (keep) {
-    Tensor padding = reshape(not_equal(*keep, 0.0), {batch, 1, 1, all.keys});
+    Tensor padding = reshape(not_equal(*keep, 0.0), {batch, 1, 1, keys});
     allowed = allowed ? logical_and(*allowed, padding) : padding;
   }
   // Masked scores get a large negative value, so softmax gives them (numerically) zero weight.
@@ -243,7 +243,7 @@ Tensor attention(const Scope& scope, const Tensor& x, const Tensor& memory,
     k = rotary_embedding(k, *options.rotary);
   }
   std::vector<Tensor> contexts;
-  AttentionHeads all{q, k, v, keys, options.heads, kv_heads};
+  AttentionHeads all{q, k, v};
   std::int64_t chosen = scope.context().attention_query_block();
   std::int64_t rows =
       chosen > 0 ? std::min(chosen, length) : query_block_rows(options.heads, length, keys);

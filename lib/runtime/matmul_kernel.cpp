@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <array>
-#include <bit>
 #include <type_traits>
 
 #include "compiler/scratch_layout.hpp"
@@ -288,21 +287,17 @@ void multiply_tile(const Product<float>& product, Tile tile, int part) {
 // The tiles a product is multiplied in, shared out across the team (compiler::product_tiling):
 // from its shape alone, so that a run's bits do not depend on the machine (or on the cores an MPI
 // rank is bound to).
-struct Tiling {
-  std::int64_t row_blocks = 1;
-  std::int64_t column_blocks = 1;
+using Tiling = compiler::ProductTiling;
 
-  std::int64_t count() const { return row_blocks * column_blocks; }
-
-  Tile tile(GemmShape shape, std::int64_t index) const {
-    std::int64_t row = index / column_blocks;
-    std::int64_t column = index % column_blocks;
-    std::int64_t first_row = shape.m * row / row_blocks;
-    std::int64_t first_column = shape.n * column / column_blocks;
-    return {first_row, shape.m * (row + 1) / row_blocks - first_row, first_column,
-            shape.n * (column + 1) / column_blocks - first_column};
-  }
-};
+// Tile `index` of a product cut as `tiles`, row block by row block.
+Tile tile_of(const Tiling& tiles, GemmShape shape, std::int64_t index) {
+  std::int64_t row = index / tiles.column_blocks;
+  std::int64_t column = index % tiles.column_blocks;
+  std::int64_t first_row = shape.m * row / tiles.row_blocks;
+  std::int64_t first_column = shape.n * column / tiles.column_blocks;
+  return {first_row, shape.m * (row + 1) / tiles.row_blocks - first_row, first_column,
+          shape.n * (column + 1) / tiles.column_blocks - first_column};
+}
 
 // oneDNN multiplies an f32 tile that reads its right-hand operand as stored with its brgemm
 // kernels where the tile reads all of that operand's columns, and with its gemm kernels where it
@@ -314,9 +309,8 @@ bool splits_columns_first(GemmShape shape, std::array<bool, 2> transposed, bool 
 }
 
 Tiling tiling(GemmShape shape, std::array<bool, 2> transposed, bool f32_operands) {
-  compiler::ProductTiling tiles = compiler::product_tiling(
-      shape.m, shape.n, shape.k, splits_columns_first(shape, transposed, f32_operands));
-  return {tiles.row_blocks, tiles.column_blocks};
+  return compiler::product_tiling(shape.m, shape.n, shape.k,
+                                  splits_columns_first(shape, transposed, f32_operands));
 }
 
 // The node's products: one, or many (attention heads) over its batch axes.
@@ -336,7 +330,7 @@ void multiply(const Product<Element>& product, ThreadTeam* team) {
   Tiling tiles =
       tiling(shape, {product.a_transposed, product.b_transposed}, std::is_same_v<Element, float>);
   auto multiply_one = [&](std::int64_t index, int part) {
-    multiply_tile(product, tiles.tile(shape, index), part);
+    multiply_tile(product, tile_of(tiles, shape, index), part);
   };
   std::int64_t members = team == nullptr ? 1 : team->size();
   if (tiles.count() == 1 || members == 1) {
@@ -385,12 +379,7 @@ LeftWidening left_widening(const NodeTask& task) {
 
 // The most rows of op(a) one of the node's product's tiles reads.
 std::int64_t largest_tile_rows(const NodeTask& task) {
-  GemmShape shape = gemm_shape(task);
-  Tiling tiles = f32_tiling(task);
-  std::int64_t rows = 0;
-  for (std::int64_t index = 0; index < tiles.count(); ++index)
-    rows = std::max(rows, tiles.tile(shape, index).rows);
-  return rows;
+  return f32_tiling(task).largest_rows(gemm_shape(task).m);
 }
 
 // The floats of the f32 band a part of the team computes a 16-bit result of the node's product in
@@ -400,12 +389,7 @@ std::int64_t result_band_floats(const NodeTask& task) {
   GemmShape shape = gemm_shape(task);
   if (product_count(task, shape) > 1) return shape.m * shape.n;
   Tiling tiles = f32_tiling(task);
-  std::int64_t values = 0;
-  for (std::int64_t index = 0; index < tiles.count(); ++index) {
-    Tile tile = tiles.tile(shape, index);
-    values = std::max(values, tile.rows * tile.columns);
-  }
-  return values;
+  return tiles.largest_rows(shape.m) * tiles.largest_columns(shape.n);
 }
 
 // The pieces of the node's products shared out across the team: tiles of one, or many products.
@@ -449,7 +433,7 @@ void prepare_onednn_blocks(const NodeTask& task) {
   Tiling tiles = single ? tiling(shape, task.transposed, !bf16) : Tiling{};
   if (bf16) {
     for (std::int64_t index = 0; index < tiles.count(); ++index) {
-      Tile tile = tiles.tile(shape, index);
+      Tile tile = tile_of(tiles, shape, index);
       onednn_gemm::prepare({nullptr, task.transposed[0], nullptr, task.transposed[1],
                             task.addend.f32(), nullptr, writes_bf16(task), m, n, k, tile.first_row,
                             tile.rows, tile.first_column, tile.columns,
@@ -473,7 +457,7 @@ void prepare_onednn_blocks(const NodeTask& task) {
   bool banded = single && task.out.dtype != DType::f32;
   bool rows_per_core = left_widening(task) == LeftWidening::tile_per_core;
   for (std::int64_t index = 0; index < tiles.count(); ++index) {
-    Tile tile = tiles.tile(shape, index);
+    Tile tile = tile_of(tiles, shape, index);
     std::int64_t lda = !task.transposed[0] ? k : rows_per_core ? tile.rows : m;
     prepare_tile(product, tile, {nullptr, lda}, {nullptr, banded ? tile.columns : n});
   }
