@@ -102,17 +102,26 @@ class ActivationRecomputer {
     return true;
   }
 
+  // A forward slice of a value a later phase reads anyway (a block of attention's keys or values
+  // of any type): made again by a copy, it need not be stored beside the value it copies.
+  bool slice_of_kept(NodeId id) const {
+    const graph::Node& node = source_.node(id);
+    return node.op == graph::OpKind::slice && forward(id) && !single(id) &&
+           available(node.inputs[0]);
+  }
+
   // In node order, so each operand's choice is known first: an f32 value a later phase reads is
   // recomputed there when a few elementwise nodes make it from what is stored anyway. 16-bit
   // values (the products' operand copies) are kept: half the bytes, and often the end of a longer
-  // chain (GELU's tanh).
+  // chain (GELU's tanh), unless they are slices of a value stored anyway.
   void choose() {
     for (std::size_t i = 0; i < source_.size(); ++i) {
       auto id = static_cast<NodeId>(i);
       std::set<NodeId> nodes;
       recomputable_[i] = collect(id, nodes);
-      chosen_[i] = recomputable_[i] && read_later(id) && !nodes.empty() &&
-                   source_.node(id).type.dtype == graph::DType::f32;
+      bool computed =
+          recomputable_[i] && !nodes.empty() && source_.node(id).type.dtype == graph::DType::f32;
+      chosen_[i] = read_later(id) && (computed || slice_of_kept(id));
     }
   }
 

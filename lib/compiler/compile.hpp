@@ -17,7 +17,7 @@ struct CompileOptions {
 
 // The passes compile runs, in order: fold, simplify, precision, cse, dce, half-copies,
 // sink-casts, schedule-updates, recompute, recompute-windows, recompute-attention,
-// convolve-gradients, fuse-softmax, fuse-matmul, fuse-elementwise.
+// recompute-activations, convolve-gradients, fuse-softmax, fuse-matmul, fuse-elementwise.
 PassManager standard_passes(const PrecisionPolicy& precision);
 
 // What --dump_ir accepts: "trace" (the graph before any pass), every pass name, and "lower-host"

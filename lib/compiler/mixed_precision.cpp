@@ -81,6 +81,7 @@ class PrecisionLowering {
       case OpKind::transpose:
       case OpKind::windows:
       case OpKind::pad:
+      case OpKind::slice:
         return true;
       case OpKind::reshape:
         return built(node.inputs[0]).op == OpKind::windows || reshapes_rows_computed(node);

@@ -93,7 +93,9 @@ std::size_t recompute_attention(Program& program);
 // and single values included) or from a forward 16-bit value, which is then stored instead:
 // SwiGLU's sigmoid and x * sigmoid(x) from the gate's input, a normalization's output from its
 // input and statistics, a 16-bit product's widened result. The nodes are pure functions of their
-// operands, so the values are the same bits. Returns the nodes added.
+// operands, so the values are the same bits. A forward slice of a value stored for later phases
+// anyway (a block of attention's keys or values, in any type) is copied again where it is read
+// rather than stored beside that value. Returns the nodes added.
 std::size_t recompute_activations(Program& program);
 
 // Rewrites a convolution's f32 input gradient, the windows' gradient (a product as large as the

@@ -104,14 +104,39 @@ Tensor dropout(StepContext& context, const Tensor& x, double rate) {
 
 namespace {
 
-// Which of keys [0, keys) queries [first, first + count) may see: [count, keys] booleans (query
-// rows, key columns), or nothing when all.
-std::optional<Tensor> visible_keys(graph::Graph& graph, std::int64_t first, std::int64_t count,
-                                   std::int64_t keys, const AttentionOptions& options) {
+// A run of positions along the sequence: [first, first + count).
+struct Positions {
+  std::int64_t first = 0;
+  std::int64_t count = 0;
+};
+
+// The keys that `queries` of `all_queries` may see at all, of `keys`: where the queries are the
+// keys' own positions (self-attention), none after the last query if the mask is causal, and none
+// before the first query's window if it slides (and keeps no sink tokens). The rest are hidden
+// from every query of the block, so the block leaves them out of its products instead of
+// multiplying and masking them.
+Positions seen_keys(Positions queries, std::int64_t all_queries, std::int64_t keys,
+                    const AttentionOptions& options) {
+  bool masked = options.causal || options.window;
+  if (!masked || keys != all_queries) return {0, keys};
+  std::int64_t end = std::min(queries.first + queries.count, keys);
+  std::int64_t first = 0;
+  if (options.window && options.sink_tokens == 0)
+    first = std::max<std::int64_t>(queries.first - (*options.window - 1), 0);
+  return {first, end - first};
+}
+
+// Which of `keys` queries `queries` may see: [queries.count, keys.count] booleans (query rows, key
+// columns), or nothing when all.
+std::optional<Tensor> visible_keys(graph::Graph& graph, Positions queries, Positions keys,
+                                   const AttentionOptions& options) {
   if (!options.causal && !options.window) return std::nullopt;
-  Tensor query = iota(graph, {count, keys}, 0);
-  if (first > 0) query = query + static_cast<double>(first);
-  Tensor key = iota(graph, {count, keys}, 1);
+  // A column of query positions against a row of key positions: only the booleans are as large
+  // as the scores.
+  Tensor query = iota(graph, {queries.count, 1}, 0);
+  if (queries.first > 0) query = query + static_cast<double>(queries.first);
+  Tensor key = iota(graph, {1, keys.count}, 1);
+  if (keys.first > 0) key = key + static_cast<double>(keys.first);
   Tensor visible = query >= key;
   if (!options.window) return visible;
   Tensor near = (query - key) <= static_cast<double>(*options.window - 1);
@@ -156,16 +181,19 @@ Tensor part_of(const Tensor& t, std::int64_t axis, std::int64_t first, std::int6
   return slice(t, axis, first, first + count);
 }
 
-// The per-head context [B, heads, count, head] of queries [first, first + count): their scores,
-// masked, their softmax, dropped out, times the values.
-Tensor attend(const Scope& scope, const AttentionHeads& all, std::int64_t first, std::int64_t count,
+// The per-head context [B, heads, queries.count, head] of `queries`: their scores over the keys
+// they may see, masked, their softmax, dropped out, times those keys' values.
+Tensor attend(const Scope& scope, const AttentionHeads& all, Positions queries,
               const std::optional<Tensor>& keep, const AttentionOptions& options) {
   graph::Graph& graph = all.q.graph();
   std::int64_t batch = all.q.dim(0);
   std::int64_t heads = all.q.dim(1);
   std::int64_t kv_heads = all.k.dim(1);
-  std::int64_t keys = all.k.dim(2);
-  Tensor q = part_of(all.q, 2, first, count);
+  std::int64_t count = queries.count;
+  Positions keys = seen_keys(queries, all.q.dim(2), all.k.dim(2), options);
+  Tensor q = part_of(all.q, 2, queries.first, count);
+  Tensor k = part_of(all.k, 2, keys.first, keys.count);
+  Tensor v = part_of(all.v, 2, keys.first, keys.count);
   // Each key/value head serves heads / kv_heads consecutive query heads: their queries, stacked
   // along the sequence axis ([B, kv_heads, group x count, head]), meet the group's keys and
   // values in one product, with no copy of a key or value.
@@ -176,18 +204,22 @@ Tensor attend(const Scope& scope, const AttentionHeads& all, std::int64_t first,
   auto per_head = [&](const Tensor& t) {
     return group == 1 ? t : reshape(t, {batch, heads, count, t.dim(-1)});
   };
-  Tensor scores = per_head(matmul(grouped(q), swap_last_axes(all.k)));
+  Tensor scores = per_head(matmul(grouped(q), swap_last_axes(k)));
   if (options.score_scale != 1.0) scores = scores * options.score_scale;
-  if (options.score_bias) scores = scores + part_of(*options.score_bias, -2, first, count);
-  std::optional<Tensor> allowed = visible_keys(graph, first, count, keys, options);
+  if (options.score_bias) {
+    Tensor bias = part_of(*options.score_bias, -2, queries.first, count);
+    scores = scores + part_of(bias, -1, keys.first, keys.count);
+  }
+  std::optional<Tensor> allowed = visible_keys(graph, queries, keys, options);
   if (keep) {
-    Tensor padding = reshape(not_equal(*keep, 0.0), {batch, 1, 1, keys});
+    Tensor kept = part_of(*keep, 1, keys.first, keys.count);
+    Tensor padding = reshape(not_equal(kept, 0.0), {batch, 1, 1, keys.count});
     allowed = allowed ? logical_and(*allowed, padding) : padding;
   }
   // Masked scores get a large negative value, so softmax gives them (numerically) zero weight.
   if (allowed) scores = where(*allowed, scores, -1e9);
   Tensor probabilities = dropout(scope.context(), softmax(scores, -1), options.dropout);
-  return per_head(matmul(grouped(probabilities), all.v));
+  return per_head(matmul(grouped(probabilities), v));
 }
 
 }  // namespace
@@ -248,7 +280,7 @@ Tensor attention(const Scope& scope, const Tensor& x, const Tensor& memory,
   std::int64_t rows =
       chosen > 0 ? std::min(chosen, length) : query_block_rows(options.heads, length, keys);
   for (std::int64_t first = 0; first < length; first += rows)
-    contexts.push_back(attend(scope, all, first, std::min(rows, length - first), keep, options));
+    contexts.push_back(attend(scope, all, {first, std::min(rows, length - first)}, keep, options));
   if (contexts.size() > 1)
     scope.context().note_attention_blocks(static_cast<std::int64_t>(contexts.size()), rows);
   Tensor per_head = contexts.size() == 1 ? contexts.front() : concat(contexts, 2);

@@ -91,9 +91,10 @@ struct AttentionOptions {
 // a block of queries at a time, each block's scores, probabilities and their gradients made and
 // freed before the next block's: Llama 3.2 1B's at MSL 8k take 8.6 GB a layer whole. A block is
 // at least kMinQueryBlock queries, so that its products stay large, and there are at most
-// kMaxQueryBlocks, so that the traced graph stays small. Every block meets every key, masked or
-// not, so the step multiplies what whole attention does; the queries' gradients are padded and
-// summed block by block.
+// kMaxQueryBlocks, so that the traced graph stays small. A block meets only the keys its mask
+// lets one of its queries see (with a causal mask, none after its last query), so a long causal
+// sequence multiplies about half of what whole attention does; the gradients of the queries, and
+// of the keys and values a block leaves out, are padded and summed block by block.
 inline constexpr std::int64_t kMaxScoreBlockBytes = std::int64_t{1} << 28;
 inline constexpr std::int64_t kMinQueryBlock = 512;
 inline constexpr std::int64_t kMaxQueryBlocks = 16;

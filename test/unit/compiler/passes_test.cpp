@@ -1,6 +1,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <optional>
 
 #include "compiler/compile.hpp"
 #include "compiler/memory_plan.hpp"
@@ -919,6 +920,68 @@ TEST_CASE(
   compiler::MemoryPlan kept = memory_without(step.graph, "recompute-activations");
   INFO("kept: " << kept.peak_bytes << " bytes, recomputed: " << memory.peak_bytes);
   CHECK(memory.peak_bytes < kept.peak_bytes);
+}
+
+namespace {
+
+// The program after `last` of the standard passes with `precision`, `left_out` left out.
+Program program_after(const Graph& graph, const compiler::PrecisionPolicy& precision,
+                      std::string_view last, std::string_view left_out) {
+  Program program{graph, {}};
+  std::optional<Program> seen;
+  compiler::standard_passes(precision).without(left_out).run(
+      program, [&](std::string_view pass, const Program& after) {
+        if (pass == last) seen = after;
+      });
+  REQUIRE(seen);
+  return *seen;
+}
+
+}  // namespace
+
+TEST_CASE(
+    "attention's blocks of keys and values are slices of their 16-bit form, copied again for "
+    "the backward pass") {
+  // Llama's grouped queries over 64 positions, 16 at a time: under the causal mask each block
+  // multiplies the keys and values up to its last query, a slice of them.
+  test::CheckedTrainerModel checked = test::checked_model(
+      "{name: llama, vocab_size: 40, hidden_size: 16, num_hidden_layers: 2, num_heads: 4, "
+      "attention_module: multiquery_attention, extra_attention_params: {num_kv_groups: 2}, "
+      "filter_size: 32, max_position_embeddings: 64, position_embedding_type: rotary, "
+      "rotary_dim: 4, norm_type: rmsnorm, nonlinearity: swiglu, share_embedding_weights: false, "
+      "use_bias_in_output: false, use_projection_bias_in_attention: false}");
+  models::TraceOptions options = checked.training_options();
+  options.attention_query_block = 16;
+  models::TracedStep step = models::trace_step(checked.model, 2, options);
+  compiler::PrecisionPolicy precision{true, DType::bf16, 1};
+  Program program = program_after(step.graph, precision, "recompute-activations", "");
+  const Graph& g = program.graph;
+  INFO(g.to_text());
+  std::size_t sliced = 0;
+  for (const Node& node : g.nodes()) {
+    for (NodeId operand : node.inputs) {
+      const Node& read = g.node(operand);
+      if (read.op != OpKind::slice) continue;
+      // A product reads its blocks of keys and values as slices of their rounded whole, which
+      // is rounded once.
+      if (node.op == OpKind::matmul) {
+        ++sliced;
+        CHECK(read.type.dtype == DType::bf16);
+        CHECK(g.node(read.inputs[0]).type.dtype == DType::bf16);
+      }
+      // A later phase copies a slice again instead of reading the one the forward pass made.
+      if (node.phase != Phase::forward) CHECK(read.phase != Phase::forward);
+    }
+  }
+  // The first three of the four blocks read slices; the last reads all the keys. In each of the
+  // two layers, at least the forward product with the values and the backward product with the
+  // keys read theirs directly.
+  CHECK(sliced >= 2 * 2 * 3);
+  Program kept =
+      program_after(step.graph, precision, "recompute-attention", "recompute-activations");
+  // The same variables (the weights' 16-bit copies among them), so the same feeds.
+  Feeds feeds = test::sample_feeds(g);
+  CHECK(outputs_of(g, feeds) == outputs_of(kept.graph, feeds));
 }
 
 TEST_CASE("recompute-attention: short sequences keep their probabilities") {

@@ -34,6 +34,7 @@ graph::HostTensor varied(const graph::Shape& shape, double phase) {
 struct Evaluated {
   std::vector<graph::HostTensor> values;  // the output, then the gradients of x and of the weights
   std::int64_t softmaxes = 0;
+  std::int64_t scores = 0;  // the softmaxes' elements
 };
 
 // Self-attention of x [2, 11, 8] with `options` (and a score bias fed as an input), queries
@@ -66,8 +67,12 @@ Evaluated evaluate(nn::AttentionOptions options, bool score_bias, std::int64_t b
   for (const Tensor& gradient : gradients)
     fetch.push_back(gradient.id());
   Evaluated evaluated{graph::evaluate_reference(graph, feeds, fetch), 0};
-  for (graph::NodeId id = 0; id < static_cast<graph::NodeId>(graph.size()); ++id)
-    evaluated.softmaxes += graph.node(id).op == graph::OpKind::softmax ? 1 : 0;
+  for (graph::NodeId id = 0; id < static_cast<graph::NodeId>(graph.size()); ++id) {
+    const graph::Node& node = graph.node(id);
+    if (node.op != graph::OpKind::softmax) continue;
+    evaluated.softmaxes += 1;
+    evaluated.scores += graph::element_count(node.type.shape);
+  }
   return evaluated;
 }
 
@@ -83,6 +88,34 @@ double largest_difference(const Evaluated& a, const Evaluated& b) {
   return worst;
 }
 
+// Whether query `query` may see key `key` under the masks of `options`.
+bool sees(std::int64_t query, std::int64_t key, const nn::AttentionOptions& options) {
+  if (!options.causal && !options.window) return true;
+  if (key > query) return false;
+  if (!options.window) return true;
+  return query - key < *options.window || key < options.sink_tokens;
+}
+
+// The scores of blocks of `block` queries when each block multiplies the keys from the first any
+// of its queries may see to the last: [2, heads, queries, keys] elements a block.
+std::int64_t blocked_scores(const nn::AttentionOptions& options, std::int64_t block) {
+  std::int64_t scores = 0;
+  for (std::int64_t first = 0; first < kLength; first += block) {
+    std::int64_t count = std::min(block, kLength - first);
+    std::int64_t lowest = kLength;
+    std::int64_t highest = -1;
+    for (std::int64_t query = first; query < first + count; ++query) {
+      for (std::int64_t key = 0; key < kLength; ++key) {
+        if (!sees(query, key, options)) continue;
+        lowest = std::min(lowest, key);
+        highest = std::max(highest, key);
+      }
+    }
+    scores += kBatch * options.heads * count * (highest - lowest + 1);
+  }
+  return scores;
+}
+
 }  // namespace
 
 TEST_CASE("attention a block of queries at a time gives the values and gradients of whole") {
@@ -93,7 +126,8 @@ TEST_CASE("attention a block of queries at a time gives the values and gradients
   grouped.score_scale = 0.5;
   nn::AttentionOptions windowed = grouped;
   windowed.window = 3;
-  windowed.sink_tokens = 1;
+  nn::AttentionOptions with_sink = windowed;
+  with_sink.sink_tokens = 1;
   nn::AttentionOptions plain;  // with T5's relative position bias, and no causal mask
   plain.heads = 2;
   struct Variant {
@@ -101,15 +135,17 @@ TEST_CASE("attention a block of queries at a time gives the values and gradients
     nn::AttentionOptions options;
     bool score_bias;
   };
-  for (const Variant& variant : {Variant{"grouped, causal", grouped, false},
-                                 Variant{"sliding window with a sink", windowed, false},
-                                 Variant{"a score bias", plain, true}}) {
+  for (const Variant& variant :
+       {Variant{"grouped, causal", grouped, false}, Variant{"sliding window", windowed, false},
+        Variant{"sliding window with a sink", with_sink, false},
+        Variant{"a score bias", plain, true}}) {
     INFO(variant.name);
     Evaluated whole = evaluate(variant.options, variant.score_bias, 0);
     for (std::int64_t block : {1, 4, 5, 10}) {
       INFO("blocks of " << block << " queries");
       Evaluated blocked = evaluate(variant.options, variant.score_bias, block);
       CHECK(blocked.softmaxes == (kLength + block - 1) / block * whole.softmaxes);
+      CHECK(blocked.scores == blocked_scores(variant.options, block));
       CHECK(largest_difference(blocked, whole) <= 1e-12);
     }
   }
