@@ -123,11 +123,12 @@ std::vector<KernelSpec> make_library() {
                   "cross-entropy of its rows against integer labels and that loss's gradient, "
                   "each in one pass",
        .pattern = "",
-       .ops = joined({{{OpKind::softmax, kFloat, kFloat, true},
-                       {OpKind::log_softmax, kFloat, kFloat, true},
-                       {OpKind::softmax_grad, DTypes{DType::f32}, DTypes{DType::f32}, true}},
-                      rules({OpKind::softmax_cross_entropy, OpKind::softmax_cross_entropy_grad},
-                            kFloat | kIndex, kFloat)}),
+       .ops = joined(
+           {{{OpKind::softmax, kFloat, kFloat, true},
+             {OpKind::log_softmax, kFloat, kFloat, true},
+             {OpKind::softmax_grad, DTypes{DType::f32}, DTypes{DType::f32}, true}},
+            {{OpKind::softmax_cross_entropy, kFloat | kIndex, kFloat, false},
+             {OpKind::softmax_cross_entropy_grad, kFloat | kIndex, kFloat, false, 0, true}}}),
        .anchor = std::nullopt,
        .max_rank = 4,
        .cost = CostModel::reduction,

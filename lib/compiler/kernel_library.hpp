@@ -45,14 +45,18 @@ enum class CostModel : std::uint8_t {
 };
 const char* cost_model_name(CostModel model);
 
-// One op a kernel runs: on which operand and result types, whether only along the last axis, and
-// up to which rank (0: the kernel's max_rank).
+// One op a kernel runs: on which operand and result types, whether only along the last axis, up
+// to which rank (0: the kernel's max_rank), and whether its result may be written over its first
+// operand where that has the result's type: the kernel reads each row of the operand before it
+// writes that row of the result (the memory plan then gives both one buffer when nothing reads
+// the operand later).
 struct OpRule {
   graph::OpKind op;
   DTypes operands;
   DTypes results;
   bool last_axis_only = false;
   int max_rank = 0;
+  bool over_operand = false;
 };
 
 // An entry of the kernel library: what it executes and what that costs.

@@ -149,9 +149,9 @@ class MemoryPlanner {
     plan_.persistent_bytes += buffer.bytes;
   }
 
-  // A view's result shares its operand's buffer, and so does a variable's new value computed in
-  // place (below); every other kernel result gets its own: a temporary, or a persistent buffer
-  // for what the kernels run at load time compute.
+  // A view's result shares its operand's buffer, and so do a variable's new value computed in
+  // place and a result written over its operand (below); every other kernel result gets its own:
+  // a temporary, or a persistent buffer for what the kernels run at load time compute.
   void add_temporaries() {
     for (std::size_t k = 0; k < kernels_.size(); ++k) {
       const Kernel& kernel = kernels_[k];
@@ -164,6 +164,9 @@ class MemoryPlanner {
         } else if (auto variable = updated_in_place(result, k)) {
           plan_.buffer_of[static_cast<std::size_t>(result)] =
               plan_.buffer_of[static_cast<std::size_t>(*variable)];
+        } else if (auto operand = written_over(result, k)) {
+          plan_.buffer_of[static_cast<std::size_t>(result)] =
+              plan_.buffer_of[static_cast<std::size_t>(*operand)];
         } else if (kernel.at_load) {
           add_persistent(result, BufferKind::constant);
         } else {
@@ -216,6 +219,40 @@ class MemoryPlanner {
       if (reads && id != result && !before.contains(id)) return {};
     }
     return variable;
+  }
+
+  // The operand whose buffer `result` (computed by kernel `k`) may be written into, so that the
+  // two never take memory side by side (the cross-entropy's gradient over the logits, a
+  // vocabulary's worth a token): a kernel of `result`'s node alone, whose rule reads each row of
+  // its first operand before writing that row of the result, and an operand of the result's type
+  // in a temporary that no later kernel reads, through any value that shares it, and that the
+  // step does not return.
+  std::optional<NodeId> written_over(NodeId result, std::size_t k) const {
+    const Kernel& kernel = kernels_[k];
+    const graph::Node& node = graph_.node(result);
+    if (kernel.at_load || kernel.nodes.size() != 1 || node.inputs.empty()) return {};
+    const OpRule* rule = kernel_spec(kernel.name).rule(node.op);
+    if (rule == nullptr || !rule->over_operand) return {};
+    NodeId operand = node.inputs[0];
+    std::int32_t buffer = buffer_of(operand);
+    if (graph_.node(operand).type != node.type || buffer < 0 ||
+        plan_.buffers[static_cast<std::size_t>(buffer)].kind != BufferKind::temporary)
+      return {};
+    for (std::size_t id = 0; id < last_read_.size(); ++id) {
+      if (plan_.buffer_of[id] == buffer && last_read_[id] > static_cast<std::int32_t>(k)) return {};
+    }
+    if (returns_buffer(buffer)) return {};
+    return operand;
+  }
+
+  // Whether the step returns a value held in `buffer`: an output or a variable's new value.
+  bool returns_buffer(std::int32_t buffer) const {
+    for (const std::vector<graph::NamedNode>* returned : {&graph_.outputs(), &graph_.updates()}) {
+      for (const graph::NamedNode& value : *returned) {
+        if (buffer_of(value.node) == buffer) return true;
+      }
+    }
+    return false;
   }
 
   // The members of `kernel` that `node` depends on.

@@ -205,3 +205,32 @@ TEST_CASE(
   CHECK(buffer(update_of("w")) == buffer(plan.graph.find_variable("w")->node));
   CHECK(buffer(update_of("m")) != buffer(plan.graph.find_variable("m")->node));
 }
+
+TEST_CASE("the cross-entropy's gradient is written over the logits when nothing reads them later") {
+  enum class Logits { loss_only, returned, read_later };
+  auto shares = [](Logits logits_use) {
+    Graph graph;
+    Tensor x(graph, graph.add_input("x", {{4, 8}, DType::f32}));
+    Tensor labels(graph, graph.add_input("labels", {{4}, DType::i32}));
+    Tensor g(graph, graph.add_input("g", {{4}, DType::f32}));
+    Tensor w(graph, graph.add_variable("w", {{16, 8}, DType::f32}, VariableRole::parameter, {}));
+    Tensor logits = matmul(x, swap_last_axes(w));
+    graph.add_output("loss", softmax_cross_entropy(logits, labels).id());
+    Tensor gradient = softmax_cross_entropy_grad(logits, labels, g);
+    graph.add_output("dx", matmul(gradient, w).id());
+    if (logits_use == Logits::returned) graph.add_output("logits", logits.id());
+    if (logits_use == Logits::read_later) graph.add_output("top", argmax(logits).id());
+    compiler::Plan plan = plan_for(graph);
+    const compiler::MemoryPlan& memory = plan.memory;
+    for (std::size_t i = 0; i < plan.graph.size(); ++i) {
+      const Node& node = plan.graph.nodes()[i];
+      if (node.op != OpKind::softmax_cross_entropy_grad) continue;
+      return memory.buffer_of[i] == memory.buffer_of[static_cast<std::size_t>(node.inputs[0])];
+    }
+    FAIL("no cross-entropy gradient");
+    return false;
+  };
+  CHECK(shares(Logits::loss_only));
+  CHECK_FALSE(shares(Logits::returned));
+  CHECK_FALSE(shares(Logits::read_later));
+}

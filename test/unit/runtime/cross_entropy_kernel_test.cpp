@@ -1,8 +1,10 @@
 // The cross-entropy kernels on 16-bit logits widen each row into a buffer in the kernel's scratch
-// (one per part of the team): a row's bits must not depend on where that scratch lies.
+// (one per part of the team): a row's bits must not depend on where that scratch lies, nor on
+// whether the gradient is written over the logits.
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <set>
@@ -54,25 +56,41 @@ std::vector<std::vector<float>> scratch_at_offsets(std::size_t floats) {
   return found;
 }
 
+// Logits of -6 to 6, varied by position.
+float logit(std::size_t i) {
+  return static_cast<float>((i * 7919) % 2003) / 167.0f - 6.0f;
+}
+
+// Each row's label and the loss's gradient for it.
+struct RowTargets {
+  RowTargets() : labels(kRows), g(kRows) {
+    for (std::size_t r = 0; r < labels.size(); ++r) {
+      labels[r] = static_cast<std::int32_t>((r * 389) % kClasses);
+      g[r] = 0.25f + 0.125f * static_cast<float>(r % 5);
+    }
+  }
+  std::vector<std::int32_t> labels;
+  std::vector<float> g;
+};
+
+// The gradient of logits of `dtype`, in their type.
+graph::Node gradient_node(DType dtype) {
+  graph::Node node;
+  node.op = graph::OpKind::softmax_cross_entropy_grad;
+  node.type = {{kRows, kClasses}, dtype};
+  node.attrs.dtype = dtype;
+  return node;
+}
+
 }  // namespace
 
 TEST_CASE(
     "cross-entropy gradients of float16 logits have the same bits wherever the scratch lies") {
   std::vector<std::uint16_t> logits(static_cast<std::size_t>(kRows * kClasses));
-  for (std::size_t i = 0; i < logits.size(); ++i) {
-    float value = static_cast<float>((i * 7919) % 2003) / 167.0f - 6.0f;
-    logits[i] = runtime::narrow_to_half(value, DType::f16);
-  }
-  std::vector<std::int32_t> labels(kRows);
-  std::vector<float> g(kRows);
-  for (std::size_t r = 0; r < labels.size(); ++r) {
-    labels[r] = static_cast<std::int32_t>((r * 389) % kClasses);
-    g[r] = 0.25f + 0.125f * static_cast<float>(r % 5);
-  }
-  graph::Node node;
-  node.op = graph::OpKind::softmax_cross_entropy_grad;
-  node.type = {{kRows, kClasses}, DType::f16};
-  node.attrs.dtype = DType::f16;
+  for (std::size_t i = 0; i < logits.size(); ++i)
+    logits[i] = runtime::narrow_to_half(logit(i), DType::f16);
+  RowTargets targets;
+  graph::Node node = gradient_node(DType::f16);
   runtime::ThreadTeam team(2);
   for (std::string_view name : runtime::runnable_kernel_sets()) {
     INFO(name);
@@ -83,8 +101,8 @@ TEST_CASE(
       task.node = &node;
       task.team = parts;
       task.in = {test::tensor_ref(logits, DType::f16, {kRows, kClasses}),
-                 test::tensor_ref(labels, DType::i32, {kRows}),
-                 test::tensor_ref(g, DType::f32, {kRows})};
+                 test::tensor_ref(targets.labels, DType::i32, {kRows}),
+                 test::tensor_ref(targets.g, DType::f32, {kRows})};
       std::vector<std::uint16_t> gradient(logits.size());
       task.out = test::tensor_ref(gradient, DType::f16, {kRows, kClasses});
       kernels.prepare(task);
@@ -101,5 +119,87 @@ TEST_CASE(
         REQUIRE(gradient == first_result);
       }
     }
+  }
+}
+
+namespace {
+
+// `values` copied to a 64-byte boundary, as the arena places every buffer.
+template <class Value>
+struct AlignedValues {
+  explicit AlignedValues(const std::vector<Value>& values)
+      : storage(values.size() + 64 / sizeof(Value)) {
+    auto address = reinterpret_cast<std::uintptr_t>(storage.data());
+    std::size_t skipped = (64 - address % 64) % 64 / sizeof(Value);
+    data = storage.data() + skipped;
+    std::copy(values.begin(), values.end(), data);
+    size = values.size();
+  }
+  AlignedValues(const AlignedValues&) = delete;  // `data` points into `storage`
+  AlignedValues& operator=(const AlignedValues&) = delete;
+  std::vector<Value> values() const { return {data, data + size}; }
+
+  std::vector<Value> storage;
+  Value* data = nullptr;
+  std::size_t size = 0;
+};
+
+// The cross-entropy's gradient of `logits` (values of `dtype`, f32 or 16-bit codes) with the
+// kernel set `name`, into a buffer of its own or over the logits (as the memory plan lets it,
+// compiler::OpRule::over_operand), on one part or a team's.
+template <class Value>
+std::vector<Value> gradient_of(const std::vector<Value>& logits, DType dtype, bool over_logits,
+                               runtime::ThreadTeam* team, std::string_view name) {
+  RowTargets targets;
+  graph::Node node = gradient_node(dtype);
+  AlignedValues<Value> in(logits);
+  AlignedValues<Value> apart(std::vector<Value>(logits.size()));
+  AlignedValues<Value>& out = over_logits ? in : apart;
+  runtime::NodeTask task;
+  task.node = &node;
+  task.team = team;
+  task.in = {test::tensor_ref(in.storage, dtype, {kRows, kClasses}),
+             test::tensor_ref(targets.labels, DType::i32, {kRows}),
+             test::tensor_ref(targets.g, DType::f32, {kRows})};
+  task.in[0].data = reinterpret_cast<std::byte*>(in.data);
+  task.out = test::tensor_ref(out.storage, dtype, {kRows, kClasses});
+  task.out.data = reinterpret_cast<std::byte*>(out.data);
+  const runtime::KernelSet& kernels = runtime::kernel_set(name);
+  kernels.prepare(task);
+  std::vector<float> scratch(static_cast<std::size_t>(task.scratch_floats) + 64);
+  runtime::TaskScratch area{scratch.data(), static_cast<std::int64_t>(scratch.size())};
+  task.scratch = &area;
+  kernels.run(task);
+  return out.values();
+}
+
+template <class Value>
+void check_over_logits(const std::vector<Value>& logits, DType dtype) {
+  runtime::ThreadTeam team(2);
+  for (std::string_view name : runtime::runnable_kernel_sets()) {
+    for (runtime::ThreadTeam* parts : {static_cast<runtime::ThreadTeam*>(nullptr), &team}) {
+      INFO(graph::dtype_name(dtype)
+           << " on the " << name << " set, " << (parts ? "a team" : "one part"));
+      bool same = gradient_of(logits, dtype, true, parts, name) ==
+                  gradient_of(logits, dtype, false, parts, name);
+      CHECK(same);
+    }
+  }
+}
+
+}  // namespace
+
+// The memory plan writes the gradient over the logits when nothing reads them later: each row
+// of them is read whole before that row of the gradient is written.
+TEST_CASE("the cross-entropy's gradient written over its logits has the bits of its own buffer") {
+  std::vector<float> wide(static_cast<std::size_t>(kRows * kClasses));
+  for (std::size_t i = 0; i < wide.size(); ++i)
+    wide[i] = logit(i);
+  check_over_logits(wide, DType::f32);
+  for (DType dtype : {DType::bf16, DType::f16, DType::cb16}) {
+    std::vector<std::uint16_t> codes(wide.size());
+    for (std::size_t i = 0; i < codes.size(); ++i)
+      codes[i] = runtime::narrow_to_half(wide[i], dtype);
+    check_over_logits(codes, dtype);
   }
 }
