@@ -97,11 +97,19 @@ class ArenaAllocator {
 class MemoryPlanner {
  public:
   MemoryPlanner(const graph::Graph& graph, std::span<const Kernel> kernels)
-      : graph_(graph), users_(graph), kernels_(kernels), last_read_(graph.size(), -1) {
+      : graph_(graph),
+        users_(graph),
+        kernels_(kernels),
+        last_read_(graph.size(), -1),
+        returned_(graph.size(), false) {
     plan_.buffer_of.assign(graph.size(), -1);
     for (std::size_t k = 0; k < kernels.size(); ++k) {
       for (NodeId operand : kernels[k].operands)
         last_read_[static_cast<std::size_t>(operand)] = static_cast<std::int32_t>(k);
+    }
+    for (const std::vector<graph::NamedNode>* returned : {&graph.outputs(), &graph.updates()}) {
+      for (const graph::NamedNode& value : *returned)
+        returned_[static_cast<std::size_t>(value.node)] = true;
     }
     for (const graph::NamedNode& update : graph.updates()) {
       auto [at, first] = updated_variable_.try_emplace(update.node, -1);
@@ -125,8 +133,18 @@ class MemoryPlanner {
     auto index = static_cast<std::int32_t>(plan_.buffers.size());
     plan_.buffers.push_back(
         Buffer{value, kind, 0, aligned(graph_.node(value).type.byte_size()), first, last});
-    plan_.buffer_of[static_cast<std::size_t>(value)] = index;
+    holders_.emplace_back();
+    hold(value, index, first);
     return index;
+  }
+
+  // `value`, computed by kernel `kernel`, lives in `buffer`.
+  void hold(NodeId value, std::int32_t buffer, std::int32_t kernel) {
+    plan_.buffer_of[static_cast<std::size_t>(value)] = buffer;
+    Holders& holders = holders_[static_cast<std::size_t>(buffer)];
+    holders.last_read = std::max(holders.last_read, last_read_[static_cast<std::size_t>(value)]);
+    holders.written_by = kernel;
+    holders.returned = holders.returned || returned_[static_cast<std::size_t>(value)];
   }
 
   void add_persistent_buffers() {
@@ -156,21 +174,17 @@ class MemoryPlanner {
     for (std::size_t k = 0; k < kernels_.size(); ++k) {
       const Kernel& kernel = kernels_[k];
       bool view = kernel_spec(kernel.name).cost == CostModel::view;
+      auto position = static_cast<std::int32_t>(k);
       for (NodeId result : kernel.results) {
         if (view) {
-          NodeId source = graph_.node(result).inputs[0];
-          plan_.buffer_of[static_cast<std::size_t>(result)] =
-              plan_.buffer_of[static_cast<std::size_t>(source)];
+          hold(result, buffer_of(graph_.node(result).inputs[0]), position);
         } else if (auto variable = updated_in_place(result, k)) {
-          plan_.buffer_of[static_cast<std::size_t>(result)] =
-              plan_.buffer_of[static_cast<std::size_t>(*variable)];
+          hold(result, buffer_of(*variable), position);
         } else if (auto operand = written_over(result, k)) {
-          plan_.buffer_of[static_cast<std::size_t>(result)] =
-              plan_.buffer_of[static_cast<std::size_t>(*operand)];
+          hold(result, buffer_of(*operand), position);
         } else if (kernel.at_load) {
           add_persistent(result, BufferKind::constant);
         } else {
-          auto position = static_cast<std::int32_t>(k);
           add_buffer(result, BufferKind::temporary, position, position);
         }
       }
@@ -212,47 +226,68 @@ class MemoryPlanner {
       if (output.node == variable) return {};
     }
     if (last_read_[static_cast<std::size_t>(variable)] > static_cast<std::int32_t>(k)) return {};
-    std::set<NodeId> before = kernel_ancestors(kernel, result);
-    for (NodeId id : kernel.nodes) {
-      const std::vector<NodeId>& inputs = graph_.node(id).inputs;
-      bool reads = std::find(inputs.begin(), inputs.end(), variable) != inputs.end();
-      if (reads && id != result && !before.contains(id)) return {};
-    }
+    if (!read_on_the_way(kernel, variable, result)) return {};
     return variable;
   }
 
-  // The operand whose buffer `result` (computed by kernel `k`) may be written into, so that the
-  // two never take memory side by side (the cross-entropy's gradient over the logits, a
-  // vocabulary's worth a token): a kernel of `result`'s node alone, whose rule reads each row of
-  // its first operand before writing that row of the result, and an operand of the result's type
-  // in a temporary that no later kernel reads, through any value that shares it, and that the
-  // step does not return.
-  std::optional<NodeId> written_over(NodeId result, std::size_t k) const {
-    const Kernel& kernel = kernels_[k];
-    const graph::Node& node = graph_.node(result);
-    if (kernel.at_load || kernel.nodes.size() != 1 || node.inputs.empty()) return {};
-    const OpRule* rule = kernel_spec(kernel.name).rule(node.op);
-    if (rule == nullptr || !rule->over_operand) return {};
-    NodeId operand = node.inputs[0];
-    std::int32_t buffer = buffer_of(operand);
-    if (graph_.node(operand).type != node.type || buffer < 0 ||
-        plan_.buffers[static_cast<std::size_t>(buffer)].kind != BufferKind::temporary)
-      return {};
-    for (std::size_t id = 0; id < last_read_.size(); ++id) {
-      if (plan_.buffer_of[id] == buffer && last_read_[id] > static_cast<std::int32_t>(k)) return {};
+  // Whether every member of `kernel` that reads `value` is `result` or computes something
+  // `result` depends on: an elementwise kernel then reads each element of `value` before it
+  // writes that element of `result`, so `result` may take `value`'s place.
+  bool read_on_the_way(const Kernel& kernel, NodeId value, NodeId result) const {
+    std::set<NodeId> before = kernel_ancestors(kernel, result);
+    for (NodeId id : kernel.nodes) {
+      const std::vector<NodeId>& inputs = graph_.node(id).inputs;
+      bool reads = std::find(inputs.begin(), inputs.end(), value) != inputs.end();
+      if (reads && id != result && !before.contains(id)) return false;
     }
-    if (returns_buffer(buffer)) return {};
-    return operand;
+    return true;
   }
 
-  // Whether the step returns a value held in `buffer`: an output or a variable's new value.
-  bool returns_buffer(std::int32_t buffer) const {
-    for (const std::vector<graph::NamedNode>* returned : {&graph_.outputs(), &graph_.updates()}) {
-      for (const graph::NamedNode& value : *returned) {
-        if (buffer_of(value.node) == buffer) return true;
-      }
+  // The operand whose buffer `result` (computed by kernel `k`) may be written into, so that the
+  // two never take memory side by side: one of `result`'s type in a temporary that nothing holding
+  // it is read after this kernel or returned by the step, and that the kernel reads before it
+  // writes `result` element by element (an elementwise kernel, where it reads it only on the way
+  // to `result`: the embedding's gradient divided by the loss scale over the gradient itself) or
+  // row by row (a kernel of one node whose rule says so: the cross-entropy's gradient over the
+  // logits, a vocabulary's worth a token).
+  std::optional<NodeId> written_over(NodeId result, std::size_t k) const {
+    const Kernel& kernel = kernels_[k];
+    if (kernel.at_load) return {};
+    for (NodeId operand : overwritable_operands(kernel, result)) {
+      if (free_after(operand, k)) return operand;
     }
-    return false;
+    return {};
+  }
+
+  // The operands of `kernel` of `result`'s type that it reads before it writes `result`.
+  std::vector<NodeId> overwritable_operands(const Kernel& kernel, NodeId result) const {
+    const graph::Node& node = graph_.node(result);
+    const KernelSpec& spec = kernel_spec(kernel.name);
+    std::vector<NodeId> operands;
+    auto add = [&](NodeId operand) {
+      if (graph_.node(operand).type == node.type) operands.push_back(operand);
+    };
+    if (spec.cost == CostModel::streaming) {
+      for (NodeId operand : kernel.operands) {
+        if (read_on_the_way(kernel, operand, result)) add(operand);
+      }
+      return operands;
+    }
+    const OpRule* rule = spec.rule(node.op);
+    if (kernel.nodes.size() == 1 && rule != nullptr && rule->over_operand && !node.inputs.empty())
+      add(node.inputs[0]);
+    return operands;
+  }
+
+  // Whether `operand` lies in a temporary that no kernel after `k` reads through any value it
+  // holds, that kernel `k` does not write already, and that the step does not return.
+  bool free_after(NodeId operand, std::size_t k) const {
+    std::int32_t buffer = buffer_of(operand);
+    if (buffer < 0 || plan_.buffers[static_cast<std::size_t>(buffer)].kind != BufferKind::temporary)
+      return false;
+    const Holders& holders = holders_[static_cast<std::size_t>(buffer)];
+    auto kernel = static_cast<std::int32_t>(k);
+    return holders.last_read <= kernel && holders.written_by != kernel && !holders.returned;
   }
 
   // The members of `kernel` that `node` depends on.
@@ -394,8 +429,17 @@ class MemoryPlanner {
   NodeUsers users_;
   std::span<const Kernel> kernels_;
   std::vector<std::int32_t> last_read_;  // per node: the last kernel reading it, or -1
+  std::vector<bool> returned_;           // per node: an output or a variable's new value
   // Per value a variable's update takes: that variable's node, or -1 when it updates two.
   std::unordered_map<NodeId, NodeId> updated_variable_;
+  // What the values a buffer holds so far need of it: the last kernel reading one of them, the
+  // last kernel writing one, and whether the step returns one.
+  struct Holders {
+    std::int32_t last_read = -1;
+    std::int32_t written_by = -1;
+    bool returned = false;
+  };
+  std::vector<Holders> holders_;  // per buffer
   MemoryPlan plan_;
 };
 

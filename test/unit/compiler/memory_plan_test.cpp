@@ -152,8 +152,8 @@ TEST_CASE("a reshape shares its operand's buffer, which lives as long as the res
   const compiler::MemoryPlan& memory = plan.memory;
   std::int32_t shared = memory.buffer_of[static_cast<std::size_t>(reshape_id)];
   CHECK(shared == memory.buffer_of[static_cast<std::size_t>(source)]);
-  // The last kernel (the add) reads it through the reshape.
-  CHECK(memory.buffers[static_cast<std::size_t>(shared)].last_use ==
+  // The last kernel (the add) reads it through the reshape (and may write its sum over it).
+  CHECK(memory.buffers[static_cast<std::size_t>(shared)].last_use >=
         static_cast<std::int32_t>(plan.kernels.size() - 1));
 }
 
@@ -233,4 +233,30 @@ TEST_CASE("the cross-entropy's gradient is written over the logits when nothing 
   CHECK(shares(Logits::loss_only));
   CHECK_FALSE(shares(Logits::returned));
   CHECK_FALSE(shares(Logits::read_later));
+}
+
+TEST_CASE(
+    "an elementwise kernel writes its result over an operand it reads only on the way there") {
+  enum class Operand { read_once, returned, read_later, read_beside };
+  auto shares = [](Operand use) {
+    Graph graph;
+    Tensor x(graph, graph.add_input("x", {{4, 16}, DType::f32}));
+    Tensor s = softmax(x);
+    graph.add_output("y", (s * 3.0 + 1.0).id());
+    if (use == Operand::returned) graph.add_output("s", s.id());
+    if (use == Operand::read_later) graph.add_output("later", softmax(s).id());
+    if (use == Operand::read_beside) graph.add_output("beside", (s - 1.0).id());
+    compiler::Plan plan = plan_for(graph);
+    const Graph& g = plan.graph;
+    std::size_t softmax_id = 0;
+    while (softmax_id < g.size() && g.nodes()[softmax_id].op != OpKind::softmax)
+      ++softmax_id;
+    REQUIRE(softmax_id < g.size());
+    auto y = static_cast<std::size_t>(*g.find_output("y"));
+    return plan.memory.buffer_of[y] == plan.memory.buffer_of[softmax_id];
+  };
+  CHECK(shares(Operand::read_once));
+  CHECK_FALSE(shares(Operand::returned));
+  CHECK_FALSE(shares(Operand::read_later));
+  CHECK_FALSE(shares(Operand::read_beside));
 }
