@@ -222,9 +222,7 @@ class MemoryPlanner {
     if (update == updated_variable_.end()) return {};
     NodeId variable = update->second;
     if (variable < 0 || graph_.node(variable).type != graph_.node(result).type) return {};
-    for (const graph::NamedNode& output : graph_.outputs()) {
-      if (output.node == variable) return {};
-    }
+    if (returned_[static_cast<std::size_t>(variable)]) return {};
     if (last_read_[static_cast<std::size_t>(variable)] > static_cast<std::int32_t>(k)) return {};
     if (!read_on_the_way(kernel, variable, result)) return {};
     return variable;
@@ -308,11 +306,8 @@ class MemoryPlanner {
   void extend_lifetimes() {
     for (std::size_t id = 0; id < last_read_.size(); ++id) {
       if (last_read_[id] >= 0) use(static_cast<NodeId>(id), last_read_[id]);
+      if (returned_[id]) use(static_cast<NodeId>(id), end_of_step());
     }
-    for (const graph::NamedNode& output : graph_.outputs())
-      use(output.node, end_of_step());
-    for (const graph::NamedNode& update : graph_.updates())
-      use(update.node, end_of_step());
   }
 
   void use(NodeId value, std::int32_t position) {

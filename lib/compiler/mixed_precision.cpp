@@ -70,12 +70,13 @@ class PrecisionLowering {
   // product, which reads it through its layout (host lowering), and a transposed weight is not
   // copied every step; a convolution's windows (with the pad beneath them and the reshape a
   // product reads them through) are taken of the 16-bit input, half the bytes copied, and never
-  // exist in f32. A reshape that keeps the rows of a value computed row by row (a softmax, its
-  // dropout, an elementwise node) is taken of its 16-bit form too: the cast then joins the kernel
-  // that computes the value, which writes the 16-bit rows as it computes them (grouped-query
-  // attention's probabilities, reshaped from heads to their groups for the product with the
-  // values, and their gradient). Other reshapes stay below their cast, which the product's kernel
-  // takes.
+  // exist in f32; a slice (attention's blocks of keys and values over a long sequence) is taken of
+  // its operand's 16-bit form, converted once for every block. A reshape that keeps the rows of a
+  // value computed row by row (a softmax, its dropout, an elementwise node) is taken of its 16-bit
+  // form too: the cast then joins the kernel that computes the value, which writes the 16-bit rows
+  // as it computes them (grouped-query attention's probabilities, reshaped from heads to their
+  // groups for the product with the values, and their gradient). Other reshapes stay below their
+  // cast, which the product's kernel takes.
   bool taken_in_half(const graph::Node& node) const {
     switch (node.op) {
       case OpKind::transpose:

@@ -4,7 +4,6 @@
 
 #include <catch2/catch.hpp>
 
-#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <set>
@@ -16,6 +15,7 @@
 #include "runtime/kernel_set.hpp"
 #include "runtime/thread_team.hpp"
 #include "runtime_fixture.hpp"
+#include "storage/page_aligned.hpp"
 
 using namespace csrun;
 using graph::DType;
@@ -124,26 +124,6 @@ TEST_CASE(
 
 namespace {
 
-// `values` copied to a 64-byte boundary, as the arena places every buffer.
-template <class Value>
-struct AlignedValues {
-  explicit AlignedValues(const std::vector<Value>& values)
-      : storage(values.size() + 64 / sizeof(Value)) {
-    auto address = reinterpret_cast<std::uintptr_t>(storage.data());
-    std::size_t skipped = (64 - address % 64) % 64 / sizeof(Value);
-    data = storage.data() + skipped;
-    std::copy(values.begin(), values.end(), data);
-    size = values.size();
-  }
-  AlignedValues(const AlignedValues&) = delete;  // `data` points into `storage`
-  AlignedValues& operator=(const AlignedValues&) = delete;
-  std::vector<Value> values() const { return {data, data + size}; }
-
-  std::vector<Value> storage;
-  Value* data = nullptr;
-  std::size_t size = 0;
-};
-
 // The cross-entropy's gradient of `logits` (values of `dtype`, f32 or 16-bit codes) with the
 // kernel set `name`, into a buffer of its own or over the logits (as the memory plan lets it,
 // compiler::OpRule::over_operand), on one part or a team's.
@@ -152,25 +132,24 @@ std::vector<Value> gradient_of(const std::vector<Value>& logits, DType dtype, bo
                                runtime::ThreadTeam* team, std::string_view name) {
   RowTargets targets;
   graph::Node node = gradient_node(dtype);
-  AlignedValues<Value> in(logits);
-  AlignedValues<Value> apart(std::vector<Value>(logits.size()));
-  AlignedValues<Value>& out = over_logits ? in : apart;
+  // Page-aligned, so 64-byte aligned as the arena places every buffer.
+  storage::PageAlignedVector<Value> in(logits.begin(), logits.end());
+  storage::PageAlignedVector<Value> apart(logits.size());
+  storage::PageAlignedVector<Value>& out = over_logits ? in : apart;
   runtime::NodeTask task;
   task.node = &node;
   task.team = team;
-  task.in = {test::tensor_ref(in.storage, dtype, {kRows, kClasses}),
+  task.in = {test::tensor_ref(in, dtype, {kRows, kClasses}),
              test::tensor_ref(targets.labels, DType::i32, {kRows}),
              test::tensor_ref(targets.g, DType::f32, {kRows})};
-  task.in[0].data = reinterpret_cast<std::byte*>(in.data);
-  task.out = test::tensor_ref(out.storage, dtype, {kRows, kClasses});
-  task.out.data = reinterpret_cast<std::byte*>(out.data);
+  task.out = test::tensor_ref(out, dtype, {kRows, kClasses});
   const runtime::KernelSet& kernels = runtime::kernel_set(name);
   kernels.prepare(task);
   std::vector<float> scratch(static_cast<std::size_t>(task.scratch_floats) + 64);
   runtime::TaskScratch area{scratch.data(), static_cast<std::int64_t>(scratch.size())};
   task.scratch = &area;
   kernels.run(task);
-  return out.values();
+  return {out.begin(), out.end()};
 }
 
 template <class Value>

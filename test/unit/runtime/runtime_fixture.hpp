@@ -28,8 +28,8 @@ void feed(runtime::Executable& executable, const graph::Feeds& feeds);
 std::vector<float> rounding_patterns();
 
 // `values` seen as a tensor of `dtype` and `shape`, for calling a kernel directly.
-template <class T>
-runtime::TensorRef tensor_ref(std::vector<T>& values, graph::DType dtype,
+template <class T, class Allocator>
+runtime::TensorRef tensor_ref(std::vector<T, Allocator>& values, graph::DType dtype,
                               std::vector<std::int64_t> shape) {
   runtime::TensorRef t;
   t.data = reinterpret_cast<std::byte*>(values.data());
