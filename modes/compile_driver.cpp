@@ -17,6 +17,19 @@ namespace csrun::modes {
 
 namespace {
 
+bool recomputes_layers(const TraceSummary& trace, const RunOptions& options) {
+  return options.recompute_layers && trace.training;
+}
+
+// The options the wafer's step is compiled with beside a step that recomputes layers: the same
+// but that, and quiet (--dump_ir shows the host's step).
+RunOptions wafer_step_options(const RunOptions& options) {
+  RunOptions wafer = options;
+  wafer.recompute_layers = false;
+  wafer.dump_ir.clear();
+  return wafer;
+}
+
 graph::DType half_dtype(config::HalfType type) {
   switch (type) {
     case config::HalfType::float16:
@@ -44,7 +57,8 @@ std::string plan_settings(const config::TrainerSpec& trainer, const TraceSummary
          "; batch " + std::to_string(wafer.system_batch) +
          (wafer.micro_batch_fixed ? " fixed" : " auto") + "; releases " +
          wafer.releases.describe() + "; tokens " + std::to_string(trace.tokens_per_sample) +
-         (trace.host_only ? "; host only" : "");
+         (trace.host_only ? "; host only" : "") +
+         (recomputes_layers(trace, options) ? "; recompute layers" : "");
 }
 
 // Prints the program after the passes --dump_ir names.
@@ -135,6 +149,12 @@ std::optional<CompiledTrainer> compile_trainer(const config::TrainerSpec& traine
   CompiledTrainer result;
   result.key = compiler::PlanCache::key(trace.fingerprint, plan_settings(trainer, trace, options));
   result.directory = cache.directory(result.key);
+  if (recomputes_layers(trace, options) && on_wafer(trainer, trace)) {
+    std::optional<CompiledTrainer> wafer =
+        compile_trainer(trainer, trace, traced, wafer_step_options(options), diagnostics);
+    if (!wafer) return std::nullopt;
+    result.wafer_step = std::make_unique<CompiledTrainer>(std::move(*wafer));
+  }
   if (options.dump_ir.empty()) {
     result.cached = cache.load(result.key, result.cache_problem);
     if (result.cached) return result;
@@ -144,8 +164,9 @@ std::optional<CompiledTrainer> compile_trainer(const config::TrainerSpec& traine
   }
   try {
     auto start = std::chrono::steady_clock::now();
-    result.compiled =
-        compiler::compile_step(std::move(traced), {precision_policy(trainer), ir_printer(options)});
+    result.compiled = compiler::compile_step(
+        std::move(traced),
+        {precision_policy(trainer), ir_printer(options), recomputes_layers(trace, options)});
     result.seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   } catch (const compiler::KernelMatchError& error) {
@@ -161,7 +182,12 @@ PlannedTrainer plan_trainer(const config::TrainerSpec& trainer, const TraceSumma
   PlannedTrainer planned;
   planned.key = compiled.key;
   planned.directory = compiled.directory;
+  planned.recomputes_layers = recomputes_layers(trace, options);
   wafer::WaferOptions wafer = wafer_options(trainer, trace, options);
+  if (compiled.wafer_step) {
+    planned.wafer_plan = std::make_unique<PlannedTrainer>(
+        plan_trainer(trainer, trace, std::move(*compiled.wafer_step), wafer_step_options(options)));
+  }
   if (compiled.cached) {
     planned.plan = std::move(*compiled.cached);
     planned.from_cache = true;
@@ -174,14 +200,24 @@ PlannedTrainer plan_trainer(const config::TrainerSpec& trainer, const TraceSumma
     planned.plan =
         compiler::build_plan(std::move(*compiled.compiled), info, precision_policy(trainer));
     print_host_decisions(planned.plan, options);
-    if (on_wafer(trainer, trace)) planned.plan.mapping = wafer::map_to_wafer(planned.plan, wafer);
+    if (planned.wafer_plan) {
+      planned.plan.mapping = planned.wafer_plan->plan.mapping;
+      planned.plan.mapping.kernels.clear();
+    } else if (on_wafer(trainer, trace)) {
+      planned.plan.mapping = wafer::map_to_wafer(planned.plan, wafer);
+    }
     std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start;
     planned.compile_seconds = compiled.seconds + elapsed.count();
     compiler::PlanCache(compile_root(trainer)).store(planned.key, planned.plan);
     // Every plan's, the eval and micro-step plans' too: --profile numbers their kernels so.
     storage::write_file_atomically(planned.directory / "kernels.tsv", kernel_table(planned.plan));
   }
-  if (on_wafer(trainer, trace)) add_alternative(planned, wafer);
+  if (planned.wafer_plan) {
+    planned.alternative = planned.wafer_plan->alternative;
+    planned.alternative_problem = planned.wafer_plan->alternative_problem;
+  } else if (on_wafer(trainer, trace)) {
+    add_alternative(planned, wafer);
+  }
   return planned;
 }
 

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -23,6 +24,10 @@ struct CompiledTrainer {
   std::optional<compiler::CompiledStep> compiled;
   double seconds = 0.0;       // the passes and kernel matching
   std::string cache_problem;  // a cached plan that could not be read, and was ignored
+  // With --recompute_layers, a training step on the wafer: the step without layers recomputed,
+  // whose plan the wafer mapping is made from. The host recomputes layers for its own memory; the
+  // wafer's estimate stays that of the step as the Model Zoo runs it.
+  std::unique_ptr<CompiledTrainer> wafer_step;
 };
 
 // Mixed precision as the compiler applies it: the params' 16-bit type and level on CSX; f32
@@ -51,9 +56,13 @@ struct PlannedTrainer {
   bool from_cache = false;
   double compile_seconds = 0.0;  // this run's passes, matching, memory plan and mapping
   std::vector<compiler::PassStatistics> passes;  // empty for a cached plan
+  bool recomputes_layers = false;                // a training step with --recompute_layers
   // The other execution mode's estimate, or why it cannot run, for comparison (CSX only).
   std::optional<compiler::WaferMapping> alternative;
   std::string alternative_problem;
+  // With --recompute_layers on the wafer: the plan without layers recomputed, which the wafer
+  // mapping (`plan.mapping`, without its per-kernel timings) is of.
+  std::unique_ptr<PlannedTrainer> wafer_plan;
 };
 
 // Finishes a compiled trainer into its plan (or takes the cached one) and stores new plans in

@@ -275,13 +275,16 @@ std::string host_split_text(const HostBatch& host) {
          (host.micro_batch == 1 ? " sample per step" : " samples per step");
 }
 
-// `host` as csrun train plans it.
-std::string host_batch_text(const HostBatch& host) {
+// `host` as csrun train plans it, for a step that keeps its layers' activations or not
+// (`recomputes_layers`).
+std::string host_batch_text(const HostBatch& host, bool recomputes_layers) {
   std::string text = "csrun train runs " + host_split_text(host) + ", about " +
                      storage::memory_size(host.bytes) + " of host memory";
-  if (storage::exceeds_usable_memory(host.bytes))
-    return text + "; more than " + storage::usable_memory_text() +
-           ": csrun train would refuse it here";
+  if (storage::exceeds_usable_memory(host.bytes)) {
+    text += "; more than " + storage::usable_memory_text() + ": csrun train would refuse it here";
+    if (recomputes_layers) return text;
+    return text + " (" + kRecomputeLayersAdvice + ", takes less)";
+  }
   if (!host.reason.empty()) return text + " (" + host.reason + ")";
   return text;
 }
@@ -369,7 +372,7 @@ void print_compile_report(const config::TrainerSpec& trainer, const TraceSummary
   compiler::LivePeak peak = compiler::live_peak(plan.memory, plan.kernels.size());
   if (peak.kernel >= 0) line("peak", live_peak_text(plan, peak));
   if (trace.training) {
-    line("host", host_batch_text(plan_host_batch(trainer, trace, plan)));
+    line("host", host_batch_text(plan_host_batch(trainer, trace, plan), planned.recomputes_layers));
   }
   if (plan.mapping.mode == compiler::ExecutionMode::none) {
     line("wafer", std::string("none: on ") + config::device_name(trainer.backend.device) +
@@ -401,7 +404,8 @@ json compile_report_json(const config::TrainerSpec& trainer, const TraceSummary&
         {"from_cache", planned.from_cache},
         {"compile_seconds", planned.compile_seconds},
         {"fingerprint", plan.fingerprint},
-        {"csrun_version", plan.csrun_version}}},
+        {"csrun_version", plan.csrun_version},
+        {"recompute_layers", planned.recomputes_layers}}},
       {"passes", passes},
       {"graph",
        {{"traced_nodes", trace.ops},

@@ -177,11 +177,14 @@ HostBatch plan_host_eval_batch(const compiler::Plan& eval, double beside_bytes,
   return host;
 }
 
-void check_fits_host(const HostBatch& host, const compiler::Plan& fused) {
+void check_fits_host(const HostBatch& host, const compiler::Plan& fused, bool recomputes_layers) {
   if (!storage::exceeds_usable_memory(host.bytes)) return;
   double rest = host.bytes - host.state_bytes - host.data_bytes;
   std::string advice = "lower " + std::string(compiler::sample_size_name(fused)) +
                        ": a larger batch runs as more micro-steps, not larger ones";
+  if (!recomputes_layers)
+    advice += "; or train with " + std::string(kRecomputeLayersAdvice) +
+              " (csrun compile --recompute_layers reports what that needs)";
   if (storage::exceeds_usable_memory(host.state_bytes))
     advice =
         "the parameters and optimizer state alone do not fit, whatever the batch (csrun "

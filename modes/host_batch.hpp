@@ -52,7 +52,13 @@ HostBatch plan_host_eval_batch(const compiler::Plan& eval, double beside_bytes,
 
 // Refuses (std::runtime_error, with the figures and what to lower) a run of `fused` (the plan
 // `host` was planned for) that needs more than this machine's memory even in micro-steps of one
-// sample.
-void check_fits_host(const HostBatch& host, const compiler::Plan& fused);
+// sample. Where activations are what does not fit and the step keeps them (`recomputes_layers`
+// false), the message suggests --recompute_layers too.
+void check_fits_host(const HostBatch& host, const compiler::Plan& fused, bool recomputes_layers);
+
+// --recompute_layers and what it does, for the messages that suggest it.
+inline constexpr const char* kRecomputeLayersAdvice =
+    "--recompute_layers, which runs each layer's forward pass again in the backward pass instead "
+    "of keeping its activations";
 
 }  // namespace csrun::modes

@@ -22,6 +22,9 @@ struct RunOptions {
   std::string stream_listen;         // train, eval: wait for data workers at this endpoint
   bool async_checkpoint = false;     // train: write checkpoints while the next steps run
   bool profile = false;              // train, eval: time each host step (host_profile.tsv)
+  // validate, compile, train: the training step recomputes each layer's forward values for its
+  // backward pass (compiler pass recompute-layers) instead of keeping them.
+  bool recompute_layers = false;
   // --checkpoint_path: loaded instead of the checkpoint the params choose, whatever sections the
   // params have (a trainer without a validate section still evaluates it).
   std::string checkpoint_path;

@@ -13,14 +13,17 @@ namespace csrun::modes {
 namespace {
 
 // report.json and, for wafer plans, placement.svg beside a new plan (plan_trainer wrote its
-// kernels.tsv).
+// kernels.tsv), and beside the plan its wafer mapping is of (--recompute_layers) when that is new.
 void write_artifacts(const config::TrainerSpec& trainer, const TraceSummary& trace,
                      const PlannedTrainer& planned) {
+  const PlannedTrainer* wafer = planned.wafer_plan.get();
+  if (wafer != nullptr && !wafer->from_cache) write_artifacts(trainer, trace, *wafer);
+  if (planned.from_cache) return;
   storage::write_file_atomically(planned.directory / "report.json",
                                  compile_report_json(trainer, trace, planned).dump(2) + "\n");
   if (planned.plan.mapping.mode != compiler::ExecutionMode::none)
     storage::write_file_atomically(planned.directory / "placement.svg",
-                                   wafer::placement_svg(planned.plan));
+                                   wafer::placement_svg(wafer ? wafer->plan : planned.plan));
 }
 
 int report_failure(const CheckedRun& checked, const RunOptions& options, const char* command,
@@ -55,7 +58,7 @@ std::optional<std::vector<PlannedTrainer>> plan_stage(CheckedRun& checked,
     try {
       planned.push_back(
           plan_trainer(trainer, *candidate.trace, std::move(*candidate.compiled), options));
-      if (!planned.back().from_cache) write_artifacts(trainer, *candidate.trace, planned.back());
+      write_artifacts(trainer, *candidate.trace, planned.back());
     } catch (const std::exception& error) {
       report_failure(checked, options, command, which + error.what());
       return std::nullopt;

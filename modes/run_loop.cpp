@@ -138,7 +138,7 @@ runner::RunSetup setup_for(const CheckedRun& checked, const CheckedTrainer& trai
     setup.train = runner::StepProgram{std::move(planned.plan), sample_fields(layout), {}};
     setup.train_loader = trainer_check.train_loader;
     HostBatch host = plan_host_batch(trainer, *trainer_check.trace, setup.train->plan);
-    check_fits_host(host, setup.train->plan);
+    check_fits_host(host, setup.train->plan, options.recompute_layers);
     training_bytes = host.bytes;
     if (host.micro_batch != setup.train_loader->batch_size)
       plan_micro_steps(setup, trainer_check, trainer, *setup.train_loader, host, options);

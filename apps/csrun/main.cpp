@@ -51,6 +51,7 @@ struct CommandLine {
   std::string stream_listen;
   bool async_checkpoint = false;
   bool profile = false;
+  bool recompute_layers = false;
   std::int64_t num_csx = 1;
   std::int64_t num_workers_per_csx = 1;
   std::int64_t max_steps = 0;
@@ -155,6 +156,12 @@ class Subcommand {
                      "Write checkpoints in the background while the next step runs up to its "
                      "update (no copy of the state; atomic as every checkpoint)");
     }
+    if (name != "eval") {
+      app_->add_flag("--recompute_layers", line_.recompute_layers,
+                     "Run each layer's forward pass again in the backward pass instead of keeping "
+                     "its activations: less host memory for about a third more compute (the "
+                     "wafer estimate is unchanged)");
+    }
     if (name == "train" || name == "eval") {
       app_->add_option("--stream_listen", line_.stream_listen,
                        "Take batches from data workers started elsewhere (csrun worker): listen "
@@ -207,6 +214,7 @@ class Subcommand {
     options.stream_listen = line_.stream_listen;
     options.async_checkpoint = line_.async_checkpoint;
     options.profile = line_.profile;
+    options.recompute_layers = line_.recompute_layers;
     options.checkpoint_path = line_.checkpoint_path;
     options.worker_binary = this_binary();
     options.shown = logging_levels().at(uppercase(line_.logging));

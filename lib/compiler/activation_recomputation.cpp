@@ -25,28 +25,13 @@ class ActivationRecomputer {
         static_(static_values(source)),
         rewriter_(source),
         recomputable_(source.size(), false),
-        chosen_(source.size(), false),
-        recomputations_(source.size()) {
+        chosen_(source.size(), false) {
     choose();
   }
 
   std::size_t run() {
-    if (std::find(chosen_.begin(), chosen_.end(), true) == chosen_.end()) return 0;
-    std::vector<std::vector<NodeId>> due = recomputations_due();
-    for (std::size_t i = 0; i < source_.size(); ++i) {
-      auto id = static_cast<NodeId>(i);
-      if (rewriter_.copy_leaf(id)) continue;
-      for (NodeId value : due[i])
-        recomputed(value, source_.node(id).phase);
-      std::vector<NodeId> inputs = rewriter_.mapped_inputs(id);
-      const std::vector<NodeId>& operands = source_.node(id).inputs;
-      for (std::size_t j = 0; j < inputs.size(); ++j) {
-        NodeId again = recomputations_.existing(operands[j]);
-        if (!forward(id) && again >= 0) inputs[j] = again;
-      }
-      rewriter_.copy(id, std::move(inputs));
-    }
-    return recomputations_.added();
+    return recompute_chosen(rewriter_, users_, chosen_,
+                            [&](NodeId operand) { return !readable(operand); });
   }
 
   graph::Graph finish() { return rewriter_.finish(); }
@@ -125,58 +110,18 @@ class ActivationRecomputer {
     }
   }
 
-  // Per source node, the chosen values to compute again just before it: before their first later
-  // reader, or before that reader's operands made for it alone (a weight gradient's transposed
-  // upstream), which its kernel then still folds.
-  std::vector<std::vector<NodeId>> recomputations_due() const {
-    std::vector<std::vector<NodeId>> due(source_.size());
-    std::vector<bool> placed(source_.size(), false);
-    for (std::size_t i = 0; i < source_.size(); ++i) {
-      auto reader = static_cast<NodeId>(i);
-      if (forward(reader)) continue;
-      for (NodeId value : source_.node(reader).inputs) {
-        auto index = static_cast<std::size_t>(value);
-        if (!chosen_[index] || placed[index]) continue;
-        placed[index] = true;
-        due[static_cast<std::size_t>(first_made_for(reader))].push_back(value);
-      }
-    }
-    return due;
-  }
-
-  // The earliest of `reader` and its later-phase operands that only it reads.
-  NodeId first_made_for(NodeId reader) const {
-    NodeId first = reader;
-    for (NodeId operand : source_.node(reader).inputs) {
-      if (!forward(operand) && users_.sole_user(operand) == reader)
-        first = std::min(first, operand);
-    }
-    return first;
-  }
-
-  // `id` computed again in `phase`, once for all later readers, from the values available.
-  NodeId recomputed(NodeId id, graph::Phase phase) {
-    return recomputations_.of(rewriter_, id, phase,
-                              [&](NodeId operand) { return !readable(operand); });
-  }
-
   const graph::Graph& source_;
   NodeUsers users_;
   std::vector<bool> static_;
   GraphRewriter rewriter_;
   std::vector<bool> recomputable_;  // per source node: whether collect() found it recomputable
   std::vector<bool> chosen_;        // per source node: recomputed where a later phase reads it
-  Recomputations recomputations_;
 };
 
 }  // namespace
 
 std::size_t recompute_activations(Program& program) {
-  expect_unfused(program, "recompute_activations");
-  ActivationRecomputer recomputer(program.graph);
-  std::size_t added = recomputer.run();
-  if (added > 0) program.graph = recomputer.finish();
-  return added;
+  return rewrite_program<ActivationRecomputer>(program, "recompute_activations");
 }
 
 }  // namespace csrun::compiler

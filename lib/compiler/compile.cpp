@@ -6,7 +6,7 @@
 
 namespace csrun::compiler {
 
-PassManager standard_passes(const PrecisionPolicy& precision) {
+PassManager standard_passes(const PrecisionPolicy& precision, bool recompute_layers) {
   PassManager manager;
   manager.add({"fold", "fold constant expressions", fold_constants});
   manager.add({"simplify", "algebraic identities that keep results bit for bit", simplify_algebra});
@@ -29,6 +29,11 @@ PassManager standard_passes(const PrecisionPolicy& precision) {
   manager.add({"recompute-activations",
                "cheap elementwise activations recomputed for the backward pass",
                recompute_activations});
+  manager.add({"recompute-layers",
+               "each layer's forward pass run again for the backward pass (--recompute_layers)",
+               [recompute_layers](Program& program) {
+                 return recompute_layers ? compiler::recompute_layers(program) : 0;
+               }});
   manager.add({"convolve-gradients",
                "a convolution's input gradient as a convolution of its output's gradient",
                convolve_gradients});
@@ -54,7 +59,8 @@ CompiledStep compile_step(graph::Graph traced, const CompileOptions& options) {
   CompiledStep compiled;
   compiled.program.graph = std::move(traced);
   if (options.after_pass) options.after_pass("trace", compiled.program);
-  compiled.passes = standard_passes(options.precision).run(compiled.program, options.after_pass);
+  compiled.passes = standard_passes(options.precision, options.recompute_layers)
+                        .run(compiled.program, options.after_pass);
   compiled.kernels = match_kernels(compiled.program);
   return compiled;
 }

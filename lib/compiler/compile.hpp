@@ -13,12 +13,14 @@ namespace csrun::compiler {
 struct CompileOptions {
   PrecisionPolicy precision;
   PassManager::Observer after_pass;  // sees the program after each pass (--dump_ir)
+  bool recompute_layers = false;     // pass recompute-layers changes the program
 };
 
 // The passes compile runs, in order: fold, simplify, precision, cse, dce, half-copies,
 // sink-casts, schedule-updates, recompute, recompute-windows, recompute-attention,
-// recompute-activations, convolve-gradients, fuse-softmax, fuse-matmul, fuse-elementwise.
-PassManager standard_passes(const PrecisionPolicy& precision);
+// recompute-activations, recompute-layers (which changes nothing unless `recompute_layers`),
+// convolve-gradients, fuse-softmax, fuse-matmul, fuse-elementwise.
+PassManager standard_passes(const PrecisionPolicy& precision, bool recompute_layers = false);
 
 // What --dump_ir accepts: "trace" (the graph before any pass), every pass name, and "lower-host"
 // (the plan's host steps, host_lowering.hpp).

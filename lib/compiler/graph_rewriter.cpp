@@ -86,4 +86,36 @@ graph::Graph GraphRewriter::finish() {
   return std::move(target_);
 }
 
+namespace {
+
+// The earliest of `reader` and its later-phase operands that only it reads.
+NodeId first_made_for(const graph::Graph& source, const NodeUsers& users, NodeId reader) {
+  NodeId first = reader;
+  for (NodeId operand : source.node(reader).inputs) {
+    if (source.node(operand).phase != graph::Phase::forward && users.sole_user(operand) == reader)
+      first = std::min(first, operand);
+  }
+  return first;
+}
+
+}  // namespace
+
+std::vector<std::vector<NodeId>> recomputations_due(const graph::Graph& source,
+                                                    const NodeUsers& users,
+                                                    const std::vector<bool>& chosen) {
+  std::vector<std::vector<NodeId>> due(source.size());
+  std::vector<bool> placed(source.size(), false);
+  for (std::size_t i = 0; i < source.size(); ++i) {
+    auto reader = static_cast<NodeId>(i);
+    if (source.node(reader).phase == graph::Phase::forward) continue;
+    for (NodeId value : source.node(reader).inputs) {
+      auto index = static_cast<std::size_t>(value);
+      if (!chosen[index] || placed[index]) continue;
+      placed[index] = true;
+      due[static_cast<std::size_t>(first_made_for(source, users, reader))].push_back(value);
+    }
+  }
+  return due;
+}
+
 }  // namespace csrun::compiler

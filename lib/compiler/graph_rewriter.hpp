@@ -5,6 +5,8 @@
 #include <vector>
 
 #include "graph/graph.hpp"
+#include "node_users.hpp"
+#include "program.hpp"
 
 namespace csrun::compiler {
 
@@ -101,6 +103,52 @@ class Recomputations {
   std::vector<graph::NodeId> again_;  // per source node
   std::size_t added_ = 0;
 };
+
+// Per source node, the forward values for which `chosen` holds (per node) to compute again just
+// before it: before their first reader of a later phase, or before that reader's operands made
+// for it alone (a weight gradient's transposed upstream), which its kernel then still folds.
+std::vector<std::vector<graph::NodeId>> recomputations_due(const graph::Graph& source,
+                                                           const NodeUsers& users,
+                                                           const std::vector<bool>& chosen);
+
+// Rebuilds the source graph into `rewriter` node by node, computing each forward value for which
+// `chosen` holds again just before the node recomputations_due gives it, once for all its later
+// readers, with the operands for which `again_too(operand)` holds computed again too; every
+// later-phase read of a value computed again reads its recomputation. Returns the nodes added (0:
+// nothing chosen, and nothing copied).
+template <class AgainToo>
+std::size_t recompute_chosen(GraphRewriter& rewriter, const NodeUsers& users,
+                             const std::vector<bool>& chosen, const AgainToo& again_too) {
+  if (std::find(chosen.begin(), chosen.end(), true) == chosen.end()) return 0;
+  const graph::Graph& source = rewriter.source();
+  std::vector<std::vector<graph::NodeId>> due = recomputations_due(source, users, chosen);
+  Recomputations recomputations(source.size());
+  for (std::size_t i = 0; i < source.size(); ++i) {
+    auto id = static_cast<graph::NodeId>(i);
+    if (rewriter.copy_leaf(id)) continue;
+    const graph::Node& node = source.node(id);
+    for (graph::NodeId value : due[i])
+      recomputations.of(rewriter, value, node.phase, again_too);
+    std::vector<graph::NodeId> inputs = rewriter.mapped_inputs(id);
+    for (std::size_t j = 0; j < inputs.size(); ++j) {
+      graph::NodeId again = recomputations.existing(node.inputs[j]);
+      if (node.phase != graph::Phase::forward && again >= 0) inputs[j] = again;
+    }
+    rewriter.copy(id, std::move(inputs));
+  }
+  return recomputations.added();
+}
+
+// Runs `Rewrite` over an unfused program: made from its graph, run() rebuilds the graph and counts
+// the changes, finish() gives the new graph, kept when something changed. Returns the changes.
+template <class Rewrite>
+std::size_t rewrite_program(Program& program, const char* pass) {
+  expect_unfused(program, pass);
+  Rewrite rewrite(program.graph);
+  std::size_t changes = rewrite.run();
+  if (changes > 0) program.graph = rewrite.finish();
+  return changes;
+}
 
 // Runs a rewrite over `graph` when it holds a node of `op` (most steps have none: no graph to
 // rebuild), keeping the new graph when the rewrite changed something. `Rewrite` is made from the

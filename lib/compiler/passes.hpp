@@ -98,6 +98,15 @@ std::size_t recompute_attention(Program& program);
 // rather than stored beside that value. Returns the nodes added.
 std::size_t recompute_activations(Program& program);
 
+// Gradient checkpointing by layers, asked for with --recompute_layers: computes every forward
+// value of a layer (the element of a module list: model.transformer_decoder.layers.3) that a later
+// phase reads again where that phase first reads it, from the values that leave the layer (its
+// output, values the layers share) and leaves, which stay stored: the backward pass runs each
+// layer's forward pass again, and the step keeps only the layers' outputs from the forward pass to
+// the backward pass, not their activations. The nodes are pure functions of their operands
+// (dropout draws from its key), so the values are the same bits. Returns the nodes added.
+std::size_t recompute_layers(Program& program);
+
 // Rewrites a convolution's f32 input gradient, the windows' gradient (a product as large as the
 // windows) summed onto the padded input (windows_sum), as the output's gradient padded and
 // convolved with the weights mirrored: a product of windows, which fuse-matmul forms a tile at a

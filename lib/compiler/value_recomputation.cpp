@@ -137,12 +137,8 @@ class Recomputer {
 }  // namespace
 
 std::size_t recompute_values(Program& program) {
-  expect_unfused(program, "recompute_values");
-  Recomputer recomputer(program.graph);
-  std::size_t added = recomputer.run();
-  if (added == 0) return 0;
-  program.graph = recomputer.finish();
-  eliminate_dead_code(program);
+  std::size_t added = rewrite_program<Recomputer>(program, "recompute_values");
+  if (added > 0) eliminate_dead_code(program);
   return added;
 }
 

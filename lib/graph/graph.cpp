@@ -1,6 +1,7 @@
 #include "graph.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <sstream>
 
 #include "shape_inference.hpp"
@@ -60,6 +61,20 @@ const char* role_name(VariableRole role) {
       return "16-bit copy";
   }
   return "?";
+}
+
+std::string_view listed_module(std::string_view scope) {
+  std::size_t start = 0;
+  while (start < scope.size()) {
+    std::size_t end = std::min(scope.find('.', start), scope.size());
+    std::string_view part = scope.substr(start, end - start);
+    bool index = !part.empty() && std::all_of(part.begin(), part.end(), [](char c) {
+      return std::isdigit(static_cast<unsigned char>(c)) != 0;
+    });
+    if (index) return scope.substr(0, end);
+    start = end + 1;
+  }
+  return {};
 }
 
 const char* phase_name(Phase phase) {

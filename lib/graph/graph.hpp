@@ -34,6 +34,11 @@ const char* phase_name(Phase phase);
 // scope names; 0 is the top level ("").
 using ScopeId = std::int32_t;
 
+// The element of a module list that a module path lies in: the path up to its first index
+// (model.transformer_decoder.layers.3 for model.transformer_decoder.layers.3.self_attn), or empty
+// when it has none.
+std::string_view listed_module(std::string_view scope);
+
 struct Node {
   OpKind op = OpKind::constant;
   std::vector<NodeId> inputs;

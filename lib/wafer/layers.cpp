@@ -1,18 +1,12 @@
 #include "layers.hpp"
 
 #include <algorithm>
-#include <cctype>
 #include <map>
 #include <unordered_map>
 
 namespace csrun::wafer {
 
 namespace {
-
-bool is_index(std::string_view part) {
-  return !part.empty() &&
-         std::all_of(part.begin(), part.end(), [](char c) { return std::isdigit(c) != 0; });
-}
 
 class LayerIndex {
  public:
@@ -78,16 +72,11 @@ void add_streamed(const compiler::Plan& plan, const std::vector<std::int32_t>& l
 
 std::string layer_name(std::string_view scope) {
   if (scope.empty()) return "(top level)";
-  std::size_t start = 0;
-  std::size_t second_end = std::string_view::npos;
-  for (int part = 0; start <= scope.size(); ++part) {
-    std::size_t end = scope.find('.', start);
-    if (end == std::string_view::npos) end = scope.size();
-    if (is_index(scope.substr(start, end - start))) return std::string(scope.substr(0, end));
-    if (part == 1) second_end = end;
-    start = end + 1;
-  }
-  return std::string(scope.substr(0, second_end));
+  std::string_view listed = graph::listed_module(scope);
+  if (!listed.empty()) return std::string(listed);
+  std::size_t first_end = scope.find('.');
+  if (first_end == std::string_view::npos) return std::string(scope);
+  return std::string(scope.substr(0, scope.find('.', first_end + 1)));
 }
 
 LayerMap map_layers(const compiler::Plan& plan) {

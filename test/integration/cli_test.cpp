@@ -168,7 +168,9 @@ TEST_CASE("sizes beyond what csrun can count or this machine can hold are refuse
                              "trainer.fit.train_dataloader.max_sequence_length=262144", "--set",
                              "trainer.fit.val_dataloader.max_sequence_length=262144"});
   CHECK(sequence.exit_code == 1);
-  CHECK_THAT(sequence.err, Catch::Contains(": lower the sequence length"));
+  CHECK_THAT(sequence.err, Catch::Contains(": lower the sequence length") &&
+                               Catch::Contains("; or train with --recompute_layers, which runs "
+                                               "each layer's forward pass again"));
   // A UNet's samples are images, 32768 x 32768 pixels each here: no sequence length to lower.
   auto image = run_csrun({"train", CSRUN_SOURCE_DIR "/configs/unet_tiny.yaml", "--fake_data", "-o",
                           (dir.path() / "e").string(), "--set",

@@ -230,6 +230,59 @@ TEST_CASE("attention over a long sequence is planned a block of queries at a tim
   CHECK(host < std::int64_t{40} << 30);
 }
 
+TEST_CASE(
+    "compile --recompute_layers plans a long sequence in less memory, for the same estimate") {
+  csrun::test::TempDir dir;
+  std::vector<std::string> compile = {
+      "compile",
+      data("releases/Release_2.10.0/llama__params_llama3p2_1b_msl_8k.yaml"),
+      "--fake_data",
+      "-o",
+      dir.path().string(),
+      "--set",
+      "trainer.fit.train_dataloader.batch_size=1",
+      "--set",
+      "trainer.fit.val_dataloader.batch_size=1",
+      "--set",
+      "trainer.init.callbacks.0.ScopedTrainFlags.csx.performance.micro_batch_size=1",
+      "--set",
+      "trainer.init.callbacks.1.ScopedValidateFlags.csx.performance.micro_batch_size=1"};
+  compile.push_back("--recompute_layers");
+  json recomputed = compiled_json(compile);
+  compile.pop_back();
+  // The plan the wafer mapping is of, the step without layers recomputed, was compiled with it
+  // into the cache, with its files: a run without the flag reuses it.
+  json kept = compiled_json(compile);
+  CHECK(kept["plan"]["from_cache"] == true);
+  std::filesystem::path kept_directory = kept["plan"]["directory"].get<std::string>();
+  CHECK(std::filesystem::exists(kept_directory / "report.json"));
+  CHECK(std::filesystem::exists(kept_directory / "placement.svg"));
+  CHECK(kept["plan"]["recompute_layers"] == false);
+  CHECK(recomputed["plan"]["recompute_layers"] == true);
+  CHECK(recomputed["plan"]["key"] != kept["plan"]["key"]);
+  std::int64_t changes = -1;
+  for (const json& pass : recomputed["passes"]) {
+    if (pass["name"] == "recompute-layers") changes = pass["changes"].get<std::int64_t>();
+  }
+  CHECK(changes > 0);
+  // The wafer keeps its own activations: its mapping is of the step without layers recomputed.
+  CHECK(recomputed["mapping"] == kept["mapping"]);
+  CHECK(recomputed["alternative"] == kept["alternative"]);
+  // 16 layers' activations at 8k tokens no longer wait for the backward pass: 30.6 -> 22.2 GB.
+  auto host = [](const json& report) {
+    return report["memory"]["arena_bytes"].get<std::int64_t>() +
+           report["memory"]["scratch_bytes"].get<std::int64_t>();
+  };
+  CHECK(host(recomputed) < host(kept) - (std::int64_t{7} << 30));
+  CHECK(recomputed["memory"]["persistent_bytes"] == kept["memory"]["persistent_bytes"]);
+  // An eval step has no backward pass: eval does not take the flag.
+  auto eval =
+      run_csrun({"eval", data("releases/Release_2.10.0/llama__params_llama3p2_1b_msl_8k.yaml"),
+                 "--fake_data", "--recompute_layers"});
+  CHECK(eval.exit_code == 2);
+  CHECK(eval.err.find("--recompute_layers") != std::string::npos);
+}
+
 TEST_CASE("auto follows the params' release: 1.x pipelines what fits, 2.x streams weights") {
   csrun::test::TempDir dir;
   std::string model_dir = (dir.path() / "model").string();

@@ -6,6 +6,7 @@
 #include "compiler/compile.hpp"
 #include "compiler/memory_plan.hpp"
 #include "compiler/passes.hpp"
+#include "compiler/static_values.hpp"
 #include "graph/autodiff.hpp"
 #include "graph/number_formats.hpp"
 #include "graph/reference_evaluator.hpp"
@@ -920,6 +921,69 @@ TEST_CASE(
   compiler::MemoryPlan kept = memory_without(step.graph, "recompute-activations");
   INFO("kept: " << kept.peak_bytes << " bytes, recomputed: " << memory.peak_bytes);
   CHECK(memory.peak_bytes < kept.peak_bytes);
+}
+
+TEST_CASE(
+    "recompute-layers: the backward pass runs each layer's forward pass again from the layers' "
+    "outputs, for the same values") {
+  models::TracedStep step = test::traced_step(
+      "{name: gpt2, vocab_size: 40, hidden_size: 16, num_hidden_layers: 3, num_heads: 4, "
+      "filter_size: 32, max_position_embeddings: 8, dropout_rate: 0.1, "
+      "attention_dropout_rate: 0.1}",
+      2);
+  Program program{step.graph, {}};
+  compiler::eliminate_dead_code(program);
+  Graph before = program.graph;
+  CHECK(compiler::recompute_layers(program) > 0);
+  const Graph& g = program.graph;
+  INFO(g.to_text());
+  // Each layer's products once more in the backward pass: the queries', keys' and values'
+  // projections, the scores, the probabilities times the values, the output projection and the
+  // first feed-forward product (the second's result only leaves the layer, summed).
+  CHECK(count_ops_in(g, OpKind::matmul, Phase::backward) ==
+        count_ops_in(before, OpKind::matmul, Phase::backward) + 3 * 7);
+  CHECK(count_ops_in(g, OpKind::dropout, Phase::backward) >
+        count_ops_in(before, OpKind::dropout, Phase::backward));
+  // A later phase reads no forward value of a layer but what leaves it (the next layer's input)
+  // and what every step computes alike (the causal mask).
+  auto layer = [&](const Node& node) { return listed_module(g.scope_name(node.scope)); };
+  std::vector<bool> statics = compiler::static_values(g);
+  for (const Node& node : g.nodes()) {
+    if (node.phase == Phase::forward) continue;
+    for (NodeId operand : node.inputs) {
+      const Node& read = g.node(operand);
+      if (read.phase != Phase::forward || layer(read).empty() ||
+          op_class(read.op) == OpClass::leaf || statics[static_cast<std::size_t>(operand)])
+        continue;
+      bool leaves = false;
+      for (const Node& reader : g.nodes()) {
+        bool reads =
+            std::find(reader.inputs.begin(), reader.inputs.end(), operand) != reader.inputs.end();
+        leaves =
+            leaves || (reads && reader.phase == Phase::forward && layer(reader) != layer(read));
+      }
+      INFO("%" << operand << " " << op_name(read.op) << " in " << layer(read));
+      CHECK(leaves);
+    }
+  }
+  Feeds feeds = test::sample_feeds(step.graph);
+  CHECK(outputs_of(g, feeds) == outputs_of(before, feeds));
+  CHECK(compiler::recompute_layers(program) == 0);
+  // Only the layers' outputs live from the forward pass to the backward: less memory at the peak.
+  compiler::CompiledStep recomputed = compiler::compile_step(step.graph, {{}, {}, true});
+  compiler::MemoryPlan memory = compiler::plan_memory(recomputed.program.graph, recomputed.kernels);
+  compiler::MemoryPlan kept = memory_without(step.graph, "");
+  INFO("kept: " << kept.peak_bytes << " bytes, recomputed: " << memory.peak_bytes);
+  CHECK(memory.peak_bytes < kept.peak_bytes);
+  CHECK(memory.persistent_bytes == kept.persistent_bytes);
+  // A layer made again reads its weights before their updates, which still write them in place.
+  const Graph& compiled = recomputed.program.graph;
+  for (const NamedNode& update : compiled.updates()) {
+    INFO(update.name);
+    NodeId variable = compiled.find_variable(update.name)->node;
+    CHECK(memory.buffer_of[static_cast<std::size_t>(update.node)] ==
+          memory.buffer_of[static_cast<std::size_t>(variable)]);
+  }
 }
 
 namespace {
