@@ -36,8 +36,11 @@ struct StepMemory {
 //   or in the background (--async_checkpoint), and one read is read into them: neither takes a
 //   copy;
 // - the plan's temporaries scale with the samples of a (micro-)step;
-// - a split batch adds the gradient sums (one per replica beside the total) and the update's
-//   gradient inputs;
+// - a split batch adds the micro-step's gradients (its outputs, all alive at its end: the plan
+//   of the whole batch frees each as its update reads it) and the update's gradient inputs,
+//   where one replica sums them, and with several replicas a replica's sum and a total beside
+//   them (the chain of an MPI job's ranks; in one process the total is the inputs themselves,
+//   one sum less than this counts);
 // - the global batch's data, a few batches of it in flight;
 // - the 16-bit copies of the weights (half-copies), once: no checkpoint stores them, and a split
 //   batch's update plan, which reads no weight in 16 bits, has none;
@@ -76,7 +79,7 @@ struct MemoryModel {
 
   // The run's `values` of state, and with a split batch the gradient sums beside them.
   double with_gradient_sums(double values, bool split_batch) const {
-    return split_batch ? values + gradients * (replicas > 1 ? 3.0 : 2.0) : values;
+    return split_batch ? values + gradients * (replicas > 1 ? 4.0 : 2.0) : values;
   }
 
   double fixed(bool split_batch) const {

@@ -72,8 +72,11 @@ AccumulatedStep::AccumulatedStep(Executable micro_step,
                                   "' is neither f32 nor a scalar");
     variables_.push_back({update.slot(variable.name), micro_.slot(variable.name)});
   }
-  replica_sum_.resize(offset);
-  if (split_.replicas > 1) total_.resize(offset);
+  // One replica in this process sums its micro-steps' gradients where the update reads them; a
+  // replica of several sums them apart first, and the ranks of an MPI job chain their totals in
+  // one contiguous span.
+  if (split_.replicas > 1) replica_sum_.resize(offset);
+  if (group_) total_.resize(offset);
   if (graph.find_input("grad_scaler.scale"))
     variables_.push_back({update.slot("grad_scaler.scale"), micro_.slot("grad_scaler.scale")});
   losses_.reserve(
@@ -125,15 +128,28 @@ void AccumulatedStep::write_normalizers(std::span<const data::BatchView* const> 
   }
 }
 
-void AccumulatedStep::add_gradients(bool first) {
+std::span<float> AccumulatedStep::replica_sum(const Gradient& gradient, Executable& update) {
+  if (replica_sum_.empty()) return update.floats_to_write(gradient.input);
+  return std::span(replica_sum_).subspan(gradient.offset, gradient.size);
+}
+
+void AccumulatedStep::add_gradients(bool first, Executable& update) {
+  for (const Gradient& gradient : gradients_)
+    add_into(replica_sum(gradient, update), micro_.floats(gradient.output), first);
+}
+
+// Adds a replica's sum into the update's inputs, in replica order.
+void AccumulatedStep::add_replica(std::int64_t replica, Executable& update) {
   for (const Gradient& gradient : gradients_) {
-    add_into(std::span(replica_sum_).subspan(gradient.offset, gradient.size),
-             micro_.floats(gradient.output), first);
+    add_into(update.floats_to_write(gradient.input),
+             std::span<const float>(replica_sum_).subspan(gradient.offset, gradient.size),
+             replica == 0);
   }
 }
 
-// The replica's micro-batches in order, their gradients summed into replica_sum_.
-void AccumulatedStep::run_replica(const data::BatchView& share, std::int64_t replica) {
+// The replica's micro-batches in order, their gradients summed (replica_sum).
+void AccumulatedStep::run_replica(const data::BatchView& share, std::int64_t replica,
+                                  Executable& update) {
   for (std::int64_t m = 0; m < split_.micro_batches_per_replica; ++m) {
     std::int64_t index = replica * split_.micro_batches_per_replica + m;
     inputs_.write(micro_, share, m * split_.micro_batch, split_.micro_batch);
@@ -141,7 +157,7 @@ void AccumulatedStep::run_replica(const data::BatchView& share, std::int64_t rep
     micro_.write(micro_batch_index_, std::span<const std::int32_t>(&micro_step, 1));
     micro_.run();
     losses_.push_back(micro_.scalar(loss_slot_));
-    add_gradients(m == 0);
+    add_gradients(m == 0, update);
   }
 }
 
@@ -174,19 +190,18 @@ void AccumulatedStep::run(std::span<const data::BatchView* const> shares, Execut
   losses_.clear();
   for (std::int64_t j = 0; j < split_.local_replicas; ++j) {
     std::int64_t replica = split_.first_replica + j;
-    run_replica(*shares[static_cast<std::size_t>(j)], replica);
-    if (!group_ && split_.replicas > 1) add_into(total_, replica_sum_, replica == 0);
+    run_replica(*shares[static_cast<std::size_t>(j)], replica, update);
+    if (!group_ && split_.replicas > 1) add_replica(replica, update);
   }
   if (group_) {
     combine_ranks();
+    for (const Gradient& gradient : gradients_)
+      update.write(gradient.input, std::span(total_).subspan(gradient.offset, gradient.size));
   } else {
     loss_ = 0.0;
     for (double share : losses_)
       loss_ += share;
   }
-  const std::vector<float>& summed = split_.replicas > 1 ? total_ : replica_sum_;
-  for (const Gradient& gradient : gradients_)
-    update.write(gradient.input, std::span(summed).subspan(gradient.offset, gradient.size));
   update.run(before_state_changes);
 }
 

@@ -72,8 +72,12 @@ class AccumulatedStep {
 
   void take_variables(const runtime::Executable& update);
   void write_normalizers(std::span<const data::BatchView* const> shares);
-  void run_replica(const data::BatchView& share, std::int64_t replica);
-  void add_gradients(bool first);
+  void run_replica(const data::BatchView& share, std::int64_t replica, runtime::Executable& update);
+  // Where the replica's micro-steps' sum of `gradient` goes: the update's input, or with several
+  // replicas replica_sum_.
+  std::span<float> replica_sum(const Gradient& gradient, runtime::Executable& update);
+  void add_gradients(bool first, runtime::Executable& update);
+  void add_replica(std::int64_t replica, runtime::Executable& update);
   void combine_ranks();
 
   runtime::Executable micro_;
@@ -85,9 +89,11 @@ class AccumulatedStep {
   std::vector<Normalizer> normalizers_;
   runtime::Executable::Slot micro_batch_index_;
   runtime::Executable::Slot loss_slot_;
-  std::vector<float> replica_sum_;  // every gradient, one after another
-  std::vector<float> total_;        // over the replicas
-  std::vector<double> losses_;      // this process's micro-steps'
+  // With several replicas, a replica's sum of every gradient, one after another (one replica
+  // sums into the update's inputs); under MPI, the total over the ranks' replicas, chained.
+  std::vector<float> replica_sum_;
+  std::vector<float> total_;
+  std::vector<double> losses_;  // this process's micro-steps'
   std::vector<double> normalizer_sums_;
   double loss_ = 0.0;
   double combining_seconds_ = 0.0;

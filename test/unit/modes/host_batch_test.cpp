@@ -66,8 +66,12 @@ TEST_CASE("a training run's host memory: the step's, and a split batch's gradien
   CHECK(whole.state_bytes == 8000.0);
   CHECK(whole.micro_steps == 1);
   // Micro-steps of 1: the update's state (the micro-step reads its weights where the update keeps
-  // them), and the gradients' sums.
+  // them), the micro-step's gradients and their sum, in the update's inputs.
   modes::HostBatch split = modes::plan_host_batch(2, 1, 1, plan);
   CHECK(split.micro_steps == 2);
   CHECK(split.bytes == 8000.0 + 2 * 4000.0 + 1000.0 + modes::kProcessBytes);
+  // Two replicas: a replica's sum and the ranks' total beside them.
+  modes::HostBatch replicas = modes::plan_host_batch(2, 2, 1, plan);
+  CHECK(replicas.micro_steps == 2);
+  CHECK(replicas.bytes == 8000.0 + 4 * 4000.0 + 1000.0 + modes::kProcessBytes);
 }
