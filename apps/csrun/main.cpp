@@ -159,7 +159,7 @@ class Subcommand {
     if (name != "eval") {
       app_->add_flag("--recompute_layers", line_.recompute_layers,
                      "Run each layer's forward pass again in the backward pass instead of keeping "
-                     "its activations: less host memory for about a third more compute (the "
+                     "its activations: less host memory for a forward pass more of compute (the "
                      "wafer estimate is unchanged)");
     }
     if (name == "train" || name == "eval") {
