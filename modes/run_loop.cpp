@@ -208,7 +208,11 @@ int run_trainer(const CheckedRun& checked, const CheckedTrainer& trainer_check,
   }
   const char* command = kind == LoopKind::train ? "csrun train" : "csrun eval";
   std::cerr << command << ": plan " << planned.directory.string()
-            << (planned.from_cache ? " (from the compile cache)" : " (compiled now)") << "\n";
+            << (planned.from_cache ? " (from the compile cache)" : " (compiled now)")
+            << (planned.recomputes_layers ? ", each layer's forward pass run again for its backward"
+                                            " pass (--recompute_layers)"
+                                          : "")
+            << "\n";
   if (std::string slow_gemm = runtime::sgemm_warning(); !slow_gemm.empty())
     std::cerr << command << ": warning: " << slow_gemm << "\n";
   std::int64_t num_csx = trainer.backend.cluster.num_csx;

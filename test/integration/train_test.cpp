@@ -641,6 +641,44 @@ std::vector<double> seq2seq_losses(const std::string& config, const fs::path& di
 // docs/models.md: configs/t5_tiny.yaml and configs/transformer_tiny.yaml train on their text
 // layouts on CPU and CSX; and their losses, normalized over the whole batch's target tokens,
 // follow the same curve when the batch is split across replicas and micro-batches.
+TEST_CASE("train --recompute_layers says so and writes the checkpoint of a run without it") {
+  csrun::test::TempDir dir;
+  // GPT-2 with dropout, and T5 (an encoder's output read by every decoder layer), both split in
+  // two micro-steps the second time.
+  for (const char* config : {"gpt2_tiny", "t5_tiny"}) {
+    for (bool split : {false, true}) {
+      INFO(config << (split ? ", num_csx 2" : ""));
+      std::vector<fs::path> checkpoints;
+      for (bool recompute : {false, true}) {
+        fs::path model_dir = dir.path() / (std::string(config) + (split ? "_split" : "") +
+                                           (recompute ? "_recomputed" : "_kept"));
+        std::vector<std::string> command = {
+            "train",
+            CSRUN_SOURCE_DIR "/configs/" + std::string(config) + ".yaml",
+            "--fake_data",
+            "-o",
+            model_dir.string(),
+            "--max_steps",
+            "2",
+            "--num_csx",
+            split ? "2" : "1"};
+        if (recompute) command.push_back("--recompute_layers");
+        auto run = run_csrun(command);
+        INFO(run.out << run.err);
+        REQUIRE(run.exit_code == 0);
+        bool said = run.err.find(
+                        "each layer's forward pass run again for its backward pass "
+                        "(--recompute_layers)") != std::string::npos;
+        CHECK(said == recompute);
+        fs::path checkpoint = model_dir / "checkpoint_2.mdl";
+        REQUIRE(fs::exists(checkpoint));
+        checkpoints.push_back(checkpoint);
+      }
+      CHECK(read_file(checkpoints[0]) == read_file(checkpoints[1]));
+    }
+  }
+}
+
 TEST_CASE("the T5 and Transformer tiny configs train on their text, and a split batch agrees") {
   csrun::test::TempDir dir;
   write_seq2seq_text(dir);
