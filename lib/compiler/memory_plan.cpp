@@ -97,19 +97,11 @@ class ArenaAllocator {
 class MemoryPlanner {
  public:
   MemoryPlanner(const graph::Graph& graph, std::span<const Kernel> kernels)
-      : graph_(graph),
-        users_(graph),
-        kernels_(kernels),
-        last_read_(graph.size(), -1),
-        returned_(graph.size(), false) {
+      : graph_(graph), users_(graph), kernels_(kernels), last_read_(graph.size(), -1) {
     plan_.buffer_of.assign(graph.size(), -1);
     for (std::size_t k = 0; k < kernels.size(); ++k) {
       for (NodeId operand : kernels[k].operands)
         last_read_[static_cast<std::size_t>(operand)] = static_cast<std::int32_t>(k);
-    }
-    for (const std::vector<graph::NamedNode>* returned : {&graph.outputs(), &graph.updates()}) {
-      for (const graph::NamedNode& value : *returned)
-        returned_[static_cast<std::size_t>(value.node)] = true;
     }
     for (const graph::NamedNode& update : graph.updates()) {
       auto [at, first] = updated_variable_.try_emplace(update.node, -1);
@@ -144,7 +136,7 @@ class MemoryPlanner {
     Holders& holders = holders_[static_cast<std::size_t>(buffer)];
     holders.last_read = std::max(holders.last_read, last_read_[static_cast<std::size_t>(value)]);
     holders.written_by = kernel;
-    holders.returned = holders.returned || returned_[static_cast<std::size_t>(value)];
+    holders.returned = holders.returned || users_.escapes(value);
   }
 
   void add_persistent_buffers() {
@@ -222,7 +214,7 @@ class MemoryPlanner {
     if (update == updated_variable_.end()) return {};
     NodeId variable = update->second;
     if (variable < 0 || graph_.node(variable).type != graph_.node(result).type) return {};
-    if (returned_[static_cast<std::size_t>(variable)]) return {};
+    if (users_.escapes(variable)) return {};
     if (last_read_[static_cast<std::size_t>(variable)] > static_cast<std::int32_t>(k)) return {};
     if (!read_on_the_way(kernel, variable, result)) return {};
     return variable;
@@ -304,9 +296,10 @@ class MemoryPlanner {
   }
 
   void extend_lifetimes() {
-    for (std::size_t id = 0; id < last_read_.size(); ++id) {
-      if (last_read_[id] >= 0) use(static_cast<NodeId>(id), last_read_[id]);
-      if (returned_[id]) use(static_cast<NodeId>(id), end_of_step());
+    for (std::size_t i = 0; i < last_read_.size(); ++i) {
+      auto value = static_cast<NodeId>(i);
+      if (last_read_[i] >= 0) use(value, last_read_[i]);
+      if (users_.escapes(value)) use(value, end_of_step());
     }
   }
 
@@ -424,7 +417,6 @@ class MemoryPlanner {
   NodeUsers users_;
   std::span<const Kernel> kernels_;
   std::vector<std::int32_t> last_read_;  // per node: the last kernel reading it, or -1
-  std::vector<bool> returned_;           // per node: an output or a variable's new value
   // Per value a variable's update takes: that variable's node, or -1 when it updates two.
   std::unordered_map<NodeId, NodeId> updated_variable_;
   // What the values a buffer holds so far need of it: the last kernel reading one of them, the
