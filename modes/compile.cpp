@@ -1,6 +1,7 @@
 #include <iostream>
 
 #include "compile_report.hpp"
+#include "host_steps.hpp"
 #include "modes.hpp"
 #include "plan_stage.hpp"
 #include "report.hpp"
@@ -21,7 +22,10 @@ int compile(const RunOptions& options) {
     if (options.json) {
       reports.push_back(compile_report_json(trainer, trace, (*planned)[i]));
     } else {
-      print_compile_report(trainer, trace, (*planned)[i], planned->size(), std::cout);
+      std::optional<HostBatch> host;
+      if (trace.training)
+        host = training_on_host(checked->trainers[i], trainer, (*planned)[i].plan, options);
+      print_compile_report(trainer, trace, (*planned)[i], host, planned->size(), std::cout);
     }
     training = training || trace.training;
   }

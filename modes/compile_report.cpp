@@ -332,7 +332,8 @@ json live_peak_json(const compiler::Plan& plan, const compiler::LivePeak& peak) 
 }  // namespace
 
 void print_compile_report(const config::TrainerSpec& trainer, const TraceSummary& trace,
-                          const PlannedTrainer& planned, std::size_t trainers, std::ostream& out) {
+                          const PlannedTrainer& planned, const std::optional<HostBatch>& host,
+                          std::size_t trainers, std::ostream& out) {
   const compiler::Plan& plan = planned.plan;
   StepBatch batch = step_batch(trainer, trace);
   out << "Trainer " << trainer.index + 1 << " of " << trainers << ": "
@@ -371,9 +372,7 @@ void print_compile_report(const config::TrainerSpec& trainer, const TraceSummary
                 : host_memory_note(compiler::step_host_bytes(plan, hardware_bf16, cores))));
   compiler::LivePeak peak = compiler::live_peak(plan.memory, plan.kernels.size());
   if (peak.kernel >= 0) line("peak", live_peak_text(plan, peak));
-  if (trace.training) {
-    line("host", host_batch_text(plan_host_batch(trainer, trace, plan), planned.recomputes_layers));
-  }
+  if (host) line("host", host_batch_text(*host, planned.recomputes_layers));
   if (plan.mapping.mode == compiler::ExecutionMode::none) {
     line("wafer", std::string("none: on ") + config::device_name(trainer.backend.device) +
                       " the plan runs on the host kernels");

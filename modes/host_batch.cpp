@@ -36,11 +36,9 @@ struct StepMemory {
 //   or in the background (--async_checkpoint), and one read is read into them: neither takes a
 //   copy;
 // - the plan's temporaries scale with the samples of a (micro-)step;
-// - a split batch adds the micro-step's gradients (its outputs, all alive at its end: the plan
-//   of the whole batch frees each as its update reads it) and the update's gradient inputs,
-//   where one replica sums them, and with several replicas a replica's sum and a total beside
-//   them (the chain of an MPI job's ranks; in one process the total is the inputs themselves,
-//   one sum less than this counts);
+// - a split batch adds the update's gradient inputs, where each micro-step adds its gradients
+//   as it computes them (freeing each as the plan of the whole batch does when its update reads
+//   it), and with several replicas the total over the replicas beside them;
 // - the global batch's data, a few batches of it in flight;
 // - the 16-bit copies of the weights (half-copies), once: no checkpoint stores them, and a split
 //   batch's update plan, which reads no weight in 16 bits, has none;
@@ -79,7 +77,7 @@ struct MemoryModel {
 
   // The run's `values` of state, and with a split batch the gradient sums beside them.
   double with_gradient_sums(double values, bool split_batch) const {
-    return split_batch ? values + gradients * (replicas > 1 ? 4.0 : 2.0) : values;
+    return split_batch ? values + gradients * (replicas > 1 ? 2.0 : 1.0) : values;
   }
 
   double fixed(bool split_batch) const {
@@ -147,6 +145,21 @@ HostBatch plan_host_batch(const config::TrainerSpec& trainer, const TraceSummary
                                 ? trace.batch_size
                                 : trace.system_batch / trainer.loop.grad_accum_steps;
   return plan_host_batch(trace.system_batch * replicas, replicas, configured, fused);
+}
+
+HostBatch with_split_plans(HostBatch host, const compiler::Plan& micro_step,
+                           const compiler::Plan& update, std::int64_t replicas) {
+  auto step_bytes = [](const compiler::Plan& plan) {
+    return static_cast<double>(compiler::step_host_bytes(
+        plan, runtime::selected_set_multiplies_bf16(), runtime::host_cores()));
+  };
+  auto sums = static_cast<double>(
+      compiler::variable_bytes(micro_step, compiler::sums_kept_by(micro_step, update)));
+  auto weights = static_cast<double>(
+      compiler::variable_bytes(micro_step, compiler::variables_read_from(micro_step, update)));
+  host.bytes = step_bytes(update) + step_bytes(micro_step) - weights - sums +
+               (replicas > 1 ? sums : 0.0) + host.data_bytes + kProcessBytes;
+  return host;
 }
 
 HostBatch plan_host_eval_batch(const compiler::Plan& eval, double beside_bytes,

@@ -42,6 +42,13 @@ HostBatch plan_host_batch(std::int64_t global_batch, std::int64_t replicas,
 HostBatch plan_host_batch(const config::TrainerSpec& trainer, const TraceSummary& trace,
                           const compiler::Plan& fused);
 
+// `host` (from plan_host_batch, for a split batch) with the host memory of the two plans that
+// run it instead of the estimate made from the fused step: the micro-step (without the weights
+// and gradient sums it keeps where the update does) beside the update, with several replicas
+// the total of their sums, the batches' data and the process.
+HostBatch with_split_plans(HostBatch host, const compiler::Plan& micro_step,
+                           const compiler::Plan& update, std::int64_t replicas);
+
 // How the eval step runs one system's eval batch (`eval` is its plan at that batch) on this
 // machine, beside `beside_bytes` that training holds in the same process, its step reading the
 // variables it can where the training step (`training`, if any) keeps them: the whole batch at

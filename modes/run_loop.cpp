@@ -8,6 +8,7 @@
 #include "data_stream.hpp"
 #include "graph/fingerprint.hpp"
 #include "host_batch.hpp"
+#include "host_steps.hpp"
 #include "models/step_trace.hpp"
 #include "plan_stage.hpp"
 #include "replicas/replica_group.hpp"
@@ -23,39 +24,6 @@
 namespace csrun::modes {
 
 namespace {
-
-std::vector<data::SampleField> sample_fields(const models::BatchLayout& layout) {
-  std::vector<data::SampleField> fields;
-  for (const models::BatchField& field : layout) {
-    std::int64_t rows = field.type.shape.empty() ? 1 : field.type.shape.front();
-    bool integer = field.type.dtype == graph::DType::i32;
-    fields.push_back({field.name, integer, graph::element_count(field.type.shape) / rows,
-                      integer ? field.value_limit : 0});
-  }
-  return fields;
-}
-
-// A step beside the trainer's planned one (the eval step, the micro-steps and update of a split
-// batch), planned as it was (same precision, through the compile cache) for the host only: they
-// report host rates.
-compiler::Plan plan_on_host(const config::TrainerSpec& trainer, bool training,
-                            std::int64_t batch_size, graph::Graph step,
-                            std::int64_t tokens_per_sample, const RunOptions& options,
-                            const std::string& what) {
-  TraceSummary trace;
-  trace.training = training;
-  trace.host_only = true;
-  trace.batch_size = batch_size;
-  trace.system_batch = batch_size;
-  trace.tokens_per_sample = tokens_per_sample;
-  trace.fingerprint = graph::fingerprint(step);
-  config::Diagnostics diagnostics;
-  std::optional<PlannedTrainer> planned =
-      plan_step(trainer, trace, std::move(step), options, diagnostics);
-  print_diagnostics(diagnostics, options.shown, std::cerr);
-  if (!planned) throw std::runtime_error(what + " cannot be compiled (see the errors above)");
-  return std::move(planned->plan);
-}
 
 runner::StepProgram eval_program(const models::CheckedModel& model,
                                  const config::TrainerSpec& trainer, std::int64_t batch,
@@ -83,17 +51,15 @@ void plan_eval(runner::RunSetup& setup, const CheckedTrainer& checked,
 }
 
 // A global batch that runs as several micro-steps (num_csx replicas, micro_batch_size,
-// grad_accum_steps): the micro-step and the update that `setup` runs instead of the fused step.
+// grad_accum_steps): the micro-step and the update that `setup` runs instead of the fused step,
+// and `host` with their memory.
 void plan_micro_steps(runner::RunSetup& setup, const CheckedTrainer& checked,
                       const config::TrainerSpec& trainer, const data::DataloaderSpec& loader,
-                      const HostBatch& host, const RunOptions& options) {
+                      HostBatch& host, const RunOptions& options) {
   std::int64_t micro_batch = host.micro_batch;
-  models::CheckedModel model = model_reading(*checked.model, loader);
-  models::TracedSplitStep split = models::trace_split_step(
-      model, micro_batch, loader.batch_size, trace_options(trainer, models::StepKind::train));
   std::int64_t replicas = trainer.backend.cluster.num_csx;
-  std::int64_t tokens = split.micro_step.tokens_per_sample;
-  std::vector<data::SampleField> fields = sample_fields(split.micro_step.batch);
+  SplitStep split = plan_split_step(checked, trainer, loader, micro_batch, options);
+  host = with_split_plans(host, split.micro_step, split.update, replicas);
   runner::MicroSteps micro;
   micro.split = {replicas, micro_batch, loader.batch_size / replicas / micro_batch, 0, replicas};
   if (setup.group && setup.group->size() > 1) {
@@ -103,15 +69,8 @@ void plan_micro_steps(runner::RunSetup& setup, const CheckedTrainer& checked,
   micro.normalizer_fields = std::move(split.normalizer_fields);
   micro.simulated_step_seconds = setup.train->plan.mapping.estimate.step_seconds;
   micro.why = host.reason;
-  micro.program = {plan_on_host(trainer, true, micro_batch, std::move(split.micro_step.graph),
-                                tokens, options, "the micro-step"),
-                   fields,
-                   {}};
-  setup.train =
-      runner::StepProgram{plan_on_host(trainer, true, loader.batch_size, std::move(split.update),
-                                       tokens, options, "the update step"),
-                          std::move(fields),
-                          {}};
+  micro.program = {std::move(split.micro_step), split.fields, {}};
+  setup.train = runner::StepProgram{std::move(split.update), std::move(split.fields), {}};
   setup.train_micro_steps = std::move(micro);
 }
 
@@ -139,9 +98,12 @@ runner::RunSetup setup_for(const CheckedRun& checked, const CheckedTrainer& trai
     setup.train_loader = trainer_check.train_loader;
     HostBatch host = plan_host_batch(trainer, *trainer_check.trace, setup.train->plan);
     check_fits_host(host, setup.train->plan, options.recompute_layers);
-    training_bytes = host.bytes;
-    if (host.micro_batch != setup.train_loader->batch_size)
+    if (host.micro_batch != setup.train_loader->batch_size) {
       plan_micro_steps(setup, trainer_check, trainer, *setup.train_loader, host, options);
+      // The update's plan, of the same sequences or images as the fused step's.
+      check_fits_host(host, setup.train->plan, options.recompute_layers);
+    }
+    training_bytes = host.bytes;
   }
   // fit evaluates with its own val_dataloader alone, as the Model Zoo's Trainer.fit does; a
   // validate section's loader serves csrun eval.

@@ -139,14 +139,24 @@ class MemoryPlanner {
     holders.returned = holders.returned || users_.escapes(value);
   }
 
+  // The variables first, the 16-bit copies after them, then the other leaves: a step that reads
+  // its weights (or adds to its sums) where another step keeps them never touches their
+  // buffers, and with them side by side, no huge page its own values fault in covers theirs.
   void add_persistent_buffers() {
+    for (const graph::Variable& variable : graph_.variables()) {
+      if (variable.role != graph::VariableRole::half_copy)
+        add_persistent(variable.node, BufferKind::variable);
+    }
+    for (const graph::Variable& variable : graph_.variables()) {
+      if (variable.role == graph::VariableRole::half_copy)
+        add_persistent(variable.node, BufferKind::variable);
+    }
     for (std::size_t i = 0; i < graph_.size(); ++i) {
       const graph::Node& node = graph_.nodes()[i];
-      if (graph::op_class(node.op) != graph::OpClass::leaf) continue;
-      BufferKind kind = node.op == graph::OpKind::input      ? BufferKind::input
-                        : node.op == graph::OpKind::variable ? BufferKind::variable
-                                                             : BufferKind::constant;
-      add_persistent(static_cast<NodeId>(i), kind);
+      if (graph::op_class(node.op) != graph::OpClass::leaf || node.op == graph::OpKind::variable)
+        continue;
+      add_persistent(static_cast<NodeId>(i),
+                     node.op == graph::OpKind::input ? BufferKind::input : BufferKind::constant);
     }
   }
 

@@ -98,6 +98,19 @@ std::vector<graph::NodeId> variables_read_from(const Plan& reader, const Plan& o
   return read;
 }
 
+std::vector<graph::NodeId> sums_kept_by(const Plan& reader, const Plan& owner) {
+  const graph::Graph& graph = reader.graph;
+  std::vector<graph::NodeId> sums;
+  for (const graph::Variable& variable : graph.variables()) {
+    std::optional<graph::NodeId> input = owner.graph.find_input(variable.name);
+    if (variable.role != graph::VariableRole::gradient_sum || !input ||
+        owner.graph.node(*input).type != graph.node(variable.node).type)
+      continue;
+    sums.push_back(variable.node);
+  }
+  return sums;
+}
+
 std::int64_t variable_bytes(const Plan& plan, std::span<const graph::NodeId> variables) {
   std::int64_t bytes = 0;
   for (graph::NodeId id : variables)

@@ -214,6 +214,10 @@ struct Plan {
 // step beside the training step reads the weights so, and a split batch's micro-step the weights
 // its update step updates.
 std::vector<graph::NodeId> variables_read_from(const Plan& reader, const Plan& owner);
+// The sums (graph::VariableRole::gradient_sum) that `reader` adds to where `owner` reads them as
+// inputs of the same name and type: a split batch's micro-step sums its gradients straight into
+// its update step's inputs.
+std::vector<graph::NodeId> sums_kept_by(const Plan& reader, const Plan& owner);
 // The bytes of `variables` of `plan` (those a step reads where another keeps them, say: what it
 // does not hold itself).
 std::int64_t variable_bytes(const Plan& plan, std::span<const graph::NodeId> variables);

@@ -32,7 +32,7 @@ template <>
 constexpr unsigned kEnumCount<graph::Phase> = static_cast<unsigned>(graph::Phase::update) + 1;
 template <>
 constexpr unsigned kEnumCount<graph::VariableRole> =
-    static_cast<unsigned>(graph::VariableRole::half_copy) + 1;
+    static_cast<unsigned>(graph::VariableRole::gradient_sum) + 1;
 template <>
 constexpr unsigned kEnumCount<StepKind> = static_cast<unsigned>(StepKind::eval) + 1;
 template <>

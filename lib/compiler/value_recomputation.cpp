@@ -48,14 +48,16 @@ class Recomputer {
   }
 
   // The value a recomputation starts from: stored anyway, and no wider than the f32 value made
-  // from it. A 16-bit value (a product's result) is half the size; an f32 one must come from a
-  // kernel that stores its result (a product, a sum), not from an elementwise kernel that could
-  // have kept it in registers.
+  // from it. A 16-bit value (a product's result) is half the size; an f32 one must be an input or
+  // variable of the step (a split batch's summed gradients, which its update unscales) or come
+  // from a kernel that stores its result (a product, a sum), not from an elementwise kernel that
+  // could have kept it in registers.
   bool stored_source(NodeId id) const {
     const graph::Node& node = source_.node(id);
     if (graph::is_half(node.type.dtype)) return true;
-    return node.type.dtype == graph::DType::f32 &&
-           graph::op_class(node.op) != graph::OpClass::elementwise && !node.inputs.empty();
+    if (node.type.dtype != graph::DType::f32) return false;
+    if (node.op == OpKind::input || node.op == OpKind::variable) return true;
+    return graph::op_class(node.op) != graph::OpClass::elementwise && !node.inputs.empty();
   }
 
   // The operand of `id` that carries the value along (the others are single values), or -1.

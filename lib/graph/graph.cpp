@@ -59,6 +59,8 @@ const char* role_name(VariableRole role) {
       return "statistic";
     case VariableRole::half_copy:
       return "16-bit copy";
+    case VariableRole::gradient_sum:
+      return "gradient sum";
   }
   return "?";
 }

@@ -76,7 +76,10 @@ enum class VariableRole : std::uint8_t {
   step_counter,
   loss_scaling,
   statistic,
-  half_copy
+  half_copy,
+  // A sum a split batch's micro-steps add their gradients (or batch sums) to, which the runner
+  // sets to -0.0 before a replica's first micro-step and the update reads: no checkpoint entry.
+  gradient_sum
 };
 const char* role_name(VariableRole role);
 

@@ -188,6 +188,24 @@ void update_running_moments(const StepContext& context) {
   }
 }
 
+// A variable of role gradient_sum named `name`, shaped as `like`, that a split batch's
+// micro-steps add a value to (add_to_sums). It is traced before the backward pass, so that the
+// addition can follow the value at once: compiler pass schedule-updates moves an update to where
+// its operands are.
+Tensor sum_variable(Graph& graph, const std::string& name, const Tensor& like) {
+  return Tensor(graph, graph.add_variable(name, graph.node(like.id()).type,
+                                          graph::VariableRole::gradient_sum, {}));
+}
+
+// Each value added to its sum as an update, so the micro-step frees each gradient once it is
+// added instead of returning them all at its end. The runner starts a sum at -0.0, which
+// `-0.0 + x` leaves exactly x: the first micro-step's gradient keeps its bits, a -0.0 among them.
+void add_to_sums(Graph& graph, const std::vector<Tensor>& sums, const std::vector<Tensor>& values) {
+  graph.set_phase(graph::Phase::update);
+  for (std::size_t i = 0; i < sums.size(); ++i)
+    graph.set_update(graph.leaf_name(sums[i].id()), (sums[i] + values[i]).id());
+}
+
 }  // namespace
 
 void append_training_update(StepContext& context, const Tensor& loss,
@@ -214,16 +232,19 @@ void append_scaled_gradients(StepContext& context, const Tensor& loss,
   Tensor scale = settings.dynamic
                      ? Tensor(graph, graph.add_input("grad_scaler.scale", {{}, DType::f32}))
                      : constant(graph, options.precision.enabled ? settings.factor : 1.0);
-  std::vector<Tensor> gradients = graph::gradients(loss, context.parameters(), scale);
-  for (std::size_t i = 0; i < gradients.size(); ++i) {
-    graph.add_output(gradient_name(graph.leaf_name(context.parameters()[i].id())),
-                     gradients[i].id());
-  }
+  std::vector<Tensor> sums;
+  for (const Tensor& parameter : context.parameters())
+    sums.push_back(sum_variable(graph, gradient_name(graph.leaf_name(parameter.id())), parameter));
+  std::vector<Tensor> values = graph::gradients(loss, context.parameters(), scale);
   for (const RunningMoments& moments : context.running_moments()) {
-    graph.add_output(batch_sum_name(graph.leaf_name(moments.mean.id())), moments.sum.id());
-    graph.add_output(batch_sum_name(graph.leaf_name(moments.variance.id())),
-                     moments.sum_of_squares.id());
+    sums.push_back(
+        sum_variable(graph, batch_sum_name(graph.leaf_name(moments.mean.id())), moments.sum));
+    sums.push_back(sum_variable(graph, batch_sum_name(graph.leaf_name(moments.variance.id())),
+                                moments.sum_of_squares));
+    values.push_back(moments.sum);
+    values.push_back(moments.sum_of_squares);
   }
+  add_to_sums(graph, sums, values);
   graph.add_output("loss", loss.id());
 }
 

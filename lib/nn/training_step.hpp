@@ -41,8 +41,9 @@ void append_training_update(StepContext& context, const Tensor& loss,
 // The two halves of a training step whose global batch runs as several micro-steps, whose
 // gradients the runner adds up before one update:
 // - the micro-step: backward from `loss` (seeded with the loss scale: the constant factor, or the
-//   input grad_scaler.scale under dynamic scaling), outputs gradient/<parameter>, the running
-//   moments' batch sums (batch_sum/<statistic>) and loss;
+//   input grad_scaler.scale under dynamic scaling), adds each gradient to the variable
+//   gradient/<parameter> and the running moments' batch sums to batch_sum/<statistic> (role
+//   gradient_sum, updated in the update phase), outputs loss;
 // - the update: inputs gradient/<parameter> (the summed, still scaled gradients) for the
 //   context's parameters, then what append_training_update does after the backward pass; the
 //   context's running moments read the summed batch sums (inputs batch_sum/<statistic>).

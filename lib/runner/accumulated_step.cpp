@@ -39,8 +39,8 @@ void add_into(std::span<float> sum, std::span<const float> values, bool first) {
 
 AccumulatedStep::AccumulatedStep(Executable micro_step,
                                  const std::vector<data::SampleField>& fields, BatchSplit split,
-                                 std::vector<std::string> normalizer_fields,
-                                 const Executable& update, const replicas::ReplicaGroup* group)
+                                 std::vector<std::string> normalizer_fields, Executable& update,
+                                 const replicas::ReplicaGroup* group)
     : micro_(std::move(micro_step)),
       inputs_(fields, micro_),
       split_(split),
@@ -52,19 +52,16 @@ AccumulatedStep::AccumulatedStep(Executable micro_step,
   for (const graph::Variable& variable : graph.variables()) {
     // The micro-step rounds its weights' 16-bit copies itself once the weights are taken.
     if (variable.role == graph::VariableRole::half_copy) continue;
-    // Gradients, and the batch sums of running statistics, add up over micro-batches and
-    // replicas alike.
-    bool summed = variable.role == graph::VariableRole::parameter ||
-                  variable.role == graph::VariableRole::statistic;
-    if (summed) {
-      std::string name = variable.role == graph::VariableRole::parameter
-                             ? nn::gradient_name(variable.name)
-                             : nn::batch_sum_name(variable.name);
-      Gradient gradient{micro_.slot(name), update.slot(name), offset, 0};
+    if (variable.role == graph::VariableRole::gradient_sum) {
+      Gradient gradient{micro_.slot(variable.name), update.slot(variable.name), offset, 0};
+      if (!micro_.borrowed(gradient.sum))
+        throw std::logic_error("the micro-step keeps the sum '" + variable.name +
+                               "' itself, not where its update reads it");
       gradient.size =
-          static_cast<std::size_t>(graph::element_count(micro_.type(gradient.output).shape));
+          static_cast<std::size_t>(graph::element_count(micro_.type(gradient.sum).shape));
       offset += gradient.size;
       gradients_.push_back(gradient);
+      continue;
     }
     const graph::TensorType& type = graph.node(variable.node).type;
     if (type.dtype != graph::DType::f32 && graph::element_count(type.shape) != 1)
@@ -72,11 +69,10 @@ AccumulatedStep::AccumulatedStep(Executable micro_step,
                                   "' is neither f32 nor a scalar");
     variables_.push_back({update.slot(variable.name), micro_.slot(variable.name)});
   }
-  // One replica in this process sums its micro-steps' gradients where the update reads them; a
-  // replica of several sums them apart first, and the ranks of an MPI job chain their totals in
-  // one contiguous span.
-  if (split_.replicas > 1) replica_sum_.resize(offset);
-  if (group_) total_.resize(offset);
+  // Each replica's micro-steps add their gradients where the update reads them; with several
+  // replicas, the replicas' sums are added up beside them (in this process, or along the chain of
+  // an MPI job's ranks) and written there once all are in.
+  if (split_.replicas > 1) total_.resize(offset);
   if (graph.find_input("grad_scaler.scale"))
     variables_.push_back({update.slot("grad_scaler.scale"), micro_.slot("grad_scaler.scale")});
   losses_.reserve(
@@ -128,28 +124,28 @@ void AccumulatedStep::write_normalizers(std::span<const data::BatchView* const> 
   }
 }
 
-std::span<float> AccumulatedStep::replica_sum(const Gradient& gradient, Executable& update) {
-  if (replica_sum_.empty()) return update.floats_to_write(gradient.input);
-  return std::span(replica_sum_).subspan(gradient.offset, gradient.size);
-}
-
-void AccumulatedStep::add_gradients(bool first, Executable& update) {
-  for (const Gradient& gradient : gradients_)
-    add_into(replica_sum(gradient, update), micro_.floats(gradient.output), first);
-}
-
-// Adds a replica's sum into the update's inputs, in replica order.
-void AccumulatedStep::add_replica(std::int64_t replica, Executable& update) {
+// -0.0 + x is x for every x, +0.0 and -0.0 included: a replica's first micro-step leaves its
+// gradients' bits as they are.
+void AccumulatedStep::start_sums(Executable& update) {
   for (const Gradient& gradient : gradients_) {
-    add_into(update.floats_to_write(gradient.input),
-             std::span<const float>(replica_sum_).subspan(gradient.offset, gradient.size),
-             replica == 0);
+    std::span<float> sum = update.floats_to_write(gradient.input);
+    std::fill(sum.begin(), sum.end(), -0.0f);
   }
 }
 
-// The replica's micro-batches in order, their gradients summed (replica_sum).
+// Adds the sums the update's inputs hold (one replica's) into total_.
+void AccumulatedStep::add_to_total(bool first, const Executable& update) {
+  for (const Gradient& gradient : gradients_) {
+    add_into(std::span(total_).subspan(gradient.offset, gradient.size),
+             update.floats(gradient.input), first);
+  }
+}
+
+// The replica's micro-batches in order, each micro-step adding its gradients to the update's
+// inputs.
 void AccumulatedStep::run_replica(const data::BatchView& share, std::int64_t replica,
                                   Executable& update) {
+  start_sums(update);
   for (std::int64_t m = 0; m < split_.micro_batches_per_replica; ++m) {
     std::int64_t index = replica * split_.micro_batches_per_replica + m;
     inputs_.write(micro_, share, m * split_.micro_batch, split_.micro_batch);
@@ -157,18 +153,17 @@ void AccumulatedStep::run_replica(const data::BatchView& share, std::int64_t rep
     micro_.write(micro_batch_index_, std::span<const std::int32_t>(&micro_step, 1));
     micro_.run();
     losses_.push_back(micro_.scalar(loss_slot_));
-    add_gradients(m == 0, update);
   }
 }
 
 // Rank r (one replica each) adds its sum to the ranks' before it, in the order one process adds
 // its replicas, and passes the sum on; the last rank's total (and loss) reaches every rank.
-void AccumulatedStep::combine_ranks() {
+void AccumulatedStep::combine_ranks(const Executable& update) {
   auto start = std::chrono::steady_clock::now();
   double loss = 0.0;
   group_->receive_sum(std::span(total_));
   group_->receive_sum(std::span(&loss, 1));
-  add_into(total_, replica_sum_, group_->rank() == 0);
+  add_to_total(group_->rank() == 0, update);
   for (double share : losses_)
     loss += share;
   group_->pass_sum(std::span<const float>(total_));
@@ -191,16 +186,18 @@ void AccumulatedStep::run(std::span<const data::BatchView* const> shares, Execut
   for (std::int64_t j = 0; j < split_.local_replicas; ++j) {
     std::int64_t replica = split_.first_replica + j;
     run_replica(*shares[static_cast<std::size_t>(j)], replica, update);
-    if (!group_ && split_.replicas > 1) add_replica(replica, update);
+    if (!group_ && split_.replicas > 1) add_to_total(replica == 0, update);
   }
   if (group_) {
-    combine_ranks();
-    for (const Gradient& gradient : gradients_)
-      update.write(gradient.input, std::span(total_).subspan(gradient.offset, gradient.size));
+    combine_ranks(update);
   } else {
     loss_ = 0.0;
     for (double share : losses_)
       loss_ += share;
+  }
+  if (split_.replicas > 1) {
+    for (const Gradient& gradient : gradients_)
+      update.write(gradient.input, std::span(total_).subspan(gradient.offset, gradient.size));
   }
   update.run(before_state_changes);
 }

@@ -34,10 +34,11 @@ struct BatchSplit {
 // evaluation read it.
 class AccumulatedStep {
  public:
+  // `micro_step` adds its gradients where `update` reads them (runtime::Executable's `owner`);
   // `group` (null: this process alone) must outlive the step.
   AccumulatedStep(runtime::Executable micro_step, const std::vector<data::SampleField>& fields,
                   BatchSplit split, std::vector<std::string> normalizer_fields,
-                  const runtime::Executable& update, const replicas::ReplicaGroup* group);
+                  runtime::Executable& update, const replicas::ReplicaGroup* group);
 
   // One optimizer step on the global batch (split.micro_steps() * split.micro_batch samples), of
   // which `shares` holds this process's replicas' shares, in replica order (one share: the
@@ -55,9 +56,9 @@ class AccumulatedStep {
 
  private:
   struct Gradient {  // what the micro-steps sum: a gradient, or a statistic's batch sum
-    runtime::Executable::Slot output;  // in the micro-step
-    runtime::Executable::Slot input;   // in the update
-    std::size_t offset = 0;            // in the flat sums
+    runtime::Executable::Slot sum;    // in the micro-step: the update's input, borrowed
+    runtime::Executable::Slot input;  // in the update
+    std::size_t offset = 0;           // in total_
     std::size_t size = 0;
   };
   struct Copied {  // a variable of the update the micro-step reads
@@ -72,13 +73,10 @@ class AccumulatedStep {
 
   void take_variables(const runtime::Executable& update);
   void write_normalizers(std::span<const data::BatchView* const> shares);
+  void start_sums(runtime::Executable& update);
   void run_replica(const data::BatchView& share, std::int64_t replica, runtime::Executable& update);
-  // Where the replica's micro-steps' sum of `gradient` goes: the update's input, or with several
-  // replicas replica_sum_.
-  std::span<float> replica_sum(const Gradient& gradient, runtime::Executable& update);
-  void add_gradients(bool first, runtime::Executable& update);
-  void add_replica(std::int64_t replica, runtime::Executable& update);
-  void combine_ranks();
+  void add_to_total(bool first, const runtime::Executable& update);
+  void combine_ranks(const runtime::Executable& update);
 
   runtime::Executable micro_;
   BatchInputs inputs_;
@@ -89,9 +87,8 @@ class AccumulatedStep {
   std::vector<Normalizer> normalizers_;
   runtime::Executable::Slot micro_batch_index_;
   runtime::Executable::Slot loss_slot_;
-  // With several replicas, a replica's sum of every gradient, one after another (one replica
-  // sums into the update's inputs); under MPI, the total over the ranks' replicas, chained.
-  std::vector<float> replica_sum_;
+  // With several replicas, the sum of every gradient over the replicas so far, one after another
+  // (under MPI: over the ranks before this one and this one, chained).
   std::vector<float> total_;
   std::vector<double> losses_;  // this process's micro-steps'
   std::vector<double> normalizer_sums_;

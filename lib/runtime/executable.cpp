@@ -102,7 +102,7 @@ struct NamedValue {
   NodeId node = -1;
   TensorRef value;  // outputs that name a variable read its snapshot
   bool writable = false;
-  bool borrowed = false;  // a variable read where its owner keeps it
+  bool borrowed = false;  // a variable read (or a sum added to) where its owner keeps it
 };
 
 }  // namespace
@@ -118,7 +118,7 @@ struct Executable::State {
   TaskScratch task_scratch;
   std::vector<TensorRef> values;  // per node: where its value lives
   std::vector<bool> chunk_local;  // per node: whether its chain keeps it one chunk at a time
-  std::vector<bool> borrowed;     // per node: a variable read where its owner keeps it
+  std::vector<bool> borrowed;     // per node: a variable kept where its owner keeps it
   std::vector<StepWork> step;
   std::vector<std::size_t> step_host;  // per work of the step: its entry of plan.host_steps
   // The first work of the step that writes an f32 variable of this executable's own (or
@@ -134,16 +134,25 @@ struct Executable::State {
   HostProfile profile;
   mutable ThreadTeam team{ThreadTeam::available_cores()};  // shared by the tasks, which run it
 
-  State(compiler::Plan source, const KernelSet& chosen, const State* owner = nullptr)
+  State(compiler::Plan source, const KernelSet& chosen, State* owner = nullptr)
       : plan(std::move(source)), kernels(chosen) {
     check_memory_plan();
     std::vector<NodeId> from_owner;
-    if (owner != nullptr) from_owner = compiler::variables_read_from(plan, owner->plan);
-    check_fits_host(from_owner);
+    std::vector<NodeId> sums;
+    if (owner != nullptr) {
+      from_owner = compiler::variables_read_from(plan, owner->plan);
+      sums = compiler::sums_kept_by(plan, owner->plan);
+    }
+    check_fits_host(compiler::variable_bytes(plan, from_owner) +
+                    compiler::variable_bytes(plan, sums));
     arena = AlignedBytes(plan.memory.peak_bytes);
     values.resize(plan.graph.size());
     bind_buffers();
-    if (owner != nullptr) borrow_variables(*owner, from_owner);
+    borrowed.assign(plan.graph.size(), false);
+    if (owner != nullptr) {
+      borrow_variables(*owner, from_owner);
+      sum_into_owner(*owner, sums);
+    }
     mark_chunk_local();
     bind_scratch();
     bind_updates();
@@ -174,10 +183,9 @@ struct Executable::State {
 
   // Refused with the figures before allocating, not an allocation failure (or the kernel's OOM
   // killer) once the arena is in use. Variables read where an owner keeps them take nothing here.
-  void check_fits_host(std::span<const NodeId> borrowed_variables) const {
+  void check_fits_host(std::int64_t borrowed_bytes) const {
     auto needed = static_cast<double>(
-        compiler::step_host_bytes(plan, kernels.multiplies_bf16(), team.size()) -
-        compiler::variable_bytes(plan, borrowed_variables));
+        compiler::step_host_bytes(plan, kernels.multiplies_bf16(), team.size()) - borrowed_bytes);
     if (!storage::exceeds_usable_memory(needed)) return;
     std::string sample = compiler::sample_size_name(plan);
     std::string lower =
@@ -221,7 +229,6 @@ struct Executable::State {
   // `variables` (compiler::variables_read_from) read where `owner` keeps them: their buffers in
   // this arena are never touched, so they take no memory.
   void borrow_variables(const State& owner, std::span<const NodeId> variables) {
-    borrowed.assign(plan.graph.size(), false);
     for (NodeId id : variables) {
       const std::string& name = plan.graph.leaf_name(id);
       values[static_cast<std::size_t>(id)] =
@@ -230,9 +237,31 @@ struct Executable::State {
     }
   }
 
-  bool is_borrowed(NodeId id) const {
-    return !borrowed.empty() && borrowed[static_cast<std::size_t>(id)];
+  // `sums` (compiler::sums_kept_by) added to where `owner` reads them: the sum and its new value
+  // computed in place lie in the owner's input; any other value in the sum's buffer would be
+  // written nowhere, so a plan that puts one there is refused.
+  void sum_into_owner(State& owner, std::span<const NodeId> sums) {
+    const std::vector<std::int32_t>& buffer_of = plan.memory.buffer_of;
+    for (NodeId id : sums) {
+      const std::string& name = plan.graph.leaf_name(id);
+      TensorRef target = owner.values[static_cast<std::size_t>(*owner.plan.graph.find_input(name))];
+      NodeId update = update_of(name);
+      std::int32_t buffer = buffer_of[static_cast<std::size_t>(id)];
+      if (buffer < 0)
+        throw std::invalid_argument("the plan has no buffer for the sum '" + name + "'");
+      for (std::size_t i = 0; i < buffer_of.size(); ++i) {
+        if (buffer_of[i] != buffer) continue;
+        if (static_cast<NodeId>(i) != id && static_cast<NodeId>(i) != update) {
+          throw std::invalid_argument("the plan keeps node %" + std::to_string(i) +
+                                      " in the buffer of the sum '" + name + "'");
+        }
+        values[i] = target;
+      }
+      borrowed[static_cast<std::size_t>(id)] = true;
+    }
   }
+
+  bool is_borrowed(NodeId id) const { return borrowed[static_cast<std::size_t>(id)]; }
 
   // Whether `host` computes `id` a chunk or a row at a time: a chain's node, a row chain's, the
   // softmax_grad whose rows a row chain reads, a softmax whose rows are only rounded, or the
@@ -453,7 +482,8 @@ struct Executable::State {
   std::size_t find_first_f32_variable_write() const {
     std::vector<bool> writes(plan.graph.size(), false);
     for (const graph::NamedNode& update : plan.graph.updates()) {
-      if (in_place(update) && plan.graph.node(update.node).type.dtype == graph::DType::f32)
+      if (in_place(update) && plan.graph.node(update.node).type.dtype == graph::DType::f32 &&
+          !is_borrowed(plan.graph.find_variable(update.name)->node))
         writes[static_cast<std::size_t>(update.node)] = true;
     }
     auto written = [&](NodeId id) { return writes[static_cast<std::size_t>(id)]; };
@@ -791,9 +821,12 @@ struct Executable::State {
     const std::string& name = target.name;
     if (!target.writable) {
       if (target.borrowed) {
+        const graph::Variable* variable = plan.graph.find_variable(name);
+        bool sum = variable != nullptr && variable->role == graph::VariableRole::gradient_sum;
         throw std::invalid_argument("'" + name +
-                                    "' is read where the step that updates it keeps it; write it "
-                                    "there");
+                                    (sum ? "' is added to where the step that reads it keeps it"
+                                         : "' is read where the step that updates it keeps it") +
+                                    "; write it there");
       }
       // The other variables not written from outside are the 16-bit copies.
       const graph::Variable* copy = plan.graph.find_variable(name);
@@ -817,8 +850,7 @@ struct Executable::State {
 
 Executable::Executable(compiler::Plan plan, std::string_view kernel_set_name)
     : state_(std::make_unique<State>(std::move(plan), kernel_set(kernel_set_name))) {}
-Executable::Executable(compiler::Plan plan, std::string_view kernel_set_name,
-                       const Executable& owner)
+Executable::Executable(compiler::Plan plan, std::string_view kernel_set_name, Executable& owner)
     : state_(std::make_unique<State>(std::move(plan), kernel_set(kernel_set_name),
                                      owner.state_.get())) {}
 Executable::~Executable() = default;

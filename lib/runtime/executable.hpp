@@ -27,8 +27,10 @@ class Executable {
   // The same, reading the variables it may read where `owner` keeps them
   // (compiler::variables_read_from) there instead of holding copies: an eval step beside the
   // training step reads the weights the training step updates, without a copy or a copy's memory.
-  // Those variables are written through `owner` alone; `owner` must outlive this executable.
-  Executable(compiler::Plan plan, std::string_view kernel_set, const Executable& owner);
+  // Those variables are written through `owner` alone. Its sums (compiler::sums_kept_by) it adds
+  // to in `owner`'s inputs: a micro-step's gradients go straight where its update reads them.
+  // `owner` must outlive this executable.
+  Executable(compiler::Plan plan, std::string_view kernel_set, Executable& owner);
   ~Executable();
   Executable(Executable&&) noexcept;
   Executable& operator=(Executable&&) noexcept;
@@ -39,7 +41,8 @@ class Executable {
   // The slot of an input, variable or output; throws std::invalid_argument for another name.
   Slot slot(std::string_view name) const;
   const graph::TensorType& type(Slot slot) const;
-  // Whether a variable is read where its owner (the constructor's `owner`) keeps it.
+  // Whether a variable is read (or a sum added to) where its owner (the constructor's `owner`)
+  // keeps it.
   bool borrowed(Slot slot) const;
   // The owner wrote borrowed variable `slot`: the next run() rounds it into its 16-bit copy first,
   // as for a write here. Throws std::invalid_argument for a variable that is not borrowed.

@@ -24,6 +24,16 @@ bool overlap_in_time(const compiler::Buffer& a, const compiler::Buffer& b) {
   return a.first_use <= b.last_use && b.first_use <= a.last_use;
 }
 
+// A small GPT-2's training step in bfloat16: every kind of buffer, 16-bit copies among them.
+compiler::Plan small_gpt2_plan() {
+  models::TracedStep step = test::traced_step(
+      "{name: gpt2, vocab_size: 1100, hidden_size: 16, num_heads: 2, num_hidden_layers: 2, "
+      "filter_size: 32, max_position_embeddings: 8}",
+      2);
+  return compiler::build_plan(
+      compiler::compile_step(std::move(step.graph), {{true, DType::bf16, 1}, {}}), {}, {});
+}
+
 }  // namespace
 
 TEST_CASE("temporaries that are never live together share space") {
@@ -96,12 +106,7 @@ TEST_CASE("the live peak names the kernel where the most temporaries live, large
 }
 
 TEST_CASE("the memory plan of a real step: aligned, and no two live buffers overlap") {
-  models::TracedStep step = test::traced_step(
-      "{name: gpt2, vocab_size: 1100, hidden_size: 16, num_heads: 2, num_hidden_layers: 2, "
-      "filter_size: 32, max_position_embeddings: 8}",
-      2);
-  compiler::Plan plan = compiler::build_plan(
-      compiler::compile_step(std::move(step.graph), {{true, DType::bf16, 1}, {}}), {}, {});
+  compiler::Plan plan = small_gpt2_plan();
   const compiler::MemoryPlan& memory = plan.memory;
   REQUIRE(memory.buffer_of.size() == plan.graph.size());
   CHECK(memory.peak_bytes < memory.unshared_bytes);
@@ -133,6 +138,40 @@ TEST_CASE("the memory plan of a real step: aligned, and no two live buffers over
   for (const compiler::Kernel& kernel : plan.kernels) {
     for (NodeId result : kernel.results)
       CHECK(memory.buffer_of[static_cast<std::size_t>(result)] >= 0);
+  }
+}
+
+TEST_CASE("the variables lie side by side, then their 16-bit copies, then the other leaves") {
+  // A step that reads its weights where another keeps them never touches their buffers: none of
+  // its own values may share a huge page with them but at the ends of that run.
+  compiler::Plan plan = small_gpt2_plan();
+  auto offset_of = [&](NodeId id) {
+    std::int32_t buffer = plan.memory.buffer_of[static_cast<std::size_t>(id)];
+    return plan.memory.buffers[static_cast<std::size_t>(buffer)].offset;
+  };
+  std::int64_t variables_end = 0;
+  std::int64_t copies_start = plan.memory.persistent_bytes;
+  std::int64_t copies_end = 0;
+  int copies = 0;
+  for (const graph::Variable& variable : plan.graph.variables()) {
+    std::int64_t end = offset_of(variable.node) + plan.graph.node(variable.node).type.byte_size();
+    if (variable.role == VariableRole::half_copy) {
+      copies_start = std::min(copies_start, offset_of(variable.node));
+      copies_end = std::max(copies_end, end);
+      ++copies;
+    } else {
+      variables_end = std::max(variables_end, end);
+    }
+  }
+  REQUIRE(copies > 0);
+  CHECK(variables_end <= copies_start);
+  for (std::size_t i = 0; i < plan.graph.size(); ++i) {
+    const graph::Node& node = plan.graph.nodes()[i];
+    if (op_class(node.op) != OpClass::leaf || node.op == OpKind::variable ||
+        plan.memory.buffer_of[i] < 0)
+      continue;
+    INFO("leaf %" << i);
+    CHECK(offset_of(static_cast<NodeId>(i)) >= copies_end);
   }
 }
 

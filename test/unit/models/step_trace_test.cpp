@@ -1,10 +1,12 @@
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <map>
 #include <set>
 
 #include "graph/fingerprint.hpp"
 #include "models/step_trace.hpp"
+#include "nn/training_step.hpp"
 #include "support/params_fixture.hpp"
 #include "support/step_fixture.hpp"
 
@@ -95,6 +97,40 @@ TEST_CASE(
   // The weight's new value is computed in the update phase.
   for (const graph::NamedNode& update : g.updates())
     CHECK(g.node(update.node).phase == graph::Phase::update);
+}
+
+TEST_CASE("a split step's micro-step adds each gradient to a sum its update reads") {
+  Traced t = test::checked_model(
+      "{name: gpt2, vocab_size: 50, hidden_size: 16, num_heads: 2, num_hidden_layers: 1, "
+      "filter_size: 32, max_position_embeddings: 8}");
+  models::TracedSplitStep split = models::trace_split_step(t.model, 1, 4, t.training_options());
+  const graph::Graph& micro = split.micro_step.graph;
+  std::size_t sums = 0;
+  for (const graph::Variable& variable : micro.variables()) {
+    if (variable.role != graph::VariableRole::parameter) continue;
+    INFO(variable.name);
+    std::string name = nn::gradient_name(variable.name);
+    const graph::Variable* sum = micro.find_variable(name);
+    REQUIRE(sum != nullptr);
+    CHECK(sum->role == graph::VariableRole::gradient_sum);
+    CHECK(micro.node(sum->node).type == micro.node(variable.node).type);
+    // sum + gradient, in the update phase (scheduled as soon as the gradient is there); the
+    // update reads the sum as its input of the same name.
+    auto update = std::find_if(micro.updates().begin(), micro.updates().end(),
+                               [&](const graph::NamedNode& u) { return u.name == name; });
+    REQUIRE(update != micro.updates().end());
+    const graph::Node& add = micro.node(update->node);
+    CHECK(add.op == graph::OpKind::add);
+    CHECK(add.inputs.front() == sum->node);
+    CHECK(add.phase == graph::Phase::update);
+    CHECK(split.update.find_input(name));
+    ++sums;
+  }
+  CHECK(sums > 0);
+  // The micro-step returns its loss alone; every variable it updates is a sum.
+  CHECK(micro.outputs().size() == 1);
+  CHECK(micro.find_output("loss"));
+  CHECK(micro.updates().size() == sums);
 }
 
 TEST_CASE("tracing is deterministic: the same params give the same fingerprint") {

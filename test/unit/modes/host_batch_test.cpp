@@ -66,12 +66,45 @@ TEST_CASE("a training run's host memory: the step's, and a split batch's gradien
   CHECK(whole.state_bytes == 8000.0);
   CHECK(whole.micro_steps == 1);
   // Micro-steps of 1: the update's state (the micro-step reads its weights where the update keeps
-  // them), the micro-step's gradients and their sum, in the update's inputs.
+  // them) and the sum of the gradients in the update's inputs, where each micro-step adds its
+  // gradients as it computes them.
   modes::HostBatch split = modes::plan_host_batch(2, 1, 1, plan);
   CHECK(split.micro_steps == 2);
-  CHECK(split.bytes == 8000.0 + 2 * 4000.0 + 1000.0 + modes::kProcessBytes);
-  // Two replicas: a replica's sum and the ranks' total beside them.
+  CHECK(split.bytes == 8000.0 + 4000.0 + 1000.0 + modes::kProcessBytes);
+  // Two replicas: the total over the replicas beside them.
   modes::HostBatch replicas = modes::plan_host_batch(2, 2, 1, plan);
   CHECK(replicas.micro_steps == 2);
-  CHECK(replicas.bytes == 8000.0 + 4 * 4000.0 + 1000.0 + modes::kProcessBytes);
+  CHECK(replicas.bytes == 8000.0 + 2 * 4000.0 + 1000.0 + modes::kProcessBytes);
+}
+
+TEST_CASE("a split batch's host memory, from the plans of its micro-step and update") {
+  const graph::TensorType vector{{1000}, graph::DType::f32};
+  compiler::Plan micro;
+  micro.graph.add_variable("w", vector, graph::VariableRole::parameter, {});
+  micro.graph.add_variable("gradient/w", vector, graph::VariableRole::gradient_sum, {});
+  micro.memory.persistent_bytes = 8000;
+  micro.memory.peak_bytes = 11'000;  // 3,000 bytes of temporaries
+  compiler::Plan update;
+  update.graph.add_variable("w", vector, graph::VariableRole::parameter, {});
+  update.graph.add_variable("w.moment", vector, graph::VariableRole::optimizer_state, {});
+  update.graph.add_input("gradient/w", vector);
+  update.memory.persistent_bytes = 12'000;
+  update.memory.peak_bytes = 12'500;
+  modes::HostBatch estimated;
+  estimated.micro_batch = 1;
+  estimated.micro_steps = 4;
+  estimated.bytes = 1.0;
+  estimated.data_bytes = 100.0;
+  // The micro-step holds neither the weights it reads nor the sums it adds to: the update does.
+  modes::HostBatch one = modes::with_split_plans(estimated, micro, update, 1);
+  CHECK(one.bytes == 12'500.0 + 3000.0 + 100.0 + modes::kProcessBytes);
+  CHECK(one.micro_steps == 4);
+  // Several replicas add their sums up beside the update's inputs.
+  modes::HostBatch two = modes::with_split_plans(estimated, micro, update, 2);
+  CHECK(two.bytes == 12'500.0 + 3000.0 + 4000.0 + 100.0 + modes::kProcessBytes);
+  // A micro-step that keeps its own sums (none of the update's inputs is named so) holds them.
+  update.graph = {};
+  update.graph.add_variable("w", vector, graph::VariableRole::parameter, {});
+  CHECK(modes::with_split_plans(estimated, micro, update, 1).bytes ==
+        12'500.0 + 7000.0 + 100.0 + modes::kProcessBytes);
 }

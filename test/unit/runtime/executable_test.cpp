@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cmath>
 #include <functional>
 #include <numeric>
@@ -1166,6 +1167,51 @@ TEST_CASE("a step reads the variables it shares with its owner where the owner k
   CHECK_THROWS_WITH(reader.write(reader.slot("w"), weights),
                     Catch::Contains("'w' is read where the step that updates it keeps it"));
   reader.write(reader.slot("steps"), std::span<const float>(weights.data(), 1));
+}
+
+TEST_CASE("a step adds to its sums where its owner reads them, keeping a -0.0 of the first") {
+  // As a split batch's micro-step adds its gradients to its update step's inputs.
+  const graph::TensorType matrix{{4, 4}, DType::f32};
+  graph::Graph owner_graph;
+  graph::Tensor w(owner_graph,
+                  owner_graph.add_variable("w", matrix, graph::VariableRole::parameter, {}));
+  graph::Tensor gradient(owner_graph, owner_graph.add_input("gradient/w", matrix));
+  owner_graph.set_phase(graph::Phase::update);
+  owner_graph.set_update("w", (w - gradient).id());
+  graph::Graph reader_graph;
+  graph::Tensor x(reader_graph, reader_graph.add_input("x", matrix));
+  graph::Tensor sum(reader_graph, reader_graph.add_variable("gradient/w", matrix,
+                                                            graph::VariableRole::gradient_sum, {}));
+  reader_graph.set_phase(graph::Phase::update);
+  reader_graph.set_update("gradient/w", (sum + x).id());
+  compiler::Plan owner_plan = test::compiled_plan(owner_graph, 4);
+  compiler::Plan reader_plan = test::compiled_plan(reader_graph, 4);
+  CHECK(compiler::sums_kept_by(reader_plan, owner_plan) ==
+        std::vector<graph::NodeId>{reader_plan.graph.find_variable("gradient/w")->node});
+
+  Executable owner(owner_plan);
+  Executable reader(reader_plan, {}, owner);
+  CHECK(reader.borrowed(reader.slot("gradient/w")));
+  std::span<float> sums = owner.floats_to_write(owner.slot("gradient/w"));
+  std::fill(sums.begin(), sums.end(), -0.0f);
+  std::vector<float> inputs(16);
+  for (std::size_t i = 0; i < inputs.size(); ++i)
+    inputs[i] = i == 0 ? -0.0f : 0.1f * static_cast<float>(i);
+  reader.write(reader.slot("x"), inputs);
+  reader.run();
+  reader.run();
+  std::span<const float> result = owner.floats(owner.slot("gradient/w"));
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    float expected = -0.0f;
+    for (int step = 0; step < 2; ++step)
+      expected += inputs[i];
+    INFO(i);
+    CHECK(std::bit_cast<std::uint32_t>(result[i]) == std::bit_cast<std::uint32_t>(expected));
+  }
+  CHECK(std::signbit(result[0]));  // -0.0 + -0.0 + -0.0, not +0.0
+  CHECK_THROWS_WITH(
+      reader.write(reader.slot("gradient/w"), inputs),
+      Catch::Contains("'gradient/w' is added to where the step that reads it keeps it"));
 }
 
 TEST_CASE("a borrowed weight's 16-bit copy is rounded again once its owner says it changed") {
