@@ -24,7 +24,7 @@ int compile(const RunOptions& options) {
     } else {
       std::optional<HostBatch> host;
       if (trace.training)
-        host = training_on_host(checked->trainers[i], trainer, (*planned)[i].plan, options);
+        host = training_on_host(checked->trainers[i], trainer, (*planned)[i].plan, options).host;
       print_compile_report(trainer, trace, (*planned)[i], host, planned->size(), std::cout);
     }
     training = training || trace.training;

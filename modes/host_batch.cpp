@@ -20,12 +20,23 @@ struct StepMemory {
   double total = 0.0;
   double fixed = 0.0;
   double per_sample = 0.0;
+  double temporary_per_sample = 0.0;  // of per_sample, what it holds only while it runs
 
   explicit StepMemory(const compiler::Plan& plan) {
-    total = static_cast<double>(compiler::step_host_bytes(
-        plan, runtime::selected_set_multiplies_bf16(), runtime::host_cores()));
+    total = host_bytes(plan);
     fixed = static_cast<double>(plan.memory.persistent_bytes + plan.scratch.snapshot_bytes);
-    per_sample = (total - fixed) / static_cast<double>(std::max<std::int64_t>(plan.batch_size, 1));
+    auto samples = static_cast<double>(std::max<std::int64_t>(plan.batch_size, 1));
+    per_sample = (total - fixed) / samples;
+    temporary_per_sample = temporary_bytes(plan) / samples;
+  }
+
+  static double host_bytes(const compiler::Plan& plan) {
+    return static_cast<double>(compiler::step_host_bytes(
+        plan, runtime::selected_set_multiplies_bf16(), runtime::host_cores()));
+  }
+  static double temporary_bytes(const compiler::Plan& plan) {
+    return static_cast<double>(compiler::temporary_host_bytes(
+        plan, runtime::selected_set_multiplies_bf16(), runtime::host_cores()));
   }
 };
 
@@ -48,6 +59,7 @@ struct MemoryModel {
   double variables = 0.0;   // of the persistent values: the parameters and optimizer state
   double half_copies = 0.0;
   double per_sample = 0.0;
+  double temporary_per_sample = 0.0;
   double gradients = 0.0;
   double batch_data = 0.0;
   std::int64_t global_batch = 1;
@@ -58,6 +70,7 @@ struct MemoryModel {
     StepMemory step(fused);
     persistent = step.fixed;
     per_sample = step.per_sample;
+    temporary_per_sample = step.temporary_per_sample;
     for (const graph::Variable& variable : fused.graph.variables()) {
       auto bytes = static_cast<double>(fused.graph.node(variable.node).type.byte_size());
       (variable.role == graph::VariableRole::half_copy ? half_copies : variables) += bytes;
@@ -109,6 +122,13 @@ std::int64_t largest_fitting_divisor(std::int64_t batch, double budget, double f
   return largest_divisor_up_to(batch, limit);
 }
 
+// Why the micro-batch is smaller than configured, and what it needs.
+std::string reason_text(const HostBatch& host) {
+  std::string samples = host.micro_batch == 1 ? std::string("1 sample needs")
+                                              : std::to_string(host.micro_batch) + " samples need";
+  return host.too_large + "; " + samples + " about " + storage::memory_size(host.bytes);
+}
+
 }  // namespace
 
 HostBatch plan_host_batch(std::int64_t global_batch, std::int64_t replicas,
@@ -123,17 +143,16 @@ HostBatch plan_host_batch(std::int64_t global_batch, std::int64_t replicas,
   }
   host.micro_steps = global_batch / host.micro_batch;
   host.bytes = model.bytes(host.micro_batch);
+  host.temporary_bytes = model.temporary_per_sample * static_cast<double>(host.micro_batch);
   host.state_bytes = model.with_gradient_sums(model.variables, model.split(host.micro_batch));
   host.data_bytes = model.batch_data;
   if (host.micro_batch < configured_micro_batch) {
-    host.reason = "a micro-step of " + std::to_string(configured_micro_batch) + " samples needs " +
-                  storage::memory_size(model.bytes(configured_micro_batch)) +
-                  " of host memory, more than " +
-                  std::to_string(static_cast<int>(kHostMemoryShare * 100)) + "% of " +
-                  storage::usable_memory_text() + "; " +
-                  (host.micro_batch == 1 ? std::string("1 sample needs")
-                                         : std::to_string(host.micro_batch) + " samples need") +
-                  " about " + storage::memory_size(host.bytes);
+    host.too_large = "a micro-step of " + std::to_string(configured_micro_batch) +
+                     " samples needs " + storage::memory_size(model.bytes(configured_micro_batch)) +
+                     " of host memory, more than " +
+                     std::to_string(static_cast<int>(kHostMemoryShare * 100)) + "% of " +
+                     storage::usable_memory_text();
+    host.reason = reason_text(host);
   }
   return host;
 }
@@ -149,16 +168,16 @@ HostBatch plan_host_batch(const config::TrainerSpec& trainer, const TraceSummary
 
 HostBatch with_split_plans(HostBatch host, const compiler::Plan& micro_step,
                            const compiler::Plan& update, std::int64_t replicas) {
-  auto step_bytes = [](const compiler::Plan& plan) {
-    return static_cast<double>(compiler::step_host_bytes(
-        plan, runtime::selected_set_multiplies_bf16(), runtime::host_cores()));
-  };
+  auto step_bytes = StepMemory::host_bytes;
   auto sums = static_cast<double>(
       compiler::variable_bytes(micro_step, compiler::sums_kept_by(micro_step, update)));
   auto weights = static_cast<double>(
       compiler::variable_bytes(micro_step, compiler::variables_read_from(micro_step, update)));
   host.bytes = step_bytes(update) + step_bytes(micro_step) - weights - sums +
                (replicas > 1 ? sums : 0.0) + host.data_bytes + kProcessBytes;
+  host.temporary_bytes =
+      StepMemory::temporary_bytes(update) + StepMemory::temporary_bytes(micro_step);
+  if (!host.reason.empty()) host.reason = reason_text(host);
   return host;
 }
 
@@ -181,9 +200,9 @@ HostBatch plan_host_eval_batch(const compiler::Plan& eval, double beside_bytes,
   host.micro_batch = largest_fitting_divisor(batch, budget, step.fixed, step.per_sample);
   host.micro_steps = batch / host.micro_batch;
   host.bytes = step.fixed + step.per_sample * static_cast<double>(host.micro_batch);
-  std::string beside = beside_bytes > 0.0
-                           ? " beside the " + storage::memory_size(beside_bytes) + " of training"
-                           : "";
+  std::string beside = beside_bytes > 0.0 ? " beside the " + storage::memory_size(beside_bytes) +
+                                                " training keeps between its steps"
+                                          : "";
   host.reason = "Each eval batch of " + std::to_string(batch) + " samples runs as " +
                 std::to_string(host.micro_steps) + " host batches of " +
                 std::to_string(host.micro_batch) + " (the whole batch needs " +

@@ -19,7 +19,11 @@ struct HostBatch {
   double bytes = 0.0;            // the host memory the run needs at that size (estimated), of which
   double state_bytes = 0.0;      // the parameters and optimizer state, with their copies
   double data_bytes = 0.0;       // and the batches' data in flight
-  std::string reason;            // why smaller than configured; empty when it is not
+  // Of `bytes`, what the steps hold only while they run (runtime::Executable::release_temporaries
+  // gives it back while the run evaluates).
+  double temporary_bytes = 0.0;
+  std::string reason;     // why smaller than configured; empty when it is not
+  std::string too_large;  // of that reason: what the configured micro-batch would need
 };
 
 // The share of this machine's memory a run may plan to use (the rest is the system's, the data

@@ -53,15 +53,19 @@ SplitStep plan_split_step(const CheckedTrainer& checked, const config::TrainerSp
           sample_fields(split.micro_step.batch), std::move(split.normalizer_fields)};
 }
 
-HostBatch training_on_host(const CheckedTrainer& checked, const config::TrainerSpec& trainer,
-                           const compiler::Plan& fused, const RunOptions& options) {
-  HostBatch host = plan_host_batch(trainer, *checked.trace, fused);
-  if (!checked.train_loader || host.micro_batch == checked.train_loader->batch_size) return host;
+TrainingOnHost training_on_host(const CheckedTrainer& checked, const config::TrainerSpec& trainer,
+                                const compiler::Plan& fused, const RunOptions& options) {
+  TrainingOnHost training{plan_host_batch(trainer, *checked.trace, fused), std::nullopt};
+  HostBatch& host = training.host;
+  if (!checked.train_loader || host.micro_batch == checked.train_loader->batch_size)
+    return training;
   // A run whose state alone does not fit is refused whatever its micro-step takes.
-  if (storage::exceeds_usable_memory(host.state_bytes)) return host;
-  SplitStep split =
+  if (storage::exceeds_usable_memory(host.state_bytes)) return training;
+  training.split =
       plan_split_step(checked, trainer, *checked.train_loader, host.micro_batch, options);
-  return with_split_plans(host, split.micro_step, split.update, trainer.backend.cluster.num_csx);
+  host = with_split_plans(host, training.split->micro_step, training.split->update,
+                          trainer.backend.cluster.num_csx);
+  return training;
 }
 
 }  // namespace csrun::modes

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -39,10 +40,14 @@ SplitStep plan_split_step(const CheckedTrainer& checked, const config::TrainerSp
                           const RunOptions& options);
 
 // How csrun train runs `checked`'s training step (`fused`, its plan) on this machine
-// (plan_host_batch), with the memory of the micro-step's and update's plans where it splits the
-// batch (planned here through the compile cache, which train then reads them from) and the
-// parameters and optimizer state fit.
-HostBatch training_on_host(const CheckedTrainer& checked, const config::TrainerSpec& trainer,
-                           const compiler::Plan& fused, const RunOptions& options);
+// (plan_host_batch). Where it splits the batch and the parameters and optimizer state fit, the
+// micro-step and update are planned (through the compile cache) and `host` has their memory;
+// check_fits_host then judges the run.
+struct TrainingOnHost {
+  HostBatch host;
+  std::optional<SplitStep> split;
+};
+TrainingOnHost training_on_host(const CheckedTrainer& checked, const config::TrainerSpec& trainer,
+                                const compiler::Plan& fused, const RunOptions& options);
 
 }  // namespace csrun::modes

@@ -51,15 +51,12 @@ void plan_eval(runner::RunSetup& setup, const CheckedTrainer& checked,
 }
 
 // A global batch that runs as several micro-steps (num_csx replicas, micro_batch_size,
-// grad_accum_steps): the micro-step and the update that `setup` runs instead of the fused step,
-// and `host` with their memory.
-void plan_micro_steps(runner::RunSetup& setup, const CheckedTrainer& checked,
-                      const config::TrainerSpec& trainer, const data::DataloaderSpec& loader,
-                      HostBatch& host, const RunOptions& options) {
+// grad_accum_steps): the micro-step and the update (`split`, planned for `host`) that `setup`
+// runs instead of the fused step.
+void use_micro_steps(runner::RunSetup& setup, const config::TrainerSpec& trainer,
+                     const data::DataloaderSpec& loader, const HostBatch& host, SplitStep split) {
   std::int64_t micro_batch = host.micro_batch;
   std::int64_t replicas = trainer.backend.cluster.num_csx;
-  SplitStep split = plan_split_step(checked, trainer, loader, micro_batch, options);
-  host = with_split_plans(host, split.micro_step, split.update, replicas);
   runner::MicroSteps micro;
   micro.split = {replicas, micro_batch, loader.batch_size / replicas / micro_batch, 0, replicas};
   if (setup.group && setup.group->size() > 1) {
@@ -96,14 +93,14 @@ runner::RunSetup setup_for(const CheckedRun& checked, const CheckedTrainer& trai
     models::BatchLayout layout = models::batch_layout(model, planned.plan.batch_size);
     setup.train = runner::StepProgram{std::move(planned.plan), sample_fields(layout), {}};
     setup.train_loader = trainer_check.train_loader;
-    HostBatch host = plan_host_batch(trainer, *trainer_check.trace, setup.train->plan);
-    check_fits_host(host, setup.train->plan, options.recompute_layers);
-    if (host.micro_batch != setup.train_loader->batch_size) {
-      plan_micro_steps(setup, trainer_check, trainer, *setup.train_loader, host, options);
-      // The update's plan, of the same sequences or images as the fused step's.
-      check_fits_host(host, setup.train->plan, options.recompute_layers);
+    TrainingOnHost training = training_on_host(trainer_check, trainer, setup.train->plan, options);
+    check_fits_host(training.host, setup.train->plan, options.recompute_layers);
+    if (training.split) {
+      use_micro_steps(setup, trainer, *setup.train_loader, training.host,
+                      std::move(*training.split));
     }
-    training_bytes = host.bytes;
+    // The training steps give their temporaries back while the run evaluates.
+    training_bytes = training.host.bytes - training.host.temporary_bytes;
   }
   // fit evaluates with its own val_dataloader alone, as the Model Zoo's Trainer.fit does; a
   // validate section's loader serves csrun eval.

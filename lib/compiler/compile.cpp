@@ -14,8 +14,10 @@ PassManager standard_passes(const PrecisionPolicy& precision, bool recompute_lay
                [precision](Program& program) { return lower_precision(program, precision); }});
   manager.add({"cse", "one node per distinct computation", eliminate_common_subexpressions});
   manager.add({"dce", "drop what no result needs", eliminate_dead_code});
-  manager.add(
-      {"half-copies", "a 16-bit copy of each updated weight its products read", keep_half_copies});
+  manager.add({"half-copies", "a 16-bit copy of each updated weight its products read",
+               [recompute_layers](Program& program) {
+                 return keep_half_copies(program, recompute_layers);
+               }});
   manager.add({"sink-casts", "each widening cast just before its first reader", sink_casts});
   manager.add({"schedule-updates", "each parameter's update as soon as its gradient is ready",
                schedule_updates});

@@ -19,12 +19,15 @@ using graph::NodeId;
 // value into the copy, in the same pass over the parameter (the cast joins the update's
 // elementwise chain). A parameter the step does not update (a split batch's micro-step) is
 // rounded into its copy by the runtime when it is written; one it neither updates nor holds (an
-// eval step's) is cast where it is read, as the copy would take memory the step does not. The
-// values are the same bits: each is the parameter rounded to the same type, by the same rounding.
+// eval step's) is cast where it is read, as the copy would take memory the step does not. So is
+// one it does not update when its layers are recomputed (`layers_recomputed`): the backward pass
+// rounds the weights again with the rest of the layer's forward pass, and the copies would be the
+// step's largest values kept between the passes. The values are the same bits: each is the
+// parameter rounded to the same type, by the same rounding.
 class HalfCopier {
  public:
-  explicit HalfCopier(const graph::Graph& source)
-      : source_(source), users_(source), rewriter_(source) {
+  HalfCopier(const graph::Graph& source, bool layers_recomputed)
+      : source_(source), users_(source), rewriter_(source), layers_recomputed_(layers_recomputed) {
     std::map<std::string, NodeId> updates;
     for (const graph::NamedNode& update : source.updates())
       updates.emplace(update.name, update.node);
@@ -79,7 +82,8 @@ class HalfCopier {
       const graph::Node& node = source_.node(user);
       if (node.op != graph::OpKind::cast || !graph::is_half(node.type.dtype)) continue;
       casts[node.type.dtype].push_back(user);
-      held[node.type.dtype] = held[node.type.dtype] || update >= 0 || read_backward(user);
+      held[node.type.dtype] =
+          held[node.type.dtype] || update >= 0 || (!layers_recomputed_ && read_backward(user));
     }
     for (auto& [dtype, readers] : casts) {
       if (held[dtype]) copies_[variable.node].push_back({dtype, std::move(readers)});
@@ -132,6 +136,7 @@ class HalfCopier {
   const graph::Graph& source_;
   NodeUsers users_;
   GraphRewriter rewriter_;
+  bool layers_recomputed_;
   std::map<NodeId, std::vector<Copy>> copies_;       // per copied parameter's leaf
   std::map<NodeId, std::vector<NodeId>> update_of_;  // per update value: its parameters
   std::map<NodeId, NodeId> copy_read_by_;            // per narrowing cast: the copy it reads
@@ -141,9 +146,9 @@ class HalfCopier {
 
 }  // namespace
 
-std::size_t keep_half_copies(Program& program) {
+std::size_t keep_half_copies(Program& program, bool layers_recomputed) {
   expect_unfused(program, "keep_half_copies");
-  HalfCopier copier(program.graph);
+  HalfCopier copier(program.graph, layers_recomputed);
   std::size_t replaced = copier.run();
   if (replaced > 0) program.graph = copier.finish();
   return replaced;

@@ -49,8 +49,9 @@ std::size_t lower_precision(Program& program, const PrecisionPolicy& policy);
 // half_copy): the casts become reads of the copy, and an update of the parameter narrows its new
 // value into the copy in the same elementwise pass, so that no step reads the f32 weights again
 // only to round them (a step that does not update the parameter reads the copy the runtime
-// rounded when the parameter was written). Returns the casts replaced.
-std::size_t keep_half_copies(Program& program);
+// rounded when the parameter was written; with `layers_recomputed`, such a step casts it where it
+// reads it, again in the backward pass). Returns the casts replaced.
+std::size_t keep_half_copies(Program& program, bool layers_recomputed = false);
 
 // Moves each cast from a 16-bit type to f32 to just before its first reader: the smaller 16-bit
 // value is what stays alive in between, and the widening can join its reader's elementwise

@@ -259,6 +259,11 @@ std::int64_t step_host_bytes(const Plan& plan, bool hardware_bf16, int cores) {
   return plan.memory.peak_bytes + plan.scratch.bytes(hardware_bf16, cores);
 }
 
+std::int64_t temporary_host_bytes(const Plan& plan, bool hardware_bf16, int cores) {
+  return plan.memory.peak_bytes - plan.memory.persistent_bytes +
+         plan.scratch.work(hardware_bf16, cores);
+}
+
 std::vector<std::int64_t> kernel_scratch_bytes(const Plan& plan) {
   std::vector<std::int64_t> bytes(plan.kernels.size(), 0);
   for (const ScratchLayout::Place& place : plan.scratch.kernel_values) {

@@ -143,6 +143,9 @@ ScratchLayout layout_scratch(const Plan& plan);
 // The host memory a step of the plan takes: its arena and its scratch, on a kernel set that
 // multiplies bfloat16 in hardware or not and a team of `cores`.
 std::int64_t step_host_bytes(const Plan& plan, bool hardware_bf16, int cores);
+// Of that, what holds nothing from one step to the next (the arena's temporaries and the
+// products' work space), which runtime::Executable::release_temporaries gives back.
+std::int64_t temporary_host_bytes(const Plan& plan, bool hardware_bf16, int cores);
 
 // Per kernel of the plan: the bytes of the scratch region its values take.
 std::vector<std::int64_t> kernel_scratch_bytes(const Plan& plan);

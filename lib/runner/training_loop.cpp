@@ -442,7 +442,13 @@ struct TrainingLoop::State {
       eval->write(slot, std::span<const double>(train->read(train->slot(variable.name))));
     }
     RunState training = run;
-    if (!evaluate()) {
+    // The training steps and the eval step hold their temporaries in turn, never together
+    // (modes::plan_host_eval_batch sizes the eval step's host batches so).
+    train->release_temporaries();
+    if (micro_steps) micro_steps->micro_step().release_temporaries();
+    bool evaluated = evaluate().has_value();
+    eval->release_temporaries();
+    if (!evaluated) {
       log.info("Evaluation at step " + std::to_string(training.global_step) +
                " stopped on request after " + std::to_string(run.done) + " of " +
                std::to_string(run.total) + " batches; its metrics are not recorded.");

@@ -952,6 +952,15 @@ void Executable::run(const std::function<void()>& before_f32_variables_change) {
   state_->run(before_f32_variables_change);
 }
 
+void Executable::release_temporaries() {
+  State& state = *state_;
+  std::int64_t persistent = state.plan.memory.persistent_bytes;
+  storage::release_pages(state.arena.data() + persistent,
+                         static_cast<std::size_t>(state.arena.size() - persistent));
+  storage::release_pages(state.task_scratch_memory.data(),
+                         static_cast<std::size_t>(state.task_scratch_memory.size()));
+}
+
 std::int64_t Executable::steps_run() const {
   return state_->steps;
 }

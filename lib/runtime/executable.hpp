@@ -76,6 +76,12 @@ class Executable {
   // checkpoint written in the background reads while the step runs).
   void run(const std::function<void()>& before_f32_variables_change = {});
 
+  // Gives the memory of the step's temporaries (the arena's beyond its persistent values, the
+  // products' work space) back to the system until the next run() touches it again: for the time
+  // another step runs beside this one (an evaluation inside fit). Its variables, inputs and
+  // static values stay; the values of the outputs it returned do not.
+  void release_temporaries();
+
   std::int64_t steps_run() const;
   // The wafer time of the steps run so far, from the plan's estimate (0 for a CPU plan).
   double simulated_seconds() const;

@@ -42,6 +42,12 @@ void* allocate_pages(std::size_t bytes) {
   return pages;
 }
 
+void release_pages(void* start, std::size_t bytes) noexcept {
+  auto first = (reinterpret_cast<std::uintptr_t>(start) + kPage - 1) / kPage * kPage;
+  auto end = (reinterpret_cast<std::uintptr_t>(start) + bytes) / kPage * kPage;
+  if (end > first) ::madvise(reinterpret_cast<void*>(first), end - first, MADV_DONTNEED);
+}
+
 void free_pages(void* pages, std::size_t bytes) noexcept {
   if (pages) ::munmap(pages, mapped_bytes(bytes));
 }

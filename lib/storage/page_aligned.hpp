@@ -19,6 +19,9 @@ inline constexpr std::size_t kHugePage = std::size_t{2} << 20;
 void* allocate_pages(std::size_t bytes);
 // `bytes` as given to allocate_pages.
 void free_pages(void* pages, std::size_t bytes) noexcept;
+// Gives the whole pages within [start, start + bytes) of such memory back to the system: they read
+// as zeros, and are faulted in again where they are next touched.
+void release_pages(void* start, std::size_t bytes) noexcept;
 
 // An allocator of such memory that leaves default-constructed elements uninitialized: a buffer
 // about to be overwritten (by a read, by a copy) is not zeroed first.

@@ -7,6 +7,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include "support/process.hpp"
@@ -94,6 +95,39 @@ TEST_CASE("compile writes a plan with its report, kernel table and picture, then
   REQUIRE(third.exit_code == 0);
   CHECK(third.err.find("not a csrun plan; compiling again") != std::string::npos);
   CHECK(read_file(plan / "plan.bin") == bytes);
+}
+
+TEST_CASE("compile plans a split batch's micro-step and update too, and train reuses them") {
+  csrun::test::TempDir dir;
+  std::string params = dir.write("p.yaml", kFcMnist);
+  std::string model_dir = (dir.path() / "model").string();
+  std::vector<std::string> split = {"--fake_data", "-o", model_dir, "--set",
+                                    "trainer.fit.train_dataloader.micro_batch_size=4"};
+  std::vector<std::string> compile = {"compile", params};
+  compile.insert(compile.end(), split.begin(), split.end());
+  auto compiled = run_csrun(compile);
+  INFO(compiled.err);
+  REQUIRE(compiled.exit_code == 0);
+  CHECK(compiled.out.find("host        csrun train runs 4 micro-steps of 4 samples per step") !=
+        std::string::npos);
+  // The whole step's plan (for the wafer), the micro-step's and the update's; train writes none
+  // of them again.
+  std::map<std::filesystem::path, std::filesystem::file_time_type> plans;
+  for (const auto& entry : std::filesystem::directory_iterator(model_dir + "/compile"))
+    plans[entry.path()] = std::filesystem::last_write_time(entry.path() / "plan.bin");
+  CHECK(plans.size() == 3);
+  std::vector<std::string> train = {"train", params};
+  train.insert(train.end(), split.begin(), split.end());
+  auto trained = run_csrun(train);
+  INFO(trained.err);
+  REQUIRE(trained.exit_code == 0);
+  std::size_t found = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(model_dir + "/compile")) {
+    REQUIRE(plans.contains(entry.path()));
+    CHECK(std::filesystem::last_write_time(entry.path() / "plan.bin") == plans.at(entry.path()));
+    ++found;
+  }
+  CHECK(found == 3);
 }
 
 TEST_CASE("compile --json, --wafer, --execution_mode and --num_csx") {

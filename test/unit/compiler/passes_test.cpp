@@ -562,6 +562,12 @@ TEST_CASE("half-copies: a weight not updated gets a copy when the backward pass 
   CHECK(kept.find_variable("w1@bf16") == nullptr);
   CHECK(kept.updates().empty());  // the runtime rounds w2 into its copy when w2 is written
   CHECK(outputs_of(kept, test::sample_feeds(kept)) == outputs_of(graph, test::sample_feeds(graph)));
+
+  // With its layers recomputed, the backward pass rounds w2 again with the layer's forward pass:
+  // no copy to keep between the passes.
+  Program recomputing{graph, {}};
+  CHECK(compiler::keep_half_copies(recomputing, true) == 0);
+  CHECK(recomputing.graph.variables().size() == 2);
 }
 
 TEST_CASE("matmul fusion leaves a reshape beyond the kernel's rank to a view") {

@@ -95,10 +95,15 @@ TEST_CASE("a split batch's host memory, from the plans of its micro-step and upd
   estimated.micro_steps = 4;
   estimated.bytes = 1.0;
   estimated.data_bytes = 100.0;
+  estimated.too_large = "a micro-step of 4 samples needs more";
+  estimated.reason = estimated.too_large + "; 1 sample needs about 1 byte";
   // The micro-step holds neither the weights it reads nor the sums it adds to: the update does.
   modes::HostBatch one = modes::with_split_plans(estimated, micro, update, 1);
   CHECK(one.bytes == 12'500.0 + 3000.0 + 100.0 + modes::kProcessBytes);
   CHECK(one.micro_steps == 4);
+  // Why the micro-batch is smaller says what the plans need.
+  CHECK(one.reason == "a micro-step of 4 samples needs more; 1 sample needs about " +
+                          storage::memory_size(one.bytes));
   // Several replicas add their sums up beside the update's inputs.
   modes::HostBatch two = modes::with_split_plans(estimated, micro, update, 2);
   CHECK(two.bytes == 12'500.0 + 3000.0 + 4000.0 + 100.0 + modes::kProcessBytes);
