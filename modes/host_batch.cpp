@@ -238,4 +238,17 @@ void check_fits_host(const HostBatch& host, const compiler::Plan& fused, bool re
       "more than " + storage::usable_memory_text() + ": " + advice);
 }
 
+void check_eval_fits_host(const HostBatch& eval, double beside_bytes) {
+  if (!storage::exceeds_usable_memory(eval.bytes + beside_bytes)) return;
+  std::string samples =
+      eval.micro_batch == 1 ? "1 sample" : std::to_string(eval.micro_batch) + " samples";
+  throw std::runtime_error(
+      "the evaluation inside fit needs about " + storage::memory_size(eval.bytes) +
+      " of host memory in host batches of " + samples + ", beside the " +
+      storage::memory_size(beside_bytes) + " training keeps between its steps: more than " +
+      storage::usable_memory_text() +
+      "; train without evaluating (eval_frequency 0) and evaluate the checkpoints with csrun "
+      "eval, or lower the eval data's sequence length");
+}
+
 }  // namespace csrun::modes

@@ -67,6 +67,12 @@ HostBatch plan_host_eval_batch(const compiler::Plan& eval, double beside_bytes,
 // false), the message suggests --recompute_layers too.
 void check_fits_host(const HostBatch& host, const compiler::Plan& fused, bool recomputes_layers);
 
+// Refuses (std::runtime_error, with the figures and what to do) an evaluation inside fit whose
+// host batches (`eval`, from plan_host_eval_batch) do not fit this machine's memory beside the
+// `beside_bytes` training keeps between its steps: even one sample, since a larger host batch
+// is chosen only where it fits.
+void check_eval_fits_host(const HostBatch& eval, double beside_bytes);
+
 // --recompute_layers and what it does, for the messages that suggest it.
 inline constexpr const char* kRecomputeLayersAdvice =
     "--recompute_layers, which runs each layer's forward pass again in the backward pass instead "

@@ -49,6 +49,25 @@ TEST_CASE("an eval batch too large for host memory runs as host batches of a div
   CHECK_THAT(host.reason, Catch::Contains("beside the " + storage::memory_size(training)));
 }
 
+TEST_CASE("an evaluation that does not fit beside training even one sample at a time is refused") {
+  compiler::Plan eval = eval_plan_of_fiftieths();
+  auto usable = static_cast<double>(storage::usable_memory_bytes());
+  // Beside 70 % of the memory, host batches of a few samples (1/50 each, and the plan's 1 GB)
+  // fit.
+  double beside = usable * 0.7;
+  modes::HostBatch host = modes::plan_host_eval_batch(eval, beside);
+  CHECK(host.micro_steps > 1);
+  CHECK_NOTHROW(modes::check_eval_fits_host(host, beside));
+  // Beside all but 1/100 of it, it does not: refused with the figures and what to do.
+  beside = usable * 0.99;
+  host = modes::plan_host_eval_batch(eval, beside);
+  CHECK(host.micro_batch == 1);
+  CHECK_THROWS_WITH(modes::check_eval_fits_host(host, beside),
+                    Catch::Contains("the evaluation inside fit needs about") &&
+                        Catch::Contains("in host batches of 1 sample, beside the") &&
+                        Catch::Contains("train without evaluating (eval_frequency 0)"));
+}
+
 TEST_CASE("a training run's host memory: the step's, and a split batch's gradient sums") {
   graph::Graph graph;
   graph.add_variable("w", {{1000}, graph::DType::f32}, graph::VariableRole::parameter, {});
