@@ -168,13 +168,12 @@ HostBatch plan_host_batch(const config::TrainerSpec& trainer, const TraceSummary
 
 HostBatch with_split_plans(HostBatch host, const compiler::Plan& micro_step,
                            const compiler::Plan& update, std::int64_t replicas) {
-  auto step_bytes = StepMemory::host_bytes;
   auto sums = static_cast<double>(
       compiler::variable_bytes(micro_step, compiler::sums_kept_by(micro_step, update)));
   auto weights = static_cast<double>(
       compiler::variable_bytes(micro_step, compiler::variables_read_from(micro_step, update)));
-  host.bytes = step_bytes(update) + step_bytes(micro_step) - weights - sums +
-               (replicas > 1 ? sums : 0.0) + host.data_bytes + kProcessBytes;
+  host.bytes = StepMemory::host_bytes(update) + StepMemory::host_bytes(micro_step) - weights -
+               sums + (replicas > 1 ? sums : 0.0) + host.data_bytes + kProcessBytes;
   host.temporary_bytes =
       StepMemory::temporary_bytes(update) + StepMemory::temporary_bytes(micro_step);
   if (!host.reason.empty()) host.reason = reason_text(host);

@@ -50,6 +50,18 @@ csrun::test::ProcessResult terminate_once_logged(const std::string& params,
   return csrun::test::run_process({"/bin/sh", "-c", script});
 }
 
+// `train` of the project's config `config` on fake data into `model_dir` for `steps` steps.
+std::vector<std::string> tiny_train(const std::string& config, const fs::path& model_dir,
+                                    int steps) {
+  return {"train",
+          CSRUN_SOURCE_DIR "/configs/" + config + ".yaml",
+          "--fake_data",
+          "-o",
+          model_dir.string(),
+          "--max_steps",
+          std::to_string(steps)};
+}
+
 }  // namespace
 
 TEST_CASE(
@@ -556,17 +568,9 @@ TEST_CASE("training on one core and on every core gives the same checkpoint bit 
     std::vector<fs::path> checkpoints;
     for (bool one_core : {true, false}) {
       fs::path model_dir = dir.path() / (std::string(config) + (one_core ? "_one" : "_all"));
-      std::vector<std::string> command = {
-          CSRUN_BINARY,
-          "train",
-          CSRUN_SOURCE_DIR "/configs/" + std::string(config) + ".yaml",
-          "--fake_data",
-          "-o",
-          model_dir.string(),
-          "--max_steps",
-          "4",
-          "--set",
-          "trainer.init.checkpoint.steps=4"};
+      std::vector<std::string> command = tiny_train(config, model_dir, 4);
+      command.insert(command.begin(), CSRUN_BINARY);
+      command.insert(command.end(), {"--set", "trainer.init.checkpoint.steps=4"});
       if (one_core) command.insert(command.begin(), {"/usr/bin/taskset", "-c", "0"});
       auto run = csrun::test::run_process(command);
       INFO(run.out << run.err);
@@ -652,16 +656,8 @@ TEST_CASE("train --recompute_layers says so and writes the checkpoint of a run w
       for (bool recompute : {false, true}) {
         fs::path model_dir = dir.path() / (std::string(config) + (split ? "_split" : "") +
                                            (recompute ? "_recomputed" : "_kept"));
-        std::vector<std::string> command = {
-            "train",
-            CSRUN_SOURCE_DIR "/configs/" + std::string(config) + ".yaml",
-            "--fake_data",
-            "-o",
-            model_dir.string(),
-            "--max_steps",
-            "2",
-            "--num_csx",
-            split ? "2" : "1"};
+        std::vector<std::string> command = tiny_train(config, model_dir, 2);
+        command.insert(command.end(), {"--num_csx", split ? "2" : "1"});
         if (recompute) command.push_back("--recompute_layers");
         auto run = run_csrun(command);
         INFO(run.out << run.err);
