@@ -24,6 +24,10 @@ std::int32_t FusionGroups::start(NodeId id, std::string pattern) {
   return group;
 }
 
+bool FusionGroups::forward(NodeId id) const {
+  return graph_.node(id).phase == graph::Phase::forward;
+}
+
 // A reshape of a computed value is a view of it, ready when that is (grouped-query attention's
 // gradient of the probabilities, reshaped from the heads' groups after its product); not a
 // reshape of a variable, which a step borrowing its variables copies where it comes.
@@ -41,7 +45,7 @@ bool FusionGroups::can_join_all(std::int32_t group, std::span<const NodeId> ids)
   const Group& g = groups_[index(group)];
   NodeId first = g.first;
   for (NodeId id : ids) {
-    if (group_of(id) >= 0 || is_static(id)) return false;
+    if (group_of(id) >= 0 || is_static(id) || forward(id) != forward(g.first)) return false;
     first = std::min(first, id);
   }
   auto allowed = [&](NodeId member) {
@@ -65,7 +69,9 @@ void FusionGroups::join(std::int32_t group, NodeId id) {
 }
 
 bool FusionGroups::can_merge(std::int32_t group, std::int32_t other) const {
-  if (group == other) return false;
+  if (group == other ||
+      forward(groups_[index(group)].first) != forward(groups_[index(other)].first))
+    return false;
   NodeId first = std::min(groups_[index(group)].first, groups_[index(other)].first);
   for (std::int32_t side : {group, other}) {
     for (NodeId member : groups_[index(side)].nodes) {

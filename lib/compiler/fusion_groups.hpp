@@ -13,6 +13,9 @@ namespace csrun::compiler {
 // outside the group is static (a constant or computed from constants alone, see static_values)
 // or comes before the group's first member. So no group can depend on itself through another,
 // and ordering kernels by their first member is a valid schedule. Static nodes join no group.
+// And a group's members are all forward nodes or none: a kernel runs where its first member
+// comes, so a later phase's node in a forward kernel would be computed, and stored, before the
+// forward pass ends (a layer's value that --recompute_layers makes again for the backward pass).
 class FusionGroups {
  public:
   FusionGroups(const graph::Graph& graph, const std::vector<Fusion>& existing);
@@ -50,6 +53,7 @@ class FusionGroups {
   };
 
   static std::size_t index(std::int32_t group) { return static_cast<std::size_t>(group); }
+  bool forward(graph::NodeId id) const;
   // Whether an operand from outside a group whose first member is `first` keeps the invariant.
   bool outside_operand_allowed(graph::NodeId operand, graph::NodeId first) const;
 

@@ -1023,6 +1023,42 @@ TEST_CASE(
   }
 }
 
+TEST_CASE(
+    "recompute-layers: an RMS norm's square made again for the backward pass stays out of the "
+    "forward pass's kernels, so only the layers' outputs live from one pass to the other") {
+  models::TracedStep step = test::traced_step(
+      "{name: llama, vocab_size: 40, hidden_size: 16, num_hidden_layers: 3, num_heads: 4, "
+      "filter_size: 32, max_position_embeddings: 8, position_embedding_type: rotary, "
+      "rotary_dim: 4, norm_type: rmsnorm, nonlinearity: swiglu, share_embedding_weights: false, "
+      "use_bias_in_output: false, use_projection_bias_in_attention: false, dropout_rate: 0.0, "
+      "attention_dropout_rate: 0.0}",
+      2);
+  compiler::PrecisionPolicy cbfloat16{true, DType::cb16, 1};
+  compiler::CompiledStep compiled = compiler::compile_step(step.graph, {cbfloat16, {}, true});
+  const Graph& g = compiled.program.graph;
+  compiler::MemoryPlan memory = compiler::plan_memory(g, compiled.kernels);
+  // A kernel runs where its first node comes.
+  auto forward_kernel = [&](std::int32_t kernel) {
+    NodeId first = compiled.kernels.at(static_cast<std::size_t>(kernel)).nodes.front();
+    return g.node(first).phase == Phase::forward;
+  };
+  std::size_t crossing = 0;
+  for (const compiler::Buffer& buffer : memory.buffers) {
+    if (buffer.kind != compiler::BufferKind::temporary ||
+        buffer.last_use >= static_cast<std::int32_t>(compiled.kernels.size()) ||
+        !forward_kernel(buffer.first_use) || forward_kernel(buffer.last_use))
+      continue;
+    INFO("%" << buffer.value << " " << op_name(g.node(buffer.value).op) << " "
+             << g.scope_name(g.node(buffer.value).scope));
+    CHECK(g.node(buffer.value).phase == Phase::forward);
+    const TensorType& type = g.node(buffer.value).type;
+    crossing += type == TensorType{{2, 8, 16}, DType::f32} ? 1 : 0;
+  }
+  // The embedding's output and each layer's (the last one's read by the final norm's backward
+  // pass), each stored once.
+  CHECK(crossing == 4);
+}
+
 namespace {
 
 // The program after `last` of the standard passes with `precision`, `left_out` left out.
@@ -1214,6 +1250,30 @@ TEST_CASE("simplify: a 1x1 convolution's windows and their sums are reshapes, a 
   CHECK(count_ops(program.graph, OpKind::pad) == 0);
   CHECK(outputs_of(program.graph, test::sample_feeds(program.graph)) ==
         outputs_of(graph, test::sample_feeds(graph)));
+}
+
+TEST_CASE("elementwise fusion keeps a later phase's nodes out of the forward pass's kernels") {
+  Fixture f;
+  Tensor shifted = f.x + 1.0;
+  Tensor out = tanh(shifted);
+  f.graph.add_output("y", out.id());
+  f.graph.set_phase(Phase::backward);
+  // Made again from a forward value for the backward pass: in the forward's kernel it would be
+  // computed, and stored, before the forward pass ends.
+  Tensor squared = shifted * shifted;
+  Tensor combined = squared * 2.0 + out;  // reads the forward kernel's result and squared's
+  f.graph.add_output("g", combined.id());
+  Program program{f.graph, {}};
+  compiler::fuse_elementwise(program);
+  REQUIRE(program.fusions.size() == 2);
+  for (const compiler::Fusion& fusion : program.fusions) {
+    Phase phase = program.graph.node(fusion.nodes.front()).phase;
+    for (NodeId id : fusion.nodes)
+      CHECK(program.graph.node(id).phase == phase);
+  }
+  CHECK(program.fusions[1].nodes.front() == squared.id());
+  compiler::CompiledStep compiled = compiler::compile_step(f.graph, {});
+  CHECK(outputs_of(compiled.program.graph, f.feeds()) == outputs_of(f.graph, f.feeds()));
 }
 
 TEST_CASE("elementwise fusion makes one kernel of the groups a node combines") {
