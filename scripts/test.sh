@@ -62,7 +62,7 @@ done
 if [ -n "$suggested_core" ]; then unset OPENBLAS_CORETYPE; fi
 
 echo "test: the whole suite from a Clang build with AddressSanitizer and UndefinedBehaviorSanitizer"
-"$root/scripts/build.sh" --werror --sanitize
+"$root/scripts/build.sh" --werror --sanitize --reference_csrun "$csrun"
 # Left out (docs/reliability.md): qemu cannot host AddressSanitizer's shadow memory; the installed
 # and packaged csrun and the SLURM jobs check deployment; Open MPI's own allocations are not
 # csrun's to check (the MPI ranks tests); the mutation and seven-release validate

@@ -40,7 +40,10 @@ Tensor gelu_derivative(const Tensor& x, bool approximate) {
   }
   double c = std::sqrt(2.0 / std::numbers::pi);
   Tensor t = tanh(c * (x + 0.044715 * x * x * x));
-  return 0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * c * (1.0 + 3.0 * 0.044715 * x * x);
+  Tensor slope = 1.0 + 3.0 * 0.044715 * x * x;
+  Tensor sech2 = 1.0 - t * t;
+  Tensor from_tanh = 0.5 * x * sech2 * c * slope;
+  return 0.5 * (1.0 + t) + from_tanh;
 }
 
 Grads binary(const Tensor& y, const Tensor& g) {
@@ -65,10 +68,13 @@ Grads binary(const Tensor& y, const Tensor& g) {
       da = g / b;
       db = -(g * y) / b;
       break;
-    case OpKind::pow:
-      da = g * b * pow(a, b - 1.0);
-      db = g * y * log(a);
+    case OpKind::pow: {
+      Tensor power = pow(a, b - 1.0);
+      da = g * b * power;
+      Tensor log_a = log(a);
+      db = g * y * log_a;
       break;
+    }
     case OpKind::maximum:
       da = where(a >= b, g, 0.0);
       db = where(a < b, g, 0.0);
@@ -89,8 +95,11 @@ std::optional<Tensor> unary(const Tensor& y, const Tensor& g) {
   switch (node.op) {
     case OpKind::neg:
       return -g;
-    case OpKind::abs:
-      return where(x > 0.0, g, where(x < 0.0, -g, 0.0));
+    case OpKind::abs: {
+      Tensor negated = -g;
+      Tensor below = where(x < 0.0, negated, 0.0);
+      return where(x > 0.0, g, below);
+    }
     case OpKind::exp:
       return g * y;
     case OpKind::log:
@@ -105,12 +114,16 @@ std::optional<Tensor> unary(const Tensor& y, const Tensor& g) {
       return -(g * sin(x));
     case OpKind::tanh:
       return g * (1.0 - y * y);
-    case OpKind::sigmoid:
-      return g * y * (1.0 - y);
+    case OpKind::sigmoid: {
+      Tensor complement = 1.0 - y;
+      return g * y * complement;
+    }
     case OpKind::relu:
       return where(x > 0.0, g, 0.0);
-    case OpKind::erf:
-      return g * (2.0 / std::sqrt(std::numbers::pi)) * exp(-(x * x));
+    case OpKind::erf: {
+      Tensor bell = exp(-(x * x));
+      return g * (2.0 / std::sqrt(std::numbers::pi)) * bell;
+    }
     case OpKind::gelu:
       return g * gelu_derivative(x, node.attrs.approximate);
     case OpKind::cast:
@@ -204,8 +217,8 @@ Grads compute(const Tensor& y, const Tensor& g) {
     case OpKind::softmax:
       return {softmax_grad(y, g, node.attrs.axis)};
     case OpKind::log_softmax: {
-      std::int64_t axis = node.attrs.axis;
-      return {g - exp(y) * sum(g, {axis}, true)};
+      Tensor total = sum(g, {node.attrs.axis}, true);
+      return {g - exp(y) * total};
     }
     case OpKind::softmax_cross_entropy:
       return {softmax_cross_entropy_grad(operand(y, 0), operand(y, 1), g), std::nullopt};
@@ -213,7 +226,8 @@ Grads compute(const Tensor& y, const Tensor& g) {
       Tensor x = operand(y, 0);
       Tensor centred = x - mean(x, {-1}, true);
       Tensor inverse_std = rsqrt(mean(centred * centred, {-1}, true) + node.attrs.eps);
-      return {inverse_std * (g - mean(g, {-1}, true) - y * mean(g * y, {-1}, true))};
+      Tensor along_y = y * mean(g * y, {-1}, true);
+      return {inverse_std * (g - mean(g, {-1}, true) - along_y)};
     }
     case OpKind::gather: {
       Tensor table = operand(y, 0);

@@ -263,7 +263,8 @@ namespace {
 graph::Tensor padding_masked_positions(const graph::Tensor& ids, std::int64_t pad) {
   graph::Tensor index = graph::iota(ids.graph(), {ids.dim(0), ids.dim(1)}, 1);
   auto offset = static_cast<double>(pad);
-  return graph::where(graph::not_equal(ids, offset), index + (1.0 + offset), offset);
+  graph::Tensor position = index + (1.0 + offset);
+  return graph::where(graph::not_equal(ids, offset), position, offset);
 }
 
 }  // namespace

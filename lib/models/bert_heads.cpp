@@ -175,8 +175,8 @@ ModelOutputs build_token_classifier(ModelBuild& b) {
   if (!p.flag("compute_eval_metrics")) return result;
   graph::Tensor predicted = graph::argmax(logits, -1);
   graph::Tensor hits = graph::cast(graph::equal(predicted, labels), graph::DType::f32);
-  result.metrics.push_back({"eval/accuracy",
-                            ratio_metric({graph::sum(hits * mask)}, {graph::sum(mask)}),
+  graph::Tensor tokens = graph::sum(mask);
+  result.metrics.push_back({"eval/accuracy", ratio_metric({graph::sum(hits * mask)}, {tokens}),
                             nn::MetricAverage::ratio});
   // Token-level F1 of each entity label over every position, macro-averaged: 2 TP / (predicted +
   // actual).
@@ -187,7 +187,8 @@ ModelOutputs build_token_classifier(ModelBuild& b) {
     graph::Tensor is_predicted = graph::cast(graph::equal(predicted, value), graph::DType::f32);
     graph::Tensor is_actual = graph::cast(graph::equal(labels, value), graph::DType::f32);
     numerators.push_back(2.0 * graph::sum(is_predicted * is_actual));
-    denominators.push_back(graph::sum(is_predicted) + graph::sum(is_actual));
+    graph::Tensor actual = graph::sum(is_actual);
+    denominators.push_back(graph::sum(is_predicted) + actual);
   }
   result.metrics.push_back(
       {"eval/f1_score", ratio_metric(numerators, denominators), nn::MetricAverage::ratio});

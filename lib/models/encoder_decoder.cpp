@@ -519,7 +519,8 @@ ModelOutputs seq2seq_outputs(ModelBuild& b, const graph::Tensor& logits) {
   double smoothing = p.has("label_smoothing") ? p.number("label_smoothing") : 0.0;
   if (b.context.training() && smoothing > 0.0) {
     graph::Tensor uniform = graph::mean(-graph::log_softmax(logits, -1), {-1});
-    per_token = (1.0 - smoothing) * cross_entropy + smoothing * uniform;
+    graph::Tensor smoothed = smoothing * uniform;
+    per_token = (1.0 - smoothing) * cross_entropy + smoothed;
   }
   graph::Tensor total = graph::sum(per_token * mask);
   std::string scaling = p.has("mlm_loss_scaling") ? p.text("mlm_loss_scaling") : "batch_size";

@@ -390,7 +390,9 @@ Tensor network(ModelBuild& b, const UnetSettings& s) {
 // (1 - y) x + m + log(exp(-m) + exp(-x - m)), m = max(-x, 0).
 Tensor binary_cross_entropy(const Tensor& logits, const Tensor& labels) {
   Tensor m = graph::relu(-logits);
-  return (1.0 - labels) * logits + m + graph::log(graph::exp(-m) + graph::exp(-logits - m));
+  Tensor exp_shifted = graph::exp(-logits - m);
+  Tensor log_sum = graph::log(graph::exp(-m) + exp_shifted);
+  return (1.0 - labels) * logits + m + log_sum;
 }
 
 // Channels-first logits [N, C, spatial...] as one row of C per pixel: [N * positions, C].
@@ -420,7 +422,9 @@ Tensor dice_per_sample(const Tensor& logits, const Tensor& labels, bool include_
     targets = targets * mask;
   }
   Tensor overlap = graph::sum(probabilities * targets, {1});
-  Tensor score = 2.0 * overlap / (graph::sum(targets, {1}) + graph::sum(probabilities, {1}) + 1e-6);
+  Tensor predicted = graph::sum(probabilities, {1});
+  Tensor denominator = graph::sum(targets, {1}) + predicted + 1e-6;
+  Tensor score = 2.0 * overlap / denominator;
   double counted =
       include_background ? static_cast<double>(channels) : static_cast<double>(channels - 1);
   return graph::sum(score, {1}) / counted;
@@ -442,8 +446,8 @@ Tensor unet_loss(ModelBuild& b, const std::string& loss, const Tensor& logits,
   if (loss == "ssce") return b.context.average_over_samples(cross_entropy, batch);
   bool include_background = !b.params.flag("ignore_background_class");
   Tensor dice = graph::sum(dice_per_sample(logits, labels, include_background));
-  return b.context.average_over_samples(
-      0.5 * cross_entropy + 0.5 * (static_cast<double>(batch) - dice), batch);
+  Tensor dice_loss = 0.5 * (static_cast<double>(batch) - dice);
+  return b.context.average_over_samples(0.5 * cross_entropy + dice_loss, batch);
 }
 
 }  // namespace

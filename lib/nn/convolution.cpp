@@ -168,9 +168,9 @@ Tensor upsample_convolve(const Tensor& x, const Tensor& weight) {
   std::int64_t positions = graph::element_count(inputs);
   std::int64_t window = graph::element_count(weight.shape()) / (channels * out);
   // [out * window, C] x [N, C, P]: each input position's kernel-sized block of outputs.
-  Tensor blocks =
-      graph::matmul(graph::swap_last_axes(graph::reshape(weight, {channels, out * window})),
-                    graph::reshape(x, {batch, channels, positions}));
+  Tensor columns = graph::reshape(x, {batch, channels, positions});
+  Tensor blocks = graph::matmul(
+      graph::swap_last_axes(graph::reshape(weight, {channels, out * window})), columns);
   // [N * out, k..., I...] -> [N * out, I_0, k, I_1, k, ...]: one axis's kernel moved beside its
   // input axis at a time, so no transpose has more than five axes.
   std::int64_t done = batch * out;  // the leading axes already in place
@@ -273,7 +273,8 @@ Tensor scale_and_shift(const Scope& scope, const Tensor& normalized, const NormI
   std::int64_t axes = normalized.rank() - 2;
   Tensor weight = scope.parameter("weight", {channels}, init.weight);
   Tensor bias = scope.parameter("bias", {channels}, init.bias);
-  return normalized * per_channel(weight, axes) + per_channel(bias, axes);
+  Tensor shift = per_channel(bias, axes);
+  return normalized * per_channel(weight, axes) + shift;
 }
 
 }  // namespace

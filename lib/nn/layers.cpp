@@ -204,7 +204,8 @@ Tensor attend(const Scope& scope, const AttentionHeads& all, Positions queries,
   auto per_head = [&](const Tensor& t) {
     return group == 1 ? t : reshape(t, {batch, heads, count, t.dim(-1)});
   };
-  Tensor scores = per_head(matmul(grouped(q), swap_last_axes(k)));
+  Tensor keys_transposed = swap_last_axes(k);
+  Tensor scores = per_head(matmul(grouped(q), keys_transposed));
   if (options.score_scale != 1.0) scores = scores * options.score_scale;
   if (options.score_bias) {
     Tensor bias = part_of(*options.score_bias, -2, queries.first, count);

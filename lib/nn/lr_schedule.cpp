@@ -71,7 +71,8 @@ Tensor sequential(graph::Graph& graph, const ClassSpec& s, const Tensor& step) {
   Tensor lr = schedule_value(graph, s.children.at(0), step);
   for (std::size_t i = 1; i < s.children.size(); ++i) {
     double start = milestones.at(i - 1);
-    lr = where(step >= start, schedule_value(graph, s.children[i], step - start), lr);
+    Tensor value = schedule_value(graph, s.children[i], step - start);
+    lr = where(step >= start, value, lr);
   }
   return lr;
 }
@@ -82,7 +83,8 @@ Tensor chained(graph::Graph& graph, const std::vector<ClassSpec>& members, const
   Tensor lr = schedule_value(graph, members.at(0), step);
   Tensor zero = constant(graph, 0.0);
   for (std::size_t i = 1; i < members.size(); ++i) {
-    lr = lr * schedule_value(graph, members[i], step) / schedule_value(graph, members[i], zero);
+    Tensor at_start = schedule_value(graph, members[i], zero);
+    lr = lr * schedule_value(graph, members[i], step) / at_start;
   }
   return lr;
 }

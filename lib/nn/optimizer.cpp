@@ -75,7 +75,8 @@ class Sgd : public Optimizer {
       if (weight_decay_ != 0.0) g = g + weight_decay_ * p;
       if (momentum_ != 0.0) {
         Tensor buffer = state(graph, i, "momentum_buffer");
-        Tensor next = momentum_ * buffer + (1.0 - dampening_) * g;
+        Tensor damped = (1.0 - dampening_) * g;
+        Tensor next = momentum_ * buffer + damped;
         if (dampening_ != 0.0) next = where(equal(global_step, 0.0), g, next);
         commit(graph, state_name(i, "momentum_buffer"), buffer, next, apply);
         g = nesterov_ ? g + momentum_ * next : next;
@@ -136,8 +137,10 @@ class AdamFamily : public Optimizer {
       Tensor v = state(graph, i, "exp_avg_sq");
       Tensor next_step = step + 1.0;
       Factors scalars = factors(next_step, lr);
-      Tensor next_m = beta1 * m + (1.0 - beta1) * g;
-      Tensor next_v = beta2 * v + (1.0 - beta2) * g * g;
+      Tensor new_m = (1.0 - beta1) * g;
+      Tensor next_m = beta1 * m + new_m;
+      Tensor new_v = (1.0 - beta2) * g * g;
+      Tensor next_v = beta2 * v + new_v;
       commit(graph, state_name(i, "step"), step, next_step, apply);
       commit(graph, state_name(i, "exp_avg"), m, next_m, apply);
       commit(graph, state_name(i, "exp_avg_sq"), v, next_v, apply);
@@ -172,10 +175,13 @@ class AdamFamily : public Optimizer {
   Tensor updated(const Tensor& p, const Tensor& m, const Tensor& v, const Factors& scalars,
                  const Tensor& lr) const {
     switch (kind_) {
-      case Kind::adam:
-        return p - scalars.step_size * m / (sqrt(v) / scalars.root_correction2 + eps_);
+      case Kind::adam: {
+        Tensor denominator = sqrt(v) / scalars.root_correction2 + eps_;
+        return p - scalars.step_size * m / denominator;
+      }
       case Kind::adamw: {
-        Tensor stepped = p - scalars.step_size * m / (sqrt(v) + eps_);
+        Tensor denominator = sqrt(v) + eps_;
+        Tensor stepped = p - scalars.step_size * m / denominator;
         return weight_decay_ > 0.0 ? stepped - lr * weight_decay_ * stepped : stepped;
       }
       case Kind::lamb: {
@@ -184,8 +190,9 @@ class AdamFamily : public Optimizer {
         if (adam_) return p - lr * adam_step;
         Tensor weight_norm = minimum(norm(p), 10.0);
         Tensor adam_norm = norm(adam_step);
-        Tensor trust =
-            where(logical_and(weight_norm > 0.0, adam_norm > 0.0), weight_norm / adam_norm, 1.0);
+        Tensor ratio = weight_norm / adam_norm;
+        Tensor adam_positive = adam_norm > 0.0;
+        Tensor trust = where(logical_and(weight_norm > 0.0, adam_positive), ratio, 1.0);
         return p - lr * trust * adam_step;
       }
     }
@@ -282,8 +289,11 @@ class Adafactor : public Optimizer {
     graph::Shape shape = squared.shape();
     Tensor row = state(graph, i, "exp_avg_sq_row");
     Tensor col = state(graph, i, "exp_avg_sq_col");
-    Tensor next_row = row * beta2 + mean(squared, {-1}) * (1.0 - beta2);
-    Tensor next_col = col * beta2 + mean(squared, {-2}) * (1.0 - beta2);
+    Tensor share = 1.0 - beta2;  // of the new squares' means
+    Tensor new_row = mean(squared, {-1}) * share;
+    Tensor next_row = row * beta2 + new_row;
+    Tensor new_col = mean(squared, {-2}) * share;
+    Tensor next_col = col * beta2 + new_col;
     commit(graph, state_name(i, "exp_avg_sq_row"), row, next_row, apply);
     commit(graph, state_name(i, "exp_avg_sq_col"), col, next_col, apply);
     graph::Shape row_shape = shape;
@@ -291,13 +301,15 @@ class Adafactor : public Optimizer {
     graph::Shape col_shape = shape;
     col_shape[shape.size() - 2] = 1;
     Tensor row_factor = rsqrt(next_row / mean(next_row, {-1}, true));
-    return reshape(row_factor, row_shape) * reshape(rsqrt(next_col), col_shape);
+    Tensor col_factor = reshape(rsqrt(next_col), col_shape);
+    return reshape(row_factor, row_shape) * col_factor;
   }
 
   Tensor plain_direction(Graph& graph, std::size_t i, const Tensor& squared, const Tensor& beta2,
                          const std::optional<Tensor>& apply) const {
     Tensor v = state(graph, i, "exp_avg_sq");
-    Tensor next_v = v * beta2 + squared * (1.0 - beta2);
+    Tensor new_v = squared * (1.0 - beta2);
+    Tensor next_v = v * beta2 + new_v;
     commit(graph, state_name(i, "exp_avg_sq"), v, next_v, apply);
     return rsqrt(next_v);
   }

@@ -128,7 +128,8 @@ Tensor rotary_embedding(const Tensor& x, const RotarySpec& spec) {
   Tensor paired = graph::reshape(rotating, pairs);
   Tensor turned = graph::reshape(
       graph::concat({-graph::slice(paired, -1, 1, 2), graph::slice(paired, -1, 0, 1)}, -1), shape);
-  Tensor rotated = rotating * cosines + turned * sines;
+  Tensor turned_part = turned * sines;
+  Tensor rotated = rotating * cosines + turned_part;
   if (rotated_width == width) return rotated;
   return graph::concat({rotated, graph::slice(x, -1, rotated_width, width)}, -1);
 }

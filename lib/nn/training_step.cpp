@@ -177,14 +177,16 @@ void update_running_moments(const StepContext& context) {
   graph.set_phase(graph::Phase::update);
   for (const RunningMoments& moments : context.running_moments()) {
     Tensor mean = moments.sum / moments.count;
-    Tensor variance = moments.sum_of_squares / moments.count - mean * mean;
+    Tensor squared_mean = mean * mean;
+    Tensor variance = moments.sum_of_squares / moments.count - squared_mean;
     // PyTorch keeps the unbiased variance (it normalizes with the biased one).
     if (moments.count > 1.0) variance = variance * (moments.count / (moments.count - 1.0));
     double keep = 1.0 - moments.momentum;
-    graph.set_update(graph.leaf_name(moments.mean.id()),
-                     (moments.mean * keep + mean * moments.momentum).id());
+    Tensor new_mean = mean * moments.momentum;
+    graph.set_update(graph.leaf_name(moments.mean.id()), (moments.mean * keep + new_mean).id());
+    Tensor new_variance = variance * moments.momentum;
     graph.set_update(graph.leaf_name(moments.variance.id()),
-                     (moments.variance * keep + variance * moments.momentum).id());
+                     (moments.variance * keep + new_variance).id());
   }
 }
 
