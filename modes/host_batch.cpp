@@ -237,7 +237,20 @@ void check_fits_host(const HostBatch& host, const compiler::Plan& fused, bool re
       "more than " + storage::usable_memory_text() + ": " + advice);
 }
 
-void check_eval_fits_host(const HostBatch& eval, double beside_bytes) {
+std::string eval_frequency_key(const config::TrainerSpec& trainer) {
+  switch (trainer.format) {
+    case config::ParamsFormat::legacy:
+      return "runconfig.eval_frequency";
+    case config::ParamsFormat::trainer:
+      return "trainer.init.loop.eval_frequency";
+    case config::ParamsFormat::trainer_list:
+      return "trainer." + std::to_string(trainer.index) + ".trainer.init.loop.eval_frequency";
+  }
+  return "eval_frequency";
+}
+
+void check_eval_fits_host(const HostBatch& eval, double beside_bytes,
+                          const config::TrainerSpec& trainer) {
   if (!storage::exceeds_usable_memory(eval.bytes + beside_bytes)) return;
   std::string samples =
       eval.micro_batch == 1 ? "1 sample" : std::to_string(eval.micro_batch) + " samples";
@@ -245,9 +258,10 @@ void check_eval_fits_host(const HostBatch& eval, double beside_bytes) {
       "the evaluation inside fit needs about " + storage::memory_size(eval.bytes) +
       " of host memory in host batches of " + samples + ", beside the " +
       storage::memory_size(beside_bytes) + " training keeps between its steps: more than " +
-      storage::usable_memory_text() +
-      "; train without evaluating (eval_frequency 0) and evaluate the checkpoints with csrun "
-      "eval, or lower the eval data's sequence length");
+      storage::usable_memory_text() + "; train without evaluating (--set " +
+      eval_frequency_key(trainer) +
+      "=null) and evaluate the checkpoints with csrun eval, or lower the eval data's sequence "
+      "length");
 }
 
 }  // namespace csrun::modes

@@ -70,8 +70,12 @@ void check_fits_host(const HostBatch& host, const compiler::Plan& fused, bool re
 // Refuses (std::runtime_error, with the figures and what to do) an evaluation inside fit whose
 // host batches (`eval`, from plan_host_eval_batch) do not fit this machine's memory beside the
 // `beside_bytes` training keeps between its steps: even one sample, since a larger host batch
-// is chosen only where it fits.
-void check_eval_fits_host(const HostBatch& eval, double beside_bytes);
+// is chosen only where it fits. The advice names `trainer`'s eval_frequency in its file's layout.
+void check_eval_fits_host(const HostBatch& eval, double beside_bytes,
+                          const config::TrainerSpec& trainer);
+
+// The key of `trainer`'s eval_frequency in its params file's layout, as --set takes it.
+std::string eval_frequency_key(const config::TrainerSpec& trainer);
 
 // --recompute_layers and what it does, for the messages that suggest it.
 inline constexpr const char* kRecomputeLayersAdvice =

@@ -45,7 +45,7 @@ void plan_eval(runner::RunSetup& setup, const CheckedTrainer& checked,
   setup.eval = eval_program(model, trainer, batch, options);
   const compiler::Plan* training = setup.train ? &setup.train->plan : nullptr;
   HostBatch host = plan_host_eval_batch(setup.eval->plan, beside_bytes, training);
-  if (training) check_eval_fits_host(host, beside_bytes);
+  if (training) check_eval_fits_host(host, beside_bytes, trainer);
   if (host.micro_steps == 1) return;
   setup.eval = eval_program(model, trainer, host.micro_batch, options);
   setup.eval_host_batches = {host.micro_steps, host.reason};

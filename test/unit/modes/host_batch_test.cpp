@@ -2,6 +2,7 @@
 
 #include "modes/host_batch.hpp"
 #include "storage/host_memory.hpp"
+#include "support/params_fixture.hpp"
 
 using namespace csrun;
 
@@ -56,16 +57,52 @@ TEST_CASE("an evaluation that does not fit beside training even one sample at a 
   // fit.
   double beside = usable * 0.7;
   modes::HostBatch host = modes::plan_host_eval_batch(eval, beside);
+  config::TrainerSpec trainer;
   CHECK(host.micro_steps > 1);
-  CHECK_NOTHROW(modes::check_eval_fits_host(host, beside));
+  CHECK_NOTHROW(modes::check_eval_fits_host(host, beside, trainer));
   // Beside all but 1/100 of it, it does not: refused with the figures and what to do.
   beside = usable * 0.99;
   host = modes::plan_host_eval_batch(eval, beside);
   CHECK(host.micro_batch == 1);
-  CHECK_THROWS_WITH(modes::check_eval_fits_host(host, beside),
+  CHECK_THROWS_WITH(modes::check_eval_fits_host(host, beside, trainer),
                     Catch::Contains("the evaluation inside fit needs about") &&
                         Catch::Contains("in host batches of 1 sample, beside the") &&
-                        Catch::Contains("train without evaluating (eval_frequency 0)"));
+                        Catch::Contains("train without evaluating (--set "
+                                        "trainer.init.loop.eval_frequency=null)"));
+}
+
+TEST_CASE("the eval_frequency that advice names, set to null, turns evaluation inside fit off") {
+  const std::string loaders =
+      "train_dataloader: {data_processor: MNISTDataProcessor, data_dir: ./d, batch_size: 8}, "
+      "val_dataloader: {data_processor: MNISTDataProcessor, data_dir: ./d, batch_size: 8}";
+  const std::string init =
+      "model: {name: fc_mnist}, optimizer: {SGD: {lr: 0.1}}, "
+      "loop: {max_steps: 4, eval_frequency: 2}";
+  const std::string trainer = "{fit: {" + loaders + "}, init: {" + init + "}}";
+  const std::string layouts[] = {
+      "train_input: {data_processor: MNISTDataProcessor, data_dir: ./d, batch_size: 8}\n"
+      "eval_input: {data_processor: MNISTDataProcessor, data_dir: ./d, batch_size: 8}\n"
+      "model: {name: fc_mnist}\n"
+      "optimizer: {optimizer_type: SGD, learning_rate: 0.1}\n"
+      "runconfig: {max_steps: 4, eval_frequency: 2}\n",
+      "trainer: " + trainer + "\n",
+      "trainer: [{trainer: " + trainer + "}, {trainer: " + trainer + "}]\n"};
+  for (const std::string& text : layouts) {
+    INFO(text);
+    test::LoadedParams loaded = test::load_params_text(text);
+    REQUIRE(!loaded.diagnostics.has_errors());
+    const config::TrainerSpec& last = loaded.run.trainers.back();
+    REQUIRE(last.loop.eval_frequency.has_value());
+    std::string key = modes::eval_frequency_key(last);
+    config::LoadOptions off;
+    off.set_overrides.push_back(config::parse_set_override(key + "=null"));
+    test::LoadedParams without = test::load_params_text(text, off);
+    INFO(key << ": " << without.dump());
+    CHECK(!without.diagnostics.has_errors());
+    CHECK(!without.run.trainers.back().loop.eval_frequency.has_value());
+    CHECK(without.run.trainers.front().loop.eval_frequency.has_value() ==
+          (without.run.trainers.size() > 1));
+  }
 }
 
 TEST_CASE("a training run's host memory: the step's, and a split batch's gradient sums") {
