@@ -91,7 +91,10 @@ Tensor activation(std::string_view name, const Tensor& x) {
   if (name == "silu" || name == "swish" || name == "SiLU") return x * sigmoid(x);
   if (name == "tanh" || name == "Tanh") return tanh(x);
   if (name == "sigmoid" || name == "Sigmoid") return sigmoid(x);
-  if (name == "leaky_relu") return where(x > 0.0, x, 0.01 * x);
+  if (name == "leaky_relu") {
+    Tensor leaked = 0.01 * x;
+    return where(x > 0.0, x, leaked);
+  }
   if (name == "linear") return x;
   throw std::invalid_argument("the activation '" + std::string(name) + "' is not supported yet");
 }

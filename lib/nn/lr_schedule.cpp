@@ -25,7 +25,8 @@ Tensor floor_of(const Tensor& x) {
 }
 Tensor ceil_of(const Tensor& x) {
   Tensor down = floor_of(x);
-  return where(down < x, down + 1.0, down);
+  Tensor up = down + 1.0;
+  return where(down < x, up, down);
 }
 
 // low + (high - low) (1 + cos(pi fraction)) / 2
