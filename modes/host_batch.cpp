@@ -237,18 +237,6 @@ void check_fits_host(const HostBatch& host, const compiler::Plan& fused, bool re
       "more than " + storage::usable_memory_text() + ": " + advice);
 }
 
-std::string eval_frequency_key(const config::TrainerSpec& trainer) {
-  switch (trainer.format) {
-    case config::ParamsFormat::legacy:
-      return "runconfig.eval_frequency";
-    case config::ParamsFormat::trainer:
-      return "trainer.init.loop.eval_frequency";
-    case config::ParamsFormat::trainer_list:
-      return "trainer." + std::to_string(trainer.index) + ".trainer.init.loop.eval_frequency";
-  }
-  return "eval_frequency";
-}
-
 void check_eval_fits_host(const HostBatch& eval, double beside_bytes,
                           const config::TrainerSpec& trainer) {
   if (!storage::exceeds_usable_memory(eval.bytes + beside_bytes)) return;
@@ -259,7 +247,7 @@ void check_eval_fits_host(const HostBatch& eval, double beside_bytes,
       " of host memory in host batches of " + samples + ", beside the " +
       storage::memory_size(beside_bytes) + " training keeps between its steps: more than " +
       storage::usable_memory_text() + "; train without evaluating (--set " +
-      eval_frequency_key(trainer) +
+      config::loop_key_path(trainer, "eval_frequency") +
       "=null) and evaluate the checkpoints with csrun eval, or lower the eval data's sequence "
       "length");
 }

@@ -74,9 +74,6 @@ void check_fits_host(const HostBatch& host, const compiler::Plan& fused, bool re
 void check_eval_fits_host(const HostBatch& eval, double beside_bytes,
                           const config::TrainerSpec& trainer);
 
-// The key of `trainer`'s eval_frequency in its params file's layout, as --set takes it.
-std::string eval_frequency_key(const config::TrainerSpec& trainer);
-
 // --recompute_layers and what it does, for the messages that suggest it.
 inline constexpr const char* kRecomputeLayersAdvice =
     "--recompute_layers, which runs each layer's forward pass again in the backward pass instead "

@@ -14,6 +14,18 @@ const char* format_name(ParamsFormat format) {
   return "trainer";
 }
 
+std::string loop_key_path(const TrainerSpec& trainer, std::string_view key) {
+  switch (trainer.format) {
+    case ParamsFormat::legacy:
+      return "runconfig." + std::string(key);
+    case ParamsFormat::trainer:
+      return "trainer.init.loop." + std::string(key);
+    case ParamsFormat::trainer_list:
+      return "trainer." + std::to_string(trainer.index) + ".trainer.init.loop." + std::string(key);
+  }
+  return std::string(key);
+}
+
 const char* device_name(Device device) {
   switch (device) {
     case Device::csx:

@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "node.hpp"
@@ -158,6 +159,11 @@ struct TrainerSpec {
   std::optional<ValidateAllSpec> validate_all;
   Node tree;  // the whole trainer in trainer format, as normalized
 };
+
+// The path of `key` of `trainer`'s loop section (eval_frequency, max_steps, ...) in its params
+// file's own layout, as --set takes it: runconfig.KEY in a legacy file, trainer.init.loop.KEY,
+// or trainer.N.trainer.init.loop.KEY in a list of trainers.
+std::string loop_key_path(const TrainerSpec& trainer, std::string_view key);
 
 struct RunSpec {
   std::string params_path;

@@ -822,3 +822,39 @@ runconfig: {max_steps: 10}
   CHECK(both.trainer().model.params.find("norm_type")->as_string() == "rmsnorm");
   CHECK(both.warning("which this model sets too and wins"));
 }
+
+TEST_CASE(
+    "a loop key's path in the file's own layout: eval_frequency set to null there turns "
+    "evaluation inside fit off") {
+  const std::string loaders =
+      "train_dataloader: {data_processor: MNISTDataProcessor, data_dir: ./d, batch_size: 8}, "
+      "val_dataloader: {data_processor: MNISTDataProcessor, data_dir: ./d, batch_size: 8}";
+  const std::string init =
+      "model: {name: fc_mnist}, optimizer: {SGD: {lr: 0.1}}, "
+      "loop: {max_steps: 4, eval_frequency: 2}";
+  const std::string trainer = "{fit: {" + loaders + "}, init: {" + init + "}}";
+  const std::string layouts[] = {
+      "train_input: {data_processor: MNISTDataProcessor, data_dir: ./d, batch_size: 8}\n"
+      "eval_input: {data_processor: MNISTDataProcessor, data_dir: ./d, batch_size: 8}\n"
+      "model: {name: fc_mnist}\n"
+      "optimizer: {optimizer_type: SGD, learning_rate: 0.1}\n"
+      "runconfig: {max_steps: 4, eval_frequency: 2}\n",
+      "trainer: " + trainer + "\n",
+      "trainer: [{trainer: " + trainer + "}, {trainer: " + trainer + "}]\n"};
+  for (const std::string& text : layouts) {
+    INFO(text);
+    Loaded loaded = load(text);
+    REQUIRE(!loaded.diagnostics.has_errors());
+    const TrainerSpec& last = loaded.run.trainers.back();
+    REQUIRE(last.loop.eval_frequency.has_value());
+    std::string key = loop_key_path(last, "eval_frequency");
+    LoadOptions off;
+    off.set_overrides.push_back(parse_set_override(key + "=null"));
+    Loaded without = load(text, off);
+    INFO(key << ": " << without.dump());
+    CHECK(!without.diagnostics.has_errors());
+    CHECK(!without.run.trainers.back().loop.eval_frequency.has_value());
+    CHECK(without.run.trainers.front().loop.eval_frequency.has_value() ==
+          (without.run.trainers.size() > 1));
+  }
+}

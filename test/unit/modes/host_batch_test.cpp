@@ -2,7 +2,6 @@
 
 #include "modes/host_batch.hpp"
 #include "storage/host_memory.hpp"
-#include "support/params_fixture.hpp"
 
 using namespace csrun;
 
@@ -69,40 +68,6 @@ TEST_CASE("an evaluation that does not fit beside training even one sample at a 
                         Catch::Contains("in host batches of 1 sample, beside the") &&
                         Catch::Contains("train without evaluating (--set "
                                         "trainer.init.loop.eval_frequency=null)"));
-}
-
-TEST_CASE("the eval_frequency that advice names, set to null, turns evaluation inside fit off") {
-  const std::string loaders =
-      "train_dataloader: {data_processor: MNISTDataProcessor, data_dir: ./d, batch_size: 8}, "
-      "val_dataloader: {data_processor: MNISTDataProcessor, data_dir: ./d, batch_size: 8}";
-  const std::string init =
-      "model: {name: fc_mnist}, optimizer: {SGD: {lr: 0.1}}, "
-      "loop: {max_steps: 4, eval_frequency: 2}";
-  const std::string trainer = "{fit: {" + loaders + "}, init: {" + init + "}}";
-  const std::string layouts[] = {
-      "train_input: {data_processor: MNISTDataProcessor, data_dir: ./d, batch_size: 8}\n"
-      "eval_input: {data_processor: MNISTDataProcessor, data_dir: ./d, batch_size: 8}\n"
-      "model: {name: fc_mnist}\n"
-      "optimizer: {optimizer_type: SGD, learning_rate: 0.1}\n"
-      "runconfig: {max_steps: 4, eval_frequency: 2}\n",
-      "trainer: " + trainer + "\n",
-      "trainer: [{trainer: " + trainer + "}, {trainer: " + trainer + "}]\n"};
-  for (const std::string& text : layouts) {
-    INFO(text);
-    test::LoadedParams loaded = test::load_params_text(text);
-    REQUIRE(!loaded.diagnostics.has_errors());
-    const config::TrainerSpec& last = loaded.run.trainers.back();
-    REQUIRE(last.loop.eval_frequency.has_value());
-    std::string key = modes::eval_frequency_key(last);
-    config::LoadOptions off;
-    off.set_overrides.push_back(config::parse_set_override(key + "=null"));
-    test::LoadedParams without = test::load_params_text(text, off);
-    INFO(key << ": " << without.dump());
-    CHECK(!without.diagnostics.has_errors());
-    CHECK(!without.run.trainers.back().loop.eval_frequency.has_value());
-    CHECK(without.run.trainers.front().loop.eval_frequency.has_value() ==
-          (without.run.trainers.size() > 1));
-  }
 }
 
 TEST_CASE("a training run's host memory: the step's, and a split batch's gradient sums") {
