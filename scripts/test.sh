@@ -31,7 +31,9 @@ avx512_set() {
 }
 
 csrun=$root/build/apps/csrun/csrun
-chosen=$("$csrun" --version | sed -n 's/^kernels: \([a-z0-9]*\).*/\1/p')
+# The kernel set a csrun binary picks on this CPU.
+kernel_set_of() { "$1" --version | sed -n 's/^kernels: \([a-z0-9]*\).*/\1/p'; }
+chosen=$(kernel_set_of "$csrun")
 # Where OpenBLAS does not know this CPU it falls back to its SSE3 kernels, several times slower,
 # and the avx2 and baseline sets multiply every f32 product through it: their suites then run with
 # the kernels csrun names (as its warning advises a user), so that runs sized for the chosen set
@@ -66,7 +68,7 @@ echo "test: the whole suite from a Clang build with AddressSanitizer and Undefin
 # The set that build picks for itself: the timing loop that passes avx512bf16 over where its dot
 # products are slow does not time the hardware under the sanitizers at -O1, so on an Intel CPU
 # without AMX it may pick avx512bf16 where the GCC build picks avx512.
-sanitized_set=$("$root/build-sanitize/apps/csrun/csrun" --version | sed -n 's/^kernels: \([a-z0-9]*\).*/\1/p')
+sanitized_set=$(kernel_set_of "$root/build-sanitize/apps/csrun/csrun")
 # Left out (docs/reliability.md): qemu cannot host AddressSanitizer's shadow memory; the installed
 # and packaged csrun and the SLURM jobs check deployment; Open MPI's own allocations are not
 # csrun's to check (the MPI ranks tests); the mutation and seven-release validate
