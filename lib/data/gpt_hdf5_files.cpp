@@ -324,9 +324,13 @@ DatasetFacts check_gpt_hdf5_files(const DataloaderSpec& loader, Diagnostics& dia
   // 0 until known: from max_sequence_length, else from the first file.
   std::uint64_t length = static_cast<std::uint64_t>(loader.max_sequence_length.value_or(0));
   std::string length_source = "max_sequence_length";
+  bool every_directory_read = true;
   for (const std::string& directory : loader.data_dirs) {
     std::vector<std::string> files = require_files(directory, ".h5", at, diagnostics);
-    if (files.empty()) continue;
+    if (files.empty()) {
+      every_directory_read = false;
+      continue;
+    }
     for (std::size_t i = 0; i < files.size() && i < kFilesChecked; ++i) {
       std::string problem;
       auto layout = read_layout(files[i], problem);
@@ -354,7 +358,8 @@ DatasetFacts check_gpt_hdf5_files(const DataloaderSpec& loader, Diagnostics& dia
       [](const auto& d) { return files_with_suffix(d, ".h5").size() <= kFilesChecked; });
   std::optional<std::int64_t> found_length;
   if (length != 0) found_length = static_cast<std::int64_t>(length);
-  if (!all_checked) return {std::nullopt, found_length, largest_id};
+  // A directory already reported missing or empty would only add a count of 0 to that error.
+  if (!all_checked || !every_directory_read) return {std::nullopt, found_length, largest_id};
   if (examples < static_cast<std::uint64_t>(loader.batch_size)) {
     diagnostics.error(at.mark(), at.path(),
                       "the dataset holds " + std::to_string(examples) +

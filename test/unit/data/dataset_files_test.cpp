@@ -134,7 +134,13 @@ TEST_CASE("GPT HDF5 files: layout, sequence length and example count") {
   std::string base = dir.path().string();
   std::string loader =
       "{data_processor: GptHDF5DataProcessor, data_dir: '" + base + "', batch_size: 4";
-  CHECK(check_files(loader + "}", kGpt).find("no .h5 files in") != std::string::npos);
+  // A directory that is missing or holds no file is one error, not also a dataset of 0 examples.
+  CHECK(check_files(loader + "}", kGpt) == "no .h5 files in '" + base + "'\n");
+  std::string missing =
+      "{data_processor: GptHDF5DataProcessor, data_dir: '" + base + "/missing', batch_size: 4}";
+  CHECK(check_files(missing, kGpt).find("the directory '" + base + "/missing' does not exist") ==
+        0);
+  CHECK(check_files(missing, kGpt).find("0 examples") == std::string::npos);
   write_gpt_h5(base + "/a.h5", 8, 16);
   write_gpt_h5(base + "/b.h5", 8, 16);
   CHECK(check_files(loader + "}", kGpt).empty());
