@@ -65,9 +65,8 @@ if [ -n "$suggested_core" ]; then unset OPENBLAS_CORETYPE; fi
 
 echo "test: the whole suite from a Clang build with AddressSanitizer and UndefinedBehaviorSanitizer"
 "$root/scripts/build.sh" --werror --sanitize --reference_csrun "$csrun"
-# The set that build picks for itself: the timing loop that passes avx512bf16 over where its dot
-# products are slow does not time the hardware under the sanitizers at -O1, so on an Intel CPU
-# without AMX it may pick avx512bf16 where the GCC build picks avx512.
+# The set that build picks for itself (the GCC build's: lib/runtime builds the loop that times
+# AVX512_BF16's dot products without the sanitizers).
 sanitized_set=$(kernel_set_of "$root/build-sanitize/apps/csrun/csrun")
 # Left out (docs/reliability.md): qemu cannot host AddressSanitizer's shadow memory; the installed
 # and packaged csrun and the SLURM jobs check deployment; Open MPI's own allocations are not
