@@ -16,6 +16,8 @@
 #include "retrace_check.hpp"
 #include "runner/callbacks.hpp"
 #include "runner/checkpoint.hpp"
+#include "runner/checkpoint_names.hpp"
+#include "runner/model_dir.hpp"
 #include "runner/runner_registry.hpp"
 #include "runtime/host_kernels.hpp"
 #include "stop_signal.hpp"
@@ -132,15 +134,27 @@ runner::CallbackList callbacks_for(const config::TrainerSpec& trainer,
   return callbacks;
 }
 
+// eval --all: the checkpoints validate_all.ckpt_paths names (its patterns expanded), else every
+// checkpoint of the run's checkpoint_name in its checkpoint directory, oldest first.
 std::vector<std::string> checkpoints_to_evaluate(const config::TrainerSpec& trainer,
                                                  const RunOptions& options) {
   std::vector<std::string> paths;
   if (!options.all_checkpoints) return paths;
+  if (trainer.validate_all && !trainer.validate_all->checkpoint_paths.empty()) {
+    config::Diagnostics diagnostics;
+    paths = runner::expand_checkpoint_patterns(trainer.validate_all->checkpoint_paths, diagnostics);
+    for (const config::Diagnostic& finding : diagnostics.all())
+      throw std::runtime_error(finding.to_string());
+    return paths;
+  }
   std::string directory = trainer.checkpoint.checkpoint_root.value_or(trainer.model_dir);
-  for (const auto& [step, path] : runner::find_checkpoints(directory))
-    paths.push_back(path);
-  if (paths.empty())
-    throw std::runtime_error("--all: no checkpoint_<step>.mdl files in " + directory);
+  runner::CheckpointNames names(trainer.checkpoint.checkpoint_name);
+  for (const runner::CheckpointNames::Found& found : names.find(directory))
+    paths.push_back(found.path);
+  if (paths.empty()) {
+    throw std::runtime_error("--all: no checkpoint named " + names.convention() + " in " +
+                             directory + " (validate_all.ckpt_paths names others)");
+  }
   return paths;
 }
 

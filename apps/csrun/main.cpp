@@ -149,7 +149,8 @@ class Subcommand {
     add_options();
     if (name == "eval") {
       app_->add_flag("--all", line_.all_checkpoints,
-                     "Evaluate every checkpoint in model_dir, oldest first");
+                     "Evaluate every checkpoint validate_all.ckpt_paths names, else every one of "
+                     "the run's checkpoint_name in model_dir (or checkpoint_root), oldest first");
     }
     if (name == "train") {
       app_->add_flag("--async_checkpoint", line_.async_checkpoint,
@@ -173,7 +174,8 @@ class Subcommand {
                        "producer) to this file");
       app_->add_flag("--profile", line_.profile,
                      "Time every host step of the simulator's steps (after each program's first "
-                     "run): model_dir/host_profile.tsv, and a summary in the log");
+                     "run): host_profile.tsv in the run's log directory "
+                     "(model_dir/cerebras_logs/<run>/), and a summary in the log");
     }
   }
 
@@ -186,6 +188,11 @@ class Subcommand {
     if (!line_.positional_params.empty() && !line_.params_flag.empty()) {
       throw CLI::ValidationError("PARAMS",
                                  "give the params file once: as PARAMS or with -p/--params");
+    }
+    if (line_.all_checkpoints && !line_.checkpoint_path.empty()) {
+      throw CLI::ValidationError("--all",
+                                 "evaluates every checkpoint of the run; --checkpoint_path "
+                                 "names one to evaluate: give one of the two");
     }
     options.params_path =
         line_.positional_params.empty() ? line_.params_flag : line_.positional_params;

@@ -2,13 +2,11 @@
 
 #include <algorithm>
 #include <atomic>
-#include <charconv>
 #include <cstdio>
 #include <exception>
 #include <filesystem>
 #include <limits>
 #include <optional>
-#include <regex>
 #include <span>
 #include <thread>
 
@@ -337,24 +335,6 @@ Checkpoint load_checkpoint(const std::string& path, const PlaceEntry& place) {
     throw CheckpointError("checkpoint " + path + " has no global_step: not a training checkpoint");
   check_loop_state(checkpoint, path);
   return checkpoint;
-}
-
-std::vector<std::pair<std::int64_t, std::string>> find_checkpoints(const std::string& directory) {
-  std::vector<std::pair<std::int64_t, std::string>> found;
-  std::error_code error;
-  if (!fs::is_directory(directory, error)) return found;
-  static const std::regex name(R"(checkpoint_(\d+)(_\d{8}_\d{6})?\.mdl)");
-  for (const fs::directory_entry& entry : fs::directory_iterator(directory, error)) {
-    std::smatch match;
-    std::string file = entry.path().filename().string();
-    if (!std::regex_match(file, match, name)) continue;
-    std::int64_t step = 0;
-    std::string digits = match[1].str();
-    auto parsed = std::from_chars(digits.data(), digits.data() + digits.size(), step);
-    if (parsed.ec == std::errc()) found.emplace_back(step, entry.path().string());
-  }
-  std::sort(found.begin(), found.end());
-  return found;
 }
 
 std::vector<std::string> remove_stale_checkpoint_files(const std::string& directory) {

@@ -79,10 +79,6 @@ using PlaceEntry = std::function<EntryPlacement(
 // Without `place`, every entry is read into memory of the checkpoint's own.
 Checkpoint load_checkpoint(const std::string& path, const PlaceEntry& place = {});
 
-// checkpoint_<step>.mdl entries of `directory`, by step (ascending). A name whose step does not
-// fit a 64-bit integer is no checkpoint of any run and is skipped.
-std::vector<std::pair<std::int64_t, std::string>> find_checkpoints(const std::string& directory);
-
 // Removes the temporary files of checkpoint writes whose process was killed; returns them.
 std::vector<std::string> remove_stale_checkpoint_files(const std::string& directory);
 

@@ -14,7 +14,7 @@ std::string time_stamp() {
   std::tm parts{};
   localtime_r(&now, &parts);
   char stamp[32];
-  std::strftime(stamp, sizeof stamp, "_%Y%m%d_%H%M%S", &parts);
+  std::strftime(stamp, sizeof stamp, "%Y%m%d_%H%M%S", &parts);
   return stamp;
 }
 
@@ -29,6 +29,7 @@ struct Checkpointing::Write {
 Checkpointing::Checkpointing(const config::CheckpointSpec& settings, fs::path directory,
                              RunLog& log, std::function<Checkpoint()> snapshot, bool in_background)
     : settings_(settings),
+      names_(settings.checkpoint_name),
       directory_(std::move(directory)),
       log_(log),
       snapshot_(std::move(snapshot)),
@@ -42,8 +43,8 @@ void Checkpointing::on_train_start(const RunState& state) {
   for (const std::string& path : remove_stale_checkpoint_files(directory_.string()))
     log_.warning("Removed " + path + ", left by a checkpoint write that was killed");
   if (!settings_.save_initial_checkpoint) return;
-  for (const auto& [step, path] : find_checkpoints(directory_.string()))
-    if (step == state.global_step) return;  // the run resumes from it
+  for (const CheckpointNames::Found& found : names_.find(directory_))
+    if (found.step == state.global_step) return;  // the run resumes from it
   save(state);
 }
 
@@ -78,13 +79,8 @@ void Checkpointing::before_state_changes() {
 }
 
 void Checkpointing::save(const RunState& state) {
-  std::string name = settings_.checkpoint_name;
-  auto placeholder = name.find("{step}");
-  if (placeholder != std::string::npos)
-    name.replace(placeholder, 6, std::to_string(state.global_step));
-  fs::path path = directory_ / name;
-  if (fs::exists(path))
-    path.replace_filename(path.stem().string() + time_stamp() + path.extension().string());
+  fs::path path = names_.file(directory_, state.global_step);
+  if (fs::exists(path)) path = names_.file(directory_, state.global_step, time_stamp());
   fs::create_directories(path.parent_path());
   log_.info("Saving checkpoint at step " + std::to_string(state.global_step));
   if (!in_background_) {
@@ -117,10 +113,10 @@ void Checkpointing::finish_write(bool wait) {
 
 void Checkpointing::prune() {
   if (!settings_.keep_last) return;
-  auto found = find_checkpoints(directory_.string());
+  auto found = names_.find(directory_);
   auto keep = static_cast<std::size_t>(*settings_.keep_last);
   for (std::size_t i = 0; i + keep < found.size(); ++i)
-    fs::remove(found[i].second);
+    fs::remove(found[i].path);
 }
 
 fs::path checkpoint_directory(const config::CheckpointSpec& settings,
@@ -137,17 +133,17 @@ std::optional<std::string> checkpoint_to_load(const std::string& explicit_path,
   if ((choice && choice->kind == config::CheckpointChoice::Kind::none) ||
       !settings.autoload_last_checkpoint)
     return std::nullopt;
+  CheckpointNames names(settings.checkpoint_name);
   log.info("Checkpoint autoloading is enabled. Looking for latest checkpoint in \"" +
-           directory.string() +
-           "\" directory with the following naming convention: "
-           "`checkpoint_(step)(_timestamp)?.mdl`.");
-  auto found = find_checkpoints(directory.string());
+           directory.string() + "\" directory with the following naming convention: `" +
+           names.convention() + "`.");
+  auto found = names.find(directory);
   if (found.empty()) {
     log.info("No checkpoints were found in \"" + directory.string() + "\".");
     return std::nullopt;
   }
-  log.info("Found latest checkpoint at \"" + found.back().second + "\".");
-  return found.back().second;
+  log.info("Found latest checkpoint at \"" + found.back().path + "\".");
+  return found.back().path;
 }
 
 }  // namespace csrun::runner

@@ -9,6 +9,7 @@
 
 #include "callbacks.hpp"
 #include "checkpoint.hpp"
+#include "checkpoint_names.hpp"
 #include "config/run_spec.hpp"
 #include "run_log.hpp"
 
@@ -55,6 +56,7 @@ class Checkpointing : public Callback {
   void prune();
 
   const config::CheckpointSpec& settings_;
+  CheckpointNames names_;
   std::filesystem::path directory_;
   RunLog& log_;
   std::function<Checkpoint()> snapshot_;

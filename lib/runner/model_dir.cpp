@@ -3,6 +3,8 @@
 #include <glob.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstring>
 #include <filesystem>
 
 namespace csrun::runner {
@@ -74,9 +76,14 @@ std::vector<std::string> expand_checkpoint_patterns(const std::vector<config::No
       diagnostics.error(pattern.mark(), pattern.path(),
                         "no checkpoint matches '" + pattern.as_string() + "'");
     } else {
-      for (std::size_t i = 0; i < matches.gl_pathc; ++i) {
-        check_checkpoint_file(matches.gl_pathv[i], pattern.mark(), pattern.path(), diagnostics);
-        paths.emplace_back(matches.gl_pathv[i]);
+      // In the order of the numbers in their names: checkpoint_2.mdl before checkpoint_10.mdl.
+      std::vector<std::string> matched(matches.gl_pathv, matches.gl_pathv + matches.gl_pathc);
+      std::sort(matched.begin(), matched.end(), [](const std::string& a, const std::string& b) {
+        return strverscmp(a.c_str(), b.c_str()) < 0;
+      });
+      for (std::string& path : matched) {
+        check_checkpoint_file(path, pattern.mark(), pattern.path(), diagnostics);
+        paths.push_back(std::move(path));
       }
     }
     globfree(&matches);

@@ -524,6 +524,15 @@ struct TrainingLoop::State {
     start_profiling();
     std::vector<std::optional<std::string>> targets(paths.begin(), paths.end());
     if (targets.empty()) targets.push_back(checkpoint_named(settings.validate_checkpoint));
+    bool initial_on_purpose =
+        settings.validate_checkpoint &&
+        settings.validate_checkpoint->kind == config::CheckpointChoice::Kind::none;
+    if (!targets.front() && !initial_on_purpose) {
+      log.warning(
+          "No checkpoint to evaluate: the metrics below are those of the model's initial "
+          "(random) weights. Give --checkpoint_path, or train into this model_dir "
+          "first; validate.ckpt_path: null asks for the initial weights on purpose.");
+    }
     std::vector<EvalResult> results;
     for (const auto& path : targets) {
       run.global_step = 0;

@@ -109,6 +109,59 @@ TEST_CASE(
     CHECK(all.out.find(checkpoint) != std::string::npos);
 }
 
+TEST_CASE(
+    "a run's checkpoint_name is what a rerun resumes from and eval --all reads; "
+    "validate_all.ckpt_paths names the checkpoints --all evaluates") {
+  csrun::test::TempDir dir;
+  std::string params = dir.write("p.yaml", kRun);
+  fs::path model_dir = dir.path() / "model";
+  auto run = [&](std::vector<std::string> arguments) {
+    arguments.insert(arguments.end(), {params, "--fake_data", "-o", model_dir.string(), "--set",
+                                       "trainer.init.checkpoint.checkpoint_name=ck/{step}.mdl"});
+    return run_csrun(arguments);
+  };
+  REQUIRE(run({"train"}).exit_code == 0);
+  CHECK(fs::exists(model_dir / "ck" / "3.mdl"));
+  auto again = run({"train", "--max_steps", "8"});
+  INFO(again.out << again.err);
+  CHECK(again.out.find("Found latest checkpoint at \"" + (model_dir / "ck" / "6.mdl").string()) !=
+        std::string::npos);
+  CHECK(again.out.find("Step=2,") == std::string::npos);
+
+  auto all = run({"eval", "--all"});
+  INFO(all.err);
+  REQUIRE(all.exit_code == 0);
+  std::vector<std::size_t> at;
+  for (const char* checkpoint : {"ck/3.mdl", "ck/6.mdl", "ck/8.mdl"})
+    at.push_back(all.out.find(checkpoint));
+  CHECK(at[0] < at[1]);
+  CHECK(at[1] < at[2]);
+  CHECK(at[2] != std::string::npos);
+
+  auto named = run({"eval", "--all", "--set",
+                    "trainer.validate_all.ckpt_paths=['" + model_dir.string() + "/ck/[86].mdl']"});
+  INFO(named.err);
+  CHECK(named.exit_code == 0);
+  CHECK(named.out.find("ck/3.mdl") == std::string::npos);
+  CHECK(named.out.find("ck/6.mdl") < named.out.find("ck/8.mdl"));
+  CHECK(named.out.find("ck/8.mdl") != std::string::npos);
+
+  auto both = run({"eval", "--all", "--checkpoint_path", (model_dir / "ck" / "3.mdl").string()});
+  CHECK(both.exit_code == 2);
+  CHECK(both.err.find("give one of the two") != std::string::npos);
+
+  // Nothing of that name in an empty model_dir: --all says what it looked for, and eval says
+  // that it evaluates the initial weights.
+  model_dir = dir.path() / "empty";
+  auto none = run({"eval", "--all"});
+  CHECK(none.exit_code == 1);
+  CHECK(none.err.find("no checkpoint named ck/(step)(_timestamp)?.mdl in") != std::string::npos);
+  auto initial = run({"eval"});
+  CHECK(initial.exit_code == 0);
+  CHECK(initial.out.find("WARNING:     No checkpoint to evaluate: the metrics below are those of "
+                         "the model's initial (random) weights") != std::string::npos);
+}
+
 TEST_CASE("the GPU device is a clear error in a build without CUDA") {
   csrun::test::TempDir dir;
   std::string params = dir.write("p.yaml", kRun);

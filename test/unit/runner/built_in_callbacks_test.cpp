@@ -46,8 +46,8 @@ struct HookBench {
 
   std::vector<std::int64_t> checkpoint_steps(const fs::path& directory) const {
     std::vector<std::int64_t> steps;
-    for (const auto& [found_step, path] : runner::find_checkpoints(directory.string()))
-      steps.push_back(found_step);
+    for (const runner::CheckpointNames::Found& found : runner::CheckpointNames().find(directory))
+      steps.push_back(found.step);
     return steps;
   }
 
@@ -135,6 +135,29 @@ TEST_CASE("a checkpoint of an existing name is stamped, a stop writes a step onl
   CHECK(runner::load_checkpoint((bench.dir.path() / "saved" / names[1]).string())
             .tensors.at("model.w") ==
         runner::CheckpointTensor{{2}, runner::CheckpointTensor::Floats{1.0f, 2.0f}});
+}
+
+TEST_CASE("a run's checkpoint_name is what autoload and keep_last look for") {
+  HookBench bench;
+  config::CheckpointSpec settings;
+  settings.steps = 2;
+  settings.keep_last = 2;
+  settings.checkpoint_name = "ck_{step}.mdl";
+  bench.dir.write("checkpoint_9.mdl", "");  // another naming's: neither loaded nor pruned
+  runner::Checkpointing hook(settings, bench.dir.path(), bench.log,
+                             [&] { return bench.snapshot(); });
+  for (std::int64_t step = 1; step <= 6; ++step)
+    hook.on_train_batch_end(HookBench::step(step, step, 6));
+  CHECK(!fs::exists(bench.dir.path() / "ck_2.mdl"));
+  CHECK(fs::exists(bench.dir.path() / "ck_4.mdl"));
+  CHECK(fs::exists(bench.dir.path() / "checkpoint_9.mdl"));
+  auto latest = runner::checkpoint_to_load("", nullptr, settings, bench.dir.path(), bench.log);
+  REQUIRE(latest);
+  CHECK(fs::path(*latest).filename() == "ck_6.mdl");
+  CHECK(bench.run_log().find("naming convention: `ck_(step)(_timestamp)?.mdl`") !=
+        std::string::npos);
+  settings.checkpoint_name = "other_{step}.mdl";
+  CHECK(!runner::checkpoint_to_load("", nullptr, settings, bench.dir.path(), bench.log));
 }
 
 // docs/training.md (--async_checkpoint): a checkpoint written in the background holds its step's

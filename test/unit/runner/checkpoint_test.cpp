@@ -236,18 +236,6 @@ TEST_CASE("a checkpoint path that is no file says what it is") {
                     Catch::Contains("checkpoint_41.mdl does not exist"));
 }
 
-TEST_CASE("checkpoints are found by step, stamped duplicates last") {
-  csrun::test::TempDir dir;
-  for (const char* name :
-       {"checkpoint_20.mdl", "checkpoint_3.mdl", "checkpoint_20_20261122_101010.mdl", "other.mdl",
-        "checkpoint_x.mdl", "checkpoint_99999999999999999999999.mdl"})
-    dir.write(name, "");
-  auto found = find_checkpoints(dir.path().string());
-  REQUIRE(found.size() == 3);
-  CHECK(found[0].first == 3);
-  CHECK(found[2].second.ends_with("checkpoint_20_20261122_101010.mdl"));
-}
-
 TEST_CASE("TFRecord's masked CRC matches its check value") {
   CHECK(masked_crc32c("") == 0xA282EAD8u);
 }
