@@ -39,18 +39,19 @@ runner::StepProgram eval_program(const models::CheckedModel& model,
 }
 
 // The eval step of one system's share of the eval batch, in host batches when the whole share
-// does not fit this machine's memory beside `beside_bytes` of training.
+// does not fit this machine's memory beside `beside_bytes` of training. The loop reads whole eval
+// batches (eval_steps counts them, whatever num_csx is) and runs the systems' shares in turn.
 void plan_eval(runner::RunSetup& setup, const CheckedTrainer& checked,
                const config::TrainerSpec& trainer, double beside_bytes, const RunOptions& options) {
   models::CheckedModel model = model_reading(*checked.model, *setup.eval_loader);
-  std::int64_t batch = setup.eval_loader->batch_size / trainer.backend.cluster.num_csx;
+  std::int64_t systems = trainer.backend.cluster.num_csx;
+  std::int64_t batch = setup.eval_loader->batch_size / systems;
   setup.eval = eval_program(model, trainer, batch, options);
   const compiler::Plan* training = setup.train ? &setup.train->plan : nullptr;
   HostBatch host = plan_host_eval_batch(setup.eval->plan, beside_bytes, training);
   if (training) check_eval_fits_host(host, beside_bytes, trainer);
-  if (host.micro_steps == 1) return;
-  setup.eval = eval_program(model, trainer, host.micro_batch, options);
-  setup.eval_host_batches = {host.micro_steps, host.reason};
+  if (host.micro_steps > 1) setup.eval = eval_program(model, trainer, host.micro_batch, options);
+  setup.eval_host_batches = {host.micro_steps * systems, host.reason};
 }
 
 // A global batch that runs as several micro-steps (num_csx replicas, micro_batch_size,

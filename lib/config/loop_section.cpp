@@ -122,7 +122,16 @@ void check_checkpoint_name(const Node& name, Diagnostics& diagnostics) {
         text.substr(open + 1, close == std::string::npos ? std::string::npos : close - open - 1);
     if (field != "step") invalid.insert(field);
   }
-  if (invalid.empty()) return;
+  if (invalid.empty()) {
+    auto slash = text.rfind('/');
+    if (slash != std::string::npos && text.find("{step}", slash) == std::string::npos) {
+      diagnostics.warning(name.mark(), name.path(),
+                          "{step} stands in a folder's name only: checkpoints are found by their "
+                          "file names, so no run resumes from these and eval does not find them "
+                          "(put {step} in the file name, e.g. 'run/checkpoint_{step}.mdl')");
+    }
+    return;
+  }
   std::string got;
   for (const std::string& field : invalid)
     got += (got.empty() ? "'" : ", '") + field + "'";

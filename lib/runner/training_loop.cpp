@@ -37,6 +37,16 @@ void check_loss(double loss) {
                            "hyperparameters and contact Cerebras Support if the issue persists.");
 }
 
+// An evaluation changes no weight: a loss that is not finite comes from the weights it was given
+// or from the batch, not from the training's hyperparameters.
+void check_eval_loss(double loss, std::int64_t batch) {
+  if (std::isfinite(loss)) return;
+  throw std::runtime_error(std::string(std::isnan(loss) ? "NaN" : "inf") +
+                           " loss in evaluation batch " + std::to_string(batch) +
+                           ": the weights evaluated (the checkpoint loaded, or the training's "
+                           "weights at this step) or the batch hold values that are not finite");
+}
+
 std::optional<Executable::Slot> output_slot(const Executable& executable, const std::string& name) {
   if (!executable.plan().graph.find_output(name)) return std::nullopt;
   return executable.slot(name);
@@ -497,13 +507,17 @@ struct TrainingLoop::State {
       run.batch = run.done = b;
       call(&Callback::on_eval_batch_start);
       const data::BatchView& batch = feed.next();
+      // The batch's loss, as a log line shows it: the mean of its runs' (each of as many rows).
+      double batch_loss = 0.0;
       for (std::int64_t part = 0; part < setup.eval_host_batches.runs; ++part) {
         inputs.write(step, batch, part * rows, rows);
         step.run();
         totals.add(step);
-        run.loss = step.scalar(loss);
-        check_loss(run.loss);
+        double part_loss = step.scalar(loss);
+        check_eval_loss(part_loss, b);
+        batch_loss += part_loss;
       }
+      run.loss = batch_loss / static_cast<double>(setup.eval_host_batches.runs);
       call(&Callback::on_eval_batch_end);
     }
     EvalResult result{run.global_step, 0.0, totals.averages()};

@@ -29,8 +29,9 @@ struct StepProgram {
   std::map<std::string, nn::MetricAverage> metric_averages;
 };
 
-// An eval batch too large for this machine's memory runs as `runs` runs of the eval plan's
-// batch_size samples each (its metrics then average over those runs); `why` says so.
+// An eval batch runs as `runs` runs of the eval plan's batch_size samples each (its metrics
+// then average over those runs): each system's share in turn, and each share in host batches
+// where it is too large for this machine's memory, which `why` says.
 struct HostBatches {
   std::int64_t runs = 1;
   std::string why;

@@ -162,6 +162,31 @@ TEST_CASE(
                          "the model's initial (random) weights") != std::string::npos);
 }
 
+// docs/training.md: eval_steps counts the configured (global) batches whatever num_csx is; each
+// system's share of a batch runs in turn.
+TEST_CASE("eval on two systems evaluates the samples and loss eval on one does") {
+  csrun::test::TempDir dir;
+  std::string params = dir.write("p.yaml", kRun);
+  fs::path model_dir = dir.path() / "model";
+  REQUIRE(run_csrun({"train", params, "--fake_data", "-o", model_dir.string(), "--max_steps", "3"})
+              .exit_code == 0);
+  auto evaluate = [&](const std::string& systems) {
+    fs::path ledger = dir.path() / ("ledger" + systems);
+    auto eval = run_csrun({"eval", params, "--fake_data", "-o", model_dir.string(), "--num_csx",
+                           systems, "--execution_mode", "weight_streaming", "--eval_steps", "3",
+                           "--sample_ledger", ledger.string()});
+    INFO(eval.out << eval.err);
+    REQUIRE(eval.exit_code == 0);
+    std::smatch average;
+    REQUIRE(std::regex_search(eval.out, average, std::regex("Avg Eval Loss: [0-9.]+")));
+    std::string samples = read_file(ledger);
+    return std::pair{average.str(), std::count(samples.begin(), samples.end(), '\n')};
+  };
+  auto one = evaluate("1");
+  CHECK(one.second == 3 * 8);
+  CHECK(evaluate("2") == one);
+}
+
 TEST_CASE("the GPU device is a clear error in a build without CUDA") {
   csrun::test::TempDir dir;
   std::string params = dir.write("p.yaml", kRun);

@@ -336,6 +336,11 @@ TEST_CASE("checkpoint settings") {
   CHECK(load(trainer_with("    checkpoint: {checkpoint_name: 'c_{epoch}.mdl'}\n"))
             .error("Found invalid keys in checkpoint_name format string. Expected keys: {'step'}. "
                    "Got: {'epoch'}"));
+  CHECK(load(trainer_with("    checkpoint: {checkpoint_name: 'step_{step}/model.mdl'}\n"))
+            .warning("{step} stands in a folder's name only: checkpoints are found by their file "
+                     "names"));
+  CHECK(!load(trainer_with("    checkpoint: {checkpoint_name: 'run/c_{step}.mdl'}\n"))
+             .warning("{step} stands in a folder's name only"));
   CHECK(load(trainer_with("    callbacks:\n    - LoadCheckpointStates: {load_checkpoint_states: "
                           "'model,weights'}\n"))
             .error("Unexpected keys specified via `load_checkpoint_states`: ['weights']. Only the "
