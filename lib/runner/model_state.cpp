@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <nlohmann/json.hpp>
 
 #include "nn/initializers.hpp"
 #include "runtime/thread_team.hpp"
@@ -22,8 +23,15 @@ void check_fits(const std::vector<std::uint64_t>& stored_dims, bool stored_integ
                 const graph::TensorType& type, const std::string& key, const std::string& path) {
   std::vector<std::uint64_t> dims(type.shape.begin(), type.shape.end());
   if (stored_dims != dims) {
+    std::string numbered =
+        key.starts_with("optimizer.state.")
+            ? " (the optimizer's state is numbered by parameter: a checkpoint of a model with "
+              "other parameters loads its model alone, with the LoadCheckpointStates callback's "
+              "load_checkpoint_states: model)"
+            : "";
     throw CheckpointError("checkpoint " + path + ": '" + key + "' has shape " +
-                          dims_text(stored_dims) + "; the model's is " + dims_text(dims));
+                          dims_text(stored_dims) + "; the model's is " + dims_text(dims) +
+                          numbered);
   }
   bool integer_variable = !graph::is_floating(type.dtype);
   if (stored_integer != integer_variable) {
@@ -68,6 +76,52 @@ CheckpointTensor stored_values(const runtime::Executable& executable,
 // is written: it is neither initialized nor a checkpoint entry.
 bool stored(const graph::Variable& variable) {
   return variable.role != graph::VariableRole::half_copy;
+}
+
+// "'a', 'b', 'c' and 4 more"
+std::string some_names(const std::vector<std::string>& names) {
+  constexpr std::size_t kShown = 3;
+  std::string text;
+  for (std::size_t i = 0; i < names.size() && i < kShown; ++i)
+    text += (i ? ", '" : "'") + names[i] + "'";
+  if (names.size() > kShown) text += " and " + std::to_string(names.size() - kShown) + " more";
+  return text;
+}
+
+// The model a checkpoint's metadata names: csrun's object, or the last of the Model Zoo's list.
+std::string model_named_in(const std::string& metadata) {
+  nlohmann::json parsed = nlohmann::json::parse(metadata, nullptr, false);
+  if (parsed.is_array() && !parsed.empty()) parsed = parsed.back();
+  if (!parsed.is_object()) return "";
+  auto name = parsed.find("model_name");
+  return name != parsed.end() && name->is_string() ? name->get<std::string>() : "";
+}
+
+// A checkpoint that holds none of the parameters is another model's, whatever the settings; one
+// that misses some loads only with disable_strict_checkpoint_loading.
+void check_parameters_held(const Restored& restored, const Checkpoint& checkpoint,
+                           const std::string& path, const config::CheckpointSpec& settings) {
+  const std::vector<std::string>& missing = restored.parameters_not_loaded;
+  if (missing.empty()) return;
+  if (missing.size() == restored.parameters) {
+    std::string model = model_named_in(checkpoint.metadata);
+    throw CheckpointError("checkpoint " + path + " holds none of the model's " +
+                          std::to_string(restored.parameters) + " parameters (" +
+                          some_names(missing) + "): it is another model's" +
+                          (model.empty() ? "" : " (its metadata names model '" + model + "')"));
+  }
+  if (settings.disable_strict_checkpoint_loading) return;
+  if (missing.size() == 1) {
+    throw CheckpointError("checkpoint " + path + " has no entry '" + missing.front() +
+                          "' (set disable_strict_checkpoint_loading to start it from its "
+                          "initial value)");
+  }
+  throw CheckpointError("checkpoint " + path + " has no entries for " +
+                        std::to_string(missing.size()) + " of the model's " +
+                        std::to_string(restored.parameters) +
+                        " parameters: " + some_names(missing) +
+                        " (set disable_strict_checkpoint_loading to start them from their "
+                        "initial values)");
 }
 
 }  // namespace
@@ -134,16 +188,13 @@ Restored restore(runtime::Executable& executable, const std::string& path,
     return EntryPlacement::read_into(executable.floats_to_write(slot));
   };
   Checkpoint checkpoint = load_checkpoint(path, place);
-  bool strict = !settings.disable_strict_checkpoint_loading;
   Restored restored;
   for (const auto& [name, variable] : wanted) {
+    bool parameter = variable->role == graph::VariableRole::parameter;
+    restored.parameters += parameter ? 1 : 0;
     auto found = checkpoint.tensors.find(name);
     if (found == checkpoint.tensors.end()) {
-      if (strict && variable->role == graph::VariableRole::parameter) {
-        throw CheckpointError("checkpoint " + path + " has no entry '" + name +
-                              "' (set disable_strict_checkpoint_loading to start it from its "
-                              "initial value)");
-      }
+      if (parameter) restored.parameters_not_loaded.push_back(name);
       continue;
     }
     // A borrowed entry was checked where it was placed, and already lies in its variable.
@@ -156,6 +207,7 @@ Restored restore(runtime::Executable& executable, const std::string& path,
     }
     restored.variables.insert(name);
   }
+  check_parameters_held(restored, checkpoint, path, settings);
   LoopPosition& position = restored.position;
   if (state_wanted(settings, "global_step")) position.global_step = checkpoint.global_step();
   if (state_wanted(settings, "dataloader.epoch")) {
@@ -164,6 +216,14 @@ Restored restore(runtime::Executable& executable, const std::string& path,
                             stored_integer(checkpoint, "dataloader.samples_in_epoch")};
   }
   return restored;
+}
+
+std::string not_loaded_text(const Restored& restored) {
+  return std::to_string(restored.parameters_not_loaded.size()) + " of the model's " +
+         std::to_string(restored.parameters) +
+         " parameters are not in the checkpoint and start from their initial values "
+         "(disable_strict_checkpoint_loading): " +
+         some_names(restored.parameters_not_loaded);
 }
 
 }  // namespace csrun::runner

@@ -4,6 +4,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "checkpoint.hpp"
 #include "config/run_spec.hpp"
@@ -33,6 +34,10 @@ Checkpoint snapshot(const runtime::Executable& executable, const LoopPosition& p
 struct Restored {
   std::set<std::string> variables;
   LoopPosition position;
+  // With disable_strict_checkpoint_loading: the parameters the checkpoint did not hold, of
+  // `parameters` the settings want.
+  std::vector<std::string> parameters_not_loaded;
+  std::size_t parameters = 0;
 };
 
 // Reads the entries of the checkpoint at `path` that the checkpoint settings want
@@ -40,8 +45,12 @@ struct Restored {
 // straight into the variables' memory, so a checkpoint takes no memory of its own as it loads
 // (an eval step reads its model's entries and leaves the optimizer's unread). Throws
 // CheckpointError, naming `path`, as load_checkpoint does, for an entry of another shape or kind
-// of number, and for a missing parameter unless disable_strict_checkpoint_loading.
+// of number, and for a missing parameter unless disable_strict_checkpoint_loading; for a
+// checkpoint that holds none of the parameters, without advice to load it anyway (another model's).
 Restored restore(runtime::Executable& executable, const std::string& path,
                  const config::CheckpointSpec& settings);
+
+// What a log says of the parameters a restore left at their initial values.
+std::string not_loaded_text(const Restored& restored);
 
 }  // namespace csrun::runner

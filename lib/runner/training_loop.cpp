@@ -234,6 +234,7 @@ struct TrainingLoop::State {
     Restored restored = restore(executable, *path, settings.checkpoint);
     log.info("Read " + std::to_string(restored.variables.size()) + " variables from it in " +
              seconds_since(started) + " s.");
+    if (!restored.parameters_not_loaded.empty()) log.warning(not_loaded_text(restored));
     initialize_variables(executable, settings.seed, restored.variables);
     const LoopPosition& position = restored.position;
     if (position.global_step) run.global_step = *position.global_step;

@@ -187,6 +187,64 @@ TEST_CASE("eval on two systems evaluates the samples and loss eval on one does")
   CHECK(evaluate("2") == one);
 }
 
+TEST_CASE(
+    "a checkpoint missing some parameters loads only with disable_strict_checkpoint_loading, "
+    "with a warning naming them; another model's checkpoint does not load at all") {
+  csrun::test::TempDir dir;
+  std::string params = dir.write("p.yaml", kRun);
+  fs::path model_dir = dir.path() / "model";
+  REQUIRE(run_csrun({"train", params, "--fake_data", "-o", model_dir.string(), "--max_steps", "3"})
+              .exit_code == 0);
+  std::string checkpoint = (model_dir / "checkpoint_3.mdl").string();
+  auto deeper = [&](std::vector<std::string> extra) {
+    std::vector<std::string> arguments = {"train",
+                                          params,
+                                          "--fake_data",
+                                          "-o",
+                                          (dir.path() / "deeper").string(),
+                                          "--checkpoint_path",
+                                          checkpoint,
+                                          "--max_steps",
+                                          "4",
+                                          "--set",
+                                          "trainer.init.model.hidden_sizes=[16, 16]"};
+    arguments.insert(arguments.end(), extra.begin(), extra.end());
+    return run_csrun(arguments);
+  };
+  // Each refusal says what to do next: load the model alone, then let the missing parameters
+  // keep their initial values.
+  auto whole = deeper({});
+  CHECK(whole.exit_code == 1);
+  CHECK(whole.err.find("the optimizer's state is numbered by parameter") != std::string::npos);
+  const std::string model_alone =
+      "trainer.init.callbacks=[{LoadCheckpointStates: {load_checkpoint_states: model}}]";
+  auto strict = deeper({"--set", model_alone});
+  CHECK(strict.exit_code == 1);
+  CHECK(strict.err.find("has no entries for 2 of the model's 6 parameters: "
+                        "'model.fc_layers.1.bias', 'model.fc_layers.1.weight' (set "
+                        "disable_strict_checkpoint_loading to start them from their initial "
+                        "values)") != std::string::npos);
+  const std::string lenient_loading =
+      "trainer.init.checkpoint.disable_strict_checkpoint_loading=true";
+  auto lenient = deeper({"--set", model_alone, "--set", lenient_loading});
+  INFO(lenient.out << lenient.err);
+  CHECK(lenient.exit_code == 0);
+  CHECK(lenient.out.find("WARNING:     2 of the model's 6 parameters are not in the checkpoint "
+                         "and start from their initial values") != std::string::npos);
+
+  fs::path gpt2 = dir.path() / "gpt2";
+  REQUIRE(run_csrun({"train", CSRUN_SOURCE_DIR "/configs/gpt2_tiny.yaml", "--fake_data", "-o",
+                     gpt2.string(), "--max_steps", "1"})
+              .exit_code == 0);
+  checkpoint = (gpt2 / "checkpoint_1.mdl").string();
+  for (auto other : {deeper({}), deeper({"--set", model_alone, "--set", lenient_loading})}) {
+    CHECK(other.exit_code == 1);
+    CHECK(other.err.find("holds none of the model's 6 parameters") != std::string::npos);
+    CHECK(other.err.find("it is another model's (its metadata names model 'gpt2')") !=
+          std::string::npos);
+  }
+}
+
 TEST_CASE("the GPU device is a clear error in a build without CUDA") {
   csrun::test::TempDir dir;
   std::string params = dir.write("p.yaml", kRun);
