@@ -12,6 +12,7 @@
 
 #include "data/sample_ledger.hpp"
 #include "runner/run_log.hpp"
+#include "storage/directories.hpp"
 #include "storage/process_liveness.hpp"
 #include "stream/coordinator.hpp"
 #include "stream/rendezvous.hpp"
@@ -159,7 +160,7 @@ void DataStream::publish(std::vector<data::LoaderJob> jobs,
                          const stream::CoordinatorOptions& options, const std::string& file) {
   coordinators_.push_back(std::make_unique<stream::Coordinator>(std::move(jobs), options));
   rendezvous_ = file;
-  fs::create_directories(fs::path(file).parent_path());
+  storage::make_directories(fs::path(file).parent_path());
   stream::write_rendezvous(rendezvous_, {coordinators_.front()->address(), options.secret});
 }
 

@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "plan_format.hpp"
+#include "storage/directories.hpp"
 
 namespace csrun::compiler {
 
@@ -31,7 +32,7 @@ std::optional<Plan> PlanCache::load(const std::string& key, std::string& problem
 }
 
 std::filesystem::path PlanCache::store(const std::string& key, const Plan& plan) const {
-  std::filesystem::create_directories(directory(key));
+  storage::make_directories(directory(key));
   std::filesystem::path path = plan_path(key);
   save_plan(plan, path);
   return path;

@@ -3,6 +3,8 @@
 #include <ctime>
 #include <future>
 
+#include "storage/directories.hpp"
+
 namespace csrun::runner {
 
 namespace fs = std::filesystem;
@@ -81,7 +83,7 @@ void Checkpointing::before_state_changes() {
 void Checkpointing::save(const RunState& state) {
   fs::path path = names_.file(directory_, state.global_step);
   if (fs::exists(path)) path = names_.file(directory_, state.global_step, time_stamp());
-  fs::create_directories(path.parent_path());
+  storage::make_directories(path.parent_path());
   log_.info("Saving checkpoint at step " + std::to_string(state.global_step));
   if (!in_background_) {
     save_checkpoint(path.string(), snapshot_());

@@ -11,6 +11,7 @@
 #include <stdexcept>
 
 #include "storage/crc32c.hpp"
+#include "storage/directories.hpp"
 
 namespace csrun::runner {
 
@@ -63,7 +64,7 @@ std::uint32_t masked_crc32c(std::string_view bytes) {
 }
 
 EventFile::EventFile(const std::string& directory) {
-  std::filesystem::create_directories(directory);
+  storage::make_directories(directory);
   std::array<char, 256> host{};
   ::gethostname(host.data(), host.size() - 1);
   path_ = (std::filesystem::path(directory) /

@@ -15,6 +15,8 @@
 #include <mutex>
 #include <stdexcept>
 
+#include "storage/directories.hpp"
+
 namespace csrun::runner {
 
 namespace {
@@ -110,7 +112,7 @@ RunLog::RunLog(const std::string& model_dir, const std::string& level)
   fs::path directory = logs / stamp;
   for (int suffix = 1; fs::exists(directory); ++suffix)
     directory = logs / (stamp + "_" + std::to_string(suffix));
-  fs::create_directories(directory);
+  storage::make_directories(directory);
   directory_ = directory.string();
   fs::path file = directory / "run.log";
   spdlog::sinks_init_list sinks{std::make_shared<TerminalSink>(progress_), file_sink(file)};
