@@ -172,12 +172,12 @@ int run_trainer(const CheckedRun& checked, const CheckedTrainer& trainer_check,
                 const LoopServices& services) {
   const config::TrainerSpec& trainer = checked.run.trainers.at(trainer_check.index);
   if (kind == LoopKind::train && !trainer_check.train_loader) {
-    std::cerr << "csrun train: trainer " << trainer_check.index
+    std::cerr << "csrun train: trainer " << trainer_check.index + 1
               << " has no fit.train_dataloader (train_input): nothing to train\n";
     return 1;
   }
   if (kind == LoopKind::eval && trainer_check.eval_loaders.empty()) {
-    std::cerr << "csrun eval: trainer " << trainer_check.index
+    std::cerr << "csrun eval: trainer " << trainer_check.index + 1
               << " has no validation dataloader (eval_input): nothing to evaluate\n";
     return 1;
   }

@@ -189,6 +189,14 @@ class Subcommand {
       throw CLI::ValidationError("PARAMS",
                                  "give the params file once: as PARAMS or with -p/--params");
     }
+    for (const std::string& point : line_.dump_ir) {
+      bool after_matching = point == "lower-host" || point == "layout-scratch";
+      if (after_matching && app_->get_name() == "validate") {
+        throw CLI::ValidationError("--dump_ir", point +
+                                                    " comes after kernel matching, where "
+                                                    "validate stops: csrun compile prints it");
+      }
+    }
     if (line_.all_checkpoints && !line_.checkpoint_path.empty()) {
       throw CLI::ValidationError("--all",
                                  "evaluates every checkpoint of the run; --checkpoint_path "
@@ -405,8 +413,21 @@ int main(int argc, char** argv) {
       "accepts, with types and defaults (no NAME: list the names)");
   keys_app->add_option("NAME", keys.name, "What to describe, e.g. gpt2 or AdamW");
   try {
+    // CLI11 would say only that a subcommand is required.
+    auto subcommand_named = [&app](const std::string& name) {
+      std::vector<CLI::App*> all = app.get_subcommands([](CLI::App*) { return true; });
+      return std::any_of(all.begin(), all.end(),
+                         [&name](CLI::App* subcommand) { return subcommand->check_name(name); });
+    };
+    if (argc > 1 && argv[1][0] != '-' && !subcommand_named(argv[1])) {
+      throw CLI::ValidationError("csrun",
+                                 std::string("unknown subcommand '") + argv[1] +
+                                     "' (validate, compile, train, eval, worker or config)");
+    }
     app.parse(argc, argv);
     if (!kernels_chosen()) return kUsageError;
+    if (worker_app->parsed() && worker.address.empty() && worker.secret_file.empty())
+      throw CLI::RequiredError("--connect ADDRESS or --secret_file FILE (the coordinator)");
     if (worker_app->parsed()) return csrun::modes::worker(worker);
     if (convert_app->parsed()) return csrun::modes::convert(convert);
     if (keys_app->parsed()) return csrun::modes::keys(keys);

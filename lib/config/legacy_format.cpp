@@ -10,6 +10,7 @@
 #include "schema.hpp"
 #include "spelling.hpp"
 #include "tensorflow_layout.hpp"
+#include "value_type.hpp"
 
 namespace csrun::config {
 
@@ -486,7 +487,10 @@ class LegacyConverter {
     kwargs.set("betas", std::move(betas), first->key_mark);
   }
 
-  void convert_learning_rate(const Node& lr, Node& kwargs, const SourceMark& key_mark) {
+  void convert_learning_rate(const Node& written, Node& kwargs, const SourceMark& key_mark) {
+    Node lr = written;
+    if (auto number = numeric_string(written, diagnostics_))
+      lr = Node::make_number(*number, written.mark(), written.path());
     Node schedulers = Node::make_list(lr.mark(), lr.path());
     if (lr.is_number()) {
       kwargs.set("learning_rate", lr, key_mark);

@@ -272,18 +272,23 @@ std::optional<Node> ValueType::check_integer(const Node& value, Diagnostics& dia
   return Node::make_int(*integer, value.mark(), value.path());
 }
 
+std::optional<double> numeric_string(const Node& value, Diagnostics& diagnostics) {
+  if (!value.is_string() || !value.looks_numeric()) return std::nullopt;
+  diagnostics.warning(value.mark(), value.path(),
+                      "PyYAML (the Model Zoo's YAML loader) reads " + value.text() +
+                          " as a string, not a number; csrun reads it as a number. Write it "
+                          "with a dot and a signed exponent (for example 1.0e-5) so both agree");
+  return std::strtod(value.text().c_str(), nullptr);
+}
+
 std::optional<Node> ValueType::check_number(const Node& value, Diagnostics& diagnostics) const {
   std::optional<double> number;
   if (value.is_int() && !value.out_of_range()) {
     number = value.as_number();
   } else if (value.kind() == Node::Kind::number) {
     number = value.as_number();
-  } else if (value.is_string() && value.looks_numeric()) {
-    number = std::strtod(value.text().c_str(), nullptr);
-    diagnostics.warning(value.mark(), value.path(),
-                        "PyYAML (the Model Zoo's YAML loader) reads " + value.text() +
-                            " as a string, not a number; csrun reads it as a number. Write it "
-                            "with a dot and a signed exponent (for example 1.0e-5) so both agree");
+  } else {
+    number = numeric_string(value, diagnostics);
   }
   if (!number) {
     mismatch(value, diagnostics);

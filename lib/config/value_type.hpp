@@ -13,6 +13,11 @@ namespace csrun::config {
 
 class Schema;
 
+// A string PyYAML keeps as a string but that reads as a number (1e-5: no dot, an unsigned
+// exponent), as the number, with a warning that says how to write it so both agree; nullopt for
+// anything else.
+std::optional<double> numeric_string(const Node& value, Diagnostics& diagnostics);
+
 struct NumberRange {
   std::optional<double> min;
   std::optional<double> max;

@@ -104,7 +104,18 @@ TEST_CASE("usage errors exit with status 2") {
   csrun::test::TempDir dir;
   std::string params = dir.write("p.yaml", kValid);
   CHECK(run_csrun({}).exit_code == 2);
-  CHECK(run_csrun({"frobnicate"}).exit_code == 2);
+  auto unknown = run_csrun({"frobnicate"});
+  CHECK(unknown.exit_code == 2);
+  CHECK(unknown.err.find("unknown subcommand 'frobnicate' (validate, compile, train, eval, worker "
+                         "or config)") != std::string::npos);
+  auto late_dump = run_csrun({"validate", params, "--dump_ir", "lower-host"});
+  CHECK(late_dump.exit_code == 2);
+  CHECK(late_dump.err.find("lower-host comes after kernel matching, where validate stops") !=
+        std::string::npos);
+  auto worker = run_csrun({"worker"});
+  CHECK(worker.exit_code == 2);
+  CHECK(worker.err.find("--connect ADDRESS or --secret_file FILE (the coordinator) is required") !=
+        std::string::npos);
   CHECK(run_csrun({"validate"}).exit_code == 2);
   CHECK(run_csrun({"validate", params, "--bogus"}).exit_code == 2);
   CHECK(run_csrun({"validate", params, "--num_csx", "0"})

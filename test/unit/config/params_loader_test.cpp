@@ -193,6 +193,13 @@ TEST_CASE("legacy learning-rate forms") {
         load(text).error("optimizer.learning_rate: Learning rate must be a float, a dict, or a "
                          "list of dicts; found the string 'fast'"));
   }
+  SECTION("a number PyYAML reads as a string: taken, with the warning every number gets") {
+    std::string text = kLegacy;
+    text.replace(text.find("learning_rate: 0.01"), 19, "learning_rate: 1e-3");
+    Loaded loaded = load(text);
+    CHECK(!loaded.diagnostics.has_errors());
+    CHECK(loaded.warning("PyYAML (the Model Zoo's YAML loader) reads 1e-3 as a string"));
+  }
 }
 
 TEST_CASE("trainer-format schedules: SequentialLR milestones must add up") {
