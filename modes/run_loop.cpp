@@ -1,6 +1,10 @@
 #include "run_loop.hpp"
 
+#include <unistd.h>
+
+#include <cstdio>
 #include <iostream>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "compile_driver.hpp"
@@ -167,9 +171,59 @@ struct LoopServices {
   std::optional<stream::SrunTask> srun;
 };
 
+nlohmann::json evaluation_json(const runner::EvalResult& result) {
+  nlohmann::json evaluation = {{"global_step", result.global_step}, {"loss", result.loss}};
+  if (!result.checkpoint.empty()) evaluation["checkpoint"] = result.checkpoint;
+  evaluation["metrics"] = nlohmann::json::object();
+  for (const auto& [name, value] : result.metrics)
+    evaluation["metrics"][name] = value;
+  return evaluation;
+}
+
+nlohmann::json evaluations_json(const std::vector<runner::EvalResult>& results) {
+  nlohmann::json evaluations = nlohmann::json::array();
+  for (const runner::EvalResult& result : results)
+    evaluations.push_back(evaluation_json(result));
+  return evaluations;
+}
+
+// With --json, stdout holds one JSON document: what a run writes to stdout before it (its log
+// lines, a library's prints, data workers' output) goes to stderr meanwhile.
+class StdoutForJson {
+ public:
+  StdoutForJson() {
+    std::cout.flush();
+    std::fflush(stdout);
+    saved_ = ::dup(STDOUT_FILENO);
+    if (saved_ >= 0) ::dup2(STDERR_FILENO, STDOUT_FILENO);
+  }
+  ~StdoutForJson() { restore(); }
+  StdoutForJson(const StdoutForJson&) = delete;
+  StdoutForJson& operator=(const StdoutForJson&) = delete;
+
+  void write(const nlohmann::json& document) {
+    restore();
+    std::cout << document.dump(2) << "\n";
+    std::cout.flush();
+  }
+
+ private:
+  void restore() {
+    if (saved_ < 0) return;
+    std::cout.flush();
+    std::fflush(stdout);
+    ::dup2(saved_, STDOUT_FILENO);
+    ::close(saved_);
+    saved_ = -1;
+  }
+
+  int saved_ = -1;
+};
+
+// Runs one trainer; what it trained to or evaluated goes to `result` (the --json document's).
 int run_trainer(const CheckedRun& checked, const CheckedTrainer& trainer_check,
                 PlannedTrainer planned, const RunOptions& options, LoopKind kind,
-                const LoopServices& services) {
+                const LoopServices& services, nlohmann::json& result) {
   const config::TrainerSpec& trainer = checked.run.trainers.at(trainer_check.index);
   if (kind == LoopKind::train && !trainer_check.train_loader) {
     std::cerr << "csrun train: trainer " << trainer_check.index + 1
@@ -212,10 +266,15 @@ int run_trainer(const CheckedRun& checked, const CheckedTrainer& trainer_check,
   data_stream.connect(setup);
   std::unique_ptr<runner::Runner> runner =
       runner::make_runner(std::move(setup), callbacks_for(trainer, trainer_check, batch_size));
+  result["model_dir"] = trainer.model_dir;
   if (kind == LoopKind::train) {
-    runner->fit();
+    runner::FitResult fitted = runner->fit();
+    result["global_step"] = fitted.global_step;
+    result["loss"] = fitted.loss;
+    result["evaluations"] = evaluations_json(fitted.evaluations);
   } else {
-    runner->validate(checkpoints_to_evaluate(trainer, options));
+    result["evaluations"] =
+        evaluations_json(runner->validate(checkpoints_to_evaluate(trainer, options)));
   }
   return 0;
 }
@@ -247,6 +306,20 @@ int run_loop(const RunOptions& options, LoopKind kind) {
   std::optional<StopSignal> stop_signal;
   if (kind == LoopKind::train) stop_signal.emplace();
   if (stop_signal) services.stop_requested = &stop_signal->requested();
+  std::optional<StdoutForJson> json_out;
+  if (options.json) json_out.emplace();
+  nlohmann::json document = {{"command", command},
+                             {"params", options.params_path},
+                             {"ok", false},
+                             {"trainers", nlohmann::json::array()}};
+  // Rank r > 0 of an MPI job neither evaluates nor writes the run's files: its document is
+  // the first rank's to write.
+  auto finish = [&](int status, const std::string& error = "") {
+    document["ok"] = status == 0;
+    if (!error.empty()) document["error"] = error;
+    if (json_out && group.primary()) json_out->write(document);
+    return status;
+  };
   try {
     // Each rank of an MPI job reads only its replica's share, so each keeps its own ledger.
     std::optional<data::SampleLedger> ledger;
@@ -256,18 +329,19 @@ int run_loop(const RunOptions& options, LoopKind kind) {
       services.ledger = &ledger.emplace(path);
     }
     for (std::size_t i = 0; i < planned->size(); ++i) {
+      nlohmann::json& result = document["trainers"].emplace_back(nlohmann::json::object());
       int status = run_trainer(*checked, checked->trainers[i], std::move((*planned)[i]), options,
-                               kind, services);
-      if (status != 0) return status;
+                               kind, services, result);
+      if (status != 0) return finish(status, "trainer " + std::to_string(i + 1) + " did not run");
     }
   } catch (const runner::StopRequested& stopped) {
     std::cerr << "csrun " << command << ": " << stopped.what() << "\n";
-    return kStoppedStatus;
+    return finish(kStoppedStatus, stopped.what());
   } catch (const std::exception& error) {
     std::cerr << "csrun " << command << ": " << error.what() << "\n";
-    return 1;
+    return finish(1, error.what());
   }
-  return 0;
+  return finish(0);
 }
 
 }  // namespace csrun::modes

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <iostream>
+#include <set>
+#include <string>
 
 #include "data/vocabulary_files.hpp"
 #include "graph/fingerprint.hpp"
@@ -22,12 +24,6 @@ const Node* init_value(const config::TrainerSpec& trainer, const char* key) {
   return init ? init->find(key) : nullptr;
 }
 
-void check_checkpoint_choice(const config::CheckpointChoice& choice, const std::string& key_path,
-                             config::Diagnostics& diagnostics) {
-  if (choice.kind != config::CheckpointChoice::Kind::path) return;
-  runner::check_checkpoint_file(choice.path, choice.mark, key_path, diagnostics);
-}
-
 class TrainerCheck {
  public:
   TrainerCheck(const config::TrainerSpec& trainer, const RunOptions& options,
@@ -42,15 +38,15 @@ class TrainerCheck {
     if (trainer_.fit) {
       checked.train_loader = check_loader(trainer_.fit->train_dataloader, data::LoaderRole::train);
       add_eval_loaders(trainer_.fit->val_dataloaders, checked);
-      check_checkpoint_choice(trainer_.fit->checkpoint, "fit.ckpt_path", diagnostics_);
+      check_checkpoint_choice(trainer_.fit->checkpoint, "fit.ckpt_path");
     }
     if (trainer_.validate) {
       add_eval_loaders({trainer_.validate->val_dataloader}, checked);
-      check_checkpoint_choice(trainer_.validate->checkpoint, "validate.ckpt_path", diagnostics_);
+      check_checkpoint_choice(trainer_.validate->checkpoint, "validate.ckpt_path");
     }
     if (trainer_.validate_all) {
       add_eval_loaders(trainer_.validate_all->val_dataloaders, checked);
-      runner::expand_checkpoint_patterns(trainer_.validate_all->checkpoint_paths, diagnostics_);
+      check_checkpoint_patterns(trainer_.validate_all->checkpoint_paths);
     }
     check_model_dir();
     if (checked.model) check_ids(*checked.model, checked);
@@ -59,6 +55,23 @@ class TrainerCheck {
   }
 
  private:
+  // A checkpoint named in several places (--checkpoint_path or a legacy checkpoint_path sets
+  // fit's, validate's and validate_all's) is checked, and reported, once.
+  void check_checkpoint_choice(const config::CheckpointChoice& choice,
+                               const std::string& key_path) {
+    if (choice.kind != config::CheckpointChoice::Kind::path) return;
+    if (!checkpoints_checked_.insert(choice.path).second) return;
+    runner::check_checkpoint_file(choice.path, choice.mark, key_path, diagnostics_);
+  }
+
+  void check_checkpoint_patterns(const std::vector<Node>& patterns) {
+    std::vector<Node> unchecked;
+    for (const Node& pattern : patterns) {
+      if (checkpoints_checked_.insert(pattern.as_string()).second) unchecked.push_back(pattern);
+    }
+    runner::expand_checkpoint_patterns(unchecked, diagnostics_);
+  }
+
   std::optional<data::DataloaderSpec> check_loader(const Node& loader, data::LoaderRole role) {
     data::DataloaderContext context{role, trainer_.backend.cluster.num_csx, options_.fake_data,
                                     processors_};
@@ -202,6 +215,7 @@ class TrainerCheck {
   const config::TrainerSpec& trainer_;
   const RunOptions& options_;
   config::Diagnostics& diagnostics_;
+  std::set<std::string> checkpoints_checked_;
   std::vector<std::string> processors_;
   std::vector<Node> seen_;
 };

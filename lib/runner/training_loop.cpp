@@ -135,6 +135,7 @@ struct TrainingLoop::State {
   bool primary;  // writes the run's files; the other ranks of an MPI job only train
   RunLog log;
   fs::path checkpoints;
+  std::vector<EvalResult> evaluations;  // fit's, in order
   LiveProgress progress;
   RunReports reports;
   CallbackList user_callbacks;
@@ -285,7 +286,7 @@ struct TrainingLoop::State {
     return 0;
   }
 
-  void fit() {
+  FitResult fit() {
     if (!train || !setup.train_loader) throw std::logic_error("fit needs a training step");
     Executable& step = *train;
     start_profiling();
@@ -353,6 +354,7 @@ struct TrainingLoop::State {
     call(&Callback::on_train_end);
     write_host_profile();
     log.info("Training completed successfully!");
+    return {run.global_step, run.loss, std::move(evaluations)};
   }
 
   // ---- --profile ----
@@ -457,8 +459,9 @@ struct TrainingLoop::State {
     // (modes::plan_host_eval_batch sizes the eval step's host batches so).
     train->release_temporaries();
     if (micro_steps) micro_steps->micro_step().release_temporaries();
-    bool evaluated = evaluate().has_value();
+    std::optional<EvalResult> evaluated = evaluate();
     eval->release_temporaries();
+    if (evaluated) evaluations.push_back(*evaluated);
     if (!evaluated) {
       log.info("Evaluation at step " + std::to_string(training.global_step) +
                " stopped on request after " + std::to_string(run.done) + " of " +
@@ -521,7 +524,7 @@ struct TrainingLoop::State {
       run.loss = batch_loss / static_cast<double>(setup.eval_host_batches.runs);
       call(&Callback::on_eval_batch_end);
     }
-    EvalResult result{run.global_step, 0.0, totals.averages()};
+    EvalResult result{run.global_step, 0.0, totals.averages(), ""};
     result.loss = result.metrics.at("loss");
     result.metrics.erase("loss");
     run.eval_loss = result.loss;
@@ -554,6 +557,7 @@ struct TrainingLoop::State {
       load_into(*eval, path);
       std::optional<EvalResult> result = evaluate();
       if (!result) throw StopRequested("Stopped evaluating on request (SIGTERM or SIGINT).");
+      result->checkpoint = path.value_or("");
       results.push_back(*result);
     }
     write_host_profile();
@@ -565,9 +569,9 @@ TrainingLoop::TrainingLoop(RunSetup setup, CallbackList callbacks)
     : state_(std::make_unique<State>(std::move(setup), std::move(callbacks))) {}
 TrainingLoop::~TrainingLoop() = default;
 
-void TrainingLoop::fit() {
+FitResult TrainingLoop::fit() {
   try {
-    state_->fit();
+    return state_->fit();
   } catch (const std::exception& error) {
     state_->exception(error);
     throw;

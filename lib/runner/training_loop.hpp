@@ -114,6 +114,14 @@ struct EvalResult {
   std::int64_t global_step = 0;
   double loss = 0.0;
   std::map<std::string, double> metrics;
+  std::string checkpoint;  // the file evaluated; empty: the weights of the run at global_step
+};
+
+// Where fit ended: its step, the last step's loss, and the evaluations it ran, in order.
+struct FitResult {
+  std::int64_t global_step = 0;
+  double loss = 0.0;
+  std::vector<EvalResult> evaluations;
 };
 
 // What runs a trainer's loops on a device (runner_registry.hpp makes one per device).
@@ -121,7 +129,7 @@ class Runner {
  public:
   virtual ~Runner() = default;
   // Trains: the fit loop with evaluation, checkpoints, logs and events.
-  virtual void fit() = 0;
+  virtual FitResult fit() = 0;
   // Evaluates each checkpoint (empty: the one the params and model_dir name).
   virtual std::vector<EvalResult> validate(const std::vector<std::string>& checkpoints) = 0;
 };
@@ -138,7 +146,7 @@ class TrainingLoop : public Runner {
   TrainingLoop(const TrainingLoop&) = delete;
   TrainingLoop& operator=(const TrainingLoop&) = delete;
 
-  void fit() override;
+  FitResult fit() override;
   std::vector<EvalResult> validate(const std::vector<std::string>& checkpoints) override;
 
  private:

@@ -245,6 +245,43 @@ TEST_CASE(
   }
 }
 
+TEST_CASE("train --json and eval --json print one JSON document: steps, losses, evaluations") {
+  csrun::test::TempDir dir;
+  std::string params = dir.write("p.yaml", kRun);
+  std::string model_dir = (dir.path() / "model").string();
+  auto train = run_csrun({"train", params, "--fake_data", "-o", model_dir, "--json"});
+  INFO(train.out << train.err);
+  REQUIRE(train.exit_code == 0);
+  // The log lines went to stderr.
+  CHECK(train.err.find("Training completed successfully!") != std::string::npos);
+  auto trained = nlohmann::json::parse(train.out);
+  CHECK(trained["command"] == "train");
+  CHECK(trained["ok"] == true);
+  const nlohmann::json& fitted = trained["trainers"].at(0);
+  CHECK(fitted["global_step"] == 6);
+  CHECK(fitted["loss"].get<double>() > 0.0);
+  REQUIRE(fitted["evaluations"].size() == 2);
+  CHECK(fitted["evaluations"][1]["global_step"] == 6);
+  CHECK(fitted["evaluations"][1]["metrics"].contains("accuracy"));
+
+  auto eval = run_csrun({"eval", params, "--fake_data", "-o", model_dir, "--all", "--json"});
+  INFO(eval.err);
+  REQUIRE(eval.exit_code == 0);
+  const nlohmann::json evaluations = nlohmann::json::parse(eval.out)["trainers"][0]["evaluations"];
+  REQUIRE(evaluations.size() == 2);
+  CHECK(evaluations[0]["checkpoint"] == model_dir + "/checkpoint_3.mdl");
+  // The checkpoint of step 6 holds the weights fit evaluated at step 6.
+  CHECK(evaluations[1]["loss"] == fitted["evaluations"][1]["loss"]);
+
+  std::ofstream(dir.path() / "model" / "checkpoint_9.mdl") << "garbage";
+  auto broken = run_csrun({"eval", params, "--fake_data", "-o", model_dir, "--json"});
+  CHECK(broken.exit_code == 1);
+  auto failed = nlohmann::json::parse(broken.out);
+  CHECK(failed["ok"] == false);
+  CHECK(failed["error"].get<std::string>().find("checkpoint_9.mdl is not an HDF5 file") !=
+        std::string::npos);
+}
+
 TEST_CASE("the GPU device is a clear error in a build without CUDA") {
   csrun::test::TempDir dir;
   std::string params = dir.write("p.yaml", kRun);

@@ -314,7 +314,10 @@ namespace {
 struct RecordingRunner : runner::Runner {
   std::string device;
   explicit RecordingRunner(std::string name) : device(std::move(name)) {}
-  void fit() override { recorded.push_back("fit on " + device); }
+  runner::FitResult fit() override {
+    recorded.push_back("fit on " + device);
+    return {};
+  }
   std::vector<runner::EvalResult> validate(const std::vector<std::string>&) override { return {}; }
 };
 
