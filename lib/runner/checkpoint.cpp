@@ -7,7 +7,9 @@
 #include <filesystem>
 #include <limits>
 #include <optional>
+#include <set>
 #include <span>
+#include <string_view>
 #include <thread>
 
 #include "checkpoint_seal.hpp"
@@ -39,15 +41,23 @@ bool written_uncached(const CheckpointTensor& tensor) {
   return tensor.bytes() >= kUncachedBytes;
 }
 
-// The file's size: the tensors and, generously, HDF5's object headers, names, attributes and
-// the alignment of large datasets.
+// The file's size, a little more: the tensors, HDF5's superblock and object headers, names and
+// checksum attributes, the groups of the keys' dotted names, and the 4 KiB alignment of datasets
+// of 64 KiB and more (Hdf5Writer). A reservation much larger than the file would make a write
+// fail on a disk with room for it.
 std::uint64_t file_bytes(const Checkpoint& checkpoint) {
-  constexpr std::uint64_t kFileOverhead = 1 << 20;
-  constexpr std::uint64_t kDatasetOverhead = 8192;
+  constexpr std::uint64_t kFileOverhead = 64 << 10;
+  constexpr std::uint64_t kObjectOverhead = 2048;  // a dataset's or a group's
+  constexpr std::uint64_t kAlignment = 4096;
   std::uint64_t bytes = kFileOverhead + checkpoint.metadata.size();
-  for (const auto& [key, tensor] : checkpoint.tensors)
-    bytes += tensor.bytes() + key.size() + kDatasetOverhead;
-  return bytes;
+  std::set<std::string_view> groups;
+  for (const auto& [key, tensor] : checkpoint.tensors) {
+    bytes += tensor.bytes() + key.size() + kObjectOverhead;
+    if (tensor.bytes() >= kUncachedBytes) bytes += kAlignment;
+    for (auto dot = key.find('.'); dot != std::string::npos; dot = key.find('.', dot + 1))
+      groups.insert(std::string_view(key).substr(0, dot));
+  }
+  return bytes + groups.size() * kObjectOverhead;
 }
 
 std::span<const std::byte> stored_bytes(const CheckpointTensor& tensor) {

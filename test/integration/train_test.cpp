@@ -110,7 +110,7 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "a run's checkpoint_name is what a rerun resumes from and eval --all reads; "
+    "a run's checkpoint_name is what a rerun resumes from and eval --all reads, and "
     "validate_all.ckpt_paths names the checkpoints --all evaluates") {
   csrun::test::TempDir dir;
   std::string params = dir.write("p.yaml", kRun);
@@ -189,7 +189,7 @@ TEST_CASE("eval on two systems evaluates the samples and loss eval on one does")
 
 TEST_CASE(
     "a checkpoint missing some parameters loads only with disable_strict_checkpoint_loading, "
-    "with a warning naming them; another model's checkpoint does not load at all") {
+    "with a warning naming them, and another model's checkpoint does not load at all") {
   csrun::test::TempDir dir;
   std::string params = dir.write("p.yaml", kRun);
   fs::path model_dir = dir.path() / "model";
