@@ -6,6 +6,7 @@
 
 #include "runner/checkpoint.hpp"
 #include "runner/event_file.hpp"
+#include "support/process.hpp"
 #include "support/temp_dir.hpp"
 
 using namespace csrun::runner;
@@ -273,4 +274,25 @@ TEST_CASE("event files are TFRecord framed with valid masked CRCs") {
   CHECK(records == 2);  // the file version, then the scalar
   CHECK(bytes.find("brain.Event:2") != std::string::npos);
   CHECK(bytes.find("loss") != std::string::npos);
+}
+
+// docs/reliability.md (disk full): the space reserved before a checkpoint is written is its size
+// and a little more, so a disk with room for the file has room for the reservation.
+TEST_CASE("a checkpoint of many small tensors writes where there is room for a little more") {
+  csrun::test::TempDir dir;
+  Checkpoint checkpoint;
+  checkpoint.tensors["global_step"] = {{}, CheckpointTensor::Integers{3}};
+  for (int layer = 0; layer < 40; ++layer) {
+    std::string scope = "model.layers." + std::to_string(layer);
+    checkpoint.tensors[scope + ".norm.weight"] = {{4096}, CheckpointTensor::Floats(4096, 1.0f)};
+    if (layer % 10 == 0)
+      checkpoint.tensors[scope + ".proj.weight"] = {{256, 256},
+                                                    CheckpointTensor::Floats(65536, 0.5f)};
+  }
+  std::string path = (dir.path() / "checkpoint_3.mdl").string();
+  save_checkpoint(path, checkpoint);
+  auto file = std::filesystem::file_size(path);
+  auto error = csrun::test::error_under_file_size_limit(
+      file + file / 4, [&] { save_checkpoint((dir.path() / "again.mdl").string(), checkpoint); });
+  CHECK(error.value_or("") == "");
 }
