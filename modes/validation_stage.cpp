@@ -100,14 +100,17 @@ class TrainerCheck {
     for (const data::DataloaderSpec& loader : checked.eval_loaders)
       loaders.push_back(&loader);
     std::int64_t limit = model.id_limit();
+    std::string range = "outside the model's range 0 to " + std::to_string(limit - 1) +
+                        (model.params.has("vocab_size") ? " (vocab_size)" : " (num_classes)");
     for (const data::DataloaderSpec* loader : loaders) {
-      if (!loader->largest_id || *loader->largest_id < limit) continue;
       const Node* at = loader->params.find("data_dir");
-      diagnostics_.error(at ? at->mark() : loader->mark, at ? at->path() : loader->path,
-                         "the data holds the id " + std::to_string(*loader->largest_id) +
-                             " (a label or token), outside the model's range 0 to " +
-                             std::to_string(limit - 1) +
-                             (model.params.has("vocab_size") ? " (vocab_size)" : " (num_classes)"));
+      auto report = [&](const data::IdSeen& seen) {
+        diagnostics_.error(at ? at->mark() : loader->mark, at ? at->path() : loader->path,
+                           seen.where + " holds the id " + std::to_string(seen.id) +
+                               " (a label or token), " + range);
+      };
+      if (loader->largest_id && loader->largest_id->id >= limit) report(*loader->largest_id);
+      if (loader->smallest_id && loader->smallest_id->id < 0) report(*loader->smallest_id);
     }
   }
 

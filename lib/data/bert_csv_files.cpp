@@ -304,7 +304,7 @@ DatasetFacts check_bert_csv_files(const DataloaderSpec& loader, config::Diagnost
   if (const config::Node* vocab = loader.params.find("vocab_file")) {
     if (auto path = expand_path(*vocab, diagnostics)) require_file(*path, *vocab, diagnostics);
   }
-  return {examples, std::nullopt, std::nullopt};
+  return {examples, std::nullopt, std::nullopt, std::nullopt};
 }
 
 }  // namespace csrun::data

@@ -428,18 +428,18 @@ DatasetFacts check_glue_files(const DataloaderSpec& loader, config::Diagnostics&
   for (const fs::path& path : glue_files(loader))
     require_file(path.string(), data_dir, diagnostics);
   require_key_file(loader, "vocab_file", diagnostics);
-  return {std::nullopt, std::nullopt, std::nullopt};
+  return {};
 }
 
 DatasetFacts check_ner_files(const DataloaderSpec& loader, config::Diagnostics& diagnostics) {
   std::int64_t examples = check_meta_files(loader, diagnostics);
   require_key_file(loader, "vocab_file", diagnostics);
   require_key_file(loader, "label_vocab_file", diagnostics);
-  return {examples, std::nullopt, std::nullopt};
+  return {examples, std::nullopt, std::nullopt, std::nullopt};
 }
 
 DatasetFacts check_bertsum_files(const DataloaderSpec& loader, config::Diagnostics& diagnostics) {
-  return {check_meta_files(loader, diagnostics), std::nullopt, std::nullopt};
+  return {check_meta_files(loader, diagnostics), std::nullopt, std::nullopt, std::nullopt};
 }
 
 }  // namespace csrun::data

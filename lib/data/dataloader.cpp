@@ -172,6 +172,7 @@ std::optional<DataloaderSpec> check_dataloader(const Node& loader, const Dataloa
     spec.samples = facts.samples;
     spec.sequence_length = facts.sequence_length;
     spec.largest_id = facts.largest_id;
+    spec.smallest_id = facts.smallest_id;
   } else {
     diagnostics.error(spec.mark, spec.path,
                       "csrun has no reader for " + definition->name + " (" +

@@ -13,6 +13,12 @@ namespace csrun::data {
 
 enum class LoaderRole { train, eval };
 
+// A label or token id a dataset check read, and where: "a.h5, example 3".
+struct IdSeen {
+  std::int64_t id = 0;
+  std::string where;
+};
+
 // A dataloader section after its data processor checked it.
 struct DataloaderSpec {
   std::string processor;
@@ -29,8 +35,9 @@ struct DataloaderSpec {
   bool fake = false;  // synthetic samples of the configured shapes instead of files
   std::optional<std::int64_t> samples;          // how many the files hold, when they were checked
   std::optional<std::int64_t> sequence_length;  // the sequence length the files hold
-  std::optional<std::int64_t> largest_id;       // see DatasetFacts
-  config::Node params;                          // every key in normal form
+  std::optional<IdSeen> largest_id;             // see DatasetFacts
+  std::optional<IdSeen> smallest_id;
+  config::Node params;  // every key in normal form
   config::SourceMark mark;
   std::string path;
 };

@@ -75,31 +75,41 @@ std::optional<FileLayout> read_layout(const std::string& path, std::string& prob
 
 // The largest input id or label among a file's first examples: what validate reads of the data
 // (cheap whatever the file's size), where training reads and checks every example.
-std::optional<std::int64_t> sampled_largest_id(const std::string& path) {
-  constexpr std::uint64_t kSampled = 256;
-  Hdf5File file(path);
-  std::optional<std::int64_t> largest;
-  auto take = [&](std::span<const std::int32_t> example, std::uint64_t length) {
+struct SampledIds {
+  std::optional<IdSeen> largest;
+  std::optional<IdSeen> smallest;
+
+  void take(std::span<const std::int32_t> example, std::uint64_t length, const std::string& where) {
     for (std::uint64_t row : {0u, 2u}) {
       auto tokens = example.subspan(row * length, length);
       if (tokens.empty()) continue;
-      largest = std::max<std::int64_t>(largest.value_or(0), *std::ranges::max_element(tokens));
+      auto [low, high] = std::ranges::minmax_element(tokens);
+      if (!largest || *high > largest->id) largest = IdSeen{*high, where};
+      if (!smallest || *low < smallest->id) smallest = IdSeen{*low, where};
     }
-  };
+  }
+};
+
+SampledIds sampled_ids(const std::string& path) {
+  constexpr std::uint64_t kSampled = 256;
+  Hdf5File file(path);
+  SampledIds ids;
+  auto where = [&](std::uint64_t example) { return path + ", example " + std::to_string(example); };
   if (auto info = file.dataset("data"); info && info->dims.size() == 3) {
     auto rows = file.read_int32_rows("data", 0, kSampled);
     std::uint64_t stride = info->dims[1] * info->dims[2];
-    if (!rows || stride == 0) return std::nullopt;
+    if (!rows || stride == 0) return ids;
     for (std::uint64_t at = 0; at + stride <= rows->size(); at += stride)
-      take(std::span<const std::int32_t>(*rows).subspan(at, stride), info->dims[2]);
-    return largest;
+      ids.take(std::span<const std::int32_t>(*rows).subspan(at, stride), info->dims[2],
+               where(at / stride));
+    return ids;
   }
   for (std::uint64_t e = 0; e < kSampled; ++e) {
     auto example = file.read_int32("example_" + std::to_string(e));
     if (!example) break;
-    take(*example, example->size() / 3);
+    ids.take(*example, example->size() / 3, where(e));
   }
-  return largest;
+  return ids;
 }
 
 // Files whose storage csrun cannot read by offset are read whole into memory: more than this
@@ -320,7 +330,7 @@ DatasetFacts check_gpt_hdf5_files(const DataloaderSpec& loader, Diagnostics& dia
   const Node& at = data_dir ? *data_dir : *loader.params.find("mixture");
   std::uint64_t examples = 0;
   std::uint64_t in_memory = 0;  // of files the reader reads whole
-  std::optional<std::int64_t> largest_id;
+  SampledIds ids;
   // 0 until known: from max_sequence_length, else from the first file.
   std::uint64_t length = static_cast<std::uint64_t>(loader.max_sequence_length.value_or(0));
   std::string length_source = "max_sequence_length";
@@ -350,8 +360,11 @@ DatasetFacts check_gpt_hdf5_files(const DataloaderSpec& loader, Diagnostics& dia
       examples += layout->examples;
       if (!layout->out_of_core) in_memory += layout->examples;
     }
-    if (auto sampled = sampled_largest_id(files.front()))
-      largest_id = std::max(largest_id.value_or(0), *sampled);
+    SampledIds sampled = sampled_ids(files.front());
+    if (sampled.largest && (!ids.largest || sampled.largest->id > ids.largest->id))
+      ids.largest = sampled.largest;
+    if (sampled.smallest && (!ids.smallest || sampled.smallest->id < ids.smallest->id))
+      ids.smallest = sampled.smallest;
   }
   bool all_checked = std::all_of(
       loader.data_dirs.begin(), loader.data_dirs.end(),
@@ -359,7 +372,8 @@ DatasetFacts check_gpt_hdf5_files(const DataloaderSpec& loader, Diagnostics& dia
   std::optional<std::int64_t> found_length;
   if (length != 0) found_length = static_cast<std::int64_t>(length);
   // A directory already reported missing or empty would only add a count of 0 to that error.
-  if (!all_checked || !every_directory_read) return {std::nullopt, found_length, largest_id};
+  if (!all_checked || !every_directory_read)
+    return {std::nullopt, found_length, ids.largest, ids.smallest};
   if (examples < static_cast<std::uint64_t>(loader.batch_size)) {
     diagnostics.error(at.mark(), at.path(),
                       "the dataset holds " + std::to_string(examples) +
@@ -368,7 +382,7 @@ DatasetFacts check_gpt_hdf5_files(const DataloaderSpec& loader, Diagnostics& dia
   }
   if (std::string too_large = memory_problem(in_memory, length); !too_large.empty())
     diagnostics.error(at.mark(), at.path(), "the dataset's " + too_large);
-  return {static_cast<std::int64_t>(examples), found_length, largest_id};
+  return {static_cast<std::int64_t>(examples), found_length, ids.largest, ids.smallest};
 }
 
 }  // namespace csrun::data

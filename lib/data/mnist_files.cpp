@@ -262,13 +262,15 @@ DatasetFacts check_mnist_files(const DataloaderSpec& loader, Diagnostics& diagno
                           " samples, fewer than one batch of batch_size " +
                           std::to_string(loader.batch_size));
   }
-  std::optional<std::int64_t> largest;
+  std::optional<IdSeen> largest;
   visit_labels(ReadOnlyFile(labels_path.string()), labels->count,
-               [&](std::uint64_t, std::span<const unsigned char> piece) {
-                 for (unsigned char label : piece)
-                   largest = std::max<std::int64_t>(largest.value_or(0), label);
+               [&](std::uint64_t first, std::span<const unsigned char> piece) {
+                 auto most = std::ranges::max_element(piece);
+                 if (most == piece.end() || (largest && *most <= largest->id)) return;
+                 largest = IdSeen{*most, labels_path.string() + ", label " +
+                                             std::to_string(first + (most - piece.begin()))};
                });
-  return {images->count, std::nullopt, largest};
+  return {images->count, std::nullopt, largest, std::nullopt};
 }
 
 }  // namespace csrun::data

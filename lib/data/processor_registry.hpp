@@ -15,9 +15,10 @@ namespace csrun::data {
 struct DatasetFacts {
   std::optional<std::int64_t> samples;
   std::optional<std::int64_t> sequence_length;
-  // The largest label or token id the check read (it reads what is cheap: every MNIST label,
-  // the first examples of a GPT HDF5 file), for the model to compare with its range.
-  std::optional<std::int64_t> largest_id;
+  // The largest and smallest label or token ids the check read (it reads what is cheap: every
+  // MNIST label, the first examples of a GPT HDF5 file), for the model to compare with its range.
+  std::optional<IdSeen> largest_id;
+  std::optional<IdSeen> smallest_id;
 };
 
 // A Model Zoo data processor: its keys and, where csrun reads its dataset format, the check

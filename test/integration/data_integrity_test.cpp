@@ -71,8 +71,8 @@ TEST_CASE("MNIST labels outside the model's classes fail validate and train, nam
   std::string params = dir.write("p.yaml", mnist_params(dir.path() / "digits"));
   auto validate = run_csrun({"validate", params});
   CHECK(validate.exit_code == 1);
-  CHECK(validate.err.find("the data holds the id 200 (a label or token), outside the model's "
-                          "range 0 to 9 (num_classes)") != std::string::npos);
+  CHECK(validate.err.find("train-labels-idx1-ubyte, label 7 holds the id 200 (a label or token), "
+                          "outside the model's range 0 to 9 (num_classes)") != std::string::npos);
   auto train = run_csrun({"train", params, "-o", (dir.path() / "model").string()});
   CHECK(train.exit_code == 1);
   CHECK(train.out.find("Training completed successfully") == std::string::npos);
@@ -83,25 +83,31 @@ TEST_CASE("MNIST labels outside the model's classes fail validate and train, nam
   CHECK(fine.exit_code == 0);
 }
 
-TEST_CASE("GPT token ids beyond the vocabulary fail validate and train, naming file and example") {
+TEST_CASE(
+    "GPT token ids outside the vocabulary, above or below, fail validate and train, naming file "
+    "and example") {
   csrun::test::TempDir dir;
   fs::create_directories(dir.path() / "text");
   std::string file = (dir.path() / "text" / "part-0.h5").string();
-  {
-    std::vector<std::int32_t> tokens(6 * 3 * 8, 5);
-    tokens[(4 * 3 + 2) * 8 + 6] = 64;  // example 4's labels, position 6
-    csrun::data::Hdf5Writer writer(file);
-    writer.write("data", {6, 3, 8}, tokens);
-    writer.set_attribute("n_examples", std::int64_t{6});
-    writer.close();
+  for (std::int32_t outside : {64, -1}) {
+    INFO(outside);
+    {
+      std::vector<std::int32_t> tokens(6 * 3 * 8, 5);
+      tokens[(4 * 3 + 2) * 8 + 6] = outside;  // example 4's labels, position 6
+      csrun::data::Hdf5Writer writer(file);
+      writer.write("data", {6, 3, 8}, tokens);
+      writer.set_attribute("n_examples", std::int64_t{6});
+      writer.close();
+    }
+    std::string params = dir.write("p.yaml", gpt_params(dir.path() / "text"));
+    auto validate = run_csrun({"validate", params});
+    CHECK(validate.exit_code == 1);
+    CHECK(validate.err.find(file + ", example 4 holds the id " + std::to_string(outside) +
+                            " (a label or token), outside the model's range 0 to 63 "
+                            "(vocab_size)") != std::string::npos);
+    auto train = run_csrun({"train", params, "-o", (dir.path() / "model").string()});
+    CHECK(train.exit_code == 1);
   }
-  std::string params = dir.write("p.yaml", gpt_params(dir.path() / "text"));
-  auto validate = run_csrun({"validate", params});
-  CHECK(validate.exit_code == 1);
-  CHECK(validate.err.find("the data holds the id 64 (a label or token), outside the model's "
-                          "range 0 to 63 (vocab_size)") != std::string::npos);
-  auto train = run_csrun({"train", params, "-o", (dir.path() / "model").string()});
-  CHECK(train.exit_code == 1);
 }
 
 TEST_CASE("a crash inside libhdf5 names the file it was reading") {
