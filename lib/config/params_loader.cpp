@@ -200,6 +200,14 @@ ParamsTrees read_params_trees(const std::string& path, const LoadOptions& option
     }
     return trees;
   }
+  // A trainer's body alone, as a run writes it to cerebras_logs/<run>/trainer_params.yaml.
+  if (written.contains("init") && !written.contains("model") && !written.contains("train_input")) {
+    diagnostics.error(written.find_entry("init")->key_mark, "init",
+                      "init (and fit, validate, validate_all) are a trainer's sections, here "
+                      "without the `trainer:` key above them (a run's trainer_params.yaml holds "
+                      "one trainer's body so): put them under `trainer:`");
+    return trees;
+  }
   trees.format = ParamsFormat::legacy;
   // The CLI's runconfig flags go into a copy: `written` stays the file as written.
   std::optional<Node> with_flags;

@@ -136,6 +136,7 @@ struct TrainingLoop::State {
   RunLog log;
   fs::path checkpoints;
   std::vector<EvalResult> evaluations;  // fit's, in order
+  bool eval_steps_clamp_logged = false;
   LiveProgress progress;
   RunReports reports;
   CallbackList user_callbacks;
@@ -493,6 +494,12 @@ struct TrainingLoop::State {
     BatchFeed& feed = *eval_feed;
     BatchInputs inputs(setup.eval->fields, step);
     std::int64_t batches = settings.loop.eval_steps.value_or(feed.batches_per_epoch());
+    if (batches > feed.batches_per_epoch() && !eval_steps_clamp_logged) {
+      log.warning("eval_steps is " + std::to_string(batches) + " and the eval data holds " +
+                  std::to_string(feed.batches_per_epoch()) + " batches: each evaluation reads " +
+                  "those once");
+      eval_steps_clamp_logged = true;
+    }
     batches = std::min(batches, feed.batches_per_epoch());
     feed.seek({});
     feed.expect(batches);

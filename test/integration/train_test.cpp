@@ -185,6 +185,12 @@ TEST_CASE("eval on two systems evaluates the samples and loss eval on one does")
   auto one = evaluate("1");
   CHECK(one.second == 3 * 8);
   CHECK(evaluate("2") == one);
+
+  auto beyond = run_csrun(
+      {"eval", params, "--fake_data", "-o", model_dir.string(), "--eval_steps", "100000"});
+  CHECK(beyond.exit_code == 0);
+  CHECK(beyond.out.find("WARNING:     eval_steps is 100000 and the eval data holds ") !=
+        std::string::npos);
 }
 
 TEST_CASE(

@@ -870,3 +870,13 @@ TEST_CASE(
           (without.run.trainers.size() > 1));
   }
 }
+
+TEST_CASE("a trainer's body without `trainer:` above it says to put it there, once") {
+  Loaded loaded = load(
+      "init:\n  device: CPU\n  model: {name: fc_mnist}\nfit:\n  train_dataloader: "
+      "{data_processor: MNISTDataProcessor, batch_size: 4}\n");
+  CHECK(
+      loaded.error("init (and fit, validate, validate_all) are a trainer's sections, here "
+                   "without the `trainer:` key above them"));
+  CHECK(loaded.diagnostics.error_count() == 1);
+}
