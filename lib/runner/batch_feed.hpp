@@ -16,6 +16,7 @@ class BatchFeed {
   BatchFeed(std::unique_ptr<data::BatchSource> source, std::int64_t batch_size);
 
   std::int64_t batches_per_epoch() const { return cursor_.batches_per_epoch(); }
+  std::int64_t samples_per_epoch() const { return source_->samples(); }
   data::BatchPosition position() const { return cursor_.position(); }
   void seek(data::BatchPosition at) { cursor_.seek(at); }
   // The next `count` batches will be read from the position on: the source may fetch ahead.

@@ -243,7 +243,22 @@ struct TrainingLoop::State {
     if (position.dataloader) {
       for (BatchFeed& feed : train_feeds)
         feed.seek(*position.dataloader);
+      note_position_past_epoch(*position.dataloader);
     }
+  }
+
+  // A checkpoint of another dataset (one that has since shrunk) may stand past this one's epoch:
+  // the run goes on from the next epoch's start, as a position at an epoch's end does.
+  void note_position_past_epoch(const data::BatchPosition& position) {
+    if (train_feeds.empty()) return;
+    std::int64_t samples = train_feeds.front().samples_per_epoch();
+    if (position.sample <= samples) return;
+    log.warning("The checkpoint's training data position, sample " +
+                std::to_string(position.sample) + " of epoch " + std::to_string(position.epoch) +
+                ", is past the end of this dataset's epoch of " + std::to_string(samples) +
+                " samples (the data changed since it was written?): the run continues at the "
+                "start of epoch " +
+                std::to_string(position.epoch + 1));
   }
 
   std::unique_ptr<data::BatchSource> open_batches(const data::LoaderJob& job) {

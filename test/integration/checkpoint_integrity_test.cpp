@@ -136,6 +136,21 @@ TEST_CASE("a checkpoint step out of range is refused, one at max_steps has nothi
         std::string::npos);
 }
 
+TEST_CASE("a checkpoint's data position past this dataset's epoch resumes at the next epoch") {
+  TrainedRun run;
+  run.tamper([](runner::Checkpoint& checkpoint) {
+    checkpoint.tensors.at("dataloader.samples_in_epoch").values =
+        runner::CheckpointTensor::Integers{1000000000};
+  });
+  auto resumed = run.resume(7);
+  INFO(resumed.out << resumed.err);
+  CHECK(resumed.exit_code == 0);
+  CHECK(resumed.out.find("WARNING:     The checkpoint's training data position, sample "
+                         "1000000000 of epoch 0, is past the end of this dataset's epoch of ") !=
+        std::string::npos);
+  CHECK(resumed.out.find("the run continues at the start of epoch 1") != std::string::npos);
+}
+
 TEST_CASE("flipped bits in a checkpoint's weights stop eval with the file named") {
   TrainedRun run;
   std::ifstream in(run.checkpoint(6), std::ios::binary);
