@@ -36,12 +36,11 @@ void Diagnostics::add(Severity severity, SourceMark mark, std::string key_path,
   // A value reached twice (an anchor used under several keys, a section checked by two
   // stages) is one finding: a file position belongs to one value, whatever path led there.
   bool positioned = diagnostic.mark.has_position();
-  if (std::find_if(items_.begin(), items_.end(), [&](const Diagnostic& d) {
-        return d.severity == diagnostic.severity && d.mark == diagnostic.mark &&
-               d.message == diagnostic.message && (positioned || d.key_path == diagnostic.key_path);
-      }) != items_.end()) {
-    return;
-  }
+  std::string identity = std::string(severity_name(severity)) + '\0' + diagnostic.mark.origin +
+                         '\0' + std::to_string(diagnostic.mark.line) + ':' +
+                         std::to_string(diagnostic.mark.column) + '\0' + diagnostic.message + '\0' +
+                         (positioned ? std::string() : diagnostic.key_path);
+  if (!seen_.insert(std::move(identity)).second) return;
   items_.push_back(std::move(diagnostic));
 }
 

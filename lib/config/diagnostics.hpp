@@ -2,6 +2,7 @@
 
 #include <stdexcept>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "source_mark.hpp"
@@ -41,6 +42,7 @@ class Diagnostics {
 
  private:
   std::vector<Diagnostic> items_;
+  std::unordered_set<std::string> seen_;  // each finding's identity, for add's check in O(1)
 };
 
 // A user-facing failure made of one or more diagnostics (errors and the warnings that

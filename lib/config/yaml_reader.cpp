@@ -11,6 +11,7 @@
 #include <optional>
 #include <set>
 #include <tuple>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -446,6 +447,7 @@ class Converter {
     Node map = Node::make_map(std::move(mark), path);
     map.entries().reserve(yaml.size());
     std::set<std::string> explicit_keys;
+    std::unordered_map<std::string, SourceMark> written;
     for (auto it = yaml.begin(); it != yaml.end(); ++it) {
       if (it->first.IsScalar() && it->first.Scalar() != kYamlMergeKey) {
         explicit_keys.insert(it->first.Scalar());
@@ -460,16 +462,18 @@ class Converter {
         merge_into(map, it->second, key_mark, path, depth, explicit_keys);
         continue;
       }
-      // Merged keys never collide here: merging skips keys the mapping writes itself.
-      if (const Node::Entry* first = map.find_entry(key)) {
+      // Merged keys never collide here: merging skips keys the mapping writes itself. (Looked
+      // up in `written`, not the map's entries: a mapping of many keys reads in linear time.)
+      auto [first, added] = written.emplace(key, key_mark);
+      if (!added) {
         diagnostics_.error(key_mark, child_path,
                            "Found duplicate YAML key: '" + key + "' (first defined at line " +
-                               std::to_string(first->key_mark.line) + ", column " +
-                               std::to_string(first->key_mark.column) + ")");
+                               std::to_string(first->second.line) + ", column " +
+                               std::to_string(first->second.column) + ")");
         continue;
       }
       Node value = convert(it->second, child_path, depth + 1, &key_mark);
-      map.set(key, std::move(value), key_mark);
+      map.entries().push_back(Node::Entry{std::move(key), std::move(key_mark), std::move(value)});
     }
     open_maps_.pop_back();
     return map;
