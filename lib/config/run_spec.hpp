@@ -104,8 +104,9 @@ struct ClassSpec {
 };
 
 struct ModelSection {
-  std::string name;  // empty when a legacy file leaves it implicit
-  Node params;       // every key except name, as written (the model registry checks them)
+  std::string name;           // empty when a legacy file leaves it implicit
+  bool name_written = false;  // a name key is there, valid or not
+  Node params;                // every key except name, as written (the model registry checks them)
   SourceMark mark;
   std::string path;
 };

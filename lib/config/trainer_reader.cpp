@@ -181,6 +181,7 @@ class TrainerReader {
       }
       return;
     }
+    spec_.model.name_written = true;
     if (auto checked = T::string().check(*name, diagnostics_))
       spec_.model.name = checked->as_string();
   }

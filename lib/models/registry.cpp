@@ -99,10 +99,11 @@ const ModelDefinition* infer_model(const config::TrainerSpec& trainer, Diagnosti
 }
 
 const ModelDefinition* resolve_model(const config::TrainerSpec& trainer, Diagnostics& diagnostics) {
-  // Only legacy params may leave the name out; the trainer format's omission is already an error.
+  // Only legacy params may leave the name out; the trainer format's omission is already an error,
+  // and so is a name that is no string (nothing is inferred in its place).
   if (trainer.model.name.empty()) {
-    return trainer.format == config::ParamsFormat::legacy ? infer_model(trainer, diagnostics)
-                                                          : nullptr;
+    bool implicit = trainer.format == config::ParamsFormat::legacy && !trainer.model.name_written;
+    return implicit ? infer_model(trainer, diagnostics) : nullptr;
   }
   if (const ModelDefinition* model = find_model(trainer.model.name)) return model;
   std::vector<std::string> names = model_names();

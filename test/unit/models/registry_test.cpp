@@ -154,4 +154,15 @@ runconfig: {max_steps: 2}
   config::Diagnostics none;
   CHECK_FALSE(models::check_model(nothing.trainer(), none));
   CHECK(none.has_errors());
+
+  // A name that is there but no string is its own error: nothing is inferred in its place.
+  auto null_name =
+      load_params_text(R"(train_input: {data_processor: MNISTDataProcessor, batch_size: 4}
+model: {name: null, hidden_sizes: [8]}
+runconfig: {max_steps: 2}
+)");
+  CHECK(null_name.error("model.name: expected a string; found null"));
+  config::Diagnostics unnamed;
+  CHECK_FALSE(models::check_model(null_name.trainer(), unnamed));
+  CHECK(unnamed.all().empty());
 }
