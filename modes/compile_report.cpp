@@ -374,8 +374,12 @@ void print_compile_report(const config::TrainerSpec& trainer, const TraceSummary
   if (peak.kernel >= 0) line("peak", live_peak_text(plan, peak));
   if (host) line("host", host_batch_text(*host, planned.recomputes_layers));
   if (plan.mapping.mode == compiler::ExecutionMode::none) {
-    line("wafer", std::string("none: on ") + config::device_name(trainer.backend.device) +
-                      " the plan runs on the host kernels");
+    bool gpu = trainer.backend.device == config::Device::gpu;
+    line("wafer", gpu ? std::string("none: the plan is the host kernels'; a GPU run needs a csrun "
+                                    "built with CUDA, which this one is not (train and eval "
+                                    "refuse GPU)")
+                      : std::string("none: on ") + config::device_name(trainer.backend.device) +
+                            " the plan runs on the host kernels");
     return;
   }
   print_mapping(planned, batch, out, line);

@@ -295,6 +295,11 @@ TEST_CASE("the GPU device is a clear error in a build without CUDA") {
                           (dir.path() / "model").string()});
   CHECK(train.exit_code == 1);
   CHECK(train.err.find("device GPU needs a csrun built with CUDA") != std::string::npos);
+  auto compile = run_csrun({"compile", params, "--fake_data", "--target_device", "GPU", "-o",
+                            (dir.path() / "model").string()});
+  CHECK(compile.exit_code == 0);
+  CHECK(compile.out.find("a GPU run needs a csrun built with CUDA, which this one is not") !=
+        std::string::npos);
 }
 
 TEST_CASE("a damaged checkpoint stops eval with the file named") {
