@@ -54,7 +54,9 @@ std::optional<ClassSpec> ClassCatalog::read(const Node& node, Diagnostics& diagn
     return std::nullopt;
   }
   if (node.entries().size() != 1) {
-    diagnostics.error(node.mark(), node.path(),
+    // At the class that is one too many (a --set that added one names the command line).
+    const SourceMark& at = node.entries().size() > 1 ? node.entries()[1].key_mark : node.mark();
+    diagnostics.error(at, node.path(),
                       "Expected " + kind_ + " to have a single key. Got: " + key_list(node) +
                           " (write {ClassName: {parameters}})");
     return std::nullopt;
