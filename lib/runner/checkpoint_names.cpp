@@ -59,16 +59,15 @@ fs::path CheckpointNames::file(const fs::path& directory, std::int64_t step,
 
 std::vector<CheckpointNames::Found> CheckpointNames::find(const fs::path& directory) const {
   std::vector<Found> found;
-  fs::path name(checkpoint_name_);
-  fs::path folder = directory / name.parent_path();
-  std::string pattern = name.filename().string();
+  fs::path files = folder(directory);
+  std::string pattern = fs::path(checkpoint_name_).filename().string();
   auto first = pattern.find(kStep);
   if (first == std::string::npos) return found;
   std::string prefix = pattern.substr(0, first);
   std::string suffix = pattern.substr(first + kStep.size());
   std::error_code error;
-  if (!fs::is_directory(folder, error)) return found;
-  for (const fs::directory_entry& entry : fs::directory_iterator(folder, error)) {
+  if (!fs::is_directory(files, error)) return found;
+  for (const fs::directory_entry& entry : fs::directory_iterator(files, error)) {
     std::string file = entry.path().filename().string();
     if (file.size() <= prefix.size() + suffix.size() || !file.starts_with(prefix) ||
         !file.ends_with(suffix))
@@ -89,6 +88,10 @@ std::vector<CheckpointNames::Found> CheckpointNames::find(const fs::path& direct
     return std::tie(a.step, a.time_stamp, a.path) < std::tie(b.step, b.time_stamp, b.path);
   });
   return found;
+}
+
+fs::path CheckpointNames::folder(const fs::path& directory) const {
+  return directory / fs::path(checkpoint_name_).parent_path();
 }
 
 std::string CheckpointNames::convention() const {

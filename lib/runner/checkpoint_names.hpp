@@ -29,6 +29,9 @@ class CheckpointNames {
   // name whose step does not fit a 64-bit integer is no checkpoint of any run and is left out.
   std::vector<Found> find(const std::filesystem::path& directory) const;
 
+  // The folder of `directory` the files are in (checkpoint_name may name one).
+  std::filesystem::path folder(const std::filesystem::path& directory) const;
+
   // How a user reads the names: "checkpoint_(step)(_timestamp)?.mdl".
   std::string convention() const;
 

@@ -42,7 +42,7 @@ Checkpointing::Checkpointing(const config::CheckpointSpec& settings, fs::path di
 Checkpointing::~Checkpointing() = default;
 
 void Checkpointing::on_train_start(const RunState& state) {
-  for (const std::string& path : remove_stale_checkpoint_files(directory_.string()))
+  for (const std::string& path : remove_stale_checkpoint_files(names_.folder(directory_).string()))
     log_.warning("Removed " + path + ", left by a checkpoint write that was killed");
   if (!settings_.save_initial_checkpoint) return;
   for (const CheckpointNames::Found& found : names_.find(directory_))

@@ -197,8 +197,9 @@ TEST_CASE("csrun worker: a missing secret or coordinator is a clear error") {
   CHECK(no_secret.exit_code == 1);
   CHECK(no_secret.err.find("no secret: set CSRUN_STREAM_SECRET") != std::string::npos);
   auto no_address = run_csrun({"worker"});
-  CHECK(no_address.exit_code == 1);
-  CHECK(no_address.err.find("give --connect ADDRESS") != std::string::npos);
+  CHECK(no_address.exit_code == 2);  // a usage error
+  CHECK(no_address.err.find("--connect ADDRESS or --secret_file FILE (the coordinator) is "
+                            "required") != std::string::npos);
   csrun::test::TempDir dir;
   std::string rendezvous = dir.write("r", "nonsense\n");
   auto bad_file = run_csrun({"worker", "--secret_file", rendezvous});

@@ -41,6 +41,7 @@ TEST_CASE("checkpoint_name: a step's file, its time-stamped twin, and finding th
   CHECK(names.file(dir.path(), 7, "20261122_101010") ==
         dir.path() / "saved" / "7_20261122_101010_weights.mdl");
   CHECK(names.convention() == "saved/(step)(_timestamp)?_weights.mdl");
+  CHECK(names.folder(dir.path()) == dir.path() / "saved");
   std::filesystem::create_directories(dir.path() / "saved");
   for (const char* name : {"saved/12_weights.mdl", "saved/7_20261122_101010_weights.mdl",
                            "saved/7_weights.mdl", "saved/checkpoint_9.mdl", "12_weights.mdl"})
