@@ -48,6 +48,10 @@ void read_loss_scaling(const Node& value, LossScaling& scaling, Diagnostics& dia
     scaling.factor = value.as_number();
     return;
   }
+  if (auto number = numeric_string(value, diagnostics); number && *number > 0) {
+    scaling.factor = *number;
+    return;
+  }
   diagnostics.error(value.mark(), value.path(),
                     "'loss_scaling_factor' must be a float, None, or 'dynamic'.Got " +
                         value.render() + " instead.");
@@ -56,6 +60,7 @@ void read_loss_scaling(const Node& value, LossScaling& scaling, Diagnostics& dia
 std::optional<double> read_clip(const Node* value, const char* name, Diagnostics& diagnostics) {
   if (!value || value->is_null()) return std::nullopt;
   if (value->is_number() && value->as_number() > 0) return value->as_number();
+  if (auto number = numeric_string(*value, diagnostics); number && *number > 0) return number;
   diagnostics.error(value->mark(), value->path(),
                     std::string(name) + " has to be a positive float. Got " + value->render());
   return std::nullopt;
@@ -65,6 +70,30 @@ std::optional<double> optional_number(const Node& section, const char* key) {
   const Node* value = section.find(key);
   if (!value || value->is_null()) return std::nullopt;
   return value->as_number();
+}
+
+// Dynamic loss scaling keeps its scale within [min_loss_scale, max_loss_scale]: bounds the other
+// way round are an error, an initial scale outside them a warning (the first update clamps it).
+void check_loss_scale_bounds(const Node& section, const LossScaling& scaling,
+                             Diagnostics& diagnostics) {
+  const std::optional<double>& low = scaling.min_loss_scale;
+  const std::optional<double>& high = scaling.max_loss_scale;
+  const std::optional<double>& initial = scaling.initial_loss_scale;
+  if (low && high && *low > *high) {
+    const Node* at = section.find("min_loss_scale");
+    diagnostics.error(at->mark(), at->path(),
+                      "min_loss_scale (" + at->render() + ") is larger than max_loss_scale (" +
+                          section.find("max_loss_scale")->render() + ")");
+    return;
+  }
+  if (!initial) return;
+  if ((low && *initial < *low) || (high && *initial > *high)) {
+    const Node* at = section.find("initial_loss_scale");
+    diagnostics.warning(at->mark(), at->path(),
+                        "initial_loss_scale (" + at->render() +
+                            ") lies outside [min_loss_scale, max_loss_scale]; the first steps run "
+                            "at it until an update brings the scale within them");
+  }
 }
 
 // What a device does with the requested precision, with the Model Zoo's messages.
@@ -135,6 +164,7 @@ PrecisionSpec read_precision(const Node* precision, Device device, Diagnostics& 
   spec.loss_scaling.steps_per_increase = section->find("steps_per_increase")->as_int();
   spec.loss_scaling.min_loss_scale = optional_number(*section, "min_loss_scale");
   spec.loss_scaling.max_loss_scale = optional_number(*section, "max_loss_scale");
+  check_loss_scale_bounds(*section, spec.loss_scaling, diagnostics);
   spec.max_gradient_norm =
       read_clip(section->find("max_gradient_norm"), "max_gradient_norm", diagnostics);
   spec.max_gradient_value =

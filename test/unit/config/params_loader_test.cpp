@@ -335,6 +335,18 @@ TEST_CASE("precision rules depend on the device") {
                    "set both `max_gradient_norm` and `max_gradient_value`."));
   CHECK(load(precision("CPU", "precision_opt_level: 3"))
             .error("precision_opt_level must be 0, 1 or 2"));
+  // A number PyYAML reads as a string is taken, with the warning every such number gets.
+  Loaded clipped = load(precision("CPU", "max_gradient_norm: 1e-3"));
+  CHECK(!clipped.diagnostics.has_errors());
+  CHECK(clipped.warning("reads 1e-3 as a string, not a number"));
+  CHECK(clipped.trainer().precision.max_gradient_norm == Approx(1e-3));
+  CHECK(!load(precision("CSX", "fp16_type: float16, loss_scaling_factor: 1e3"))
+             .diagnostics.has_errors());
+  const std::string dynamic = "fp16_type: float16, loss_scaling_factor: dynamic, ";
+  CHECK(load(precision("CSX", dynamic + "min_loss_scale: 100.0, max_loss_scale: 10.0"))
+            .error("min_loss_scale (100.0) is larger than max_loss_scale (10.0)"));
+  CHECK(load(precision("CSX", dynamic + "initial_loss_scale: 1.0e+6, max_loss_scale: 10.0"))
+            .warning(") lies outside [min_loss_scale, max_loss_scale]; the first steps run at it"));
 }
 
 TEST_CASE("checkpoint settings") {
