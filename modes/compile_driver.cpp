@@ -61,15 +61,21 @@ std::string plan_settings(const config::TrainerSpec& trainer, const TraceSummary
          (recomputes_layers(trace, options) ? "; recompute layers" : "");
 }
 
+// Where --dump_ir prints: stdout, or stderr where --json keeps stdout for its document.
+std::ostream& dump_stream(const RunOptions& options) {
+  return options.json ? std::cerr : std::cout;
+}
+
 // Prints the program after the passes --dump_ir names.
 compiler::PassManager::Observer ir_printer(const RunOptions& options) {
   if (options.dump_ir.empty()) return {};
   std::vector<std::string> wanted = options.dump_ir;
-  return [wanted](std::string_view pass, const compiler::Program& program) {
+  std::ostream* out = &dump_stream(options);
+  return [wanted, out](std::string_view pass, const compiler::Program& program) {
     if (std::find(wanted.begin(), wanted.end(), pass) == wanted.end()) return;
-    std::cout << "# IR after " << pass << ": " << program.graph.size() << " nodes, "
-              << program.fusions.size() << " fusions\n"
-              << program.to_text() << std::flush;
+    *out << "# IR after " << pass << ": " << program.graph.size() << " nodes, "
+         << program.fusions.size() << " fusions\n"
+         << program.to_text() << std::flush;
   };
 }
 
@@ -80,14 +86,15 @@ bool dump_wanted(const RunOptions& options, std::string_view point) {
 // What the compiler decided after the passes: the host steps (--dump_ir lower-host) and the
 // scratch layout (--dump_ir layout-scratch).
 void print_host_decisions(const compiler::Plan& plan, const RunOptions& options) {
+  std::ostream& out = dump_stream(options);
   if (dump_wanted(options, "lower-host"))
-    std::cout << "# host steps after lower-host: " << plan.host_steps.size() << " steps for "
-              << plan.kernels.size() << " kernels\n"
-              << compiler::host_steps_text(plan) << std::flush;
+    out << "# host steps after lower-host: " << plan.host_steps.size() << " steps for "
+        << plan.kernels.size() << " kernels\n"
+        << compiler::host_steps_text(plan) << std::flush;
   if (dump_wanted(options, "layout-scratch"))
-    std::cout << "# scratch after layout-scratch: " << plan.scratch.kernel_values.size()
-              << " values inside kernels, " << plan.scratch.snapshots.size() << " snapshots\n"
-              << compiler::scratch_layout_text(plan) << std::flush;
+    out << "# scratch after layout-scratch: " << plan.scratch.kernel_values.size()
+        << " values inside kernels, " << plan.scratch.snapshots.size() << " snapshots\n"
+        << compiler::scratch_layout_text(plan) << std::flush;
 }
 
 bool on_wafer(const config::TrainerSpec& trainer, const TraceSummary& trace) {

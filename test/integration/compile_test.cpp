@@ -139,7 +139,9 @@ TEST_CASE("compile --json, --wafer, --execution_mode and --num_csx") {
   CHECK(pipelined["mapping"]["mode"] == "pipelined");
   CHECK(pipelined["mapping"]["wafer"] == "wse2");
   CHECK(pipelined["alternative"]["mode"] == "weight_streaming");
-  json cs3 = compiled_json({"compile", params, "--fake_data", "-o", model_dir, "--wafer", "wse3"});
+  // --dump_ir prints to stderr beside --json: stdout stays one document.
+  json cs3 = compiled_json({"compile", params, "--fake_data", "-o", model_dir, "--wafer", "wse3",
+                            "--dump_ir", "fuse-elementwise", "--dump_ir", "lower-host"});
   CHECK(cs3["mapping"]["wafer"] == "wse3");
   CHECK(cs3["plan"]["key"] != pipelined["plan"]["key"]);
   json cluster = compiled_json({"compile", params, "--fake_data", "-o", model_dir, "--num_csx", "4",
