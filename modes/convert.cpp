@@ -113,6 +113,22 @@ Node converted_model(const Node& written, const models::CheckedModel& model,
   return named;
 }
 
+// `auto` means what the file's release meant: up to 1.9 the wafer ran a model pipelined where it
+// fit, from 2.0 weight streaming. No 2.10 key says "pipelined where it fits", so the converted file
+// keeps `auto`, and this says what changes and which setting keeps the old way.
+void note_auto_mode(const config::TrainerSpec& trainer, config::Diagnostics& changes) {
+  bool auto_mode = trainer.backend.execution_mode == config::ExecutionMode::automatic;
+  if (!auto_mode || trainer.releases.last > config::Release::r1_9 ||
+      trainer.backend.device != config::Device::csx || trainer.backend.cluster.num_csx > 1)
+    return;
+  changes.warning(trainer.mark, "backend.execution_mode",
+                  "auto: Model Zoo " + trainer.releases.describe() +
+                      " ran this file pipelined where the model fits the wafer; in the 2.10 "
+                      "format auto runs weight streaming (add execution_mode: pipelined to the "
+                      "backend section to run it as before; csrun compile of the original "
+                      "says which it chose)");
+}
+
 // Plain scalars such as 1e-5 that YAML 1.2 reads as numbers and PyYAML as strings: csrun reads
 // them as numbers, and the converted file spells them so that both agree.
 void spell_numbers(Node& node, config::Diagnostics& changes) {
@@ -171,6 +187,7 @@ Node converted_trainer(config::TrainerSpec& trainer, config::Diagnostics& change
   if (Node* validate_all = tree.find("validate_all"))
     drop_loaders_keys(validate_all->find("val_dataloaders"), changes);
   spell_numbers(tree, changes);
+  note_auto_mode(trainer, changes);
   return in_model_zoo_order(tree);
 }
 

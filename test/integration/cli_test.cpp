@@ -299,7 +299,10 @@ runconfig: {max_steps: 5, use_cs_grad_accum: false, save_losses: true}
         "#   optimizer.epsilon (line 4): epsilon is the Model Zoo 1.x spelling of eps",
         "#   train_input.use_multiple_workers (line 2): left out: use_multiple_workers",
         "#   model.name (line 3): set to 'fc_mnist'",
-        "#   optimizer.epsilon (line 4): written as a number: PyYAML reads 1e-8 as a string"}) {
+        "#   optimizer.epsilon (line 4): written as a number: PyYAML reads 1e-8 as a string",
+        "#   backend.execution_mode (line 2): auto: Model Zoo 1.9 ran this file "
+        "pipelined where the model fits the wafer; in the 2.10 format auto runs weight streaming "
+        "(add execution_mode: pipelined"}) {
     CHECK(text.find(change) != std::string::npos);
   }
   CHECK(text.find("\ntrainer:\n  init:\n") != std::string::npos);
