@@ -93,6 +93,21 @@ void check_batch(DataloaderSpec& spec, const DataloaderContext& context, Diagnos
   spec.micro_batch_size = size;
 }
 
+// Every step of the wafer, and of csrun, takes a whole batch: an epoch's samples beyond its last
+// whole batch are not read, whatever drop_last says.
+void note_partial_batch(const DataloaderSpec& spec, Diagnostics& diagnostics) {
+  if (spec.drop_last || !spec.samples || spec.batch_size < 1) return;
+  std::int64_t left = *spec.samples % spec.batch_size;
+  if (left == 0) return;
+  const Node* at = spec.params.find("drop_last");
+  if (!at) at = spec.params.find("drop_last_batch");
+  diagnostics.warning(at->mark(), at->path(),
+                      "false has no effect: every step takes a whole batch, so the last " +
+                          std::to_string(left) + " of the " + std::to_string(*spec.samples) +
+                          " samples of each epoch are not read (batch_size " +
+                          std::to_string(spec.batch_size) + ")");
+}
+
 void read_drop_last(DataloaderSpec& spec, Diagnostics& diagnostics) {
   const Node* drop_last = spec.params.find("drop_last");
   const Node* drop_last_batch = spec.params.find("drop_last_batch");
@@ -173,6 +188,7 @@ std::optional<DataloaderSpec> check_dataloader(const Node& loader, const Dataloa
     spec.sequence_length = facts.sequence_length;
     spec.largest_id = facts.largest_id;
     spec.smallest_id = facts.smallest_id;
+    note_partial_batch(spec, diagnostics);
   } else {
     diagnostics.error(spec.mark, spec.path,
                       "csrun has no reader for " + definition->name + " (" +

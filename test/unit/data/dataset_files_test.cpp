@@ -129,6 +129,28 @@ TEST_CASE("MNIST IDX files: found directly or under MNIST/raw, headers and sizes
             .find("the directory '" + base + "/missing' does not exist") != std::string::npos);
 }
 
+TEST_CASE("drop_last: false says how many samples an epoch leaves unread") {
+  test::TempDir dir;
+  write_idx(dir.path(), "train", 10);
+  auto warnings = [&](const std::string& keys, int batch_size = 4) {
+    config::Diagnostics diagnostics;
+    checked_loader("{data_dir: '" + dir.path().string() +
+                       "', batch_size: " + std::to_string(batch_size) + keys + "}",
+                   kMnist, diagnostics);
+    std::string text;
+    for (const config::Diagnostic& d : diagnostics.all())
+      if (d.severity == config::Severity::warning) text += d.message + "\n";
+    return text;
+  };
+  CHECK(warnings(", drop_last: false") ==
+        "false has no effect: every step takes a whole batch, so the last 2 of the 10 samples of "
+        "each epoch are not read (batch_size 4)\n");
+  CHECK(warnings(", drop_last_batch: false").find("the last 2 of the 10 samples") !=
+        std::string::npos);
+  CHECK(warnings("").empty());
+  CHECK(warnings(", drop_last: false", 5).empty());
+}
+
 TEST_CASE("GPT HDF5 files: layout, sequence length and example count") {
   test::TempDir dir;
   std::string base = dir.path().string();
