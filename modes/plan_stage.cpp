@@ -1,5 +1,6 @@
 #include "plan_stage.hpp"
 
+#include <filesystem>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
@@ -12,13 +13,21 @@ namespace csrun::modes {
 
 namespace {
 
+// A plan from the cache keeps the files written beside it, unless they were removed since.
+bool artifacts_written(const PlannedTrainer& planned) {
+  std::error_code error;
+  bool wafer = planned.plan.mapping.mode != compiler::ExecutionMode::none;
+  return planned.from_cache && std::filesystem::exists(planned.directory / "report.json", error) &&
+         (!wafer || std::filesystem::exists(planned.directory / "placement.svg", error));
+}
+
 // report.json and, for wafer plans, placement.svg beside a new plan (plan_trainer wrote its
 // kernels.tsv), and beside the plan its wafer mapping is of (--recompute_layers) when that is new.
 void write_artifacts(const config::TrainerSpec& trainer, const TraceSummary& trace,
                      const PlannedTrainer& planned) {
   const PlannedTrainer* wafer = planned.wafer_plan.get();
-  if (wafer != nullptr && !wafer->from_cache) write_artifacts(trainer, trace, *wafer);
-  if (planned.from_cache) return;
+  if (wafer != nullptr && !artifacts_written(*wafer)) write_artifacts(trainer, trace, *wafer);
+  if (artifacts_written(planned)) return;
   storage::write_file_atomically(planned.directory / "report.json",
                                  compile_report_json(trainer, trace, planned).dump(2) + "\n");
   if (planned.plan.mapping.mode != compiler::ExecutionMode::none)

@@ -80,10 +80,15 @@ TEST_CASE("compile writes a plan with its report, kernel table and picture, then
   CHECK(read_file(plan / "kernels.tsv").find("kernel\tname\tnodes") == 0);
 
   std::string bytes = read_file(plan / "plan.bin");
+  // A report removed from the cache is written again when the plan is reused.
+  std::filesystem::remove(plan / "report.json");
+  std::filesystem::remove(plan / "placement.svg");
   auto second = run_csrun({"compile", params, "--fake_data", "-o", model_dir});
   REQUIRE(second.exit_code == 0);
   CHECK(second.out.find("(reused from the compile cache)") != std::string::npos);
   CHECK(read_file(plan / "plan.bin") == bytes);
+  CHECK(json::parse(read_file(plan / "report.json"))["plan"]["from_cache"] == true);
+  CHECK(read_file(plan / "placement.svg").find("<svg") == 0);
   // train finds the same plan and runs it.
   auto train = run_csrun({"train", params, "--fake_data", "-o", model_dir});
   CHECK(train.err.find("plan " + plan.string() + " (from the compile cache)") != std::string::npos);
