@@ -208,6 +208,7 @@ json estimate_json(const compiler::Estimate& e) {
           {"pe_utilization", e.pe_utilization},
           {"sram_bytes", e.sram_bytes},
           {"sram_capacity_bytes", e.sram_capacity},
+          {"spilled_bytes", e.spilled_bytes},
           {"micro_batch_size", e.micro_batch_size},
           {"micro_batches", e.micro_batches},
           {"bottleneck", e.bottleneck}};

@@ -71,6 +71,7 @@ TEST_CASE("compile writes a plan with its report, kernel table and picture, then
   json report = json::parse(read_file(plan / "report.json"));
   CHECK(report["mapping"]["mode"] == "weight_streaming");
   CHECK(report["mapping"]["estimate"]["samples_per_second"].get<double>() > 0.0);
+  CHECK(report["mapping"]["estimate"]["spilled_bytes"].get<std::int64_t>() >= 0);
   CHECK(report["plan"]["from_cache"] == false);
   const json& peak = report["memory"]["live_peak"];
   CHECK(peak["bytes"].get<std::int64_t>() > 0);
