@@ -202,6 +202,12 @@ void DataStream::connect(runner::RunSetup& setup) {
   };
 }
 
+void withdraw_earlier_rendezvous(const std::vector<config::TrainerSpec>& trainers) {
+  std::error_code ignored;
+  for (std::size_t i = 0; i < trainers.size(); ++i)
+    fs::remove(rendezvous_file(trainers[i], "", i), ignored);
+}
+
 stream::WorkerOptions data_worker_options(std::int64_t rank, const std::string& name) {
   stream::WorkerOptions options;
   options.rank = rank;

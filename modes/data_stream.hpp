@@ -63,6 +63,11 @@ class DataStream {
 // it offers shared memory unless CSRUN_STREAM_SHARED_MEMORY is 0. The caller adds the address.
 stream::WorkerOptions data_worker_options(std::int64_t rank, const std::string& name);
 
+// Removes the rendezvous files an earlier run with --stream_listen left in the trainers' model
+// dirs, as soon as a run starts: a worker started beside this run then waits for this run's file
+// instead of reading the earlier one's address and secret.
+void withdraw_earlier_rendezvous(const std::vector<config::TrainerSpec>& trainers);
+
 // The data worker side of an srun step (tasks other than 0): serves each trainer's coordinator
 // in turn. Returns the exit status.
 int serve_srun_trainers(const std::vector<config::TrainerSpec>& trainers,

@@ -285,6 +285,7 @@ int run_loop(const RunOptions& options, LoopKind kind) {
   const char* command = kind == LoopKind::train ? "train" : "eval";
   std::optional<CheckedRun> checked = validation_stage(options, command);
   if (!checked) return 1;
+  if (!options.stream_listen.empty()) withdraw_earlier_rendezvous(checked->run.trainers);
   std::optional<replicas::ReplicaGroup> joined;
   try {
     joined.emplace(replicas::ReplicaGroup::join());

@@ -14,11 +14,13 @@ stream::WorkerOptions worker_options(const WorkerCommand& command) {
   stream::WorkerOptions options = data_worker_options(command.rank, "csrun worker");
   options.address = command.address;
   if (!command.secret_file.empty()) {
-    std::optional<stream::Rendezvous> rendezvous = stream::read_rendezvous(command.secret_file);
-    if (!rendezvous)
-      throw std::runtime_error("cannot read the rendezvous file " + command.secret_file);
-    if (options.address.empty()) options.address = rendezvous->address;
-    options.secret = rendezvous->secret;
+    // A worker may start beside its coordinator, before the file is written (a coordinator
+    // removes an earlier run's file as it starts).
+    stream::Rendezvous rendezvous = stream::wait_for_rendezvous(
+        command.secret_file,
+        std::chrono::duration_cast<std::chrono::seconds>(options.connect_timeout));
+    if (options.address.empty()) options.address = rendezvous.address;
+    options.secret = rendezvous.secret;
     options.rendezvous_file = command.secret_file;
   } else if (const char* secret = std::getenv("CSRUN_STREAM_SECRET")) {
     options.secret = secret;

@@ -188,6 +188,16 @@ TEST_CASE("streaming: workers any launcher starts join a coordinator through --s
   // Stamped as the run log's lines, naming the process.
   CHECK(late.err.find(",") == 19);
   CHECK(late.err.find(" INFO:     csrun worker: the coordinator of ") == 23);
+
+  // The same command again, its worker started as soon as the rerun has removed the finished
+  // run's file (before it writes its own): the worker waits for the new file and serves it.
+  auto rerun = train_and_interrupt(params, 0, "--stream_listen 'tcp://127.0.0.1:*' --max_steps 320",
+                                   "[ ! -f '" + rendezvous.string() + "' ]", worker + " --rank 9 &",
+                                   dir.path() / "rerun");
+  std::string rerun_log = read_file(dir.path() / "rerun");
+  INFO(rerun.out << rerun_log);
+  CHECK(rerun.out.find("status=0") != std::string::npos);
+  CHECK(fs::exists(model_dir / "checkpoint_320.mdl"));
 }
 
 TEST_CASE("csrun worker: a missing secret or coordinator is a clear error") {
