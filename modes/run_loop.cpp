@@ -72,7 +72,11 @@ void use_micro_steps(runner::RunSetup& setup, const config::TrainerSpec& trainer
     micro.split.local_replicas = 1;
   }
   micro.normalizer_fields = std::move(split.normalizer_fields);
-  micro.simulated_step_seconds = setup.train->plan.mapping.estimate.step_seconds;
+  // On several systems a step takes the cluster's time: the systems' steps and SwarmX's
+  // broadcast of the weights and reduction of the gradients.
+  const compiler::Estimate& estimate = setup.train->plan.mapping.estimate;
+  micro.simulated_step_seconds =
+      replicas > 1 ? estimate.cluster_step_seconds : estimate.step_seconds;
   micro.why = host.reason;
   micro.program = {std::move(split.micro_step), split.fields, {}};
   setup.train = runner::StepProgram{std::move(split.update), std::move(split.fields), {}};

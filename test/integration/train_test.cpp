@@ -288,6 +288,28 @@ TEST_CASE("train --json and eval --json print one JSON document: steps, losses, 
         std::string::npos);
 }
 
+TEST_CASE("a run on two systems simulates the cluster's step, SwarmX included, as compile does") {
+  csrun::test::TempDir dir;
+  std::string params = dir.write("p.yaml", kRun);
+  std::string model_dir = (dir.path() / "model").string();
+  std::vector<std::string> cluster = {
+      "--fake_data", "-o", model_dir, "--num_csx", "2", "--execution_mode", "weight_streaming"};
+  std::vector<std::string> compile = {"compile", params, "--json"};
+  compile.insert(compile.end(), cluster.begin(), cluster.end());
+  auto compiled = run_csrun(compile);
+  REQUIRE(compiled.exit_code == 0);
+  double rate = nlohmann::json::parse(
+      compiled.out)["compiled"][0]["mapping"]["estimate"]["cluster_samples_per_second"];
+  std::vector<std::string> train = {"train", params, "--max_steps", "3"};
+  train.insert(train.end(), cluster.begin(), cluster.end());
+  auto trained = run_csrun(train);
+  INFO(trained.err);
+  REQUIRE(trained.exit_code == 0);
+  auto performance = nlohmann::json::parse(
+      read_file(fs::path(model_dir) / "cerebras_logs" / "latest" / "performance.json"));
+  CHECK(performance["simulated_samples_per_sec"].get<double>() == Approx(rate).epsilon(1e-9));
+}
+
 TEST_CASE("the GPU device is a clear error in a build without CUDA") {
   csrun::test::TempDir dir;
   std::string params = dir.write("p.yaml", kRun);
