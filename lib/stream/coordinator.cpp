@@ -317,7 +317,13 @@ struct Coordinator::State {
   }
 
   std::shared_ptr<SlotPool> shared_slots(const Worker& worker, const Message& ready) const {
-    if (ready.memfd < 0) return nullptr;
+    if (ready.memfd < 0) {
+      log(worker.name() +
+          " sends its batches in frames: it offers no shared memory (it runs on "
+          "another host, could not create the memory, or was started with "
+          "CSRUN_STREAM_SHARED_MEMORY=0)");
+      return nullptr;
+    }
     std::size_t largest = 0;
     for (const Stream& stream : streams)
       largest = std::max(largest, batch_bytes(stream));

@@ -180,6 +180,7 @@ TEST_CASE("streaming: workers any launcher starts join a coordinator through --s
   INFO(run.out << log);
   REQUIRE(run.out.find("status=0") != std::string::npos);
   CHECK(log.find("waiting for data workers at tcp://127.0.0.1:") != std::string::npos);
+  CHECK(log.find("sends its batches in frames: it offers no shared memory") != std::string::npos);
   expect_same_weights(reference / "checkpoint_300.mdl", model_dir / "checkpoint_300.mdl");
   CHECK(fs::status(rendezvous).permissions() == (fs::perms::owner_read | fs::perms::owner_write));
   auto late = run_csrun({"worker", "--secret_file", rendezvous.string()});
