@@ -205,8 +205,9 @@ struct Coordinator::State {
       for (std::uint64_t id : *ids)
         leases.erase(id);
     }
-    log(worker.name() + " " + why + "; " + std::to_string(tickets.reassigned.size()) +
-        " of its batches go to the other workers");
+    std::size_t given_back = tickets.reassigned.size();
+    log(worker.name() + " " + why + "; " + std::to_string(given_back) + " of its batches " +
+        (given_back == 1 ? "goes" : "go") + " back to the pool for the next free worker");
     if (children && worker.pid) children->kill(static_cast<pid_t>(worker.pid));
     // `identity` may be the erased entry's own key (restart_ended_children passes it): record
     // it before the entry goes.
