@@ -102,7 +102,8 @@ std::string split_text(const BatchSplit& split) {
                      (split.micro_batch == 1 ? " sample (" : " samples (");
   if (split.replicas > 1) text += std::to_string(split.replicas) + " replicas x ";
   return text + std::to_string(split.micro_batches_per_replica) +
-         " micro-batches) and one update with the sum of their gradients.";
+         (split.micro_batches_per_replica == 1 ? " micro-batch" : " micro-batches") +
+         ") and one update with the sum of their gradients.";
 }
 
 }  // namespace
