@@ -80,6 +80,7 @@ DataStream::DataStream(const config::TrainerSpec& trainer, const runner::RunSetu
 
   stream::CoordinatorOptions options;
   options.secret = stream::make_secret();
+  options.stop_requested = setup.stop_requested;
   options.credits = 4;
   options.worker_timeout = seconds_from("CSRUN_WORKER_TIMEOUT", 30);
   options.connect_timeout = seconds_from("CSRUN_WORKER_CONNECT_TIMEOUT", 120);
@@ -99,7 +100,11 @@ DataStream::DataStream(const config::TrainerSpec& trainer, const runner::RunSetu
     options.bind = context.listen;
     if (const char* secret = std::getenv("CSRUN_STREAM_SECRET"); secret && *secret)
       options.secret = secret;
-    publish(std::move(jobs), options, rendezvous_file(trainer, "", context.trainer_index));
+    std::string file = rendezvous_file(trainer, "", context.trainer_index);
+    options.start_workers_hint = "start workers with `csrun worker --secret_file " + file +
+                                 "` while the run waits, or run without --stream_listen to read "
+                                 "the data in this process or its own workers";
+    publish(std::move(jobs), options, file);
     log_stream("waiting for data workers at " + coordinators_.front()->address() +
                ": start them with `csrun worker --secret_file " + rendezvous_ + "`");
     return;

@@ -116,7 +116,8 @@ CLI::Validator stream_endpoint(bool any_port) {
                                            : "tcp://HOST:PORT (PORT 1 to 65535) or ipc://PATH";
         if (text.starts_with("ipc://") && text.size() > 6) return std::string();
         auto colon = text.rfind(':');
-        if (!text.starts_with("tcp://") || colon < 6)
+        // tcp:// and a HOST of at least one character before the colon.
+        if (!text.starts_with("tcp://") || colon == std::string::npos || colon <= 6)
           return "expected " + usage + ", got '" + text + "'";
         std::string port = text.substr(colon + 1);
         if (any_port && port == "*") return std::string();

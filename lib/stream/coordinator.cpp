@@ -103,6 +103,7 @@ struct Coordinator::State {
   std::optional<LocalWorkers> children;
   std::map<std::int64_t, int> failures_in_a_row;  // by local rank
   Clock::time_point alone_since = Clock::now();
+  bool joined = false;  // a worker has been ready at some time
   // The log of the loop whose batches are open (Coordinator::batches), and how many are.
   std::function<void(const std::string&)> loop_log;
   int loop_log_users = 0;
@@ -315,6 +316,7 @@ struct Coordinator::State {
     worker.slots = shared_slots(worker, message);
     worker.ready = true;
     scheduler.add_worker(identity);
+    joined = true;
   }
 
   std::shared_ptr<SlotPool> shared_slots(const Worker& worker, const Message& ready) const {
@@ -365,6 +367,11 @@ struct Coordinator::State {
   // ---- workers ----
 
   void supervise() {
+    if (!joined && options.stop_requested && options.stop_requested->load()) {
+      throw std::runtime_error(
+          "stopped on request (SIGTERM or SIGINT) while waiting for the "
+          "first data worker; nothing was read or trained");
+    }
     if (children) restart_ended_children();
     auto now = Clock::now();
     std::vector<std::string> silent;
@@ -376,13 +383,13 @@ struct Coordinator::State {
     }
     if (workers.empty() && now - alone_since > options.connect_timeout) {
       auto seconds = std::chrono::duration_cast<std::chrono::seconds>(options.connect_timeout);
+      std::string hint = !options.start_workers_hint.empty()
+                             ? options.start_workers_hint
+                             : "start workers with `csrun worker --connect " + address +
+                                   "` (secret in CSRUN_STREAM_SECRET), or set "
+                                   "num_workers_per_csx: 0 to read the data in this process";
       throw std::runtime_error("no data worker has been connected for " +
-                               std::to_string(seconds.count()) +
-                               " s; start workers with "
-                               "`csrun worker --connect " +
-                               address +
-                               "` (secret in CSRUN_STREAM_SECRET), or set num_workers_per_csx: 0 "
-                               "to read the data in this process");
+                               std::to_string(seconds.count()) + " s; " + hint);
     }
   }
 

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -28,6 +29,13 @@ struct CoordinatorOptions {
   std::function<void(const std::string&)> log;        // warnings and notes for the run's log
   data::SampleLedger* ledger = nullptr;
   bool more_follow = false;  // the bye tells workers another coordinator (trainer) follows
+  // How to start workers, for the error when none connects (empty: `csrun worker --connect`
+  // with the secret in CSRUN_STREAM_SECRET, or num_workers_per_csx: 0).
+  std::string start_workers_hint;
+  // Set (from a signal handler) when the run must stop: a coordinator that no worker has joined
+  // yet stops waiting for one (nothing has been read, so nothing is lost) instead of waiting out
+  // connect_timeout.
+  const std::atomic<bool>* stop_requested = nullptr;
 };
 
 // The coordinator of a run's data streaming: listens for data workers, authenticates them by

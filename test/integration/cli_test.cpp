@@ -124,6 +124,9 @@ TEST_CASE("usage errors exit with status 2") {
   auto seed = run_csrun({"validate", params, "--seed", "18446744073709551616"});
   CHECK(seed.exit_code == 2);
   CHECK(seed.err.find("--seed: expected an integer from -2^63 to 2^63-1") != std::string::npos);
+  auto no_host = run_csrun({"train", params, "--stream_listen", "tcp://:5555"});
+  CHECK(no_host.exit_code == 2);
+  CHECK(no_host.err.find("expected tcp://HOST:PORT") != std::string::npos);
   auto port = run_csrun({"train", params, "--stream_listen", "tcp://127.0.0.1:99999"});
   CHECK(port.exit_code == 2);
   CHECK(port.err.find("the port of 'tcp://127.0.0.1:99999' must be 1 to 65535 or *") !=

@@ -201,6 +201,24 @@ TEST_CASE("streaming: workers any launcher starts join a coordinator through --s
   CHECK(fs::exists(model_dir / "checkpoint_320.mdl"));
 }
 
+TEST_CASE("streaming: SIGTERM while no worker has joined yet stops the run at once") {
+  csrun::test::TempDir dir;
+  fs::path model_dir = dir.path() / "waiting";
+  std::string params = dir.write("waiting.yaml", params_text(model_dir, 10));
+  fs::path rendezvous = model_dir / "csrun-stream-0.rendezvous";
+  std::string script =
+      "CSRUN_WORKER_CONNECT_TIMEOUT=100 " + std::string(CSRUN_BINARY) + " train '" + params +
+      "' --fake_data --stream_listen 'tcp://127.0.0.1:*' " + ">'" + (dir.path() / "out").string() +
+      "' 2>&1 & pid=$!\n" + "for i in $(seq 1500); do [ -f '" + rendezvous.string() +
+      "' ] && break; sleep 0.02; done\nkill -TERM $pid; wait $pid; " + "echo status=$?\n";
+  auto run = csrun::test::run_process({"/bin/sh", "-c", script}, ".", 30);
+  std::string log = read_file(dir.path() / "out");
+  INFO(run.out << log);
+  CHECK(run.out.find("status=1") != std::string::npos);
+  CHECK(log.find("stopped on request (SIGTERM or SIGINT) while waiting for the first data "
+                 "worker") != std::string::npos);
+}
+
 TEST_CASE("csrun worker: a missing secret or coordinator is a clear error") {
   auto no_secret =
       csrun::test::run_process({"/usr/bin/env", "-u", "CSRUN_STREAM_SECRET", CSRUN_BINARY, "worker",
