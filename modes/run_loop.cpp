@@ -152,8 +152,7 @@ std::vector<std::string> checkpoints_to_evaluate(const config::TrainerSpec& trai
   if (trainer.validate_all && !trainer.validate_all->checkpoint_paths.empty()) {
     config::Diagnostics diagnostics;
     paths = runner::expand_checkpoint_patterns(trainer.validate_all->checkpoint_paths, diagnostics);
-    for (const config::Diagnostic& finding : diagnostics.all())
-      throw std::runtime_error(finding.to_string());
+    if (diagnostics.has_errors()) throw std::runtime_error(diagnostics.all().front().to_string());
     return paths;
   }
   std::string directory = trainer.checkpoint.checkpoint_root.value_or(trainer.model_dir);

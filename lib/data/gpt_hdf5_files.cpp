@@ -84,9 +84,14 @@ struct SampledIds {
       auto tokens = example.subspan(row * length, length);
       if (tokens.empty()) continue;
       auto [low, high] = std::ranges::minmax_element(tokens);
-      if (!largest || *high > largest->id) largest = IdSeen{*high, where};
-      if (!smallest || *low < smallest->id) smallest = IdSeen{*low, where};
+      merge({IdSeen{*high, where}, IdSeen{*low, where}});
     }
+  }
+
+  void merge(const SampledIds& other) {
+    if (other.largest && (!largest || other.largest->id > largest->id)) largest = other.largest;
+    if (other.smallest && (!smallest || other.smallest->id < smallest->id))
+      smallest = other.smallest;
   }
 };
 
@@ -360,11 +365,7 @@ DatasetFacts check_gpt_hdf5_files(const DataloaderSpec& loader, Diagnostics& dia
       examples += layout->examples;
       if (!layout->out_of_core) in_memory += layout->examples;
     }
-    SampledIds sampled = sampled_ids(files.front());
-    if (sampled.largest && (!ids.largest || sampled.largest->id > ids.largest->id))
-      ids.largest = sampled.largest;
-    if (sampled.smallest && (!ids.smallest || sampled.smallest->id < ids.smallest->id))
-      ids.smallest = sampled.smallest;
+    ids.merge(sampled_ids(files.front()));
   }
   bool all_checked = std::all_of(
       loader.data_dirs.begin(), loader.data_dirs.end(),
