@@ -51,7 +51,9 @@ int worker(const WorkerCommand& command) {
       log.info("the coordinator of " + command.secret_file + " has finished; nothing to do");
       return 0;
     }
-    stream::WorkerEnd end = stream::run_worker(worker_options(command));
+    stream::WorkerOptions options = worker_options(command);
+    options.log = [&log](const std::string& text) { log.info(text); };
+    stream::WorkerEnd end = stream::run_worker(options);
     if (end == stream::WorkerEnd::coordinator_gone) log.info("the coordinator went away; exiting");
     return 0;
   } catch (const std::exception& error) {

@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <stdexcept>
 #include <vector>
 
 #include "loader_job.hpp"
@@ -55,6 +56,14 @@ class BatchReader {
   std::vector<std::int64_t> order_;
 };
 
+// What BatchSource::next() throws when the run was asked to stop while the source waited for a
+// batch that nobody is producing (its data workers all gone): nothing of the batch was read, and
+// the run stops as it does between steps.
+class StoppedWaiting : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
 // The batches of one dataloader in the run's order, wherever they are produced: read in this
 // process, or streamed from data workers.
 class BatchSource {
@@ -63,7 +72,7 @@ class BatchSource {
   virtual std::int64_t samples() const = 0;  // per epoch
   // The next `count` batches are read from `at` on; a source may produce them ahead.
   virtual void seek(BatchPosition at, std::int64_t count) = 0;
-  // The next batch; valid until the next call.
+  // The next batch; valid until the next call. Throws StoppedWaiting (see there).
   virtual const BatchView& next() = 0;
 };
 

@@ -44,7 +44,8 @@ json encode_job(const LoaderJob& job) {
           {"batch_size", job.batch_size},
           {"seed", job.seed},
           {"share", job.share},
-          {"shares", job.shares}};
+          {"shares", job.shares},
+          {"directory", job.directory}};
 }
 
 LoaderJob decode_job(const json& in) {
@@ -74,6 +75,7 @@ LoaderJob decode_job(const json& in) {
   job.seed = in.at("seed").get<std::uint64_t>();
   job.share = in.at("share").get<std::int64_t>();
   job.shares = in.at("shares").get<std::int64_t>();
+  job.directory = in.at("directory").get<std::string>();
   if (job.batch_size <= 0) throw std::runtime_error("its batch size is not positive");
   if (job.shares <= 0 || job.batch_size % job.shares != 0 || job.share < 0 ||
       job.share >= job.shares) {

@@ -23,6 +23,9 @@ struct LoaderJob {
   std::uint64_t seed = 0;
   std::int64_t share = 0;
   std::int64_t shares = 1;
+  // What the loader's relative paths (data_dir, vocabulary files) are relative to: the
+  // coordinator's working directory for a data worker; empty: the reader's own.
+  std::string directory{};
 
   // The samples of the job's share of a batch.
   std::int64_t rows() const { return batch_size / shares; }

@@ -287,9 +287,26 @@ struct TrainingLoop::State {
   }
 
   // The next step's batch: each feed's share of it, valid until the next call.
+  // A stop request while the data waits for workers that went away ends the wait, and the run
+  // stops as between steps, at the step before this batch.
   std::span<const data::BatchView* const> next_train_batch() {
-    for (std::size_t i = 0; i < train_feeds.size(); ++i)
-      train_batch[i] = &train_feeds[i].next();
+    std::vector<data::BatchPosition> before;
+    for (const BatchFeed& feed : train_feeds)
+      before.push_back(feed.position());
+    try {
+      for (std::size_t i = 0; i < train_feeds.size(); ++i)
+        train_batch[i] = &train_feeds[i].next();
+    } catch (const data::StoppedWaiting& stopped) {
+      for (std::size_t i = 0; i < train_feeds.size(); ++i)
+        train_feeds[i].seek(before[i]);
+      // The other ranks are in the step's collectives, where this rank cannot meet them.
+      if (setup.group && setup.group->size() > 1)
+        throw std::runtime_error(std::string(stopped.what()) +
+                                 "; a rank cannot checkpoint alone, so a rerun resumes from "
+                                 "the last checkpoint written");
+      log.info("The run " + std::string(stopped.what()) + ".");
+      stop();
+    }
     return train_batch;
   }
 
@@ -498,6 +515,15 @@ struct TrainingLoop::State {
     eval_split_logged = true;
   }
 
+  // Null when the run was asked to stop while the data waited for workers that went away.
+  static const data::BatchView* next_or_stopped(BatchFeed& feed) {
+    try {
+      return &feed.next();
+    } catch (const data::StoppedWaiting&) {
+      return nullptr;
+    }
+  }
+
   // Empty when the process was asked to stop: an evaluation can take hours, and a scheduler's
   // SIGTERM gives a run seconds; the training state it evaluates is unchanged, so fit stops (and
   // checkpoints) right after.
@@ -533,11 +559,12 @@ struct TrainingLoop::State {
       if (asked_to_stop()) return std::nullopt;
       run.batch = run.done = b;
       call(&Callback::on_eval_batch_start);
-      const data::BatchView& batch = feed.next();
+      const data::BatchView* batch = next_or_stopped(feed);
+      if (!batch) return std::nullopt;
       // The batch's loss, as a log line shows it: the mean of its runs' (each of as many rows).
       double batch_loss = 0.0;
       for (std::int64_t part = 0; part < setup.eval_host_batches.runs; ++part) {
-        inputs.write(step, batch, part * rows, rows);
+        inputs.write(step, *batch, part * rows, rows);
         step.run();
         totals.add(step);
         double part_loss = step.scalar(loss);

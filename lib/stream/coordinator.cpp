@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <map>
 #include <optional>
 #include <set>
@@ -41,6 +42,14 @@ std::string peer_address(zmq::message_t& frame) {
   } catch (const zmq::error_t&) {
     return "a local peer";
   }
+}
+
+// Workers started elsewhere (by hand, by another launcher) read the relative paths of the
+// params from this process's directory, as this process and its local children do.
+std::vector<data::LoaderJob> read_from_here(std::vector<data::LoaderJob> jobs) {
+  for (data::LoaderJob& job : jobs)
+    if (job.directory.empty()) job.directory = std::filesystem::current_path().string();
+  return jobs;
 }
 
 std::string worker_name(std::int64_t rank, std::int64_t pid) {
@@ -110,7 +119,7 @@ struct Coordinator::State {
 
   State(std::vector<data::LoaderJob> jobs, CoordinatorOptions coordinator_options)
       : options(std::move(coordinator_options)),
-        jobs_text(data::encode_loader_jobs(jobs)),
+        jobs_text(data::encode_loader_jobs(read_from_here(jobs))),
         scheduler(jobs.size(), options.credits) {
     for (const data::LoaderJob& job : jobs)
       streams.emplace_back().job = job;
@@ -285,13 +294,24 @@ struct Coordinator::State {
       reject(identity, "wrong secret");
       return;
     }
-    std::int64_t rank = message.rank >= 0 ? message.rank : next_rank;
+    std::int64_t rank = message.rank >= 0 && !holder_of(message.rank) ? message.rank : next_rank;
     next_rank = std::max(next_rank, rank + 1);
     Worker worker{rank, message.pid, false, Clock::now(), nullptr};
+    if (message.rank >= 0 && rank != message.rank) {
+      log(worker.name() + " asked for rank " + std::to_string(message.rank) + ", which " +
+          holder_of(message.rank)->name() + " has: it is numbered " + std::to_string(rank) +
+          " in this run's log and ledger");
+    }
     Message reply = make_message(MessageType::welcome);
     reply.text = jobs_text;
     reply.rank = rank;
     if (send(identity, reply)) workers.emplace(identity, worker);
+  }
+
+  const Worker* holder_of(std::int64_t rank) const {
+    for (const auto& [identity, worker] : workers)
+      if (worker.rank == rank) return &worker;
+    return nullptr;
   }
 
   void ready(const std::string& identity, Worker& worker, const Message& message) {
@@ -366,8 +386,10 @@ struct Coordinator::State {
 
   // ---- workers ----
 
+  bool stopping() const { return options.stop_requested && options.stop_requested->load(); }
+
   void supervise() {
-    if (!joined && options.stop_requested && options.stop_requested->load()) {
+    if (!joined && stopping()) {
       throw std::runtime_error(
           "stopped on request (SIGTERM or SIGINT) while waiting for the "
           "first data worker; nothing was read or trained");
@@ -391,6 +413,13 @@ struct Coordinator::State {
       throw std::runtime_error("no data worker has been connected for " +
                                std::to_string(seconds.count()) + " s; " + hint);
     }
+    // Waiting on for a replacement would outlast a scheduler's grace period (and lose the steps
+    // since the last checkpoint); the loop checkpoints the steps it has taken instead.
+    if (workers.empty() && stopping()) {
+      throw data::StoppedWaiting(
+          "stopped on request (SIGTERM or SIGINT) while waiting for a data worker to replace "
+          "those that went away");
+    }
   }
 
   void restart_ended_children() {
@@ -404,6 +433,7 @@ struct Coordinator::State {
       } else {
         drop(connected->first, "ended (" + exit.status + ")");
       }
+      if (stopping()) continue;  // the run ends: a worker started now would serve nothing
       if (++failures_in_a_row[exit.rank] >= 3) {
         throw std::runtime_error("data worker " + std::to_string(exit.rank) +
                                  " ended 3 times in a row without producing a batch (last: " +

@@ -4,6 +4,7 @@
 #include <zmq.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <optional>
 #include <stdexcept>
 #include <vector>
@@ -107,6 +108,10 @@ class Session {
     }
     switch (message.type) {
       case MessageType::welcome:
+        if (options_.rank >= 0 && message.rank != options_.rank && options_.log) {
+          options_.log("another worker of this run has rank " + std::to_string(options_.rank) +
+                       ": this one is data worker " + std::to_string(message.rank));
+        }
         open(message.text);
         return std::nullopt;
       case MessageType::request:
@@ -127,7 +132,9 @@ class Session {
     welcomed_ = true;
     Message ready = make_message(MessageType::ready);
     try {
-      for (const data::LoaderJob& job : data::decode_loader_jobs(jobs_text)) {
+      std::vector<data::LoaderJob> jobs = data::decode_loader_jobs(jobs_text);
+      if (!jobs.empty()) enter_directory(jobs.front().directory);
+      for (const data::LoaderJob& job : jobs) {
         producers_.emplace_back(job);
         ready.values.push_back(producers_.back().reader.samples());
       }
@@ -186,7 +193,26 @@ class Session {
     stream::send(socket_, frame);
   }
 
-  [[noreturn]] void fail(std::uint64_t ticket, const std::string& what) {
+  // The coordinator's directory, where the params' relative paths are read from; a host that
+  // lacks it reads them from this worker's directory, which a failure then names.
+  void enter_directory(const std::string& directory) {
+    namespace fs = std::filesystem;
+    std::error_code error;
+    fs::path here = fs::current_path(error);
+    if (directory.empty() || fs::equivalent(directory, here, error)) return;
+    fs::current_path(directory, error);
+    if (!error) {
+      if (options_.log)
+        options_.log("reading the params' relative paths from the coordinator's directory " +
+                     directory);
+      return;
+    }
+    elsewhere_ = "relative paths are read from this worker's directory " + here.string() +
+                 ", since the coordinator's, " + directory + ", is not on this host";
+  }
+
+  [[noreturn]] void fail(std::uint64_t ticket, const std::string& reason) {
+    std::string what = elsewhere_.empty() ? reason : reason + " (" + elsewhere_ + ")";
     Message failure = make_message(MessageType::failure);
     failure.text = what;
     failure.ticket = ticket;
@@ -204,6 +230,7 @@ class Session {
   zmq::socket_t socket_{context_, zmq::socket_type::dealer};
   zmq::socket_t monitor_{context_, zmq::socket_type::pair};
   bool welcomed_ = false;
+  std::string elsewhere_;  // why relative paths are not read where the coordinator reads them
   std::vector<Producer> producers_;
   std::optional<SharedSlots> slots_;
 };

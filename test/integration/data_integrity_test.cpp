@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "data/hdf5_file.hpp"
+#include "support/mnist_files.hpp"
 #include "support/process.hpp"
 #include "support/temp_dir.hpp"
 
@@ -18,24 +19,11 @@ namespace fs = std::filesystem;
 
 namespace {
 
-void big_endian(std::ofstream& out, std::uint32_t value) {
-  for (int shift = 24; shift >= 0; shift -= 8)
-    out.put(static_cast<char>((value >> shift) & 0xFF));
-}
-
 // MNIST IDX files of `count` blank images whose last label is `last_label`.
 void write_mnist(const fs::path& directory, std::uint32_t count, unsigned char last_label) {
-  fs::create_directories(directory);
-  std::ofstream images(directory / "train-images-idx3-ubyte", std::ios::binary);
-  for (std::uint32_t value : {0x803u, count, 28u, 28u})
-    big_endian(images, value);
-  const std::string blank(28 * 28, '\0');
-  for (std::uint32_t i = 0; i < count; ++i)
-    images << blank;
-  std::ofstream labels(directory / "train-labels-idx1-ubyte", std::ios::binary);
-  big_endian(labels, 0x801);
-  big_endian(labels, count);
-  labels << std::string(count - 1, '\3') << static_cast<char>(last_label);
+  std::vector<unsigned char> labels(count, 3);
+  labels.back() = last_label;
+  csrun::test::write_mnist_files(directory, std::vector<unsigned char>(count * 28 * 28, 0), labels);
 }
 
 std::string mnist_params(const fs::path& data) {

@@ -17,6 +17,7 @@
 #include "runner/checkpoint.hpp"
 #include "support/event_reader.hpp"
 #include "support/golden_curves.hpp"
+#include "support/mnist_files.hpp"
 #include "support/process.hpp"
 #include "support/temp_dir.hpp"
 
@@ -36,27 +37,18 @@ std::map<std::string, std::vector<double>> batch_rows(const test::GoldenCurve& c
   return rows;
 }
 
-void write_be32(std::ofstream& out, std::uint32_t value) {
-  for (int shift = 24; shift >= 0; shift -= 8)
-    out.put(static_cast<char>((value >> shift) & 0xFF));
-}
-
 // MNIST IDX files: the normalized inputs turned back into the grey levels they came from.
 std::string write_mnist(const fs::path& dir,
                         const std::map<std::string, std::vector<double>>& rows) {
   const std::vector<double>& input = rows.at("input");
   const std::vector<double>& labels = rows.at("labels");
-  auto count = static_cast<std::uint32_t>(labels.size());
-  std::ofstream images(dir / "train-images-idx3-ubyte", std::ios::binary);
-  for (std::uint32_t word : {0x803u, count, 28u, 28u})
-    write_be32(images, word);
+  std::vector<unsigned char> pixels;
   for (double x : input)
-    images.put(static_cast<char>(std::lround((x * 0.3081 + 0.1307) * 255.0)));
-  std::ofstream label_file(dir / "train-labels-idx1-ubyte", std::ios::binary);
-  for (std::uint32_t word : {0x801u, count})
-    write_be32(label_file, word);
+    pixels.push_back(static_cast<unsigned char>(std::lround((x * 0.3081 + 0.1307) * 255.0)));
+  std::vector<unsigned char> label_bytes;
   for (double label : labels)
-    label_file.put(static_cast<char>(label));
+    label_bytes.push_back(static_cast<unsigned char>(label));
+  csrun::test::write_mnist_files(dir, pixels, label_bytes);
   return "{data_processor: MNISTDataProcessor, data_dir: '" + dir.string() + "'";
 }
 

@@ -7,6 +7,7 @@
 #include <sstream>
 #include <thread>
 
+#include "support/mnist_files.hpp"
 #include "support/process.hpp"
 #include "support/same_weights.hpp"
 #include "support/temp_dir.hpp"
@@ -217,6 +218,98 @@ TEST_CASE("streaming: SIGTERM while no worker has joined yet stops the run at on
   CHECK(run.out.find("status=1") != std::string::npos);
   CHECK(log.find("stopped on request (SIGTERM or SIGINT) while waiting for the first data "
                  "worker") != std::string::npos);
+}
+
+TEST_CASE(
+    "streaming: SIGTERM while waiting for a worker to replace one that went away "
+    "checkpoints the steps taken and stops at once") {
+  csrun::test::TempDir dir;
+  fs::path model_dir = dir.path() / "left";
+  std::string params = dir.write("left.yaml", params_text(model_dir, 100000));
+  fs::path rendezvous = model_dir / "csrun-stream-0.rendezvous";
+  fs::path ledger = dir.path() / "ledger.tsv";
+  fs::path out = dir.path() / "out";
+  auto wait_for = [](const std::string& condition) {
+    return "for i in $(seq 1500); do " + condition + " && break; sleep 0.02; done\n";
+  };
+  // The only worker is killed once 20 batches are read; once the run has dropped it (2 s of
+  // silence), it waits for another (up to 100 s), and is asked to stop.
+  std::string script =
+      "CSRUN_WORKER_TIMEOUT=2 CSRUN_WORKER_CONNECT_TIMEOUT=100 " + std::string(CSRUN_BINARY) +
+      " train '" + params + "' --fake_data --stream_listen 'tcp://127.0.0.1:*' --sample_ledger '" +
+      ledger.string() + "' >'" + out.string() + "' 2>&1 & pid=$!\n" +
+      wait_for("[ -f '" + rendezvous.string() + "' ]") + CSRUN_BINARY + " worker --secret_file '" +
+      rendezvous.string() + "' >/dev/null 2>&1 & worker=$!\n" +
+      wait_for("[ \"$(wc -l <'" + ledger.string() + "' 2>/dev/null || echo 0)\" -gt 320 ]") +
+      "kill -KILL $worker\n" + wait_for("grep -q 'stopped answering' '" + out.string() + "'") +
+      "kill -TERM $pid; wait $pid; echo status=$?\n";
+  auto run = csrun::test::run_process({"/bin/sh", "-c", script}, ".", 60);
+  std::string log = read_file(out);
+  INFO(run.out << log);
+  REQUIRE(run.out.find("status=143") != std::string::npos);
+  CHECK(log.find("while waiting for a data worker to replace those that went away") !=
+        std::string::npos);
+  std::size_t at = log.find("Stopped at step ");
+  REQUIRE(at != std::string::npos);
+  int step = std::stoi(log.substr(at + 16));
+  REQUIRE(fs::exists(model_dir / ("checkpoint_" + std::to_string(step) + ".mdl")));
+
+  // The checkpoint holds the data position of the steps taken: resuming (reading in this process)
+  // trains what an uninterrupted run does.
+  auto resumed = run_csrun({"train", params, "--fake_data", "--num_workers_per_csx", "0",
+                            "--max_steps", std::to_string(step + 5)});
+  INFO(resumed.out << resumed.err);
+  REQUIRE(resumed.exit_code == 0);
+  fs::path reference = train(dir, "reference", 0, step + 5);
+  std::string last = "checkpoint_" + std::to_string(step + 5) + ".mdl";
+  expect_same_weights(reference / last, model_dir / last);
+}
+
+TEST_CASE(
+    "streaming: a worker started in another directory reads the params' relative "
+    "data_dir from the coordinator's, and names both where it cannot") {
+  csrun::test::TempDir dir;
+  fs::path run_dir = dir.path() / "run";
+  fs::create_directories(dir.path() / "elsewhere");
+  std::vector<unsigned char> labels(64);
+  for (std::size_t i = 0; i < labels.size(); ++i)
+    labels[i] = static_cast<unsigned char>(i % 10);
+  csrun::test::write_mnist_files(run_dir / "digits", std::vector<unsigned char>(64 * 784, 9),
+                                 labels);
+  std::string params = dir.write(
+      "p.yaml",
+      "trainer:\n  init:\n    device: CPU\n    model_dir: " + (dir.path() / "model").string() +
+          "\n    model: {name: fc_mnist, hidden_sizes: [8]}\n    optimizer: {SGD: {lr: "
+          "0.1}}\n    loop: {max_steps: 20}\n  fit:\n    train_dataloader: "
+          "{data_processor: MNISTDataProcessor, batch_size: 4, data_dir: digits}\n");
+  fs::path rendezvous = dir.path() / "model" / "csrun-stream-0.rendezvous";
+  // The run in run/, its worker in elsewhere/; `between` runs once the rendezvous file is there.
+  auto train_with_worker_elsewhere = [&](const std::string& between) {
+    std::string script =
+        "cd '" + run_dir.string() + "' && CSRUN_WORKER_CONNECT_TIMEOUT=30 " + CSRUN_BINARY +
+        " train '" + params + "' --stream_listen 'tcp://127.0.0.1:*' 2>&1 & pid=$!\n" +
+        "for i in $(seq 1500); do [ -f '" + rendezvous.string() +
+        "' ] && break; sleep 0.02; done\n" + between + "\ncd '" +
+        (dir.path() / "elsewhere").string() + "' && " + CSRUN_BINARY + " worker --secret_file '" +
+        rendezvous.string() + "' 2>&1\nwait $pid; echo status=$?\n";
+    return csrun::test::run_process({"/bin/sh", "-c", script}, ".", 60);
+  };
+  auto served = train_with_worker_elsewhere("");
+  INFO(served.out);
+  CHECK(served.out.find("status=0") != std::string::npos);
+  CHECK(served.out.find("reading the params' relative paths from the coordinator's directory " +
+                        run_dir.string()) != std::string::npos);
+
+  // The coordinator's directory is gone (as on a host without it): the worker reads from its
+  // own, and its error says so.
+  fs::remove_all(dir.path() / "model");
+  auto failed = train_with_worker_elsewhere("mv '" + run_dir.string() + "' '" +
+                                            (dir.path() / "moved").string() + "'");
+  INFO(failed.out);
+  CHECK(failed.out.find("status=1") != std::string::npos);
+  CHECK(failed.out.find("(relative paths are read from this worker's directory " +
+                        (dir.path() / "elsewhere").string() + ", since the coordinator's, " +
+                        run_dir.string() + ", is not on this host)") != std::string::npos);
 }
 
 TEST_CASE("csrun worker: a missing secret or coordinator is a clear error") {

@@ -39,12 +39,13 @@ data::LoaderJob fake_mnist_job(std::int64_t share = 0, std::int64_t shares = 1) 
 // A real data worker in a thread of its own, as `csrun worker` runs it.
 struct WorkerThread {
   std::thread thread;
-  explicit WorkerThread(const std::string& address, bool shared_memory = true) {
-    thread = std::thread([address, shared_memory] {
+  explicit WorkerThread(const std::string& address, bool shared_memory = true,
+                        std::int64_t rank = 0) {
+    thread = std::thread([address, shared_memory, rank] {
       stream::WorkerOptions options;
       options.address = address;
       options.secret = kSecret;
-      options.rank = 0;
+      options.rank = rank;
       options.shared_memory = shared_memory;
       // Well inside the 1 s a test may give a silent worker, even on a loaded machine.
       options.heartbeat = std::chrono::milliseconds(100);
@@ -238,6 +239,46 @@ TEST_CASE("a worker that stops answering has its batches produced by another") {
 
   worker.emplace(coordinator.address());
   expect_in_process_batches(*batches, {0, 0}, 6, false);
+  CHECK(logged(log, "stopped answering for 1 s"));
+}
+
+TEST_CASE("a worker that asks for a rank another worker has is numbered apart") {
+  test::TempDir dir;
+  std::vector<std::string> log;
+  stream::CoordinatorOptions options = options_in(dir, &log);
+  std::optional<WorkerThread> first, second;  // they end after the coordinator's bye
+  stream::Coordinator coordinator({fake_mnist_job()}, options);
+  first.emplace(coordinator.address(), true, 7);
+  second.emplace(coordinator.address(), true, 7);
+  auto batches = coordinator.batches(fake_mnist_job());
+  batches->seek({0, 0}, 1000);
+  const std::string renumbered = "asked for rank 7, which data worker 7 (pid " +
+                                 std::to_string(::getpid()) +
+                                 ") has: it is numbered 8 in this run's log and ledger";
+  for (int b = 0; b < 1000 && !logged(log, renumbered); ++b)
+    batches->next();
+  CHECK(logged(log, "data worker 8 (pid " + std::to_string(::getpid()) + ") " + renumbered));
+}
+
+TEST_CASE("a stop request ends the wait for a batch once no worker is left to produce it") {
+  test::TempDir dir;
+  std::vector<std::string> log;
+  stream::CoordinatorOptions options = options_in(dir, &log);
+  options.worker_timeout = 1s;
+  std::atomic<bool> stop{false};
+  options.stop_requested = &stop;
+  stream::Coordinator coordinator({fake_mnist_job()}, options);
+
+  Peer stalled(coordinator.address());
+  stalled.join();
+  auto batches = coordinator.batches(fake_mnist_job());
+  CHECK(batches->samples() == 1 << 16);  // it has joined
+  batches->seek({0, 0}, 2);
+  stop = true;
+  // While the stalled worker counts as alive, the wait goes on; once it is dropped, nobody is
+  // left to produce the batch, and the wait ends (where it waited out connect_timeout and threw
+  // its error).
+  CHECK_THROWS_AS(batches->next(), data::StoppedWaiting);
   CHECK(logged(log, "stopped answering for 1 s"));
 }
 
