@@ -2,7 +2,9 @@
 // accepts, as the Markdown the docs hold (docs/models.md, data.md and params.md are regenerated
 // from it by scripts/docs_keys.py).
 
+#include <algorithm>
 #include <iostream>
+#include <span>
 #include <sstream>
 
 #include "config/class_catalog.hpp"
@@ -104,6 +106,15 @@ void list_names(std::ostream& out) {
   out << "\n";
 }
 
+// A params file must spell model and processor names as the Model Zoo registers them; asking
+// about one takes any case, as it does for class names.
+std::string as_registered(const std::string& name, std::span<const std::string> registered) {
+  if (std::ranges::find(registered, name) != registered.end()) return name;
+  for (const std::string& known : registered)
+    if (config::lowercase(known) == config::lowercase(name)) return known;
+  return name;
+}
+
 }  // namespace
 
 int keys(const KeysCommand& command) {
@@ -111,26 +122,27 @@ int keys(const KeysCommand& command) {
     list_names(std::cout);
     return 0;
   }
-  if (const models::ModelDefinition* model = models::find_model(command.name)) {
+  std::vector<std::string> names = models::model_names();
+  for (const std::string& name : data::processor_names())
+    names.push_back(name);
+  std::string name = as_registered(command.name, names);
+  if (const models::ModelDefinition* model = models::find_model(name)) {
     std::cout << model_keys(*model);
     return 0;
   }
-  if (const data::ProcessorDefinition* processor = data::find_processor(command.name)) {
+  if (const data::ProcessorDefinition* processor = data::find_processor(name)) {
     std::cout << processor_keys(*processor);
     return 0;
   }
   for (const config::ClassCatalog* catalog : catalogs()) {
-    if (const config::ClassEntry* entry = catalog->find(command.name)) {
+    if (const config::ClassEntry* entry = catalog->find(name)) {
       std::cout << class_keys(*catalog, *entry);
       return 0;
     }
   }
-  std::vector<std::string> names = models::model_names();
-  for (const std::string& name : data::processor_names())
-    names.push_back(name);
   for (const config::ClassCatalog* catalog : catalogs()) {
-    for (const std::string& name : catalog->names())
-      names.push_back(name);
+    for (const std::string& class_name : catalog->names())
+      names.push_back(class_name);
   }
   auto suggestion = config::closest_match(command.name, names);
   std::cerr << "csrun config keys: nothing is named '" << command.name << "'"

@@ -1,20 +1,10 @@
 #include "class_catalog.hpp"
 
-#include <algorithm>
-#include <cctype>
-
 #include "spelling.hpp"
 
 namespace csrun::config {
 
 namespace {
-
-std::string lowercase(std::string_view text) {
-  std::string result(text);
-  std::transform(result.begin(), result.end(), result.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return result;
-}
 
 std::string key_list(const Node& map) {
   return python_list(map.keys());

@@ -8,13 +8,6 @@ namespace csrun::config {
 
 namespace {
 
-std::string lowercase(std::string_view word) {
-  std::string lower(word);
-  for (char& c : lower)
-    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return lower;
-}
-
 // Optimal string alignment distance: insertions, deletions, substitutions, transpositions. Three
 // rows of the table are enough, as a transposition looks two rows back.
 std::size_t edit_distance(std::string_view a, std::string_view b) {
@@ -40,6 +33,13 @@ std::size_t tolerance(std::string_view word) {
 }
 
 }  // namespace
+
+std::string lowercase(std::string_view word) {
+  std::string lower(word);
+  for (char& c : lower)
+    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return lower;
+}
 
 std::optional<std::string> closest_match(std::string_view word,
                                          std::span<const std::string> candidates) {

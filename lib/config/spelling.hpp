@@ -7,6 +7,10 @@
 
 namespace csrun::config {
 
+// `word` in lower case (ASCII): names the Model Zoo matches case-insensitively (optimizers,
+// schedulers, callbacks) are compared so.
+std::string lowercase(std::string_view word);
+
 // The candidate a misspelled `word` most likely meant (case-insensitive edit distance with
 // transpositions), or nothing when no candidate is close enough to be a typo.
 std::optional<std::string> closest_match(std::string_view word,

@@ -41,12 +41,6 @@ const std::map<std::string, std::string>& core_callbacks() {
   return core;
 }
 
-std::string lowercase(std::string text) {
-  std::transform(text.begin(), text.end(), text.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return text;
-}
-
 void report_unknown_keys(const Node& map, const std::vector<std::string>& known,
                          const std::string& what, Diagnostics& diagnostics) {
   for (const Node::Entry& entry : map.entries()) {

@@ -337,6 +337,11 @@ TEST_CASE("config convert refuses a file with errors, and config keys names what
   auto gpt2 = run_csrun({"config", "keys", "gpt2"});
   CHECK(gpt2.out.find("| `vocab_size` | an integer ≥ 1 and ≤ 1048576 | **required** |") !=
         std::string::npos);
+  // Any case finds a model or a processor, as it finds a class.
+  CHECK(run_csrun({"config", "keys", "GPT2"}).out == gpt2.out);
+  auto processor = run_csrun({"config", "keys", "mnistdataprocessor"});
+  CHECK(processor.exit_code == 0);
+  CHECK(processor.out == run_csrun({"config", "keys", "MNISTDataProcessor"}).out);
   auto adamw = run_csrun({"config", "keys", "adamw"});
   CHECK(adamw.out.find("| `correct_bias` | a boolean (true or false) | true |") !=
         std::string::npos);
