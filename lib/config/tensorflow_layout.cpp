@@ -90,7 +90,18 @@ class TensorflowTranslator {
       for (const char* key : {"data_format", "log_image_summaries"}) {
         drop(model, key, std::string(key) + " is a TensorFlow-era model key");
       }
+      default_unet_metrics(model);
     }
+  }
+
+  // The TensorFlow UNet's default eval_metrics hold MPCA, which the PyTorch ones do not.
+  void default_unet_metrics(Node& model) {
+    if (model.contains("eval_metrics")) return;
+    std::string path = join_path(model.path(), "eval_metrics");
+    Node metrics = Node::make_list(model.mark(), path);
+    for (const char* name : {"mIOU", "DSC", "MPCA", "Acc"})
+      metrics.push_back(Node::make_string(name, model.mark(), path));
+    model.set("eval_metrics", std::move(metrics), model.mark());
   }
 
   // The TensorFlow GPT and BERT models read the vocabulary size from train_input.

@@ -429,7 +429,6 @@ ModelOutputs build_bert(ModelBuild& b, const std::string& model_name) {
   graph::Tensor labels = graph::reshape(b.input("masked_lm_labels"), {batch * predictions});
   graph::Tensor weights = graph::reshape(b.input("masked_lm_weights"), {batch * predictions});
   graph::Tensor mlm_total = graph::sum(nn::cross_entropy(logits, labels) * weights);
-  graph::Tensor masked = graph::maximum(graph::sum(weights), 1.0);
   // precomputed_num_masked: the Model Zoo's data scales each batch's weights by
   // batch / sum(weights) and divides by the batch, which is the mean over the masked tokens.
   graph::Tensor mlm_loss =
@@ -441,8 +440,14 @@ ModelOutputs build_bert(ModelBuild& b, const std::string& model_name) {
   result.loss = mlm_loss * p.number("mlm_loss_weight");
   graph::Tensor mlm_hits =
       graph::cast(graph::equal(graph::argmax(logits, -1), labels), graph::DType::f32);
-  if (p.flag("compute_eval_metrics"))
-    result.metrics.push_back({"eval/accuracy_masked_lm", graph::sum(mlm_hits * weights) / masked});
+  if (p.flag("compute_eval_metrics")) {
+    graph::Tensor weight_total = graph::sum(weights);
+    result.metrics.push_back({"eval/accuracy_masked_lm",
+                              ratio_metric({graph::sum(mlm_hits * weights)}, {weight_total}),
+                              nn::MetricAverage::ratio});
+    result.metrics.push_back({"eval/mlm_perplexity", ratio_metric({mlm_total}, {weight_total}),
+                              nn::MetricAverage::exp_of_ratio});
+  }
   if (p.flag("disable_nsp")) return result;
 
   graph::Tensor pooled = bert_pooler(p, encoder, encoding);

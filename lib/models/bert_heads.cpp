@@ -1,7 +1,11 @@
 // The Model Zoo's BERT fine-tuning networks: the BERT encoder (model.bert) under a sequence
 // classifier, a token classifier or an extractive-summarization head (model.classifier).
 
+#include <fstream>
+#include <sstream>
+
 #include "config/param_types.hpp"
+#include "config/yaml_reader.hpp"
 #include "layer_params.hpp"
 #include "model_definitions.hpp"
 #include "nn/initializers.hpp"
@@ -143,9 +147,77 @@ BatchLayout token_classifier_layout(const ModelParams& params, std::int64_t batc
                       {"loss_mask", {tokens, graph::DType::i32}, 2}});
 }
 
-// The label ids whose F1 the Model Zoo averages: those of "B" and "I" in its NER label vocabulary
-// ([PAD] 0, B 1, I 2, O 3, X 4, [CLS] 5, [SEP] 6).
-constexpr std::int64_t kEntityLabels[] = {1, 2};
+// Leaves out of `averaged` the classes the model's label_vocab_file (a JSON object {label: id})
+// gives labels that start with neither "B" nor "I" (O, X, [PAD], [CLS] and [SEP] of the Model Zoo's
+// NER vocabulary). A file that cannot be read leaves every class in, with a warning (--fake_data
+// runs need no files); what is wrong with one that can goes into `diagnostics`.
+void leave_out_other_labels(const Node& key, std::vector<bool>& averaged,
+                            Diagnostics& diagnostics) {
+  std::string path = key.as_string();
+  std::ifstream file(path, std::ios::binary);
+  std::ostringstream text;
+  if (!file || !(text << file.rdbuf())) {
+    diagnostics.warning(key.mark(), key.path(),
+                        "cannot read '" + path + "': eval/f1_score averages over all " +
+                            std::to_string(averaged.size()) +
+                            " classes, not over the B and I labels the file names");
+    return;
+  }
+  Node vocabulary = read_yaml_text(text.str(), path, diagnostics);
+  if (!vocabulary.is_map()) {
+    diagnostics.error(key.mark(), key.path(),
+                      "'" + path + "' is not a JSON object of labels and their ids");
+    return;
+  }
+  for (const Node::Entry& entry : vocabulary.entries()) {
+    if (!entry.value.is_int()) {
+      diagnostics.error(entry.value.mark(), "",
+                        "the id of the label '" + entry.key + "' is not an integer");
+      continue;
+    }
+    std::int64_t id = entry.value.as_int();
+    bool entity = entry.key.starts_with("B") || entry.key.starts_with("I");
+    if (!entity && id >= 0 && id < static_cast<std::int64_t>(averaged.size()))
+      averaged[static_cast<std::size_t>(id)] = false;
+  }
+}
+
+// The classes whose F1 eval/f1_score averages, as the Model Zoo's: every class, less those
+// leave_out_other_labels leaves out.
+std::vector<std::int64_t> f1_classes(const ModelParams& p, Diagnostics& diagnostics) {
+  std::int64_t classes = p.integer("num_classes");
+  std::vector<bool> averaged(static_cast<std::size_t>(classes), true);
+  if (const Node* key = p.find("label_vocab_file"))
+    leave_out_other_labels(*key, averaged, diagnostics);
+  std::vector<std::int64_t> result;
+  for (std::int64_t c = 0; c < classes; ++c)
+    if (averaged[static_cast<std::size_t>(c)]) result.push_back(c);
+  if (result.empty()) {
+    const Node& key = *p.find("label_vocab_file");
+    diagnostics.error(key.mark(), key.path(),
+                      "'" + key.as_string() + "' gives none of the " + std::to_string(classes) +
+                          " classes a label that starts with B or I: eval/f1_score would "
+                          "average over none");
+  }
+  return result;
+}
+
+void check_token_classifier(const ModelParams& p, const DataHints& hints,
+                            Diagnostics& diagnostics) {
+  check_bert_encoder(p, hints, diagnostics);
+  if (p.flag("compute_eval_metrics")) (void)f1_classes(p, diagnostics);
+}
+
+// The Model Zoo computes none: 1.x took ROUGE from decoded text on the host, 2.x refuses.
+void check_summarization(const ModelParams& p, const DataHints& hints, Diagnostics& diagnostics) {
+  check_bert_encoder(p, hints, diagnostics);
+  const Node* asked = p.find("compute_eval_metrics");
+  if (!asked || !p.flag("compute_eval_metrics")) return;
+  diagnostics.warning(asked->mark(), asked->path(),
+                      "bert/extractive_summarization has no eval metric in csrun (Model Zoo 1.x "
+                      "computed ROUGE-1 and ROUGE-2 from the decoded sentences on the host, 2.x "
+                      "refuses compute_eval_metrics: true); an evaluation reports its loss");
+}
 
 // BertForTokenClassification: dropout (encoder_output_dropout_rate) and the classifier at every
 // position; cross entropy where loss_mask is set, summed, over the batch (and the length with
@@ -173,16 +245,15 @@ ModelOutputs build_token_classifier(ModelBuild& b) {
       b.context.average_over_samples(graph::sum(nn::cross_entropy(logits, labels) * mask), batch) /
       per_sample * p.number("loss_weight");
   if (!p.flag("compute_eval_metrics")) return result;
+  Diagnostics findings;
+  std::vector<std::int64_t> classes = f1_classes(p, findings);
+  if (findings.has_errors()) throw std::runtime_error(findings.all().front().message);
   graph::Tensor predicted = graph::argmax(logits, -1);
-  graph::Tensor hits = graph::cast(graph::equal(predicted, labels), graph::DType::f32);
-  graph::Tensor tokens = graph::sum(mask);
-  result.metrics.push_back({"eval/accuracy", ratio_metric({graph::sum(hits * mask)}, {tokens}),
-                            nn::MetricAverage::ratio});
-  // Token-level F1 of each entity label over every position, macro-averaged: 2 TP / (predicted +
+  // Token-level F1 of each class over every position, macro-averaged: 2 TP / (predicted +
   // actual).
   std::vector<graph::Tensor> numerators;
   std::vector<graph::Tensor> denominators;
-  for (std::int64_t label : kEntityLabels) {
+  for (std::int64_t label : classes) {
     auto value = static_cast<double>(label);
     graph::Tensor is_predicted = graph::cast(graph::equal(predicted, value), graph::DType::f32);
     graph::Tensor is_actual = graph::cast(graph::equal(labels, value), graph::DType::f32);
@@ -283,6 +354,7 @@ ModelDefinition bert_token_classifier_definition() {
              std::int64_t classes = p.integer("num_classes");
              return p.integer("hidden_size") * classes + classes;
            });
+  definition.check = check_token_classifier;
   definition.batch_layout = token_classifier_layout;
   definition.build = build_token_classifier;
   return definition;
@@ -304,6 +376,7 @@ ModelDefinition bert_summarization_definition() {
              std::int64_t labels = p.integer("num_labels");
              return p.integer("hidden_size") * labels + (p.flag("use_cls_bias") ? labels : 0);
            });
+  definition.check = check_summarization;
   definition.batch_layout = summarization_layout;
   definition.build = build_summarization;
   return definition;

@@ -248,7 +248,6 @@ ModelOutputs language_model_outputs(ModelBuild& b, const graph::Tensor& logits) 
   graph::Tensor mask =
       graph::cast(graph::reshape(b.input("attention_mask"), {rows}), graph::DType::f32);
   graph::Tensor total = graph::sum(nn::cross_entropy(logits, labels) * mask);
-  graph::Tensor tokens = graph::maximum(graph::sum(mask), 1.0);
   ModelOutputs result;
   result.loss = p.text("loss_scaling") == "num_tokens"
                     ? b.context.average_over_field(total, mask, "attention_mask")
@@ -256,9 +255,11 @@ ModelOutputs language_model_outputs(ModelBuild& b, const graph::Tensor& logits) 
   if (p.flag("compute_eval_metrics")) {
     graph::Tensor hits =
         graph::cast(graph::equal(graph::argmax(logits, -1), labels), graph::DType::f32);
+    graph::Tensor tokens = graph::sum(mask);
     result.metrics.push_back(
-        {"eval/lm_perplexity", graph::exp(total / tokens), nn::MetricAverage::geometric});
-    result.metrics.push_back({"eval/accuracy", graph::sum(hits * mask) / tokens});
+        {"eval/lm_perplexity", ratio_metric({total}, {tokens}), nn::MetricAverage::exp_of_ratio});
+    result.metrics.push_back({"eval/accuracy", ratio_metric({graph::sum(hits * mask)}, {tokens}),
+                              nn::MetricAverage::ratio});
   }
   return result;
 }

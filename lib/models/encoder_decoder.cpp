@@ -529,13 +529,14 @@ ModelOutputs seq2seq_outputs(ModelBuild& b, const graph::Tensor& logits) {
                     ? b.context.average_over_samples(total, batch) * p.number("lm_loss_weight")
                     : b.context.average_over_field(total, mask, "decoder_attention_mask");
   if (p.flag("compute_eval_metrics")) {
-    graph::Tensor tokens = graph::maximum(graph::sum(mask), 1.0);
+    graph::Tensor tokens = graph::sum(mask);
     graph::Tensor hits =
         graph::cast(graph::equal(graph::argmax(logits, -1), labels), graph::DType::f32);
-    result.metrics.push_back({"eval/accuracy_lm", graph::sum(hits * mask) / tokens});
+    result.metrics.push_back({"eval/accuracy_lm", ratio_metric({graph::sum(hits * mask)}, {tokens}),
+                              nn::MetricAverage::ratio});
     result.metrics.push_back({"eval/perplexity_lm",
-                              graph::exp(graph::sum(cross_entropy * mask) / tokens),
-                              nn::MetricAverage::geometric});
+                              ratio_metric({graph::sum(cross_entropy * mask)}, {tokens}),
+                              nn::MetricAverage::exp_of_ratio});
   }
   return result;
 }

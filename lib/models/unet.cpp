@@ -517,7 +517,7 @@ std::vector<nn::Metric> segmentation_metrics(const ModelParams& p, const std::st
           {"eval/accuracy", ratio_metric({correct}, {pixel_count}), nn::MetricAverage::ratio});
     if (name == "MPCA")
       metrics.push_back({"eval/mean_per_class_accuracy", ratio_metric(hits, actual_counts),
-                         nn::MetricAverage::ratio_of_present});
+                         nn::MetricAverage::ratio});
   }
   return metrics;
 }

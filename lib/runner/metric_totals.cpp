@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 namespace csrun::runner {
 
@@ -26,13 +27,17 @@ void MetricTotals::add(const runtime::Executable& step) {
         output.totals[i] += values[i];
       continue;
     }
-    double value = step.scalar(output.slot);
-    output.totals[0] += output.average == nn::MetricAverage::geometric ? std::log(value) : value;
+    output.totals[0] += step.scalar(output.slot);
   }
   ++batches_;
 }
 
 double mean_ratio(const std::vector<double>& totals, nn::MetricAverage average) {
+  if (average == nn::MetricAverage::exp_of_ratio) {
+    // No token at all has no perplexity (the Model Zoo's divides by zero).
+    return totals[1] == 0.0 ? std::numeric_limits<double>::quiet_NaN()
+                            : std::exp(totals[0] / totals[1]);
+  }
   std::size_t classes = totals.size() / 2;
   double sum = 0.0;
   std::size_t counted = 0;
@@ -52,8 +57,8 @@ std::map<std::string, double> MetricTotals::averages() const {
       result[output.name] = mean_ratio(output.totals, output.average);
       continue;
     }
-    double mean = output.totals[0] / static_cast<double>(std::max<std::int64_t>(batches_, 1));
-    result[output.name] = output.average == nn::MetricAverage::geometric ? std::exp(mean) : mean;
+    result[output.name] =
+        output.totals[0] / static_cast<double>(std::max<std::int64_t>(batches_, 1));
   }
   return result;
 }

@@ -12,12 +12,12 @@ namespace csrun::runner {
 
 // A ratio metric's value from its totals over an evaluation ([numerators..., denominators...]):
 // the mean over classes of numerator / denominator; a class whose denominator is 0 counts as 0
-// (ratio) or not at all (ratio_of_present).
+// (ratio) or not at all (ratio_of_present); exp_of_ratio: the exp of its one ratio (NaN without
+// a denominator).
 double mean_ratio(const std::vector<double>& totals, nn::MetricAverage average);
 
 // An eval step's outputs over the batches of an evaluation, each averaged as its model declares
-// (geometric: exp of the mean of its logs; ratio and ratio_of_present: mean_ratio of the summed
-// numerators and denominators; any other: the mean).
+// (a ratio metric: mean_ratio of the summed numerators and denominators; any other: the mean).
 class MetricTotals {
  public:
   MetricTotals(const runtime::Executable& step,

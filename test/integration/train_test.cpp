@@ -9,6 +9,7 @@
 #include <set>
 #include <sstream>
 
+#include "data/hdf5_file.hpp"
 #include "support/event_reader.hpp"
 #include "support/process.hpp"
 #include "support/same_weights.hpp"
@@ -249,6 +250,49 @@ TEST_CASE(
     CHECK(other.err.find("it is another model's (its metadata names model 'gpt2')") !=
           std::string::npos);
   }
+}
+
+TEST_CASE("eval metrics count every token of the evaluation once, however it is batched") {
+  csrun::test::TempDir dir;
+  // Four sequences of 8 tokens that keep 8, 1, 5 and 2 of them: batches of 2 hold 9 and 7.
+  const std::vector<int> kept = {8, 1, 5, 2};
+  std::vector<std::int32_t> rows;
+  for (std::size_t e = 0; e < kept.size(); ++e) {
+    for (int field = 0; field < 3; ++field) {
+      for (int t = 0; t < 8; ++t) {
+        int token = static_cast<int>((e * 17 + static_cast<std::size_t>(t) * 5) % 64);
+        rows.push_back(field == 1 ? (t < kept[e] ? 1 : 0) : token);
+      }
+    }
+  }
+  fs::create_directories(dir.path() / "text");
+  csrun::data::Hdf5Writer writer((dir.path() / "text" / "part-0.h5").string());
+  writer.write("data", {4, 3, 8}, rows);
+  writer.set_attribute("n_examples", std::int64_t{4});
+  writer.close();
+  // Evaluations of the same initial weights in one batch of 4 and in two of 2.
+  auto evaluate = [&](int batch_size) {
+    std::string params = dir.write(
+        "b" + std::to_string(batch_size) + ".yaml",
+        "trainer:\n  init:\n    device: CPU\n    seed: 5\n    model: {name: gpt2, vocab_size: "
+        "64, hidden_size: 16, num_hidden_layers: 1, num_heads: 2, filter_size: 32, "
+        "max_position_embeddings: 8}\n    optimizer: {SGD: {lr: 0.1}}\n    loop: {max_steps: "
+        "1}\n  validate:\n    ckpt_path: null\n    val_dataloader: {data_processor: "
+        "GptHDF5DataProcessor, batch_size: " +
+            std::to_string(batch_size) + ", data_dir: '" + (dir.path() / "text").string() + "'}\n");
+    auto eval = run_csrun({"eval", params, "-o", (dir.path() / "model").string(), "--json"});
+    INFO(eval.err);
+    REQUIRE(eval.exit_code == 0);
+    return nlohmann::json::parse(eval.out)["trainers"][0]["evaluations"][0]["metrics"];
+  };
+  nlohmann::json whole = evaluate(4);
+  nlohmann::json halves = evaluate(2);
+  // The Model Zoo's metrics: correct tokens over kept tokens, exp(summed loss over kept tokens).
+  // A mean over the batches (of 9 and 7 tokens) would weigh each of the second batch's tokens more.
+  CHECK(halves["eval/accuracy"].get<double>() == whole["eval/accuracy"].get<double>());
+  double perplexity = whole["eval/lm_perplexity"].get<double>();
+  CHECK(perplexity > 1.0);
+  CHECK(halves["eval/lm_perplexity"].get<double>() == Approx(perplexity).epsilon(1e-5));
 }
 
 TEST_CASE("train --json and eval --json print one JSON document: steps, losses, evaluations") {

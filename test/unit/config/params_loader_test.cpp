@@ -823,6 +823,10 @@ runconfig: {max_steps: 10, save_summary_steps: 5, save_checkpoints_steps: 5}
   CHECK_FALSE(eval.find("augment_data")->as_bool());
   CHECK(eval.find("data_dir")->as_string() == "./severstal");
   CHECK_FALSE(loaded.trainer().model.params.contains("data_format"));
+  // TensorFlow's default eval metrics, per-class accuracy included.
+  const Node* metrics = loaded.trainer().model.params.find("eval_metrics");
+  REQUIRE(metrics);
+  CHECK(metrics->render() == "['mIOU', 'DSC', 'MPCA', 'Acc']");
 }
 
 TEST_CASE("1.x model switches become norm_type, unless norm_type is written too") {

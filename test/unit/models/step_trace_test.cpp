@@ -9,6 +9,7 @@
 #include "nn/training_step.hpp"
 #include "support/params_fixture.hpp"
 #include "support/step_fixture.hpp"
+#include "support/temp_dir.hpp"
 
 using namespace csrun;
 
@@ -69,9 +70,9 @@ TEST_CASE("an eval step computes the loss and the model's metrics, and updates n
   CHECK(step.graph.updates().empty());
   CHECK(step.graph.find_output("eval/lm_perplexity"));
   CHECK(step.graph.find_output("eval/accuracy"));
-  // A perplexity averages over batches as the exp of its mean log; an accuracy as a mean.
-  CHECK(step.metric_averages.at("eval/lm_perplexity") == nn::MetricAverage::geometric);
-  CHECK(step.metric_averages.at("eval/accuracy") == nn::MetricAverage::mean);
+  // Both are ratios of sums over the evaluation's tokens, as the Model Zoo's metrics.
+  CHECK(step.metric_averages.at("eval/lm_perplexity") == nn::MetricAverage::exp_of_ratio);
+  CHECK(step.metric_averages.at("eval/accuracy") == nn::MetricAverage::ratio);
   Traced fc =
       test::checked_model("{name: fc_mnist, hidden_sizes: [8], compute_eval_metrics: true}");
   CHECK(models::trace_step(fc.model, 4, {models::StepKind::eval, 1, {}})
@@ -335,4 +336,56 @@ TEST_CASE("MNLI's evaluation reports each set's accuracy, summed over the whole 
   CHECK(values[1].values[1] == 3.0);
   CHECK(values[2].values[1] == 1.0);
   CHECK(values[1].values[0] + values[2].values[0] == values[0].values[0] * 4.0);
+}
+
+TEST_CASE("a token classifier's F1 averages the classes its label_vocab_file labels B or I") {
+  test::TempDir dir;
+  const std::string model =
+      "{name: bert/token_classifier, vocab_size: 50, hidden_size: 16, num_heads: 2, "
+      "num_hidden_layers: 1, filter_size: 32, num_classes: 6, compute_eval_metrics: true";
+  auto f1_classes = [&](const std::string& extra) {
+    models::TracedStep step = test::traced_step(model + extra + "}", 2, false);
+    // Only the Model Zoo's metric.
+    CHECK_FALSE(step.graph.find_output("eval/accuracy"));
+    // [2, C]: each averaged class's numerator, then its denominator.
+    return step.graph.node(*step.graph.find_output("eval/f1_score")).type.shape.back();
+  };
+  std::string labels = dir.write(
+      "labels.json", R"({"O": 0, "B-PER": 1, "I-PER": 2, "B-LOC": 3, "I-LOC": 4, "X": 5})");
+  CHECK(f1_classes(", label_vocab_file: '" + labels + "'") == 4);
+  CHECK(f1_classes("") == 6);  // without the file, every class
+
+  auto findings = [&](const std::string& file) {
+    auto loaded =
+        test::load_params_text("trainer:\n  init:\n    model: " + model + ", label_vocab_file: '" +
+                               file + "'}\n    optimizer: {AdamW: {lr: 0.001}}\n");
+    config::Diagnostics diagnostics;
+    (void)models::check_model(loaded.trainer(), diagnostics);
+    return diagnostics.all();
+  };
+  // A file that cannot be read (as with --fake_data): a warning, and every class.
+  auto missing = findings((dir.path() / "none.json").string());
+  REQUIRE(missing.size() == 1);
+  CHECK(missing[0].severity == config::Severity::warning);
+  CHECK(missing[0].message.find("eval/f1_score averages over all 6 classes") != std::string::npos);
+  auto list = findings(dir.write("list.json", "[1, 2]"));
+  REQUIRE_FALSE(list.empty());
+  CHECK(list[0].message.find("is not a JSON object of labels and their ids") != std::string::npos);
+  auto no_entity = findings(
+      dir.write("o.json", R"({"O": 0, "X": 1, "[PAD]": 2, "[CLS]": 3, "[SEP]": 4, "E": 5})"));
+  REQUIRE(no_entity.size() == 1);
+  CHECK(no_entity[0].message.find("gives none of the 6 classes a label that starts with B or I") !=
+        std::string::npos);
+}
+
+TEST_CASE("extractive summarization asked for eval metrics says it has none") {
+  auto loaded = test::load_params_text(
+      "trainer:\n  init:\n    model: {name: bert/extractive_summarization, vocab_size: 50, "
+      "hidden_size: 16, num_heads: 2, num_hidden_layers: 1, filter_size: 32, "
+      "compute_eval_metrics: true}\n    optimizer: {AdamW: {lr: 0.001}}\n");
+  config::Diagnostics diagnostics;
+  REQUIRE(models::check_model(loaded.trainer(), diagnostics));
+  REQUIRE(diagnostics.all().size() == 1);
+  CHECK(diagnostics.all()[0].severity == config::Severity::warning);
+  CHECK(diagnostics.all()[0].message.find("has no eval metric in csrun") != std::string::npos);
 }

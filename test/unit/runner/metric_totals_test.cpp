@@ -1,5 +1,7 @@
 #include <catch2/catch.hpp>
 
+#include <cmath>
+
 #include "runner/metric_totals.hpp"
 
 using namespace csrun;
@@ -12,4 +14,10 @@ TEST_CASE("a ratio metric averages over its classes, a present-only one over the
         Approx((0.5 + 0.75) / 2));
   CHECK(runner::mean_ratio({0, 0}, nn::MetricAverage::ratio_of_present) == 0.0);
   CHECK(runner::mean_ratio({}, nn::MetricAverage::ratio) == 0.0);
+}
+
+TEST_CASE("a perplexity is the exp of the loss summed over the evaluation's tokens per token") {
+  // 6 nats over 3 tokens.
+  CHECK(runner::mean_ratio({6, 3}, nn::MetricAverage::exp_of_ratio) == Approx(std::exp(2.0)));
+  CHECK(std::isnan(runner::mean_ratio({0, 0}, nn::MetricAverage::exp_of_ratio)));
 }

@@ -263,20 +263,6 @@ TEST_CASE("an evaluation reads its model's entries of a checkpoint, a resumed ru
                     Catch::Contains(changed) && Catch::Contains("'" + key + "' has shape (3,)"));
 }
 
-TEST_CASE("a metric averages over an evaluation as its model declares") {
-  TinyRun run("    optimizer: {SGD: {lr: 0.01}}\n");
-  runner::TrainingLoop(run.setup(), {}).fit();
-  std::string checkpoint = (run.dir.path() / "checkpoint_4.mdl").string();
-  double mean = runner::TrainingLoop(run.setup(), {}).validate({checkpoint})[0].loss;
-  runner::RunSetup geometric = run.setup();
-  geometric.eval->metric_averages["loss"] = nn::MetricAverage::geometric;
-  double geometric_mean =
-      runner::TrainingLoop(std::move(geometric), {}).validate({checkpoint})[0].loss;
-  // The batches' losses differ, so their geometric mean is below their mean (and positive).
-  CHECK(geometric_mean > 0.0);
-  CHECK(geometric_mean < mean);
-}
-
 TEST_CASE("an eval batch run as host batches gives the whole batch's per-sample means") {
   TinyRun run("    optimizer: {SGD: {lr: 0.01}}\n");
   runner::TrainingLoop(run.setup(), {}).fit();
