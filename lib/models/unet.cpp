@@ -2,6 +2,7 @@
 #include <array>
 #include <cctype>
 #include <optional>
+#include <set>
 
 #include "config/param_types.hpp"
 #include "layer_params.hpp"
@@ -464,40 +465,37 @@ std::vector<nn::Metric> segmentation_metrics(const ModelParams& p, const std::st
   if (loss == "bce") pixels.erase(pixels.begin() + 1);
   predicted = graph::reshape(predicted, pixels);
   actual = graph::reshape(actual, pixels);
-  // Which pixels count: all, or those whose label is not an ignored class. (A constant mask of
-  // ones would be a large static value for the compiler to fold.)
-  std::optional<Tensor> counted;
-  if (const Node* ignored = p.find("eval_ignore_classes"); ignored && ignored->is_list()) {
-    for (const Node& value : ignored->items()) {
-      Tensor kept = graph::cast(graph::not_equal(actual, static_cast<double>(value.as_int())),
-                                graph::DType::f32);
-      counted = counted ? *counted * kept : kept;
-    }
+  std::set<std::int64_t> ignored;
+  if (const Node* listed = p.find("eval_ignore_classes"); listed && listed->is_list()) {
+    for (const Node& value : listed->items())
+      ignored.insert(value.as_int());
   }
-  auto weighted = [&](const Tensor& condition) {
-    Tensor values = graph::cast(condition, graph::DType::f32);
-    return counted ? values * *counted : values;
+  // Every pixel counts, as in the Model Zoo's PyTorch UNet from 1.9 on: its mean IoU and Dice
+  // leave the ignored classes out of their means, its accuracy counts them.
+  auto count_of = [](const Tensor& condition) {
+    return graph::sum(graph::cast(condition, graph::DType::f32));
   };
-  std::vector<Tensor> hits, actual_counts, predicted_counts;
+  Tensor zero = graph::constant(logits.graph(), 0.0);
+  std::vector<Tensor> hits, unions, doubled, totals, class_hits, class_counts;
   for (std::int64_t c = 0; c < classes_count; ++c) {
-    Tensor is_actual = weighted(graph::equal(actual, static_cast<double>(c)));
-    Tensor is_predicted = weighted(graph::equal(predicted, static_cast<double>(c)));
-    hits.push_back(graph::sum(is_actual * is_predicted));
-    actual_counts.push_back(graph::sum(is_actual));
-    predicted_counts.push_back(graph::sum(is_predicted));
-  }
-  std::vector<Tensor> unions, totals;
-  for (std::size_t c = 0; c < hits.size(); ++c) {
-    unions.push_back(actual_counts[c] + predicted_counts[c] - hits[c]);
-    totals.push_back(actual_counts[c] + predicted_counts[c]);
-  }
-  std::vector<Tensor> doubled;
-  for (const Tensor& hit : hits)
+    Tensor is_actual = graph::equal(actual, static_cast<double>(c));
+    Tensor is_predicted = graph::equal(predicted, static_cast<double>(c));
+    Tensor hit = count_of(graph::logical_and(is_actual, is_predicted));
+    Tensor actual_count = count_of(is_actual);
+    bool left_out = ignored.contains(c);
+    // TensorFlow's per-class accuracy (MPCA) weighs an ignored class's pixels 0: it counts 0.
+    class_hits.push_back(left_out ? zero : hit);
+    class_counts.push_back(left_out ? zero : actual_count);
+    if (left_out) continue;
+    Tensor both = actual_count + count_of(is_predicted);
+    hits.push_back(hit);
+    unions.push_back(both - hit);
     doubled.push_back(2.0 * hit);
-  Tensor correct = graph::sum(weighted(graph::equal(predicted, actual)));
+    totals.push_back(both);
+  }
+  Tensor correct = count_of(graph::equal(predicted, actual));
   Tensor pixel_count =
-      counted ? graph::sum(*counted)
-              : graph::constant(logits.graph(), static_cast<double>(graph::element_count(pixels)));
+      graph::constant(logits.graph(), static_cast<double>(graph::element_count(pixels)));
   std::vector<std::string> wanted = {"mIOU", "DSC", "Acc"};
   if (const Node* listed = p.find("eval_metrics"); listed && listed->is_list()) {
     wanted.clear();
@@ -516,7 +514,7 @@ std::vector<nn::Metric> segmentation_metrics(const ModelParams& p, const std::st
       metrics.push_back(
           {"eval/accuracy", ratio_metric({correct}, {pixel_count}), nn::MetricAverage::ratio});
     if (name == "MPCA")
-      metrics.push_back({"eval/mean_per_class_accuracy", ratio_metric(hits, actual_counts),
+      metrics.push_back({"eval/mean_per_class_accuracy", ratio_metric(class_hits, class_counts),
                          nn::MetricAverage::ratio});
   }
   return metrics;
