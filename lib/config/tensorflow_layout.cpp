@@ -75,6 +75,11 @@ class TensorflowTranslator {
     section.set(key, std::move(value), section.mark());
   }
 
+  // BERT and its relatives (RoBERTa, PubMedBERT, Linformer).
+  bool bert_family(const Node& model) const {
+    return network_ == Network::other && model.contains("encoder_nonlinearity");
+  }
+
   void translate_model(Node& model) {
     move_input_vocab_size(model);
     use_tanh_gelu(model);
@@ -83,6 +88,11 @@ class TensorflowTranslator {
       if (network_ != Network::other) {
         drop(model, key, std::string(key) + " is a TensorFlow-era model key");
       }
+    }
+    if (bert_family(model)) {
+      default_to(model, "mlm_loss_scaling", Node::make_string("precomputed_num_masked"),
+                 "the TensorFlow BERT's masked-LM loss is the mean over the masked tokens "
+                 "(times mlm_loss_weight)");
     }
     if (network_ == Network::t5) translate_t5_model(model);
     if (network_ == Network::transformer) translate_transformer_model(model);
@@ -129,8 +139,7 @@ class TensorflowTranslator {
       SourceMark mark = entry->key_mark;
       model.set(key, Node::make_string("gelu_new", entry->value.mark(), entry->value.path()), mark);
     }
-    bool bert_family = network_ == Network::other && model.contains("encoder_nonlinearity");
-    if (bert_family && !model.contains("mlm_nonlinearity")) {
+    if (bert_family(model) && !model.contains("mlm_nonlinearity")) {
       model.set(
           "mlm_nonlinearity",
           Node::make_string("gelu_new", model.mark(), join_path(model.path(), "mlm_nonlinearity")),
@@ -331,6 +340,8 @@ class TensorflowTranslator {
     }
     default_to(model, "position_embedding_type", Node::make_string("learned"),
                transformer + " learns its position embeddings by default");
+    default_to(model, "mlm_loss_scaling", Node::make_string("precomputed_num_masked"),
+               transformer + "'s loss is the mean over the target tokens");
     default_to(model, "layer_norm_epsilon", Node::make_number(1e-8),
                transformer + "'s layer-norm epsilon is 1e-8 by default");
     default_to(model, "norm_type", Node::make_string("layernorm"),

@@ -318,6 +318,9 @@ std::unique_ptr<Dataset> open_ner(const DataloaderSpec& loader,
   bool lower = loader_flag(loader, "do_lower");
   Vocabulary vocab = open_vocabulary(loader, lower);
   std::map<std::string, std::int64_t> label_ids = read_label_vocabulary(loader);
+  // Padding counts in the loss with include_padding_in_loss, as the label [PAD].
+  auto pad = label_ids.find("[PAD]");
+  std::int64_t pad_label = pad == label_ids.end() ? 0 : pad->second;
   bool whole = loader_flag(loader, "include_padding_in_loss");
   auto table = std::make_unique<SampleTable>(fields);
   std::int64_t length = table->width("input_ids");
@@ -345,6 +348,7 @@ std::unique_ptr<Dataset> open_ner(const DataloaderSpec& loader,
           classes.push_back(label->second);
         }
         std::vector<std::int64_t> mask(ids.size(), 1);
+        classes.resize(static_cast<std::size_t>(length), pad_label);
         table->put("input_ids", ids);
         table->put("attention_mask", mask);
         table->put("token_type_ids", std::vector<std::int64_t>{});

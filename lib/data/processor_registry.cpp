@@ -104,9 +104,7 @@ std::vector<Field> bert_fields(bool dynamic_mask) {
           optional_field("do_lower", T::boolean()),
           optional_field("whole_word_masking", T::boolean()),
           optional_field("mask_whole_word", T::boolean()),
-          config::no_effect_field("dynamic_mlm_scale",
-                                  "dynamic_mlm_scale has no effect: csrun's BERT scales the "
-                                  "masked-LM loss as model.mlm_loss_scaling says"),
+          optional_field("dynamic_mlm_scale", T::boolean()),
           optional_field("exclude_from_masking", T::list_of(T::string())),
           optional_field("oov_token", T::string()), optional_field("mask_token", T::string()),
           optional_field("document_separator_token", T::string())}) {

@@ -431,13 +431,19 @@ ModelOutputs build_bert(ModelBuild& b, const std::string& model_name) {
   graph::Tensor mlm_total = graph::sum(nn::cross_entropy(logits, labels) * weights);
   // precomputed_num_masked: the Model Zoo's data scales each batch's weights by
   // batch / sum(weights) and divides by the batch, which is the mean over the masked tokens.
+  // The PyTorch data's dynamic_mlm_scale does the same, and its model then leaves out
+  // mlm_loss_weight.
+  auto masked_mean = [&] {
+    return b.context.average_over_field(mlm_total, weights, "masked_lm_weights");
+  };
   graph::Tensor mlm_loss =
-      p.text("mlm_loss_scaling") == "batch_size"
-          ? b.context.average_over_samples(mlm_total, batch)
-          : b.context.average_over_field(mlm_total, weights, "masked_lm_weights");
+      b.hints.dynamic_mlm_scale ? masked_mean()
+      : p.text("mlm_loss_scaling") == "batch_size"
+          ? b.context.average_over_samples(mlm_total, batch) * p.number("mlm_loss_weight")
+          : masked_mean() * p.number("mlm_loss_weight");
   ModelOutputs result;
   result.learning_rate_groups = bert_learning_rate_groups(mup);
-  result.loss = mlm_loss * p.number("mlm_loss_weight");
+  result.loss = mlm_loss;
   graph::Tensor mlm_hits =
       graph::cast(graph::equal(graph::argmax(logits, -1), labels), graph::DType::f32);
   if (p.flag("compute_eval_metrics")) {

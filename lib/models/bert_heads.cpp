@@ -237,13 +237,18 @@ ModelOutputs build_token_classifier(ModelBuild& b) {
       classifier(model, graph::reshape(x, {batch * length, hidden}), p.integer("num_classes"), true,
                  nn::normal_initializer(p.number("initializer_range")));
   graph::Tensor labels = graph::reshape(b.input("labels"), {batch * length});
-  graph::Tensor mask =
-      graph::cast(graph::reshape(b.input("loss_mask"), {batch * length}), graph::DType::f32);
-  double per_sample = p.flag("include_padding_in_loss") ? static_cast<double>(length) : 1.0;
+  // With include_padding_in_loss the Model Zoo's data gives every position (padding labelled
+  // [PAD]) a loss mask of 1, whatever the dataloader says, and the loss is over the length too.
+  bool whole = p.flag("include_padding_in_loss");
+  graph::Tensor cross_entropy = nn::cross_entropy(logits, labels);
+  graph::Tensor counted =
+      whole ? cross_entropy
+            : cross_entropy * graph::cast(graph::reshape(b.input("loss_mask"), {batch * length}),
+                                          graph::DType::f32);
+  double per_sample = whole ? static_cast<double>(length) : 1.0;
   ModelOutputs result;
-  result.loss =
-      b.context.average_over_samples(graph::sum(nn::cross_entropy(logits, labels) * mask), batch) /
-      per_sample * p.number("loss_weight");
+  result.loss = b.context.average_over_samples(graph::sum(counted), batch) / per_sample *
+                p.number("loss_weight");
   if (!p.flag("compute_eval_metrics")) return result;
   Diagnostics findings;
   std::vector<std::int64_t> classes = f1_classes(p, findings);

@@ -523,7 +523,10 @@ ModelOutputs seq2seq_outputs(ModelBuild& b, const graph::Tensor& logits) {
     per_token = (1.0 - smoothing) * cross_entropy + smoothed;
   }
   graph::Tensor total = graph::sum(per_token * mask);
-  std::string scaling = p.has("mlm_loss_scaling") ? p.text("mlm_loss_scaling") : "batch_size";
+  // Model Zoo 1.6 had no mlm_loss_scaling: the data's dynamic_loss_weight asked for the mean.
+  std::string scaling = p.has("mlm_loss_scaling")     ? p.text("mlm_loss_scaling")
+                        : b.hints.dynamic_loss_weight ? "precomputed_num_masked"
+                                                      : "batch_size";
   ModelOutputs result;
   result.loss = scaling == "batch_size"
                     ? b.context.average_over_samples(total, batch) * p.number("lm_loss_weight")

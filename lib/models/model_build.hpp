@@ -35,6 +35,11 @@ struct DataHints {
   std::optional<std::int64_t> max_predictions;  // masked positions per sequence (BERT)
   std::optional<std::int64_t> max_cls_tokens;   // sentences per sequence (BertSum)
   bool matched_partitions = false;  // is_matched and is_mismatched per sample (MNLI's evaluation)
+  // The Model Zoo's data scales each batch's loss weights by B / the counted tokens, which turns
+  // a loss summed over the batch into the mean over those tokens: BERT's dynamic_mlm_scale, the
+  // encoder-decoders' dynamic_loss_weight.
+  bool dynamic_mlm_scale = false;
+  bool dynamic_loss_weight = false;
 };
 
 // What a model builder receives: its checked params, the step being traced, the batch, and what

@@ -55,6 +55,8 @@ DataHints read_hints(const config::TrainerSpec& trainer) {
   }
   if (const Node* sentences = loader->find("max_cls_tokens"); sentences && sentences->is_int())
     hints.max_cls_tokens = sentences->as_int();
+  hints.dynamic_mlm_scale = loader->flag_or("dynamic_mlm_scale", false);
+  hints.dynamic_loss_weight = loader->flag_or("dynamic_loss_weight", false);
   return hints;
 }
 

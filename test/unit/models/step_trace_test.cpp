@@ -389,3 +389,65 @@ TEST_CASE("extractive summarization asked for eval metrics says it has none") {
   CHECK(diagnostics.all()[0].severity == config::Severity::warning);
   CHECK(diagnostics.all()[0].message.find("has no eval metric in csrun") != std::string::npos);
 }
+
+namespace {
+
+// The eval step's loss of `model_yaml` over `batch` samples of test::sample_feeds, with every
+// mask and weight 1 but the first sample's second half of `mask` (a field of [B, T] or [B, P]).
+double eval_loss(const std::string& model_yaml, const std::string& mask,
+                 void (*hint)(models::DataHints&) = nullptr) {
+  test::CheckedTrainerModel checked = test::checked_model(model_yaml);
+  if (hint) hint(checked.model.hints);
+  models::TracedStep step = models::trace_step(checked.model, 2, {models::StepKind::eval, 1, {}});
+  graph::Feeds feeds = test::sample_feeds(step.graph);
+  for (auto& [name, tensor] : feeds) {
+    bool weights =
+        name.find("mask") != std::string::npos || name.find("weights") != std::string::npos;
+    if (!weights) continue;
+    std::fill(tensor.values.begin(), tensor.values.end(), 1.0);
+    if (name != mask) continue;
+    std::size_t width = tensor.values.size() / 2;
+    std::fill(tensor.values.begin() + static_cast<std::ptrdiff_t>(width / 2),
+              tensor.values.begin() + static_cast<std::ptrdiff_t>(width), 0.0);
+  }
+  std::vector<graph::NodeId> fetch = {*step.graph.find_output("loss")};
+  return graph::evaluate_reference(step.graph, feeds, fetch)[0].values[0];
+}
+
+}  // namespace
+
+TEST_CASE("the data's dynamic loss scales make a summed loss the mean over the counted tokens") {
+  // BERT: dynamic_mlm_scale is the masked tokens' mean, without mlm_loss_weight, as num_masked
+  // is with mlm_loss_weight 1.
+  const std::string bert =
+      "{name: bert, vocab_size: 50, hidden_size: 16, num_heads: 2, num_hidden_layers: 1, "
+      "filter_size: 32, max_position_embeddings: 8, disable_nsp: true, ";
+  double scaled = eval_loss(bert + "mlm_loss_weight: 0.25}", "masked_lm_weights",
+                            [](models::DataHints& hints) { hints.dynamic_mlm_scale = true; });
+  double mean = eval_loss(bert + "mlm_loss_scaling: num_masked}", "masked_lm_weights");
+  double summed = eval_loss(bert + "mlm_loss_weight: 0.25}", "masked_lm_weights");
+  CHECK(scaled == Approx(mean));
+  CHECK(summed != Approx(mean * 0.25));
+
+  // T5 (1.6 had no mlm_loss_scaling): dynamic_loss_weight is the target tokens' mean, without
+  // lm_loss_weight; an mlm_loss_scaling the file writes decides.
+  const std::string t5 =
+      "{name: t5, src_vocab_size: 50, d_model: 16, d_kv: 8, d_ff: 32, num_heads: 2, "
+      "encoder_num_hidden_layers: 1, decoder_num_hidden_layers: 1, lm_loss_weight: 0.25";
+  auto dynamic = [](models::DataHints& hints) { hints.dynamic_loss_weight = true; };
+  double weighted = eval_loss(t5 + "}", "decoder_attention_mask", dynamic);
+  CHECK(weighted ==
+        Approx(eval_loss(t5 + ", mlm_loss_scaling: num_masked}", "decoder_attention_mask")));
+  CHECK(eval_loss(t5 + ", mlm_loss_scaling: batch_size}", "decoder_attention_mask", dynamic) !=
+        Approx(weighted));
+}
+
+TEST_CASE("a token classifier's include_padding_in_loss counts every position, loss_mask or not") {
+  const std::string model =
+      "{name: bert/token_classifier, vocab_size: 50, hidden_size: 16, num_heads: 2, "
+      "num_hidden_layers: 1, filter_size: 32, max_position_embeddings: 8, num_classes: 3, "
+      "include_padding_in_loss: ";
+  // The mask no longer decides: half of one sample's positions masked gives the loss of none.
+  CHECK(eval_loss(model + "true}", "loss_mask") == Approx(eval_loss(model + "true}", "")));
+  CHECK(eval_loss(model + "false}", "loss_mask") != Approx(eval_loss(model + "false}", "")));
+}
