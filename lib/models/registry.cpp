@@ -55,7 +55,9 @@ DataHints read_hints(const config::TrainerSpec& trainer) {
   }
   if (const Node* sentences = loader->find("max_cls_tokens"); sentences && sentences->is_int())
     hints.max_cls_tokens = sentences->as_int();
-  hints.dynamic_mlm_scale = loader->flag_or("dynamic_mlm_scale", false);
+  // The static-mask processor's files hold the masks; its dynamic_mlm_scale has no effect there.
+  hints.dynamic_mlm_scale = processor_of(trainer) != "BertCSVDataProcessor" &&
+                            loader->flag_or("dynamic_mlm_scale", false);
   hints.dynamic_loss_weight = loader->flag_or("dynamic_loss_weight", false);
   return hints;
 }

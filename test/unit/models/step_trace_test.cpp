@@ -451,3 +451,18 @@ TEST_CASE("a token classifier's include_padding_in_loss counts every position, l
   CHECK(eval_loss(model + "true}", "loss_mask") == Approx(eval_loss(model + "true}", "")));
   CHECK(eval_loss(model + "false}", "loss_mask") != Approx(eval_loss(model + "false}", "")));
 }
+
+TEST_CASE("dynamic_mlm_scale takes effect with masks made on the fly, not with stored ones") {
+  auto hinted = [](const std::string& processor) {
+    auto loaded = test::load_params_text(
+        "trainer:\n  init:\n    model: {name: bert, vocab_size: 50}\n    optimizer: {AdamW: "
+        "{lr: 0.001}}\n  fit:\n    train_dataloader: {data_processor: " +
+        processor + ", data_dir: d, vocab_file: v, batch_size: 2, dynamic_mlm_scale: true}\n");
+    config::Diagnostics diagnostics;
+    auto model = models::check_model(loaded.trainer(), diagnostics);
+    REQUIRE(model);
+    return model->hints.dynamic_mlm_scale;
+  };
+  CHECK(hinted("BertCSVDynamicMaskDataProcessor"));
+  CHECK_FALSE(hinted("BertCSVDataProcessor"));
+}
