@@ -80,7 +80,18 @@ class TensorflowTranslator {
     return network_ == Network::other && model.contains("encoder_nonlinearity");
   }
 
+  // fc_mnist: named so, or known by its layer sizes (its 1.6 file names no network).
+  bool fc_mnist(const Node& model) const {
+    return network_ == Network::other &&
+           (model.text_or("name", "") == "fc_mnist" || model.contains("hidden_sizes") ||
+            model.contains("depth"));
+  }
+
   void translate_model(Node& model) {
+    if (fc_mnist(model)) {
+      default_to(model, "compute_eval_metrics", Node::make_bool(true),
+                 "the TensorFlow fc_mnist always reports its accuracy");
+    }
     move_input_vocab_size(model);
     use_tanh_gelu(model);
     read_initializer_lists(model);

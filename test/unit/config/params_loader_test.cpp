@@ -652,6 +652,8 @@ TEST_CASE("a TensorFlow-layout optimizer keeps TensorFlow's meaning and defaults
   CHECK(adam.params.find("eps")->as_number() == Approx(1e-7));
   CHECK(adam.params.find("betas")->items().at(0).as_number() == Approx(0.8));
   CHECK(implied.warning("the TensorFlow layout's fc_mnist trains with Adam"));
+  // TensorFlow's fc_mnist evaluates its accuracy without being asked.
+  CHECK(implied.trainer().model.params.find("compute_eval_metrics")->as_bool());
 
   Loaded adamw = load_tensorflow_fc_mnist(", mixed_precision: true",
                                           "{optimizer_type: adamw, learning_rate: 0.001}");
