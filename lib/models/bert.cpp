@@ -433,14 +433,11 @@ ModelOutputs build_bert(ModelBuild& b, const std::string& model_name) {
   // batch / sum(weights) and divides by the batch, which is the mean over the masked tokens.
   // The PyTorch data's dynamic_mlm_scale does the same, and its model then leaves out
   // mlm_loss_weight.
-  auto masked_mean = [&] {
-    return b.context.average_over_field(mlm_total, weights, "masked_lm_weights");
-  };
+  bool over_batch = p.text("mlm_loss_scaling") == "batch_size" && !b.hints.dynamic_mlm_scale;
   graph::Tensor mlm_loss =
-      b.hints.dynamic_mlm_scale ? masked_mean()
-      : p.text("mlm_loss_scaling") == "batch_size"
-          ? b.context.average_over_samples(mlm_total, batch) * p.number("mlm_loss_weight")
-          : masked_mean() * p.number("mlm_loss_weight");
+      over_batch ? b.context.average_over_samples(mlm_total, batch)
+                 : b.context.average_over_field(mlm_total, weights, "masked_lm_weights");
+  if (!b.hints.dynamic_mlm_scale) mlm_loss = mlm_loss * p.number("mlm_loss_weight");
   ModelOutputs result;
   result.learning_rate_groups = bert_learning_rate_groups(mup);
   result.loss = mlm_loss;

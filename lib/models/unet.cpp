@@ -475,19 +475,22 @@ std::vector<nn::Metric> segmentation_metrics(const ModelParams& p, const std::st
   auto count_of = [](const Tensor& condition) {
     return graph::sum(graph::cast(condition, graph::DType::f32));
   };
-  Tensor zero = graph::constant(logits.graph(), 0.0);
   std::vector<Tensor> hits, unions, doubled, totals, class_hits, class_counts;
   for (std::int64_t c = 0; c < classes_count; ++c) {
+    if (ignored.contains(c)) {
+      // TensorFlow's per-class accuracy (MPCA) weighs an ignored class's pixels 0: it counts 0.
+      Tensor zero = graph::constant(logits.graph(), 0.0);
+      class_hits.push_back(zero);
+      class_counts.push_back(zero);
+      continue;
+    }
     Tensor is_actual = graph::equal(actual, static_cast<double>(c));
     Tensor is_predicted = graph::equal(predicted, static_cast<double>(c));
     Tensor hit = count_of(graph::logical_and(is_actual, is_predicted));
     Tensor actual_count = count_of(is_actual);
-    bool left_out = ignored.contains(c);
-    // TensorFlow's per-class accuracy (MPCA) weighs an ignored class's pixels 0: it counts 0.
-    class_hits.push_back(left_out ? zero : hit);
-    class_counts.push_back(left_out ? zero : actual_count);
-    if (left_out) continue;
     Tensor both = actual_count + count_of(is_predicted);
+    class_hits.push_back(hit);
+    class_counts.push_back(actual_count);
     hits.push_back(hit);
     unions.push_back(both - hit);
     doubled.push_back(2.0 * hit);

@@ -18,8 +18,14 @@ BatchFeed::BatchFeed(std::unique_ptr<data::BatchSource> source, std::int64_t bat
     : source_(std::move(source)), cursor_(source_->samples(), batch_size) {}
 
 const data::BatchView& BatchFeed::next() {
+  data::BatchPosition at = cursor_.position();
   cursor_.take();
-  return source_->next();
+  try {
+    return source_->next();
+  } catch (const data::StoppedWaiting&) {
+    cursor_.seek(at);  // the batch was not read: a checkpoint resumes at it
+    throw;
+  }
 }
 
 BatchInputs::BatchInputs(const std::vector<data::SampleField>& fields,

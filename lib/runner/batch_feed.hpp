@@ -21,7 +21,8 @@ class BatchFeed {
   void seek(data::BatchPosition at) { cursor_.seek(at); }
   // The next `count` batches will be read from the position on: the source may fetch ahead.
   void expect(std::int64_t count) { source_->seek(cursor_.position(), count); }
-  // The next batch, valid until the following call.
+  // The next batch, valid until the following call. A source that stops waiting
+  // (data::StoppedWaiting) leaves the feed where it was.
   const data::BatchView& next();
 
  private:

@@ -290,15 +290,14 @@ struct TrainingLoop::State {
   // A stop request while the data waits for workers that went away ends the wait, and the run
   // stops as between steps, at the step before this batch.
   std::span<const data::BatchView* const> next_train_batch() {
-    std::vector<data::BatchPosition> before;
-    for (const BatchFeed& feed : train_feeds)
-      before.push_back(feed.position());
+    std::size_t taken = 0;
     try {
-      for (std::size_t i = 0; i < train_feeds.size(); ++i)
-        train_batch[i] = &train_feeds[i].next();
+      for (; taken < train_feeds.size(); ++taken)
+        train_batch[taken] = &train_feeds[taken].next();
     } catch (const data::StoppedWaiting& stopped) {
-      for (std::size_t i = 0; i < train_feeds.size(); ++i)
-        train_feeds[i].seek(before[i]);
+      // The feeds read shares of the same batches: those that took this one give it back.
+      for (std::size_t i = 0; i < taken; ++i)
+        train_feeds[i].seek(train_feeds[taken].position());
       // The other ranks are in the step's collectives, where this rank cannot meet them.
       if (setup.group && setup.group->size() > 1)
         throw std::runtime_error(std::string(stopped.what()) +

@@ -294,12 +294,13 @@ struct Coordinator::State {
       reject(identity, "wrong secret");
       return;
     }
-    std::int64_t rank = message.rank >= 0 && !holder_of(message.rank) ? message.rank : next_rank;
+    const Worker* holder = message.rank >= 0 ? holder_of(message.rank) : nullptr;
+    std::int64_t rank = message.rank >= 0 && !holder ? message.rank : next_rank;
     next_rank = std::max(next_rank, rank + 1);
     Worker worker{rank, message.pid, false, Clock::now(), nullptr};
-    if (message.rank >= 0 && rank != message.rank) {
+    if (holder) {
       log(worker.name() + " asked for rank " + std::to_string(message.rank) + ", which " +
-          holder_of(message.rank)->name() + " has: it is numbered " + std::to_string(rank) +
+          holder->name() + " has: it is numbered " + std::to_string(rank) +
           " in this run's log and ledger");
     }
     Message reply = make_message(MessageType::welcome);
