@@ -265,9 +265,11 @@ class LegacyConverter {
       add_class("loggers", "WandbLogger", *wandb) = *wandb;
     if (const Node* runconfig = section(params, "runconfig")) convert_runconfig(*runconfig);
     // Legacy training always has a step count in runconfig; an empty loop makes its absence
-    // an error (the trainer format's default of one epoch does not apply).
-    if (trainer_.contains("fit")) {
-      const Node* runconfig = params.find("runconfig");
+    // an error (the trainer format's default of one epoch does not apply). A runconfig that is
+    // not a mapping has its own error already.
+    const Node* runconfig = params.find("runconfig");
+    bool runconfig_misshapen = runconfig && !runconfig->is_null() && !runconfig->is_map();
+    if (trainer_.contains("fit") && !runconfig_misshapen) {
       init_section("loop", runconfig && runconfig->is_map()
                                ? *runconfig
                                : Node::make_map(params.mark(), "runconfig"));

@@ -77,6 +77,13 @@ class TrainerReader {
     }
     report_unknown_keys(tree, kTrainerKeys, "a trainer", diagnostics_);
     const Node* init = tree.find("init");
+    if (init && !init->is_null() && !init->is_map()) {
+      diagnostics_.error(init->mark(), init->path(),
+                         "expected a mapping (the trainer's device, model, optimizer and "
+                         "callbacks); found " +
+                             init->describe());
+      return std::move(spec_);
+    }
     if (!init || !init->is_map()) {
       diagnostics_.error(init ? init->mark() : tree.mark(), init ? init->path() : tree.path(),
                          format_ == ParamsFormat::legacy

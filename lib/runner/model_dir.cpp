@@ -1,6 +1,8 @@
 #include "model_dir.hpp"
 
 #include <glob.h>
+#include <linux/magic.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -22,6 +24,21 @@ fs::path existing_ancestor(fs::path path) {
     path = path.parent_path();
   }
   return path;
+}
+
+// The kernel's file system at `path` where it is one in which no directory can be made (root's
+// access() grants writes there all the same), or empty.
+std::string kernel_file_system(const fs::path& path) {
+  struct statfs info {};
+  if (statfs(path.c_str(), &info) != 0) return "";
+  switch (info.f_type) {
+    case PROC_SUPER_MAGIC:
+      return "proc";
+    case SYSFS_MAGIC:
+      return "sysfs";
+    default:
+      return "";
+  }
 }
 
 }  // namespace
@@ -51,6 +68,10 @@ void check_model_dir(const std::string& path, const config::SourceMark& mark,
     diagnostics.error(
         mark, key_path,
         "model_dir '" + path + "' cannot be created: '" + ancestor.string() + "' is not writable");
+  } else if (std::string system = kernel_file_system(ancestor); !system.empty()) {
+    diagnostics.error(mark, key_path,
+                      "model_dir '" + path + "' cannot be created: '" + ancestor.string() +
+                          "' is in the kernel's " + system + " file system");
   }
 }
 

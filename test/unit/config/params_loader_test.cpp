@@ -493,6 +493,19 @@ TEST_CASE("set overrides edit any key, creating mappings along the way") {
   CHECK(scalar.error(
       "command line (--set runconfig.max_steps.value=3): error: runconfig.max_steps.value: cannot "
       "set a key inside runconfig.max_steps, which is the integer 10"));
+  // A section replaced by a scalar has one error, not a second one for the keys it lost.
+  LoadOptions section;
+  section.set_overrides = {parse_set_override("runconfig=3")};
+  Loaded replaced = load(kLegacy, section);
+  CHECK(
+      replaced.error("command line (--set runconfig=3): error: runconfig: expected a mapping; "
+                     "found the integer 3"));
+  CHECK(replaced.diagnostics.error_count() == 1);
+  LoadOptions init;
+  init.set_overrides = {parse_set_override("trainer.init=3")};
+  CHECK(load(trainer_with("    optimizer: {SGD: {lr: 0.1}}\n"), init)
+            .error("trainer.init: expected a mapping (the trainer's device, model, optimizer and "
+                   "callbacks); found the integer 3"));
   CHECK_THROWS_WITH(parse_set_override("novalue"), Catch::Contains("--set expects KEY=VALUE"));
   CHECK_THROWS_WITH(parse_set_override("=3"), Catch::Contains("needs a dotted key path"));
 }

@@ -30,6 +30,10 @@ TEST_CASE("model_dir: existing, creatable, or clearly not") {
                                "' exists and is not a directory");
   CHECK(errors_of(file + "/below").find("cannot be created") != std::string::npos);
   CHECK(errors_of("").find("model_dir is empty") != std::string::npos);
+  // Root may write to /proc as far as access() tells, and still makes nothing there.
+  if (std::filesystem::is_directory("/proc/self"))
+    CHECK(errors_of("/proc/csrun-model").find("'/proc' is in the kernel's proc file system") !=
+          std::string::npos);
 }
 
 TEST_CASE("checkpoint paths and patterns") {
