@@ -17,11 +17,13 @@ using graph::NodeId;
 // - for each variable they read, and each whose next value they help to compute (a moment of
 //   Adam, for the weight), every other node that reads it, directly or through a layout op or
 //   cast a kernel may read it by: so the new value can still overwrite the old in place.
-// An update node of more than one value that reads only leaves and such nodes (0.9 times a
-// moment) is lazy: it comes with the first node that reads it, not at the start of the step,
-// where its temporary would live for the whole step. Single values (Adam's step size) do not
-// wait for the variables they help to update and so come early: a fusion reads only what comes
-// before its first node, and a parameter's whole update can be one kernel.
+// An update node of more than one value that reads only leaves, single values and such nodes
+// (0.9 times a moment, the weight decay's lr * weight_decay times a weight) is lazy: it comes
+// with the first node that reads it, not where its operands are ready (the start of the step, or
+// after the weight's last other reader), where its temporary would live until the gradient. Single
+// values (Adam's step size) do not wait for the variables they help to update and so come early: a
+// fusion reads only what comes before its first node, and a parameter's whole update can be one
+// kernel.
 class UpdateScheduler {
  public:
   explicit UpdateScheduler(const graph::Graph& source)
@@ -39,6 +41,7 @@ class UpdateScheduler {
       lazy_[i] = !single(id) && std::all_of(source.node(id).inputs.begin(),
                                             source.node(id).inputs.end(), [&](NodeId input) {
                                               return source.node(input).inputs.empty() ||
+                                                     single(input) ||
                                                      lazy_[static_cast<std::size_t>(input)];
                                             });
       if (!lazy_[i]) wait_for(id, single(id) ? std::vector<NodeId>{} : variables[i]);

@@ -1,6 +1,8 @@
 #include "legacy_format.hpp"
 
 #include <algorithm>
+#include <cmath>
+#include <cstdint>
 #include <optional>
 #include <set>
 
@@ -274,6 +276,7 @@ class LegacyConverter {
                                ? *runconfig
                                : Node::make_map(params.mark(), "runconfig"));
     }
+    derive_seq2seq_loss_weights(trainer_, diagnostics_);
     return std::move(trainer_);
   }
 
@@ -440,7 +443,9 @@ class LegacyConverter {
     if (optimizer_precision_keys().count(key)) {
       init_section("precision", optimizer).set(key, item.value, item.key_mark);
     } else if (key == "learning_rate") {
-      convert_learning_rate(item.value, kwargs, item.key_mark);
+      const Node* reset = optimizer.find("disable_lr_steps_reset");
+      convert_learning_rate(item.value, kwargs, item.key_mark,
+                            reset && reset->is_bool() && reset->as_bool());
     } else if (key == "log_summaries") {
       init_section("precision", optimizer).set("log_loss_scale", item.value, item.key_mark);
       if (item.value.is_bool() && item.value.as_bool())
@@ -463,9 +468,7 @@ class LegacyConverter {
                                " is a Model Zoo 1.x optimizer key (summaries of gradients and "
                                "weights); it has no effect");
     } else if (key == "disable_lr_steps_reset") {
-      diagnostics_.warning(item.key_mark, item.value.path(),
-                           "disable_lr_steps_reset is a Model Zoo 1.x optimizer key; it has no "
-                           "effect (schedules are closed forms of the global step)");
+      // Read with the learning rate's list (convert_scheduler_list).
     } else {
       kwargs.set(key, item.value, item.key_mark);
     }
@@ -489,7 +492,10 @@ class LegacyConverter {
     kwargs.set("betas", std::move(betas), first->key_mark);
   }
 
-  void convert_learning_rate(const Node& written, Node& kwargs, const SourceMark& key_mark) {
+  // `on_global_step`: disable_lr_steps_reset, the later schedules of a list run on the global
+  // step rather than from their own start.
+  void convert_learning_rate(const Node& written, Node& kwargs, const SourceMark& key_mark,
+                             bool on_global_step) {
     Node lr = written;
     if (auto number = numeric_string(written, diagnostics_))
       lr = Node::make_number(*number, written.mark(), written.path());
@@ -504,7 +510,8 @@ class LegacyConverter {
     } else if (lr.is_map()) {
       if (auto scheduler = convert_scheduler(lr, true)) schedulers.push_back(std::move(*scheduler));
     } else if (lr.is_list() && !lr.items().empty()) {
-      if (auto scheduler = convert_scheduler_list(lr)) schedulers.push_back(std::move(*scheduler));
+      if (auto scheduler = convert_scheduler_list(lr, on_global_step))
+        schedulers.push_back(std::move(*scheduler));
     } else {
       diagnostics_.error(
           lr.mark(), lr.path(),
@@ -514,16 +521,22 @@ class LegacyConverter {
     init().set("schedulers", std::move(schedulers), key_mark);
   }
 
-  std::optional<Node> convert_scheduler_list(const Node& list) {
+  std::optional<Node> convert_scheduler_list(const Node& list, bool on_global_step) {
     Node members = Node::make_list(list.mark(), list.path());
     std::set<std::string> main_schedulers;
+    std::int64_t start = 0;  // the global step the schedule starts at
     for (std::size_t i = 0; i < list.items().size(); ++i) {
       const Node& item = list.items()[i];
       if (const Node* main = item.is_map() ? item.find("main_scheduler") : nullptr) {
         main_schedulers.insert(main->render());
       }
       bool final = i + 1 == list.items().size();
-      if (auto scheduler = convert_scheduler(item, final)) members.push_back(std::move(*scheduler));
+      std::optional<Node> scheduler = convert_scheduler(item, final);
+      if (!scheduler) continue;
+      std::int64_t steps = schedule_steps(*scheduler);
+      if (on_global_step && start > 0) scheduler = on_global_step_from(*scheduler, start, final);
+      members.push_back(std::move(*scheduler));
+      start += steps;
     }
     if (main_schedulers.size() > 1) {
       std::string values;
@@ -539,6 +552,85 @@ class LegacyConverter {
     params.set("schedulers", std::move(members));
     Node wrapped = Node::make_map(list.mark(), list.path());
     wrapped.set(chained ? "ChainedScheduler" : "SequentialLR", std::move(params), list.mark());
+    return wrapped;
+  }
+
+  static std::int64_t schedule_steps(const Node& scheduler) {
+    const Node* steps = scheduler.entries().front().value.find("total_iters");
+    return steps && steps->is_int() ? steps->as_int() : 0;
+  }
+
+  // disable_lr_steps_reset (1.x: "schedules will overlap rather than occur sequentially"): the
+  // schedule that starts at global step `start` computes its rate at the global step. The final
+  // one becomes the same curve as a schedule of its own steps, which the trainer format's
+  // SequentialLR restarts; one before it would need a decay length other than its span, which
+  // the milestones SequentialLR checks do not allow.
+  Node on_global_step_from(const Node& scheduler, std::int64_t start, bool final) {
+    const Node::Entry& entry = scheduler.entries().front();
+    std::optional<Node> continued = final ? continued_from(entry, start) : std::nullopt;
+    if (!continued) {
+      diagnostics_.warning(entry.key_mark, entry.value.path(),
+                           "disable_lr_steps_reset: true runs this " + entry.key +
+                               " on the global step, from step " + std::to_string(start) +
+                               " of its curve; csrun runs it from its own start (it continues "
+                               "only the final LinearLR, PolynomialLR, ExponentialLR or "
+                               "ConstantLR of a list)");
+      return scheduler;
+    }
+    diagnostics_.note(
+        entry.key_mark, entry.value.path(),
+        "disable_lr_steps_reset: true runs this " + entry.key +
+            " on the global step: csrun writes it as the rest of that curve, from its step " +
+            std::to_string(start) + " on");
+    return *continued;
+  }
+
+  // The schedule `entry` from `offset` steps in, as a schedule that starts there.
+  static std::optional<Node> continued_from(const Node::Entry& entry, std::int64_t offset) {
+    const Node& params = entry.value;
+    auto number = [&](const char* key, std::optional<double> fallback = std::nullopt) {
+      const Node* value = params.find(key);
+      return value && value->is_number() ? std::optional(value->as_number()) : fallback;
+    };
+    Node result = params;
+    std::string name = entry.key;
+    if (name == "ConstantLR") return wrapped_schedule(entry, name, result);
+    const Node* steps = params.find("total_iters");
+    if (!steps || !steps->is_int() || steps->as_int() <= 0) return std::nullopt;
+    std::int64_t total = steps->as_int();
+    std::optional<double> initial = number("initial_learning_rate");
+    if (!initial) return std::nullopt;
+    if (name == "LinearLR" || name == "PolynomialLR") {
+      std::optional<double> end = number("end_learning_rate");
+      std::optional<double> power = number("power", 1.0);
+      if (!end || !power || params.contains("cycle")) return std::nullopt;
+      if (offset >= total) {
+        Node constant = Node::make_map(params.mark(), params.path());
+        constant.set("learning_rate", Node::make_number(*end, params.mark(), params.path()));
+        return wrapped_schedule(entry, "ConstantLR", constant);
+      }
+      double left = static_cast<double>(total - offset) / static_cast<double>(total);
+      result.set("initial_learning_rate",
+                 Node::make_number(*end + (*initial - *end) * std::pow(left, *power), params.mark(),
+                                   params.path()));
+      result.set("total_iters", Node::make_int(total - offset, steps->mark(), steps->path()));
+      return wrapped_schedule(entry, name, result);
+    }
+    if (name != "ExponentialLR") return std::nullopt;
+    std::optional<double> rate = number("decay_rate");
+    const Node* staircase = params.find("staircase");
+    bool stairs = staircase && staircase->is_bool() && staircase->as_bool();
+    if (!rate || (stairs && offset % total != 0)) return std::nullopt;
+    result.set("initial_learning_rate",
+               Node::make_number(*initial * std::pow(*rate, static_cast<double>(offset) /
+                                                                static_cast<double>(total)),
+                                 params.mark(), params.path()));
+    return wrapped_schedule(entry, name, result);
+  }
+
+  static Node wrapped_schedule(const Node::Entry& entry, const std::string& name, Node params) {
+    Node wrapped = Node::make_map(entry.value.mark(), entry.value.path());
+    wrapped.set(name, std::move(params), entry.key_mark);
     return wrapped;
   }
 

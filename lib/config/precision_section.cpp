@@ -87,12 +87,19 @@ void check_loss_scale_bounds(const Node& section, const LossScaling& scaling,
     return;
   }
   if (!initial) return;
-  if ((low && *initial < *low) || (high && *initial > *high)) {
-    const Node* at = section.find("initial_loss_scale");
+  const Node* at = section.find("initial_loss_scale");
+  if (high && *initial > *high) {
     diagnostics.warning(at->mark(), at->path(),
-                        "initial_loss_scale (" + at->render() +
-                            ") lies outside [min_loss_scale, max_loss_scale]; the first steps run "
-                            "at it until an update brings the scale within them");
+                        "initial_loss_scale (" + at->render() + ") is above max_loss_scale (" +
+                            section.find("max_loss_scale")->render() +
+                            "): the scale starts at max_loss_scale, as cerebras.pytorch's "
+                            "GradScaler starts it");
+  } else if (low && *initial < *low) {
+    diagnostics.warning(at->mark(), at->path(),
+                        "initial_loss_scale (" + at->render() + ") is below min_loss_scale (" +
+                            section.find("min_loss_scale")->render() +
+                            "): the first step runs at it, and its update brings the scale "
+                            "within the bounds");
   }
 }
 

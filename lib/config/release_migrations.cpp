@@ -100,6 +100,33 @@ void migrate_model_keys(Node& model, Diagnostics& diagnostics) {
     migrate_norm_switch(model, norm, diagnostics);
 }
 
+void derive_seq2seq_loss_weights(Node& trainer, Diagnostics& diagnostics) {
+  Node* init = trainer.find("init");
+  const Node* model = init && init->is_map() ? init->find("model") : nullptr;
+  const Node* scaling = model && model->is_map() ? model->find("mlm_loss_scaling") : nullptr;
+  Node* fit = trainer.find("fit");
+  Node* loader = fit && fit->is_map() ? fit->find("train_dataloader") : nullptr;
+  if (!scaling || !scaling->is_string() || !loader || !loader->is_map()) return;
+  const Node* processor = loader->find("data_processor");
+  std::string name = processor && processor->is_string() ? processor->as_string() : "";
+  if (name != "T5DynamicDataProcessor" && name != "TransformerDynamicDataProcessor") return;
+  bool weighted = scaling->as_string() == "precomputed_num_masked";
+  const Node::Entry* written = loader->find_entry("dynamic_loss_weight");
+  if (written && written->value.is_bool() && written->value.as_bool() == weighted) return;
+  if (written) {
+    diagnostics.warning(written->key_mark, written->value.path(),
+                        "Model Zoo 1.9 to 2.4 set dynamic_loss_weight from model.mlm_loss_scaling "
+                        "('" +
+                            scaling->as_string() +
+                            "'), whatever the file wrote; csrun sets it to " +
+                            (weighted ? "true" : "false"));
+  }
+  loader->set(
+      "dynamic_loss_weight",
+      Node::make_bool(weighted, scaling->mark(), join_path(loader->path(), "dynamic_loss_weight")),
+      written ? written->key_mark : scaling->mark());
+}
+
 void migrate_trainer_tree(Node& trainer, Diagnostics& diagnostics) {
   Node* init = trainer.find("init");
   Node* model = init && init->is_map() ? init->find("model") : nullptr;
@@ -116,6 +143,8 @@ void migrate_trainer_tree(Node& trainer, Diagnostics& diagnostics) {
                             "a Model Zoo 2.4 spelling: later releases read it from "
                             "trainer.init.precision, where csrun moves it",
                             diagnostics);
+  // The model's precision keys mark a 2.4 file.
+  derive_seq2seq_loss_weights(trainer, diagnostics);
 }
 
 }  // namespace csrun::config

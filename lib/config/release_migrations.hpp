@@ -22,6 +22,12 @@ void move_model_precision_keys(Node& model, Node& precision, const std::string& 
 // use_t5_layer_norm become norm_type (true: rmsnorm, false: layernorm).
 void migrate_model_keys(Node& model, Diagnostics& diagnostics);
 
+// Model Zoo 1.9 to 2.4 set the T5 and Transformer training data's dynamic_loss_weight from the
+// model's mlm_loss_scaling (true for precomputed_num_masked), whatever the file wrote: their
+// set_defaults, then 2.4's T5Config. 2.6 and later read the key as written. `trainer` is the
+// trainer tree of a file of those releases.
+void derive_seq2seq_loss_weights(Node& trainer, Diagnostics& diagnostics);
+
 // Applies the migrations of trainer-format files in place (one trainer's tree).
 void migrate_trainer_tree(Node& trainer, Diagnostics& diagnostics);
 

@@ -107,6 +107,7 @@ class TensorflowTranslator {
     }
     if (network_ == Network::t5) translate_t5_model(model);
     if (network_ == Network::transformer) translate_transformer_model(model);
+    if (network_ == Network::t5 || network_ == Network::transformer) weigh_target_tokens(model);
     if (network_ == Network::unet) {
       for (const char* key : {"data_format", "log_image_summaries"}) {
         drop(model, key, std::string(key) + " is a TensorFlow-era model key");
@@ -280,6 +281,22 @@ class TensorflowTranslator {
                              computed + "; found " + entry->value.render());
     }
     model.take("attention_type");
+  }
+
+  // Under precomputed_num_masked TensorFlow's T5 and Transformer scale each batch's loss by the
+  // batch / its target tokens (the data's loss_scale), in training and evaluation alike: the
+  // data's dynamic_loss_weight, which PyTorch's evaluation data leaves off.
+  void weigh_target_tokens(const Node& model) {
+    const Node* scaling = model.find("mlm_loss_scaling");
+    if (!scaling || !scaling->is_string() || scaling->as_string() != "precomputed_num_masked")
+      return;
+    for (const char* key : {"train_input", "eval_input"}) {
+      Node* input = params_.find(key);
+      if (!input || !input->is_map() || input->contains("dynamic_loss_weight")) continue;
+      input->set("dynamic_loss_weight",
+                 Node::make_bool(true, scaling->mark(), std::string(key) + ".dynamic_loss_weight"),
+                 scaling->mark());
+    }
   }
 
   // Release 1.6's TensorFlow T5, as Release 1.9's PyTorch port of it writes the same model.

@@ -19,8 +19,10 @@ const std::vector<std::string> kInitKeys = {"device",    "backend",   "model_dir
                                             "model",     "optimizer", "schedulers", "precision",
                                             "sparsity",  "loop",      "checkpoint", "logging",
                                             "callbacks", "loggers",   "autorestart"};
-const std::vector<std::string> kCheckpointStates = {"model",       "optimizer",  "schedulers",
-                                                    "grad_scaler", "dataloader", "global_step"};
+// The states of 2.4 and later, and 2.0-2.2's names: lr_scheduler (schedulers), sparsity.
+const std::vector<std::string> kCheckpointStates = {"model",        "optimizer",  "schedulers",
+                                                    "grad_scaler",  "dataloader", "global_step",
+                                                    "lr_scheduler", "sparsity"};
 
 // Core callbacks are configured through their own init key, never through `callbacks`.
 const std::map<std::string, std::string>& core_callbacks() {

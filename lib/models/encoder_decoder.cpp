@@ -120,7 +120,31 @@ void check_fits_positions(const ModelParams& params, const char* key,
             diagnostics);
 }
 
+// Whether the step's batches carry the loss weights of the data's dynamic_loss_weight (B / the
+// target tokens): a training step reads the training data's, an eval step the eval data's.
+bool weighted_data(const ModelBuild& b) {
+  return b.context.training() ? b.hints.dynamic_loss_weight : b.hints.eval_dynamic_loss_weight;
+}
+
+// The loss's scaling. 1.6 had no mlm_loss_scaling: the data's loss weights asked for the mean.
+// precomputed_num_masked is the mean over the target tokens only with the loss weights: the
+// Model Zoo's loss falls back to batch_size where the batch has none (an evaluation, always).
+std::string loss_scaling(const ModelParams& params, bool weighted) {
+  if (!params.has("mlm_loss_scaling")) return weighted ? "precomputed_num_masked" : "batch_size";
+  std::string scaling = params.text("mlm_loss_scaling");
+  return scaling == "precomputed_num_masked" && !weighted ? "batch_size" : scaling;
+}
+
 void check_seq2seq(const ModelParams& params, const DataHints& hints, Diagnostics& diagnostics) {
+  if (params.has("mlm_loss_scaling") &&
+      params.text("mlm_loss_scaling") == "precomputed_num_masked" && !hints.dynamic_loss_weight) {
+    warn_at(params, "mlm_loss_scaling",
+            "precomputed_num_masked needs the training data's loss weights "
+            "(train_dataloader.dynamic_loss_weight: true, which Model Zoo 1.9-2.4 set from this "
+            "key): without them the Model Zoo's loss, and csrun's, is the batch_size scaling, "
+            "the summed loss / the batch x lm_loss_weight",
+            diagnostics);
+  }
   const Node* position = params.find("position_embedding_type");
   bool learned = position && position->is_string() && position->as_string().starts_with("learned");
   if (learned && !params.has("src_max_position_embeddings")) {
@@ -523,11 +547,8 @@ ModelOutputs seq2seq_outputs(ModelBuild& b, const graph::Tensor& logits) {
     per_token = (1.0 - smoothing) * cross_entropy + smoothed;
   }
   graph::Tensor total = graph::sum(per_token * mask);
-  // Model Zoo 1.6 had no mlm_loss_scaling: the data's dynamic_loss_weight asked for the mean.
-  std::string scaling = p.has("mlm_loss_scaling")     ? p.text("mlm_loss_scaling")
-                        : b.hints.dynamic_loss_weight ? "precomputed_num_masked"
-                                                      : "batch_size";
   ModelOutputs result;
+  std::string scaling = loss_scaling(p, weighted_data(b));
   result.loss = scaling == "batch_size"
                     ? b.context.average_over_samples(total, batch) * p.number("lm_loss_weight")
                     : b.context.average_over_field(total, mask, "decoder_attention_mask");

@@ -39,7 +39,8 @@ struct DataHints {
   // a loss summed over the batch into the mean over those tokens: BERT's dynamic_mlm_scale, the
   // encoder-decoders' dynamic_loss_weight.
   bool dynamic_mlm_scale = false;
-  bool dynamic_loss_weight = false;
+  bool dynamic_loss_weight = false;       // of the training data
+  bool eval_dynamic_loss_weight = false;  // of the eval data
 };
 
 // What a model builder receives: its checked params, the step being traced, the batch, and what

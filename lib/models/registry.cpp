@@ -24,6 +24,20 @@ const Node* first_dataloader(const config::TrainerSpec& trainer) {
   return nullptr;
 }
 
+const Node* first_eval_dataloader(const config::TrainerSpec& trainer) {
+  if (trainer.fit && !trainer.fit->val_dataloaders.empty() &&
+      trainer.fit->val_dataloaders.front().is_map()) {
+    return &trainer.fit->val_dataloaders.front();
+  }
+  if (trainer.validate && trainer.validate->val_dataloader.is_map()) {
+    return &trainer.validate->val_dataloader;
+  }
+  if (trainer.validate_all && !trainer.validate_all->val_dataloaders.empty()) {
+    return &trainer.validate_all->val_dataloaders.front();
+  }
+  return nullptr;
+}
+
 std::string processor_of(const config::TrainerSpec& trainer) {
   const Node* loader = first_dataloader(trainer);
   const Node* processor = loader ? loader->find("data_processor") : nullptr;
@@ -59,6 +73,8 @@ DataHints read_hints(const config::TrainerSpec& trainer) {
   hints.dynamic_mlm_scale = processor_of(trainer) != "BertCSVDataProcessor" &&
                             loader->flag_or("dynamic_mlm_scale", false);
   hints.dynamic_loss_weight = loader->flag_or("dynamic_loss_weight", false);
+  const Node* eval = first_eval_dataloader(trainer);
+  hints.eval_dynamic_loss_weight = eval && eval->flag_or("dynamic_loss_weight", false);
   return hints;
 }
 

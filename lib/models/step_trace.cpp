@@ -101,6 +101,8 @@ TracedSplitStep trace_split_step(const CheckedModel& model, std::int64_t micro_b
     update.add_parameter(graph::Tensor(
         split.update, split.update.add_variable(variable, micro.graph.node(variable.node))));
   }
+  for (const std::string& module : context.normalization_modules())
+    update.add_normalization_module(module);
   // The running moments, kept by the update from the batch sums of all micro-steps.
   auto copy_variable = [&](const graph::Tensor& tensor) {
     const graph::Variable& variable =

@@ -282,12 +282,14 @@ Tensor scale_and_shift(const Scope& scope, const Tensor& normalized, const NormI
 Tensor group_norm(const Scope& scope, const Tensor& x, std::int64_t groups, double eps,
                   const NormInit& init) {
   auto entered = scope.enter();
+  scope.context().add_normalization_module(scope.prefix());
   return scale_and_shift(scope, group_normalize(x, groups, eps), init);
 }
 
 Tensor batch_norm(const Scope& scope, const Tensor& x, double eps, const NormInit& init,
                   double momentum) {
   auto entered = scope.enter();
+  scope.context().add_normalization_module(scope.prefix());
   std::int64_t channels = x.dim(1);
   std::int64_t axes = x.rank() - 2;
   Tensor running_mean = scope.statistic("running_mean", {channels}, zeros_initializer());

@@ -54,6 +54,7 @@ TokenEmbeddings token_embeddings(const Scope& scope, const Tensor& ids, std::int
 
 Tensor layer_norm(const Scope& scope, const Tensor& x, double eps) {
   auto entered = scope.enter();
+  scope.context().add_normalization_module(scope.prefix());
   std::int64_t width = x.dim(-1);
   Tensor weight = scope.parameter("weight", {width}, ones_initializer());
   Tensor bias = scope.parameter("bias", {width}, zeros_initializer());

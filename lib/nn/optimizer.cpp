@@ -66,13 +66,13 @@ class Sgd : public Optimizer {
 
   // PyTorch's SGD: the first step stores the gradient itself as momentum buffer.
   void update(Graph& graph, const std::vector<Tensor>& parameters,
-              const std::vector<Tensor>& gradients, const std::vector<Tensor>& learning_rates,
+              const std::vector<Tensor>& gradients, const std::vector<UpdateGroup>& groups,
               const Tensor& global_step, const std::optional<Tensor>& apply) override {
     for (std::size_t i = 0; i < parameters.size(); ++i) {
       const Tensor& p = parameters[i];
-      const Tensor& lr = learning_rates[i];
+      const Tensor& lr = groups[i].lr;
       Tensor g = maximize_ ? -gradients[i] : gradients[i];
-      if (weight_decay_ != 0.0) g = g + weight_decay_ * p;
+      if (weight_decay_ != 0.0 && groups[i].weight_decay) g = g + weight_decay_ * p;
       if (momentum_ != 0.0) {
         Tensor buffer = state(graph, i, "momentum_buffer");
         Tensor damped = (1.0 - dampening_) * g;
@@ -93,9 +93,12 @@ class Sgd : public Optimizer {
   bool maximize_;
 };
 
-// Adam (PyTorch), AdamW (Hugging Face's, which the Model Zoo uses: correct_bias, decoupled
-// weight decay applied after the step) and Lamb (You et al., as in cybertronai's pytorch-lamb,
-// whose `adam` flag the Model Zoo keeps).
+// Adam and AdamW as the Model Zoo's AdamBase computes them (and TensorFlow's Adam): the bias
+// corrections scale the step, lr * sqrt(1 - beta2^t) / (1 - beta1^t) * m / (sqrt(v) + eps), where
+// PyTorch's Adam divides sqrt(v) by its correction before adding eps; Adam adds its weight decay
+// to the gradient (L2), AdamW subtracts lr * weight_decay * p with the step, from the weight the
+// step started from; AdamW's correct_bias: false drops the corrections (Adam always corrects).
+// Lamb as in cybertronai's pytorch-lamb, whose `adam` flag the Model Zoo keeps.
 class AdamFamily : public Optimizer {
  public:
   enum class Kind { adam, adamw, lamb };
@@ -124,19 +127,20 @@ class AdamFamily : public Optimizer {
   }
 
   void update(Graph& graph, const std::vector<Tensor>& parameters,
-              const std::vector<Tensor>& gradients, const std::vector<Tensor>& learning_rates,
+              const std::vector<Tensor>& gradients, const std::vector<UpdateGroup>& groups,
               const Tensor&, const std::optional<Tensor>& apply) override {
     auto [beta1, beta2] = betas_;
     for (std::size_t i = 0; i < parameters.size(); ++i) {
       const Tensor& p = parameters[i];
-      const Tensor& lr = learning_rates[i];
+      const Tensor& lr = groups[i].lr;
+      double decay = groups[i].weight_decay ? weight_decay_ : 0.0;
       Tensor g = gradients[i];
-      if (kind_ == Kind::adam && weight_decay_ != 0.0) g = g + weight_decay_ * p;
+      if (kind_ == Kind::adam && decay != 0.0) g = g + decay * p;
       Tensor step = state(graph, i, "step");
       Tensor m = state(graph, i, "exp_avg");
       Tensor v = state(graph, i, "exp_avg_sq");
       Tensor next_step = step + 1.0;
-      Factors scalars = factors(next_step, lr);
+      std::optional<Tensor> step_size = corrected_step(next_step, lr);
       Tensor new_m = (1.0 - beta1) * g;
       Tensor next_m = beta1 * m + new_m;
       Tensor new_v = (1.0 - beta2) * g * g;
@@ -150,43 +154,36 @@ class AdamFamily : public Optimizer {
         second = maximum(running_max, next_v);
         commit(graph, state_name(i, "max_exp_avg_sq"), running_max, second, apply);
       }
-      commit(graph, variable_name(p), p, updated(p, next_m, second, scalars, lr), apply);
+      commit(graph, variable_name(p), p, updated(p, next_m, second, step_size, lr, decay), apply);
     }
   }
 
  private:
-  // The step's scalar factors of the bias correction. Traced before the elementwise update, they
-  // precede it in the graph, so that one fused kernel can compute a parameter's whole update
-  // (fusion_groups.hpp: a fusion's operands come before its first node).
-  struct Factors {
-    Tensor step_size;
-    Tensor root_correction2;
-  };
-
-  Factors factors(const Tensor& step, const Tensor& lr) const {
-    if (kind_ == Kind::lamb) return {};  // Lamb corrects no bias
+  // The step's scalar factor of Adam's and AdamW's moments: lr with the bias corrections (none
+  // for Lamb). Traced before the elementwise update, it precedes it in the graph, so that one
+  // fused kernel can compute a parameter's whole update (fusion_groups.hpp: a fusion's operands
+  // come before its first node).
+  std::optional<Tensor> corrected_step(const Tensor& step, const Tensor& lr) const {
+    if (kind_ == Kind::lamb) return std::nullopt;
+    if (kind_ == Kind::adamw && !correct_bias_) return lr;
     auto [beta1, beta2] = betas_;
     Tensor correction1 = 1.0 - pow(constant(step.graph(), beta1), step);
     Tensor root_correction2 = sqrt(1.0 - pow(constant(step.graph(), beta2), step));
-    if (kind_ == Kind::adam) return {lr / correction1, root_correction2};
-    return {correct_bias_ ? lr * root_correction2 / correction1 : lr, root_correction2};
+    return lr * root_correction2 / correction1;
   }
 
-  Tensor updated(const Tensor& p, const Tensor& m, const Tensor& v, const Factors& scalars,
-                 const Tensor& lr) const {
+  Tensor updated(const Tensor& p, const Tensor& m, const Tensor& v,
+                 const std::optional<Tensor>& step_size, const Tensor& lr, double decay) const {
     switch (kind_) {
-      case Kind::adam: {
-        Tensor denominator = sqrt(v) / scalars.root_correction2 + eps_;
-        return p - scalars.step_size * m / denominator;
-      }
+      case Kind::adam:
+        return p - *step_size * m / (sqrt(v) + eps_);
       case Kind::adamw: {
-        Tensor denominator = sqrt(v) + eps_;
-        Tensor stepped = p - scalars.step_size * m / denominator;
-        return weight_decay_ > 0.0 ? stepped - lr * weight_decay_ * stepped : stepped;
+        Tensor stepped = p - *step_size * m / (sqrt(v) + eps_);
+        return decay != 0.0 ? stepped - lr * decay * p : stepped;
       }
       case Kind::lamb: {
         Tensor adam_step = m / (sqrt(v) + eps_);
-        if (weight_decay_ != 0.0) adam_step = adam_step + weight_decay_ * p;
+        if (decay != 0.0) adam_step = adam_step + decay * p;
         if (adam_) return p - lr * adam_step;
         Tensor weight_norm = minimum(norm(p), 10.0);
         Tensor adam_norm = norm(adam_step);
@@ -252,7 +249,7 @@ class Adafactor : public Optimizer {
   }
 
   void update(Graph& graph, const std::vector<Tensor>& parameters,
-              const std::vector<Tensor>& gradients, const std::vector<Tensor>& learning_rates,
+              const std::vector<Tensor>& gradients, const std::vector<UpdateGroup>& groups,
               const Tensor&, const std::optional<Tensor>& apply) override {
     for (std::size_t i = 0; i < parameters.size(); ++i) {
       const Tensor& p = parameters[i];
@@ -260,7 +257,7 @@ class Adafactor : public Optimizer {
       Tensor step = state(graph, i, "step");
       Tensor next_step = step + 1.0;
       commit(graph, state_name(i, "step"), step, next_step, apply);
-      Tensor lr = learning_rates[i];
+      Tensor lr = groups[i].lr;
       if (scale_parameter_) lr = lr * maximum(rms(p), eps2_);
       Tensor beta2 = 1.0 - pow(next_step, constant(graph, decay_rate_));
       Tensor squared = g * g + eps1_;
@@ -268,7 +265,8 @@ class Adafactor : public Optimizer {
                                              : plain_direction(graph, i, squared, beta2, apply);
       Tensor change = direction * g;
       change = change / maximum(rms(change) / clip_threshold_, 1.0) * lr;
-      Tensor decayed = p - p * (weight_decay_ * lr);
+      double decay = groups[i].weight_decay ? weight_decay_ : 0.0;
+      Tensor decayed = p - p * (decay * lr);
       commit(graph, variable_name(p), p, decayed - change, apply);
     }
   }

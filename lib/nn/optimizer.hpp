@@ -13,6 +13,14 @@ namespace csrun::nn {
 
 using graph::Tensor;
 
+// What a parameter's update reads besides its gradient: its learning rate (its group's scale
+// times the schedule's rate) and whether weight decay applies to it (the Model Zoo leaves biases
+// and normalization weights out: StepContext::takes_weight_decay).
+struct UpdateGroup {
+  Tensor lr;
+  bool weight_decay = true;
+};
+
 // An optimizer as traced graph code. Its state (momentum, moment estimates, step counts) is
 // created before the update is traced (Cerebras' preinitialize), named as PyTorch's
 // optimizer.state_dict() names it: optimizer.state.<parameter index>.<key>.
@@ -25,12 +33,11 @@ class Optimizer {
   // Traces one update and records the new value of every parameter and state variable in the
   // graph. Where `apply` (a boolean scalar) is false, everything keeps its value: the step is
   // skipped (non-finite gradients under dynamic loss scaling).
-  // learning_rates holds each parameter's (a group's scale times the schedule's rate); decoupled
-  // weight decay follows it, as in cerebras.pytorch's optimizers.
+  // groups holds each parameter's learning rate and weight decay; decoupled weight decay follows
+  // the learning rate, as in cerebras.pytorch's optimizers.
   virtual void update(graph::Graph& graph, const std::vector<Tensor>& parameters,
-                      const std::vector<Tensor>& gradients,
-                      const std::vector<Tensor>& learning_rates, const Tensor& global_step,
-                      const std::optional<Tensor>& apply) = 0;
+                      const std::vector<Tensor>& gradients, const std::vector<UpdateGroup>& groups,
+                      const Tensor& global_step, const std::optional<Tensor>& apply) = 0;
 };
 
 // The optimizer of a checked {ClassName: params} entry. Throws std::invalid_argument for a

@@ -1,5 +1,7 @@
 #include "scope.hpp"
 
+#include <algorithm>
+
 namespace csrun::nn {
 
 StepContext::StepContext(graph::Graph& graph, bool training, std::uint64_t seed)
@@ -9,6 +11,13 @@ StepContext::StepContext(graph::Graph& graph, bool training, std::uint64_t seed)
       global_step_(graph, graph.add_variable("global_step", {{}, graph::DType::i32},
                                              graph::VariableRole::step_counter, {})),
       dropout_counter_(global_step_) {}
+
+bool StepContext::takes_weight_decay(std::string_view parameter) const {
+  if (parameter.find("bias") != std::string_view::npos) return false;
+  return std::none_of(
+      normalization_modules_.begin(), normalization_modules_.end(),
+      [&](const std::string& module) { return parameter.find(module) != std::string_view::npos; });
+}
 
 std::string loss_normalizer_name(std::string_view field) {
   return "loss_normalizer/" + std::string(field);

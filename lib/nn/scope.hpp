@@ -46,6 +46,14 @@ class StepContext {
   const std::vector<graph::Tensor>& parameters() const { return parameters_; }
 
   void add_parameter(const graph::Tensor& parameter) { parameters_.push_back(parameter); }
+  // Records a module of one of PyTorch's normalization classes (LayerNorm, BatchNorm, GroupNorm,
+  // InstanceNorm; not the Model Zoo's own RMSNorm), by its name.
+  void add_normalization_module(std::string name) { normalization_modules_.push_back(name); }
+  const std::vector<std::string>& normalization_modules() const { return normalization_modules_; }
+  // Whether the Model Zoo's optimizers apply weight decay to the parameter of this name: not
+  // where the name contains "bias", nor where it contains the name of a normalization module
+  // (their configure_param_groups matches by substring, as here).
+  bool takes_weight_decay(std::string_view parameter) const;
   // A distinct, deterministic salt for each dropout site of the trace.
   std::uint64_t next_dropout_salt() { return ++dropout_sites_; }
   // What dropout masks count: the global step, or in a micro-step the micro-batch it runs.
@@ -94,6 +102,7 @@ class StepContext {
   std::optional<std::int64_t> global_batch_;
   std::vector<std::string> normalizer_fields_;
   std::vector<graph::Tensor> parameters_;
+  std::vector<std::string> normalization_modules_;
   std::vector<RunningMoments> running_moments_;
   std::uint64_t dropout_sites_ = 0;
   std::int64_t attention_query_block_ = 0;

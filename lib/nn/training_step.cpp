@@ -1,5 +1,6 @@
 #include "training_step.hpp"
 
+#include <algorithm>
 #include <memory>
 #include <optional>
 
@@ -38,20 +39,26 @@ Tensor all_finite(const std::vector<Tensor>& gradients) {
   return equal(bad, 0.0);
 }
 
-// torch.cuda.amp.GradScaler's rule: halve on overflow, double after steps_per_increase clean
-// steps, within [min_loss_scale, max_loss_scale].
-void update_dynamic_scale(Graph& graph, const config::LossScaling& settings, const Tensor& scale,
+double max_loss_scale(const config::PrecisionSpec& precision) {
+  return precision.loss_scaling.max_loss_scale.value_or(
+      default_max_loss_scale(precision.fp16_type));
+}
+
+// cerebras.pytorch's GradScaler: a step with a non-finite gradient halves the scale; the step
+// after steps_per_increase finite ones since the scale last changed doubles it; the scale stays
+// within [min_loss_scale, max_loss_scale]. The tracker counts the steps since the last change.
+void update_dynamic_scale(Graph& graph, const config::PrecisionSpec& precision, const Tensor& scale,
                           const Tensor& finite) {
+  const config::LossScaling& settings = precision.loss_scaling;
   Tensor tracker(graph, graph.find_variable("grad_scaler.growth_tracker")->node);
-  Tensor clean = tracker + 1.0;
-  Tensor grow = clean >= static_cast<double>(settings.steps_per_increase);
-  Tensor grown = where(grow, scale * 2.0, scale);
-  if (settings.max_loss_scale) grown = minimum(grown, *settings.max_loss_scale);
-  Tensor shrunk = scale * 0.5;
-  if (settings.min_loss_scale) shrunk = maximum(shrunk, *settings.min_loss_scale);
-  graph.set_update("grad_scaler.scale", where(finite, grown, shrunk).id());
+  Tensor steps = tracker + 1.0;
+  Tensor grow = logical_and(finite, steps > static_cast<double>(settings.steps_per_increase));
+  Tensor changed = where(finite, where(grow, scale * 2.0, scale), scale * 0.5);
+  Tensor bounded = maximum(minimum(changed, max_loss_scale(precision)),
+                           settings.min_loss_scale.value_or(kDefaultMinLossScale));
+  graph.set_update("grad_scaler.scale", bounded.id());
   graph.set_update("grad_scaler.growth_tracker",
-                   where(logical_and(finite, logical_not(grow)), clean, 0.0).id());
+                   where(logical_and(finite, logical_not(grow)), steps, 0.0).id());
 }
 
 LossScale make_loss_scale(Graph& graph, const config::PrecisionSpec& precision) {
@@ -60,7 +67,8 @@ LossScale make_loss_scale(Graph& graph, const config::PrecisionSpec& precision) 
     return {constant(graph, precision.enabled ? settings.factor : 1.0), std::nullopt};
   graph::Initializer start;
   start.name = "constant";
-  start.value = settings.initial_loss_scale.value_or(kDefaultInitialLossScale);
+  start.value = std::min(settings.initial_loss_scale.value_or(max_loss_scale(precision)),
+                         max_loss_scale(precision));
   Tensor scale(graph, graph.add_variable("grad_scaler.scale", {{}, DType::f32},
                                          graph::VariableRole::loss_scaling, start));
   graph.add_variable("grad_scaler.growth_tracker", {{}, DType::i32},
@@ -92,20 +100,21 @@ std::vector<Tensor> clipped(std::vector<Tensor> gradients, const config::Precisi
   return gradients;
 }
 
-// Each parameter's learning rate: the schedule's, times its scale where it has one (one node per
-// distinct scale).
-std::vector<Tensor> learning_rates(const std::vector<Tensor>& parameters, const Tensor& lr,
-                                   const LearningRateScales& scales) {
+// Each parameter's learning rate, the schedule's times its scale where it has one (one node per
+// distinct scale), and whether weight decay applies to it.
+std::vector<UpdateGroup> update_groups(const StepContext& context, const Tensor& lr,
+                                       const LearningRateScales& scales) {
   std::map<double, Tensor> scaled = {{1.0, lr}};
-  std::vector<Tensor> rates;
-  for (const Tensor& parameter : parameters) {
-    auto found = scales.find(parameter.graph().leaf_name(parameter.id()));
+  std::vector<UpdateGroup> groups;
+  for (const Tensor& parameter : context.parameters()) {
+    const std::string& name = parameter.graph().leaf_name(parameter.id());
+    auto found = scales.find(name);
     double scale = found == scales.end() ? 1.0 : found->second;
     auto [at, inserted] = scaled.try_emplace(scale, lr);
     if (inserted) at->second = lr * scale;
-    rates.push_back(at->second);
+    groups.push_back({at->second, context.takes_weight_decay(name)});
   }
-  return rates;
+  return groups;
 }
 
 }  // namespace
@@ -114,11 +123,12 @@ namespace {
 
 // The update from gradients of the loss times `loss_scale.scale`: unscaling, the finite check and
 // clipping (they see every gradient), the optimizer with each parameter's learning rate, the
-// loss scale's own update and global_step + 1. Outputs the loss when given, then lr/0 and the
-// loss scale.
+// loss scale's own update, global_step + 1 and the schedulers' step + 1, which a step skipped for
+// non-finite gradients leaves (cerebras.pytorch's schedulers count only the steps taken). Outputs
+// the loss when given, then lr/0 and the loss scale.
 void append_update(StepContext& context, std::vector<Tensor> gradients, LossScale loss_scale,
-                   Optimizer& optimizer, const Tensor& lr, const TrainingOptions& options,
-                   const LearningRateScales& learning_rate_scales,
+                   Optimizer& optimizer, const Tensor& schedule_step, const Tensor& lr,
+                   const TrainingOptions& options, const LearningRateScales& learning_rate_scales,
                    const std::optional<Tensor>& loss) {
   Graph& graph = context.graph();
   const std::vector<Tensor>& parameters = context.parameters();
@@ -127,14 +137,16 @@ void append_update(StepContext& context, std::vector<Tensor> gradients, LossScal
     g = g / loss_scale.scale;
   if (options.precision.loss_scaling.dynamic) loss_scale.finite = all_finite(gradients);
   gradients = clipped(std::move(gradients), options.precision, loss_scale.finite, graph);
-  optimizer.update(graph, parameters, gradients,
-                   learning_rates(parameters, lr, learning_rate_scales), context.global_step(),
-                   loss_scale.finite);
+  optimizer.update(graph, parameters, gradients, update_groups(context, lr, learning_rate_scales),
+                   context.global_step(), loss_scale.finite);
   if (loss_scale.finite) {
-    update_dynamic_scale(graph, options.precision.loss_scaling, loss_scale.scale,
-                         *loss_scale.finite);
+    update_dynamic_scale(graph, options.precision, loss_scale.scale, *loss_scale.finite);
   }
   graph.set_update("global_step", (context.global_step() + 1.0).id());
+  Tensor next_schedule_step = schedule_step + 1.0;
+  if (loss_scale.finite)
+    next_schedule_step = where(*loss_scale.finite, next_schedule_step, schedule_step);
+  graph.set_update(std::string(kScheduleStep), next_schedule_step.id());
   if (loss) graph.add_output("loss", loss->id());
   graph.add_output("lr/0", lr.id());
   if (options.precision.loss_scaling.dynamic || options.precision.loss_scaling.factor != 1.0) {
@@ -142,9 +154,10 @@ void append_update(StepContext& context, std::vector<Tensor> gradients, LossScal
   }
 }
 
-// The optimizer with its state created, and the learning rate of the step.
+// The optimizer with its state created, the schedulers' step and the learning rate of the step.
 struct OptimizerStart {
   std::unique_ptr<Optimizer> optimizer;
+  Tensor schedule_step;
   Tensor lr;
 };
 
@@ -153,13 +166,18 @@ OptimizerStart start_optimizer(StepContext& context, const TrainingOptions& opti
   std::unique_ptr<Optimizer> optimizer = make_optimizer(options.optimizer);
   graph.set_phase(graph::Phase::update);
   optimizer->preinitialize(graph, context.parameters());
-  Tensor step = cast(context.global_step(), DType::f32);
-  Tensor lr =
-      learning_rate(graph, options.schedulers, step, optimizer_learning_rate(options.optimizer));
-  return {std::move(optimizer), lr};
+  Tensor schedule_step(graph, graph.add_variable(std::string(kScheduleStep), {{}, DType::i32},
+                                                 graph::VariableRole::step_counter, {}));
+  Tensor lr = learning_rate(graph, options.schedulers, cast(schedule_step, DType::f32),
+                            optimizer_learning_rate(options.optimizer));
+  return {std::move(optimizer), schedule_step, lr};
 }
 
 }  // namespace
+
+double default_max_loss_scale(config::HalfType half) {
+  return half == config::HalfType::cbfloat16 ? 2147483648.0 : 32768.0;
+}
 
 std::string gradient_name(std::string_view parameter) {
   return "gradient/" + std::string(parameter);
@@ -221,8 +239,8 @@ void append_training_update(StepContext& context, const Tensor& loss,
   LossScale loss_scale = make_loss_scale(graph, options.precision);
   // d(scale * loss) = scale * d(loss): seeding the backward pass with the scale scales the loss.
   std::vector<Tensor> gradients = graph::gradients(loss, context.parameters(), loss_scale.scale);
-  append_update(context, std::move(gradients), loss_scale, *start.optimizer, start.lr, options,
-                learning_rate_scales, loss);
+  append_update(context, std::move(gradients), loss_scale, *start.optimizer, start.schedule_step,
+                start.lr, options, learning_rate_scales, loss);
   update_running_moments(context);
 }
 
@@ -262,8 +280,8 @@ void append_update_of_gradients(StepContext& context, const TrainingOptions& opt
     gradients.emplace_back(graph,
                            graph.add_input(gradient_name(name), graph.node(parameter.id()).type));
   }
-  append_update(context, std::move(gradients), loss_scale, *start.optimizer, start.lr, options,
-                learning_rate_scales, std::nullopt);
+  append_update(context, std::move(gradients), loss_scale, *start.optimizer, start.schedule_step,
+                start.lr, options, learning_rate_scales, std::nullopt);
   update_running_moments(context);
 }
 

@@ -23,9 +23,15 @@ struct TrainingOptions {
 // adjust_learning_rate), by parameter name; parameters not named keep the schedule's rate.
 using LearningRateScales = std::map<std::string, double>;
 
-// Initial loss scale of dynamic scaling when the params give none (the Model Zoo's legacy
-// default, 2^15).
-inline constexpr double kDefaultInitialLossScale = 32768.0;
+// Dynamic loss scaling's bounds where the params give none, as cerebras.pytorch's GradScaler
+// sets them: the scale starts at its maximum, 2^31 for cbfloat16 and 2^15 for float16, and stays
+// at or above 2^-14.
+double default_max_loss_scale(config::HalfType half);
+inline constexpr double kDefaultMinLossScale = 1.0 / 16384.0;
+
+// The schedulers' step: the learning rate is a closed form of it. It counts the updates taken,
+// the global step every step.
+inline constexpr std::string_view kScheduleStep = "lr_scheduler.last_epoch";
 
 // Completes a traced forward pass into the training step, one graph: the learning rate (a closed
 // form of the global step), loss scaling (static, or dynamic: scale, unscale, skip the update on

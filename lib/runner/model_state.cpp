@@ -41,14 +41,18 @@ void check_fits(const std::vector<std::uint64_t>& stored_dims, bool stored_integ
   }
 }
 
-// load_checkpoint_states names top-level states (model, optimizer, lr_scheduler, dataloader,
-// ...); global_step belongs to the lr_scheduler's.
+// load_checkpoint_states names top-level states (model, optimizer, schedulers, grad_scaler,
+// dataloader, global_step); 2.0-2.2 called the schedulers' lr_scheduler, the name of their
+// entries.
 bool state_wanted(const config::CheckpointSpec& settings, const std::string& key) {
   const std::vector<std::string>& states = settings.load_checkpoint_states;
   if (states.empty()) return true;
+  auto listed = [&](std::string_view name) {
+    return std::find(states.begin(), states.end(), name) != states.end();
+  };
   std::string top = key.substr(0, key.find('.'));
-  if (top == "global_step") top = "lr_scheduler";
-  return std::find(states.begin(), states.end(), top) != states.end();
+  if (top == "lr_scheduler") return listed("schedulers") || listed("lr_scheduler");
+  return listed(top);
 }
 
 std::int64_t stored_integer(const Checkpoint& checkpoint, const std::string& key) {
@@ -163,7 +167,9 @@ Checkpoint snapshot(const runtime::Executable& executable, const LoopPosition& p
   };
   std::int64_t step = position.global_step.value_or(0);
   scalar("global_step", step);
-  scalar("lr_scheduler.last_epoch", step);
+  // A training step counts the schedulers' steps in a variable of its own (nn::kScheduleStep).
+  if (!checkpoint.tensors.contains("lr_scheduler.last_epoch"))
+    scalar("lr_scheduler.last_epoch", step);
   if (position.dataloader) {
     scalar("dataloader.epoch", position.dataloader->epoch);
     scalar("dataloader.samples_in_epoch", position.dataloader->sample);

@@ -30,6 +30,12 @@ class Parameters:
         self.tensors = {}
         self.buffers = {}  # running statistics (BatchNorm's), which the forward pass updates
         self.training = True
+        self.norm_modules = set()  # the names of LayerNorm, BatchNorm and GroupNorm modules
+
+    def takes_weight_decay(self, name):
+        """The Model Zoo's configure_param_groups: no weight decay for a name containing "bias"
+        or the name of a normalization module."""
+        return "bias" not in name and not any(module in name for module in self.norm_modules)
 
     def get(self, name, shape):
         if name not in self.tensors:
@@ -58,6 +64,7 @@ def linear(params, prefix, x, out_features, bias=True):
 
 def layer_norm(params, prefix, x, eps):
     width = x.shape[-1]
+    params.norm_modules.add(prefix)
     return F.layer_norm(x, (width,), params.get(prefix + ".weight", (width,)), params.get(prefix + ".bias", (width,)), eps)
 
 
@@ -612,6 +619,7 @@ def unet_loss(params, batch, cfg):
         if kind is None:
             return y
         c = y.shape[1]
+        params.norm_modules.add(prefix)
         weight, shift = params.get(prefix + ".weight", (c,)), params.get(prefix + ".bias", (c,))
         if kind.startswith("batchnorm"):
             mean = params.buffers.setdefault(prefix + ".running_mean", torch.zeros(c))
@@ -704,21 +712,24 @@ def sgd(params, state, lr, step, options):
 
 
 def adam(params, state, lr, step, options):
-    """PyTorch's Adam (bias-corrected moments, no weight decay)."""
+    """The Model Zoo's Adam (AdamBase: the bias corrections scale the step, eps added to sqrt(v);
+    weight decay as L2 on the gradient, none for biases and normalization weights)."""
     beta1, beta2 = options.get("betas", [0.9, 0.999])
-    eps = options.get("eps", 1e-6)
+    eps, decay = options.get("eps", 1e-6), options.get("weight_decay", 0.0)
     for name, p in params.tensors.items():
+        g = p.grad + decay * p.data if decay and params.takes_weight_decay(name) else p.grad
         m, v, t = state.get(name, (torch.zeros_like(p), torch.zeros_like(p), 0))
         t += 1
-        m = beta1 * m + (1 - beta1) * p.grad
-        v = beta2 * v + (1 - beta2) * p.grad * p.grad
+        m = beta1 * m + (1 - beta1) * g
+        v = beta2 * v + (1 - beta2) * g * g
         state[name] = (m, v, t)
-        p.data -= (lr / (1 - beta1 ** t)) * m / (v.sqrt() / math.sqrt(1 - beta2 ** t) + eps)
+        p.data -= lr * math.sqrt(1 - beta2 ** t) / (1 - beta1 ** t) * m / (v.sqrt() + eps)
 
 
 def adamw(params, state, base_lr, step, options):
-    """Hugging Face's AdamW (correct_bias, decoupled weight decay after the step); a parameter's
-    learning rate is the schedule's times its group's scale (options["lr_scale"](name))."""
+    """The Model Zoo's AdamW (AdamBase: correct_bias, decoupled weight decay of the weight before
+    the step, none for biases and normalization weights); a parameter's learning rate is the
+    schedule's times its group's scale (options["lr_scale"](name))."""
     beta1, beta2 = options.get("betas", [0.9, 0.999])
     eps, decay = options.get("eps", 1e-6), options.get("weight_decay", 0.0)
     for name, p in params.tensors.items():
@@ -728,10 +739,10 @@ def adamw(params, state, base_lr, step, options):
         m = beta1 * m + (1 - beta1) * p.grad
         v = beta2 * v + (1 - beta2) * p.grad * p.grad
         state[name] = (m, v, t)
-        step_size = lr * math.sqrt(1 - beta2 ** t) / (1 - beta1 ** t)
-        p.data -= step_size * m / (v.sqrt() + eps)
-        if decay > 0:
-            p.data -= lr * decay * p.data
+        update = math.sqrt(1 - beta2 ** t) / (1 - beta1 ** t) * m / (v.sqrt() + eps)
+        if decay > 0 and params.takes_weight_decay(name):
+            update = update + decay * p.data
+        p.data -= lr * update
 
 
 def lamb(params, state, lr, step, options):
@@ -743,7 +754,9 @@ def lamb(params, state, lr, step, options):
         m = beta1 * m + (1 - beta1) * p.grad
         v = beta2 * v + (1 - beta2) * p.grad * p.grad
         state[name] = (m, v)
-        update = m / (v.sqrt() + eps) + decay * p.data
+        update = m / (v.sqrt() + eps)
+        if params.takes_weight_decay(name):
+            update = update + decay * p.data
         weight_norm = p.data.norm().clamp(0, 10)
         update_norm = update.norm()
         trust = weight_norm / update_norm if weight_norm > 0 and update_norm > 0 else torch.tensor(1.0)
@@ -777,7 +790,8 @@ def adafactor(params, state, lr, step, options):
         update = update * g
         update = update / max(update.pow(2).mean().sqrt().item(), 1.0)
         update = update * rate
-        p.data -= p.data * (weight_decay * rate)
+        if params.takes_weight_decay(name):
+            p.data -= p.data * (weight_decay * rate)
         p.data -= update
 
 
@@ -810,7 +824,7 @@ def train(name, params_yaml, model_cfg, loss_fn, batch_fn, batch_size, optimizer
             optimizer(params, state, schedule(step), step, options)
         if scaler:
             clean += 1
-            if clean >= scaler["steps_per_increase"]:
+            if clean > scaler["steps_per_increase"]:
                 scale, clean = scale * 2, 0
     case = {"name": name, "params": params_yaml, "batch_size": batch_size, "parameters": params.listing(), "losses": losses}
     if params.buffers:

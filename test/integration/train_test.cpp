@@ -482,8 +482,9 @@ TEST_CASE("SIGTERM checkpoints the step in progress and exits 143, rerunning res
   std::smatch read;
   REQUIRE(std::regex_search(resumed.out, read,
                             std::regex(R"(Read (\d+) variables from it in \d+\.\d\d s\.)")));
-  // fc_mnist's 4 weights and their momentum buffers, the loss scaler's 2 values, the step.
-  CHECK(read[1] == "11");
+  // fc_mnist's 4 weights and their momentum buffers, the loss scaler's 2 values, the global step
+  // and the schedulers' step.
+  CHECK(read[1] == "12");
 }
 
 TEST_CASE("SIGTERM twice at once, as GNU timeout sends it, is one request: the step is kept") {

@@ -165,6 +165,58 @@ TEST_CASE("legacy learning-rate forms") {
     CHECK(chained.children.at(1).type == "ExponentialLR");
     CHECK(chained.children.at(1).params.find("decay_rate")->as_number() == Approx(0.5));
   }
+  SECTION("disable_lr_steps_reset: the final schedule continues on the global step") {
+    auto schedules = [](const std::string& list) {
+      std::string text = kLegacy;
+      text.replace(text.find("learning_rate: 0.01"), 19,
+                   "disable_lr_steps_reset: true\n  learning_rate: " + list);
+      return load(text);
+    };
+    // 1.6's BERT: warm-up over 10 steps, then a decay over 100 computed on the global step.
+    Loaded bert = schedules(
+        "[{scheduler: Linear, initial_learning_rate: 0.0, end_learning_rate: 1.0, steps: 10}, "
+        "{scheduler: Linear, initial_learning_rate: 1.0, end_learning_rate: 0.0, steps: 100}]");
+    INFO(bert.dump());
+    REQUIRE_FALSE(bert.diagnostics.has_errors());
+    CHECK(bert.has(Severity::note,
+                   "optimizer.learning_rate.1: disable_lr_steps_reset: true runs this LinearLR on "
+                   "the global step: csrun writes it as the rest of that curve, from its step 10"));
+    const ClassSpec& decay = bert.trainer().schedulers.at(0).children.at(1);
+    CHECK(decay.type == "LinearLR");
+    CHECK(decay.params.find("initial_learning_rate")->as_number() == Approx(0.9));
+    CHECK(decay.params.find("total_iters")->as_int() == 90);
+    // A polynomial keeps its power; one past its span is its end value; an exponential's rate
+    // is its rate at the start.
+    Loaded later = schedules(
+        "[{scheduler: Constant, learning_rate: 1.0, steps: 50}, {scheduler: Polynomial, "
+        "initial_learning_rate: 1.0, end_learning_rate: 0.0, steps: 100, power: 2.0}]");
+    CHECK(later.trainer()
+              .schedulers.at(0)
+              .children.at(1)
+              .params.find("initial_learning_rate")
+              ->as_number() == Approx(0.25));
+    Loaded past = schedules(
+        "[{scheduler: Constant, learning_rate: 1.0, steps: 50}, {scheduler: Linear, "
+        "initial_learning_rate: 1.0, end_learning_rate: 0.5, steps: 40}]");
+    const ClassSpec& constant = past.trainer().schedulers.at(0).children.at(1);
+    CHECK(constant.type == "ConstantLR");
+    CHECK(constant.params.find("learning_rate")->as_number() == Approx(0.5));
+    Loaded exponential = schedules(
+        "[{scheduler: Constant, learning_rate: 1.0, steps: 20}, {scheduler: Exponential, "
+        "initial_learning_rate: 1.0, decay_rate: 0.5, decay_steps: 10}]");
+    CHECK(exponential.trainer()
+              .schedulers.at(0)
+              .children.at(1)
+              .params.find("initial_learning_rate")
+              ->as_number() == Approx(0.25));
+    // A cosine has no schedule of its own steps for the rest of its curve: it says so.
+    Loaded cosine = schedules(
+        "[{scheduler: Constant, learning_rate: 1.0, steps: 20}, {scheduler: CosineDecay, "
+        "initial_learning_rate: 1.0, end_learning_rate: 0.0, decay_steps: 100}]");
+    CHECK(
+        cosine.warning("disable_lr_steps_reset: true runs this CosineDecayLR on the global "
+                       "step, from step 20 of its curve; csrun runs it from its own start"));
+  }
   SECTION("unknown schedule") {
     std::string text = kLegacy;
     text.replace(text.find("learning_rate: 0.01"), 19,
@@ -346,7 +398,10 @@ TEST_CASE("precision rules depend on the device") {
   CHECK(load(precision("CSX", dynamic + "min_loss_scale: 100.0, max_loss_scale: 10.0"))
             .error("min_loss_scale (100.0) is larger than max_loss_scale (10.0)"));
   CHECK(load(precision("CSX", dynamic + "initial_loss_scale: 1.0e+6, max_loss_scale: 10.0"))
-            .warning(") lies outside [min_loss_scale, max_loss_scale]; the first steps run at it"));
+            .warning(") is above max_loss_scale (10.0): the scale starts at max_loss_scale"));
+  CHECK(load(precision("CSX", dynamic + "initial_loss_scale: 1.0, min_loss_scale: 10.0"))
+            .warning("initial_loss_scale (1.0) is below min_loss_scale (10.0): the first step "
+                     "runs at it"));
 }
 
 TEST_CASE("checkpoint settings") {
@@ -369,6 +424,12 @@ TEST_CASE("checkpoint settings") {
                         "'model, dataloader'}\n"));
   CHECK(states.trainer().checkpoint.load_checkpoint_states ==
         std::vector<std::string>{"model", "dataloader"});
+  // 2.0-2.2's names.
+  Loaded legacy =
+      load(kLegacy + "  load_checkpoint_states: model,optimizer,lr_scheduler,global_step\n");
+  CHECK_FALSE(legacy.diagnostics.has_errors());
+  CHECK(legacy.trainer().checkpoint.load_checkpoint_states ==
+        std::vector<std::string>{"model", "optimizer", "lr_scheduler", "global_step"});
 }
 
 TEST_CASE("callbacks: core ones are refused, flags reach the dataloaders") {

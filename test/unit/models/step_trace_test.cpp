@@ -429,17 +429,64 @@ TEST_CASE("the data's dynamic loss scales make a summed loss the mean over the c
   CHECK(scaled == Approx(mean));
   CHECK(summed != Approx(mean * 0.25));
 
-  // T5 (1.6 had no mlm_loss_scaling): dynamic_loss_weight is the target tokens' mean, without
-  // lm_loss_weight; an mlm_loss_scaling the file writes decides.
+  // T5: the data's loss weights (dynamic_loss_weight) make the target tokens' mean, without
+  // lm_loss_weight, under precomputed_num_masked or no mlm_loss_scaling (1.6 had none); an eval
+  // step reads the eval data's. batch_size, written, decides.
   const std::string t5 =
       "{name: t5, src_vocab_size: 50, d_model: 16, d_kv: 8, d_ff: 32, num_heads: 2, "
       "encoder_num_hidden_layers: 1, decoder_num_hidden_layers: 1, lm_loss_weight: 0.25";
-  auto dynamic = [](models::DataHints& hints) { hints.dynamic_loss_weight = true; };
-  double weighted = eval_loss(t5 + "}", "decoder_attention_mask", dynamic);
-  CHECK(weighted ==
-        Approx(eval_loss(t5 + ", mlm_loss_scaling: num_masked}", "decoder_attention_mask")));
-  CHECK(eval_loss(t5 + ", mlm_loss_scaling: batch_size}", "decoder_attention_mask", dynamic) !=
+  const std::string mask = "decoder_attention_mask";
+  auto weighted_eval = [](models::DataHints& hints) { hints.eval_dynamic_loss_weight = true; };
+  double weighted = eval_loss(t5 + "}", mask, weighted_eval);
+  CHECK(weighted == Approx(eval_loss(t5 + ", mlm_loss_scaling: num_masked}", mask)));
+  CHECK(eval_loss(t5 + ", mlm_loss_scaling: precomputed_num_masked}", mask, weighted_eval) ==
         Approx(weighted));
+  double batch = eval_loss(t5 + ", mlm_loss_scaling: batch_size}", mask, weighted_eval);
+  CHECK(batch != Approx(weighted));
+  // Without them precomputed_num_masked falls back to batch_size, as the Model Zoo's loss does:
+  // the training data's weights do not reach an eval step.
+  auto weighted_training = [](models::DataHints& hints) { hints.dynamic_loss_weight = true; };
+  CHECK(eval_loss(t5 + ", mlm_loss_scaling: precomputed_num_masked}", mask, weighted_training) ==
+        Approx(batch));
+}
+
+TEST_CASE(
+    "Model Zoo 1.9 to 2.4 give T5's training data the loss weights precomputed_num_masked "
+    "asks for, 2.6 on read the data's key") {
+  auto weights = [](const std::string& params, bool& warned) {
+    auto loaded = test::load_params_text(params);
+    config::Diagnostics diagnostics;
+    auto model = models::check_model(loaded.trainer(), diagnostics);
+    REQUIRE(model);
+    warned = false;
+    for (const config::Diagnostic& d : diagnostics.all())
+      warned = warned || d.to_string().find(
+                             "precomputed_num_masked needs the training data's "
+                             "loss weights") != std::string::npos;
+    return model->hints.dynamic_loss_weight;
+  };
+  const std::string legacy =
+      "train_input: {data_processor: T5DynamicDataProcessor, batch_size: 2, "
+      "src_max_sequence_length: 8, tgt_max_sequence_length: 8}\n"
+      "model: {name: t5, src_vocab_size: 50, mlm_loss_scaling: precomputed_num_masked}\n"
+      "optimizer: {optimizer_type: AdamW, learning_rate: 0.001}\nrunconfig: {max_steps: 1}\n";
+  bool warned = false;
+  CHECK(weights(legacy, warned));
+  CHECK_FALSE(warned);
+  const std::string trainer =
+      "trainer:\n  init:\n    model: {name: t5, src_vocab_size: 50, mlm_loss_scaling: "
+      "precomputed_num_masked";
+  const std::string fit =
+      "}\n    optimizer: {AdamW: {lr: 0.001}}\n  fit:\n    train_dataloader: {data_processor: "
+      "T5DynamicDataProcessor, batch_size: 2, src_max_sequence_length: 8, "
+      "tgt_max_sequence_length: 8";
+  // 2.4's trainer files still switch mixed precision in the model section.
+  CHECK(weights(trainer + ", mixed_precision: true" + fit + "}\n", warned));
+  CHECK_FALSE(warned);
+  CHECK_FALSE(weights(trainer + fit + "}\n", warned));
+  CHECK(warned);
+  CHECK(weights(trainer + fit + ", dynamic_loss_weight: true}\n", warned));
+  CHECK_FALSE(warned);
 }
 
 TEST_CASE("a token classifier's include_padding_in_loss counts every position, loss_mask or not") {

@@ -15,12 +15,16 @@ using graph::HostTensor;
 
 namespace {
 
-// loss = sum(w * x) over a parameter w [2], with x fed each step: the gradient is x.
+// loss = sum(w * x) over a parameter w [2], with x fed each step: the gradient is x. `others`
+// name more parameters [2] (ones) that the loss reads the same way; those under `norms`, modules
+// of a normalization class.
 struct TinyStep {
   graph::Graph graph;
   graph::Feeds state;
 
-  explicit TinyStep(const std::string& init_yaml, const std::string& device = "CPU") {
+  explicit TinyStep(const std::string& init_yaml, const std::string& device = "CPU",
+                    const std::vector<std::string>& others = {},
+                    const std::vector<std::string>& norms = {}) {
     auto loaded = test::load_params_text(
         "trainer:\n  init:\n    device: " + device +
         "\n    model: {name: fc_mnist, depth: 1, hidden_size: 2}\n" + init_yaml);
@@ -29,8 +33,13 @@ struct TinyStep {
     nn::StepContext context(graph, true, 1);
     graph::Tensor x(graph, graph.add_input("x", {{2}, graph::DType::f32}));
     graph::Tensor w = nn::Scope(context, "model").parameter("w", {2}, {});
+    graph::Tensor loss = sum(w * x);
+    for (const std::string& name : others)
+      loss = loss + sum(nn::Scope(context, "model").parameter(name, {2}, {}) * x);
+    for (const std::string& module : norms)
+      context.add_normalization_module(module);
     const config::TrainerSpec& trainer = loaded.trainer();
-    nn::append_training_update(context, sum(w * x),
+    nn::append_training_update(context, loss,
                                {*trainer.optimizer, trainer.schedulers, trainer.precision});
     for (const graph::Variable& variable : graph.variables()) {
       state[variable.name] =
@@ -39,6 +48,8 @@ struct TinyStep {
                              graph.node(variable.node).type.dtype);
     }
     state["model.w"] = HostTensor{{2}, graph::DType::f32, {1.0, -2.0}};
+    for (const std::string& name : others)
+      state["model." + name] = HostTensor{{2}, graph::DType::f32, {1.0, 1.0}};
   }
 
   // Runs a step with gradient x; returns the graph's outputs by name.
@@ -84,22 +95,26 @@ TEST_CASE("SGD with momentum, nesterov and weight decay (PyTorch semantics)") {
 
 TEST_CASE("Adam, AdamW and Lamb follow their formulas") {
   double b1 = 0.9, b2 = 0.999, eps = 1e-6, lr = 0.01;
+  // The Model Zoo's AdamBase: the corrections scale the step, eps adds to sqrt(v) as it is (with
+  // gradients this small, PyTorch's Adam, sqrt(v) / sqrt(1 - b2^t) + eps, steps 1.6x further).
+  double small = 1e-6;
   TinyStep adam("    optimizer: {Adam: {lr: 0.01}}\n");
-  adam.run({0.5, 1.0});
-  adam.run({0.25, 1.0});
-  double m = (1 - b1) * 0.5 * b1 + (1 - b1) * 0.25;
-  double v = (1 - b2) * 0.25 * b2 + (1 - b2) * 0.0625;
-  double first = 1.0 - lr * 1.0 * 1.0;  // after step 1 the bias-corrected ratio is sign(g) = 1
-  double m1 = (1 - b1) * 0.5, v1 = (1 - b2) * 0.25;
-  first = 1.0 - (lr / (1 - b1)) * m1 / (std::sqrt(v1) / std::sqrt(1 - b2) + eps);
+  adam.run({small, 1.0});
+  adam.run({small / 2, 1.0});
+  double m1 = (1 - b1) * small, v1 = (1 - b2) * small * small;
+  double first = 1.0 - lr * std::sqrt(1 - b2) / (1 - b1) * m1 / (std::sqrt(v1) + eps);
+  double m = b1 * m1 + (1 - b1) * small / 2;
+  double v = b2 * v1 + (1 - b2) * small * small / 4;
   CHECK(adam.w(0) ==
-        Approx(first - (lr / (1 - b1 * b1)) * m / (std::sqrt(v) / std::sqrt(1 - b2 * b2) + eps)));
+        Approx(first - lr * std::sqrt(1 - b2 * b2) / (1 - b1 * b1) * m / (std::sqrt(v) + eps)));
 
+  // Decoupled weight decay of the weight the step started from.
   TinyStep adamw("    optimizer: {AdamW: {lr: 0.01, weight_decay: 0.1, correct_bias: true}}\n");
   adamw.run({0.5, 1.0});
+  m1 = (1 - b1) * 0.5;
+  v1 = (1 - b2) * 0.25;
   double step_size = lr * std::sqrt(1 - b2) / (1 - b1);
-  double stepped = 1.0 - step_size * m1 / (std::sqrt(v1) + eps);
-  CHECK(adamw.w(0) == Approx(stepped - lr * 0.1 * stepped));
+  CHECK(adamw.w(0) == Approx(1.0 - step_size * m1 / (std::sqrt(v1) + eps) - lr * 0.1 * 1.0));
 
   TinyStep lamb("    optimizer: {Lamb: {lr: 0.01, weight_decay: 0.0}}\n");
   lamb.run({0.5, 1.0});
@@ -107,6 +122,28 @@ TEST_CASE("Adam, AdamW and Lamb follow their formulas") {
   double a1 = ((1 - b1) * 1.0) / (std::sqrt((1 - b2) * 1.0) + eps);
   double trust = std::sqrt(1.0 + 4.0) / std::sqrt(a0 * a0 + a1 * a1);
   CHECK(lamb.w(0) == Approx(1.0 - lr * trust * a0));
+}
+
+TEST_CASE("weight decay leaves out biases and the weights of normalization modules") {
+  // The Model Zoo's configure_param_groups: "bias" anywhere in the name, or the name of a
+  // LayerNorm, BatchNorm or GroupNorm module in it; its own RMSNorm is not one of them.
+  std::vector<std::string> others = {"dense.weight", "dense.bias", "relative_attention_bias.weight",
+                                     "ln.weight", "rms.weight"};
+  for (const char* optimizer :
+       {"AdamW: {lr: 0.01, weight_decay: 0.1}", "Adam: {lr: 0.01, weight_decay: 0.1}",
+        "SGD: {lr: 0.01, weight_decay: 0.1}"}) {
+    INFO(optimizer);
+    TinyStep step("    optimizer: {" + std::string(optimizer) + "}\n", "CPU", others, {"model.ln"});
+    step.run({0.0, 0.0});
+    auto moved = [&](const std::string& name) {
+      return step.state["model." + name].values[0] != 1.0;
+    };
+    CHECK(moved("dense.weight"));
+    CHECK(moved("rms.weight"));
+    CHECK_FALSE(moved("dense.bias"));
+    CHECK_FALSE(moved("relative_attention_bias.weight"));
+    CHECK_FALSE(moved("ln.weight"));
+  }
 }
 
 TEST_CASE("gradient clipping by norm and by value") {
@@ -138,9 +175,35 @@ TEST_CASE("dynamic loss scaling skips non-finite steps, halves, and grows") {
   CHECK(scaled.w(0) == Approx(0.9));
   CHECK(scaled.state["grad_scaler.scale"].values[0] == 512.0);
   scaled.run({1.0, 1.0});
-  CHECK(scaled.state["grad_scaler.scale"].values[0] == 1024.0);  // doubled after 2 clean steps
+  CHECK(scaled.state["grad_scaler.scale"].values[0] == 512.0);
+  // cerebras.pytorch's GradScaler doubles in the step after steps_per_increase since the change.
+  scaled.run({1.0, 1.0});
+  CHECK(scaled.state["grad_scaler.scale"].values[0] == 1024.0);
   CHECK(scaled.state["grad_scaler.growth_tracker"].values[0] == 0.0);
-  CHECK(scaled.state["global_step"].values[0] == 3.0);
+  CHECK(scaled.state["global_step"].values[0] == 4.0);
+
+  // Its bounds where the params give none: 2^15 for float16 (where the scale starts) and 2^31
+  // for cbfloat16, at least 2^-14.
+  TinyStep float16(
+      "    optimizer: {SGD: {lr: 0.1}}\n    precision: {enabled: true, fp16_type: "
+      "float16, loss_scaling_factor: dynamic, steps_per_increase: 1}\n",
+      "CSX");
+  CHECK(float16.state["grad_scaler.scale"].values[0] == 32768.0);
+  float16.run({1.0, 1.0});
+  float16.run({1.0, 1.0});
+  CHECK(float16.state["grad_scaler.scale"].values[0] == 32768.0);
+  TinyStep cbfloat16(
+      "    optimizer: {SGD: {lr: 0.1}}\n    precision: {enabled: true, fp16_type: "
+      "cbfloat16, loss_scaling_factor: dynamic, initial_loss_scale: 1e-4}\n",
+      "CSX");
+  CHECK(cbfloat16.state["grad_scaler.scale"].values[0] == Approx(1e-4));
+  cbfloat16.run({INFINITY, 1.0});
+  CHECK(cbfloat16.state["grad_scaler.scale"].values[0] == std::ldexp(1.0, -14));
+  TinyStep started(
+      "    optimizer: {SGD: {lr: 0.1}}\n    precision: {enabled: true, fp16_type: "
+      "cbfloat16, loss_scaling_factor: dynamic}\n",
+      "CSX");
+  CHECK(started.state["grad_scaler.scale"].values[0] == std::ldexp(1.0, 31));
 }
 
 TEST_CASE("clipping after dynamic loss scaling sees the unscaled gradients, or none") {
@@ -159,14 +222,29 @@ TEST_CASE("clipping after dynamic loss scaling sees the unscaled gradients, or n
   CHECK(clipped.w(1) == Approx(-2.0 - 4.0 / (5.0 + 1e-6)));
 }
 
-TEST_CASE("the learning rate is a closed form of the global step") {
-  TinyStep warmup(
+TEST_CASE("the learning rate is a closed form of the schedulers' step, which skipped steps keep") {
+  const std::string schedule =
       "    optimizer: {SGD: {}}\n    schedulers: [{LinearLR: {initial_learning_rate: 0.0, "
-      "end_learning_rate: 1.0, total_iters: 4}}]\n");
+      "end_learning_rate: 1.0, total_iters: 4}}]\n";
+  TinyStep warmup(schedule);
   std::vector<double> rates;
   for (int i = 0; i < 6; ++i)
     rates.push_back(warmup.run({0.0, 0.0})["lr/0"]);
   CHECK(rates == std::vector<double>{0.0, 0.25, 0.5, 0.75, 1.0, 1.0});
+  CHECK(warmup.state["lr_scheduler.last_epoch"].values[0] == 6.0);
+
+  // cerebras.pytorch's schedulers count the updates taken: a step that dynamic loss scaling
+  // skips advances the global step alone.
+  TinyStep skipping(schedule +
+                        "    precision: {enabled: true, fp16_type: float16, "
+                        "loss_scaling_factor: dynamic}\n",
+                    "CSX");
+  rates.clear();
+  for (double g : {0.0, double(INFINITY), 0.0, 0.0})
+    rates.push_back(skipping.run({g, 0.0})["lr/0"]);
+  CHECK(rates == std::vector<double>{0.0, 0.25, 0.25, 0.5});
+  CHECK(skipping.state["global_step"].values[0] == 4.0);
+  CHECK(skipping.state["lr_scheduler.last_epoch"].values[0] == 3.0);
 }
 
 TEST_CASE("unsupported optimizers are refused clearly") {

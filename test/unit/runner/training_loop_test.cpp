@@ -230,11 +230,19 @@ TEST_CASE("load_checkpoint_states loads the states it names and no others") {
   CHECK(weights.loss == all.loss);
 
   runner::RunSetup step_only = run.setup();
-  step_only.settings.checkpoint.load_checkpoint_states = {"lr_scheduler"};
+  step_only.settings.checkpoint.load_checkpoint_states = {"global_step"};
   runner::EvalResult step =
       runner::TrainingLoop(std::move(step_only), {}).validate({checkpoint})[0];
   CHECK(step.global_step == 4);
   CHECK(step.loss != all.loss);  // the initial weights
+  // The schedulers' step (2.0-2.2: lr_scheduler) is not the global step.
+  for (const char* schedulers : {"schedulers", "lr_scheduler"}) {
+    runner::RunSetup schedule_only = run.setup();
+    schedule_only.settings.checkpoint.load_checkpoint_states = {schedulers};
+    CHECK(
+        runner::TrainingLoop(std::move(schedule_only), {}).validate({checkpoint})[0].global_step ==
+        0);
+  }
 }
 
 TEST_CASE("an evaluation reads its model's entries of a checkpoint, a resumed run every one") {
