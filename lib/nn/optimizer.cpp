@@ -174,15 +174,18 @@ class AdamFamily : public Optimizer {
 
   Tensor updated(const Tensor& p, const Tensor& m, const Tensor& v,
                  const std::optional<Tensor>& step_size, const Tensor& lr, double decay) const {
+    // One node-making operand per operator: the order nodes are made in is then the code's,
+    // whichever compiler builds it.
+    Tensor denominator = sqrt(v) + eps_;
     switch (kind_) {
       case Kind::adam:
-        return p - *step_size * m / (sqrt(v) + eps_);
+        return p - *step_size * m / denominator;
       case Kind::adamw: {
-        Tensor stepped = p - *step_size * m / (sqrt(v) + eps_);
+        Tensor stepped = p - *step_size * m / denominator;
         return decay != 0.0 ? stepped - lr * decay * p : stepped;
       }
       case Kind::lamb: {
-        Tensor adam_step = m / (sqrt(v) + eps_);
+        Tensor adam_step = m / denominator;
         if (decay != 0.0) adam_step = adam_step + decay * p;
         if (adam_) return p - lr * adam_step;
         Tensor weight_norm = minimum(norm(p), 10.0);

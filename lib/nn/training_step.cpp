@@ -53,7 +53,8 @@ void update_dynamic_scale(Graph& graph, const config::PrecisionSpec& precision, 
   Tensor tracker(graph, graph.find_variable("grad_scaler.growth_tracker")->node);
   Tensor steps = tracker + 1.0;
   Tensor grow = logical_and(finite, steps > static_cast<double>(settings.steps_per_increase));
-  Tensor changed = where(finite, where(grow, scale * 2.0, scale), scale * 0.5);
+  Tensor kept_or_grown = where(grow, scale * 2.0, scale);
+  Tensor changed = where(finite, kept_or_grown, scale * 0.5);
   Tensor bounded = maximum(minimum(changed, max_loss_scale(precision)),
                            settings.min_loss_scale.value_or(kDefaultMinLossScale));
   graph.set_update("grad_scaler.scale", bounded.id());
