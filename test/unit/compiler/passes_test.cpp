@@ -653,6 +653,40 @@ TEST_CASE("schedule-updates moves an update to follow its gradient, still updati
   }
 }
 
+TEST_CASE(
+    "schedule-updates brings a weight's decay term, which reads no gradient, with its reader") {
+  // AdamW's decoupled decay, lr * weight_decay * w: placed where its operands are ready (after the
+  // forward pass's last read of w), each weight's term would live until its gradient.
+  Graph graph;
+  Tensor x(graph, graph.add_input("x", {{4, 8}, DType::f32}));
+  Tensor w(graph, graph.add_variable("w", {{8, 16}, DType::f32}, VariableRole::parameter, {}));
+  Tensor lr(graph, graph.add_variable("lr", {{}, DType::f32}, VariableRole::statistic, {}));
+  Tensor hidden = tanh(matmul(x, w));
+  graph.add_output("loss", sum(hidden, {0, 1}).id());
+  graph.set_phase(Phase::backward);
+  Tensor gradient = matmul(transpose(x, {1, 0}), hidden * 0.5);
+  graph.set_phase(Phase::update);
+  Tensor rate = lr * 0.01;
+  Tensor decay = rate * w;
+  Tensor stepped = w - 0.1 * gradient;
+  graph.set_update("w", (stepped - decay).id());
+  Program program{graph, {}};
+  compiler::schedule_updates(program);
+  const Graph& scheduled = program.graph;
+  std::size_t last_backward = 0;
+  for (std::size_t i = 0; i < scheduled.size(); ++i) {
+    if (scheduled.nodes()[i].phase == Phase::backward) last_backward = i;
+  }
+  for (std::size_t i = 0; i < scheduled.size(); ++i) {
+    const graph::Node& node = scheduled.nodes()[i];
+    if (node.phase != Phase::update || graph::element_count(node.type.shape) <= 1) continue;
+    INFO(i << ": " << graph::op_name(node.op));
+    CHECK(i > last_backward);
+  }
+  CHECK(outputs_of(scheduled, test::sample_feeds(scheduled)) ==
+        outputs_of(graph, test::sample_feeds(graph)));
+}
+
 namespace {
 
 // A step with dynamic loss scaling's shape: a weight's gradient, a 16-bit product, is widened and
