@@ -172,6 +172,12 @@ TEST_CASE("legacy learning-rate forms") {
                    "disable_lr_steps_reset: true\n  learning_rate: " + list);
       return load(text);
     };
+    auto second = [](const Loaded& loaded) -> const ClassSpec& {
+      return loaded.trainer().schedulers.at(0).children.at(1);
+    };
+    auto initial_rate = [](const ClassSpec& schedule) {
+      return schedule.params.find("initial_learning_rate")->as_number();
+    };
     // 1.6's BERT: warm-up over 10 steps, then a decay over 100 computed on the global step.
     Loaded bert = schedules(
         "[{scheduler: Linear, initial_learning_rate: 0.0, end_learning_rate: 1.0, steps: 10}, "
@@ -181,34 +187,26 @@ TEST_CASE("legacy learning-rate forms") {
     CHECK(bert.has(Severity::note,
                    "optimizer.learning_rate.1: disable_lr_steps_reset: true runs this LinearLR on "
                    "the global step: csrun writes it as the rest of that curve, from its step 10"));
-    const ClassSpec& decay = bert.trainer().schedulers.at(0).children.at(1);
+    const ClassSpec& decay = second(bert);
     CHECK(decay.type == "LinearLR");
-    CHECK(decay.params.find("initial_learning_rate")->as_number() == Approx(0.9));
+    CHECK(initial_rate(decay) == Approx(0.9));
     CHECK(decay.params.find("total_iters")->as_int() == 90);
     // A polynomial keeps its power; one past its span is its end value; an exponential's rate
     // is its rate at the start.
     Loaded later = schedules(
         "[{scheduler: Constant, learning_rate: 1.0, steps: 50}, {scheduler: Polynomial, "
         "initial_learning_rate: 1.0, end_learning_rate: 0.0, steps: 100, power: 2.0}]");
-    CHECK(later.trainer()
-              .schedulers.at(0)
-              .children.at(1)
-              .params.find("initial_learning_rate")
-              ->as_number() == Approx(0.25));
+    CHECK(initial_rate(second(later)) == Approx(0.25));
     Loaded past = schedules(
         "[{scheduler: Constant, learning_rate: 1.0, steps: 50}, {scheduler: Linear, "
         "initial_learning_rate: 1.0, end_learning_rate: 0.5, steps: 40}]");
-    const ClassSpec& constant = past.trainer().schedulers.at(0).children.at(1);
+    const ClassSpec& constant = second(past);
     CHECK(constant.type == "ConstantLR");
     CHECK(constant.params.find("learning_rate")->as_number() == Approx(0.5));
     Loaded exponential = schedules(
         "[{scheduler: Constant, learning_rate: 1.0, steps: 20}, {scheduler: Exponential, "
         "initial_learning_rate: 1.0, decay_rate: 0.5, decay_steps: 10}]");
-    CHECK(exponential.trainer()
-              .schedulers.at(0)
-              .children.at(1)
-              .params.find("initial_learning_rate")
-              ->as_number() == Approx(0.25));
+    CHECK(initial_rate(second(exponential)) == Approx(0.25));
     // A cosine has no schedule of its own steps for the rest of its curve: it says so.
     Loaded cosine = schedules(
         "[{scheduler: Constant, learning_rate: 1.0, steps: 20}, {scheduler: CosineDecay, "
