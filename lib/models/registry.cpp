@@ -13,8 +13,8 @@ namespace {
 using config::Diagnostics;
 using config::Node;
 
-const Node* first_dataloader(const config::TrainerSpec& trainer) {
-  if (trainer.fit && trainer.fit->train_dataloader.is_map()) return &trainer.fit->train_dataloader;
+// The dataloader of a validate or validate_all section.
+const Node* validation_dataloader(const config::TrainerSpec& trainer) {
   if (trainer.validate && trainer.validate->val_dataloader.is_map()) {
     return &trainer.validate->val_dataloader;
   }
@@ -24,18 +24,17 @@ const Node* first_dataloader(const config::TrainerSpec& trainer) {
   return nullptr;
 }
 
+const Node* first_dataloader(const config::TrainerSpec& trainer) {
+  if (trainer.fit && trainer.fit->train_dataloader.is_map()) return &trainer.fit->train_dataloader;
+  return validation_dataloader(trainer);
+}
+
 const Node* first_eval_dataloader(const config::TrainerSpec& trainer) {
   if (trainer.fit && !trainer.fit->val_dataloaders.empty() &&
       trainer.fit->val_dataloaders.front().is_map()) {
     return &trainer.fit->val_dataloaders.front();
   }
-  if (trainer.validate && trainer.validate->val_dataloader.is_map()) {
-    return &trainer.validate->val_dataloader;
-  }
-  if (trainer.validate_all && !trainer.validate_all->val_dataloaders.empty()) {
-    return &trainer.validate_all->val_dataloaders.front();
-  }
-  return nullptr;
+  return validation_dataloader(trainer);
 }
 
 std::string processor_of(const config::TrainerSpec& trainer) {

@@ -68,8 +68,8 @@ LossScale make_loss_scale(Graph& graph, const config::PrecisionSpec& precision) 
     return {constant(graph, precision.enabled ? settings.factor : 1.0), std::nullopt};
   graph::Initializer start;
   start.name = "constant";
-  start.value = std::min(settings.initial_loss_scale.value_or(max_loss_scale(precision)),
-                         max_loss_scale(precision));
+  double highest = max_loss_scale(precision);
+  start.value = std::min(settings.initial_loss_scale.value_or(highest), highest);
   Tensor scale(graph, graph.add_variable("grad_scaler.scale", {{}, DType::f32},
                                          graph::VariableRole::loss_scaling, start));
   graph.add_variable("grad_scaler.growth_tracker", {{}, DType::i32},

@@ -34,10 +34,10 @@ inline constexpr double kDefaultMinLossScale = 1.0 / 16384.0;
 inline constexpr std::string_view kScheduleStep = "lr_scheduler.last_epoch";
 
 // Completes a traced forward pass into the training step, one graph: the learning rate (a closed
-// form of the global step), loss scaling (static, or dynamic: scale, unscale, skip the update on
-// non-finite gradients, grow every steps_per_increase), backward (autodiff), gradient clipping
-// (by norm or by value), the optimizer update, the running moments' update and global_step + 1.
-// Outputs: loss, lr/0, and
+// form of the schedulers' step, kScheduleStep), loss scaling (static, or dynamic: scale, unscale,
+// skip the update on non-finite gradients, grow every steps_per_increase), backward (autodiff),
+// gradient clipping (by norm or by value), the optimizer update, the running moments' update,
+// global_step + 1 and the schedulers' step + 1 where the update is taken. Outputs: loss, lr/0, and
 // loss_scale and grad_norm when they apply. Throws std::invalid_argument for what csrun does
 // not support yet.
 void append_training_update(StepContext& context, const Tensor& loss,

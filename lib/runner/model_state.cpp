@@ -166,10 +166,8 @@ Checkpoint snapshot(const runtime::Executable& executable, const LoopPosition& p
         CheckpointTensor{{}, CheckpointTensor::Integers{static_cast<std::int32_t>(value)}};
   };
   std::int64_t step = position.global_step.value_or(0);
+  // lr_scheduler.last_epoch, the schedulers' step, is a variable of the training step.
   scalar("global_step", step);
-  // A training step counts the schedulers' steps in a variable of its own (nn::kScheduleStep).
-  if (!checkpoint.tensors.contains("lr_scheduler.last_epoch"))
-    scalar("lr_scheduler.last_epoch", step);
   if (position.dataloader) {
     scalar("dataloader.epoch", position.dataloader->epoch);
     scalar("dataloader.samples_in_epoch", position.dataloader->sample);
