@@ -166,6 +166,13 @@ void check_backends(const RunSpec& run, Diagnostics& diagnostics) {
   }
 }
 
+// The defaults that changed between releases, as the file's release had them.
+void apply_release_defaults(ParamsTrees& trees, Diagnostics& diagnostics) {
+  ReleaseRange releases = likely_releases(trees.written, trees.format, trees.tensorflow_layout);
+  for (Node& tree : trees.trainers)
+    default_half_type(tree, releases, diagnostics);
+}
+
 }  // namespace
 
 ParamsTrees read_params_trees(const std::string& path, const LoadOptions& options,
@@ -198,6 +205,7 @@ ParamsTrees read_params_trees(const std::string& path, const LoadOptions& option
       for (Node& tree : trees.trainers)
         apply_to_trainer(tree, convert_runconfig_keys(cli_runconfig, diagnostics));
     }
+    apply_release_defaults(trees, diagnostics);
     return trees;
   }
   // A trainer's body alone, as a run writes it to cerebras_logs/<run>/trainer_params.yaml.
@@ -219,6 +227,7 @@ ParamsTrees read_params_trees(const std::string& path, const LoadOptions& option
   const Node& legacy = with_flags ? *with_flags : written;
   trees.tensorflow_layout = is_tensorflow_layout(legacy);
   trees.trainers.push_back(convert_legacy_params(legacy, diagnostics));
+  apply_release_defaults(trees, diagnostics);
   return trees;
 }
 

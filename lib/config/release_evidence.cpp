@@ -147,7 +147,17 @@ class EvidenceCollector {
 
   void trainer(const Node& tree) {
     const Node* init = tree.is_map() ? tree.find("init") : nullptr;
-    if (init && init->is_map()) section(init->find("model"), Section::model);
+    if (!init || !init->is_map()) return;
+    const Node* model = init->find("model");
+    section(model, Section::model);
+    // 2.3 and 2.4's trainer files switched mixed precision in the model section; 2.6 reads it
+    // from trainer.init.precision only. (Every legacy file keeps it in the model section.)
+    const Node::Entry* mixed =
+        model && model->is_map() ? model->find_entry("mixed_precision") : nullptr;
+    if (mixed) {
+      found_.push_back({"mixed_precision in a trainer's model section", mixed->key_mark,
+                        mixed->value.path(), until(r2_4), false});
+    }
   }
 
   // Only 1.x read the TensorFlow layout and only 2.3 on the trainer layout; every release reads

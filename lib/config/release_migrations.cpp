@@ -127,6 +127,71 @@ void derive_seq2seq_loss_weights(Node& trainer, Diagnostics& diagnostics) {
       written ? written->key_mark : scaling->mark());
 }
 
+namespace {
+
+bool names_device(const Node& init, std::string_view device) {
+  const Node* named = init.find("device");
+  if (!named || named->is_null()) {
+    const Node* backend = init.find("backend");
+    named = backend && backend->is_map() ? backend->find("backend_type") : nullptr;
+  }
+  return named && named->is_string() && named->as_string() == device;
+}
+
+bool scales_loss_dynamically(const Node& precision) {
+  const Node* factor = precision.find("loss_scaling_factor");
+  return factor && factor->is_string() && factor->as_string() == "dynamic";
+}
+
+}  // namespace
+
+void default_half_type(Node& trainer, ReleaseRange releases, Diagnostics& diagnostics) {
+  Node* init = trainer.is_map() ? trainer.find("init") : nullptr;
+  if (!init || !init->is_map() || names_device(*init, "CPU")) return;
+  // "2.4 and later" is a trainer file without 2.4's model-section precision keys, which every
+  // trainer file 2.4 shipped has: a 2.6 or later one.
+  if (releases.first >= Release::r2_4 && releases.last >= Release::r2_6) return;
+  const Node* written = init->find("precision");
+  if (written && !written->is_null() && !written->is_map()) return;  // an error of its own
+  if (written && written->is_map()) {
+    const Node* type = written->find("fp16_type");
+    if (type && !type->is_null()) return;
+    const Node* enabled = written->find("enabled");
+    // Only CSX turns a disabled mixed precision on.
+    if (enabled && enabled->is_bool() && !enabled->as_bool() && names_device(*init, "GPU")) return;
+  }
+  std::string section = join_path(init->path(), "precision");
+  // Where the file switches mixed precision on (a legacy file: model.mixed_precision), else the
+  // section, else the trainer.
+  const Node* switched = written && written->is_map() ? written->find("enabled") : nullptr;
+  SourceMark mark = switched                       ? switched->mark()
+                    : written && written->is_map() ? written->mark()
+                                                   : init->mark();
+  std::string path = switched ? switched->path() : section;
+  if (releases.last >= Release::r2_6) {
+    bool dynamic = written && written->is_map() && scales_loss_dynamically(*written);
+    std::string text =
+        "no half type is named, and this file's keys point to Model Zoo " + releases.describe() +
+        ": 2.4 and earlier ran float16 then, 2.6 and later bfloat16, which csrun takes" +
+        (dynamic ? " (and so drops the dynamic loss scaling)" : "") +
+        "; set fp16_type (float16 for a run as 2.4 and earlier made it) to choose";
+    if (dynamic) {
+      diagnostics.warning(mark, path, text);
+    } else {
+      diagnostics.note(mark, path, text);
+    }
+    return;
+  }
+  Node& precision = init->ensure_map("precision", mark, section);
+  precision.set("fp16_type", Node::make_string("float16", mark, join_path(section, "fp16_type")),
+                mark);
+  diagnostics.note(mark, path,
+                   "no half type is named: Model Zoo " + releases.describe() +
+                       " (which this file's keys point to) ran float16 then, 2.6 and later "
+                       "bfloat16; csrun runs float16 as the file's release did (fp16_type "
+                       "chooses)");
+}
+
 void migrate_trainer_tree(Node& trainer, Diagnostics& diagnostics) {
   Node* init = trainer.find("init");
   Node* model = init && init->is_map() ? init->find("model") : nullptr;

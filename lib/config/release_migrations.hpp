@@ -4,6 +4,7 @@
 
 #include "diagnostics.hpp"
 #include "node.hpp"
+#include "release.hpp"
 
 namespace csrun::config {
 
@@ -27,6 +28,14 @@ void migrate_model_keys(Node& model, Diagnostics& diagnostics);
 // set_defaults, then 2.4's T5Config. 2.6 and later read the key as written. `trainer` is the
 // trainer tree of a file of those releases.
 void derive_seq2seq_loss_weights(Node& trainer, Diagnostics& diagnostics);
+
+// Model Zoo 2.4 and earlier ran float16 where a file names no half type (1.9 and 2.0's
+// use_bfloat16: false, 2.2's set_half_dtype(fp16_type or "float16"), 2.3 and 2.4's
+// MixedPrecision); 2.6 made bfloat16 the default. A trainer of a file whose keys point to 2.4 or
+// earlier (`releases`) gets fp16_type: float16, so that its conversion runs alike in 2.10; where
+// the keys cannot tell, a note (a warning under dynamic loss scaling, which bfloat16 drops) says
+// which default csrun takes. A CPU run has only bfloat16 in every release.
+void default_half_type(Node& trainer, ReleaseRange releases, Diagnostics& diagnostics);
 
 // Applies the migrations of trainer-format files in place (one trainer's tree).
 void migrate_trainer_tree(Node& trainer, Diagnostics& diagnostics);

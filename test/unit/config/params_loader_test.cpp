@@ -402,6 +402,53 @@ TEST_CASE("precision rules depend on the device") {
                      "runs at it"));
 }
 
+TEST_CASE("a file of Model Zoo 2.4 or earlier that names no half type runs float16, as then") {
+  // A 1.9 key (beta1) dates the legacy file; dynamic loss scaling then applies to float16.
+  const std::string dated = "  beta1: 0.9\n";
+  auto with = [&](const std::string& optimizer_keys, const std::string& model_keys) {
+    std::string text = kLegacy;
+    text.insert(text.find("runconfig:"), "  loss_scaling_factor: dynamic\n" + optimizer_keys);
+    text.insert(text.find("optimizer:"), model_keys);
+    return text;
+  };
+  Loaded old = load(with(dated, "  mixed_precision: true\n"));
+  REQUIRE_FALSE(old.diagnostics.has_errors());
+  CHECK(old.trainer().precision.fp16_type == HalfType::float16);
+  CHECK(old.trainer().precision.loss_scaling.dynamic);
+  CHECK(old.has(Severity::note,
+                "no half type is named: Model Zoo 1.9 and earlier (which this "
+                "file's keys point to) ran float16 then, 2.6 and later bfloat16"));
+  CHECK(old.trainer().tree.find("init")->find("precision")->find("fp16_type")->as_string() ==
+        "float16");
+  // Named, the half type stays; a CPU run has only bfloat16.
+  CHECK(load(with(dated, "  mixed_precision: true\n  use_bfloat16: true\n"))
+            .trainer()
+            .precision.fp16_type == HalfType::bfloat16);
+  Loaded cpu = load(with(dated, "") + "  target_device: CPU\n");
+  CHECK(cpu.trainer().precision.fp16_type == HalfType::bfloat16);
+  CHECK_FALSE(cpu.has(Severity::note, "no half type is named"));
+  // Keys that do not tell the release: bfloat16, with a warning where it drops the scaling.
+  Loaded undated = load(with("", "  mixed_precision: true\n"));
+  CHECK(undated.trainer().precision.fp16_type == HalfType::bfloat16);
+  CHECK(
+      undated.warning("no half type is named, and this file's keys point to Model Zoo 1.6 and "
+                      "later: 2.4 and earlier ran float16 then, 2.6 and later bfloat16, which "
+                      "csrun takes (and so drops the dynamic loss scaling)"));
+  CHECK(load(kLegacy).has(Severity::note, "no half type is named, and this file's keys point to"));
+  // 2.4's trainer files switch mixed precision in the model section; 2.6's do not.
+  auto trainer = [](const std::string& model_keys) {
+    return "trainer:\n  init:\n    model: {name: fc_mnist, depth: 1, hidden_size: 2" + model_keys +
+           "}\n    loop: {max_steps: 3}\n  fit:\n    train_dataloader: {batch_size: 4}\n";
+  };
+  Loaded r2_4 = load(trainer(", mixed_precision: true"));
+  CHECK(r2_4.trainer().precision.fp16_type == HalfType::float16);
+  CHECK(r2_4.has(Severity::note, "Model Zoo 2.4 (which this file's keys point to) ran float16"));
+  Loaded r2_6 = load(trainer(""));
+  CHECK(r2_6.trainer().precision.fp16_type == HalfType::bfloat16);
+  CHECK_FALSE(r2_6.has(Severity::note, "no half type is named"));
+  CHECK_FALSE(r2_6.warning("no half type is named"));
+}
+
 TEST_CASE("checkpoint settings") {
   CHECK(load(trainer_with("    checkpoint: {steps: -1}\n"))
             .error("Checkpoint steps must be None or a non-negative integer, but got -1"));
@@ -499,7 +546,9 @@ TEST_CASE("the execution mode: a backend key, two legacy runconfig keys and a fl
   CHECK(trainer.trainer().backend.execution_mode == ExecutionMode::pipelined);
   Loaded strategy = load(kLegacy + "  execution_strategy: pipeline\n");
   INFO(strategy.dump());
-  CHECK(strategy.diagnostics.all().empty());
+  // Only the note that a 1.9 file (execution_strategy) runs float16.
+  REQUIRE(strategy.diagnostics.all().size() == 1);
+  CHECK(strategy.has(Severity::note, "ran float16 then"));
   CHECK(strategy.trainer().backend.execution_mode == ExecutionMode::pipelined);
   Loaded mode = load(kLegacy + "  execution_mode: weight_streaming\n");
   CHECK(mode.trainer().backend.execution_mode == ExecutionMode::weight_streaming);
