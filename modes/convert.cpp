@@ -129,6 +129,16 @@ void note_auto_mode(const config::TrainerSpec& trainer, config::Diagnostics& cha
                       "says which it chose)");
 }
 
+void note_tensorflow_loss_scaling(const config::TrainerSpec& trainer,
+                                  config::Diagnostics& changes) {
+  if (!trainer.precision.loss_scaling.overflow_tolerance) return;
+  changes.warning(trainer.mark, "optimizer.loss_scaling_factor",
+                  "the TensorFlow layout's dynamic loss scaling (CSDynamicLossScale) halves the "
+                  "scale only when a share of the steps since its last change overflowed; the "
+                  "2.10 format has no key for that, so the converted file halves it at every "
+                  "overflow, as cerebras.pytorch's GradScaler does");
+}
+
 // Plain scalars such as 1e-5 that YAML 1.2 reads as numbers and PyYAML as strings: csrun reads
 // them as numbers, and the converted file spells them so that both agree.
 void spell_numbers(Node& node, config::Diagnostics& changes) {
@@ -188,6 +198,7 @@ Node converted_trainer(config::TrainerSpec& trainer, config::Diagnostics& change
     drop_loaders_keys(validate_all->find("val_dataloaders"), changes);
   spell_numbers(tree, changes);
   note_auto_mode(trainer, changes);
+  note_tensorflow_loss_scaling(trainer, changes);
   return in_model_zoo_order(tree);
 }
 

@@ -49,6 +49,11 @@ std::string precision_text(const config::PrecisionSpec& precision) {
       std::string(config::half_type_name(precision.fp16_type)) + " mixed precision, ";
   if (precision.loss_scaling.dynamic) {
     text += "dynamic loss scaling";
+    if (const std::optional<double>& tolerance = precision.loss_scaling.overflow_tolerance) {
+      std::ostringstream share;
+      share << *tolerance * 100;
+      text += " (TensorFlow's: halved when over " + share.str() + " % of the steps overflow)";
+    }
   } else if (precision.loss_scaling.factor != 1.0) {
     std::ostringstream factor;
     factor << precision.loss_scaling.factor;

@@ -8,6 +8,7 @@
 #include "release_evidence.hpp"
 #include "release_migrations.hpp"
 #include "spelling.hpp"
+#include "tensorflow_layout.hpp"
 #include "trainer_reader.hpp"
 #include "yaml_reader.hpp"
 
@@ -238,8 +239,13 @@ RunSpec read_run_spec(const std::string& path, const ParamsTrees& trees, Diagnos
   ReleaseRange releases = likely_releases(trees.written, trees.format, trees.tensorflow_layout);
   for (std::size_t i = 0; i < trees.trainers.size(); ++i) {
     run.trainers.push_back(read_trainer(trees.trainers[i], i, run.format, diagnostics));
-    run.trainers.back().tensorflow_layout = trees.tensorflow_layout;
-    run.trainers.back().releases = releases;
+    TrainerSpec& trainer = run.trainers.back();
+    trainer.tensorflow_layout = trees.tensorflow_layout;
+    trainer.releases = releases;
+    if (trees.tensorflow_layout && trainer.precision.loss_scaling.dynamic) {
+      trainer.precision.loss_scaling.overflow_tolerance =
+          tensorflow_overflow_tolerance(trees.written, diagnostics);
+    }
   }
   check_backends(run, diagnostics);
   return run;

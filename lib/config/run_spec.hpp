@@ -47,6 +47,11 @@ struct LossScaling {
   std::int64_t steps_per_increase = 2000;
   std::optional<double> min_loss_scale;
   std::optional<double> max_loss_scale;
+  // TensorFlow's CSDynamicLossScale (the TensorFlow layout): the scale halves only when more
+  // than this share of the steps since it last changed overflowed, and doubles after
+  // steps_per_increase steps, overflowing ones counted. Without it, cerebras.pytorch's
+  // GradScaler: every overflow halves the scale.
+  std::optional<double> overflow_tolerance;
 };
 
 struct PrecisionSpec {

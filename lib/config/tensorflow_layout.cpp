@@ -480,6 +480,17 @@ class TensorflowTranslator {
   // The TensorFlow layout's optimizer: Adam when optimizer_type is missing (fc_mnist), TF's
   // epsilon (1e-5 with mixed precision, 1e-8 without) and an AdamW that corrects no bias.
   void translate_optimizer(Node& optimizer) {
+    // Read apart (tensorflow_overflow_tolerance): the trainer format has no place for it.
+    optimizer.take("overflow_tolerance");
+    if (const Node::Entry* factor = optimizer.find_entry("loss_scaling_factor");
+        factor && factor->value.is_string() && factor->value.as_string() == "tf_dynamic") {
+      diagnostics_.note(factor->key_mark, factor->value.path(),
+                        "'tf_dynamic' is TensorFlow's own DynamicLossScale, which a Cerebras "
+                        "system replaces with CSDynamicLossScale ('dynamic'); csrun runs that");
+      optimizer.set("loss_scaling_factor",
+                    Node::make_string("dynamic", factor->value.mark(), factor->value.path()),
+                    factor->key_mark);
+    }
     if (!optimizer.contains("optimizer_type")) {
       diagnostics_.warning(optimizer.mark(), optimizer.path(),
                            "optimizer_type is not set: the TensorFlow layout's fc_mnist trains "
@@ -528,6 +539,20 @@ class TensorflowTranslator {
 
 Node pytorch_layout_of_tensorflow(const Node& params, Diagnostics& diagnostics) {
   return TensorflowTranslator(params, diagnostics).translate();
+}
+
+double tensorflow_overflow_tolerance(const Node& written, Diagnostics& diagnostics) {
+  constexpr double kDefault = 0.05;
+  const Node* optimizer = written.is_map() ? written.find("optimizer") : nullptr;
+  const Node* tolerance =
+      optimizer && optimizer->is_map() ? optimizer->find("overflow_tolerance") : nullptr;
+  if (!tolerance || tolerance->is_null()) return kDefault;
+  if (tolerance->is_number() && tolerance->as_number() >= 0) return tolerance->as_number();
+  diagnostics.error(tolerance->mark(), tolerance->path(),
+                    "overflow_tolerance, the share of overflowing steps above which the loss "
+                    "scale halves, must be a number >= 0 (TensorFlow's default: 0.05); found " +
+                        tolerance->describe());
+  return kDefault;
 }
 
 }  // namespace csrun::config

@@ -12,4 +12,9 @@ namespace csrun::config {
 // Internal to lib/config.
 Node pytorch_layout_of_tensorflow(const Node& params, Diagnostics& diagnostics);
 
+// The share of overflowing steps since the loss scale last changed above which TensorFlow's
+// CSDynamicLossScale halves it: the optimizer's overflow_tolerance of a file in the TensorFlow
+// layout (`written`, as written), 0.05 where it names none. The trainer format has no such key.
+double tensorflow_overflow_tolerance(const Node& written, Diagnostics& diagnostics);
+
 }  // namespace csrun::config

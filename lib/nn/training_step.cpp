@@ -62,6 +62,33 @@ void update_dynamic_scale(Graph& graph, const config::PrecisionSpec& precision, 
                    where(logical_and(finite, logical_not(grow)), steps, 0.0).id());
 }
 
+// TensorFlow's CSDynamicLossScale (the TensorFlow layout of Model Zoo 1.6): the scale halves
+// only when more than overflow_tolerance of the steps since it last changed overflowed (an
+// overflowing step is skipped all the same), and doubles at the steps_per_increase-th step
+// since then, overflowing ones counted; either change restarts both counts. The tracker counts
+// the steps, grad_scaler.overflows the overflowing ones.
+void update_tensorflow_scale(Graph& graph, const config::PrecisionSpec& precision,
+                             const Tensor& scale, const Tensor& finite) {
+  const config::LossScaling& settings = precision.loss_scaling;
+  Tensor tracker(graph, graph.find_variable("grad_scaler.growth_tracker")->node);
+  Tensor overflow_count(graph, graph.find_variable("grad_scaler.overflows")->node);
+  Tensor steps = tracker + 1.0;
+  Tensor overflows = overflow_count + cast(logical_not(finite), DType::i32);
+  Tensor share = cast(overflows, DType::f32);
+  share = share / cast(steps, DType::f32);
+  Tensor shrink = share > *settings.overflow_tolerance;
+  Tensor steps_kept = where(shrink, 0.0, steps);
+  Tensor overflows_kept = where(shrink, 0.0, overflows);
+  Tensor shrunk = where(shrink, scale * 0.5, scale);
+  Tensor grow = steps_kept >= static_cast<double>(settings.steps_per_increase);
+  Tensor changed = where(grow, shrunk * 2.0, shrunk);
+  Tensor bounded = maximum(minimum(changed, max_loss_scale(precision)),
+                           settings.min_loss_scale.value_or(kDefaultMinLossScale));
+  graph.set_update("grad_scaler.scale", bounded.id());
+  graph.set_update("grad_scaler.growth_tracker", where(grow, 0.0, steps_kept).id());
+  graph.set_update("grad_scaler.overflows", where(grow, 0.0, overflows_kept).id());
+}
+
 LossScale make_loss_scale(Graph& graph, const config::PrecisionSpec& precision) {
   const config::LossScaling& settings = precision.loss_scaling;
   if (!settings.dynamic)
@@ -74,6 +101,10 @@ LossScale make_loss_scale(Graph& graph, const config::PrecisionSpec& precision) 
                                          graph::VariableRole::loss_scaling, start));
   graph.add_variable("grad_scaler.growth_tracker", {{}, DType::i32},
                      graph::VariableRole::loss_scaling, {});
+  if (settings.overflow_tolerance) {
+    graph.add_variable("grad_scaler.overflows", {{}, DType::i32}, graph::VariableRole::loss_scaling,
+                       {});
+  }
   return {scale, std::nullopt};
 }
 
@@ -140,7 +171,9 @@ void append_update(StepContext& context, std::vector<Tensor> gradients, LossScal
   gradients = clipped(std::move(gradients), options.precision, loss_scale.finite, graph);
   optimizer.update(graph, parameters, gradients, update_groups(context, lr, learning_rate_scales),
                    context.global_step(), loss_scale.finite);
-  if (loss_scale.finite) {
+  if (loss_scale.finite && options.precision.loss_scaling.overflow_tolerance) {
+    update_tensorflow_scale(graph, options.precision, loss_scale.scale, *loss_scale.finite);
+  } else if (loss_scale.finite) {
     update_dynamic_scale(graph, options.precision, loss_scale.scale, *loss_scale.finite);
   }
   graph.set_update("global_step", (context.global_step() + 1.0).id());

@@ -146,11 +146,15 @@ std::vector<IndexEntry> release_index() {
   return entries;
 }
 
+// How validate describes TensorFlow's loss scaling rule.
+constexpr const char* kTensorflowScaling = " (TensorFlow's: halved when over";
+
 // Validate's description of a run without its first line (which names the file and its
 // layout), its "compiled" lines (a plan found in the compile cache or compiled now; the traced
 // line's graph fingerprint says whether the network is the same) and the markers of what csrun
-// inferred or defaulted, which a converted file states.
-std::string run_description(const std::string& validate_output) {
+// inferred or defaulted, which a converted file states; with `tensorflow_scaling`, also
+// TensorFlow's loss scaling rule and the traced line.
+std::string run_description(const std::string& validate_output, bool tensorflow_scaling) {
   std::string text = validate_output.substr(validate_output.find('\n') + 1);
   for (std::size_t at = text.find("  compiled "); at != std::string::npos;
        at = text.find("  compiled ", at))
@@ -159,6 +163,13 @@ std::string run_description(const std::string& validate_output) {
     for (std::size_t at = text.find(marker); at != std::string::npos; at = text.find(marker))
       text.erase(at, marker.size());
   }
+  // TensorFlow's loss scaling rule, which the trainer format cannot express (convert says so),
+  // and with it the traced step, whose loss scale update differs.
+  if (!tensorflow_scaling) return text;
+  if (std::size_t at = text.find(kTensorflowScaling); at != std::string::npos)
+    text.erase(at, text.find(')', at) + 1 - at);
+  if (std::size_t at = text.find("  traced "); at != std::string::npos)
+    text.erase(at, text.find('\n', at) + 1 - at);
   return text;
 }
 
@@ -253,9 +264,15 @@ TEST_CASE(
     CHECK(check.converted.exit_code == 0);
     CHECK(check.reconverted.exit_code == 0);
     CHECK(check.conversion_stable);
+    bool tensorflow_scaling = check.validated.out.find(kTensorflowScaling) != std::string::npos;
+    if (tensorflow_scaling) {
+      CHECK(check.converted.err.find("the 2.10 format has no key for that, so the converted file "
+                                     "halves it at every overflow") != std::string::npos);
+    }
     INFO("validate the converted file:\n" << check.converted_validated.err);
     CHECK(check.converted_validated.exit_code == 0);
-    CHECK(run_description(check.converted_validated.out) == run_description(check.validated.out));
+    CHECK(run_description(check.converted_validated.out, tensorflow_scaling) ==
+          run_description(check.validated.out, tensorflow_scaling));
   }
   // Every accepted file (every network is built): a drop here means files that traced before no
   // longer do.

@@ -784,6 +784,36 @@ TEST_CASE("a TensorFlow-layout optimizer keeps TensorFlow's meaning and defaults
   CHECK_FALSE(adamw.trainer().optimizer->params.find("correct_bias")->as_bool());
 }
 
+TEST_CASE("a TensorFlow-layout file scales its loss by TensorFlow's CSDynamicLossScale") {
+  const std::string dynamic = "{optimizer_type: sgd, learning_rate: 0.1, loss_scaling_factor: ";
+  Loaded defaulted = load_tensorflow_fc_mnist(", mixed_precision: true", dynamic + "dynamic}");
+  INFO(defaulted.dump());
+  REQUIRE_FALSE(defaulted.diagnostics.has_errors());
+  const LossScaling& scaling = defaulted.trainer().precision.loss_scaling;
+  CHECK(defaulted.trainer().precision.fp16_type == HalfType::float16);  // 1.6 had no bfloat16
+  CHECK(scaling.dynamic);
+  CHECK(scaling.overflow_tolerance == 0.05);
+  Loaded tolerant = load_tensorflow_fc_mnist(", mixed_precision: true",
+                                             dynamic + "tf_dynamic, overflow_tolerance: 0.25}");
+  REQUIRE_FALSE(tolerant.diagnostics.has_errors());
+  CHECK(tolerant.trainer().precision.loss_scaling.overflow_tolerance == 0.25);
+  CHECK(tolerant.has(Severity::note,
+                     "'tf_dynamic' is TensorFlow's own DynamicLossScale, which "
+                     "a Cerebras system replaces with CSDynamicLossScale"));
+  CHECK_FALSE(tolerant.warning("overflow_tolerance"));
+  CHECK(load_tensorflow_fc_mnist(", mixed_precision: true",
+                                 dynamic + "dynamic, overflow_tolerance: -1}")
+            .error("overflow_tolerance, the share of overflowing steps above which the loss scale "
+                   "halves, must be a number >= 0"));
+  // A static scale, or a PyTorch-layout file: no tolerance.
+  CHECK_FALSE(load_tensorflow_fc_mnist(", mixed_precision: true", dynamic + "1.0}")
+                  .trainer()
+                  .precision.loss_scaling.overflow_tolerance);
+  std::string pytorch = kLegacy;
+  pytorch.insert(pytorch.find("runconfig:"), "  loss_scaling_factor: dynamic\n");
+  CHECK_FALSE(load(pytorch).trainer().precision.loss_scaling.overflow_tolerance);
+}
+
 TEST_CASE("a TensorFlow-layout model: its vocabulary, its gelu and its initializer lists") {
   Loaded loaded = load(R"(train_input:
   data_processor: GptTfRecordsProcessor

@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <optional>
 
 #include "graph/reference_evaluator.hpp"
 #include "nn/optimizer.hpp"
@@ -24,7 +25,8 @@ struct TinyStep {
 
   explicit TinyStep(const std::string& init_yaml, const std::string& device = "CPU",
                     const std::vector<std::string>& others = {},
-                    const std::vector<std::string>& norms = {}) {
+                    const std::vector<std::string>& norms = {},
+                    std::optional<double> overflow_tolerance = std::nullopt) {
     auto loaded = test::load_params_text(
         "trainer:\n  init:\n    device: " + device +
         "\n    model: {name: fc_mnist, depth: 1, hidden_size: 2}\n" + init_yaml);
@@ -39,8 +41,9 @@ struct TinyStep {
     for (const std::string& module : norms)
       context.add_normalization_module(module);
     const config::TrainerSpec& trainer = loaded.trainer();
-    nn::append_training_update(context, loss,
-                               {*trainer.optimizer, trainer.schedulers, trainer.precision});
+    config::PrecisionSpec precision = trainer.precision;
+    precision.loss_scaling.overflow_tolerance = overflow_tolerance;
+    nn::append_training_update(context, loss, {*trainer.optimizer, trainer.schedulers, precision});
     for (const graph::Variable& variable : graph.variables()) {
       state[variable.name] =
           HostTensor::filled(graph.node(variable.node).type.shape,
@@ -204,6 +207,25 @@ TEST_CASE("dynamic loss scaling skips non-finite steps, halves, and grows") {
       "cbfloat16, loss_scaling_factor: dynamic}\n",
       "CSX");
   CHECK(started.state["grad_scaler.scale"].values[0] == std::ldexp(1.0, 31));
+}
+
+TEST_CASE("TensorFlow's loss scaling tolerates a share of overflowing steps") {
+  TinyStep tensorflow(
+      "    optimizer: {SGD: {lr: 0.1}}\n    precision: {enabled: true, fp16_type: float16, "
+      "loss_scaling_factor: dynamic, initial_loss_scale: 1024.0, steps_per_increase: 4}\n",
+      "CSX", {}, {}, 0.4);
+  std::vector<double> scales;
+  // Overflow at once (1 of 1 > 0.4: halved, counts restart), two finite steps, an overflow that
+  // is 1 of 3 (tolerated, skipped all the same), then the 4th step since the change doubles.
+  const double overflow = INFINITY;
+  for (double x : {overflow, 1.0, 1.0, overflow, 1.0}) {
+    tensorflow.run({x, 1.0});
+    scales.push_back(tensorflow.state["grad_scaler.scale"].values[0]);
+  }
+  CHECK(scales == std::vector<double>{512.0, 512.0, 512.0, 512.0, 1024.0});
+  CHECK(tensorflow.w(0) == Approx(1.0 - 3 * 0.1));  // the two overflowing steps are skipped
+  CHECK(tensorflow.state["grad_scaler.growth_tracker"].values[0] == 0.0);
+  CHECK(tensorflow.state["grad_scaler.overflows"].values[0] == 0.0);
 }
 
 TEST_CASE("clipping after dynamic loss scaling sees the unscaled gradients, or none") {
