@@ -216,6 +216,9 @@ void visit(Io& io, graph::Initializer& init) {
   io(init.b);
   io(init.gain);
   io(init.value);
+  io(init.scale);
+  io(init.fan_mode);
+  io(init.distribution);
 }
 
 template <class Io>

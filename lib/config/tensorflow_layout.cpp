@@ -1,5 +1,7 @@
 #include "tensorflow_layout.hpp"
 
+#include "overrides.hpp"
+
 #include <cctype>
 #include <cmath>
 #include <optional>
@@ -11,7 +13,7 @@ namespace csrun::config {
 namespace {
 
 // The networks whose TensorFlow keys differ from their PyTorch ones beyond the shared rules.
-enum class Network { t5, transformer, unet, other };
+enum class Network { t5, transformer, unet, gptj, other };
 
 class TensorflowTranslator {
  public:
@@ -35,6 +37,9 @@ class TensorflowTranslator {
     std::string name = processor && processor->is_string() ? processor->as_string() : "";
     if (name == "T5DynamicDataProcessor") return Network::t5;
     if (name == "TransformerDynamicDataProcessor") return Network::transformer;
+    // Of the TensorFlow GPT models only GPT-J has rotary positions.
+    const Node* model = params.find("model");
+    if (model && model->is_map() && model->contains("rotary_dim")) return Network::gptj;
     return Network::other;
   }
 
@@ -107,6 +112,7 @@ class TensorflowTranslator {
     }
     if (network_ == Network::t5) translate_t5_model(model);
     if (network_ == Network::transformer) translate_transformer_model(model);
+    if (network_ == Network::gptj) translate_gptj_model(model);
     if (network_ == Network::t5 || network_ == Network::transformer) weigh_target_tokens(model);
     if (network_ == Network::unet) {
       for (const char* key : {"data_format", "log_image_summaries"}) {
@@ -114,6 +120,35 @@ class TensorflowTranslator {
       }
       default_unet_metrics(model);
     }
+  }
+
+  // The TensorFlow GPT-J (rotary positions, a parallel block with one shared LayerNorm: csrun's
+  // gptj) without dropout unless asked, a tied LM head with a bias, and its first feed-forward
+  // layer initialized as the attention projections are (the PyTorch GPT-J's is initialized as
+  // the output layers).
+  void translate_gptj_model(Node& model) {
+    default_to(model, "name", Node::make_string("gptj"),
+               "a TensorFlow-layout GPT model with rotary_dim is the TensorFlow GPT-J");
+    for (const char* key :
+         {"embedding_dropout_rate", "attention_dropout_rate", "residual_dropout_rate"}) {
+      default_to(model, key, Node::make_number(0.0),
+                 "the TensorFlow GPT-J's dropout rates default to 0");
+    }
+    default_to(model, "share_embedding_weights", Node::make_bool(true),
+               "the TensorFlow GPT-J ties its LM head to the embeddings unless told");
+    default_to(model, "use_bias_in_output", Node::make_bool(true),
+               "the TensorFlow GPT-J's LM head has a bias unless told");
+    default_to(model, "layer_norm_epsilon", Node::make_number(1e-8),
+               "the TensorFlow GPT-J's layer_norm_epsilon defaults to 1e-8");
+    const Node::Entry* kernel = model.find_entry("initializer");
+    if (!kernel || model.contains("ffn_initializer")) return;
+    Node ffn = kernel->value;
+    SourceMark mark = kernel->key_mark;
+    diagnostics_.note(mark, join_path(model.path(), "ffn_initializer"),
+                      "the TensorFlow GPT-J initializes its first feed-forward layer with "
+                      "`initializer`; csrun sets ffn_initializer to it");
+    relocate(ffn, ffn.mark(), join_path(model.path(), "ffn_initializer"));
+    model.set("ffn_initializer", std::move(ffn), mark);
   }
 
   // The TensorFlow UNet's default eval_metrics hold MPCA, which the PyTorch ones do not.
@@ -220,11 +255,30 @@ class TensorflowTranslator {
       divisor = vocab->as_number();
     }
     Node spec = Node::make_map(written.mark(), written.path());
-    spec.set("name", text_or(written, "distribution", "truncated_normal"));
+    std::string distribution = written.text_or("distribution", "truncated_normal");
+    spec.set("name",
+             Node::make_string(distribution == "untruncated_normal" ? "normal" : distribution,
+                               written.mark()));
     spec.set("mean", Node::make_number(written.number_or("mean", 0.0), written.mark()));
     spec.set("std", Node::make_number(written.number_or("sigma", 1.0) / std::sqrt(divisor),
                                       written.mark()));
     return spec;
+  }
+
+  // Keras's VarianceScaling draws a "truncated_normal" (TensorFlow 1's "normal") cut at two of
+  // its deviations, which depend on each weight's fan: the PyTorch layout's variance_scaling has
+  // no such cut (its truncated normal's bounds are absolute), so csrun draws from the
+  // untruncated normal of the same variance.
+  std::string pytorch_distribution(const Node& written) {
+    std::string distribution = written.text_or("distribution", "truncated_normal");
+    if (distribution == "uniform") return distribution;
+    if (distribution != "untruncated_normal") {
+      diagnostics_.note(written.mark(), written.path(),
+                        "Keras's variance_scaling cuts its truncated normal at two of its "
+                        "deviations, which the PyTorch layout cannot say; csrun draws from the "
+                        "normal distribution of the same variance");
+    }
+    return "normal";
   }
 
   std::optional<Node> variance_scaling(const Node& written, const Node& model) {
@@ -239,7 +293,8 @@ class TensorflowTranslator {
     spec.set("name", Node::make_string("variance_scaling", written.mark()));
     spec.set("scale", Node::make_number(scale, written.mark()));
     spec.set("mode", text_or(written, "mode", "fan_in"));
-    spec.set("distribution", text_or(written, "distribution", "truncated_normal"));
+    spec.set("distribution",
+             Node::make_string(pytorch_distribution(written), written.mark(), written.path()));
     return spec;
   }
 

@@ -61,11 +61,11 @@ std::string node_key(const Graph& graph, NodeId id) {
 
 std::string initializer_key(const Initializer& init) {
   std::string text = init.name;
-  for (double value : {init.mean, init.std, init.a, init.b, init.gain, init.value}) {
+  for (double value : {init.mean, init.std, init.a, init.b, init.gain, init.value, init.scale}) {
     text += ",";
     append_number(text, value);
   }
-  return text;
+  return text + "," + init.fan_mode + "," + init.distribution;
 }
 
 std::vector<std::string> interface_keys(const Graph& graph) {
@@ -170,8 +170,10 @@ std::string fingerprint(const Graph& graph) {
     hash.add(static_cast<std::uint64_t>(variable.role));
     hash.add(variable.init.name);
     for (double value : {variable.init.mean, variable.init.std, variable.init.a, variable.init.b,
-                         variable.init.gain, variable.init.value})
+                         variable.init.gain, variable.init.value, variable.init.scale})
       hash.add(value);
+    hash.add(variable.init.fan_mode);
+    hash.add(variable.init.distribution);
     if (!variable.copy_of.empty()) hash.add(variable.copy_of);
   }
   for (const std::vector<NamedNode>* named : {&graph.outputs(), &graph.updates()}) {

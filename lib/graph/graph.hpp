@@ -55,13 +55,18 @@ struct Node {
 // traced graph is shape-only: no weight exists until a step runs.
 struct Initializer {
   std::string name = "zeros";  // zeros, ones, constant, normal, truncated_normal, uniform,
-                               // xavier_uniform, xavier_normal
+                               // xavier_*, kaiming_*, lecun_*, variance_scaling
   double mean = 0.0;
   double std = 1.0;
-  double a = -2.0;  // truncation (truncated_normal) or range (uniform) bounds
+  double a = -2.0;  // truncation (truncated_normal, variance_scaling) or range (uniform) bounds
   double b = 2.0;
-  double gain = 1.0;
+  double gain = 1.0;  // xavier_*, kaiming_* (kaiming's from its nonlinearity)
   double value = 0.0;
+  // variance_scaling (and kaiming_*'s fan): variance scale / fan_mode's fan, drawn as
+  // `distribution` (truncated_normal, normal, uniform).
+  double scale = 1.0;
+  std::string fan_mode = "fan_in";  // fan_in, fan_out, fan_avg
+  std::string distribution = "truncated_normal";
 
   friend bool operator==(const Initializer&, const Initializer&) = default;
 };

@@ -188,11 +188,36 @@ FillRule uniform_rule(const Sampler& sampler, double low, double high) {
   });
 }
 
+double fan_of(const Initializer& init, Fans fan) {
+  if (init.fan_mode == "fan_out") return fan.out;
+  if (init.fan_mode == "fan_avg") return (fan.in + fan.out) / 2.0;
+  return fan.in;
+}
+
+// The Model Zoo's variance_scaling_ (after TensorFlow's VarianceScaling): variance
+// scale / max(1, fan); its truncated normal is torch.nn.init.trunc_normal_ with the std
+// sqrt(variance) / 0.8796 (a standard normal's cut at +-2) and the bounds a, b as given (torch's
+// defaults, -2 and 2, are absolute values).
+FillRule variance_scaling_rule(const Sampler& sampler, const Initializer& init, Fans fan) {
+  double variance = init.scale / std::max(1.0, fan_of(init, fan));
+  if (init.distribution == "normal") return scaled_normal_rule(sampler, std::sqrt(variance));
+  if (init.distribution == "uniform") {
+    double bound = std::sqrt(3.0 * variance);
+    return uniform_rule(sampler, -bound, bound);
+  }
+  Initializer truncated = init;
+  truncated.mean = 0.0;
+  truncated.std = std::sqrt(variance) / 0.87962566103423978;
+  return truncated_normal_rule(sampler, truncated);
+}
+
 FillRule fill_rule(const Initializer& init, const Sampler& sampler, Fans fan) {
   const std::string& name = init.name;
   if (name == "normal") return scaled_normal_rule(sampler, init.std, init.mean);
   if (name == "uniform") return uniform_rule(sampler, init.a, init.b);
   if (name == "truncated_normal") return truncated_normal_rule(sampler, init);
+  if (name == "variance_scaling" || name == "lecun_normal" || name == "lecun_uniform")
+    return variance_scaling_rule(sampler, init, fan);
   if (name == "xavier_uniform" || name == "glorot_uniform") {
     double bound = init.gain * std::sqrt(6.0 / (fan.in + fan.out));
     return uniform_rule(sampler, -bound, bound);
@@ -200,17 +225,21 @@ FillRule fill_rule(const Initializer& init, const Sampler& sampler, Fans fan) {
   if (name == "xavier_normal" || name == "glorot_normal")
     return scaled_normal_rule(sampler, init.gain * std::sqrt(2.0 / (fan.in + fan.out)));
   if (name == "kaiming_uniform" || name == "he_uniform") {
-    double bound = std::sqrt(2.0) * std::sqrt(3.0 / fan.in);
+    double bound = init.gain * std::sqrt(3.0 / fan_of(init, fan));
     return uniform_rule(sampler, -bound, bound);
   }
   if (name == "kaiming_normal" || name == "he_normal")
-    return scaled_normal_rule(sampler, std::sqrt(2.0 / fan.in));
-  if (name == "lecun_uniform") {
-    double bound = std::sqrt(3.0 / fan.in);
-    return uniform_rule(sampler, -bound, bound);
-  }
-  if (name == "lecun_normal") return scaled_normal_rule(sampler, std::sqrt(1.0 / fan.in));
+    return scaled_normal_rule(sampler, init.gain / std::sqrt(fan_of(init, fan)));
   throw std::invalid_argument("csrun has no initializer '" + name + "'");
+}
+
+// torch.nn.init.calculate_gain, for kaiming's nonlinearity (`slope`: leaky_relu's).
+double nonlinearity_gain(const std::string& nonlinearity, double slope) {
+  if (nonlinearity == "tanh") return 5.0 / 3.0;
+  if (nonlinearity == "relu") return std::sqrt(2.0);
+  if (nonlinearity == "leaky_relu") return std::sqrt(2.0 / (1.0 + slope * slope));
+  if (nonlinearity == "selu") return 0.75;
+  return 1.0;  // linear, conv*, sigmoid
 }
 
 // The value every element of a constant initializer has; nothing for a random one.
@@ -244,22 +273,37 @@ std::vector<float> initial_values(const Initializer& init, const graph::Shape& s
   return values;
 }
 
+// The Model Zoo's create_initializer: each initializer's parameters and their defaults.
 Initializer initializer_from(const config::Node* spec, Initializer fallback) {
   if (!spec || spec->is_null()) return fallback;
+  static const config::Node kNoParameters = config::Node::make_map();
+  const config::Node& p = spec->is_map() ? *spec : kNoParameters;
   Initializer init;
-  if (spec->is_string()) {
-    init.name = spec->as_string();
-    return init;
-  }
-  const config::Node* name = spec->find("name");
+  const config::Node* name = spec->is_map() ? spec->find("name") : spec;
   init.name = name && name->is_string() ? name->as_string() : fallback.name;
-  init.mean = spec->number_or("mean", 0.0);
-  init.std = spec->number_or("std", 1.0);
-  bool truncated = init.name == "truncated_normal";
-  init.a = spec->number_or("a", truncated ? init.mean - 2.0 * init.std : 0.0);
-  init.b = spec->number_or("b", truncated ? init.mean + 2.0 * init.std : 1.0);
-  init.gain = spec->number_or("gain", 1.0);
-  init.value = spec->number_or("val", spec->number_or("value", 0.0));
+  if (init.name == "normal" || init.name == "truncated_normal") {
+    init.mean = p.number_or("mean", 0.0);
+    init.std = p.number_or("std", 0.05);
+    init.a = p.number_or("a", -2.0 * init.std);
+    init.b = p.number_or("b", 2.0 * init.std);
+  } else if (init.name == "uniform") {
+    init.a = p.number_or("a", -0.05);
+    init.b = p.number_or("b", 0.05);
+  } else if (init.name.starts_with("kaiming") || init.name.starts_with("he_")) {
+    init.fan_mode = p.text_or("mode", "fan_in");
+    init.gain = nonlinearity_gain(p.text_or("nonlinearity", "leaky_relu"), p.number_or("a", 0.0));
+  } else if (init.name == "variance_scaling" || init.name.starts_with("lecun")) {
+    init.scale = p.number_or("scale", 1.0);
+    init.fan_mode = p.text_or("mode", "fan_in");
+    init.distribution = init.name == "lecun_uniform" ? "uniform"
+                        : init.name == "lecun_normal"
+                            ? "truncated_normal"
+                            : p.text_or("distribution", "truncated_normal");
+    init.a = p.number_or("a", -2.0);
+    init.b = p.number_or("b", 2.0);
+  }
+  init.gain = p.number_or("gain", init.gain);
+  init.value = p.number_or("val", p.number_or("value", 0.0));
   return init;
 }
 

@@ -34,7 +34,9 @@ std::vector<float> initial_values(const graph::Initializer& init, const graph::S
                                   std::uint64_t seed, std::string_view name);
 
 // An initializer from a model's params: a name ('zeros') or a mapping ({name: truncated_normal,
-// mean, std, a, b}); `fallback` when the params give none (null).
+// mean, std, a, b}), with the Model Zoo's defaults (normal and truncated_normal std 0.05, uniform
+// in +-0.05, kaiming's gain from its nonlinearity, variance_scaling's scale 1, fan_in,
+// truncated_normal); `fallback` when the params give none (null).
 graph::Initializer initializer_from(const config::Node* spec, graph::Initializer fallback);
 
 graph::Initializer zeros_initializer();

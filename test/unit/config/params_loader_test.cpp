@@ -848,6 +848,51 @@ runconfig: {max_steps: 10, save_checkpoints_steps: 5}
   CHECK(model.find("output_layer_initializer")->find("scale")->as_number() == Approx(4.0 / 16.0));
 }
 
+TEST_CASE(
+    "a TensorFlow-layout GPT model with rotary_dim is the TensorFlow GPT-J, its defaults "
+    "with it") {
+  auto gptj = [](const std::string& model_extra) {
+    return load(
+        R"(train_input: {data_processor: GptTfRecordsProcessor, vocab_size: 512, batch_size: 8}
+model:
+  hidden_size: 64
+  num_heads: 4
+  num_hidden_layers: 2
+  filter_size: 256
+  max_position_embeddings: 128
+  rotary_dim: 8
+  initializer: [{name: variance_scaling, scale: 1.0}]
+  output_layer_initializer: [{name: variance_scaling, scale_type: wang_init, distribution: uniform}]
+)" + model_extra +
+        R"(optimizer: {optimizer_type: adamw, learning_rate: 0.001}
+runconfig: {max_steps: 10, save_checkpoints_steps: 5}
+)");
+  };
+  Loaded loaded = gptj("");
+  INFO(loaded.dump());
+  REQUIRE_FALSE(loaded.diagnostics.has_errors());
+  CHECK(loaded.trainer().model.name == "gptj");
+  const Node& model = loaded.trainer().model.params;
+  for (const char* key :
+       {"embedding_dropout_rate", "attention_dropout_rate", "residual_dropout_rate"})
+    CHECK(model.find(key)->as_number() == 0.0);
+  CHECK(model.find("share_embedding_weights")->as_bool());
+  CHECK(model.find("use_bias_in_output")->as_bool());
+  CHECK(model.find("layer_norm_epsilon")->as_number() == 1e-8);
+  // Keras's truncated normal, cut at two deviations of each weight's own: the normal of the
+  // same variance; its uniform stays.
+  const Node& kernel = *model.find("initializer");
+  CHECK(kernel.find("distribution")->as_string() == "normal");
+  CHECK(loaded.has(Severity::note, "Keras's variance_scaling cuts its truncated normal"));
+  CHECK(model.find("output_layer_initializer")->find("distribution")->as_string() == "uniform");
+  // Its first feed-forward layer is initialized as the projections are.
+  CHECK(model.find("ffn_initializer")->same_value(kernel));
+  // What the file writes stays.
+  Loaded written = gptj("  residual_dropout_rate: 0.1\n  share_embedding_weights: false\n");
+  CHECK(written.trainer().model.params.find("residual_dropout_rate")->as_number() == 0.1);
+  CHECK_FALSE(written.trainer().model.params.find("share_embedding_weights")->as_bool());
+}
+
 TEST_CASE("a TensorFlow-layout T5: its input keys, its attention switch and its defaults") {
   Loaded loaded = load(R"(train_input:
   data_processor: T5DynamicDataProcessor

@@ -1,5 +1,6 @@
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <numeric>
 
@@ -83,6 +84,72 @@ TEST_CASE("initializers from model params") {
   CHECK(init.a == Approx(-0.04));
   CHECK(init.b == Approx(0.04));
   CHECK(nn::initializer_from(nullptr, nn::ones_initializer()).name == "ones");
+}
+
+namespace {
+
+// The initializer a params mapping of these entries gives.
+graph::Initializer from_params(const std::vector<std::pair<std::string, config::Node>>& params) {
+  config::Node spec = config::Node::make_map();
+  for (const auto& [key, value] : params)
+    spec.set(key, value);
+  return nn::initializer_from(&spec, nn::zeros_initializer());
+}
+
+config::Node text(const char* value) {
+  return config::Node::make_string(value);
+}
+
+config::Node number(double value) {
+  return config::Node::make_number(value);
+}
+
+}  // namespace
+
+TEST_CASE("initializers take the Model Zoo's parameters and defaults") {
+  // create_initializer's defaults: normal and truncated_normal of std 0.05 (truncated at two
+  // deviations around 0), uniform in +-0.05; a name alone means the same.
+  graph::Initializer normal = from_params({{"name", text("normal")}});
+  CHECK(normal.std == 0.05);
+  config::Node truncated_name = text("truncated_normal");
+  graph::Initializer truncated = nn::initializer_from(&truncated_name, nn::zeros_initializer());
+  CHECK(truncated.std == 0.05);
+  CHECK(truncated.a == Approx(-0.1));
+  CHECK(truncated.b == Approx(0.1));
+  graph::Initializer uniform = from_params({{"name", text("uniform")}});
+  CHECK(uniform.a == -0.05);
+  CHECK(uniform.b == 0.05);
+
+  // variance_scaling: variance scale / fan of a [out=400, in=100] weight.
+  auto spread = [](const graph::Initializer& init) {
+    return moments(nn::initial_values(init, {400, 100}, 5, "v")).std;
+  };
+  CHECK(spread(from_params({{"name", text("variance_scaling")},
+                            {"scale", number(2.0)},
+                            {"distribution", text("normal")}})) ==
+        Approx(std::sqrt(2.0 / 100)).epsilon(0.02));
+  graph::Initializer fan_out = from_params({{"name", text("variance_scaling")},
+                                            {"mode", text("fan_out")},
+                                            {"distribution", text("uniform")}});
+  std::vector<float> u = nn::initial_values(fan_out, {400, 100}, 5, "v");
+  CHECK(*std::max_element(u.begin(), u.end()) <= static_cast<float>(std::sqrt(3.0 / 400)));
+  CHECK(moments(u).std == Approx(std::sqrt(1.0 / 400)).epsilon(0.02));
+  // Its truncated normal divides the std by 0.8796 and cuts at torch's absolute +-2, which these
+  // small values never reach: the spread is 1.137 times sqrt(variance).
+  graph::Initializer lecun = from_params({{"name", text("lecun_normal")}});
+  CHECK(lecun.distribution == "truncated_normal");
+  CHECK(spread(lecun) == Approx(std::sqrt(1.0 / 100) / 0.87962566).epsilon(0.02));
+  CHECK(spread(from_params({{"name", text("variance_scaling")}, {"mode", text("fan_avg")}})) ==
+        Approx(std::sqrt(1.0 / 250) / 0.87962566).epsilon(0.02));
+
+  // kaiming: the gain of its nonlinearity (leaky_relu of slope a by default), over mode's fan.
+  CHECK(spread(from_params({{"name", text("kaiming_normal")}})) ==
+        Approx(std::sqrt(2.0 / 100)).epsilon(0.02));
+  CHECK(spread(from_params({{"name", text("kaiming_normal")},
+                            {"mode", text("fan_out")},
+                            {"nonlinearity", text("tanh")}})) ==
+        Approx(5.0 / 3.0 / std::sqrt(400.0)).epsilon(0.02));
+  CHECK(from_params({{"name", text("kaiming_uniform")}, {"a", number(1.0)}}).gain == Approx(1.0));
 }
 
 TEST_CASE("initial values filled in parts, in any order, equal the whole") {
