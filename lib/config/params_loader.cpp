@@ -170,8 +170,10 @@ void check_backends(const RunSpec& run, Diagnostics& diagnostics) {
 // The defaults that changed between releases, as the file's release had them.
 void apply_release_defaults(ParamsTrees& trees, Diagnostics& diagnostics) {
   ReleaseRange releases = likely_releases(trees.written, trees.format, trees.tensorflow_layout);
-  for (Node& tree : trees.trainers)
+  for (Node& tree : trees.trainers) {
     default_half_type(tree, releases, diagnostics);
+    scale_gpt_loss_by_batch(tree, releases, diagnostics);
+  }
 }
 
 }  // namespace

@@ -160,6 +160,18 @@ class EvidenceCollector {
     }
   }
 
+  // 1.6's GptHDF5DataProcessor required max_sequence_length; 1.9 asks to remove it (the data
+  // holds the sequences).
+  void gpt_input(const Node* input) {
+    if (!input || !input->is_map() ||
+        input->text_or("data_processor", "") != "GptHDF5DataProcessor")
+      return;
+    const Node::Entry* length = input->find_entry("max_sequence_length");
+    if (!length) return;
+    found_.push_back({"max_sequence_length for GptHDF5DataProcessor", length->key_mark,
+                      length->value.path(), until(r1_6), false});
+  }
+
   // Only 1.x read the TensorFlow layout and only 2.3 on the trainer layout; every release reads
   // the legacy layout (2.3 on convert it), so it says nothing.
   void layout(const Node& written, ParamsFormat format, bool tensorflow) {
@@ -181,6 +193,7 @@ void collect(const Node& written, ParamsFormat format, EvidenceCollector& collec
     collector.section(written.find("runconfig"), Section::runconfig);
     collector.section(written.find("optimizer"), Section::optimizer);
     collector.section(written.find("model"), Section::model);
+    collector.gpt_input(written.find("train_input"));
     return;
   }
   const Node* trainer = written.find("trainer");

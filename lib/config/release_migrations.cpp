@@ -192,6 +192,27 @@ void default_half_type(Node& trainer, ReleaseRange releases, Diagnostics& diagno
                        "chooses)");
 }
 
+void scale_gpt_loss_by_batch(Node& trainer, ReleaseRange releases, Diagnostics& diagnostics) {
+  if (releases.last > Release::r1_6) return;
+  Node* init = trainer.is_map() ? trainer.find("init") : nullptr;
+  Node* model = init && init->is_map() ? init->find("model") : nullptr;
+  const Node* fit = trainer.find("fit");
+  const Node* loader = fit && fit->is_map() ? fit->find("train_dataloader") : nullptr;
+  if (!model || !model->is_map() || !loader || !loader->is_map()) return;
+  if (loader->text_or("data_processor", "") != "GptHDF5DataProcessor") return;
+  const Node::Entry* weight = model->find_entry("loss_weight");
+  if (!weight || !weight->value.is_number() || weight->value.as_number() == 1.0 ||
+      model->contains("loss_scaling"))
+    return;
+  SourceMark mark = weight->key_mark;
+  std::string path = join_path(model->path(), "loss_scaling");
+  diagnostics.note(mark, path,
+                   "Model Zoo 1.6's GPT-2 (which this file's keys point to) divided the loss by "
+                   "the batch size and weighed it by loss_weight, with no loss_scaling key; csrun "
+                   "sets loss_scaling: batch_size");
+  model->set("loss_scaling", Node::make_string("batch_size", mark, path), mark);
+}
+
 void migrate_trainer_tree(Node& trainer, Diagnostics& diagnostics) {
   Node* init = trainer.find("init");
   Node* model = init && init->is_map() ? init->find("model") : nullptr;

@@ -37,6 +37,12 @@ void derive_seq2seq_loss_weights(Node& trainer, Diagnostics& diagnostics);
 // which default csrun takes. A CPU run has only bfloat16 in every release.
 void default_half_type(Node& trainer, ReleaseRange releases, Diagnostics& diagnostics);
 
+// Model Zoo 1.6's PyTorch GPT-2 had no loss_scaling: its loss was the sum over the kept tokens
+// divided by the batch size, times loss_weight; 1.9 on take the tokens' mean unless
+// loss_scaling: batch_size (and drop a loss_weight other than 1). A GPT trainer of a file whose
+// keys point to 1.6 that weighs its loss gets loss_scaling: batch_size.
+void scale_gpt_loss_by_batch(Node& trainer, ReleaseRange releases, Diagnostics& diagnostics);
+
 // Applies the migrations of trainer-format files in place (one trainer's tree).
 void migrate_trainer_tree(Node& trainer, Diagnostics& diagnostics);
 

@@ -449,6 +449,30 @@ TEST_CASE("a file of Model Zoo 2.4 or earlier that names no half type runs float
   CHECK_FALSE(r2_6.warning("no half type is named"));
 }
 
+TEST_CASE("a GPT-2 file of Model Zoo 1.6 that weighs its loss divides it by the batch size") {
+  auto gpt2 = [](const std::string& input_extra, const std::string& model_extra) {
+    return load("train_input: {data_processor: GptHDF5DataProcessor, data_dir: d, batch_size: 8" +
+                input_extra + "}\nmodel: {vocab_size: 100, loss_weight: 0.0009765625" +
+                model_extra +
+                "}\noptimizer: {optimizer_type: adamw, learning_rate: 0.001}\n"
+                "runconfig: {max_steps: 10}\n");
+  };
+  // 1.6's processor required max_sequence_length; 1.9 asks to remove it.
+  Loaded old = gpt2(", max_sequence_length: 1024", "");
+  INFO(old.dump());
+  REQUIRE_FALSE(old.diagnostics.has_errors());
+  CHECK(old.trainer().model.params.find("loss_scaling")->as_string() == "batch_size");
+  CHECK(old.has(Severity::note,
+                "Model Zoo 1.6's GPT-2 (which this file's keys point to) "
+                "divided the loss by the batch size"));
+  CHECK(old.trainer().releases.last == Release::r1_6);
+  CHECK_FALSE(gpt2("", "").trainer().model.params.contains("loss_scaling"));
+  CHECK(gpt2(", max_sequence_length: 1024", ", loss_scaling: num_tokens")
+            .trainer()
+            .model.params.find("loss_scaling")
+            ->as_string() == "num_tokens");
+}
+
 TEST_CASE("checkpoint settings") {
   CHECK(load(trainer_with("    checkpoint: {steps: -1}\n"))
             .error("Checkpoint steps must be None or a non-negative integer, but got -1"));
