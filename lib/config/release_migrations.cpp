@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <utility>
 
 namespace csrun::config {
 
@@ -139,37 +140,47 @@ bool names_device(const Node& init, std::string_view device) {
 }
 
 bool scales_loss_dynamically(const Node& precision) {
-  const Node* factor = precision.find("loss_scaling_factor");
+  const Node* factor = precision.is_map() ? precision.find("loss_scaling_factor") : nullptr;
   return factor && factor->is_string() && factor->as_string() == "dynamic";
+}
+
+}  // namespace
+
+namespace {
+
+// Whether the trainer leaves the half type to its release's default.
+bool leaves_half_type(const Node& init) {
+  const Node* precision = init.find("precision");
+  if (!precision || precision->is_null()) return true;
+  if (!precision->is_map()) return false;  // an error of its own
+  const Node* type = precision->find("fp16_type");
+  if (type && !type->is_null()) return false;
+  const Node* enabled = precision->find("enabled");
+  // Only CSX turns a disabled mixed precision on.
+  return !(enabled && enabled->is_bool() && !enabled->as_bool() && names_device(init, "GPU"));
+}
+
+// Where the file switches mixed precision on (a legacy file: model.mixed_precision), else its
+// precision section, else the trainer.
+std::pair<SourceMark, std::string> precision_place(const Node& init) {
+  const Node* precision = init.find("precision");
+  if (!precision || !precision->is_map()) return {init.mark(), join_path(init.path(), "precision")};
+  if (const Node* enabled = precision->find("enabled")) return {enabled->mark(), enabled->path()};
+  return {precision->mark(), join_path(init.path(), "precision")};
 }
 
 }  // namespace
 
 void default_half_type(Node& trainer, ReleaseRange releases, Diagnostics& diagnostics) {
   Node* init = trainer.is_map() ? trainer.find("init") : nullptr;
-  if (!init || !init->is_map() || names_device(*init, "CPU")) return;
+  if (!init || !init->is_map() || names_device(*init, "CPU") || !leaves_half_type(*init)) return;
   // "2.4 and later" is a trainer file without 2.4's model-section precision keys, which every
   // trainer file 2.4 shipped has: a 2.6 or later one.
   if (releases.first >= Release::r2_4 && releases.last >= Release::r2_6) return;
-  const Node* written = init->find("precision");
-  if (written && !written->is_null() && !written->is_map()) return;  // an error of its own
-  if (written && written->is_map()) {
-    const Node* type = written->find("fp16_type");
-    if (type && !type->is_null()) return;
-    const Node* enabled = written->find("enabled");
-    // Only CSX turns a disabled mixed precision on.
-    if (enabled && enabled->is_bool() && !enabled->as_bool() && names_device(*init, "GPU")) return;
-  }
-  std::string section = join_path(init->path(), "precision");
-  // Where the file switches mixed precision on (a legacy file: model.mixed_precision), else the
-  // section, else the trainer.
-  const Node* switched = written && written->is_map() ? written->find("enabled") : nullptr;
-  SourceMark mark = switched                       ? switched->mark()
-                    : written && written->is_map() ? written->mark()
-                                                   : init->mark();
-  std::string path = switched ? switched->path() : section;
+  auto [mark, path] = precision_place(*init);
   if (releases.last >= Release::r2_6) {
-    bool dynamic = written && written->is_map() && scales_loss_dynamically(*written);
+    const Node* precision = init->find("precision");
+    bool dynamic = precision && scales_loss_dynamically(*precision);
     std::string text =
         "no half type is named, and this file's keys point to Model Zoo " + releases.describe() +
         ": 2.4 and earlier ran float16 then, 2.6 and later bfloat16, which csrun takes" +
@@ -182,6 +193,7 @@ void default_half_type(Node& trainer, ReleaseRange releases, Diagnostics& diagno
     }
     return;
   }
+  std::string section = join_path(init->path(), "precision");
   Node& precision = init->ensure_map("precision", mark, section);
   precision.set("fp16_type", Node::make_string("float16", mark, join_path(section, "fp16_type")),
                 mark);
