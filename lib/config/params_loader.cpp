@@ -167,12 +167,13 @@ void check_backends(const RunSpec& run, Diagnostics& diagnostics) {
   }
 }
 
-// The defaults that changed between releases, as the file's release had them.
+// The releases the file is written for, and the defaults that changed between releases as its
+// release had them.
 void apply_release_defaults(ParamsTrees& trees, Diagnostics& diagnostics) {
-  ReleaseRange releases = likely_releases(trees.written, trees.format, trees.tensorflow_layout);
+  trees.releases = likely_releases(trees.written, trees.format, trees.tensorflow_layout);
   for (Node& tree : trees.trainers) {
-    default_half_type(tree, releases, diagnostics);
-    scale_gpt_loss_by_batch(tree, releases, diagnostics);
+    default_half_type(tree, trees.releases, diagnostics);
+    scale_gpt_loss_by_batch(tree, trees.releases, diagnostics);
   }
 }
 
@@ -238,12 +239,11 @@ RunSpec read_run_spec(const std::string& path, const ParamsTrees& trees, Diagnos
   RunSpec run;
   run.params_path = path;
   run.format = trees.format;
-  ReleaseRange releases = likely_releases(trees.written, trees.format, trees.tensorflow_layout);
   for (std::size_t i = 0; i < trees.trainers.size(); ++i) {
     run.trainers.push_back(read_trainer(trees.trainers[i], i, run.format, diagnostics));
     TrainerSpec& trainer = run.trainers.back();
     trainer.tensorflow_layout = trees.tensorflow_layout;
-    trainer.releases = releases;
+    trainer.releases = trees.releases;
     if (trees.tensorflow_layout && trainer.precision.loss_scaling.dynamic) {
       trainer.precision.loss_scaling.overflow_tolerance =
           tensorflow_overflow_tolerance(trees.written, diagnostics);

@@ -5,6 +5,7 @@
 
 #include "diagnostics.hpp"
 #include "overrides.hpp"
+#include "release.hpp"
 #include "run_spec.hpp"
 
 namespace csrun::config {
@@ -20,6 +21,7 @@ struct ParamsTrees {
   Node written;  // the file as written, with the --set overrides
   ParamsFormat format = ParamsFormat::trainer;
   bool tensorflow_layout = false;  // Release 1.6's TensorFlow layout, read as the PyTorch one
+  ReleaseRange releases;           // the releases the file's keys point to
   std::vector<Node> trainers;
 };
 

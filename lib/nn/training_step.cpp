@@ -44,6 +44,12 @@ double max_loss_scale(const config::PrecisionSpec& precision) {
       default_max_loss_scale(precision.fp16_type));
 }
 
+// The loss scale within [min_loss_scale, max_loss_scale].
+Tensor bounded_scale(const Tensor& scale, const config::PrecisionSpec& precision) {
+  return maximum(minimum(scale, max_loss_scale(precision)),
+                 precision.loss_scaling.min_loss_scale.value_or(kDefaultMinLossScale));
+}
+
 // cerebras.pytorch's GradScaler: a step with a non-finite gradient halves the scale; the step
 // after steps_per_increase finite ones since the scale last changed doubles it; the scale stays
 // within [min_loss_scale, max_loss_scale]. The tracker counts the steps since the last change.
@@ -55,9 +61,7 @@ void update_dynamic_scale(Graph& graph, const config::PrecisionSpec& precision, 
   Tensor grow = logical_and(finite, steps > static_cast<double>(settings.steps_per_increase));
   Tensor kept_or_grown = where(grow, scale * 2.0, scale);
   Tensor changed = where(finite, kept_or_grown, scale * 0.5);
-  Tensor bounded = maximum(minimum(changed, max_loss_scale(precision)),
-                           settings.min_loss_scale.value_or(kDefaultMinLossScale));
-  graph.set_update("grad_scaler.scale", bounded.id());
+  graph.set_update("grad_scaler.scale", bounded_scale(changed, precision).id());
   graph.set_update("grad_scaler.growth_tracker",
                    where(logical_and(finite, logical_not(grow)), steps, 0.0).id());
 }
@@ -82,9 +86,7 @@ void update_tensorflow_scale(Graph& graph, const config::PrecisionSpec& precisio
   Tensor shrunk = where(shrink, scale * 0.5, scale);
   Tensor grow = steps_kept >= static_cast<double>(settings.steps_per_increase);
   Tensor changed = where(grow, shrunk * 2.0, shrunk);
-  Tensor bounded = maximum(minimum(changed, max_loss_scale(precision)),
-                           settings.min_loss_scale.value_or(kDefaultMinLossScale));
-  graph.set_update("grad_scaler.scale", bounded.id());
+  graph.set_update("grad_scaler.scale", bounded_scale(changed, precision).id());
   graph.set_update("grad_scaler.growth_tracker", where(grow, 0.0, steps_kept).id());
   graph.set_update("grad_scaler.overflows", where(grow, 0.0, overflows_kept).id());
 }
