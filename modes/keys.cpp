@@ -12,7 +12,6 @@
 #include "data/processor_registry.hpp"
 #include "models/registry.hpp"
 #include "modes.hpp"
-#include "nn/lr_schedule.hpp"
 #include "nn/optimizer.hpp"
 
 namespace csrun::modes {
@@ -66,9 +65,6 @@ std::string class_note(const config::ClassCatalog& catalog, const config::ClassE
     return entry.name +
            " is a valid Model Zoo optimizer, but csrun's simulator does not implement it; `csrun "
            "validate` accepts it, training with it is refused.\n\n";
-  }
-  if (&catalog == &config::scheduler_catalog() && !nn::simulates_schedule(entry.name)) {
-    return entry.name + " is accepted by `csrun validate` but csrun does not simulate it.\n\n";
   }
   return {};
 }

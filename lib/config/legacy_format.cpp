@@ -209,18 +209,19 @@ const std::set<std::string>& optimizer_precision_keys() {
   return keys;
 }
 
-// Legacy LR-schedule keys and their trainer-format names, per schedule.
-std::string rename_scheduler_key(const std::string& scheduler, const std::string& key) {
-  bool step_schedule = scheduler == "StepLR";
-  bool gamma_schedule = step_schedule || scheduler == "MultiStepLR";
-  if (key == "steps" || key == "decay_steps") return step_schedule ? "step_size" : "total_iters";
-  if (key == "learning_rate" || key == "base_lr") {
-    if (scheduler == "ConstantLR") return "learning_rate";
-    if (scheduler == "CyclicLR") return "base_lr";
+// Legacy LR-schedule keys and their trainer-format names, per schedule. A key that is a
+// parameter of the schedule keeps its name (CyclicLR's gamma and base_lr).
+std::string rename_scheduler_key(const ClassEntry& scheduler, const std::string& key) {
+  if (scheduler.params->find(key)) return key;
+  const std::string& name = scheduler.name;
+  bool gamma_schedule = name == "StepLR" || name == "MultiStepLR";
+  if (key == "steps" || key == "decay_steps") return name == "StepLR" ? "step_size" : "total_iters";
+  if (key == "learning_rate" || key == "base_lr" || key == "initial_learning_rate") {
+    if (name == "ConstantLR") return "learning_rate";
+    if (name == "CyclicLR") return "base_lr";
     return "initial_learning_rate";
   }
-  if (key == "initial_learning_rate" && scheduler == "ConstantLR") return "learning_rate";
-  if (key == "gamma" && !gamma_schedule) return "decay_rate";
+  if (key == "gamma") return "decay_rate";
   if (key == "decay_rate" && gamma_schedule) return "gamma";
   if (key == "t_max") return "T_max";
   if (key == "t_0") return "T_0";
@@ -699,7 +700,7 @@ class LegacyConverter {
     Node params = Node::make_map(legacy.mark(), legacy.path());
     for (const Node::Entry& item : legacy.entries()) {
       if (item.key == "scheduler" || item.key == "main_scheduler") continue;
-      std::string key = rename_scheduler_key(entry->name, item.key);
+      std::string key = rename_scheduler_key(*entry, item.key);
       if (!entry->params->find(key)) {
         diagnostics_.warning(
             item.key_mark, item.value.path(),

@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <sstream>
 
 #include "trainer_sections.hpp"
 
@@ -12,10 +13,59 @@ const Node* find_param(const ClassSpec& spec, const char* key) {
 
 void read_members(ClassSpec& spec, Diagnostics& diagnostics);
 
+// The Model Zoo's CyclicLR takes its scale mode from mode (per cycle for triangular and
+// triangular2, per step for exp_range), and only exp_range reads gamma.
+void check_cyclic(const ClassSpec& spec, Diagnostics& diagnostics) {
+  const Node* mode = spec.params.find("mode");
+  bool exp_range = mode && mode->is_string() && mode->as_string() == "exp_range";
+  std::string implied = exp_range ? "iterations" : "cycle";
+  const Node::Entry* scale_mode = spec.params.find_entry("scale_mode");
+  if (scale_mode && scale_mode->value.is_string() && scale_mode->value.as_string() != implied) {
+    diagnostics.warning(scale_mode->key_mark, scale_mode->value.path(),
+                        "scale_mode has no effect: CyclicLR scales mode " +
+                            (mode ? mode->render() : std::string("'triangular'")) + " per " +
+                            (exp_range ? "step ('iterations')" : "cycle ('cycle')"));
+  }
+  const Node::Entry* gamma = spec.params.find_entry("gamma");
+  if (gamma && !exp_range) {
+    diagnostics.warning(gamma->key_mark, gamma->value.path(),
+                        "gamma has no effect: only CyclicLR's mode 'exp_range' reads it");
+  }
+}
+
+// OneCycleLR's phases end at steps pct_start x total_steps - 1, (2 x pct_start x total_steps
+// - 2 with three_phase) and total_steps - 1; a phase that does not end after the one before
+// would divide the closed form by zero.
+void check_one_cycle(const ClassSpec& spec, Diagnostics& diagnostics) {
+  double total = spec.params.number_or("total_steps", 1000.0);
+  double pct = spec.params.number_or("pct_start", 0.3);
+  std::string problem;
+  if (pct * total <= 1.0) {
+    std::ostringstream product;
+    product << pct * total;
+    problem = "its first phase is empty: pct_start x total_steps must exceed 1 (it is " +
+              product.str() + ")";
+  } else if (!spec.params.flag_or("three_phase", false) && pct >= 1.0) {
+    problem = "its second phase is empty: pct_start must be below 1";
+  } else if (spec.params.flag_or("three_phase", false) && 2.0 * pct * total - 1.0 >= total) {
+    problem =
+        "its third phase is empty: with three_phase, 2 x pct_start x total_steps must stay "
+        "below total_steps + 1";
+  }
+  if (!problem.empty()) diagnostics.error(spec.mark, spec.path, "OneCycleLR: " + problem);
+}
+
 std::optional<ClassSpec> read_scheduler(const Node& node, Diagnostics& diagnostics) {
   std::optional<ClassSpec> spec = scheduler_catalog().read(node, diagnostics);
-  if (spec && (spec->type == "SequentialLR" || spec->type == "ChainedScheduler")) {
+  if (!spec) return spec;
+  if (spec->type == "SequentialLR" || spec->type == "ChainedScheduler")
     read_members(*spec, diagnostics);
+  if (spec->type == "CyclicLR") check_cyclic(*spec, diagnostics);
+  if (spec->type == "OneCycleLR") check_one_cycle(*spec, diagnostics);
+  if (spec->type == "LambdaLR") {
+    diagnostics.note(spec->mark, spec->path,
+                     "the Model Zoo's LambdaLR has fixed functions: its rate at step s is "
+                     "initial_learning_rate^2 x s/30 x 0.95^s (0 at step 0)");
   }
   return spec;
 }
@@ -98,6 +148,26 @@ std::vector<ClassSpec> read_schedulers(const Node& schedulers, Diagnostics& diag
     if (auto spec = read_scheduler(item, diagnostics)) result.push_back(std::move(*spec));
   }
   return result;
+}
+
+void check_cycle_length(const std::vector<ClassSpec>& schedulers, const LoopSpec& loop,
+                        Diagnostics& diagnostics) {
+  std::optional<std::int64_t> steps = loop.max_steps ? loop.max_steps : loop.num_steps;
+  if (!steps) return;
+  for (const ClassSpec& scheduler : schedulers) {
+    if (scheduler.type != "OneCycleLR") continue;
+    auto total = static_cast<std::int64_t>(scheduler.params.number_or("total_steps", 1000.0));
+    if (total >= *steps) continue;
+    const Node* strategy = scheduler.params.find("anneal_strategy");
+    bool linear = strategy && strategy->is_string() && strategy->as_string() == "linear";
+    diagnostics.warning(scheduler.mark, scheduler.path,
+                        "OneCycleLR's cycle of total_steps " + std::to_string(total) +
+                            " ends before the run's " + std::to_string(*steps) +
+                            " steps; past it the Model Zoo's closed form, which csrun follows, " +
+                            (linear ? "keeps falling, below the final rate and then below 0"
+                                    : "rises again toward max_lr") +
+                            " (set total_steps to the run's steps)");
+  }
 }
 
 std::vector<ClassSpec> read_class_list(const Node& list, const ClassCatalog& catalog,

@@ -122,6 +122,7 @@ class TrainerReader {
     }
     spec_.precision = read_precision(init.find("precision"), spec_.backend.device, diagnostics_);
     read_loop_section(init);
+    check_cycle_length(spec_.schedulers, spec_.loop, diagnostics_);
     spec_.checkpoint = read_checkpoint(init.find("checkpoint"), diagnostics_);
     spec_.logging = read_logging(init.find("logging"), diagnostics_);
     if (const Node* callbacks = init.find("callbacks")) read_callbacks(*callbacks);

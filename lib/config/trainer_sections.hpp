@@ -20,6 +20,11 @@ CheckpointSpec read_checkpoint(const Node* checkpoint, Diagnostics& diagnostics)
 LoggingSpec read_logging(const Node* logging, Diagnostics& diagnostics);
 std::optional<ClassSpec> read_optimizer(const Node& optimizer, Diagnostics& diagnostics);
 std::vector<ClassSpec> read_schedulers(const Node& schedulers, Diagnostics& diagnostics);
+
+// Warns of a OneCycleLR whose cycle ends before the loop's max_steps or num_steps: the Model
+// Zoo's closed form, which csrun computes, goes on past it (PyTorch's stops with an error).
+void check_cycle_length(const std::vector<ClassSpec>& schedulers, const LoopSpec& loop,
+                        Diagnostics& diagnostics);
 std::vector<ClassSpec> read_class_list(const Node& list, const ClassCatalog& catalog,
                                        Diagnostics& diagnostics);
 

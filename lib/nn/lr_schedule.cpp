@@ -67,6 +67,58 @@ Tensor warm_restarts(const ClassSpec& s, const Tensor& step) {
                 s.params.number_or("eta_min", 0.0), position / length);
 }
 
+// The Model Zoo's CyclicLR (PyTorch's, without momentum cycling): a triangle from base_lr up
+// to max_lr and back in each cycle, its height halved every cycle (triangular2) or scaled by
+// gamma^step (exp_range).
+Tensor cyclic(graph::Graph& graph, const ClassSpec& s, const Tensor& step) {
+  double base = s.params.number_or("base_lr", 0.0);
+  double up = s.params.number_or("step_size_up", 2000.0);
+  double total = up + s.params.number_or("step_size_down", up);
+  double rising_share = up / total;
+  Tensor cycle = floor_of(step / total + 1.0);
+  Tensor x = step / total - cycle + 1.0;
+  Tensor height = (s.params.number_or("max_lr", 0.0) - base) *
+                  where(x <= rising_share, x / rising_share, (x - 1.0) / (rising_share - 1.0));
+  const config::Node* mode = s.params.find("mode");
+  std::string name = mode && mode->is_string() ? mode->as_string() : "triangular";
+  if (name == "triangular2") return base + height / power_of(graph, 2.0, cycle - 1.0);
+  if (name == "exp_range")
+    return base + height * power_of(graph, s.params.number_or("gamma", 1.0), step);
+  return base + height;
+}
+
+// The Model Zoo's OneCycleLR: from initial_learning_rate up to max_lr, then down to
+// initial_learning_rate / final_div_factor (with three_phase, back to the initial rate first),
+// each phase a cosine or linear anneal, the phases ending at the steps check_one_cycle checks.
+Tensor one_cycle(const ClassSpec& s, const Tensor& step) {
+  double initial = s.params.number_or("initial_learning_rate", 0.0);
+  double peak = s.params.number_or("max_lr", 0.0);
+  double lowest = initial / s.params.number_or("final_div_factor", 1e4);
+  double total = s.params.number_or("total_steps", 1000.0);
+  double first_end = s.params.number_or("pct_start", 0.3) * total - 1.0;
+  struct Phase {
+    double end, from, to;
+  };
+  std::vector<Phase> phases = {{first_end, initial, peak}, {total - 1.0, peak, lowest}};
+  if (s.params.flag_or("three_phase", false)) {
+    phases = {{first_end, initial, peak},
+              {2.0 * first_end, peak, initial},
+              {total - 1.0, initial, lowest}};
+  }
+  const config::Node* strategy = s.params.find("anneal_strategy");
+  bool linear = strategy && strategy->is_string() && strategy->as_string() == "linear";
+  auto anneal = [&](const Phase& phase, const Tensor& fraction) {
+    return linear ? phase.from + (phase.to - phase.from) * fraction
+                  : cosine(phase.from, phase.to, fraction);
+  };
+  Tensor lr = anneal(phases[0], step / phases[0].end);
+  for (std::size_t i = 1; i < phases.size(); ++i) {
+    double start = phases[i - 1].end;
+    lr = where(step > start, anneal(phases[i], (step - start) / (phases[i].end - start)), lr);
+  }
+  return lr;
+}
+
 Tensor sequential(graph::Graph& graph, const ClassSpec& s, const Tensor& step) {
   std::vector<double> milestones = numbers(s, "milestones");
   Tensor lr = schedule_value(graph, s.children.at(0), step);
@@ -78,14 +130,23 @@ Tensor sequential(graph::Graph& graph, const ClassSpec& s, const Tensor& step) {
   return lr;
 }
 
-// The first schedule's rate times each further schedule's factor relative to its start, as
-// PyTorch chains multiplicative schedulers.
+// What the Model Zoo divides a further member of a chain by: its initial learning rate (its
+// rate at step 0 where it names none).
+Tensor reference_rate(graph::Graph& graph, const ClassSpec& member) {
+  for (const char* key : {"initial_learning_rate", "learning_rate", "base_lr"}) {
+    if (const config::Node* rate = member.params.find(key); rate && rate->is_number())
+      return constant(graph, rate->as_number());
+  }
+  return schedule_value(graph, member, constant(graph, 0.0));
+}
+
+// The first schedule's rate times each further schedule's rate relative to its initial one,
+// as the Model Zoo's ChainedScheduler (PyTorch's multiplicative chaining).
 Tensor chained(graph::Graph& graph, const std::vector<ClassSpec>& members, const Tensor& step) {
   Tensor lr = schedule_value(graph, members.at(0), step);
-  Tensor zero = constant(graph, 0.0);
   for (std::size_t i = 1; i < members.size(); ++i) {
-    Tensor at_start = schedule_value(graph, members[i], zero);
-    lr = lr * schedule_value(graph, members[i], step) / at_start;
+    Tensor reference = reference_rate(graph, members[i]);
+    lr = lr * schedule_value(graph, members[i], step) / reference;
   }
   return lr;
 }
@@ -143,14 +204,18 @@ Tensor schedule_value(graph::Graph& graph, const ClassSpec& s, const Tensor& ste
     }
     return lr;
   }
+  if (type == "LambdaLR") {
+    // Its two fixed functions, s/30 and 0.95^s, each times the initial rate.
+    return initial * initial * (step / 30.0) * power_of(graph, 0.95, step);
+  }
+  if (type == "MultiplicativeLR")
+    return initial * power_of(graph, s.params.number_or("coefficient", 1.0), step);
+  if (type == "CyclicLR") return cyclic(graph, s, step);
+  if (type == "OneCycleLR") return one_cycle(s, step);
   if (type == "SequentialLR") return sequential(graph, s, step);
   if (type == "ChainedScheduler") return chained(graph, s.children, step);
   throw std::invalid_argument("the learning-rate scheduler " + type +
                               " is not supported yet by csrun's simulator");
-}
-
-bool simulates_schedule(std::string_view type) {
-  return type != "CyclicLR" && type != "OneCycleLR";
 }
 
 Tensor learning_rate(graph::Graph& graph, const std::vector<ClassSpec>& schedulers,

@@ -1,7 +1,6 @@
 #pragma once
 
 #include <optional>
-#include <string_view>
 #include <vector>
 
 #include "config/run_spec.hpp"
@@ -14,13 +13,9 @@ using graph::Tensor;
 // The learning rate at `step` (a float32 scalar: the global step before this update) as a
 // closed form of the step, from the checked schedulers. Several schedulers listed side by side
 // chain like a ChainedScheduler. Without schedulers the optimizer's own learning rate holds.
-// Throws std::invalid_argument for CyclicLR, OneCycleLR, or when no learning rate is given.
+// Throws std::invalid_argument when no learning rate is given.
 Tensor learning_rate(graph::Graph& graph, const std::vector<config::ClassSpec>& schedulers,
                      const Tensor& step, std::optional<double> optimizer_lr);
-
-// Whether csrun computes the schedule of this class name (every catalogued one but CyclicLR and
-// OneCycleLR, whose rates depend on momentum cycling csrun does not model).
-bool simulates_schedule(std::string_view type);
 
 // The same for one scheduler (and its members).
 Tensor schedule_value(graph::Graph& graph, const config::ClassSpec& scheduler, const Tensor& step);

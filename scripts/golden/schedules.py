@@ -3,9 +3,10 @@
 
 Where PyTorch has a scheduler with the same semantics as the Cerebras one (LinearLR,
 ExponentialLR, PolynomialLR, CosineAnnealingLR, CosineAnnealingWarmRestarts, StepLR,
-MultiStepLR, SequentialLR, ChainedScheduler), PyTorch computes the values by stepping it. The
-Cerebras-only schedules (CosineDecayLR, InverseSquareRootDecayLR, InverseExponentialTimeDecayLR,
-PiecewiseConstantLR, staircase and cycling variants) use the closed forms of
+MultiStepLR, MultiplicativeLR, CyclicLR and OneCycleLR without momentum cycling, SequentialLR,
+ChainedScheduler), PyTorch computes the values by stepping it. The Cerebras-only schedules
+(CosineDecayLR, InverseSquareRootDecayLR, InverseExponentialTimeDecayLR, PiecewiseConstantLR,
+LambdaLR's fixed functions, staircase and cycling variants) use the closed forms of
 cerebras.pytorch.optim.lr_scheduler, written out below. `spec` is the trainer-format entry csrun
 reads. Run with Debian's python3-torch: /usr/bin/python3 scripts/golden/schedules.py
 """
@@ -82,6 +83,32 @@ CASES = [
      stepped(0.1, lambda o: S.MultiStepLR(o, milestones=[50, 120], gamma=0.1))),
     ("PiecewiseConstantLR", {"PiecewiseConstantLR": {"learning_rates": [0.1, 0.05, 0.01], "milestones": [40, 160]}},
      closed(lambda s: 0.1 if s < 40 else 0.05 if s < 160 else 0.01)),
+    ("LambdaLR", {"LambdaLR": {"initial_learning_rate": 0.5}},
+     closed(lambda s: 0.5 * (s / 30) * 0.5 * 0.95 ** s)),
+    ("MultiplicativeLR", {"MultiplicativeLR": {"initial_learning_rate": 0.1, "coefficient": 0.99}},
+     stepped(0.1, lambda o: S.MultiplicativeLR(o, lr_lambda=lambda _: 0.99))),
+    ("CyclicLR",
+     {"CyclicLR": {"base_lr": 0.01, "max_lr": 0.1, "step_size_up": 40, "step_size_down": 60}},
+     stepped(0.01, lambda o: S.CyclicLR(o, base_lr=0.01, max_lr=0.1, step_size_up=40, step_size_down=60,
+                                        cycle_momentum=False))),
+    ("CyclicLR triangular2",
+     {"CyclicLR": {"base_lr": 0.01, "max_lr": 0.1, "step_size_up": 25, "mode": "triangular2"}},
+     stepped(0.01, lambda o: S.CyclicLR(o, base_lr=0.01, max_lr=0.1, step_size_up=25, mode="triangular2",
+                                        cycle_momentum=False))),
+    ("CyclicLR exp_range",
+     {"CyclicLR": {"base_lr": 0.01, "max_lr": 0.1, "step_size_up": 30, "mode": "exp_range", "gamma": 0.995}},
+     stepped(0.01, lambda o: S.CyclicLR(o, base_lr=0.01, max_lr=0.1, step_size_up=30, mode="exp_range",
+                                        gamma=0.995, cycle_momentum=False))),
+    ("OneCycleLR",
+     {"OneCycleLR": {"initial_learning_rate": 0.004, "max_lr": 0.1, "total_steps": 300, "pct_start": 0.25}},
+     stepped(0.004, lambda o: S.OneCycleLR(o, max_lr=0.1, total_steps=300, pct_start=0.25, div_factor=25,
+                                          cycle_momentum=False))),
+    ("OneCycleLR linear three_phase",
+     {"OneCycleLR": {"initial_learning_rate": 0.004, "max_lr": 0.1, "total_steps": 300, "pct_start": 0.2,
+                     "final_div_factor": 100.0, "three_phase": True, "anneal_strategy": "linear"}},
+     stepped(0.004, lambda o: S.OneCycleLR(o, max_lr=0.1, total_steps=300, pct_start=0.2, div_factor=25,
+                                          final_div_factor=100.0, three_phase=True, anneal_strategy="linear",
+                                          cycle_momentum=False))),
     ("SequentialLR",
      {"SequentialLR": {"schedulers": [
          {"LinearLR": {"initial_learning_rate": 0.01, "end_learning_rate": 0.1, "total_iters": 50}},
@@ -98,6 +125,12 @@ CASES = [
          {"StepLR": {"initial_learning_rate": 0.1, "step_size": 30, "gamma": 0.5}},
          {"ExponentialLR": {"initial_learning_rate": 1.0, "total_iters": 1, "decay_rate": 0.99}}]}},
      stepped(0.1, lambda o: S.ChainedScheduler([S.StepLR(o, step_size=30, gamma=0.5), S.ExponentialLR(o, gamma=0.99)]))),
+    # The Model Zoo divides a further member by its initial_learning_rate, not by its rate at step 0.
+    ("ChainedScheduler relative to initial_learning_rate",
+     {"ChainedScheduler": {"schedulers": [
+         {"StepLR": {"initial_learning_rate": 0.1, "step_size": 30, "gamma": 0.5}},
+         {"InverseSquareRootDecayLR": {"initial_learning_rate": 2.0, "scale": 1.0, "warmup_steps": 4}}]}},
+     closed(lambda s: 0.1 * 0.5 ** (s // 30) * (2.0 / math.sqrt(max(s, 4))) / 2.0)),
 ]
 
 

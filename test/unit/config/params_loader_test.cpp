@@ -267,6 +267,48 @@ TEST_CASE("trainer-format schedules: SequentialLR milestones must add up") {
   CHECK(missing.error("Missing required parameters ['end_learning_rate'] for LinearLR"));
 }
 
+TEST_CASE("cyclic schedules: their checks, their notes, their legacy keys") {
+  Loaded empty_phase = load(trainer_with(R"(    schedulers:
+    - OneCycleLR: {initial_learning_rate: 0.01, max_lr: 0.1, total_steps: 4, pct_start: 0.25}
+)"));
+  CHECK(
+      empty_phase.error("OneCycleLR: its first phase is empty: pct_start x total_steps must "
+                        "exceed 1 (it is 1)"));
+  Loaded three = load(trainer_with(R"(    schedulers:
+    - OneCycleLR: {initial_learning_rate: 0.01, max_lr: 0.1, total_steps: 100, pct_start: 0.6,
+                   three_phase: true}
+)"));
+  CHECK(three.error("OneCycleLR: its third phase is empty"));
+  Loaded short_cycle = load(trainer_with(R"(    schedulers:
+    - OneCycleLR: {initial_learning_rate: 0.01, max_lr: 0.1, total_steps: 3, pct_start: 0.5}
+)"));
+  CHECK_FALSE(short_cycle.diagnostics.has_errors());
+  CHECK(
+      short_cycle.warning("OneCycleLR's cycle of total_steps 3 ends before the run's 5 steps; "
+                          "past it the Model Zoo's closed form, which csrun follows, rises "
+                          "again toward max_lr"));
+  Loaded cyclic = load(trainer_with(R"(    schedulers:
+    - CyclicLR: {base_lr: 0.01, max_lr: 0.1, scale_mode: iterations, gamma: 0.9}
+)"));
+  CHECK_FALSE(cyclic.diagnostics.has_errors());
+  CHECK(cyclic.warning("scale_mode has no effect: CyclicLR scales mode 'triangular' per cycle"));
+  CHECK(cyclic.warning("gamma has no effect: only CyclicLR's mode 'exp_range' reads it"));
+  CHECK(load(trainer_with("    schedulers: [{LambdaLR: {initial_learning_rate: 0.1}}]\n"))
+            .has(Severity::note, "initial_learning_rate^2 x s/30 x 0.95^s"));
+  // A 1.x schedule keeps the keys that are its own parameters: CyclicLR's gamma is no decay_rate.
+  std::string text = kLegacy;
+  text.replace(text.find("learning_rate: 0.01"), 19,
+               "learning_rate: {scheduler: Cyclic, learning_rate: 0.01, max_lr: 0.1, mode: "
+               "exp_range, gamma: 0.99}");
+  Loaded legacy = load(text);
+  INFO(legacy.dump());
+  REQUIRE_FALSE(legacy.diagnostics.has_errors());
+  const ClassSpec& schedule = legacy.trainer().schedulers.at(0);
+  CHECK(schedule.type == "CyclicLR");
+  CHECK(schedule.params.find("base_lr")->as_number() == Approx(0.01));
+  CHECK(schedule.params.find("gamma")->as_number() == Approx(0.99));
+}
+
 TEST_CASE("device and backend rules use the Model Zoo's texts") {
   CHECK(load(trainer_with("", "device: TPU"))
             .error("Invalid device type: TPU. Expected one of {'CSX', 'CPU', 'GPU'}."));

@@ -47,15 +47,14 @@ TEST_CASE("every learning-rate schedule matches PyTorch over 300 steps") {
   }
 }
 
-TEST_CASE("schedules csrun does not simulate are refused clearly") {
-  auto loaded = test::load_params_text(
-      "trainer:\n  init:\n    device: CPU\n    model: {name: fc_mnist, depth: 1, hidden_size: 2}\n"
-      "    optimizer: {SGD: {}}\n    schedulers: [{CyclicLR: {base_lr: 0.1, max_lr: 1.0}}]\n");
+TEST_CASE("without schedulers the optimizer's learning rate holds, and one is needed") {
   graph::Graph graph;
   graph::Tensor step(graph, graph.add_input("step", {{}, graph::DType::f32}));
-  CHECK_THROWS_WITH(
-      nn::learning_rate(graph, loaded.trainer().schedulers, step, std::nullopt),
-      "the learning-rate scheduler CyclicLR is not supported yet by csrun's simulator");
+  graph::Tensor lr = nn::learning_rate(graph, {}, step, 0.25);
+  graph::Feeds feeds = {{"step", graph::HostTensor::scalar(7.0)}};
+  graph::NodeId id = lr.id();
+  CHECK(graph::evaluate_reference(graph, feeds, std::span<const graph::NodeId>(&id, 1))[0]
+            .values[0] == Approx(0.25));
   CHECK_THROWS_WITH(nn::learning_rate(graph, {}, step, std::nullopt),
                     "no learning rate: give the optimizer a learning_rate or add a scheduler");
 }
