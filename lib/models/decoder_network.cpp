@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <numbers>
 
 #include "model_definitions.hpp"
 #include "mup.hpp"
@@ -260,6 +261,12 @@ ModelOutputs language_model_outputs(ModelBuild& b, const graph::Tensor& logits) 
         {"eval/lm_perplexity", ratio_metric({total}, {tokens}), nn::MetricAverage::exp_of_ratio});
     result.metrics.push_back({"eval/accuracy", ratio_metric({graph::sum(hits * mask)}, {tokens}),
                               nn::MetricAverage::ratio});
+    if (b.hints.tokens_per_byte) {
+      // Bits per token (the loss over ln 2) times the data's tokens per byte.
+      graph::Tensor bits = total * (*b.hints.tokens_per_byte / std::numbers::ln2);
+      result.metrics.push_back(
+          {"eval/bits_per_byte", ratio_metric({bits}, {tokens}), nn::MetricAverage::ratio});
+    }
   }
   return result;
 }

@@ -7,6 +7,19 @@ namespace csrun::models {
 using config::ValueType;
 using T = config::ValueType;
 
+namespace {
+
+// The Model Zoo reads an initializer's number given as a nonlinearity's name as that
+// nonlinearity's gain (torch.nn.init.calculate_gain), as in {name: xavier_uniform, gain: relu}.
+ValueType number_or_gain(ValueType number) {
+  return T::any_of(
+      {std::move(number),
+       T::choice({"linear", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
+                  "conv_transpose3d", "sigmoid", "tanh", "relu", "leaky_relu"})});
+}
+
+}  // namespace
+
 config::ValueType initializer_type() {
   static const auto schema = config::make_schema(
       "initializer",
@@ -16,15 +29,15 @@ config::ValueType initializer_type() {
               T::choice({"normal", "truncated_normal", "uniform", "xavier_uniform", "xavier_normal",
                          "glorot_uniform", "glorot_normal", "kaiming_uniform", "kaiming_normal",
                          "he_uniform", "he_normal", "lecun_uniform", "lecun_normal",
-                         "variance_scaling", "zeros", "ones", "constant"})),
-          config::optional_field("mean", T::number()),
-          config::optional_field("std", config::non_negative_number()),
-          config::optional_field("a", T::number()),
-          config::optional_field("b", T::number()),
-          config::optional_field("gain", config::non_negative_number()),
-          config::optional_field("val", T::number()),
-          config::optional_field("value", T::number()),
-          config::optional_field("scale", config::non_negative_number()),
+                         "variance_scaling", "zeros", "ones", "constant", "eye"})),
+          config::optional_field("mean", number_or_gain(T::number())),
+          config::optional_field("std", number_or_gain(config::non_negative_number())),
+          config::optional_field("a", number_or_gain(T::number())),
+          config::optional_field("b", number_or_gain(T::number())),
+          config::optional_field("gain", number_or_gain(config::non_negative_number())),
+          config::optional_field("val", number_or_gain(T::number())),
+          config::optional_field("value", number_or_gain(T::number())),
+          config::optional_field("scale", number_or_gain(config::non_negative_number())),
           config::optional_field("mode", T::choice({"fan_in", "fan_out", "fan_avg"})),
           config::optional_field("distribution",
                                  T::choice({"normal", "truncated_normal", "uniform"})),
@@ -32,7 +45,7 @@ config::ValueType initializer_type() {
       },
       config::UnknownKeys::error_plain);
   return T::any_of(
-      {T::choice({"zeros", "ones", "normal", "truncated_normal", "uniform", "xavier_uniform",
+      {T::choice({"zeros", "ones", "eye", "normal", "truncated_normal", "uniform", "xavier_uniform",
                   "xavier_normal", "glorot_uniform", "glorot_normal", "kaiming_uniform",
                   "kaiming_normal", "lecun_normal", "lecun_uniform"}),
        T::record(schema), T::null()});

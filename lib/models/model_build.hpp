@@ -41,6 +41,9 @@ struct DataHints {
   bool dynamic_mlm_scale = false;
   bool dynamic_loss_weight = false;       // of the training data
   bool eval_dynamic_loss_weight = false;  // of the eval data
+  // The eval data's tokens per byte: TensorFlow-era GPT models (Model Zoo 1.6) report
+  // eval/bits_per_byte with it.
+  std::optional<double> tokens_per_byte;
 };
 
 // What a model builder receives: its checked params, the step being traced, the batch, and what

@@ -43,6 +43,19 @@ std::string processor_of(const config::TrainerSpec& trainer) {
   return processor && processor->is_string() ? processor->as_string() : std::string();
 }
 
+// Model Zoo 1.6's get_bits_per_x_dataset and _get_bpb_constant: the eval data's (else the
+// training data's) data_dir names the dataset, the Pile (0.29335 tokens per byte) or
+// OpenWebText2 (0.2434); any other counts 1.
+double tensorflow_tokens_per_byte(const config::TrainerSpec& trainer) {
+  const Node* loader = first_eval_dataloader(trainer);
+  if (!loader) loader = first_dataloader(trainer);
+  const Node* dir = loader ? loader->find("data_dir") : nullptr;
+  std::string path = dir && dir->is_string() ? dir->as_string() : std::string();
+  if (path.find("pile") != std::string::npos) return 0.29335;
+  if (path.find("owt") != std::string::npos) return 0.2434;
+  return 1.0;
+}
+
 DataHints read_hints(const config::TrainerSpec& trainer) {
   DataHints hints;
   const Node* loader = first_dataloader(trainer);
@@ -74,6 +87,7 @@ DataHints read_hints(const config::TrainerSpec& trainer) {
   hints.dynamic_loss_weight = loader->flag_or("dynamic_loss_weight", false);
   const Node* eval = first_eval_dataloader(trainer);
   hints.eval_dynamic_loss_weight = eval && eval->flag_or("dynamic_loss_weight", false);
+  if (trainer.tensorflow_layout) hints.tokens_per_byte = tensorflow_tokens_per_byte(trainer);
   return hints;
 }
 

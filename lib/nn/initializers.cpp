@@ -211,8 +211,21 @@ FillRule variance_scaling_rule(const Sampler& sampler, const Initializer& init, 
   return truncated_normal_rule(sampler, truncated);
 }
 
-FillRule fill_rule(const Initializer& init, const Sampler& sampler, Fans fan) {
+// torch.nn.init.eye_: ones on the diagonal of a 2-D [out, in] weight.
+FillRule eye_rule(const graph::Shape& shape) {
+  std::int64_t columns = shape.at(1);
+  return [columns](std::span<float> out, std::int64_t first) {
+    for (std::size_t i = 0; i < out.size(); ++i) {
+      std::int64_t index = first + static_cast<std::int64_t>(i);
+      out[i] = index / columns == index % columns ? 1.0f : 0.0f;
+    }
+  };
+}
+
+FillRule fill_rule(const Initializer& init, const Sampler& sampler, const graph::Shape& shape) {
   const std::string& name = init.name;
+  Fans fan = fans(shape);
+  if (name == "eye") return eye_rule(shape);
   if (name == "normal") return scaled_normal_rule(sampler, init.std, init.mean);
   if (name == "uniform") return uniform_rule(sampler, init.a, init.b);
   if (name == "truncated_normal") return truncated_normal_rule(sampler, init);
@@ -242,6 +255,14 @@ double nonlinearity_gain(const std::string& nonlinearity, double slope) {
   return 1.0;  // linear, conv*, sigmoid
 }
 
+// A number of an initializer's params, given as a number or, as the Model Zoo's
+// _get_spec_value allows, as a nonlinearity's name standing for its gain.
+double spec_number(const config::Node& params, std::string_view key, double fallback) {
+  const config::Node* value = params.find(key);
+  if (value && value->is_string()) return nonlinearity_gain(value->as_string(), 0.01);
+  return params.number_or(key, fallback);
+}
+
 // The value every element of a constant initializer has; nothing for a random one.
 std::optional<double> constant_value(const Initializer& init) {
   if (init.name == "zeros") return 0.0;
@@ -255,7 +276,17 @@ std::optional<double> constant_value(const Initializer& init) {
 InitialValues::InitialValues(const Initializer& init, const graph::Shape& shape, std::uint64_t seed,
                              std::string_view name)
     : constant_(constant_value(init)) {
-  if (!constant_) fill_ = fill_rule(init, Sampler(seed, name), fans(shape));
+  check_initializer_shape(init, shape, name);
+  if (!constant_) fill_ = fill_rule(init, Sampler(seed, name), shape);
+}
+
+void check_initializer_shape(const Initializer& init, const graph::Shape& shape,
+                             std::string_view name) {
+  if (init.name != "eye" || shape.size() == 2) return;
+  throw std::invalid_argument(
+      "the eye initializer fills only 2-D weights (torch.nn.init.eye_), "
+      "and " +
+      std::string(name) + " has " + std::to_string(shape.size()) + " dimensions");
 }
 
 void InitialValues::fill(std::span<float> out, std::int64_t first) const {
@@ -282,28 +313,30 @@ Initializer initializer_from(const config::Node* spec, Initializer fallback) {
   const config::Node* name = spec->is_map() ? spec->find("name") : spec;
   init.name = name && name->is_string() ? name->as_string() : fallback.name;
   if (init.name == "normal" || init.name == "truncated_normal") {
-    init.mean = p.number_or("mean", 0.0);
-    init.std = p.number_or("std", 0.05);
-    init.a = p.number_or("a", -2.0 * init.std);
-    init.b = p.number_or("b", 2.0 * init.std);
+    init.mean = spec_number(p, "mean", 0.0);
+    init.std = spec_number(p, "std", 0.05);
+    init.a = spec_number(p, "a", -2.0 * init.std);
+    init.b = spec_number(p, "b", 2.0 * init.std);
   } else if (init.name == "uniform") {
-    init.a = p.number_or("a", -0.05);
-    init.b = p.number_or("b", 0.05);
+    init.a = spec_number(p, "a", -0.05);
+    init.b = spec_number(p, "b", 0.05);
   } else if (init.name.starts_with("kaiming") || init.name.starts_with("he_")) {
     init.fan_mode = p.text_or("mode", "fan_in");
-    init.gain = nonlinearity_gain(p.text_or("nonlinearity", "leaky_relu"), p.number_or("a", 0.0));
+    init.gain =
+        nonlinearity_gain(p.text_or("nonlinearity", "leaky_relu"), spec_number(p, "a", 0.0));
   } else if (init.name == "variance_scaling" || init.name.starts_with("lecun")) {
-    init.scale = p.number_or("scale", 1.0);
+    init.scale = spec_number(p, "scale", 1.0);
     init.fan_mode = p.text_or("mode", "fan_in");
     init.distribution = init.name == "lecun_uniform" ? "uniform"
                         : init.name == "lecun_normal"
                             ? "truncated_normal"
                             : p.text_or("distribution", "truncated_normal");
-    init.a = p.number_or("a", -2.0);
-    init.b = p.number_or("b", 2.0);
+    init.a = spec_number(p, "a", -2.0);
+    init.b = spec_number(p, "b", 2.0);
   }
-  init.gain = p.number_or("gain", init.gain);
-  init.value = p.number_or("val", p.number_or("value", 0.0));
+  if (init.name.starts_with("xavier") || init.name.starts_with("glorot"))
+    init.gain = spec_number(p, "gain", 1.0);
+  init.value = spec_number(p, "val", spec_number(p, "value", 0.0));
   return init;
 }
 

@@ -29,6 +29,11 @@ class InitialValues {
   std::function<void(std::span<float>, std::int64_t)> fill_;
 };
 
+// Throws std::invalid_argument when the initializer cannot fill a variable of this shape (eye
+// fills only 2-D weights), naming the variable.
+void check_initializer_shape(const graph::Initializer& init, const graph::Shape& shape,
+                             std::string_view name);
+
 // All of them at once.
 std::vector<float> initial_values(const graph::Initializer& init, const graph::Shape& shape,
                                   std::uint64_t seed, std::string_view name);

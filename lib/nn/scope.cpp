@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "initializers.hpp"
+
 namespace csrun::nn {
 
 StepContext::StepContext(graph::Graph& graph, bool training, std::uint64_t seed)
@@ -55,6 +57,7 @@ Scope Scope::child(std::string_view name) const {
 graph::Tensor Scope::parameter(std::string_view name, graph::Shape shape, graph::Initializer init,
                                graph::Location location) const {
   std::string full = prefix_ + "." + std::string(name);
+  check_initializer_shape(init, shape, full);
   graph::Tensor value(
       graph(), graph().add_variable(full, {std::move(shape), graph::DType::f32},
                                     graph::VariableRole::parameter, std::move(init), location));

@@ -319,6 +319,22 @@ struct RealRun {
   bool evaluates;                  // the file has an eval input: csrun eval reads the checkpoint
 };
 
+// `csrun COMMAND STEPS_FLAG 1` on a release file, with its --set arguments and one model_dir.
+csrun::test::ProcessResult one_step(const RealRun& run, const csrun::test::TempDir& dir,
+                                    const std::string& command, const std::string& steps_flag) {
+  std::vector<std::string> arguments = {command,
+                                        CSRUN_MODELZOO_CONFIGS "/releases/" + std::string(run.file),
+                                        steps_flag,
+                                        "1",
+                                        "--fake_data",
+                                        "--num_workers_per_csx",
+                                        "0",
+                                        "-o",
+                                        (dir.path() / "model").string()};
+  arguments.insert(arguments.end(), run.batch.begin(), run.batch.end());
+  return csrun::test::run_csrun(arguments);
+}
+
 }  // namespace
 
 // Compiling every file (above) does not run a kernel. These files of five families, in the
@@ -341,31 +357,41 @@ TEST_CASE(
   };
   for (const RealRun& run : runs) {
     csrun::test::TempDir dir;
-    // `csrun COMMAND STEPS_FLAG 1` on the file, its batches of 2 and one model_dir.
-    auto one_step = [&](const std::string& command, const std::string& steps_flag) {
-      std::vector<std::string> arguments = {
-          command,
-          CSRUN_MODELZOO_CONFIGS "/releases/" + std::string(run.file),
-          steps_flag,
-          "1",
-          "--fake_data",
-          "--num_workers_per_csx",
-          "0",
-          "-o",
-          (dir.path() / "model").string()};
-      arguments.insert(arguments.end(), run.batch.begin(), run.batch.end());
-      return csrun::test::run_csrun(arguments);
-    };
-    auto trained = one_step("train", "--max_steps");
+    auto trained = one_step(run, dir, "train", "--max_steps");
     INFO(run.file << "\n" << trained.err);
     REQUIRE(trained.exit_code == 0);
     CHECK(trained.out.find("Training completed successfully!") != std::string::npos);
     CHECK(std::isfinite(logged_number(trained.out, "Step=1, Loss=")));
     if (!run.evaluates) continue;
-    auto evaluated = one_step("eval", "--eval_steps");
+    auto evaluated = one_step(run, dir, "eval", "--eval_steps");
     INFO(evaluated.err);
     REQUIRE(evaluated.exit_code == 0);
     CHECK(evaluated.out.find("GlobalStep=1,") != std::string::npos);  // the step's checkpoint
     CHECK(std::isfinite(logged_number(evaluated.out, "Avg Eval Loss: ")));
   }
+}
+
+// Model Zoo 1.6's TensorFlow GPT models report eval/bits_per_byte: the loss per token in bits
+// times the tokens per byte of the dataset their data_dir names (OpenWebText2 here, 0.2434).
+TEST_CASE("a TensorFlow-era GPT-2 file reports the bits per byte of its dataset") {
+  std::vector<std::string> small;
+  for (const char* setting :
+       {"model.hidden_size=32", "model.num_heads=2", "model.filter_size=64",
+        "model.num_hidden_layers=1", "model.max_position_embeddings=16",
+        "train_input.max_sequence_length=16", "eval_input.max_sequence_length=16",
+        "train_input.batch_size=2", "eval_input.batch_size=2"}) {
+    small.insert(small.end(), {"--set", setting});
+  }
+  RealRun run{"R_1.6.0/gpt2_tf__params_gpt2_small.yaml", small, true};
+  csrun::test::TempDir dir;
+  auto trained = one_step(run, dir, "train", "--max_steps");
+  INFO(trained.err);
+  REQUIRE(trained.exit_code == 0);
+  auto evaluated = one_step(run, dir, "eval", "--eval_steps");
+  INFO(evaluated.out << evaluated.err);
+  REQUIRE(evaluated.exit_code == 0);
+  double perplexity = logged_number(evaluated.out, "eval/lm_perplexity = ");
+  double bits = logged_number(evaluated.out, "eval/bits_per_byte = ");
+  REQUIRE(std::isfinite(perplexity));
+  CHECK(bits == Approx(std::log2(perplexity) * 0.2434).epsilon(1e-5));
 }

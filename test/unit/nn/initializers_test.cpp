@@ -152,6 +152,27 @@ TEST_CASE("initializers take the Model Zoo's parameters and defaults") {
   CHECK(from_params({{"name", text("kaiming_uniform")}, {"a", number(1.0)}}).gain == Approx(1.0));
 }
 
+TEST_CASE("eye fills a weight's diagonal, and a number may be a nonlinearity's gain") {
+  CHECK(nn::initial_values(named("eye"), {3, 4}, 1, "w") ==
+        std::vector<float>{1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0});
+  std::vector<float> part(4);
+  nn::InitialValues(named("eye"), {4, 3}, 1, "w").fill(part, 6);
+  CHECK(part == std::vector<float>{0, 0, 1, 0});
+  CHECK_THROWS_WITH(nn::initial_values(named("eye"), {2, 3, 4}, 1, "conv.weight"),
+                    "the eye initializer fills only 2-D weights (torch.nn.init.eye_), and "
+                    "conv.weight has 3 dimensions");
+  // create_initializer's _get_spec_value: {gain: relu} is calculate_gain('relu').
+  CHECK(from_params({{"name", text("xavier_uniform")}, {"gain", text("relu")}}).gain ==
+        Approx(std::sqrt(2.0)));
+  CHECK(from_params({{"name", text("glorot_normal")}, {"gain", text("tanh")}}).gain ==
+        Approx(5.0 / 3.0));
+  CHECK(from_params({{"name", text("normal")}, {"std", text("leaky_relu")}}).std ==
+        Approx(std::sqrt(2.0 / (1.0 + 0.01 * 0.01))));
+  // kaiming takes no gain: its own comes from its nonlinearity.
+  CHECK(from_params({{"name", text("kaiming_uniform")}, {"gain", number(3.0)}}).gain ==
+        Approx(std::sqrt(2.0)));
+}
+
 TEST_CASE("initial values filled in parts, in any order, equal the whole") {
   for (const char* name : {"zeros", "normal", "truncated_normal", "xavier_uniform", "he_normal"}) {
     INFO(name);
