@@ -160,9 +160,7 @@ HostBatch plan_host_batch(std::int64_t global_batch, std::int64_t replicas,
 HostBatch plan_host_batch(const config::TrainerSpec& trainer, const TraceSummary& trace,
                           const compiler::Plan& fused) {
   std::int64_t replicas = trainer.backend.cluster.num_csx;
-  std::int64_t configured = trace.micro_batch_fixed
-                                ? trace.batch_size
-                                : trace.system_batch / trainer.loop.grad_accum_steps;
+  std::int64_t configured = trace.micro_batch_fixed ? trace.batch_size : trace.system_batch;
   return plan_host_batch(trace.system_batch * replicas, replicas, configured, fused);
 }
 

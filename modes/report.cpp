@@ -96,9 +96,17 @@ std::string steps_text(const TrainerSpec& trainer) {
 }
 
 std::string loader_text(const data::DataloaderSpec& loader, std::int64_t num_csx) {
-  std::string text = loader.processor + ", batch " + grouped(loader.batch_size);
+  std::int64_t written = loader.batch_size / loader.accumulated_batches;
+  std::string text = loader.processor + ", batch " + grouped(written);
   if (num_csx > 1) text += " (" + grouped(loader.batch_size / num_csx) + " per system)";
-  if (loader.micro_batch_size) text += ", micro-batch " + grouped(*loader.micro_batch_size);
+  if (loader.accumulated_batches > 1) {
+    text += ", " + grouped(loader.accumulated_batches) + " accumulated per optimizer step (" +
+            grouped(loader.batch_size) + " samples)";
+  }
+  bool accumulated_micro_batch =
+      loader.accumulated_batches > 1 && loader.micro_batch_size == written;
+  if (loader.micro_batch_size && !accumulated_micro_batch)
+    text += ", micro-batch " + grouped(*loader.micro_batch_size);
   if (!loader.micro_batch_mode.empty()) text += ", micro-batch " + loader.micro_batch_mode;
   text += loader.fake                ? ", fake data"
           : loader.data_dirs.empty() ? ""
@@ -196,7 +204,8 @@ json optional_json(const std::optional<std::int64_t>& value) {
 
 json loader_json(const data::DataloaderSpec& loader) {
   return {{"data_processor", loader.processor},
-          {"batch_size", loader.batch_size},
+          {"batch_size", loader.batch_size / loader.accumulated_batches},
+          {"accumulated_batches", loader.accumulated_batches},
           {"micro_batch_size", loader.micro_batch_size           ? json(*loader.micro_batch_size)
                                : loader.micro_batch_mode.empty() ? json(nullptr)
                                                                  : json(loader.micro_batch_mode)},

@@ -67,6 +67,8 @@ void use_micro_steps(runner::RunSetup& setup, const config::TrainerSpec& trainer
   std::int64_t replicas = trainer.backend.cluster.num_csx;
   runner::MicroSteps micro;
   micro.split = {replicas, micro_batch, loader.batch_size / replicas / micro_batch, 0, replicas};
+  if (loader.accumulated_batches > 1)
+    micro.split.accumulated_batch = loader.batch_size / loader.accumulated_batches;
   if (setup.group && setup.group->size() > 1) {
     micro.split.first_replica = setup.group->rank();
     micro.split.local_replicas = 1;

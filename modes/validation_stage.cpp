@@ -37,6 +37,7 @@ class TrainerCheck {
     if (checked.model) processors_ = checked.model->definition->data_processors;
     if (trainer_.fit) {
       checked.train_loader = check_loader(trainer_.fit->train_dataloader, data::LoaderRole::train);
+      if (checked.train_loader) accumulate_batches(*checked.train_loader);
       add_eval_loaders(trainer_.fit->val_dataloaders, checked);
       check_checkpoint_choice(trainer_.fit->checkpoint, "fit.ckpt_path");
     }
@@ -152,17 +153,47 @@ class TrainerCheck {
     return true;
   }
 
-  // A replica's share of the batch divides into grad_accum_steps micro-batches.
-  void check_grad_accum_steps(const data::DataloaderSpec& loader) {
+  // On CPU and GPU the Model Zoo steps the optimizer once every grad_accum_steps batches (each
+  // batch's loss divided by their number): an optimizer step takes that many written batches,
+  // each run as a micro-batch. (On CSX the loop section has set it to 1.)
+  void accumulate_batches(data::DataloaderSpec& loader) {
     std::int64_t steps = trainer_.loop.grad_accum_steps;
-    std::int64_t share = loader.batch_size / trainer_.backend.cluster.num_csx;
-    if (steps <= 1 || loader.micro_batch_size || share % steps == 0) return;
+    if (steps <= 1) return;
     const Node* loop = init_value(trainer_, "loop");
     const Node* key = loop ? loop->find("grad_accum_steps") : nullptr;
-    diagnostics_.error(key ? key->mark() : trainer_.mark, key ? key->path() : trainer_.tree.path(),
-                       "grad_accum_steps " + std::to_string(steps) +
-                           " must divide the batch each system receives, batch_size / num_csx = " +
-                           std::to_string(share) + ": give " + data::divisors_text(share));
+    config::SourceMark mark = key ? key->mark() : trainer_.mark;
+    std::string path = key ? key->path() : trainer_.tree.path();
+    if (trainer_.backend.cluster.num_csx > 1) {
+      diagnostics_.error(mark, path,
+                         "grad_accum_steps accumulates batches on CPU and GPU, which run one "
+                         "system: set num_csx to 1, or leave grad_accum_steps at 1");
+      return;
+    }
+    std::int64_t written = loader.batch_size;
+    loader.micro_batch_size = loader.micro_batch_size.value_or(written);
+    loader.accumulated_batches = steps;
+    loader.batch_size = written * steps;
+    if (!loader.samples) return;
+    std::int64_t batches = *loader.samples / written;
+    if (batches < steps) {
+      diagnostics_.error(mark, path,
+                         "grad_accum_steps " + std::to_string(steps) + " needs " +
+                             std::to_string(steps) +
+                             " batches per optimizer step, and an epoch "
+                             "of " +
+                             std::to_string(*loader.samples) + " samples has " +
+                             std::to_string(batches) + " of batch_size " + std::to_string(written));
+      return;
+    }
+    if (std::int64_t left = batches % steps; left > 0) {
+      diagnostics_.warning(mark, path,
+                           "the last " + std::to_string(left) + " of each epoch's " +
+                               std::to_string(batches) +
+                               " batches do not fill an optimizer "
+                               "step of " +
+                               std::to_string(steps) +
+                               " and are not read (the Model Zoo warns of leftover gradients)");
+    }
   }
 
   std::optional<TraceSummary> trace(models::CheckedModel model, CheckedTrainer& checked) {
@@ -180,7 +211,6 @@ class TrainerCheck {
                                              ? nullptr
                                              : &checked.eval_loaders.front();
     if (!loader || (training && !training_supported())) return std::nullopt;
-    if (training) check_grad_accum_steps(*loader);
     model = model_reading(std::move(model), *loader);
     TraceSummary summary;
     summary.training = training;

@@ -24,6 +24,9 @@ struct DataloaderSpec {
   std::string processor;
   LoaderRole role = LoaderRole::train;
   std::int64_t batch_size = 0;  // global: split evenly across num_csx systems
+  // CPU and GPU gradient accumulation (loop.grad_accum_steps): batch_size holds this many of the
+  // written batches, one optimizer step's, each run as a micro-batch of its own.
+  std::int64_t accumulated_batches = 1;
   std::optional<std::int64_t> micro_batch_size;
   std::string micro_batch_mode;  // "auto", "explore", or empty
   bool shuffle = true;

@@ -13,17 +13,19 @@ namespace {
 
 using runtime::Executable;
 
-// A field's values over the whole batch, summed in double.
-double field_sum(const data::BatchView& batch, std::size_t field, bool integer) {
-  double total = 0.0;
-  if (integer) {
-    for (std::int32_t value : batch.integers[field])
+// A field's values over `rows` samples of a batch of `batch_rows` from sample `first`, summed
+// in double.
+double field_sum(const data::BatchView& batch, std::size_t field, bool integer, std::int64_t first,
+                 std::int64_t rows, std::int64_t batch_rows) {
+  auto sum_rows = [&](auto values) {
+    std::size_t width = values.size() / static_cast<std::size_t>(batch_rows);
+    double total = 0.0;
+    for (auto value : values.subspan(static_cast<std::size_t>(first) * width,
+                                     static_cast<std::size_t>(rows) * width))
       total += value;
-  } else {
-    for (float value : batch.floats[field])
-      total += value;
-  }
-  return total;
+    return total;
+  };
+  return integer ? sum_rows(batch.integers[field]) : sum_rows(batch.floats[field]);
 }
 
 void add_into(std::span<float> sum, std::span<const float> values, bool first) {
@@ -107,19 +109,37 @@ void AccumulatedStep::take_variables(const Executable& update) {
 // shares are added in replica order, and under MPI the ranks add theirs along the chain, which
 // gives every rank the same totals as one process.
 void AccumulatedStep::write_normalizers(std::span<const data::BatchView* const> shares) {
-  if (normalizers_.empty()) return;
+  if (normalizers_.empty() || split_.accumulated_batch > 0) return;
   std::fill(normalizer_sums_.begin(), normalizer_sums_.end(), 0.0);
   if (group_) group_->receive_sum(std::span(normalizer_sums_));
+  std::int64_t rows = split_.micro_batch * split_.micro_batches_per_replica;
   for (const data::BatchView* share : shares) {
     for (std::size_t n = 0; n < normalizers_.size(); ++n)
-      normalizer_sums_[n] += field_sum(*share, normalizers_[n].field, normalizers_[n].integer);
+      normalizer_sums_[n] +=
+          field_sum(*share, normalizers_[n].field, normalizers_[n].integer, 0, rows, rows);
   }
   if (group_) {
     group_->pass_sum(std::span<const double>(normalizer_sums_));
     group_->share_total(std::span(normalizer_sums_));
   }
+  write_normalizer_inputs(1.0);
+}
+
+// Gradient accumulation: the written batch that starts at sample `first` of the share, its
+// sums times the batches per step (a micro-step's loss is its batch's, divided by their number).
+void AccumulatedStep::write_accumulated_normalizers(const data::BatchView& share,
+                                                    std::int64_t first) {
+  std::int64_t rows = split_.micro_batch * split_.micro_batches_per_replica;
   for (std::size_t n = 0; n < normalizers_.size(); ++n) {
-    auto total = static_cast<float>(normalizer_sums_[n]);
+    normalizer_sums_[n] = field_sum(share, normalizers_[n].field, normalizers_[n].integer, first,
+                                    split_.accumulated_batch, rows);
+  }
+  write_normalizer_inputs(static_cast<double>(rows / split_.accumulated_batch));
+}
+
+void AccumulatedStep::write_normalizer_inputs(double scale) {
+  for (std::size_t n = 0; n < normalizers_.size(); ++n) {
+    auto total = static_cast<float>(normalizer_sums_[n] * scale);
     micro_.write(normalizers_[n].input, std::span<const float>(&total, 1));
   }
 }
@@ -148,7 +168,11 @@ void AccumulatedStep::run_replica(const data::BatchView& share, std::int64_t rep
   start_sums(update);
   for (std::int64_t m = 0; m < split_.micro_batches_per_replica; ++m) {
     std::int64_t index = replica * split_.micro_batches_per_replica + m;
-    inputs_.write(micro_, share, m * split_.micro_batch, split_.micro_batch);
+    std::int64_t first = m * split_.micro_batch;
+    if (split_.accumulated_batch > 0 && !normalizers_.empty() &&
+        first % split_.accumulated_batch == 0)
+      write_accumulated_normalizers(share, first);
+    inputs_.write(micro_, share, first, split_.micro_batch);
     auto micro_step = static_cast<std::int32_t>(index);
     micro_.write(micro_batch_index_, std::span<const std::int32_t>(&micro_step, 1));
     micro_.run();

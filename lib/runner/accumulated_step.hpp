@@ -21,6 +21,10 @@ struct BatchSplit {
   std::int64_t micro_batches_per_replica = 1;
   std::int64_t first_replica = 0;
   std::int64_t local_replicas = 1;
+  // Gradient accumulation (CPU and GPU): the samples of one written batch, whose micro-steps
+  // normalize their loss over that batch alone, divided by the batches per step, as the Model
+  // Zoo does. 0: over the whole global batch (replicas and micro_batch_size: one step's numbers).
+  std::int64_t accumulated_batch = 0;
 
   std::int64_t micro_steps() const { return replicas * micro_batches_per_replica; }
 };
@@ -73,6 +77,8 @@ class AccumulatedStep {
 
   void take_variables(const runtime::Executable& update);
   void write_normalizers(std::span<const data::BatchView* const> shares);
+  void write_accumulated_normalizers(const data::BatchView& share, std::int64_t first);
+  void write_normalizer_inputs(double scale);
   void start_sums(runtime::Executable& update);
   void run_replica(const data::BatchView& share, std::int64_t replica, runtime::Executable& update);
   void add_to_total(bool first, const runtime::Executable& update);

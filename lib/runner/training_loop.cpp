@@ -101,9 +101,10 @@ std::string split_text(const BatchSplit& split) {
                      std::to_string(split.micro_batch) +
                      (split.micro_batch == 1 ? " sample (" : " samples (");
   if (split.replicas > 1) text += std::to_string(split.replicas) + " replicas x ";
-  return text + std::to_string(split.micro_batches_per_replica) +
-         (split.micro_batches_per_replica == 1 ? " micro-batch" : " micro-batches") +
-         ") and one update with the sum of their gradients.";
+  text += std::to_string(split.micro_batches_per_replica) +
+          (split.micro_batches_per_replica == 1 ? " micro-batch" : " micro-batches");
+  if (split.accumulated_batch > 0) text += ": the batches grad_accum_steps accumulates";
+  return text + ") and one update with the sum of their gradients.";
 }
 
 }  // namespace

@@ -285,13 +285,20 @@ TEST_CASE("every split of the global batch into replicas and micro-batches train
     INFO(curve.name);
     std::vector<double> whole = train_losses(curve, {"--target_device", "CPU"});
     const std::string micro_batch = "trainer.fit.train_dataloader.micro_batch_size=";
-    std::vector<std::vector<std::string>> splits = {
-        {"--num_csx", "2"},
-        {"--set", micro_batch + std::to_string(curve.batch_size / 2)},
-        {"--set", "trainer.init.loop.grad_accum_steps=2"}};
+    std::string half = std::to_string(curve.batch_size / 2);
+    std::vector<std::vector<std::string>> splits = {{"--num_csx", "2"},
+                                                    {"--set", micro_batch + half}};
     if (curve.batch_size % 4 == 0)
       splits.push_back(
           {"--num_csx", "2", "--set", micro_batch + std::to_string(curve.batch_size / 4)});
+    // Gradient accumulation reads two batches of half the batch per step, the same samples, and
+    // averages each batch's loss on its own: the whole batch's where the loss averages over
+    // samples (a loss over tokens: the next test).
+    std::string model = nlohmann::json::parse(curve.init)["model"]["name"];
+    if (model != "gpt2" && model != "gptj" && model != "llama") {
+      splits.push_back({"--set", "trainer.fit.train_dataloader.batch_size=" + half, "--set",
+                        "trainer.init.loop.grad_accum_steps=2"});
+    }
     for (const std::vector<std::string>& split : splits) {
       std::vector<std::string> flags = {"--target_device", "CPU"};
       flags.insert(flags.end(), split.begin(), split.end());
@@ -299,4 +306,55 @@ TEST_CASE("every split of the global batch into replicas and micro-batches train
       CHECK(worst_relative_difference(train_losses(curve, flags), whole) <= 1e-5);
     }
   }
+}
+
+// The Model Zoo's gradient accumulation on CPU and GPU divides each batch's own loss (a GPT's
+// averaged over that batch's tokens) by grad_accum_steps. With a learning rate of 0 the weights
+// stay: an accumulated step over two batches logs the mean of their two losses, which is not the
+// loss of the two as one batch when they hold different numbers of tokens.
+TEST_CASE("gradient accumulation averages each batch's loss over its own tokens") {
+  test::TempDir dir;
+  const std::uint64_t length = 8;
+  std::map<std::string, std::vector<double>> rows;
+  for (std::uint64_t e = 0; e < 2; ++e) {
+    for (std::uint64_t t = 0; t < length; ++t) {
+      rows["input_ids"].push_back(static_cast<double>((e * 7 + t * 3) % 32));
+      rows["labels"].push_back(static_cast<double>((e * 5 + t * 11) % 32));
+      rows["attention_mask"].push_back(e == 1 || t < 3 ? 1.0 : 0.0);
+    }
+  }
+  fs::create_directories(dir.path() / "data");
+  std::string loader = write_gpt(dir.path() / "data", rows, length) + ", shuffle: false";
+  int runs = 0;
+  auto losses = [&](int batch, int accumulated, int steps) {
+    fs::path model_dir = dir.path() / ("model" + std::to_string(runs++));
+    std::string params = dir.write(
+        "params.yaml",
+        "trainer:\n  init:\n    device: CPU\n    seed: 1\n    model_dir: '" + model_dir.string() +
+            "'\n    model: {name: gpt2, vocab_size: 32, hidden_size: 16, num_heads: 2, "
+            "num_hidden_layers: 1, filter_size: 32, max_position_embeddings: 8, dropout_rate: 0.0, "
+            "attention_dropout_rate: 0.0, embedding_dropout_rate: 0.0, embedding_initializer: "
+            "{name: normal, std: 1.0}}\n"
+            "    optimizer: {SGD: {lr: 0.0}}\n    loop: {max_steps: " +
+            std::to_string(steps) + ", grad_accum_steps: " + std::to_string(accumulated) +
+            "}\n    logging: {log_steps: 1}\n  fit:\n    train_dataloader: " + loader +
+            ", batch_size: " + std::to_string(batch) + "}\n");
+    auto run = test::run_csrun({"train", params});
+    INFO(run.out << run.err);
+    REQUIRE(run.exit_code == 0);
+    auto events =
+        test::read_scalar_events(fs::directory_iterator(model_dir / "events")->path().string());
+    return test::scalar_values(events, "loss");
+  };
+  std::vector<double> apart = losses(1, 1, 2);
+  std::vector<double> accumulated = losses(1, 2, 1);
+  std::vector<double> together = losses(2, 1, 1);
+  REQUIRE(apart.size() == 2);
+  REQUIRE(accumulated.size() == 1);
+  REQUIRE(together.size() == 1);
+  // The first batch keeps 3 tokens, the second 8; their mean losses differ enough to tell the
+  // two normalizations apart.
+  REQUIRE(std::fabs(apart[0] - apart[1]) > 0.05);
+  CHECK(accumulated[0] == Approx((apart[0] + apart[1]) / 2).epsilon(1e-5));
+  CHECK(together[0] == Approx((3 * apart[0] + 8 * apart[1]) / 11).epsilon(1e-5));
 }
