@@ -172,6 +172,8 @@ void check_backends(const RunSpec& run, Diagnostics& diagnostics) {
 void apply_release_defaults(ParamsTrees& trees, Diagnostics& diagnostics) {
   trees.releases = likely_releases(trees.written, trees.format, trees.tensorflow_layout);
   for (Node& tree : trees.trainers) {
+    if (trees.format == ParamsFormat::legacy)
+      full_precision_where_unset(tree, trees.releases, diagnostics);
     default_half_type(tree, trees.releases, diagnostics);
     scale_gpt_loss_by_batch(tree, trees.releases, diagnostics);
   }

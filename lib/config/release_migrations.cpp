@@ -204,6 +204,28 @@ void default_half_type(Node& trainer, ReleaseRange releases, Diagnostics& diagno
                        "chooses)");
 }
 
+void full_precision_where_unset(Node& trainer, ReleaseRange releases, Diagnostics& diagnostics) {
+  if (releases.last > Release::r2_2) return;
+  Node* init = trainer.is_map() ? trainer.find("init") : nullptr;
+  if (!init || !init->is_map()) return;
+  const char* device = names_device(*init, "CPU") ? "CPU" : names_device(*init, "GPU") ? "GPU" : "";
+  if (*device == '\0') return;
+  const Node* precision = init->find("precision");
+  if (precision && !precision->is_null() &&
+      (!precision->is_map() || precision->contains("enabled")))
+    return;
+  const Node* model = init->find("model");
+  SourceMark mark = model ? model->mark() : init->mark();
+  std::string path = model ? join_path(model->path(), "mixed_precision") : init->path();
+  std::string section = join_path(init->path(), "precision");
+  init->ensure_map("precision", mark, section)
+      .set("enabled", Node::make_bool(false, mark, join_path(section, "enabled")), mark);
+  diagnostics.note(mark, path,
+                   std::string("not set: Model Zoo ") + releases.describe() +
+                       " (which this file's keys point to) trained in float32 on " + device +
+                       " without it, and so does csrun (true for mixed precision)");
+}
+
 void scale_gpt_loss_by_batch(Node& trainer, ReleaseRange releases, Diagnostics& diagnostics) {
   if (releases.last > Release::r1_6) return;
   Node* init = trainer.is_map() ? trainer.find("init") : nullptr;

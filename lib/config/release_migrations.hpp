@@ -37,6 +37,12 @@ void derive_seq2seq_loss_weights(Node& trainer, Diagnostics& diagnostics);
 // which default csrun takes. A CPU run has only bfloat16 in every release.
 void default_half_type(Node& trainer, ReleaseRange releases, Diagnostics& diagnostics);
 
+// Legacy files of Model Zoo 2.2 and earlier switched mixed precision on with model.mixed_precision
+// (default false): on CPU and GPU a run without it trained in float32 (a CS system always runs
+// mixed precision). A legacy trainer of such a file (`releases`) on CPU or GPU that leaves it
+// unset gets precision.enabled: false, with a note.
+void full_precision_where_unset(Node& trainer, ReleaseRange releases, Diagnostics& diagnostics);
+
 // Model Zoo 1.6's PyTorch GPT-2 had no loss_scaling: its loss was the sum over the kept tokens
 // divided by the batch size, times loss_weight; 1.9 on take the tokens' mean unless
 // loss_scaling: batch_size (and drop a loss_weight other than 1). A GPT trainer of a file whose

@@ -491,6 +491,30 @@ TEST_CASE("a file of Model Zoo 2.4 or earlier that names no half type runs float
   CHECK_FALSE(r2_6.warning("no half type is named"));
 }
 
+TEST_CASE("a legacy file of Model Zoo 2.2 or earlier without mixed_precision trains float32") {
+  // A 1.9 key (beta1) dates the file; model.mixed_precision defaulted to false then.
+  auto with = [](const std::string& model_keys, const std::string& device) {
+    std::string text = kLegacy;
+    text.insert(text.find("runconfig:"), "  beta1: 0.9\n");
+    text.insert(text.find("optimizer:"), model_keys);
+    return load(text + device);
+  };
+  for (const char* device : {"CPU", "GPU"}) {
+    INFO(device);
+    Loaded unset = with("", std::string("  target_device: ") + device + "\n");
+    CHECK_FALSE(unset.trainer().precision.enabled);
+    CHECK(unset.has(Severity::note, std::string("not set: Model Zoo 1.9 and earlier (which this "
+                                                "file's keys point to) trained in float32 on ") +
+                                        device + " without it"));
+  }
+  CHECK(with("  mixed_precision: true\n", "  target_device: CPU\n").trainer().precision.enabled);
+  // A CS system always runs mixed precision; undated keys may be 2.4's, whose default differs.
+  CHECK(with("", "").trainer().precision.enabled);
+  Loaded undated = load(kLegacy + "  target_device: CPU\n");
+  CHECK(undated.trainer().precision.enabled);
+  CHECK_FALSE(undated.has(Severity::note, "trained in float32"));
+}
+
 TEST_CASE("a GPT-2 file of Model Zoo 1.6 that weighs its loss divides it by the batch size") {
   auto gpt2 = [](const std::string& input_extra, const std::string& model_extra) {
     return load("train_input: {data_processor: GptHDF5DataProcessor, data_dir: d, batch_size: 8" +
