@@ -18,6 +18,7 @@ namespace csrun::modes {
 namespace {
 
 using config::Node;
+using config::Severity;
 
 const Node* init_value(const config::TrainerSpec& trainer, const char* key) {
   const Node* init = trainer.tree.find("init");
@@ -159,41 +160,41 @@ class TrainerCheck {
   void accumulate_batches(data::DataloaderSpec& loader) {
     std::int64_t steps = trainer_.loop.grad_accum_steps;
     if (steps <= 1) return;
-    const Node* loop = init_value(trainer_, "loop");
-    const Node* key = loop ? loop->find("grad_accum_steps") : nullptr;
-    config::SourceMark mark = key ? key->mark() : trainer_.mark;
-    std::string path = key ? key->path() : trainer_.tree.path();
     if (trainer_.backend.cluster.num_csx > 1) {
-      diagnostics_.error(mark, path,
-                         "grad_accum_steps accumulates batches on CPU and GPU, which run one "
-                         "system: set num_csx to 1, or leave grad_accum_steps at 1");
+      report_grad_accum(Severity::error,
+                        "grad_accum_steps accumulates batches on CPU and GPU, which run one "
+                        "system: set num_csx to 1, or leave grad_accum_steps at 1");
       return;
     }
     std::int64_t written = loader.batch_size;
     loader.micro_batch_size = loader.micro_batch_size.value_or(written);
     loader.accumulated_batches = steps;
     loader.batch_size = written * steps;
-    if (!loader.samples) return;
-    std::int64_t batches = *loader.samples / written;
+    if (loader.samples) check_epoch_fills_steps(*loader.samples / written, steps, written);
+  }
+
+  // An epoch's batches that do not fill an optimizer step are not read.
+  void check_epoch_fills_steps(std::int64_t batches, std::int64_t steps, std::int64_t written) {
     if (batches < steps) {
-      diagnostics_.error(mark, path,
-                         "grad_accum_steps " + std::to_string(steps) + " needs " +
-                             std::to_string(steps) +
-                             " batches per optimizer step, and an epoch "
-                             "of " +
-                             std::to_string(*loader.samples) + " samples has " +
-                             std::to_string(batches) + " of batch_size " + std::to_string(written));
-      return;
+      std::string held = std::to_string(batches) + " of batch_size " + std::to_string(written);
+      report_grad_accum(Severity::error, "grad_accum_steps " + std::to_string(steps) +
+                                             " needs that many batches per optimizer step, and "
+                                             "an epoch holds " +
+                                             held);
+    } else if (std::int64_t left = batches % steps; left > 0) {
+      report_grad_accum(Severity::warning,
+                        "the last " + std::to_string(left) + " of each epoch's " +
+                            std::to_string(batches) + " batches do not fill an optimizer step of " +
+                            std::to_string(steps) +
+                            " and are not read (the Model Zoo warns of leftover gradients)");
     }
-    if (std::int64_t left = batches % steps; left > 0) {
-      diagnostics_.warning(mark, path,
-                           "the last " + std::to_string(left) + " of each epoch's " +
-                               std::to_string(batches) +
-                               " batches do not fill an optimizer "
-                               "step of " +
-                               std::to_string(steps) +
-                               " and are not read (the Model Zoo warns of leftover gradients)");
-    }
+  }
+
+  void report_grad_accum(Severity severity, const std::string& text) {
+    const Node* loop = init_value(trainer_, "loop");
+    const Node* key = loop ? loop->find("grad_accum_steps") : nullptr;
+    config::SourceMark mark = key ? key->mark() : trainer_.mark;
+    diagnostics_.add(severity, mark, key ? key->path() : trainer_.tree.path(), text);
   }
 
   std::optional<TraceSummary> trace(models::CheckedModel model, CheckedTrainer& checked) {

@@ -75,15 +75,23 @@ Tensor cyclic(graph::Graph& graph, const ClassSpec& s, const Tensor& step) {
   double up = s.params.number_or("step_size_up", 2000.0);
   double total = up + s.params.number_or("step_size_down", up);
   double rising_share = up / total;
+  // One node-creating operand per expression: the trace's order is the same under every compiler.
   Tensor cycle = floor_of(step / total + 1.0);
   Tensor x = step / total - cycle + 1.0;
-  Tensor height = (s.params.number_or("max_lr", 0.0) - base) *
-                  where(x <= rising_share, x / rising_share, (x - 1.0) / (rising_share - 1.0));
+  Tensor rising = x <= rising_share;
+  Tensor up_part = x / rising_share;
+  Tensor down_part = (x - 1.0) / (rising_share - 1.0);
+  Tensor height = (s.params.number_or("max_lr", 0.0) - base) * where(rising, up_part, down_part);
   const config::Node* mode = s.params.find("mode");
   std::string name = mode && mode->is_string() ? mode->as_string() : "triangular";
-  if (name == "triangular2") return base + height / power_of(graph, 2.0, cycle - 1.0);
-  if (name == "exp_range")
-    return base + height * power_of(graph, s.params.number_or("gamma", 1.0), step);
+  if (name == "triangular2") {
+    Tensor halvings = power_of(graph, 2.0, cycle - 1.0);
+    return base + height / halvings;
+  }
+  if (name == "exp_range") {
+    Tensor decay = power_of(graph, s.params.number_or("gamma", 1.0), step);
+    return base + height * decay;
+  }
   return base + height;
 }
 
@@ -114,7 +122,9 @@ Tensor one_cycle(const ClassSpec& s, const Tensor& step) {
   Tensor lr = anneal(phases[0], step / phases[0].end);
   for (std::size_t i = 1; i < phases.size(); ++i) {
     double start = phases[i - 1].end;
-    lr = where(step > start, anneal(phases[i], (step - start) / (phases[i].end - start)), lr);
+    Tensor after = step > start;
+    Tensor value = anneal(phases[i], (step - start) / (phases[i].end - start));
+    lr = where(after, value, lr);
   }
   return lr;
 }
@@ -146,7 +156,8 @@ Tensor chained(graph::Graph& graph, const std::vector<ClassSpec>& members, const
   Tensor lr = schedule_value(graph, members.at(0), step);
   for (std::size_t i = 1; i < members.size(); ++i) {
     Tensor reference = reference_rate(graph, members[i]);
-    lr = lr * schedule_value(graph, members[i], step) / reference;
+    Tensor value = schedule_value(graph, members[i], step);
+    lr = lr * value / reference;
   }
   return lr;
 }
@@ -206,7 +217,8 @@ Tensor schedule_value(graph::Graph& graph, const ClassSpec& s, const Tensor& ste
   }
   if (type == "LambdaLR") {
     // Its two fixed functions, s/30 and 0.95^s, each times the initial rate.
-    return initial * initial * (step / 30.0) * power_of(graph, 0.95, step);
+    Tensor decay = power_of(graph, 0.95, step);
+    return initial * initial * (step / 30.0) * decay;
   }
   if (type == "MultiplicativeLR")
     return initial * power_of(graph, s.params.number_or("coefficient", 1.0), step);

@@ -326,9 +326,8 @@ TEST_CASE("gradient accumulation averages each batch's loss over its own tokens"
   fs::create_directories(dir.path() / "data");
   std::string loader = write_gpt(dir.path() / "data", rows, length) + ", shuffle: false";
   int runs = 0;
-  auto losses = [&](int batch, int accumulated, int steps) {
-    fs::path model_dir = dir.path() / ("model" + std::to_string(runs++));
-    std::string params = dir.write(
+  auto params_for = [&](int batch, int accumulated, int steps, const fs::path& model_dir) {
+    return dir.write(
         "params.yaml",
         "trainer:\n  init:\n    device: CPU\n    seed: 1\n    model_dir: '" + model_dir.string() +
             "'\n    model: {name: gpt2, vocab_size: 32, hidden_size: 16, num_heads: 2, "
@@ -339,7 +338,10 @@ TEST_CASE("gradient accumulation averages each batch's loss over its own tokens"
             std::to_string(steps) + ", grad_accum_steps: " + std::to_string(accumulated) +
             "}\n    logging: {log_steps: 1}\n  fit:\n    train_dataloader: " + loader +
             ", batch_size: " + std::to_string(batch) + "}\n");
-    auto run = test::run_csrun({"train", params});
+  };
+  auto losses = [&](int batch, int accumulated, int steps) {
+    fs::path model_dir = dir.path() / ("model" + std::to_string(runs++));
+    auto run = test::run_csrun({"train", params_for(batch, accumulated, steps, model_dir)});
     INFO(run.out << run.err);
     REQUIRE(run.exit_code == 0);
     auto events =
@@ -357,4 +359,9 @@ TEST_CASE("gradient accumulation averages each batch's loss over its own tokens"
   REQUIRE(std::fabs(apart[0] - apart[1]) > 0.05);
   CHECK(accumulated[0] == Approx((apart[0] + apart[1]) / 2).epsilon(1e-5));
   CHECK(together[0] == Approx((3 * apart[0] + 8 * apart[1]) / 11).epsilon(1e-5));
+  // An epoch of two batches cannot fill a step of three.
+  auto short_epoch = test::run_csrun({"validate", params_for(1, 3, 1, dir.path() / "short")});
+  CHECK(short_epoch.exit_code == 1);
+  CHECK(short_epoch.err.find("grad_accum_steps 3 needs that many batches per optimizer step, "
+                             "and an epoch holds 2 of batch_size 1") != std::string::npos);
 }
