@@ -32,9 +32,15 @@ Tensor state(Graph& graph, std::size_t index, const char* key) {
   return Tensor(graph, variable->node);
 }
 
-void create_state(Graph& graph, std::size_t index, const char* key, const graph::Shape& shape) {
+void create_state(Graph& graph, std::size_t index, const char* key, const graph::Shape& shape,
+                  double initial = 0.0) {
+  graph::Initializer init;
+  if (initial != 0.0) {
+    init.name = "constant";
+    init.value = initial;
+  }
   graph.add_variable(state_name(index, key), {shape, graph::DType::f32},
-                     graph::VariableRole::optimizer_state, {});
+                     graph::VariableRole::optimizer_state, init);
 }
 
 // Records `value` as the variable's next value, kept unchanged where the step is skipped.
@@ -323,6 +329,375 @@ class Adafactor : public Optimizer {
   bool scale_parameter_;
 };
 
+// The optimizers the Model Zoo ports from PyTorch (torch.optim's single-tensor updates; weight
+// decay added to the gradient, L2, where the parameter takes it), one parameter at a time:
+// each names its state, and traces one parameter's update from its gradient and learning rate.
+// Every expression makes at most one node, so that the trace's order is the code's under every
+// compiler.
+class PerParameterOptimizer : public Optimizer {
+ public:
+  explicit PerParameterOptimizer(const config::ClassSpec& spec)
+      : name_(spec.type),
+        weight_decay_(spec.params.number_or("weight_decay", 0.0)),
+        maximize_(spec.params.flag_or("maximize", false)) {}
+
+  std::string name() const override { return name_; }
+
+  void preinitialize(Graph& graph, const std::vector<Tensor>& parameters) override {
+    for (std::size_t i = 0; i < parameters.size(); ++i)
+      create_states(graph, i, parameters[i].shape());
+  }
+
+  void update(Graph& graph, const std::vector<Tensor>& parameters,
+              const std::vector<Tensor>& gradients, const std::vector<UpdateGroup>& groups,
+              const Tensor&, const std::optional<Tensor>& apply) override {
+    for (std::size_t i = 0; i < parameters.size(); ++i) {
+      const Tensor& p = parameters[i];
+      Tensor g = maximize_ ? -gradients[i] : gradients[i];
+      double decay = groups[i].weight_decay ? weight_decay_ : 0.0;
+      if (decay != 0.0 && decays_gradient()) g = g + decay * p;
+      Step step{graph, i, apply, groups[i].lr, decay};
+      commit(graph, variable_name(p), p, updated(step, p, g), apply);
+    }
+  }
+
+ protected:
+  struct Step {
+    Graph& graph;
+    std::size_t index;
+    const std::optional<Tensor>& apply;
+    const Tensor& lr;
+    double decay;
+
+    Tensor state(const char* key) const { return nn::state(graph, index, key); }
+    void keep(const char* key, const Tensor& old_value, const Tensor& value) const {
+      commit(graph, state_name(index, key), old_value, value, apply);
+    }
+    // The step count, advanced: t of the update being traced.
+    Tensor count() const {
+      Tensor step = state("step");
+      Tensor next = step + 1.0;
+      keep("step", step, next);
+      return next;
+    }
+  };
+
+  virtual void create_states(Graph& graph, std::size_t index, const graph::Shape& shape) = 0;
+  virtual Tensor updated(const Step& step, const Tensor& p, const Tensor& g) = 0;
+  virtual bool decays_gradient() const { return true; }
+
+  static Tensor power(double base, const Tensor& exponent) {
+    return pow(constant(exponent.graph(), base), exponent);
+  }
+
+ private:
+  std::string name_;
+  double weight_decay_;
+  bool maximize_;
+};
+
+class RmsProp : public PerParameterOptimizer {
+ public:
+  explicit RmsProp(const config::ClassSpec& spec)
+      : PerParameterOptimizer(spec),
+        alpha_(spec.params.number_or("alpha", 0.99)),
+        eps_(spec.params.number_or("eps", 1e-8)),
+        momentum_(spec.params.number_or("momentum", 0.0)),
+        centered_(spec.params.flag_or("centered", false)) {}
+
+ private:
+  void create_states(Graph& graph, std::size_t i, const graph::Shape& shape) override {
+    create_state(graph, i, "step", {});
+    create_state(graph, i, "square_avg", shape);
+    if (momentum_ > 0.0) create_state(graph, i, "momentum_buffer", shape);
+    if (centered_) create_state(graph, i, "grad_avg", shape);
+  }
+
+  Tensor updated(const Step& step, const Tensor& p, const Tensor& g) override {
+    step.count();
+    Tensor square_avg = step.state("square_avg");
+    Tensor new_square = (1.0 - alpha_) * g * g;
+    Tensor next_square = alpha_ * square_avg + new_square;
+    step.keep("square_avg", square_avg, next_square);
+    Tensor variance = next_square;
+    if (centered_) {
+      Tensor grad_avg = step.state("grad_avg");
+      Tensor new_grad = (1.0 - alpha_) * g;
+      Tensor next_grad = alpha_ * grad_avg + new_grad;
+      step.keep("grad_avg", grad_avg, next_grad);
+      Tensor mean_square = next_grad * next_grad;
+      variance = next_square - mean_square;
+    }
+    Tensor average = sqrt(variance) + eps_;
+    Tensor direction = g / average;
+    if (momentum_ > 0.0) {
+      Tensor buffer = step.state("momentum_buffer");
+      Tensor next_buffer = momentum_ * buffer + direction;
+      step.keep("momentum_buffer", buffer, next_buffer);
+      direction = next_buffer;
+    }
+    return p - step.lr * direction;
+  }
+
+  double alpha_;
+  double eps_;
+  double momentum_;
+  bool centered_;
+};
+
+class Adagrad : public PerParameterOptimizer {
+ public:
+  explicit Adagrad(const config::ClassSpec& spec)
+      : PerParameterOptimizer(spec),
+        lr_decay_(spec.params.number_or("lr_decay", 0.0)),
+        initial_(spec.params.number_or("initial_accumulator_value", 0.0)),
+        eps_(spec.params.number_or("eps", 1e-10)) {}
+
+ private:
+  void create_states(Graph& graph, std::size_t i, const graph::Shape& shape) override {
+    create_state(graph, i, "step", {});
+    create_state(graph, i, "sum", shape, initial_);
+  }
+
+  Tensor updated(const Step& step, const Tensor& p, const Tensor& g) override {
+    Tensor t = step.count();
+    Tensor decayed = 1.0 + (t - 1.0) * lr_decay_;
+    Tensor rate = step.lr / decayed;
+    Tensor sum = step.state("sum");
+    Tensor square = g * g;
+    Tensor next_sum = sum + square;
+    step.keep("sum", sum, next_sum);
+    Tensor deviation = sqrt(next_sum) + eps_;
+    Tensor direction = g / deviation;
+    return p - rate * direction;
+  }
+
+  double lr_decay_;
+  double initial_;
+  double eps_;
+};
+
+class Adamax : public PerParameterOptimizer {
+ public:
+  explicit Adamax(const config::ClassSpec& spec)
+      : PerParameterOptimizer(spec),
+        betas_(betas(spec)),
+        eps_(spec.params.number_or("eps", 1e-8)) {}
+
+ private:
+  void create_states(Graph& graph, std::size_t i, const graph::Shape& shape) override {
+    create_state(graph, i, "step", {});
+    create_state(graph, i, "exp_avg", shape);
+    create_state(graph, i, "exp_inf", shape);
+  }
+
+  Tensor updated(const Step& step, const Tensor& p, const Tensor& g) override {
+    auto [beta1, beta2] = betas_;
+    Tensor t = step.count();
+    Tensor correction = 1.0 - power(beta1, t);
+    Tensor rate = step.lr / correction;
+    Tensor m = step.state("exp_avg");
+    Tensor new_m = (1.0 - beta1) * g;
+    Tensor next_m = beta1 * m + new_m;
+    step.keep("exp_avg", m, next_m);
+    Tensor u = step.state("exp_inf");
+    Tensor magnitude = abs(g) + eps_;
+    Tensor next_u = maximum(beta2 * u, magnitude);
+    step.keep("exp_inf", u, next_u);
+    Tensor direction = next_m / next_u;
+    return p - rate * direction;
+  }
+
+  std::pair<double, double> betas_;
+  double eps_;
+};
+
+class Adadelta : public PerParameterOptimizer {
+ public:
+  explicit Adadelta(const config::ClassSpec& spec)
+      : PerParameterOptimizer(spec),
+        rho_(spec.params.number_or("rho", 0.9)),
+        eps_(spec.params.number_or("eps", 1e-6)) {}
+
+ private:
+  void create_states(Graph& graph, std::size_t i, const graph::Shape& shape) override {
+    create_state(graph, i, "step", {});
+    create_state(graph, i, "square_avg", shape);
+    create_state(graph, i, "acc_delta", shape);
+  }
+
+  Tensor updated(const Step& step, const Tensor& p, const Tensor& g) override {
+    step.count();
+    Tensor square_avg = step.state("square_avg");
+    Tensor new_square = (1.0 - rho_) * g * g;
+    Tensor next_square = rho_ * square_avg + new_square;
+    step.keep("square_avg", square_avg, next_square);
+    Tensor acc_delta = step.state("acc_delta");
+    Tensor deviation = sqrt(next_square + eps_);
+    Tensor scale = sqrt(acc_delta + eps_);
+    Tensor delta = scale / deviation * g;
+    Tensor new_delta = (1.0 - rho_) * delta * delta;
+    Tensor next_delta = rho_ * acc_delta + new_delta;
+    step.keep("acc_delta", acc_delta, next_delta);
+    return p - step.lr * delta;
+  }
+
+  double rho_;
+  double eps_;
+};
+
+class NAdam : public PerParameterOptimizer {
+ public:
+  explicit NAdam(const config::ClassSpec& spec)
+      : PerParameterOptimizer(spec),
+        betas_(betas(spec)),
+        eps_(spec.params.number_or("eps", 1e-8)),
+        momentum_decay_(spec.params.number_or("momentum_decay", 4e-3)) {}
+
+ private:
+  void create_states(Graph& graph, std::size_t i, const graph::Shape& shape) override {
+    create_state(graph, i, "step", {});
+    create_state(graph, i, "mu_product", {}, 1.0);
+    create_state(graph, i, "exp_avg", shape);
+    create_state(graph, i, "exp_avg_sq", shape);
+  }
+
+  // Momentum beta1 (1 - 0.96^(t momentum_decay) / 2) at step t.
+  Tensor momentum_at(const Tensor& t) const {
+    Tensor decayed = power(0.96, t * momentum_decay_);
+    return betas_.first * (1.0 - 0.5 * decayed);
+  }
+
+  Tensor updated(const Step& step, const Tensor& p, const Tensor& g) override {
+    auto [beta1, beta2] = betas_;
+    Tensor t = step.count();
+    Tensor correction2 = 1.0 - power(beta2, t);
+    Tensor mu = momentum_at(t);
+    Tensor mu_next = momentum_at(t + 1.0);
+    Tensor mu_product = step.state("mu_product");
+    Tensor next_product = mu_product * mu;
+    step.keep("mu_product", mu_product, next_product);
+    // As the Model Zoo's NAdam (and torch 1.13's) computes it: mu counts twice in the product
+    // that divides the momentum's share.
+    Tensor product_next = next_product * mu * mu_next;
+    Tensor m = step.state("exp_avg");
+    Tensor new_m = (1.0 - beta1) * g;
+    Tensor next_m = beta1 * m + new_m;
+    step.keep("exp_avg", m, next_m);
+    Tensor v = step.state("exp_avg_sq");
+    Tensor new_v = (1.0 - beta2) * g * g;
+    Tensor next_v = beta2 * v + new_v;
+    step.keep("exp_avg_sq", v, next_v);
+    Tensor corrected = next_v / correction2;
+    Tensor denominator = sqrt(corrected) + eps_;
+    Tensor kept = 1.0 - mu;
+    Tensor gradient_share = kept / (1.0 - next_product);
+    Tensor momentum_share = mu_next / (1.0 - product_next);
+    Tensor gradient_rate = step.lr * gradient_share;
+    Tensor momentum_rate = step.lr * momentum_share;
+    Tensor gradient_step = gradient_rate * g / denominator;
+    Tensor momentum_step = momentum_rate * next_m / denominator;
+    Tensor after_gradient = p - gradient_step;
+    return after_gradient - momentum_step;
+  }
+
+  std::pair<double, double> betas_;
+  double eps_;
+  double momentum_decay_;
+};
+
+// RAdam: the Adam step rectified by the variance of its adaptive rate, SGD with momentum while
+// the rate's variance is intractable (rho_t <= 5).
+class RAdam : public PerParameterOptimizer {
+ public:
+  explicit RAdam(const config::ClassSpec& spec)
+      : PerParameterOptimizer(spec),
+        betas_(betas(spec)),
+        eps_(spec.params.number_or("eps", 1e-8)) {}
+
+ private:
+  void create_states(Graph& graph, std::size_t i, const graph::Shape& shape) override {
+    create_state(graph, i, "step", {});
+    create_state(graph, i, "exp_avg", shape);
+    create_state(graph, i, "exp_avg_sq", shape);
+  }
+
+  Tensor updated(const Step& step, const Tensor& p, const Tensor& g) override {
+    auto [beta1, beta2] = betas_;
+    Tensor t = step.count();
+    Tensor correction1 = 1.0 - power(beta1, t);
+    Tensor beta2_power = power(beta2, t);
+    Tensor correction2 = 1.0 - beta2_power;
+    Tensor m = step.state("exp_avg");
+    Tensor new_m = (1.0 - beta1) * g;
+    Tensor next_m = beta1 * m + new_m;
+    step.keep("exp_avg", m, next_m);
+    Tensor v = step.state("exp_avg_sq");
+    Tensor new_v = (1.0 - beta2) * g * g;
+    Tensor next_v = beta2 * v + new_v;
+    step.keep("exp_avg_sq", v, next_v);
+    double rho_inf = 2.0 / (1.0 - beta2) - 1.0;
+    Tensor rho_drop = 2.0 * t * beta2_power / correction2;
+    Tensor rho = rho_inf - rho_drop;
+    Tensor above_four = rho - 4.0;
+    Tensor numerator = above_four * (rho - 2.0) * rho_inf;
+    Tensor rectified_square = numerator / (rho * ((rho_inf - 4.0) * (rho_inf - 2.0)));
+    Tensor rectification = sqrt(maximum(rectified_square, 0.0));
+    Tensor root_correction2 = sqrt(correction2);
+    Tensor denominator = sqrt(next_v) + eps_;
+    Tensor adaptive = root_correction2 / denominator;
+    Tensor momentum = next_m / correction1;
+    Tensor rectified = momentum * rectification * adaptive;
+    Tensor tractable = rho > 5.0;
+    Tensor direction = where(tractable, rectified, momentum);
+    return p - step.lr * direction;
+  }
+
+  std::pair<double, double> betas_;
+  double eps_;
+};
+
+// Lion as cerebras.pytorch runs it: the sign of an interpolation of momentum and gradient, with
+// weight decay decoupled (the weight shrinks by lr * weight_decay).
+class Lion : public PerParameterOptimizer {
+ public:
+  explicit Lion(const config::ClassSpec& spec)
+      : PerParameterOptimizer(spec), betas_([&] {
+          const config::Node* value = spec.params.find("betas");
+          if (!value || value->items().size() != 2) return std::pair{0.9, 0.99};
+          return std::pair{value->items()[0].as_number(), value->items()[1].as_number()};
+        }()) {}
+
+ private:
+  void create_states(Graph& graph, std::size_t i, const graph::Shape& shape) override {
+    create_state(graph, i, "exp_avg", shape);
+  }
+
+  bool decays_gradient() const override { return false; }
+
+  Tensor updated(const Step& step, const Tensor& p, const Tensor& g) override {
+    auto [beta1, beta2] = betas_;
+    Tensor m = step.state("exp_avg");
+    Tensor new_part = (1.0 - beta1) * g;
+    Tensor blend = beta1 * m + new_part;
+    Tensor positive = blend > 0.0;
+    Tensor negative = blend < 0.0;
+    Tensor down = where(negative, -1.0, 0.0);
+    Tensor sign = where(positive, 1.0, down);
+    Tensor new_m = (1.0 - beta2) * g;
+    Tensor next_m = beta2 * m + new_m;
+    step.keep("exp_avg", m, next_m);
+    Tensor decayed = p;
+    if (step.decay != 0.0) {
+      Tensor shrink = 1.0 - step.lr * step.decay;
+      decayed = p * shrink;
+    }
+    return decayed - step.lr * sign;
+  }
+
+  std::pair<double, double> betas_;
+};
+
 }  // namespace
 
 std::unique_ptr<Optimizer> make_optimizer(const config::ClassSpec& spec) {
@@ -331,14 +706,25 @@ std::unique_ptr<Optimizer> make_optimizer(const config::ClassSpec& spec) {
   if (spec.type == "AdamW") return std::make_unique<AdamFamily>(AdamFamily::Kind::adamw, spec);
   if (spec.type == "Lamb") return std::make_unique<AdamFamily>(AdamFamily::Kind::lamb, spec);
   if (spec.type == "Adafactor") return std::make_unique<Adafactor>(spec);
-  throw std::invalid_argument(
-      "the optimizer " + spec.type +
-      " is not supported yet by csrun's simulator (supported: SGD, Adam, AdamW, Lamb, Adafactor)");
+  if (spec.type == "RMSprop") return std::make_unique<RmsProp>(spec);
+  if (spec.type == "Adagrad") return std::make_unique<Adagrad>(spec);
+  if (spec.type == "Adamax") return std::make_unique<Adamax>(spec);
+  if (spec.type == "Adadelta") return std::make_unique<Adadelta>(spec);
+  if (spec.type == "NAdam") return std::make_unique<NAdam>(spec);
+  if (spec.type == "RAdam") return std::make_unique<RAdam>(spec);
+  if (spec.type == "Lion") return std::make_unique<Lion>(spec);
+  throw std::invalid_argument("the optimizer " + spec.type +
+                              " is not supported yet by csrun's simulator (supported: SGD, Adam, "
+                              "AdamW, Lamb, Adafactor, RMSprop, Adagrad, Adamax, Adadelta, NAdam, "
+                              "RAdam, Lion)");
 }
 
 bool simulates_optimizer(std::string_view type) {
-  return type == "SGD" || type == "Adam" || type == "AdamW" || type == "Lamb" ||
-         type == "Adafactor";
+  for (std::string_view simulated : {"SGD", "Adam", "AdamW", "Lamb", "Adafactor", "RMSprop",
+                                     "Adagrad", "Adamax", "Adadelta", "NAdam", "RAdam", "Lion"}) {
+    if (type == simulated) return true;
+  }
+  return false;
 }
 
 std::optional<double> optimizer_learning_rate(const config::ClassSpec& spec) {

@@ -41,7 +41,7 @@ class Optimizer {
 };
 
 // The optimizer of a checked {ClassName: params} entry. Throws std::invalid_argument for a
-// Model Zoo optimizer csrun does not implement (SGD, Adam, AdamW, Lamb and Adafactor are),
+// Model Zoo optimizer csrun does not implement (ASGD, Rprop),
 // or options of one that the Model Zoo refuses.
 std::unique_ptr<Optimizer> make_optimizer(const config::ClassSpec& spec);
 

@@ -4,6 +4,8 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <fstream>
+#include <nlohmann/json.hpp>
 #include <optional>
 
 #include "graph/reference_evaluator.hpp"
@@ -269,16 +271,35 @@ TEST_CASE("the learning rate is a closed form of the schedulers' step, which ski
   CHECK(skipping.state["lr_scheduler.last_epoch"].values[0] == 3.0);
 }
 
+// test/data/golden/optimizers.json (scripts/golden/optimizers.py): torch.optim's weights after
+// each of eight steps, and cerebras.pytorch's Lion.
+TEST_CASE("RMSprop, Adagrad, Adamax, Adadelta, NAdam, RAdam and Lion match PyTorch step by step") {
+  std::ifstream file(std::string(CSRUN_TEST_DATA) + "/golden/optimizers.json");
+  REQUIRE(file);
+  nlohmann::json golden = nlohmann::json::parse(file);
+  for (const nlohmann::json& c : golden["cases"]) {
+    std::string name = c["name"];
+    INFO(name);
+    TinyStep step("    optimizer: " + c["spec"].dump() + "\n");
+    for (std::size_t s = 0; s < golden["gradients"].size(); ++s) {
+      step.run(golden["gradients"][s].get<std::vector<double>>());
+      INFO("step " << s + 1);
+      CHECK(step.w(0) == Approx(c["weights"][s][0].get<double>()).epsilon(1e-5));
+      CHECK(step.w(1) == Approx(c["weights"][s][1].get<double>()).epsilon(1e-5));
+    }
+  }
+}
+
 TEST_CASE("unsupported optimizers are refused clearly") {
   auto loaded = test::load_params_text(
       "trainer:\n  init:\n    device: CPU\n    model: {name: fc_mnist, depth: 1, hidden_size: 2}\n"
-      "    optimizer: {Adagrad: {}}\n");
+      "    optimizer: {ASGD: {}}\n");
   graph::Graph graph;
   nn::StepContext context(graph, true, 1);
   graph::Tensor w = nn::Scope(context, "model").parameter("w", {2}, {});
   CHECK_THROWS_WITH(
       nn::append_training_update(context, sum(w), {*loaded.trainer().optimizer, {}, {}}),
-      Catch::Contains("the optimizer Adagrad is not supported yet"));
+      Catch::Contains("the optimizer ASGD is not supported yet"));
 }
 
 TEST_CASE("Adafactor refuses the options cerebras.pytorch refuses, naming them") {
