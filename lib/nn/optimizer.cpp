@@ -373,6 +373,14 @@ class PerParameterOptimizer : public Optimizer {
     void keep(const char* key, const Tensor& old_value, const Tensor& value) const {
       commit(graph, state_name(index, key), old_value, value, apply);
     }
+    // The state `key` moved toward `value`: decay * state + (1 - decay) * value, kept.
+    Tensor running_average(const char* key, double decay, const Tensor& value) const {
+      Tensor old_value = state(key);
+      Tensor fresh = (1.0 - decay) * value;
+      Tensor next = decay * old_value + fresh;
+      keep(key, old_value, next);
+      return next;
+    }
     // The step count, advanced: t of the update being traced.
     Tensor count() const {
       Tensor step = state("step");
@@ -415,16 +423,11 @@ class RmsProp : public PerParameterOptimizer {
 
   Tensor updated(const Step& step, const Tensor& p, const Tensor& g) override {
     step.count();
-    Tensor square_avg = step.state("square_avg");
-    Tensor new_square = (1.0 - alpha_) * g * g;
-    Tensor next_square = alpha_ * square_avg + new_square;
-    step.keep("square_avg", square_avg, next_square);
+    Tensor square = g * g;
+    Tensor next_square = step.running_average("square_avg", alpha_, square);
     Tensor variance = next_square;
     if (centered_) {
-      Tensor grad_avg = step.state("grad_avg");
-      Tensor new_grad = (1.0 - alpha_) * g;
-      Tensor next_grad = alpha_ * grad_avg + new_grad;
-      step.keep("grad_avg", grad_avg, next_grad);
+      Tensor next_grad = step.running_average("grad_avg", alpha_, g);
       Tensor mean_square = next_grad * next_grad;
       variance = next_square - mean_square;
     }
@@ -496,10 +499,7 @@ class Adamax : public PerParameterOptimizer {
     Tensor t = step.count();
     Tensor correction = 1.0 - power(beta1, t);
     Tensor rate = step.lr / correction;
-    Tensor m = step.state("exp_avg");
-    Tensor new_m = (1.0 - beta1) * g;
-    Tensor next_m = beta1 * m + new_m;
-    step.keep("exp_avg", m, next_m);
+    Tensor next_m = step.running_average("exp_avg", beta1, g);
     Tensor u = step.state("exp_inf");
     Tensor magnitude = abs(g) + eps_;
     Tensor next_u = maximum(beta2 * u, magnitude);
@@ -528,17 +528,13 @@ class Adadelta : public PerParameterOptimizer {
 
   Tensor updated(const Step& step, const Tensor& p, const Tensor& g) override {
     step.count();
-    Tensor square_avg = step.state("square_avg");
-    Tensor new_square = (1.0 - rho_) * g * g;
-    Tensor next_square = rho_ * square_avg + new_square;
-    step.keep("square_avg", square_avg, next_square);
-    Tensor acc_delta = step.state("acc_delta");
+    Tensor square = g * g;
+    Tensor next_square = step.running_average("square_avg", rho_, square);
     Tensor deviation = sqrt(next_square + eps_);
-    Tensor scale = sqrt(acc_delta + eps_);
+    Tensor scale = sqrt(step.state("acc_delta") + eps_);
     Tensor delta = scale / deviation * g;
-    Tensor new_delta = (1.0 - rho_) * delta * delta;
-    Tensor next_delta = rho_ * acc_delta + new_delta;
-    step.keep("acc_delta", acc_delta, next_delta);
+    Tensor delta_square = delta * delta;
+    step.running_average("acc_delta", rho_, delta_square);
     return p - step.lr * delta;
   }
 
@@ -580,14 +576,9 @@ class NAdam : public PerParameterOptimizer {
     // As the Model Zoo's NAdam (and torch 1.13's) computes it: mu counts twice in the product
     // that divides the momentum's share.
     Tensor product_next = next_product * mu * mu_next;
-    Tensor m = step.state("exp_avg");
-    Tensor new_m = (1.0 - beta1) * g;
-    Tensor next_m = beta1 * m + new_m;
-    step.keep("exp_avg", m, next_m);
-    Tensor v = step.state("exp_avg_sq");
-    Tensor new_v = (1.0 - beta2) * g * g;
-    Tensor next_v = beta2 * v + new_v;
-    step.keep("exp_avg_sq", v, next_v);
+    Tensor next_m = step.running_average("exp_avg", beta1, g);
+    Tensor square = g * g;
+    Tensor next_v = step.running_average("exp_avg_sq", beta2, square);
     Tensor corrected = next_v / correction2;
     Tensor denominator = sqrt(corrected) + eps_;
     Tensor kept = 1.0 - mu;
@@ -628,14 +619,9 @@ class RAdam : public PerParameterOptimizer {
     Tensor correction1 = 1.0 - power(beta1, t);
     Tensor beta2_power = power(beta2, t);
     Tensor correction2 = 1.0 - beta2_power;
-    Tensor m = step.state("exp_avg");
-    Tensor new_m = (1.0 - beta1) * g;
-    Tensor next_m = beta1 * m + new_m;
-    step.keep("exp_avg", m, next_m);
-    Tensor v = step.state("exp_avg_sq");
-    Tensor new_v = (1.0 - beta2) * g * g;
-    Tensor next_v = beta2 * v + new_v;
-    step.keep("exp_avg_sq", v, next_v);
+    Tensor next_m = step.running_average("exp_avg", beta1, g);
+    Tensor square = g * g;
+    Tensor next_v = step.running_average("exp_avg_sq", beta2, square);
     double rho_inf = 2.0 / (1.0 - beta2) - 1.0;
     Tensor rho_drop = 2.0 * t * beta2_power / correction2;
     Tensor rho = rho_inf - rho_drop;
@@ -684,9 +670,7 @@ class Lion : public PerParameterOptimizer {
     Tensor negative = blend < 0.0;
     Tensor down = where(negative, -1.0, 0.0);
     Tensor sign = where(positive, 1.0, down);
-    Tensor new_m = (1.0 - beta2) * g;
-    Tensor next_m = beta2 * m + new_m;
-    step.keep("exp_avg", m, next_m);
+    step.running_average("exp_avg", beta2, g);
     Tensor decayed = p;
     if (step.decay != 0.0) {
       Tensor shrink = 1.0 - step.lr * step.decay;
