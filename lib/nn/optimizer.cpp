@@ -1,5 +1,7 @@
 #include "optimizer.hpp"
 
+#include <algorithm>
+#include <iterator>
 #include <stdexcept>
 
 namespace csrun::nn {
@@ -8,9 +10,10 @@ namespace {
 
 using graph::Graph;
 
-std::pair<double, double> betas(const config::ClassSpec& spec) {
+std::pair<double, double> betas(const config::ClassSpec& spec,
+                                std::pair<double, double> fallback = {0.9, 0.999}) {
   const config::Node* value = spec.params.find("betas");
-  if (!value || value->items().size() != 2) return {0.9, 0.999};
+  if (!value || value->items().size() != 2) return fallback;
   return {value->items()[0].as_number(), value->items()[1].as_number()};
 }
 
@@ -648,11 +651,7 @@ class RAdam : public PerParameterOptimizer {
 class Lion : public PerParameterOptimizer {
  public:
   explicit Lion(const config::ClassSpec& spec)
-      : PerParameterOptimizer(spec), betas_([&] {
-          const config::Node* value = spec.params.find("betas");
-          if (!value || value->items().size() != 2) return std::pair{0.9, 0.99};
-          return std::pair{value->items()[0].as_number(), value->items()[1].as_number()};
-        }()) {}
+      : PerParameterOptimizer(spec), betas_(betas(spec, {0.9, 0.99})) {}
 
  private:
   void create_states(Graph& graph, std::size_t i, const graph::Shape& shape) override {
@@ -682,33 +681,53 @@ class Lion : public PerParameterOptimizer {
   std::pair<double, double> betas_;
 };
 
+// The optimizers the simulator implements, in the order error messages list them.
+struct OptimizerMaker {
+  std::string_view name;
+  std::unique_ptr<Optimizer> (*make)(const config::ClassSpec& spec);
+};
+
+template <class Kind>
+std::unique_ptr<Optimizer> make(const config::ClassSpec& spec) {
+  return std::make_unique<Kind>(spec);
+}
+
+template <AdamFamily::Kind kind>
+std::unique_ptr<Optimizer> make_adam(const config::ClassSpec& spec) {
+  return std::make_unique<AdamFamily>(kind, spec);
+}
+
+constexpr OptimizerMaker kOptimizers[] = {
+    {"SGD", make<Sgd>},
+    {"Adam", make_adam<AdamFamily::Kind::adam>},
+    {"AdamW", make_adam<AdamFamily::Kind::adamw>},
+    {"Lamb", make_adam<AdamFamily::Kind::lamb>},
+    {"Adafactor", make<Adafactor>},
+    {"RMSprop", make<RmsProp>},
+    {"Adagrad", make<Adagrad>},
+    {"Adamax", make<Adamax>},
+    {"Adadelta", make<Adadelta>},
+    {"NAdam", make<NAdam>},
+    {"RAdam", make<RAdam>},
+    {"Lion", make<Lion>},
+};
+
 }  // namespace
 
 std::unique_ptr<Optimizer> make_optimizer(const config::ClassSpec& spec) {
-  if (spec.type == "SGD") return std::make_unique<Sgd>(spec);
-  if (spec.type == "Adam") return std::make_unique<AdamFamily>(AdamFamily::Kind::adam, spec);
-  if (spec.type == "AdamW") return std::make_unique<AdamFamily>(AdamFamily::Kind::adamw, spec);
-  if (spec.type == "Lamb") return std::make_unique<AdamFamily>(AdamFamily::Kind::lamb, spec);
-  if (spec.type == "Adafactor") return std::make_unique<Adafactor>(spec);
-  if (spec.type == "RMSprop") return std::make_unique<RmsProp>(spec);
-  if (spec.type == "Adagrad") return std::make_unique<Adagrad>(spec);
-  if (spec.type == "Adamax") return std::make_unique<Adamax>(spec);
-  if (spec.type == "Adadelta") return std::make_unique<Adadelta>(spec);
-  if (spec.type == "NAdam") return std::make_unique<NAdam>(spec);
-  if (spec.type == "RAdam") return std::make_unique<RAdam>(spec);
-  if (spec.type == "Lion") return std::make_unique<Lion>(spec);
+  std::string names;
+  for (const OptimizerMaker& maker : kOptimizers) {
+    if (maker.name == spec.type) return maker.make(spec);
+    names += (names.empty() ? "" : ", ") + std::string(maker.name);
+  }
   throw std::invalid_argument("the optimizer " + spec.type +
-                              " is not supported yet by csrun's simulator (supported: SGD, Adam, "
-                              "AdamW, Lamb, Adafactor, RMSprop, Adagrad, Adamax, Adadelta, NAdam, "
-                              "RAdam, Lion)");
+                              " is not supported yet by csrun's simulator (supported: " + names +
+                              ")");
 }
 
 bool simulates_optimizer(std::string_view type) {
-  for (std::string_view simulated : {"SGD", "Adam", "AdamW", "Lamb", "Adafactor", "RMSprop",
-                                     "Adagrad", "Adamax", "Adadelta", "NAdam", "RAdam", "Lion"}) {
-    if (type == simulated) return true;
-  }
-  return false;
+  return std::any_of(std::begin(kOptimizers), std::end(kOptimizers),
+                     [&](const OptimizerMaker& maker) { return maker.name == type; });
 }
 
 std::optional<double> optimizer_learning_rate(const config::ClassSpec& spec) {
