@@ -483,12 +483,23 @@ class Adagrad : public PerParameterOptimizer {
   double eps_;
 };
 
-class Adamax : public PerParameterOptimizer {
+// Adamax, NAdam and RAdam: first and second moments of the gradient, with PyTorch's defaults
+// betas (0.9, 0.999) and eps 1e-8.
+class MomentOptimizer : public PerParameterOptimizer {
  public:
-  explicit Adamax(const config::ClassSpec& spec)
+  explicit MomentOptimizer(const config::ClassSpec& spec)
       : PerParameterOptimizer(spec),
         betas_(betas(spec)),
         eps_(spec.params.number_or("eps", 1e-8)) {}
+
+ protected:
+  std::pair<double, double> betas_;
+  double eps_;
+};
+
+class Adamax : public MomentOptimizer {
+ public:
+  explicit Adamax(const config::ClassSpec& spec) : MomentOptimizer(spec) {}
 
  private:
   void create_states(Graph& graph, std::size_t i, const graph::Shape& shape) override {
@@ -510,9 +521,6 @@ class Adamax : public PerParameterOptimizer {
     Tensor direction = next_m / next_u;
     return p - rate * direction;
   }
-
-  std::pair<double, double> betas_;
-  double eps_;
 };
 
 class Adadelta : public PerParameterOptimizer {
@@ -545,13 +553,10 @@ class Adadelta : public PerParameterOptimizer {
   double eps_;
 };
 
-class NAdam : public PerParameterOptimizer {
+class NAdam : public MomentOptimizer {
  public:
   explicit NAdam(const config::ClassSpec& spec)
-      : PerParameterOptimizer(spec),
-        betas_(betas(spec)),
-        eps_(spec.params.number_or("eps", 1e-8)),
-        momentum_decay_(spec.params.number_or("momentum_decay", 4e-3)) {}
+      : MomentOptimizer(spec), momentum_decay_(spec.params.number_or("momentum_decay", 4e-3)) {}
 
  private:
   void create_states(Graph& graph, std::size_t i, const graph::Shape& shape) override {
@@ -595,19 +600,14 @@ class NAdam : public PerParameterOptimizer {
     return after_gradient - momentum_step;
   }
 
-  std::pair<double, double> betas_;
-  double eps_;
   double momentum_decay_;
 };
 
 // RAdam: the Adam step rectified by the variance of its adaptive rate, SGD with momentum while
 // the rate's variance is intractable (rho_t <= 5).
-class RAdam : public PerParameterOptimizer {
+class RAdam : public MomentOptimizer {
  public:
-  explicit RAdam(const config::ClassSpec& spec)
-      : PerParameterOptimizer(spec),
-        betas_(betas(spec)),
-        eps_(spec.params.number_or("eps", 1e-8)) {}
+  explicit RAdam(const config::ClassSpec& spec) : MomentOptimizer(spec) {}
 
  private:
   void create_states(Graph& graph, std::size_t i, const graph::Shape& shape) override {
@@ -641,9 +641,6 @@ class RAdam : public PerParameterOptimizer {
     Tensor direction = where(tractable, rectified, momentum);
     return p - step.lr * direction;
   }
-
-  std::pair<double, double> betas_;
-  double eps_;
 };
 
 // Lion as cerebras.pytorch runs it: the sign of an interpolation of momentum and gradient, with
